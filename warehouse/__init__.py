@@ -1,0 +1,1 @@
+"""The DuckDB warehouse: unified records, source adapters, atomic loading, rejects and views."""

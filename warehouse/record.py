@@ -1,0 +1,133 @@
+"""Builds unified records: stable ids, content hashes and the controlled vocabularies.
+
+Adapters and generators hand plain field values to `build_record`; it fills the ids and hashes
+so that every producer derives them the same way (the basis of idempotent loading).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Iterable, Sequence
+
+from schemas import record_schema
+
+QUESTION_TYPES: tuple[str, ...] = tuple(record_schema()["properties"]["question_type"]["enum"])
+ANSWER_FORMATS: tuple[str, ...] = tuple(record_schema()["properties"]["answer_format"]["enum"])
+FIELDS: tuple[str, ...] = tuple(record_schema()["properties"])
+CONTEXT_FIELDS: tuple[str, ...] = tuple(
+    name for name, spec in record_schema()["properties"].items() if spec["x-table"] == "contexts"
+)
+ITEM_FIELDS: tuple[str, ...] = tuple(name for name in FIELDS if name not in CONTEXT_FIELDS)
+_ID_FIELDS = ("item_id", "content_hash")
+_WS = re.compile(r"\s+")
+
+
+def _hex(*parts: str, size: int = 16) -> str:
+    digest = hashlib.blake2b(digest_size=size)
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()
+
+
+def normalize_context(text: str) -> str:
+    """Whitespace-normalized context; the basis of `context_id` (same story => same id)."""
+    return _WS.sub(" ", text).strip()
+
+
+def make_item_id(source: str, source_key: str) -> str:
+    """Stable across runs and machines: depends only on the source name and its own key."""
+    return _hex(source, source_key)
+
+
+def make_context_id(context: str) -> str:
+    return _hex(normalize_context(context))
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the one serialization hashes are taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(record: dict[str, Any]) -> str:
+    """sha256 over every field but the hash itself and the item id (so a renamed key keeps its hash)."""
+    payload = {key: value for key, value in record.items() if key not in _ID_FIELDS}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def option_index(options: Sequence[str], answer: str) -> int | None:
+    """Position of `answer` among `options`, or None when absent."""
+    try:
+        return list(options).index(answer)
+    except ValueError:
+        return None
+
+
+def build_record(
+    *,
+    source: str,
+    source_version: str,
+    source_key: str,
+    source_ref: str,
+    split: str,
+    context: str,
+    question: str,
+    question_type: str,
+    answer: str,
+    answer_format: str,
+    context_kind: str = "story",
+    turns: list[dict[str, str]] | None = None,
+    n_agents: int | None = None,
+    n_events: int | None = None,
+    belief_order: int | None = None,
+    perspective_chain: Iterable[str] = (),
+    is_false_belief: bool | None = None,
+    options: Iterable[str] = (),
+    answer_index: int | None = None,
+    answer_list: list[str] | None = None,
+    generator: str | None = None,
+    generator_version: str | None = None,
+    template_id: str | None = None,
+    seed: int | None = None,
+    operators: Iterable[str] = (),
+    trace: list[Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One unified record with ids and content hash filled in; validation happens at load time."""
+    options = list(options)
+    if answer_index is None and answer_format == "multiple_choice":
+        answer_index = option_index(options, answer)
+    record: dict[str, Any] = {
+        "item_id": make_item_id(source, source_key),
+        "context_id": make_context_id(context),
+        "source": source,
+        "source_version": source_version,
+        "source_ref": source_ref,
+        "split": split,
+        "content_hash": "",
+        "context_kind": context_kind,
+        "context": context,
+        "turns": turns,
+        "n_agents": n_agents,
+        "n_events": n_events,
+        "question": question,
+        "question_type": question_type,
+        "belief_order": belief_order,
+        "perspective_chain": list(perspective_chain),
+        "is_false_belief": is_false_belief,
+        "answer_format": answer_format,
+        "options": options,
+        "answer": answer,
+        "answer_index": answer_index,
+        "answer_list": answer_list,
+        "generator": generator,
+        "generator_version": generator_version,
+        "template_id": template_id,
+        "seed": seed,
+        "operators": list(operators),
+        "trace": trace,
+        "meta": meta or {},
+    }
+    record["content_hash"] = content_hash(record)
+    return record

@@ -1,0 +1,46 @@
+"""Source adapters, one per published format, and how a path or Hub id becomes a local folder."""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+from warehouse.sources.base import Adapter, SourceError
+
+SOURCE_NAMES: tuple[str, ...] = ("hitom", "exploretom", "fantom", "opentom", "tomi", "bigtom")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter of a source name, or a SourceError listing the known names."""
+    if name not in SOURCE_NAMES:
+        raise SourceError(name, f"unknown source; choose one of {', '.join(SOURCE_NAMES)}")
+    module = importlib.import_module(f"warehouse.sources.{name}")
+    return module.ADAPTER
+
+
+def resolve_input(location: str | Path, adapter: Adapter) -> Path:
+    """A local file/folder as given, else a Hub dataset id downloaded with huggingface_hub."""
+    path = Path(location)
+    if path.exists():
+        return path
+    text = str(location)
+    if text.startswith("hf://"):
+        text = text.removeprefix("hf://datasets/").removeprefix("hf://")
+    if _HUB_ID.match(text) and not text.startswith((".", "/")):
+        return download_from_hub(text, adapter)
+    raise SourceError(path, "path not found")
+
+
+def download_from_hub(repo_id: str, adapter: Adapter, revision: str | None = None) -> Path:
+    """Download a dataset repo snapshot (only the adapter's files) and return its local folder."""
+    from huggingface_hub import snapshot_download  # imported late: reads HF_ENDPOINT at import
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        folder = snapshot_download(
+            repo_id=repo_id, repo_type="dataset", revision=revision, allow_patterns=adapter.hub_patterns
+        )
+    except (HfHubHTTPError, OSError, ValueError) as exc:
+        raise SourceError(repo_id, f"could not download from the Hugging Face Hub: {type(exc).__name__}") from None
+    return Path(folder)

@@ -1,0 +1,97 @@
+"""What every source adapter provides, and the errors and rejects they report.
+
+An adapter turns one published dataset layout into unified records. It yields, for every input
+question it reads, either a record (from `warehouse.record.build_record`) or a `Reject` that says
+why not: so read = loaded + rejected can be checked. A file that cannot be read at all (missing,
+truncated JSON, not UTF-8, wrong columns) raises `SourceError`, which aborts the load.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Union
+
+
+class SourceError(Exception):
+    """An input that cannot be read at all; the message is one line naming the file (and record)."""
+
+    def __init__(self, file: str | Path, problem: str, record: str | None = None) -> None:
+        self.file = str(file)
+        self.record = record
+        self.problem = problem
+        where = f"{self.file}, record {record}" if record is not None else self.file
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One input record that did not become an item, with where it came from and why."""
+
+    source: str
+    source_ref: str
+    file: str
+    record: str
+    field: str
+    reason: str
+    raw: str = ""
+
+    @staticmethod
+    def raw_of(value: Any) -> str:
+        """The raw input kept in the rejects table so nothing is lost."""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+Produced = Union[dict[str, Any], Reject]
+
+
+class Adapter(Protocol):
+    """One published format. `read` takes a local file or folder exactly as published."""
+
+    name: str
+    version: str
+    license: str
+    hub_repo: str | None
+    hub_patterns: list[str] | None
+
+    def read(self, root: Path) -> Iterator[Produced]:
+        ...
+
+
+@dataclass
+class AdapterInfo:
+    """Static facts about a source that the `sources` table records."""
+
+    name: str
+    version: str
+    license: str
+    hub_repo: str | None = None
+    hub_patterns: list[str] | None = field(default=None)
+
+
+def read_text(path: Path) -> str:
+    """Whole file as UTF-8, or a SourceError that says the file is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except IsADirectoryError:
+        raise SourceError(path, "expected a file, found a folder") from None
+
+
+def read_json(path: Path) -> Any:
+    """Parsed JSON, or a SourceError naming the line and column where it breaks (e.g. truncated)."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def relative_name(path: Path, root: Path) -> str:
+    """The file name as `source_ref` records it: relative to the ingest root, POSIX separators."""
+    if root.is_file():
+        return path.name
+    return path.relative_to(root).as_posix()
