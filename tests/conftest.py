@@ -1,0 +1,32 @@
+"""Shared fixtures: where the real public samples are (optional) and the project's own samples."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "warehouse" / "samples"
+
+
+def _real_samples_dir() -> Path:
+    configured = os.environ.get("TOMFORGE_REAL_SAMPLES")
+    if configured:
+        return Path(configured)
+    return REPO.parent / "shared" / "real-samples"
+
+
+@pytest.fixture(scope="session")
+def real_samples() -> Path:
+    """The folder of real public excerpts; tests using it skip when it is absent."""
+    folder = _real_samples_dir()
+    if not folder.is_dir():
+        pytest.skip(f"real samples not found at {folder} (set TOMFORGE_REAL_SAMPLES)")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    """The project's own sample files in the real formats (shipped defaults of `tomforge rebuild`)."""
+    return SAMPLES
