@@ -1,0 +1,150 @@
+"""The `tomforge` command line: one subcommand per pipeline step.
+
+Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
+query), 3 counts do not reconcile (read != loaded + rejected).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from warehouse.db import DEFAULT_WAREHOUSE
+
+EXIT_BAD_INPUT = 2
+EXIT_UNRECONCILED = 3
+
+app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+console = Console(stderr=True)
+WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    """One line on stderr, no traceback, a meaningful exit code."""
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def clear_errors() -> Iterator[None]:
+    """Turn the pipeline's known input errors into one-line messages."""
+    from warehouse.db import WarehouseError
+    from warehouse.sources.base import SourceError
+
+    try:
+        yield
+    except (SourceError, WarehouseError) as exc:
+        fail(str(exc))
+
+
+def progress_display() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def print_reports(reports: list) -> bool:
+    """Print read = loaded + rejected per input; return whether every one reconciles."""
+    table = Table(title="reconciliation (read = loaded + rejected)")
+    for column in ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "ok"):
+        table.add_column(column, justify="right" if column not in ("source", "input") else "left")
+    for r in reports:
+        table.add_row(r.source, r.input_ref, str(r.read), str(r.loaded), str(r.rejected), str(r.new),
+                      str(r.changed), str(r.unchanged), "yes" if r.reconciled else "NO")
+    Console().print(table)
+    return all(r.reconciled for r in reports)
+
+
+@app.command()
+def ingest(
+    source: str = typer.Option(..., "--source", "-s", help="hitom, exploretom, fantom, opentom, tomi or bigtom."),
+    path: str = typer.Option(..., "--path", "-p", help="File or folder as published, or a Hub dataset id."),
+    warehouse: Path = WarehouseOption,
+) -> None:
+    """Read one source as published and load it into the warehouse (atomic, idempotent)."""
+    from warehouse.load import ingest as ingest_source
+
+    with clear_errors(), progress_display() as bar:
+        task = bar.add_task(f"ingest {source}", total=None)
+        report = ingest_source(warehouse, source, path, progress=lambda n: bar.advance(task, n))
+    if not print_reports([report]):
+        fail("counts do not reconcile", EXIT_UNRECONCILED)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help="SQL to run (read-only)."),
+    warehouse: Path = WarehouseOption,
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Query the warehouse in SQL over a read-only connection."""
+    import duckdb
+
+    from warehouse.db import connect_readonly
+
+    with clear_errors():
+        con = connect_readonly(warehouse)
+    try:
+        cursor = con.execute(query)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall()
+    except duckdb.Error as exc:
+        fail(f"query failed: {str(exc).splitlines()[0]}")
+    finally:
+        con.close()
+    write_rows(columns, rows, fmt)
+
+
+def write_rows(columns: list[str], rows: list[tuple], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps([dict(zip(columns, row)) for row in rows], default=str, ensure_ascii=False) + "\n")
+    else:
+        table = Table(*columns)
+        for row in rows:
+            table.add_row(*("NULL" if v is None else str(v) for v in row))
+        Console(width=200).print(table)
+
+
+@app.command()
+def rebuild(warehouse: Path = WarehouseOption) -> None:
+    """Run the main job on embedded defaults: every source's sample files into a fresh warehouse."""
+    from flows.steps import rebuild_warehouse
+
+    with clear_errors(), progress_display() as bar:
+        def on_source(spec):  # one progress row per source
+            task = bar.add_task(f"ingest {spec.name}", total=None)
+            return lambda n: bar.advance(task, n)
+
+        reports = rebuild_warehouse(warehouse, on_source=on_source)
+    ok = print_reports(reports)
+    console.print(f"warehouse: {warehouse}  items: {sum(r.loaded for r in reports)}  "
+                  f"rejects: {sum(r.rejected for r in reports)}")
+    if not ok:
+        fail("counts do not reconcile", EXIT_UNRECONCILED)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Opening the warehouse, creating its tables, and swapping a rebuilt file in atomically.
+
+Writers never touch the live file: they build a copy next to it, validate it and `os.replace`
+it over the old one, so readers see either the old or the new warehouse and a failed run leaves
+the last good one.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from warehouse.ddl import all_ddl
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"
+
+
+class WarehouseError(Exception):
+    """The warehouse file cannot be used (missing, not a DuckDB file, failed validation)."""
+
+
+def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the core tables (if missing) and (re)create every view in `warehouse/sql/`."""
+    for statement in all_ddl():
+        con.execute(statement)
+    for sql_file in sorted(SQL_DIR.glob("*.sql")):
+        con.execute(sql_file.read_text(encoding="utf-8"))
+
+
+def connect_readonly(path: Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection: `tomforge sql` can never change the warehouse."""
+    if not path.is_file():
+        raise WarehouseError(f"{path}: warehouse not found (run `tomforge rebuild` or `tomforge ingest` first)")
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{path}: cannot open as a DuckDB warehouse: {str(exc).splitlines()[0]}") from None
+
+
+def validate(con: duckdb.DuckDBPyConnection) -> None:
+    """Checks run before a new warehouse replaces the old one."""
+    checks = {
+        "duplicate item_id": "SELECT count(*) - count(DISTINCT item_id) FROM items",
+        "duplicate context_id": "SELECT count(*) - count(DISTINCT context_id) FROM contexts",
+        "item without context": "SELECT count(*) FROM items i ANTI JOIN contexts c USING (context_id)",
+        "item also rejected": "SELECT count(*) FROM items i SEMI JOIN rejects r ON i.source = r.source AND i.source_ref = r.source_ref",
+        "unreconciled source": "SELECT count(*) FROM sources WHERE n_read <> n_loaded + n_rejected",
+    }
+    for problem, query in checks.items():
+        count = con.execute(query).fetchone()[0]
+        if count:
+            raise WarehouseError(f"validation failed: {count} x {problem}")
+
+
+@contextmanager
+def building(path: Path, *, fresh: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Yield a connection to a private copy of `path` (or an empty file when `fresh`);
+    on success validate and atomically replace `path`, on failure delete the copy."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.building-{os.getpid()}")
+    for leftover in (temp, temp.with_name(temp.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    if path.exists() and not fresh:
+        _check_is_duckdb(path)
+        shutil.copy2(path, temp)
+    con = duckdb.connect(str(temp))
+    try:
+        create_schema(con)
+        yield con
+        validate(con)
+        con.execute("CHECKPOINT")
+        con.close()
+        os.replace(temp, path)
+    except BaseException:
+        con.close()
+        temp.unlink(missing_ok=True)
+        temp.with_name(temp.name + ".wal").unlink(missing_ok=True)
+        raise
+
+
+def _check_is_duckdb(path: Path) -> None:
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{path}: not a DuckDB warehouse: {str(exc).splitlines()[0]}") from None

@@ -1,0 +1,191 @@
+"""Loading unified records into the warehouse: validate, upsert, reject, reconcile.
+
+Every record an adapter or generator produces ends either in `items` (with its context in
+`contexts`) or in `rejects` with file, record, field and reason. Loading is an upsert keyed by
+`item_id`, so loading the same input twice changes nothing, and it runs inside
+`warehouse.db.building`, so a failure leaves the previous warehouse untouched.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import duckdb
+import pyarrow as pa
+
+from warehouse import db
+from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
+from warehouse.sources import get_adapter, resolve_input
+from warehouse.sources.base import AdapterInfo, Produced, Reject
+from warehouse.validate import first_error, is_valid
+
+Progress = Callable[[int], None]
+_JSON_COLUMNS = {"meta", "trace"}
+_LIST_COLUMNS = {"perspective_chain", "options", "answer_list", "operators"}
+_INT_COLUMNS = {"belief_order", "answer_index", "seed", "n_agents", "n_events"}
+_TURN_TYPE = pa.list_(pa.struct([("speaker", pa.string()), ("text", pa.string())]))
+
+
+@dataclass
+class LoadReport:
+    """Counts of one load; `reconciled` is the invariant read = loaded + rejected."""
+
+    source: str
+    input_ref: str
+    read: int = 0
+    loaded: int = 0
+    rejected: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+
+    @property
+    def reconciled(self) -> bool:
+        return self.read == self.loaded + self.rejected
+
+
+@dataclass
+class _Batch:
+    items: list[dict[str, Any]]
+    rejects: list[Reject]
+    input_digest: str
+
+
+def _collect(info: AdapterInfo, produced: Iterable[Produced], progress: Progress | None) -> _Batch:
+    """Validate every produced record; keep the valid ones, turn the rest into rejects."""
+    items: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    seen: set[str] = set()
+    digest = hashlib.sha256()
+    for count, record in enumerate(produced, start=1):
+        if isinstance(record, Reject):
+            rejects.append(record)
+            digest.update(record.raw.encode("utf-8"))
+        elif not is_valid(record):
+            field, reason = first_error(record)
+            rejects.append(_reject_of(info, record, field, reason))
+        elif record["item_id"] in seen:
+            duplicate = _reject_of(info, record, "item_id", "duplicate of an earlier record with the same source key")
+            rejects.append(replace(duplicate, source_ref=f"{duplicate.source_ref} (input record {count})"))
+        else:
+            seen.add(record["item_id"])
+            items.append(record)
+            digest.update(record["content_hash"].encode("ascii"))
+        if progress is not None and count % 5000 == 0:
+            progress(5000)
+    if progress is not None:
+        progress((len(items) + len(rejects)) % 5000)
+    return _Batch(items, rejects, digest.hexdigest())
+
+
+def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Reject:
+    ref = str(record.get("source_ref", "?")) if isinstance(record, dict) else "?"
+    file, _, rec = ref.partition("#")
+    return Reject(info.name, ref, file, rec or ref, field, f"schema: {reason}", Reject.raw_of(record))
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    if name == "turns":
+        return _TURN_TYPE
+    if name in _LIST_COLUMNS:
+        return pa.list_(pa.string())
+    if name in _INT_COLUMNS:
+        return pa.int64()
+    if name == "is_false_belief":
+        return pa.bool_()
+    return pa.string()
+
+
+def _to_arrow(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> pa.Table:
+    columns = {}
+    for name in fields:
+        values = [row[name] for row in rows]
+        if name in _JSON_COLUMNS:
+            values = [None if value is None else canonical_json(value) for value in values]
+        columns[name] = pa.array(values, type=_arrow_type(name))
+    return pa.table(columns)
+
+
+def _contexts_table(items: list[dict[str, Any]]) -> pa.Table:
+    first: dict[str, dict[str, Any]] = {}
+    for item in items:
+        first.setdefault(item["context_id"], item)
+    return _to_arrow(list(first.values()), ("context_id", *CONTEXT_FIELDS))
+
+
+def _rejects_table(rejects: list[Reject]) -> pa.Table:
+    names = ("source", "source_ref", "file", "record", "field", "reason", "raw")
+    return pa.table({name: pa.array([getattr(r, name) for r in rejects], type=pa.string()) for name in names})
+
+
+def _write(con: duckdb.DuckDBPyConnection, info: AdapterInfo, input_ref: str, batch: _Batch, report: LoadReport) -> None:
+    con.register("new_items", _to_arrow(batch.items, ITEM_FIELDS))
+    con.register("new_contexts", _contexts_table(batch.items))
+    con.register("new_rejects", _rejects_table(batch.rejects))
+    report.new, report.changed = con.execute(
+        """SELECT count(*) FILTER (WHERE o.item_id IS NULL),
+                  count(*) FILTER (WHERE o.item_id IS NOT NULL AND o.content_hash <> n.content_hash)
+           FROM new_items n LEFT JOIN items o USING (item_id)"""
+    ).fetchone()
+    report.unchanged = report.loaded - report.new - report.changed
+    con.execute("DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
+    con.execute(
+        "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
+    )
+    con.execute(
+        "DELETE FROM rejects WHERE (source, source_ref) IN "
+        "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)"
+    )
+    con.execute(f"INSERT INTO items SELECT {', '.join(ITEM_FIELDS)} FROM new_items")
+    con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
+    con.execute("INSERT INTO contexts SELECT * FROM new_contexts ANTI JOIN contexts USING (context_id)")
+    con.execute("DELETE FROM contexts WHERE context_id NOT IN (SELECT context_id FROM items)")
+    con.execute("DELETE FROM sources WHERE source = ? AND input_ref = ?", [info.name, input_ref])
+    con.execute(
+        "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [info.name, input_ref, info.version, info.license, info.hub_repo, batch.input_digest,
+         report.read, report.loaded, report.rejected],
+    )
+    for view in ("new_items", "new_contexts", "new_rejects"):
+        con.unregister(view)
+
+
+def load_into(
+    con: duckdb.DuckDBPyConnection,
+    info: AdapterInfo,
+    produced: Iterable[Produced],
+    input_ref: str,
+    progress: Progress | None = None,
+) -> LoadReport:
+    """Validate and upsert into an open (private, being-built) warehouse connection."""
+    batch = _collect(info, produced, progress)
+    report = LoadReport(info.name, input_ref, read=len(batch.items) + len(batch.rejects),
+                        loaded=len(batch.items), rejected=len(batch.rejects))
+    _write(con, info, input_ref, batch, report)
+    return report
+
+
+def ingest_records(
+    warehouse: Path,
+    info: AdapterInfo,
+    produced: Iterable[Produced],
+    input_ref: str,
+    progress: Progress | None = None,
+) -> LoadReport:
+    """Load records into `warehouse` atomically (build a copy, validate, swap)."""
+    with db.building(Path(warehouse)) as con:
+        return load_into(con, info, produced, input_ref, progress)
+
+
+def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress | None = None) -> LoadReport:
+    """Read one source (local path or Hub id) with its adapter and load it atomically."""
+    adapter = get_adapter(source)
+    root = resolve_input(location, adapter)
+    return ingest_records(warehouse, info_of(adapter), adapter.read(root), str(location), progress)
+
+
+def info_of(adapter: Any) -> AdapterInfo:
+    """The static facts of an adapter as the `sources` table records them."""
+    return AdapterInfo(adapter.name, adapter.version, adapter.license, adapter.hub_repo, adapter.hub_patterns)
