@@ -48,8 +48,9 @@ def clear_errors() -> Iterator[None]:
 
 
 def progress_display() -> Progress:
+    """Live progress on a terminal; nothing when output is captured (logs, tests, pipes)."""
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
+                    TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
 
 
 def print_reports(reports: list) -> bool:
