@@ -6,9 +6,11 @@ so that every producer derives them the same way (the basis of idempotent loadin
 from __future__ import annotations
 
 import hashlib
-import json
 import re
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
+
+import orjson
 
 from schemas import record_schema
 
@@ -41,19 +43,25 @@ def make_item_id(source: str, source_key: str) -> str:
     return _hex(source, source_key)
 
 
+@lru_cache(maxsize=1 << 16)
 def make_context_id(context: str) -> str:
+    """Cached: a source repeats each story for all of its questions."""
     return _hex(normalize_context(context))
 
 
+def canonical_bytes(value: Any) -> bytes:
+    """Sorted keys, no spaces, UTF-8: the one serialization hashes are taken over (orjson: fast)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 kept: the one serialization hashes are taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical_bytes(value).decode("utf-8")
 
 
 def content_hash(record: dict[str, Any]) -> str:
     """sha256 over every field but the hash itself and the item id (so a renamed key keeps its hash)."""
     payload = {key: value for key, value in record.items() if key not in _ID_FIELDS}
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_bytes(payload)).hexdigest()
 
 
 def option_index(options: Sequence[str], answer: str) -> int | None:
