@@ -8,12 +8,14 @@ Every record an adapter or generator produces ends either in `items` (with its c
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+import json
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from warehouse import db
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
@@ -47,13 +49,41 @@ class LoadReport:
 
 
 @dataclass
-class _Batch:
-    items: list[dict[str, Any]]
-    rejects: list[Reject]
-    input_digest: str
+class Staged:
+    """One input read, validated and converted to Arrow tables, not yet written anywhere.
+
+    Staging is the expensive part (parse + validate); it can be saved to parquet and reused
+    (Prefect caches it by the input's fingerprint) while writing into a warehouse is cheap."""
+
+    info: AdapterInfo
+    input_ref: str
+    items: pa.Table
+    contexts: pa.Table
+    rejects: pa.Table
+    digest: str
+
+    @property
+    def report(self) -> LoadReport:
+        loaded, rejected = self.items.num_rows, self.rejects.num_rows
+        return LoadReport(self.info.name, self.input_ref, read=loaded + rejected, loaded=loaded, rejected=rejected)
+
+    def save(self, folder: Path) -> Path:
+        """Write the staged tables as parquet plus a small JSON of the rest."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("items", "contexts", "rejects"):
+            pq.write_table(getattr(self, name), folder / f"{name}.parquet")
+        facts = {"info": asdict(self.info), "input_ref": self.input_ref, "digest": self.digest}
+        (folder / "staged.json").write_text(json.dumps(facts, sort_keys=True), encoding="utf-8")
+        return folder
+
+    @classmethod
+    def open(cls, folder: Path) -> "Staged":
+        facts = json.loads((folder / "staged.json").read_text(encoding="utf-8"))
+        tables = {name: pq.read_table(folder / f"{name}.parquet") for name in ("items", "contexts", "rejects")}
+        return cls(AdapterInfo(**facts["info"]), facts["input_ref"], digest=facts["digest"], **tables)
 
 
-def _collect(info: AdapterInfo, produced: Iterable[Produced], progress: Progress | None) -> _Batch:
+def stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None = None) -> Staged:
     """Validate every produced record; keep the valid ones, turn the rest into rejects."""
     items: list[dict[str, Any]] = []
     rejects: list[Reject] = []
@@ -77,7 +107,8 @@ def _collect(info: AdapterInfo, produced: Iterable[Produced], progress: Progress
             progress(5000)
     if progress is not None:
         progress((len(items) + len(rejects)) % 5000)
-    return _Batch(items, rejects, digest.hexdigest())
+    return Staged(info, input_ref, _to_arrow(items, ITEM_FIELDS), _contexts_table(items), _rejects_table(rejects),
+                  digest.hexdigest())
 
 
 def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Reject:
@@ -120,10 +151,12 @@ def _rejects_table(rejects: list[Reject]) -> pa.Table:
     return pa.table({name: pa.array([getattr(r, name) for r in rejects], type=pa.string()) for name in names})
 
 
-def _write(con: duckdb.DuckDBPyConnection, info: AdapterInfo, input_ref: str, batch: _Batch, report: LoadReport) -> None:
-    con.register("new_items", _to_arrow(batch.items, ITEM_FIELDS))
-    con.register("new_contexts", _contexts_table(batch.items))
-    con.register("new_rejects", _rejects_table(batch.rejects))
+def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
+    """Upsert staged tables into an open (private, being-built) warehouse connection."""
+    info, input_ref, report = staged.info, staged.input_ref, staged.report
+    con.register("new_items", staged.items)
+    con.register("new_contexts", staged.contexts)
+    con.register("new_rejects", staged.rejects)
     report.new, report.changed = con.execute(
         """SELECT count(*) FILTER (WHERE o.item_id IS NULL),
                   count(*) FILTER (WHERE o.item_id IS NOT NULL AND o.content_hash <> n.content_hash)
@@ -145,11 +178,12 @@ def _write(con: duckdb.DuckDBPyConnection, info: AdapterInfo, input_ref: str, ba
     con.execute("DELETE FROM sources WHERE source = ? AND input_ref = ?", [info.name, input_ref])
     con.execute(
         "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [info.name, input_ref, info.version, info.license, info.hub_repo, batch.input_digest,
+        [info.name, input_ref, info.version, info.license, info.hub_repo, staged.digest,
          report.read, report.loaded, report.rejected],
     )
     for view in ("new_items", "new_contexts", "new_rejects"):
         con.unregister(view)
+    return report
 
 
 def load_into(
@@ -160,11 +194,7 @@ def load_into(
     progress: Progress | None = None,
 ) -> LoadReport:
     """Validate and upsert into an open (private, being-built) warehouse connection."""
-    batch = _collect(info, produced, progress)
-    report = LoadReport(info.name, input_ref, read=len(batch.items) + len(batch.rejects),
-                        loaded=len(batch.items), rejected=len(batch.rejects))
-    _write(con, info, input_ref, batch, report)
-    return report
+    return write_staged(con, stage(info, produced, input_ref, progress))
 
 
 def ingest_records(
