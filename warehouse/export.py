@@ -211,6 +211,15 @@ def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -> l
     return facts
 
 
+def generator_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -> list[dict[str, Any]]:
+    """Which generators (and versions) produced the generated rows, with counts."""
+    if not _IDENTIFIER.match(table):
+        raise ExportError(f"{table!r}: not a table or view name")
+    rows = con.execute(f"SELECT generator, generator_version, count(*) FROM {table} "
+                       "WHERE generator IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+    return [{"generator": g, "generator_version": v, "n_items": int(n)} for g, v, n in rows]
+
+
 def audit_summary(con: duckdb.DuckDBPyConnection, max_rows: int = 200) -> dict[str, Any]:
     """What the audit left in the warehouse: its tables with row counts and the `audit_summary`
     rows when present; `ran` is False when no audit table exists (the card says so)."""

@@ -1,0 +1,222 @@
+"""The dataset card (README.md) of a release, written with `huggingface_hub`'s card utilities.
+
+The YAML header is what `datasets.load_dataset` and the Hub read (configs and their data files,
+licenses, task and size categories); the body is what a researcher reads before training on it:
+what each config holds, counts per split, the audit summary, how to load a release and whom to cite.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from warehouse.export import ALL_CONFIG, SplitExport
+
+# Hub license identifiers (https://huggingface.co/docs/hub/repositories-licenses) the sources use.
+HUB_LICENSES = frozenset({
+    "apache-2.0", "mit", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0",
+    "cc-by-nc-nd-4.0", "cc-by-3.0", "cc-by-sa-3.0", "cc-by-nc-3.0", "bsd-2-clause", "bsd-3-clause",
+    "gpl-3.0", "lgpl-3.0", "odc-by", "odbl", "pddl", "unknown", "other",
+})
+TASK_CATEGORIES = ["question-answering", "multiple-choice", "text-generation"]
+TAGS = ["theory-of-mind", "reasoning", "rlvr", "tomforge"]
+_SIZE_BOUNDS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]
+
+CITATIONS: dict[str, str] = {
+    "hitom": """@inproceedings{wu2023hitom,
+  title = {Hi-ToM: A Benchmark for Evaluating Higher-Order Theory of Mind Reasoning in Large Language Models},
+  author = {Wu, Yufan and others},
+  booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2023},
+  year = {2023}
+}""",
+    "exploretom": """@inproceedings{sclar2025exploretom,
+  title = {Explore Theory of Mind: Program-guided Adversarial Data Generation for Theory of Mind Reasoning},
+  author = {Sclar, Melanie and others},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year = {2025}
+}""",
+    "fantom": """@inproceedings{kim2023fantom,
+  title = {FANToM: A Benchmark for Stress-testing Machine Theory of Mind in Interactions},
+  author = {Kim, Hyunwoo and others},
+  booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing},
+  year = {2023}
+}""",
+    "opentom": """@inproceedings{xu2024opentom,
+  title = {OpenToM: A Comprehensive Benchmark for Evaluating Theory-of-Mind Reasoning Capabilities of Large Language Models},
+  author = {Xu, Hainiu and others},
+  booktitle = {Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics},
+  year = {2024}
+}""",
+    "tomi": """@inproceedings{le2019tomi,
+  title = {Revisiting the Evaluation of Theory of Mind through Question Answering},
+  author = {Le, Matthew and Boureau, Y-Lan and Nickel, Maximilian},
+  booktitle = {Proceedings of EMNLP-IJCNLP 2019},
+  year = {2019}
+}""",
+    "bigtom": """@inproceedings{gandhi2023bigtom,
+  title = {Understanding Social Reasoning in Language Models with Language Models},
+  author = {Gandhi, Kanishk and others},
+  booktitle = {Advances in Neural Information Processing Systems, Datasets and Benchmarks Track},
+  year = {2023}
+}""",
+}
+
+
+def hub_license(published: str | None) -> str:
+    """The Hub identifier of a license as a source words it ("CC BY-NC 4.0 (not for training)" ->
+    "cc-by-nc-4.0"); "other" when it has none, "unknown" when the source states none."""
+    if not published or not published.strip():
+        return "unknown"
+    core = re.sub(r"\(.*?\)", "", published).strip().lower()
+    core = re.sub(r"[\s_]+", "-", core).replace("--", "-")
+    core = {"cc0": "cc0-1.0", "apache": "apache-2.0", "apache-2": "apache-2.0"}.get(core, core)
+    return core if core in HUB_LICENSES else "other"
+
+
+def size_category(n_rows: int) -> str:
+    for bound, label in _SIZE_BOUNDS:
+        if n_rows < bound:
+            return label
+    return "n>100M"
+
+
+def configs_yaml(exports: Iterable[SplitExport]) -> list[dict[str, Any]]:
+    """`configs` entries: one per config, a glob per split (stale shards are deleted on publish)."""
+    by_config: dict[str, list[SplitExport]] = {}
+    for export in exports:
+        by_config.setdefault(export.config, []).append(export)
+    entries = []
+    for config, splits in by_config.items():
+        entry: dict[str, Any] = {"config_name": config}
+        if config == ALL_CONFIG:
+            entry["default"] = True
+        entry["data_files"] = [{"split": s.split, "path": f"data/{config}/{s.split}-*.parquet"} for s in splits]
+        entries.append(entry)
+    return entries
+
+
+def _license_list(facts: list[dict[str, Any]]) -> list[str]:
+    return sorted({hub_license(fact.get("license")) for fact in facts})
+
+
+def card_data(exports: list[SplitExport], facts: list[dict[str, Any]], pretty_name: str):
+    from huggingface_hub import DatasetCardData
+
+    total = sum(e.n_rows for e in exports if e.config == ALL_CONFIG)
+    licenses = _license_list(facts)
+    return DatasetCardData(
+        pretty_name=pretty_name,
+        license=licenses[0] if len(licenses) == 1 else licenses,
+        language=["en"],
+        task_categories=TASK_CATEGORIES,
+        size_categories=[size_category(total)],
+        tags=TAGS,
+        configs=configs_yaml(exports),
+    )
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _configs_section(exports: list[SplitExport], facts: list[dict[str, Any]]) -> str:
+    by_source = {fact["source"]: fact for fact in facts}
+    rows = []
+    for export in exports:
+        if export.config == ALL_CONFIG:
+            holds = "every source together"
+        else:
+            fact = by_source.get(export.config, {})
+            versions = ", ".join(fact.get("versions", [])) or "?"
+            holds = f"`{export.config}` (version {versions})"
+        renamed = "" if export.split == export.source_split else f" (source split `{export.source_split}`)"
+        rows.append([f"`{export.config}`", holds, f"`{export.split}`{renamed}", export.n_rows, len(export.shards)])
+    return _table(["config", "holds", "split", "rows", "files"], rows)
+
+
+def _audit_section(audit: dict[str, Any], report_paths: list[str]) -> str:
+    if not audit.get("ran"):
+        text = ("No audit was run on this release: no `audit_*` tables were in the warehouse it was built from. "
+                "Check overlap between splits yourself before trusting held-out scores.")
+    else:
+        parts = ["Audit tables in the warehouse this release was built from (rows):", "",
+                 _table(["table", "rows"], [[f"`{name}`", n] for name, n in audit["tables"].items()])]
+        summary = audit.get("summary") or []
+        if summary:
+            columns = list(summary[0])
+            parts += ["", "Summary (`audit_summary`):", "",
+                      _table(columns, [[row.get(c, "") for c in columns] for row in summary])]
+        text = "\n".join(parts)
+    if report_paths:
+        links = ", ".join(f"[{path}]({path})" for path in report_paths)
+        text += f"\n\nThe full audit report is part of this release: {links}."
+    return text
+
+
+def _sources_section(facts: list[dict[str, Any]]) -> str:
+    rows = [[f"`{f['source']}`", ", ".join(f.get("versions", [])), f.get("license") or "not stated",
+             f"`{hub_license(f.get('license'))}`", f.get("hub_repo") or "", f["n_items"]] for f in facts]
+    table = _table(["source", "version", "license as published", "Hub id", "upstream", "items"], rows)
+    return (table + "\n\nEach config keeps the license its source publishes; restrictions in parentheses "
+            "(for example evaluation only) apply to that config and to `all`.")
+
+
+def _citations_section(facts: list[dict[str, Any]]) -> str:
+    blocks = [CITATIONS[f["source"]] for f in facts if f["source"] in CITATIONS]
+    unknown = [f["source"] for f in facts if f["source"] not in CITATIONS]
+    text = "\n\n".join(f"```bibtex\n{block}\n```" for block in blocks) or "No upstream source to cite."
+    if unknown:
+        text += "\n\nNo citation recorded for: " + ", ".join(f"`{s}`" for s in unknown) + "."
+    return text
+
+
+def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
+                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str]) -> str:
+    first = next((e for e in exports if e.config == ALL_CONFIG), exports[0])
+    return f"""# {pretty_name}
+
+Theory-of-Mind questions from several public benchmarks (and generated data, where present), normalized
+into one record per question by tomforge. Every row also carries RL-ready columns
+(`prompt` as chat messages, `data_source`, `ability`, `reward_model`, `extra_info`, `answer`), so the same
+files feed `datasets`, verl and TRL. This is release `{tag}`.
+
+## Configs and splits
+
+{_configs_section(exports, facts)}
+
+## Loading a release
+
+```python
+from datasets import load_dataset
+
+ds = load_dataset("{repo_id}", "{first.config}", split="{first.split}", revision="{tag}")
+```
+
+Pass `revision=` with a release tag to get exactly the rows of that release; `main` moves with new releases.
+`manifest.json` lists the sha256 of every file; `tomforge verify --repo {repo_id} --revision {tag}` checks them.
+
+## Audit
+
+{_audit_section(audit, report_paths)}
+
+## Sources and licenses
+
+{_sources_section(facts)}
+
+## Citation
+
+{_citations_section(facts)}
+"""
+
+
+def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
+               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = ()) -> str:
+    """The README.md text: YAML header from `DatasetCardData`, then the body."""
+    from huggingface_hub import DatasetCard
+
+    data = card_data(exports, facts, pretty_name)
+    body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
+                       audit=audit, report_paths=list(report_paths))
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

@@ -1,0 +1,125 @@
+"""Assemble one release folder (parquet shards, card, audit report, manifest) and swap it into a
+local target atomically; the Hub target uploads the same folder (`hub.publish`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hub.card import build_card
+from hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
+from warehouse.db import connect_readonly
+from warehouse.export import (ExportOptions, audit_summary, export_table, generator_facts, read_table,
+                              source_facts)
+
+TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_REPORT_SUFFIXES = (".md", ".html")
+
+
+class ReleaseError(Exception):
+    """The release cannot be built or written as asked."""
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """Everything that shapes a release besides the warehouse content (recorded in the manifest)."""
+
+    repo_id: str
+    tag: str | None = None
+    pretty_name: str | None = None
+    export: ExportOptions = field(default_factory=ExportOptions)
+    audit_report: Path | None = None
+    created_at: str | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    root: Path
+    tag: str
+    manifest: dict[str, Any]
+
+
+def default_tag(content: str) -> str:
+    """Content-addressed: the same data gets the same tag, different data a different one."""
+    return f"release-{content[:12]}"
+
+
+def _copy_report(report: Path | None, root: Path) -> tuple[list[str], list[str]]:
+    """Copy the audit report (a file or a folder) under `audit/`; return all its files and the
+    ones the card links to (Markdown/HTML pages)."""
+    if report is None:
+        return [], []
+    if not report.exists():
+        raise ReleaseError(f"{report}: audit report not found")
+    target = root / "audit"
+    if report.is_dir():
+        shutil.copytree(report, target)
+    else:
+        target.mkdir(parents=True)
+        shutil.copy2(report, target / report.name)
+    files = sorted(p.relative_to(root).as_posix() for p in target.rglob("*") if p.is_file())
+    pages = [f for f in files if f.endswith(_REPORT_SUFFIXES) and f.count("/") == 1]
+    return files, pages or files[:1]
+
+
+def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Release:
+    """Write the whole release into `out_dir` (created; must not exist or be empty)."""
+    if not REPO_PATTERN.match(options.repo_id):
+        raise ReleaseError(f"{options.repo_id!r}: a repo id looks like ORG/NAME")
+    if options.tag is not None and not TAG_PATTERN.match(options.tag):
+        raise ReleaseError(f"{options.tag!r}: a tag is letters, digits, '.', '_' and '-'")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise ReleaseError(f"{out_dir}: not empty")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table_name = options.export.table
+    con = connect_readonly(Path(warehouse))
+    try:
+        table = read_table(con, table_name)
+        sources = source_facts(con, table_name)
+        generators = generator_facts(con, table_name)
+        audit = audit_summary(con)
+    finally:
+        con.close()
+    exports = export_table(table, out_dir, options.export)
+    report_files, report_pages = _copy_report(options.audit_report, out_dir)
+    n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
+    tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
+    pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"
+    card = build_card(repo_id=options.repo_id, tag=tag, pretty_name=pretty_name, exports=exports,
+                      facts=sources, audit=audit, report_paths=report_pages)
+    (out_dir / "README.md").write_text(card, encoding="utf-8")
+    manifest = build_manifest(
+        files=file_entries(out_dir, n_rows), exports=exports, sources=sources, generators=generators,
+        audit=audit, report=report_files, options=options.export.as_dict(), repo_id=options.repo_id,
+        tag=tag, created_at=options.created_at,
+    )
+    (out_dir / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
+    return Release(out_dir, tag, manifest)
+
+
+def publish_folder(warehouse: Path, target: Path, options: ReleaseOptions) -> Release:
+    """Build the release next to `target`, then swap it in: readers see the old or the new release,
+    and a failed build leaves the old one. Refuses to replace a folder that is not a release."""
+    target = Path(target).absolute()
+    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MANIFEST_NAME).is_file())):
+        raise ReleaseError(f"{target}: exists and is not a release folder (no {MANIFEST_NAME}); not replacing it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = target.with_name(f".{target.name}.building-{os.getpid()}")
+    retired = target.with_name(f".{target.name}.old-{os.getpid()}")
+    for leftover in (building, retired):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        release = build_release(warehouse, building, options)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    if target.exists():
+        os.replace(target, retired)
+    os.replace(building, target)
+    shutil.rmtree(retired, ignore_errors=True)
+    return Release(target, release.tag, release.manifest)
