@@ -1,0 +1,229 @@
+"""ExploreToM adapter: own fixture, real excerpt, malformed rows and unreadable files."""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+
+from schemas import record_schema
+from warehouse.sources import exploretom
+from warehouse.sources.base import Reject, SourceError
+from warehouse.sources.exploretom import ADAPTER, COLUMNS, typed
+
+FIXTURE = "exploretom/exploretom-sample.csv"
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(record_schema())
+
+
+@pytest.fixture(scope="module")
+def fixture_records(samples: Path) -> list:
+    return list(ADAPTER.read(samples / "exploretom"))
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+
+
+def _write(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    return path
+
+
+def _by_question(records: list, text: str) -> dict:
+    return next(r for r in records if r["question"] == text)
+
+
+def test_adapter_facts() -> None:
+    assert ADAPTER.name == "exploretom"
+    assert ADAPTER.hub_repo == "facebook/ExploreToM"
+    assert ADAPTER.license == "CC BY-NC 4.0"
+    assert ADAPTER.hub_patterns == ["*.csv"]
+    assert ADAPTER.version
+
+
+def test_fixture_counts_and_vocabulary(fixture_records: list) -> None:
+    assert not [r for r in fixture_records if isinstance(r, Reject)]
+    assert len(fixture_records) == 28
+    assert Counter(r["question_type"] for r in fixture_records) == {
+        "memory": 5, "reality": 3, "first_order_belief": 8, "higher_order_belief": 7, "knowledge": 5,
+    }
+    assert Counter(r["answer_format"] for r in fixture_records) == {"free_text": 23, "yes_no": 5}
+    assert Counter(r["belief_order"] for r in fixture_records) == {0: 8, 1: 10, 2: 10}
+    assert Counter(r["is_false_belief"] for r in fixture_records) == {False: 13, True: 4, None: 11}
+    assert len({r["context_id"] for r in fixture_records}) == 5
+    assert all(r["split"] == "all" and r["options"] == [] and r["context_kind"] == "story" for r in fixture_records)
+    assert [r["source_ref"] for r in fixture_records] == [f"exploretom-sample.csv#row{i}" for i in range(28)]
+
+
+def test_fixture_field_mapping(fixture_records: list) -> None:
+    marisol = _by_question(fixture_records, "In which container will Marisol search for the brass key?")
+    assert marisol["answer"] == "clay jar"
+    assert marisol["perspective_chain"] == ["Marisol"]
+    assert marisol["is_false_belief"] is True  # relation container_location-False
+    assert marisol["context"].startswith("Marisol entered the pottery studio.")
+    assert marisol["n_agents"] == 2 and marisol["n_events"] == 6
+
+    second = _by_question(fixture_records, "In which container does Lorenzo think that Maeve will search for the old map?")
+    assert (second["question_type"], second["belief_order"], second["perspective_chain"]) == (
+        "higher_order_belief", 2, ["Lorenzo", "Maeve"])
+    assert second["is_false_belief"] is True
+
+    knows = _by_question(fixture_records, "What does Ivo think about Jules's belief on regatta schedule? (knows about it / does not know about it)")
+    assert (knows["question_type"], knows["answer"], knows["answer_format"], knows["is_false_belief"]) == (
+        "knowledge", "does not know about it", "free_text", True)
+
+    state = _by_question(fixture_records, "Does Wendell believe that the sourdough loaf is sliced? Answer yes or no.")
+    assert (state["answer_format"], state["answer"], state["question_type"]) == ("yes_no", "no", "first_order_belief")
+    assert state["is_false_belief"] is None  # no -True/-False; the story flag says a false belief exists somewhere
+
+    memory = _by_question(fixture_records, "In which container was the brass key at the beginning?")
+    assert (memory["question_type"], memory["belief_order"], memory["perspective_chain"], memory["is_false_belief"]) == (
+        "memory", 0, [], None)
+
+
+def test_meta_keeps_every_other_column_typed(fixture_records: list) -> None:
+    meta = fixture_records[0]["meta"]
+    assert set(meta) == set(COLUMNS) - {"story_structure", "question", "expected_answer"}
+    assert meta["infilled_story"].startswith("Dust from the wheels")
+    assert meta["qprop=params"] == [None, "brass key", "memory-container_location"]
+    assert meta["qprop=nth_order"] == -1
+    assert meta["qprop=non_unique_mental_state"] is True
+    assert meta["sprop=story_accuracy_1st_raw"] == 0.5
+    assert meta["sprop=global_idx"] == 0
+    assert meta["param=story_type"] == "tomi"
+    assert meta["param=num_moves"] == 3
+    attic = fixture_records[14]["meta"]
+    assert attic["sprop=story_accuracy_1st_raw"] is None  # an empty cell (pandas NaN) is null
+    assert fixture_records[14]["meta"]["qprop=params"] == [None, "old map", "memory-container_location"]
+
+
+def test_typed_cells() -> None:
+    assert [typed(v) for v in ("True", "False", "-1", "2", "0.5", "1e3", "", None, "nan", "tomi+asymmetric", "1.2.3")] == [
+        True, False, -1, 2, 0.5, 1000.0, None, None, None, "tomi+asymmetric", "1.2.3"]
+
+
+def test_every_record_validates(fixture_records: list, validator: jsonschema.Draft202012Validator) -> None:
+    for record in fixture_records:
+        errors = [e.message for e in validator.iter_errors(record)]
+        assert not errors, (record["source_ref"], errors)
+
+
+def test_ids_stable_and_unique(samples: Path, fixture_records: list) -> None:
+    again = list(ADAPTER.read(samples / "exploretom"))
+    assert [r["item_id"] for r in again] == [r["item_id"] for r in fixture_records]
+    assert [r["content_hash"] for r in again] == [r["content_hash"] for r in fixture_records]
+    assert len({r["item_id"] for r in fixture_records}) == len(fixture_records)
+    single = list(ADAPTER.read(samples / FIXTURE))  # a file as root names it the same way
+    assert [r["item_id"] for r in single] == [r["item_id"] for r in fixture_records]
+
+
+def test_csv_module_fallback_reads_the_same(samples: Path, fixture_records: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args, **kwargs):
+        raise pl.exceptions.ComputeError("forced")
+
+    monkeypatch.setattr(exploretom.pl, "read_csv", broken)
+    assert list(ADAPTER.read(samples / "exploretom")) == fixture_records
+
+
+def test_real_sample(real_samples: Path, validator: jsonschema.Draft202012Validator) -> None:
+    records = list(ADAPTER.read(real_samples / "exploretom"))
+    assert not [r for r in records if isinstance(r, Reject)]
+    assert len(records) == 40
+    assert Counter(r["question_type"] for r in records) == {
+        "memory": 7, "reality": 5, "first_order_belief": 8, "higher_order_belief": 20}
+    assert all(not list(validator.iter_errors(r)) for r in records)
+    assert all(r["perspective_chain"] == r["meta"]["qprop=params"][0] or r["belief_order"] == 0 for r in records)
+
+
+# ---- malformed rows: one Reject naming the field, the other rows still load ----
+
+@pytest.mark.parametrize(
+    ("column", "value", "field"),
+    [
+        ("qprop=params", "(['Oskar'], 'seed packet', 'container_location-True'", "qprop=params"),
+        ("qprop=params", "__import__('os').getcwd()", "qprop=params"),
+        ("qprop=params", "(['Oskar', 'Priya'], 'seed packet', 'container_location-True')", "qprop=params"),
+        ("qprop=nth_order", "3", "qprop=nth_order"),
+        ("question", "", "question"),
+        ("expected_answer", "  ", "expected_answer"),
+    ],
+)
+def test_malformed_row_is_rejected(samples: Path, tmp_path: Path, column: str, value: str, field: str) -> None:
+    rows = _rows(samples / FIXTURE)
+    rows[1 + 9][rows[0].index(column)] = value  # data row 9: a first-order question
+    produced = list(ADAPTER.read(_write(tmp_path / "bad.csv", rows)))
+    rejects = [r for r in produced if isinstance(r, Reject)]
+    assert len(produced) == 28 and len(rejects) == 1
+    reject = rejects[0]
+    assert (reject.field, reject.source_ref, reject.record, reject.file) == (field, "bad.csv#row9", "row9", "bad.csv")
+    assert reject.source == "exploretom" and reject.reason and reject.raw
+
+
+def test_row_with_extra_field_is_rejected(samples: Path, tmp_path: Path) -> None:
+    rows = _rows(samples / FIXTURE)
+    rows[3].append("surplus")
+    produced = list(ADAPTER.read(_write(tmp_path / "ragged.csv", rows)))
+    rejects = [r for r in produced if isinstance(r, Reject)]
+    assert len(produced) == 28
+    assert [(r.field, r.record) for r in rejects] == [("row", "row2")]
+
+
+def test_split_column_is_used(samples: Path, tmp_path: Path) -> None:
+    rows = _rows(samples / FIXTURE)
+    rows[0].append("split")
+    for i, row in enumerate(rows[1:]):
+        row.append("test" if i % 2 else "train")
+    records = list(ADAPTER.read(_write(tmp_path / "split.csv", rows)))
+    assert Counter(r["split"] for r in records) == {"train": 14, "test": 14}
+    assert "split" in records[0]["meta"]
+
+
+# ---- whole-file problems: SourceError naming the file ----
+
+def test_missing_column(samples: Path, tmp_path: Path) -> None:
+    rows = _rows(samples / FIXTURE)
+    drop = rows[0].index("qprop=nth_order")
+    path = _write(tmp_path / "nocol.csv", [row[:drop] + row[drop + 1:] for row in rows])
+    with pytest.raises(SourceError) as info:
+        list(ADAPTER.read(path))
+    assert "nocol.csv" in str(info.value) and "qprop=nth_order" in str(info.value)
+
+
+def test_not_utf8(samples: Path, tmp_path: Path) -> None:
+    path = tmp_path / "latin.csv"
+    path.write_bytes((samples / FIXTURE).read_bytes().replace(b"Marisol", "Mar\u00eesol".encode("latin-1")))
+    with pytest.raises(SourceError) as info:
+        list(ADAPTER.read(path))
+    assert "latin.csv" in str(info.value) and "UTF-8" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_json_given(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text('{"data": [{"story": "x"}]}', encoding="utf-8")
+    with pytest.raises(SourceError, match="data.csv.*JSON"):
+        list(ADAPTER.read(path))
+
+
+def test_other_csv_given(samples: Path) -> None:
+    with pytest.raises(SourceError, match="bigtom-sample.csv.*missing column"):
+        list(ADAPTER.read(samples / "bigtom" / "bigtom-sample.csv"))
+
+
+def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="nowhere"):
+        list(ADAPTER.read(tmp_path / "nowhere"))
+    with pytest.raises(SourceError, match="no .csv"):
+        list(ADAPTER.read(tmp_path))
+    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
+    with pytest.raises(SourceError, match="empty.csv.*empty"):
+        list(ADAPTER.read(tmp_path / "empty.csv"))
