@@ -125,19 +125,35 @@ def write_rows(columns: list[str], rows: list[tuple], fmt: OutputFormat) -> None
         Console(width=200).print(table)
 
 
+def prefect_defaults() -> None:
+    """Offline-friendly Prefect settings unless the user set their own (ephemeral server, no telemetry)."""
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+ConfigOption = typer.Option(None, "--config", "-c", help="TOML config (defaults: flows/default_config.toml).")
+
+
 @app.command()
-def rebuild(warehouse: Path = WarehouseOption) -> None:
-    """Run the main job on embedded defaults: every source's sample files into a fresh warehouse."""
-    from flows.steps import rebuild_warehouse
+def rebuild(config: Optional[Path] = ConfigOption) -> None:
+    """Run the main job (the Prefect `rebuild` flow, in-process) on the config or embedded defaults."""
+    from flows.config import ConfigError, load_config
 
-    with clear_errors(), progress_display() as bar:
-        def on_source(spec):  # one progress row per source
-            task = bar.add_task(f"ingest {spec.name}", total=None)
-            return lambda n: bar.advance(task, n)
+    try:
+        settings = load_config(config)
+    except ConfigError as exc:
+        fail(str(exc))
+    prefect_defaults()
+    from flows.pipeline import rebuild_flow
+    from warehouse.load import LoadReport
 
-        reports = rebuild_warehouse(warehouse, on_source=on_source)
+    with clear_errors():
+        result = rebuild_flow(str(config) if config else None)
+    reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
-    console.print(f"warehouse: {warehouse}  items: {sum(r.loaded for r in reports)}  "
+    console.print(f"warehouse: {settings.warehouse.path}  items: {sum(r.loaded for r in reports)}  "
                   f"rejects: {sum(r.rejected for r in reports)}")
     if not ok:
         fail("counts do not reconcile", EXIT_UNRECONCILED)
