@@ -1,7 +1,8 @@
 """The `tomforge` command line: one subcommand per pipeline step.
 
 Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
-query), 3 counts do not reconcile (read != loaded + rejected).
+query), 3 counts do not reconcile (read != loaded + rejected), 4 a release does not match its
+manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken).
 """
 from __future__ import annotations
 
@@ -157,6 +158,73 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
                   f"rejects: {sum(r.rejected for r in reports)}")
     if not ok:
         fail("counts do not reconcile", EXIT_UNRECONCILED)
+
+
+EXIT_MISMATCH = 4
+EXIT_REMOTE = 5
+EXIT_CONFLICT = 6
+
+
+@contextmanager
+def publish_errors() -> Iterator[None]:
+    """Release and Hub errors as one redacted line each, with their own exit codes."""
+    from hub.manifest import ManifestError
+    from hub.release import ReleaseError
+    from hub.remote import ConflictError, PublishError
+    from warehouse.export import ExportError
+
+    try:
+        yield
+    except (ExportError, ManifestError, ReleaseError) as exc:
+        fail(str(exc))
+    except ConflictError as exc:
+        fail(str(exc), EXIT_CONFLICT)
+    except PublishError as exc:
+        fail(str(exc), EXIT_REMOTE)
+
+
+@app.command()
+def publish(
+    warehouse: Path = WarehouseOption,
+    repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME (the card names it too)."),
+    target: str = typer.Option("hub", "--target", "-t", help="'hub', or a local folder to write the release to."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Release tag (default: release-<content hash>)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and change nothing."),
+    table: Optional[str] = typer.Option(None, "--table", help="Table/view to export (default: clean_items if "
+                                        "the audit made it, else items_full)."),
+    max_rows: int = typer.Option(50_000, "--max-rows-per-shard", min=1, help="Rows per parquet file at most."),
+    audit_report: Optional[Path] = typer.Option(None, "--audit-report", help="Audit report file or folder to include."),
+    private: bool = typer.Option(False, "--private", help="Create the Hub repo private."),
+    created_at: Optional[str] = typer.Option(None, "--created-at", help="Timestamp for the manifest (none by default)."),
+) -> None:
+    """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
+    from hub.release import ReleaseOptions
+    from hub.steps import choose_table, publish_warehouse
+    from warehouse.export import ExportOptions
+
+    with clear_errors(), publish_errors():
+        export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
+        console.print(f"exporting {export.table} from {warehouse}", highlight=False)
+        options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at)
+        publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
+                          echo=lambda line: console.print(line, highlight=False, markup=False))
+
+
+@app.command()
+def verify(
+    repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME, or a local release folder."),
+    revision: str = typer.Option("main", "--revision", help="Release tag, branch or commit."),
+) -> None:
+    """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
+    from hub.steps import verify_release
+
+    with publish_errors():
+        report = verify_release(repo, revision)
+    for problem in report.problems:
+        console.print(f"mismatch: {problem}", highlight=False, markup=False)
+    if not report.ok:
+        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", EXIT_MISMATCH)
+    console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False)
 
 
 def main() -> None:

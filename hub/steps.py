@@ -1,0 +1,70 @@
+"""The publish and verify steps as plain functions (the CLI and Prefect flows call these)."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from hub.publish import PublishResult, publish_release
+from hub.release import Release, ReleaseOptions, build_release, publish_folder
+from hub.remote import RetryPolicy
+from hub.verify import VerifyReport, verify_folder, verify_remote
+from warehouse.db import connect_readonly
+from warehouse.export import ExportOptions, record_arrow_schema
+
+CLEAN_TABLE = "clean_items"
+DEFAULT_TABLE = ExportOptions().table
+
+
+def choose_table(warehouse: Path, table: str | None) -> str:
+    """`table` as given; else the audit's cleaned table when it holds whole records, else items_full."""
+    if table:
+        return table
+    con = connect_readonly(Path(warehouse))
+    try:
+        columns = {row[0] for row in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [CLEAN_TABLE]).fetchall()}
+    finally:
+        con.close()
+    return CLEAN_TABLE if set(record_arrow_schema().names) <= columns else DEFAULT_TABLE
+
+
+def publish_warehouse(
+    warehouse: Path,
+    repo_id: str,
+    *,
+    target: str = "hub",
+    options: ReleaseOptions | None = None,
+    dry_run: bool = False,
+    private: bool = False,
+    api: object = None,
+    policy: RetryPolicy = RetryPolicy(),
+    echo: Callable[[str], None] = print,
+) -> Release | PublishResult:
+    """Build the release from the warehouse; write it to a local folder (`target` is a path) or
+    upload it to `repo_id` on the Hub (`target` == "hub")."""
+    options = options or ReleaseOptions(repo_id)
+    if options.repo_id != repo_id:
+        options = replace(options, repo_id=repo_id)
+    if target != "hub":
+        if dry_run:
+            with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
+                release = build_release(warehouse, Path(tmp) / "release", options)
+                echo(f"would write release {release.tag} to {target}: {len(release.manifest['files']) + 1} files")
+                return release
+        release = publish_folder(warehouse, Path(target), options)
+        echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} items)")
+        return release
+    with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
+        release = build_release(warehouse, Path(tmp) / "release", options)
+        return publish_release(release.root, repo_id, api=api, tag=release.tag, private=private, dry_run=dry_run,
+                               policy=policy, echo=echo)
+
+
+def verify_release(repo: str, revision: str = "main", *, api: object = None,
+                   policy: RetryPolicy = RetryPolicy()) -> VerifyReport:
+    """A local release folder when `repo` is one, else the Hub dataset repo at `revision`."""
+    if Path(repo).is_dir():
+        return verify_folder(Path(repo))
+    return verify_remote(repo, revision, api=api, policy=policy)
