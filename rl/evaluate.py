@@ -1,0 +1,236 @@
+"""Evaluation: generate answers for chosen config/splits, score them with the training reward,
+store per-item results in the warehouse (`eval_results`), and summarize the in-distribution vs
+held-out matrix and accuracy by belief order (the reference paper's analysis).
+
+Generation is batched greedy decoding with `transformers`; vLLM is used when it is installed
+and a GPU is present (the same prompts, the same chat template).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+
+from rl.release import SplitRef, read_split
+from rl.reward import score_completion
+
+EVAL_COLUMNS = pa.schema([
+    ("run_id", pa.string()), ("model", pa.string()), ("label", pa.string()), ("dataset", pa.string()),
+    ("revision", pa.string()), ("config", pa.string()), ("split", pa.string()), ("distribution", pa.string()),
+    ("item_id", pa.string()), ("source", pa.string()), ("belief_order", pa.int64()),
+    ("question_type", pa.string()), ("answer_format", pa.string()), ("completion", pa.string()),
+    ("extracted", pa.string()), ("format_ok", pa.bool_()), ("correct", pa.bool_()), ("reward", pa.float64()),
+])
+EVAL_DDL = """
+CREATE TABLE IF NOT EXISTS eval_results (
+  run_id VARCHAR NOT NULL, model VARCHAR NOT NULL, label VARCHAR NOT NULL, dataset VARCHAR NOT NULL,
+  revision VARCHAR, config VARCHAR NOT NULL, split VARCHAR NOT NULL, distribution VARCHAR NOT NULL,
+  item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, question_type VARCHAR,
+  answer_format VARCHAR, completion VARCHAR, extracted VARCHAR, format_ok BOOLEAN NOT NULL,
+  correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL
+)"""
+
+
+@dataclass
+class GenerationStats:
+    n_sequences: int = 0
+    new_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds else 0.0
+
+
+def _has_vllm() -> bool:
+    try:
+        import torch
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def generate(model_path: str, prompts: Sequence[list[dict[str, str]]], *, batch_size: int = 64,
+             max_new_tokens: int = 256, backend: str = "auto", model: Any = None, tokenizer: Any = None,
+             stats: GenerationStats | None = None) -> list[str]:
+    """Greedy completions for chat prompts, in input order."""
+    if backend == "vllm" or (backend == "auto" and model is None and _has_vllm()):
+        return _generate_vllm(model_path, prompts, max_new_tokens, stats)
+    return _generate_hf(model_path, prompts, batch_size, max_new_tokens, model, tokenizer, stats)
+
+
+def _generate_vllm(model_path: str, prompts: Sequence[list[dict[str, str]]], max_new_tokens: int,
+                   stats: GenerationStats | None) -> list[str]:
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=model_path)
+    started = time.perf_counter()
+    outputs = llm.chat([list(p) for p in prompts], SamplingParams(temperature=0.0, max_tokens=max_new_tokens))
+    if stats is not None:
+        stats.seconds += time.perf_counter() - started
+        stats.n_sequences += len(outputs)
+        stats.new_tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+    return [o.outputs[0].text for o in outputs]
+
+
+def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
+                 model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_path)
+    if model is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = torch.bfloat16 if device == "cuda" else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
+    model.eval()
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch
+    out: list[str] = [""] * len(texts)
+    started = time.perf_counter()
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True,
+                          add_special_tokens=False).to(model.device)
+        with torch.no_grad():
+            generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                                       pad_token_id=tokenizer.pad_token_id)
+        new = generated[:, batch["input_ids"].shape[1]:]
+        for row, i in enumerate(idx):
+            tokens = new[row]
+            if stats is not None:
+                stats.new_tokens += int((tokens != tokenizer.pad_token_id).sum())
+            out[i] = tokenizer.decode(tokens, skip_special_tokens=True)
+    if stats is not None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        stats.seconds += time.perf_counter() - started
+        stats.n_sequences += len(texts)
+    return out
+
+
+def run_id_of(model: str, label: str, dataset: str, revision: str | None) -> str:
+    return hashlib.blake2b(f"{model}\x1f{label}\x1f{dataset}\x1f{revision}".encode(), digest_size=8).hexdigest()
+
+
+def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: str, revision: str | None = None,
+             in_distribution: Iterable[str] = (), label: str | None = None, limit: int | None = None,
+             batch_size: int = 64, max_new_tokens: int = 256, backend: str = "auto", model: Any = None,
+             tokenizer: Any = None, stats: GenerationStats | None = None) -> list[dict[str, Any]]:
+    """Per-item results for every split in `refs`; a config listed in `in_distribution` is
+    labelled 'in_distribution', any other 'held_out'."""
+    label = label or Path(model_path).name
+    run_id = run_id_of(model_path, label, dataset, revision)
+    id_configs = set(in_distribution)
+    rows: list[dict[str, Any]] = []
+    for ref in refs:
+        table = read_split(root, ref, limit)
+        prompts = table.column("prompt").to_pylist()
+        truths = [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()]
+        infos = table.column("extra_info").to_pylist()
+        completions = generate(model_path, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                               backend=backend, model=model, tokenizer=tokenizer, stats=stats)
+        for completion, truth, info in zip(completions, truths, infos):
+            scored = score_completion(completion, truth)
+            rows.append({
+                "run_id": run_id, "model": model_path, "label": label, "dataset": dataset, "revision": revision,
+                "config": ref.config, "split": ref.split,
+                "distribution": "in_distribution" if ref.config in id_configs else "held_out",
+                "item_id": info["item_id"], "source": info["source"], "belief_order": info["belief_order"],
+                "question_type": info["question_type"], "answer_format": info["answer_format"],
+                "completion": completion, "extracted": scored.extracted, "format_ok": scored.format_ok,
+                "correct": scored.correct, "reward": scored.score,
+            })
+    return rows
+
+
+def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
+    """Write the rows into `eval_results` atomically (build-validate-swap); a run evaluated
+    again replaces its earlier rows (same run_id)."""
+    from warehouse import db
+
+    table = pa.Table.from_pylist(rows, schema=EVAL_COLUMNS)
+    run_ids = sorted(set(table.column("run_id").to_pylist()))
+    with db.building(Path(warehouse)) as con:
+        con.execute(EVAL_DDL)
+        for run_id in run_ids:
+            con.execute("DELETE FROM eval_results WHERE run_id = ?", [run_id])
+        con.register("new_eval_rows", table)
+        con.execute("INSERT INTO eval_results SELECT * FROM new_eval_rows")
+        con.unregister("new_eval_rows")
+    return table.num_rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """{'matrix': {label: {config/split (distribution): acc}}, 'by_order': {label: {config/split:
+    {order: acc}}}, 'format_rate': {...}, 'n': {...}} over the given rows."""
+    def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
+        return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["label"], f"{r['config']}/{r['split']} ({r['distribution']})"), []).append(r)
+    matrix: dict[str, dict[str, float]] = {}
+    fmt: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    by_order: dict[str, dict[str, dict[str, float]]] = {}
+    for (label, column), items in sorted(groups.items()):
+        matrix.setdefault(label, {})[column] = acc(items)
+        fmt.setdefault(label, {})[column] = acc(items, "format_ok")
+        counts.setdefault(label, {})[column] = len(items)
+        orders: dict[str, list[dict[str, Any]]] = {}
+        for r in items:
+            orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
+        by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
+    return {"matrix": matrix, "format_rate": fmt, "n": counts, "by_order": by_order}
+
+
+def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by belief order") -> Path:
+    """One line per (model label, split): accuracy against belief order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label, columns in summary["by_order"].items():
+        for column, orders in columns.items():
+            xs = sorted(int(o) for o in orders if o != "none")
+            if xs:
+                style = "-" if "in_distribution" in column else "--"
+                ax.plot(xs, [orders[str(x)] for x in xs], style, marker="o", label=f"{label}: {column}")
+    ax.set_xlabel("belief order")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def format_matrix(summary: dict[str, Any]) -> str:
+    """Plain-text matrix: one row per model label, one column per split."""
+    columns = sorted({c for row in summary["matrix"].values() for c in row})
+    lines = ["model | " + " | ".join(columns)]
+    for label, row in summary["matrix"].items():
+        lines.append(label + " | " + " | ".join(f"{row.get(c, float('nan')):.3f}" for c in columns))
+    return "\n".join(lines)
+
+
+def write_summary(summary: dict[str, Any], out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1, sort_keys=True))
+    return out

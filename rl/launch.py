@@ -1,0 +1,42 @@
+"""`python -m rl.launch trl|verl ...`: the process that trains, on the GPU machine.
+
+Kept apart from the `tomforge` CLI so that `accelerate launch` (one process per GPU) and a Ray
+job's entrypoint can start it with nothing but this repository and the RL extra installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rl import stage
+from rl.trl_backend import TrlSettings
+from rl.verl_backend import VerlSettings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rl.launch")
+    sub = parser.add_subparsers(dest="backend", required=True)
+    for name in ("trl", "verl"):
+        p = sub.add_parser(name)
+        p.add_argument("--dataset", required=True, help="Hub dataset repo (ORG/NAME) or a local release folder")
+        p.add_argument("--revision", default=None, help="release tag")
+        p.add_argument("--train", required=True, help="CONFIG/SPLIT to train on")
+        p.add_argument("--settings-json", required=True)
+        if name == "verl":
+            p.add_argument("--val", required=True, help="CONFIG/SPLIT to validate on")
+            p.add_argument("--data-dir", required=True, help="where to write the RL parquet files")
+        else:
+            p.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args(argv)
+    settings = json.loads(args.settings_json)
+    if args.backend == "trl":
+        result = stage.run_trl_here(TrlSettings(**settings), args.dataset, args.revision, args.train, args.limit)
+        print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
+        return 0
+    return stage.run_verl_here(VerlSettings(**settings), args.dataset, args.revision, args.train, args.val,
+                               args.data_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Getting a published release onto the training machine and reading its splits.
+
+A release is a Hub dataset repo (tagged) or a local folder of the same layout:
+`data/<config>/<split>-NNNNN-of-NNNNN.parquet`. The RL stage reads whatever the release holds
+and adds the RL columns when the publisher did not, so older releases stay trainable.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rl.columns import RL_COLUMNS, with_rl_columns
+
+SHARD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_.\-]+?)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
+
+
+class ReleaseError(Exception):
+    """The release cannot be found or does not have the expected layout."""
+
+
+@dataclass(frozen=True)
+class SplitRef:
+    """One config/split of a release, written `config/split` on the command line."""
+
+    config: str
+    split: str
+
+    @classmethod
+    def parse(cls, text: str) -> "SplitRef":
+        config, sep, split = text.partition("/")
+        if not sep or not config or not split:
+            raise ReleaseError(f"{text!r}: expected CONFIG/SPLIT, e.g. default/test")
+        return cls(config, split)
+
+    def __str__(self) -> str:
+        return f"{self.config}/{self.split}"
+
+
+def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
+    """A local folder as is, else `snapshot_download` of the dataset repo at `revision` (a tag)."""
+    local = Path(dataset).expanduser()
+    if local.is_dir():
+        if not (local / "data").is_dir():
+            raise ReleaseError(f"{local}: no data/ folder (expected data/<config>/<split>-NNNNN-of-NNNNN.parquet)")
+        return local
+    from huggingface_hub import snapshot_download
+
+    try:
+        path = snapshot_download(repo_id=dataset, repo_type="dataset", revision=revision,
+                                 cache_dir=None if cache_dir is None else str(cache_dir),
+                                 allow_patterns=["data/**", "*.md", "*.json"])
+    except Exception as exc:  # the hub client raises many types; the CLI wants one line
+        raise ReleaseError(f"{dataset}@{revision or 'main'}: download failed: {exc}") from exc
+    return Path(path)
+
+
+def list_splits(root: Path) -> dict[str, list[str]]:
+    """{config: [split, ...]} from the shard file names."""
+    found: dict[str, set[str]] = {}
+    for shard in sorted((Path(root) / "data").glob("*/*.parquet")):
+        match = SHARD_RE.match(shard.name)
+        if match:
+            found.setdefault(shard.parent.name, set()).add(match["split"])
+    return {config: sorted(splits) for config, splits in sorted(found.items())}
+
+
+def shard_files(root: Path, ref: SplitRef) -> list[Path]:
+    folder = Path(root) / "data" / ref.config
+    files = sorted(p for p in folder.glob(f"{ref.split}-*.parquet")
+                   if (m := SHARD_RE.match(p.name)) and m["split"] == ref.split)
+    if not files:
+        raise ReleaseError(f"{root}: no shards for {ref} (have: {list_splits(Path(root))})")
+    return files
+
+
+def read_split(root: Path, ref: SplitRef, limit: int | None = None) -> pa.Table:
+    """The split as one arrow table with the RL columns present."""
+    table = pa.concat_tables([pq.read_table(f) for f in shard_files(root, ref)], promote_options="default")
+    if limit is not None:
+        table = table.slice(0, limit)
+    if not all(name in table.column_names for name in RL_COLUMNS):
+        table = with_rl_columns(table)
+    return table
+
+
+def load_split(root: Path, ref: SplitRef, limit: int | None = None) -> Any:
+    """The split as a `datasets.Dataset` (what TRL trainers take)."""
+    from datasets import Dataset
+
+    return Dataset(read_split(root, ref, limit))
+
+
+def write_rl_parquet(root: Path, ref: SplitRef, out_dir: Path) -> Path:
+    """One parquet file of the split with the RL columns, for verl's `data.train_files`."""
+    out = Path(out_dir) / ref.config / f"{ref.split}.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(read_split(root, ref), out)
+    return out
+
+
+def write_split(root: Path, config: str, split: str, table: pa.Table, n_shards: int = 1) -> list[Path]:
+    """Write a table in the published layout (used by tests and the demo release)."""
+    folder = Path(root) / "data" / config
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = table.num_rows
+    paths = []
+    for i in range(n_shards):
+        start, stop = rows * i // n_shards, rows * (i + 1) // n_shards
+        path = folder / f"{split}-{i:05d}-of-{n_shards:05d}.parquet"
+        pq.write_table(table.slice(start, stop - start), path)
+        paths.append(path)
+    return paths

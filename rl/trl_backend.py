@@ -1,0 +1,153 @@
+"""TRL backend: RLOO (default) or GRPO configured to approximate REINFORCE++.
+
+REINFORCE++ (verl `algorithm.adv_estimator=reinforce_plus_plus`) is: a KL penalty against the
+reference model folded into the reward (not a loss term), returns without a critic, advantages
+whitened over the whole batch, and PPO's clipped ratio. TRL has no such estimator; the mapping:
+
+| REINFORCE++ piece               | `rloo` preset (default)                    | `grpo` preset                        |
+|---------------------------------|--------------------------------------------|--------------------------------------|
+| KL in the reward, coef beta     | `beta` (RLOO subtracts beta*KL from reward) | `beta` as a KL loss term (differs)   |
+| batch-level advantage whitening | `normalize_advantages=True`                | `scale_rewards="batch"`              |
+| baseline                        | leave-one-out over `num_generations` (=    | group mean (= verl                   |
+|                                 | verl `reinforce_plus_plus_baseline`-like)  | `reinforce_plus_plus_baseline`)      |
+| clipped ratio, eps 0.2          | `epsilon=0.2`                              | `epsilon=0.2`                        |
+| one update per batch            | `num_iterations=1`                         | `num_iterations=1`, `loss_type="dapo"`|
+
+Differences that remain: TRL's KL is sequence-level (REINFORCE++ credits each token the KL of
+the tokens after it), and both presets subtract a per-prompt baseline, which REINFORCE++ proper
+does not (it subtracts the batch mean); with `num_generations=2` the baseline is weakest.
+Heavy imports (torch, trl) happen inside the functions: `tomforge --help` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
+
+ALGORITHMS = ("rloo", "grpo")
+
+
+@dataclass
+class TrlSettings:
+    """Everything a TRL run needs; serializable, printed by the dry run."""
+
+    model: str
+    output_dir: str = "out/rl-trl"
+    algorithm: str = "rloo"
+    max_steps: int = 200
+    learning_rate: float = 1e-6
+    beta: float = 0.001
+    epsilon: float = 0.2
+    num_generations: int = 8
+    per_device_train_batch_size: int = 32  # completions per device per step (prompts x generations)
+    gradient_accumulation_steps: int = 1
+    max_completion_length: int = 256
+    temperature: float = 1.0
+    logging_steps: int = 1
+    save_steps: int = 100
+    seed: int = 0
+    bf16: bool = False
+    use_vllm: bool = False
+    gradient_checkpointing: bool = False
+    report_to: str = "none"
+    reward_weights: dict[str, float] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {self.algorithm!r}")
+        if self.per_device_train_batch_size % self.num_generations:
+            raise ValueError("per_device_train_batch_size counts completions: make it a multiple of num_generations")
+
+
+def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:
+    """The keyword arguments of `RLOOConfig` / `GRPOConfig` for the REINFORCE++ approximation."""
+    common = dict(
+        output_dir=s.output_dir, max_steps=s.max_steps, learning_rate=s.learning_rate, beta=s.beta,
+        epsilon=s.epsilon, num_generations=s.num_generations, num_iterations=1,
+        per_device_train_batch_size=s.per_device_train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps,
+        max_completion_length=s.max_completion_length, temperature=s.temperature,
+        logging_steps=s.logging_steps, save_steps=s.save_steps, seed=s.seed, bf16=s.bf16,
+        use_vllm=s.use_vllm, report_to=s.report_to,
+        reward_weights=[1.0, 1.0],  # format and correctness functions already carry the recipe weights
+        remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
+    )
+    if s.gradient_checkpointing:  # only when asked: the argument's name changes across transformers 5.x
+        common["gradient_checkpointing"] = True
+    if s.algorithm == "rloo":
+        common.update(normalize_advantages=True)
+    else:
+        common.update(scale_rewards="batch", loss_type="dapo")
+    common.update(s.extra)
+    return common
+
+
+def build_trl_config(s: TrlSettings) -> Any:
+    from trl import GRPOConfig, RLOOConfig
+
+    config_cls = RLOOConfig if s.algorithm == "rloo" else GRPOConfig
+    return config_cls(**trl_config_kwargs(s))
+
+
+def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenizer: Any = None,
+              reward_funcs: list[Callable[..., list[float]]] | None = None,
+              callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Run RLOO/GRPO on `train_dataset` (a `datasets.Dataset` with `prompt` and `reward_model`);
+    save the final model to `output_dir`; return the log history and timing."""
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer, RLOOTrainer
+
+    step_times: list[float] = []
+    last = [time.perf_counter()]
+
+    class StepTimer(TrainerCallback):
+        """Wall time of every optimizer step (steps/s in the run's metrics)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            now = time.perf_counter()
+            step_times.append(now - last[0])
+            last[0] = now
+
+    weights = RewardWeights(**s.reward_weights)
+    funcs = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
+    trainer_cls = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
+    trainer = trainer_cls(model=model if model is not None else s.model, reward_funcs=funcs,
+                          args=build_trl_config(s), train_dataset=train_dataset, processing_class=tokenizer,
+                          callbacks=[StepTimer(), *(callbacks or [])])
+    started = last[0] = time.perf_counter()
+    result = trainer.train()
+    elapsed = time.perf_counter() - started
+    trainer.save_model(s.output_dir)
+    if trainer.processing_class is not None:
+        trainer.processing_class.save_pretrained(s.output_dir)
+    history = trainer.state.log_history
+    Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    return {"output_dir": s.output_dir, "steps": trainer.state.global_step, "seconds": elapsed,
+            "step_times": step_times, "log_history": history, "train_loss": result.training_loss}
+
+
+def trl_launch_command(s: TrlSettings, dataset: str, revision: str | None, train: str, n_gpus: int = 1,
+                       accelerate_config: str | None = None) -> list[str]:
+    """The command line that runs this training: plain python on one GPU, `accelerate launch`
+    with one process per GPU on several (the same script; TRL shards generation and the batch)."""
+    args = ["-m", "rl.launch", "trl", "--dataset", dataset, "--train", train,
+            "--settings-json", json.dumps(asdict(s), sort_keys=True)]
+    if revision:
+        args += ["--revision", revision]
+    if n_gpus <= 1:
+        return [sys.executable or "python", *args]
+    launcher = ["accelerate", "launch", "--num_processes", str(n_gpus), "--mixed_precision", "bf16" if s.bf16 else "no"]
+    if accelerate_config:
+        launcher += ["--config_file", accelerate_config]
+    return [*launcher, *args]
+
+
+def format_command(cmd: list[str]) -> str:
+    return shlex.join(cmd)

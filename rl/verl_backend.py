@@ -1,0 +1,174 @@
+"""verl backend: REINFORCE++ (`algorithm.adv_estimator=reinforce_plus_plus`) as Hydra overrides.
+
+verl is not installed with tomforge (it needs GPUs, vLLM or SGLang and pins its own
+transformers): this module only composes the command and checks every key against the list of
+keys verl's PPO trainer config has (`verl_keys.txt`, read off verl's own config file), so a
+typo fails here, not an hour into a cluster job. The job itself runs `python -m rl.launch verl`
+on the cluster: it downloads the release there, writes the RL parquet files, then starts
+`verl.trainer.main_ppo` with these overrides.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
+REWARD_FILE = Path(__file__).with_name("reward.py")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class VerlSettings:
+    model: str
+    train_files: list[str]
+    val_files: list[str]
+    n_gpus_per_node: int = 8
+    nnodes: int = 1
+    total_epochs: int = 5
+    total_training_steps: int | None = None
+    train_batch_size: int = 64
+    ppo_mini_batch_size: int = 32
+    micro_batch_size_per_gpu: int = 4
+    learning_rate: float = 3e-7
+    kl_coef: float = 0.001
+    rollout_n: int = 8
+    rollout_name: str = "vllm"
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.6
+    max_prompt_length: int = 1024
+    max_response_length: int = 1024
+    temperature: float = 1.0
+    project_name: str = "tomforge"
+    experiment_name: str = "tom-reinforce-pp"
+    output_dir: str = "out/rl-verl"
+    save_freq: int = 50
+    test_freq: int = 25
+    logger: list[str] = field(default_factory=lambda: ["console"])
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class VerlConfigError(ValueError):
+    """An override names a key verl's trainer config does not have."""
+
+
+def expected_keys(path: Path = KEYS_FILE) -> set[str]:
+    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def compose_overrides(s: VerlSettings, reward_path: str | None = None) -> dict[str, Any]:
+    """The Hydra overrides, keyed by dotted path (REINFORCE++: KL in the reward, no KL loss,
+    no critic, batch-whitened advantages; the rule reward through `custom_reward_function`)."""
+    overrides: dict[str, Any] = {
+        "algorithm.adv_estimator": "reinforce_plus_plus",
+        "algorithm.use_kl_in_reward": True,
+        "algorithm.kl_penalty": "kl",
+        "algorithm.kl_ctrl.type": "fixed",
+        "algorithm.kl_ctrl.kl_coef": s.kl_coef,
+        "algorithm.gamma": 1.0,
+        "data.train_files": list(s.train_files),
+        "data.val_files": list(s.val_files),
+        "data.prompt_key": "prompt",
+        "data.reward_fn_key": "data_source",
+        "data.max_prompt_length": s.max_prompt_length,
+        "data.max_response_length": s.max_response_length,
+        "data.train_batch_size": s.train_batch_size,
+        "data.filter_overlong_prompts": True,
+        "data.truncation": "error",
+        "actor_rollout_ref.model.path": s.model,
+        "actor_rollout_ref.model.use_remove_padding": True,
+        "actor_rollout_ref.model.enable_gradient_checkpointing": True,
+        "actor_rollout_ref.actor.optim.lr": s.learning_rate,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": s.ppo_mini_batch_size,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": s.micro_batch_size_per_gpu,
+        "actor_rollout_ref.actor.use_kl_loss": False,
+        "actor_rollout_ref.actor.clip_ratio": 0.2,
+        "actor_rollout_ref.actor.entropy_coeff": 0,
+        "actor_rollout_ref.rollout.name": s.rollout_name,
+        "actor_rollout_ref.rollout.n": s.rollout_n,
+        "actor_rollout_ref.rollout.temperature": s.temperature,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": s.tensor_parallel_size,
+        "actor_rollout_ref.rollout.gpu_memory_utilization": s.gpu_memory_utilization,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": s.micro_batch_size_per_gpu,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": s.micro_batch_size_per_gpu,
+        "reward_model.enable": False,
+        "custom_reward_function.path": reward_path or str(REWARD_FILE),
+        "custom_reward_function.name": "compute_score",
+        "trainer.critic_warmup": 0,
+        "trainer.project_name": s.project_name,
+        "trainer.experiment_name": s.experiment_name,
+        "trainer.logger": list(s.logger),
+        "trainer.n_gpus_per_node": s.n_gpus_per_node,
+        "trainer.nnodes": s.nnodes,
+        "trainer.total_epochs": s.total_epochs,
+        "trainer.save_freq": s.save_freq,
+        "trainer.test_freq": s.test_freq,
+        "trainer.default_local_dir": s.output_dir,
+    }
+    if s.total_training_steps is not None:
+        overrides["trainer.total_training_steps"] = s.total_training_steps
+    overrides.update(s.extra)
+    check_overrides(overrides)
+    return overrides
+
+
+def check_overrides(overrides: dict[str, Any], keys: set[str] | None = None) -> None:
+    known = expected_keys() if keys is None else keys
+    unknown = sorted(k for k in overrides if k.lstrip("+") not in known)
+    if unknown:
+        raise VerlConfigError(f"not keys of verl's PPO trainer config: {', '.join(unknown)}")
+
+
+def hydra_value(value: Any) -> str:
+    """Render one value in Hydra's override grammar (lists in brackets, null, lowercase bools)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        if value == "" or any(ch in value for ch in " ,[]{}()=:'\"\\"):
+            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return value
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def override_args(overrides: dict[str, Any]) -> list[str]:
+    return [f"{key}={hydra_value(value)}" for key, value in overrides.items()]
+
+
+def verl_command(overrides: dict[str, Any], python: str = "python3") -> list[str]:
+    return [python, "-m", "verl.trainer.main_ppo", *override_args(overrides)]
+
+
+def ray_submit_command(entrypoint: list[str], address: str, working_dir: str = ".",
+                       env: dict[str, str] | None = None) -> list[str]:
+    """`ray job submit` of `entrypoint` to the cluster at `address` (e.g. http://head:8265);
+    the repo travels as the job's working_dir and is put on PYTHONPATH there."""
+    runtime_env = {"working_dir": working_dir, "env_vars": {"PYTHONPATH": ".", **(env or {})}}
+    return ["ray", "job", "submit", "--address", address, "--runtime-env-json",
+            json.dumps(runtime_env, sort_keys=True), "--", *entrypoint]
+
+
+def stage_entrypoint(dataset: str, revision: str | None, train: str, val: str, s: VerlSettings,
+                     data_dir: str) -> list[str]:
+    """What runs on the cluster: download the release, write RL parquet, start verl."""
+    cmd = ["python3", "-m", "rl.launch", "verl", "--dataset", dataset, "--train", train, "--val", val,
+           "--data-dir", data_dir, "--settings-json", json.dumps(asdict(s), sort_keys=True)]
+    if revision:
+        cmd += ["--revision", revision]
+    return cmd
+
+
+def run_verl(overrides: dict[str, Any]) -> int:
+    """Start verl here (a local run, or the entrypoint of a Ray job); the repo root goes on
+    PYTHONPATH so verl can load `rl/reward.py` and its `rl.columns` import."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return subprocess.call(verl_command(overrides, python=sys.executable), env=env)
