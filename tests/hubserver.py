@@ -174,6 +174,8 @@ class FakeHub:
         method = request.method
         base = str(request.base_url).rstrip("/")
         query = parse_qs(urlsplit(str(request.url)).query)
+        if segments[:2] == ["api", "agent-harnesses"]:  # huggingface_hub's client telemetry registry
+            return JSONResponse({"standardEnvVars": [], "harnesses": {}})
         if segments[:2] == ["api", "whoami-v2"]:
             self._require_auth(authorized)
             return JSONResponse({"type": "user", "name": USER, "orgs": [], "auth": {"type": "access_token"}})
@@ -569,3 +571,51 @@ class HubServer:
 
 def hf_url(server_url: str, repo_id: str, path: str, revision: str = "main") -> str:
     return f"{server_url}/datasets/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+
+
+def point_clients_at(monkeypatch: Any, url: str, home: Any, token: str | None) -> None:
+    """Aim an already-imported huggingface_hub at the loopback server for one test.
+
+    huggingface_hub reads HF_ENDPOINT, HF_HOME and HF_HUB_DISABLE_XET once at import, and other
+    tests may have imported it first: so set the environment (for code that reads it at call
+    time, and for subprocesses) and patch the import-time constants too. Xet is off (uploads use
+    LFS, which this server speaks) and the agent-registry lookup is pre-filled (no request out).
+    """
+    import huggingface_hub.constants as constants
+
+    for name, value in {"HF_ENDPOINT": url, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1",
+                        "HF_HUB_DISABLE_TELEMETRY": "1", "HF_DATASETS_CACHE": str(home / "datasets")}.items():
+        monkeypatch.setenv(name, value)
+    if token is None:
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+    try:
+        from huggingface_hub.utils import _detect_agent
+        monkeypatch.setattr(_detect_agent, "_registry", {"standardEnvVars": [], "harnesses": {}})
+    except (ImportError, AttributeError):
+        pass
+
+
+def forbid_internet(monkeypatch: Any) -> None:
+    """Fail any connection or name lookup that is not loopback: tests must never reach out."""
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    real_getaddrinfo, real_connect = socket.getaddrinfo, socket.socket.connect
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in loopback and host is not None:
+            raise OSError(f"test tried to resolve {host!r}: no internet in tests")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if isinstance(address, tuple) and address[0] not in loopback:
+            raise OSError(f"test tried to connect to {address!r}: no internet in tests")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket.socket, "connect", connect)
