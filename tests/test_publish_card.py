@@ -1,0 +1,129 @@
+"""Dataset card and manifest of a release: YAML configs and licenses, body sections, schema, determinism."""
+from __future__ import annotations
+
+import copy
+import re
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from huggingface_hub import DatasetCard
+
+from hub.card import hub_license, size_category
+from hub.manifest import ManifestError, content_id, validate_manifest
+from hub.release import ReleaseOptions, build_release
+from tests.publish_fixtures import release_one
+from warehouse.export import ExportOptions
+
+OPTIONS = ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=3))
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return release_one(tmp_path_factory.mktemp("wh") / "w.duckdb")
+
+
+@pytest.fixture(scope="module")
+def release(warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
+    return build_release(warehouse, tmp_path_factory.mktemp("rel") / "r", OPTIONS)
+
+
+def test_card_yaml_configs_and_licenses(release) -> None:
+    card = DatasetCard.load(release.root / "README.md")
+    data = card.data.to_dict()
+    assert data["license"] == ["cc-by-nc-4.0", "mit"]
+    assert data["size_categories"] == ["n<1K"] and "question-answering" in data["task_categories"]
+    configs = {c["config_name"]: c for c in data["configs"]}
+    assert list(configs) == ["alpha", "beta", "all"] and configs["all"].get("default") is True
+    assert configs["alpha"]["data_files"] == [{"split": "test", "path": "data/alpha/test-*.parquet"},
+                                              {"split": "train", "path": "data/alpha/train-*.parquet"}]
+    for config in configs.values():  # every glob matches exactly the files the manifest lists
+        for item in config["data_files"]:
+            matched = sorted(p.relative_to(release.root).as_posix() for p in release.root.glob(item["path"]))
+            listed = next(s["files"] for c in release.manifest["configs"] if c["name"] == config["config_name"]
+                          for s in c["splits"] if s["name"] == item["split"])
+            assert matched == listed
+
+
+def test_card_body(release) -> None:
+    text = (release.root / "README.md").read_text(encoding="utf-8")
+    assert 'load_dataset("org/tom", "all", split="test", revision="v1")' in text
+    assert "| `alpha` | `alpha` (version alpha-1) | `train` | 7 | 3 |" in text
+    assert "(source split `all`)" in text
+    assert "MIT (evaluation only)" in text and "CC BY-NC 4.0 (not for training)" in text
+    assert "No audit was run" in text
+    assert "No citation recorded for: `alpha`, `beta`" in text
+
+
+def test_license_and_size_mapping() -> None:
+    assert hub_license("CC BY-NC 4.0 (not for training)") == "cc-by-nc-4.0"
+    assert hub_license("MIT (evaluation only)") == "mit"
+    assert hub_license("Apache-2.0") == "apache-2.0"
+    assert hub_license("Custom research license") == "other"
+    assert hub_license(None) == "unknown"
+    assert [size_category(n) for n in (0, 999, 1000, 54_321, 2_000_000)] == \
+        ["n<1K", "n<1K", "1K<n<10K", "10K<n<100K", "1M<n<10M"]
+
+
+def test_audit_summary_and_report_in_card(warehouse: Path, tmp_path: Path) -> None:
+    audited = tmp_path / "w.duckdb"
+    audited.write_bytes(warehouse.read_bytes())
+    with duckdb.connect(str(audited)) as con:
+        con.execute("CREATE TABLE audit_summary (check_name VARCHAR, finding VARCHAR, value DOUBLE)")
+        con.execute("INSERT INTO audit_summary VALUES ('overlap', 'train/test pairs over 0.8', 0.0), "
+                    "('position_bias', 'chi-square p', 0.42)")
+        con.execute("CREATE TABLE audit_pairs (a VARCHAR, b VARCHAR)")
+    report = tmp_path / "report"
+    (report / "plots").mkdir(parents=True)
+    (report / "report.md").write_text("# audit\n", encoding="utf-8")
+    (report / "plots" / "curve.png").write_bytes(b"\x89PNG fake")
+    release = build_release(audited, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", audit_report=report))
+    text = (release.root / "README.md").read_text(encoding="utf-8")
+    assert "| `audit_pairs` | 0 |" in text and "| position_bias | chi-square p | 0.42 |" in text
+    assert "[audit/report.md](audit/report.md)" in text
+    audit = release.manifest["audit"]
+    assert audit["ran"] is True and audit["tables"] == {"audit_pairs": 0, "audit_summary": 2}
+    assert audit["report"] == ["audit/plots/curve.png", "audit/report.md"]
+    assert {f["path"] for f in release.manifest["files"]} >= {"audit/report.md", "audit/plots/curve.png"}
+
+
+def test_manifest_lists_every_file_and_validates(release) -> None:
+    manifest = json.loads((release.root / "manifest.json").read_text(encoding="utf-8"))
+    on_disk = sorted(p.relative_to(release.root).as_posix() for p in release.root.rglob("*") if p.is_file())
+    assert sorted(f["path"] for f in manifest["files"]) == [p for p in on_disk if p != "manifest.json"]
+    assert manifest["counts"] == {"n_items": 14, "per_source": {"alpha": 10, "beta": 4},
+                                  "per_split": {"test": 3, "train": 7, "unsplit": 4}}
+    assert manifest["sources"][1]["hub_license"] == "cc-by-nc-4.0" and manifest["sources"][0]["versions"] == ["alpha-1"]
+    assert manifest["release"]["created_at"] is None and manifest["options"]["max_rows_per_shard"] == 3
+    assert {"python", "duckdb", "pyarrow", "huggingface_hub"} <= set(manifest["tools"])
+    shard = next(f for f in manifest["files"] if f["path"] == "data/alpha/train-00002-of-00003.parquet")
+    assert shard["n_rows"] == 1
+    validate_manifest(manifest)
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda m: m["files"][0].update(sha256="abc"), "files/0/sha256"),
+    (lambda m: m["files"][0].update(path="../etc/passwd"), "files/0/path"),
+    (lambda m: m["files"][0].update(path="/abs/path"), "files/0/path"),
+    (lambda m: m.pop("audit"), "(root)"),
+    (lambda m: m["release"].update(tag="bad tag"), "release/tag"),
+    (lambda m: m["counts"].update(n_items=-1), "counts/n_items"),
+])
+def test_schema_rejects_broken_manifests(release, mutate, where: str) -> None:
+    broken = copy.deepcopy(release.manifest)
+    mutate(broken)
+    with pytest.raises(ManifestError, match=re.escape(f"manifest {where}:")):
+        validate_manifest(broken)
+
+
+def test_release_is_deterministic(warehouse: Path, release, tmp_path: Path) -> None:
+    again = build_release(warehouse, tmp_path / "again", OPTIONS)
+    for path in ("manifest.json", "README.md"):
+        assert (again.root / path).read_bytes() == (release.root / path).read_bytes()
+    stamped = build_release(warehouse, tmp_path / "stamped",
+                            ReleaseOptions("org/tom", tag="v1", export=OPTIONS.export, created_at="2026-12-01T00:00:00Z"))
+    assert stamped.manifest["release"]["created_at"] == "2026-12-01T00:00:00Z"
+    assert content_id(stamped.manifest["files"]) == release.manifest["release"]["content_id"]
+    untagged = build_release(warehouse, tmp_path / "untagged", ReleaseOptions("org/tom", export=OPTIONS.export))
+    assert untagged.tag == "release-" + release.manifest["release"]["content_id"][:12]
