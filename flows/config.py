@@ -5,6 +5,7 @@ file replaces whole sections it names.
 """
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -72,7 +73,9 @@ def _read_toml(path: Path) -> dict:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """Embedded defaults, with every section of `path` (if given) replacing the default one."""
+    """Embedded defaults, with every section of `path` (or $TOMFORGE_CONFIG) replacing the default one."""
+    if path is None and os.environ.get("TOMFORGE_CONFIG"):
+        path = Path(os.environ["TOMFORGE_CONFIG"])
     data = _read_toml(DEFAULT_CONFIG)
     if path is not None:
         data.update(_read_toml(Path(path)))

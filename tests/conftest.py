@@ -2,9 +2,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Prefect reads its settings at import: give this test session its own home (task caches live in
+# $PREFECT_HOME/storage and would leak between sessions), no telemetry, and a generous start-up time.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="tomforge-prefect-")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "180"
+os.environ.pop("PREFECT_API_URL", None)
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "warehouse" / "samples"

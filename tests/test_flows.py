@@ -1,0 +1,91 @@
+"""Prefect flows under Prefect's own test harness: states, the summary artifact, and caching."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.testing.utilities import prefect_test_harness
+
+from flows.pipeline import rebuild_flow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def harness():
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def write_config(tmp_path: Path, samples: Path) -> Path:
+    data = tmp_path / "data"
+    shutil.copytree(samples, data)
+    lines = [f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n']
+    for name in ("hitom", "tomi", "bigtom"):
+        lines.append(f'[[sources]]\nname = "{name}"\nlocation = "{data / name}"\n')
+    config = tmp_path / "tomforge.toml"
+    config.write_text("\n".join(lines), encoding="utf-8")
+    return config
+
+
+async def task_states() -> dict[str, list[str]]:
+    async with get_client() as client:
+        runs = await client.read_task_runs()
+    states: dict[str, list[str]] = {}
+    for run in sorted(runs, key=lambda r: r.expected_start_time or r.start_time):
+        states.setdefault(run.name, []).append(run.state.name)
+    return states
+
+
+async def artifact_markdown(key: str) -> str:
+    async with get_client() as client:
+        artifact = await client.read_latest_artifacts()
+    return next(a.data for a in artifact if a.key == key)
+
+
+def count_items(path: Path) -> dict[str, int]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return dict(con.execute("SELECT source, count(*) FROM items GROUP BY 1").fetchall())
+
+
+def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -> None:
+    config = write_config(tmp_path, samples)
+    state = rebuild_flow(str(config), return_state=True)
+    assert state.is_completed()
+    first = state.result()
+    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom"}
+    counts = count_items(tmp_path / "w.duckdb")
+    assert counts == {r["source"]: r["loaded"] for r in first["sources"]}
+    markdown = asyncio.run(artifact_markdown("rebuild-summary"))
+    assert "| tomi |" in markdown and "**items**" in markdown
+
+    # unchanged inputs: staging comes from the cache; a changed tomi file is staged again
+    tomi_file = next((tmp_path / "data" / "tomi").glob("*.txt"))
+    rebuild_flow(str(config))
+    tomi_file.write_text(tomi_file.read_text(encoding="utf-8").replace(" ", "  ", 1), encoding="utf-8")
+    rebuild_flow(str(config))
+    states = asyncio.run(task_states())
+    assert states["stage-hitom"] == ["Completed", "Cached", "Cached"]
+    assert states["stage-tomi"] == ["Completed", "Cached", "Completed"]
+    assert all(s == "Completed" for s in sum((v for k, v in states.items() if k.startswith("assemble")), []))
+    assert count_items(tmp_path / "w.duckdb") == counts  # the warehouse is assembled every time
+
+    # a deleted staging folder is a side effect the cache owes: the task runs again
+    for folder in (tmp_path / "staging").glob("bigtom-*"):
+        shutil.rmtree(folder)
+    rebuild_flow(str(config))
+    assert asyncio.run(task_states())["stage-bigtom"][-1] == "Completed"
+    assert count_items(tmp_path / "w.duckdb") == counts
+
+
+def test_failed_rebuild_keeps_previous_warehouse(tmp_path: Path, samples: Path) -> None:
+    config = write_config(tmp_path, samples)
+    rebuild_flow(str(config))
+    before = count_items(tmp_path / "w.duckdb")
+    broken = next((tmp_path / "data" / "hitom").glob("*.json"))
+    broken.write_text(broken.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    state = rebuild_flow(str(config), return_state=True)
+    assert state.is_failed()
+    assert count_items(tmp_path / "w.duckdb") == before
