@@ -1,0 +1,13 @@
+"""The procedural ToM generator: world simulator, belief tracking, templates, adversarial operators.
+
+`generate_records(n, max_order, seed, operators, styles, ...)` yields unified records (source
+`tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
+independently and `generators.shortcuts` measures how far template heuristics get.
+"""
+from generators.generate import (ADAPTER_INFO, FORMATS, GENERATOR, GENERATOR_VERSION, SOURCE, generate_records,
+                                 generate_splits)
+from generators.operators import OPERATORS
+from generators.templates import STYLES
+
+__all__ = ["ADAPTER_INFO", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "SOURCE", "OPERATORS", "STYLES",
+           "generate_records", "generate_splits"]
