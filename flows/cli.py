@@ -227,6 +227,122 @@ def verify(
     console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False)
 
 
+class Backend(str, Enum):
+    trl = "trl"
+    verl = "verl"
+
+
+@contextmanager
+def rl_errors() -> Iterator[None]:
+    """Release layout and verl config errors as one line, exit 2."""
+    from rl.release import ReleaseError
+    from rl.verl_backend import VerlConfigError
+
+    try:
+        yield
+    except (ReleaseError, VerlConfigError, ValueError) as exc:
+        fail(str(exc))
+
+
+@app.command()
+def train(
+    backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
+    dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Release tag to download."),
+    model: str = typer.Option(..., "--model", "-m", help="Model id or path to start from."),
+    train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
+    val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
+    output_dir: Path = typer.Option(Path("out/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
+    algorithm: str = typer.Option("rloo", "--algorithm", help="TRL: rloo (default) or grpo, both set up as REINFORCE++."),
+    max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
+    epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
+    num_generations: int = typer.Option(8, "--num-generations", min=2, help="Samples per prompt."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per step; verl: prompts per step."),
+    learning_rate: float = typer.Option(1e-6, "--learning-rate", "--lr"),
+    beta: float = typer.Option(0.001, "--kl-coef", help="KL coefficient against the reference model."),
+    max_completion_length: int = typer.Option(512, "--max-completion-length"),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
+    nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
+    bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
+    accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
+    data_dir: str = typer.Option("out/verl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
+) -> None:
+    """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
+    from rl import stage
+
+    with rl_errors():
+        if backend is Backend.trl:
+            from rl.trl_backend import TrlSettings
+
+            settings = TrlSettings(model=model, output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
+                                   num_generations=num_generations, per_device_train_batch_size=batch_size,
+                                   learning_rate=learning_rate, beta=beta, bf16=bf16,
+                                   max_completion_length=max_completion_length)
+            plan = stage.plan_trl(settings, dataset, revision, train_split, gpus, accelerate_config)
+        else:
+            from rl.verl_backend import VerlSettings
+
+            settings = VerlSettings(model=model, train_files=[], val_files=[], n_gpus_per_node=gpus, nnodes=nnodes,
+                                    total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
+                                    learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
+                                    output_dir=str(output_dir))
+            plan = stage.plan_verl(settings, dataset, revision, train_split, val_split, data_dir, ray_address)
+        if dry_run:
+            sys.stdout.write(plan.describe() + "\n")
+            return
+        if backend is Backend.trl and gpus == 1:
+            result = stage.run_trl_here(settings, dataset, revision, train_split)
+            console.print(f"trained {result['steps']} steps in {result['seconds']:.0f} s -> {result['output_dir']}")
+            return
+        if backend is Backend.verl and not ray_address:
+            code = stage.run_verl_here(settings, dataset, revision, train_split, val_split, data_dir)
+        else:
+            code = stage.execute(plan)
+    if code:
+        fail(f"training exited with status {code}", 1)
+
+
+@app.command("eval")
+def eval_(
+    model: str = typer.Option(..., "--model", "-m", help="Model path (or id) to evaluate."),
+    dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
+    splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable)."),
+    in_distribution: list[str] = typer.Option([], "--in-distribution", help="Configs trained on (repeatable); "
+                                              "the rest count as held-out."),
+    label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1),
+    max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
+    generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed), hf or vllm."),
+    warehouse: Path = WarehouseOption,
+    store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
+    out: Path = typer.Option(Path("out/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
+) -> None:
+    """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix."""
+    from rl.evaluate import GenerationStats, evaluate, format_matrix, plot_by_order, store_results, summarize, write_summary
+    from rl.release import SplitRef, fetch_release
+
+    with rl_errors(), clear_errors():
+        refs = [SplitRef.parse(s) for s in splits]
+        root = fetch_release(dataset, revision)
+        stats = GenerationStats()
+        rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
+                        label=label, limit=limit, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                        backend=generator, stats=stats)
+        if store:
+            stored = store_results(warehouse, rows)
+            console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
+    summary = summarize(rows)
+    summary["generation"] = {"sequences": stats.n_sequences, "new_tokens": stats.new_tokens,
+                             "seconds": round(stats.seconds, 3), "tokens_per_s": round(stats.tokens_per_s, 1)}
+    write_summary(summary, out / "summary.json")
+    plot_by_order(summary, out / "accuracy_by_order.png")
+    sys.stdout.write(format_matrix(summary) + "\n")
+
+
 def main() -> None:
     app()
 

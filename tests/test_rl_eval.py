@@ -1,0 +1,79 @@
+"""`tomforge eval` and `tomforge train --dry-run` end to end on CPU with a tiny model: per-item
+results land in the warehouse, the matrix and the belief-order plot are written."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from flows.cli import app  # noqa: E402
+from rl import toy  # noqa: E402
+from rl.evaluate import summarize  # noqa: E402
+from rl.tiny import build_model, build_tokenizer  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("eval")
+    release = base / "release"
+    toy.write_toy_release(release, n_train=4, n_eval=2, seed=5)
+    tokenizer = build_tokenizer(["Sally moves the marble to the box. <think>x</think><answer>box</answer>"] * 4, 300)
+    model_dir = base / "tiny"
+    build_model(tokenizer, hidden_size=16, num_layers=1).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    return release, model_dir
+
+
+def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
+    release, model_dir = setup
+    warehouse = tmp_path / "w.duckdb"
+    args = ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "toy/test",
+            "--split", "toy_heldout/test", "--in-distribution", "toy", "--label", "tiny", "--limit", "3",
+            "--max-new-tokens", "4", "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "toy/test (in_distribution)" in result.stdout and "toy_heldout/test (held_out)" in result.stdout
+    con = duckdb.connect(str(warehouse), read_only=True)
+    rows = con.execute("SELECT distribution, count(*), sum(reward) FROM eval_results GROUP BY 1 ORDER BY 1").fetchall()
+    con.close()
+    assert [(d, n) for d, n, _ in rows] == [("held_out", 3), ("in_distribution", 3)]
+    assert all(total == -9.0 for *_, total in rows)  # a random tiny model never gets the tags right
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert summary["matrix"]["tiny"]["toy/test (in_distribution)"] == 0.0
+    assert summary["generation"]["sequences"] == 6
+    assert (tmp_path / "ev" / "accuracy_by_order.png").stat().st_size > 1000
+    # evaluating the same run again replaces its rows instead of duplicating them
+    assert runner.invoke(app, args).exit_code == 0
+    con = duckdb.connect(str(warehouse), read_only=True)
+    assert con.execute("SELECT count(*) FROM eval_results").fetchone()[0] == 6
+    con.close()
+
+
+def test_summarize_by_order() -> None:
+    rows = [dict(label="m", config="c", split="test", distribution="held_out", belief_order=o, correct=ok,
+                 format_ok=True) for o, ok in [(0, True), (0, True), (1, False), (1, True), (None, False)]]
+    summary = summarize(rows)
+    assert summary["by_order"]["m"]["c/test (held_out)"] == {"0": 1.0, "1": 0.5, "none": 0.0}
+    assert summary["matrix"]["m"]["c/test (held_out)"] == 0.6
+
+
+def test_train_dry_runs(setup) -> None:
+    release, model_dir = setup
+    trl = runner.invoke(app, ["train", "--backend", "trl", "--dataset", str(release), "--model", str(model_dir),
+                              "--train", "toy/train", "--gpus", "2", "--dry-run"])
+    assert trl.exit_code == 0, trl.output
+    assert "accelerate launch --num_processes 2" in trl.stdout and '"normalize_advantages": true' in trl.stdout
+    verl = runner.invoke(app, ["train", "--backend", "verl", "--dataset", "org/tom", "--revision", "v1",
+                               "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--train", "all/train", "--val", "all/test",
+                               "--ray-address", "http://127.0.0.1:8265", "--dry-run"])
+    assert verl.exit_code == 0, verl.output
+    assert "ray job submit" in verl.stdout and "algorithm.adv_estimator=reinforce_plus_plus" in verl.stdout
+    bad = runner.invoke(app, ["train", "--dataset", "x", "--model", "m", "--train", "nosplit", "--dry-run"])
+    assert bad.exit_code == 2
