@@ -1,0 +1,204 @@
+"""HiToM adapter: own samples, real samples, and malformed inputs (rejects vs whole-file errors)."""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import schemas
+from warehouse.sources import get_adapter
+from warehouse.sources.base import Reject, SourceError
+from warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
+
+VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
+
+
+def read_all(root: Path) -> tuple[list[dict], list[Reject]]:
+    produced = list(ADAPTER.read(root))
+    return [p for p in produced if not isinstance(p, Reject)], [p for p in produced if isinstance(p, Reject)]
+
+
+def by_ref(records: list[dict]) -> dict[str, dict]:
+    return {record["source_ref"]: record for record in records}
+
+
+@pytest.fixture()
+def own(samples: Path) -> Path:
+    return samples / "hitom"
+
+
+@pytest.fixture()
+def own_json_rows(own: Path) -> list[dict]:
+    return json.loads((own / "Hi-ToM_data.json").read_text(encoding="utf-8"))["data"]
+
+
+def write_rows(tmp_path: Path, rows: list) -> Path:
+    path = tmp_path / "Hi-ToM_data.json"
+    path.write_text(json.dumps({"data": rows}), encoding="utf-8")
+    return path
+
+
+def test_registry_and_static_facts() -> None:
+    adapter = get_adapter("hitom")
+    assert adapter is ADAPTER
+    assert adapter.version.startswith("hitom@56dda76")
+    assert adapter.license == "Apache-2.0"
+    assert "Hi-ToM_data.json" in adapter.hub_patterns
+
+
+def test_own_samples_load_completely(own: Path) -> None:
+    records, rejects = read_all(own)
+    assert rejects == []
+    assert len(records) == 30  # 20 JSON rows + 10 text files
+    refs = [record["source_ref"] for record in records]
+    assert sum(ref.startswith("Hi-ToM_data.json#") for ref in refs) == 20
+    assert sum(ref.startswith("Hi-ToM_data/") and ref.endswith(".txt") for ref in refs) == 10
+    assert Counter(record["question_type"] for record in records) == {
+        "reality": 6, "first_order_belief": 6, "higher_order_belief": 18}
+    assert Counter(record["belief_order"] for record in records) == {0: 6, 1: 6, 2: 6, 3: 6, 4: 6}
+    assert Counter(record["meta"]["prompting_type"] for record in records) == {"CoTP": 15, "VP": 15}
+    for record in records:
+        assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
+        assert record["split"] == "all" and record["answer_format"] == "multiple_choice"
+        assert record["options"][record["answer_index"]] == record["answer"]
+        assert len(record["perspective_chain"]) == record["belief_order"]
+        assert record["context"].startswith("1 ")
+
+
+def test_own_sample_fields(own: Path) -> None:
+    records = by_ref(read_all(own)[0])
+    third = records["Hi-ToM_data.json#3"]
+    assert third["question_type"] == "higher_order_belief" and third["belief_order"] == 3
+    assert third["perspective_chain"] == ["Dara", "Kenji", "Tobias"]
+    assert third["answer"] == "purple_jar" and len(third["options"]) == 15
+    assert third["n_agents"] == 5 and third["n_events"] == 15
+    assert third["meta"]["sample_id"] == 3 and third["meta"]["deception"] is False
+    assert third["meta"]["choices"].startswith("A. white_tin, B. purple_jar")
+    # false belief = differs from the same story's reality answer (second pass)
+    assert records["Hi-ToM_data.json#0"]["is_false_belief"] is None
+    assert records["Hi-ToM_data.json#1"]["is_false_belief"] is False
+    assert records["Hi-ToM_data.json#3"]["is_false_belief"] is True
+    vp = records["Hi-ToM_data.json#5"]
+    assert vp["meta"]["prompting_type"] == "VP"
+    assert vp["meta"]["instruction"].startswith("Read the story below")
+    assert "Read the story" not in vp["context"]
+    text = records["Hi-ToM_data/Tell/MC/length_1/sample_1/order_2.txt"]
+    assert text["perspective_chain"] == ["Yusuf", "Ines"] and text["belief_order"] == 2
+    assert text["meta"]["deception"] is True and text["meta"]["prompting_type"] == "VP"
+    assert text["meta"]["note"].startswith("Assume the following")
+    assert text["meta"]["instruction"].startswith("Read the story below")
+
+
+def test_cotp_vp_and_text_tree_share_context_id(own: Path) -> None:
+    records = by_ref(read_all(own)[0])
+    story_one = {records[f"Hi-ToM_data.json#{index}"]["context_id"] for index in range(10)}
+    story_one.add(records["Hi-ToM_data/No_Tell/CoT/length_1/sample_1/order_4.txt"]["context_id"])
+    story_two = {records[f"Hi-ToM_data.json#{index}"]["context_id"] for index in range(10, 20)}
+    assert len(story_one) == 1 and len(story_two) == 1 and story_one != story_two
+
+
+def test_ids_stable_and_unique(own: Path) -> None:
+    first, second = read_all(own)[0], read_all(own)[0]
+    assert [r["item_id"] for r in first] == [r["item_id"] for r in second]
+    assert [r["content_hash"] for r in first] == [r["content_hash"] for r in second]
+    assert len({r["item_id"] for r in first}) == len(first)
+
+
+def test_single_file_roots(own: Path) -> None:
+    records, rejects = read_all(own / "Hi-ToM_data.json")
+    assert len(records) == 20 and not rejects
+    records, rejects = read_all(own / "Hi-ToM_data" / "No_Tell" / "CoT" / "length_1" / "sample_1" / "order_3.txt")
+    assert not rejects and len(records) == 1
+    assert records[0]["belief_order"] == 3 and records[0]["source_ref"] == "order_3.txt"
+    assert records[0]["is_false_belief"] is None  # no order-0 answer to compare with
+    records, rejects = read_all(own / "Hi-ToM_data")  # the tree itself as root
+    assert len(records) == 10 and not rejects
+
+
+def test_real_samples(real_samples: Path) -> None:
+    records, rejects = read_all(real_samples / "hitom")
+    assert rejects == []
+    refs = by_ref(records)
+    assert sum(ref.startswith("Hi-ToM_data.json#") for ref in refs) == 25
+    assert sum(ref.endswith(".txt") for ref in refs) == 10
+    for record in records:
+        assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
+    # CoTP row 0 and VP row 10 tell the same story; so do JSON row 20 and the Tell/MC text files
+    assert refs["Hi-ToM_data.json#0"]["context_id"] == refs["Hi-ToM_data.json#10"]["context_id"]
+    tell = refs["Hi-ToM_data/Tell/MC/length_1/sample_1/order_0.txt"]
+    assert refs["Hi-ToM_data.json#20"]["context_id"] == tell["context_id"]
+    order_1 = refs["Hi-ToM_data/No_Tell/CoT/length_2/sample_3/order_1.txt"]
+    order_4 = refs["Hi-ToM_data/No_Tell/CoT/length_2/sample_3/order_4.txt"]
+    assert order_1["is_false_belief"] is False and order_4["is_false_belief"] is True
+    assert len(order_4["perspective_chain"]) == 4 and order_4["question_type"] == "higher_order_belief"
+
+
+def test_malformed_rows_become_rejects(tmp_path: Path, own_json_rows: list[dict]) -> None:
+    rows = [dict(row) for row in own_json_rows]
+    del rows[2]["answer"]
+    rows[3]["answer"] = "green_igloo"
+    rows[4]["question_order"] = "4"
+    rows[6]["choices"] = "purple_jar or white_sack"
+    rows[7]["question_order"] = 3  # the question nests two agents
+    rows[8] = ["not", "an", "object"]
+    records, rejects = read_all(write_rows(tmp_path, rows))
+    assert len(records) + len(rejects) == 20 and len(rejects) == 6
+    fields = {reject.record: (reject.field, reject.reason) for reject in rejects}
+    assert fields["2"] == ("answer", "missing field")
+    assert fields["3"][0] == "answer" and "not among the choices" in fields["3"][1]
+    assert fields["4"][0] == "question_order" and "expected int" in fields["4"][1]
+    assert fields["6"][0] == "choices"
+    assert fields["7"][0] == "question_order"
+    assert fields["8"][0] == "(record)"
+    assert all(reject.file == "Hi-ToM_data.json" and reject.raw for reject in rejects)
+    assert {reject.source_ref for reject in rejects} == {f"Hi-ToM_data.json#{i}" for i in (2, 3, 4, 6, 7, 8)}
+
+
+def test_malformed_text_file_becomes_reject(tmp_path: Path, own: Path) -> None:
+    tree = tmp_path / "Hi-ToM_data"
+    shutil.copytree(own / "Hi-ToM_data", tree)
+    bad = tree / "Tell" / "MC" / "length_1" / "sample_1" / "order_1.txt"
+    bad.write_text("\n".join(line for line in bad.read_text().splitlines() if not line.startswith("Answer:")))
+    records, rejects = read_all(tmp_path)
+    assert len(records) == 9 and len(rejects) == 1
+    assert rejects[0].field == "answer" and rejects[0].file.endswith("order_1.txt")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("Hi-ToM_data.json", b'{"data": [{"prompting_type": "CoTP", "story": "1 A', "truncated JSON"),
+        ("Hi-ToM_data.json", b'{"data": []}'.replace(b"[]", b'["caf\xe9"]'), "not UTF-8"),
+        ("Hi-ToM_data.json", b'{"rows": []}', '"data" list'),
+        ("hitom.csv", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM file"),
+        ("order_0.txt", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM text file"),
+    ],
+)
+def test_whole_file_problems_raise_source_error(tmp_path: Path, name: str, content: bytes, problem: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(SourceError) as caught:
+        list(ADAPTER.read(path))
+    message = str(caught.value)
+    assert name in message and problem in message and "\n" not in message
+
+
+def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="not found"):
+        list(ADAPTER.read(tmp_path / "nowhere"))
+    with pytest.raises(SourceError, match="no Hi-ToM_data.json"):
+        list(ADAPTER.read(tmp_path))
+
+
+def test_parsers() -> None:
+    assert parse_choices("A. red_box, B. blue_jar, C. green_tin") == ("red_box", "blue_jar", "green_tin")
+    assert parse_question("Where is the fig really?").chain == ()
+    assert parse_question("Where does Ana really think the fig is?").chain == ("Ana",)
+    assert parse_question("Where does Ana think Bo thinks Cy thinks the fig is?").chain == ("Ana", "Bo", "Cy")
+    story = parse_story("Do this.\n1 Ana and Bo entered the den.\n2 Bo exited the den.\n\n")
+    assert (story.instruction, story.n_agents, story.n_events) == ("Do this.", 2, 2)
+    assert story.context == "1 Ana and Bo entered the den.\n2 Bo exited the den."

@@ -1,0 +1,171 @@
+"""ToMi adapter: own samples, real samples, missing or misaligned traces, and malformed inputs."""
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import schemas
+from warehouse.sources import get_adapter
+from warehouse.sources.base import Reject, SourceError
+from warehouse.sources.tomi import ADAPTER, split_of
+
+VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
+
+
+def read_all(root: Path) -> tuple[list[dict], list[Reject]]:
+    produced = list(ADAPTER.read(root))
+    return [p for p in produced if not isinstance(p, Reject)], [p for p in produced if isinstance(p, Reject)]
+
+
+def by_ref(records: list[dict]) -> dict[str, dict]:
+    return {record["source_ref"]: record for record in records}
+
+
+@pytest.fixture()
+def own(samples: Path) -> Path:
+    return samples / "tomi"
+
+
+@pytest.fixture()
+def copy(tmp_path: Path, own: Path) -> Path:
+    """A writable copy of the own train file and its trace."""
+    for suffix in (".txt", ".trace"):
+        shutil.copy(own / f"tomi_sample_train{suffix}", tmp_path / f"tomi_sample_train{suffix}")
+    return tmp_path
+
+
+def test_registry_and_static_facts() -> None:
+    adapter = get_adapter("tomi")
+    assert adapter is ADAPTER
+    assert adapter.version.startswith("tomi@dea2bca") and adapter.license == "CC BY-NC 4.0"
+
+
+def test_own_samples_load_completely(own: Path) -> None:
+    records, rejects = read_all(own)
+    assert rejects == []
+    assert Counter(record["split"] for record in records) == {"train": 12, "test": 12}
+    assert Counter(record["question_type"] for record in records) == {
+        "memory": 4, "reality": 4, "first_order_belief": 8, "higher_order_belief": 8}
+    assert Counter(record["is_false_belief"] for record in records) == {None: 8, False: 10, True: 6}
+    for record in records:
+        assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
+        assert record["answer_format"] == "free_text" and record["options"] == []
+        assert record["answer"] in record["meta"]["containers"]
+        assert record["meta"]["type_source"] == "trace"
+
+
+def test_own_sample_fields(own: Path) -> None:
+    records = by_ref(read_all(own)[0])
+    second = records["tomi_sample_train.txt#8"]
+    assert second["question"] == "Where does Nadia think that Soren searches for the radish?"
+    assert (second["question_type"], second["belief_order"]) == ("higher_order_belief", 2)
+    assert second["perspective_chain"] == ["Nadia", "Soren"] and second["is_false_belief"] is True
+    assert second["answer"] == "white_sack" and second["answer_index"] is None
+    assert second["n_agents"] == 3 and second["n_events"] == 8
+    meta = second["meta"]
+    assert meta["story_type"] == "false_belief" and meta["trace_question_type"] == "second_order_0_tom"
+    assert meta["containers"] == ["white_sack", "yellow_hamper"] and meta["support"] == ["1"]
+    assert meta["events"][:2] == ["enter_agent_1", "enter_agent_0"]
+    memory = records["tomi_sample_train.txt#6"]
+    assert (memory["question_type"], memory["belief_order"], memory["is_false_belief"]) == ("memory", 0, None)
+    assert records["tomi_sample_train.txt#7"]["is_false_belief"] is False
+
+
+def test_examples_of_one_story_share_context(own: Path) -> None:
+    records = read_all(own)[0]
+    contexts = Counter(record["context_id"] for record in records)
+    assert sorted(contexts.values()) == [6, 6, 6, 6]
+    first = by_ref(records)["tomi_sample_test.txt#0"]
+    assert first["context"].startswith("1 Zoe entered the porch.") and "\t" not in first["context"]
+
+
+def test_ids_stable_and_unique(own: Path) -> None:
+    first, second = read_all(own)[0], read_all(own)[0]
+    assert [r["item_id"] for r in first] == [r["item_id"] for r in second]
+    assert [r["content_hash"] for r in first] == [r["content_hash"] for r in second]
+    assert len({r["item_id"] for r in first}) == len(first)
+
+
+def test_real_samples(real_samples: Path) -> None:
+    records, rejects = read_all(real_samples / "tomi")
+    assert rejects == [] and len(records) == 30
+    assert {record["split"] for record in records} == {"test"}
+    assert Counter(record["is_false_belief"] for record in records) == {None: 10, False: 17, True: 3}
+    assert Counter(record["belief_order"] for record in records) == {0: 10, 1: 10, 2: 10}
+    for record in records:
+        assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
+    assert len({record["context_id"] for record in records}) == 5
+
+
+def test_missing_trace_still_loads(copy: Path) -> None:
+    (copy / "tomi_sample_train.trace").unlink()
+    records, rejects = read_all(copy / "tomi_sample_train.txt")
+    assert not rejects and len(records) == 12
+    assert {record["is_false_belief"] for record in records} == {None}
+    assert {record["meta"]["type_source"] for record in records} == {"question_text"}
+    assert Counter(record["belief_order"] for record in records) == {0: 4, 1: 4, 2: 4}
+    assert by_ref(records)["tomi_sample_train.txt#2"]["perspective_chain"] == ["Greta", "Hamid"]
+
+
+def test_misaligned_trace_is_fatal(copy: Path) -> None:
+    trace = copy / "tomi_sample_train.trace"
+    trace.write_text("\n".join(trace.read_text().splitlines()[:-1]) + "\n")
+    with pytest.raises(SourceError) as caught:
+        list(ADAPTER.read(copy))
+    assert "tomi_sample_train.trace" in str(caught.value) and "11 trace lines for 12 examples" in str(caught.value)
+
+
+def test_malformed_examples_become_rejects(copy: Path) -> None:
+    story = copy / "tomi_sample_train.txt"
+    lines = story.read_text().splitlines()
+    lines[6] = lines[6].split("\t")[0]  # example 0: question without answer
+    lines[15] = "9 Lucia entered the porch."  # example 2: its second line is numbered 9
+    trace = copy / "tomi_sample_train.trace"
+    trace_lines = trace.read_text().splitlines()
+    # example 3: the trace contradicts the question
+    trace_lines[3] = trace_lines[3].replace(",reality,", ",first_order_0_no_tom,")
+    trace.write_text("\n".join(trace_lines) + "\n")
+    story.write_text("\n".join(lines[:-1]) + "\n")  # last example loses its question line (truncated)
+    records, rejects = read_all(copy)
+    assert len(records) + len(rejects) == 12
+    fields = {reject.record: reject.field for reject in rejects}
+    assert fields == {"0": "answer", "2": "line", "3": "trace", "11": "question"}
+    assert all(reject.file == "tomi_sample_train.txt" and reject.raw for reject in rejects)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("stories_test.txt", b"1 Ana entered the den.\n2 Where is the fig r\xe9ally?\tbox\t1\n", "not UTF-8"),
+        ("stories_test.txt", b"story,question,answer\nAna entered,Where?,box\n", "not a bAbI-style ToMi file"),
+        ("stories_test.txt", b"", "empty file"),
+        ("stories.json", b'{"data": []}', "not a ToMi story file"),
+    ],
+)
+def test_whole_file_problems_raise_source_error(tmp_path: Path, name: str, content: bytes, problem: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(SourceError) as caught:
+        list(ADAPTER.read(path))
+    message = str(caught.value)
+    assert name in message and problem in message and "\n" not in message
+
+
+def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="not found"):
+        list(ADAPTER.read(tmp_path / "nowhere"))
+    with pytest.raises(SourceError, match="no ToMi"):
+        list(ADAPTER.read(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [("fb_all_test.txt", "test"), ("train.txt", "train"), ("tomi_val.txt", "val"), ("stories.txt", "all"),
+     ("contest.txt", "all")],
+)
+def test_split_from_file_name(name: str, split: str) -> None:
+    assert split_of(Path(name)) == split

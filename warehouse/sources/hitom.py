@@ -1,0 +1,350 @@
+"""HiToM adapter: `Hi-ToM_data.json` and the `Hi-ToM_data/` text tree -> unified records.
+
+HiToM repeats every story and question under two prompting styles (CoTP and VP, where VP
+stories start with an instruction sentence). The instruction goes to `meta` and the context
+keeps only the numbered story lines, so both styles (and the text tree) share one
+`context_id`: that is how a leaking row-level split is detected later.
+
+The JSON path is on the ingest hot path, so per-row work is dictionary look-ups: stories,
+questions and choice strings repeat across rows and are parsed once each.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from warehouse.record import build_record
+from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_json, read_text, relative_name
+
+NAME = "hitom"
+JSON_NAME = "Hi-ToM_data.json"
+TREE_NAME = "Hi-ToM_data"
+SPLIT = "all"  # HiToM publishes no split
+
+_NUMBERED = re.compile(r"\d+ ")
+_STORY_BODY = re.compile(r"\d+ [^\n]*\S(?:\n\d+ [^\n]*\S)*")
+_CHOICE = re.compile(r"(?:^|,\s*)([A-Z])\.\s+")
+_LETTERS = [chr(code) for code in range(ord("A"), ord("Z") + 1)]
+_REALITY_Q = re.compile(r"Where is the (.+?) really\?")
+_BELIEF_Q = re.compile(r"Where does (\S+) (?:really )?think ((?:\S+ thinks )*)the (.+?) is\?")
+_NAME_SEP = re.compile(r",\s*|\s+and\s+")
+_KEY_LINE = re.compile(r"(Question|Answer|Choices|Note):\s*(.*)")
+_LAYOUT = re.compile(r"(?:^|/)(Tell|No_Tell)/(CoT|MC)/length_(\d+)/sample_(\d+)/order_(\d+)\.txt$")
+_ORDER_FILE = re.compile(r"order_(\d+)\.txt$")
+_PROMPT_DIRS = {"CoT": "CoTP", "MC": "VP"}
+_JSON_FIELDS: tuple[tuple[str, type], ...] = (
+    ("prompting_type", str), ("deception", bool), ("story_length", int), ("question_order", int),
+    ("sample_id", int), ("story", str), ("question", str), ("choices", str), ("answer", str),
+)
+
+
+class _Bad(Exception):
+    """One malformed input record: which field and why (becomes a Reject)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Story:
+    instruction: str | None
+    context: str
+    n_agents: int | None
+    n_events: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    chain: tuple[str, ...]
+    obj: str
+
+
+def question_type_of(order: int) -> str:
+    """HiToM's question order -> the controlled question type."""
+    if order == 0:
+        return "reality"
+    return "first_order_belief" if order == 1 else "higher_order_belief"
+
+
+def parse_story(text: str) -> _Story:
+    """Split leading instruction lines from the numbered story lines; count agents and lines."""
+    body = text.strip()
+    instruction: list[str] = []
+    while body and not _NUMBERED.match(body):  # VP stories start with an instruction sentence
+        head, _, body = body.partition("\n")
+        instruction.append(head.strip())
+        body = body.lstrip()
+    if not _STORY_BODY.fullmatch(body):  # rare: stray blank lines, trailing spaces or unnumbered lines
+        lines = [line.strip() for line in body.splitlines() if line.strip()]
+        stray = next((line for line in lines if not _NUMBERED.match(line)), None)
+        if not lines:
+            raise _Bad("story", "no numbered story lines")
+        if stray is not None:
+            raise _Bad("story", f"unnumbered line inside the story: {stray[:60]!r}")
+        body = "\n".join(lines)
+    agents: set[str] = set()
+    for line in body.split("\n"):
+        if " entered the " in line:  # "N A, B and C entered the room." names every agent present
+            agents.update(_NAME_SEP.split(line.split(" ", 1)[1].split(" entered the ", 1)[0]))
+    agents.discard("")
+    return _Story(" ".join(instruction) or None, body, len(agents) or None, body.count("\n") + 1)
+
+
+def parse_question(text: str) -> _Question:
+    """The perspective chain (outermost first) and object of a HiToM question."""
+    match = _REALITY_Q.fullmatch(text)
+    if match:
+        return _Question((), match.group(1))
+    match = _BELIEF_Q.fullmatch(text)
+    if match:
+        inner = match.group(2).split(" thinks ")[:-1]
+        return _Question((match.group(1), *inner), match.group(3))
+    raise _Bad("question", f"not a HiToM question form: {text[:80]!r}")
+
+
+def parse_choices(text: str) -> tuple[str, ...]:
+    """'A. x, B. y, ...' -> ('x', 'y', ...); letters must run A, B, C... without gaps."""
+    parts = _CHOICE.split(text.strip())
+    letters, options = parts[1::2], tuple(part.strip() for part in parts[2::2])
+    if parts[0] or len(options) < 2 or letters != _LETTERS[: len(letters)] or not all(options):
+        raise _Bad("choices", f"not a lettered option list 'A. x, B. y, ...': {text[:80]!r}")
+    return options
+
+
+def _attempt(parse: Any, text: str) -> Any:
+    """The parsed value, or the _Bad it raised (cached too, so a bad story is diagnosed once)."""
+    try:
+        return parse(text)
+    except _Bad as bad:
+        return bad
+
+
+class _Parser:
+    """Per-read caches, so a story, question or choice string is parsed once however often it repeats."""
+
+    def __init__(self) -> None:
+        self.stories: dict[str, _Story | _Bad] = {}
+        self.questions: dict[str, _Question | _Bad] = {}
+        self.choices: dict[str, tuple[str, ...] | _Bad] = {}
+
+    def story(self, text: str) -> _Story:
+        value = self.stories.get(text) or self.stories.setdefault(text, _attempt(parse_story, text))
+        if value.__class__ is _Bad:
+            raise value
+        return value
+
+    def question(self, text: str) -> _Question:
+        value = self.questions.get(text) or self.questions.setdefault(text, _attempt(parse_question, text))
+        if value.__class__ is _Bad:
+            raise value
+        return value
+
+    def options(self, text: str) -> tuple[str, ...]:
+        value = self.choices.get(text) or self.choices.setdefault(text, _attempt(parse_choices, text))
+        if value.__class__ is _Bad:
+            raise value
+        return value
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A parsed question waiting for the second pass (is_false_belief needs the story's reality answer)."""
+
+    fields: dict[str, Any]
+    order: int
+    reality_key: tuple[str, str]
+
+
+def _pending(
+    parser: _Parser, *, key: str, story: str, question: str, choices: str, answer: str, order: int, meta: dict[str, Any]
+) -> _Pending:
+    """The record fields shared by the JSON and text layouts; raises _Bad on a malformed record."""
+    parsed_story = parser.story(story)
+    parsed_question = parser.question(question)
+    if len(parsed_question.chain) != order:
+        raise _Bad("question_order", f"order {order} but the question nests {len(parsed_question.chain)} agents")
+    options = parser.options(choices)
+    try:
+        answer_index = options.index(answer)
+    except ValueError:
+        raise _Bad("answer", f"answer {answer[:40]!r} is not among the choices") from None
+    meta.setdefault("instruction", parsed_story.instruction)
+    fields = {
+        "source": NAME, "source_version": ADAPTER.version, "source_key": key, "source_ref": key, "split": SPLIT,
+        "context": parsed_story.context, "n_agents": parsed_story.n_agents, "n_events": parsed_story.n_events,
+        "question": question, "question_type": question_type_of(order), "belief_order": order,
+        "perspective_chain": parsed_question.chain, "answer": answer, "answer_format": "multiple_choice",
+        "options": options, "answer_index": answer_index, "meta": meta,
+    }
+    return _Pending(fields, order, (parsed_story.context, parsed_question.obj))
+
+
+def _check_types(row: dict[str, Any]) -> None:
+    """Raise _Bad naming the first missing or mistyped field of a JSON row."""
+    for field, kind in _JSON_FIELDS:
+        value = row.get(field)
+        if value is None:
+            raise _Bad(field, "missing field")
+        if value.__class__ is not kind:
+            raise _Bad(field, f"expected {kind.__name__}, got {type(value).__name__}")
+
+
+def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | Reject]:
+    data = read_json(path)
+    rows = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise SourceError(path, 'not a HiToM JSON file: expected an object with a "data" list')
+    name = relative_name(path, root)
+    for index, row in enumerate(rows):
+        key = f"{name}#{index}"
+        try:
+            if row.__class__ is not dict:
+                raise _Bad("(record)", "row is not a JSON object")
+            get = row.get
+            order = get("question_order")
+            if not (  # one fused check on the hot path; the loop below only names the culprit
+                str is get("prompting_type").__class__ is get("story").__class__ is get("question").__class__
+                is get("choices").__class__ is get("answer").__class__
+                and int is order.__class__ is get("story_length").__class__ is get("sample_id").__class__
+                and get("deception").__class__ is bool
+            ):
+                _check_types(row)
+            if order < 0:
+                raise _Bad("question_order", f"negative order {order}")
+            meta = row.copy()  # every source field but those with a place of their own in the record
+            del meta["story"], meta["question"], meta["answer"]
+            meta["layout"] = "json"
+            yield _pending(
+                parser, key=key, story=row["story"], question=row["question"], choices=row["choices"],
+                answer=row["answer"], order=order, meta=meta,
+            )
+        except _Bad as bad:
+            yield Reject(NAME, key, name, str(index), bad.field, bad.reason, Reject.raw_of(row))
+
+
+def split_text_file(text: str) -> dict[str, Any]:
+    """Sections of one text-tree file: instruction, story lines, Question/Answer/Choices, Note."""
+    sections: dict[str, Any] = {"instruction": [], "story": None}
+    note: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if note is not None:
+            note.append(line)
+        elif sections["story"] is None:
+            if line == "Story:":
+                sections["story"] = []
+            elif line:
+                sections["instruction"].append(line)
+        elif match := _KEY_LINE.fullmatch(line):
+            if match.group(1) == "Note":
+                note = [match.group(2)]
+            else:
+                sections[match.group(1).lower()] = match.group(2).strip()
+        elif line and "question" in sections:
+            raise _Bad("(record)", f"unexpected line after the question: {line[:60]!r}")
+        elif line:
+            sections["story"].append(line)
+    sections["note"] = "\n".join(note).strip() if note is not None else None
+    return sections
+
+
+def _text_record(path: Path, root: Path, parser: _Parser) -> _Pending | Reject:
+    text = read_text(path)
+    name = relative_name(path, root)
+    try:
+        sections = split_text_file(text)
+        if sections["story"] is None and "question" not in sections:
+            raise SourceError(path, "not a HiToM text file: no 'Story:' or 'Question:' line")
+        for field in ("story", "question", "answer", "choices"):
+            if not sections.get(field):
+                raise _Bad(field, f"missing {field.capitalize()} section")
+        layout = _LAYOUT.search(path.as_posix())
+        meta: dict[str, Any] = {"layout": "text"}
+        if layout:
+            tell, prompt, length, sample, order_text = layout.groups()
+            meta.update(prompting_type=_PROMPT_DIRS[prompt], deception=tell == "Tell", story_length=int(length),
+                        sample=int(sample))
+            order = int(order_text)
+        else:
+            file_order = _ORDER_FILE.search(path.name)
+            order = int(file_order.group(1)) if file_order else len(parser.question(sections["question"]).chain)
+        meta.update(question_order=order, instruction=" ".join(sections["instruction"]) or None,
+                    note=sections["note"], choices=sections["choices"])
+        return _pending(
+            parser, key=name, story="\n".join(sections["story"]), question=sections["question"],
+            choices=sections["choices"], answer=sections["answer"], order=order, meta=meta,
+        )
+    except _Bad as bad:
+        return Reject(NAME, name, name, name, bad.field, bad.reason, text)
+
+
+def _is_false_belief(pending: _Pending, reality: dict[tuple[str, str], str | None]) -> bool | None:
+    if pending.order == 0:
+        return None
+    truth = reality.get(pending.reality_key)
+    return None if truth is None else pending.fields["answer"] != truth
+
+
+def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[Produced]:
+    """Second pass: a belief answer that differs from the story's reality answer marks a false belief."""
+    items = list(produced)
+    reality: dict[tuple[str, str], str | None] = {}
+    for item in items:
+        if isinstance(item, _Pending) and item.order == 0:
+            seen = reality.setdefault(item.reality_key, item.fields["answer"])
+            if seen != item.fields["answer"]:
+                reality[item.reality_key] = None  # the styles disagree: leave it unknown
+    for item in items:
+        if isinstance(item, Reject):
+            yield item
+        else:
+            yield build_record(**item.fields, is_false_belief=_is_false_belief(item, reality))
+
+
+def _text_tree(root: Path) -> Path | None:
+    if root.name == TREE_NAME or (root / "Tell").is_dir() or (root / "No_Tell").is_dir():
+        return root
+    tree = root / TREE_NAME
+    return tree if tree.is_dir() else None
+
+
+class HiToMAdapter(AdapterInfo):
+    """Reads a HiToM release: the JSON file, the text tree, one of their files, or a folder with both."""
+
+    def read(self, root: Path) -> Iterator[Produced]:
+        root = Path(root)
+        if not root.exists():
+            raise SourceError(root, "path not found")
+        parser = _Parser()
+        if root.is_file():
+            if root.suffix == ".json":
+                yield from _finish(_json_rows(root, root, parser))
+            elif root.suffix == ".txt":
+                yield from _finish([_text_record(root, root, parser)])
+            else:
+                raise SourceError(root, f"not a HiToM file: expected {JSON_NAME} or an order_N.txt file")
+            return
+        json_file = root / JSON_NAME
+        tree = _text_tree(root)
+        if not json_file.is_file() and tree is None:
+            raise SourceError(root, f"no {JSON_NAME} and no {TREE_NAME}/ text tree in this folder")
+        parts: list[Iterable[_Pending | Reject]] = []
+        if json_file.is_file():
+            parts.append(_json_rows(json_file, root, parser))
+        if tree is not None:
+            files = sorted(tree.rglob("order_*.txt"), key=lambda path: path.relative_to(root).as_posix())
+            parts.append(_text_record(path, root, parser) for path in files)
+        yield from _finish(item for part in parts for item in part)
+
+
+ADAPTER = HiToMAdapter(
+    name=NAME,
+    version="hitom@56dda76-v1",
+    license="Apache-2.0",
+    hub_repo="Hi-ToM/Hi-ToM_Dataset",
+    hub_patterns=[JSON_NAME, f"{TREE_NAME}/*"],
+)
