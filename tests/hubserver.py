@@ -127,10 +127,11 @@ class FakeHub:
                                            methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
 
     # ----- test helpers -------------------------------------------------------------------
-    def fail(self, method: str, pattern: str, status: int = 503, times: int = 1) -> None:
-        """Answer the next `times` requests matching `method` and the path regex with `status`."""
+    def fail(self, method: str, pattern: str, status: int = 503, times: int = 1, after: bool = False) -> None:
+        """Answer the next `times` requests matching `method` and the path regex with `status`;
+        with `after`, the request is carried out first and only its answer is lost."""
         with self._lock:
-            self._faults.append([method.upper(), re.compile(pattern), status, times])
+            self._faults.append([method.upper(), re.compile(pattern), status, times, after])
 
     def files(self, repo_id: str, revision: str = "main", repo_type: str = "dataset") -> dict[str, bytes]:
         with self._lock:
@@ -149,22 +150,25 @@ class FakeHub:
         record = {"method": request.method, "path": unquote(path), "authorized": authorized,
                   "sent_token": "authorization" in request.headers}
         try:
-            fault = self._take_fault(request.method, unquote(path))
+            fault = self._take_fault(request.method, unquote(path), after=False)
             if fault is not None:
                 raise HubError(fault, "injected transient failure")
             body = await request.body() if request.method in ("POST", "PUT") else b""
             with self._lock:
                 response = self._route(request, path, body, authorized)
+            lost = self._take_fault(request.method, unquote(path), after=True)
+            if lost is not None:
+                raise HubError(lost, "injected failure after the request was carried out")
         except HubError as exc:
             response = exc.response()
         record["status"] = response.status_code
         self.requests.append(record)
         return response
 
-    def _take_fault(self, method: str, path: str) -> int | None:
+    def _take_fault(self, method: str, path: str, after: bool) -> int | None:
         with self._lock:
             for fault in self._faults:
-                if fault[0] == method and fault[3] > 0 and fault[1].search(path):
+                if fault[0] == method and fault[3] > 0 and fault[4] == after and fault[1].search(path):
                     fault[3] -= 1
                     return fault[2]
         return None
