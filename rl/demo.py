@@ -1,0 +1,190 @@
+"""End-to-end RL smoke run on one GPU, with nothing downloaded: `python -m rl.demo`.
+
+1. a published-layout release of toy false-belief data (config `toy`: train/validation/test;
+   config `toy_heldout`: unseen names, objects and places, longer stories, belief order up to 3);
+2. a byte-level BPE tokenizer trained on the training split and a Qwen2-architecture model
+   built from a config (random weights);
+3. a short supervised warm-up on the training answers (format and a starting policy);
+4. RL with the TRL backend (RLOO as the REINFORCE++ approximation) on the published layout;
+5. `tomforge eval` of the warm-up and the RL model on the in-distribution and held-out splits.
+
+Writes `metrics.json`, `reward_curve.png` and `accuracy_by_order.png` to `--metrics`: steps/s,
+tokens/s, peak GPU memory per phase, the reward curve and the evaluation matrix.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SIZES = {  # model and run sizes: "gpu" for the H200 run, "tiny" to check the flow on a CPU
+    "gpu": dict(n_train=1500, n_eval=100, vocab=2000, hidden=384, layers=6, heads=6, kv=2, sft_steps=300,
+                sft_batch=64, sft_lr=1e-3, rl_steps=150, generations=8, rl_batch=128, completion=48, rl_lr=2e-5,
+                eval_batch=256),
+    "tiny": dict(n_train=6, n_eval=2, vocab=400, hidden=32, layers=1, heads=2, kv=1, sft_steps=3, sft_batch=8,
+                 sft_lr=1e-3, rl_steps=2, generations=2, rl_batch=4, completion=8, rl_lr=1e-5, eval_batch=8),
+}
+
+
+def _peak_gb(reset: bool = True) -> float | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    if reset:
+        torch.cuda.reset_peak_memory_stats()
+    return round(peak, 3)
+
+
+def reward_curve(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = ("reward", "reward_std", "rewards/format_reward/mean", "rewards/correctness_reward/mean",
+            "completions/mean_length", "kl", "num_tokens")
+    return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in history if "reward" in h]
+
+
+def plot_reward_curve(curve: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [c["step"] for c in curve]
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for key, label in (("reward", "total reward"), ("rewards/format_reward/mean", "format (+1/-1)"),
+                       ("rewards/correctness_reward/mean", "correctness (+2/-2)")):
+        ax.plot(steps, [c.get(key, float("nan")) for c in curve], label=label)
+    ax.set_xlabel("RL step")
+    ax.set_ylabel("mean reward per completion")
+    ax.set_title("TRL RLOO (REINFORCE++ preset) on toy/train")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rl.demo")
+    parser.add_argument("--size", choices=sorted(SIZES), default="gpu")
+    parser.add_argument("--work", default="out/demo", help="release, checkpoints and warehouse go here")
+    parser.add_argument("--metrics", default="docs/runs/demo", help="small metrics file and plots go here")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    cfg = SIZES[args.size]
+    work, metrics_dir = Path(args.work), Path(args.metrics)
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+
+    import torch
+    import transformers
+    import trl
+
+    from flows.cli import app
+    from rl import toy
+    from rl.evaluate import plot_by_order, summarize
+    from rl.release import SplitRef, load_split
+    from rl.sft import sft_warmup, target_completion
+    from rl.tiny import build_model, build_tokenizer
+    from rl.trl_backend import TrlSettings, train_trl
+
+    gpu = torch.cuda.is_available()
+    metrics: dict[str, Any] = {
+        "command": "python -m rl.demo " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "size": args.size, "config": cfg,
+        "device": torch.cuda.get_device_name(0) if gpu else platform.processor() or "cpu",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
+                     "python": platform.python_version()},
+    }
+    t0 = time.perf_counter()
+    release = work / "release"
+    metrics["release"] = toy.write_toy_release(release, n_train=cfg["n_train"], n_eval=cfg["n_eval"], seed=args.seed)
+    train_ds = load_split(release, SplitRef("toy", "train"))
+
+    texts = [m["content"] for row in train_ds for m in row["prompt"]] + [target_completion(r) for r in train_ds]
+    tokenizer = build_tokenizer(texts, vocab_size=cfg["vocab"])
+    model = build_model(tokenizer, hidden_size=cfg["hidden"], num_layers=cfg["layers"], num_heads=cfg["heads"],
+                        num_kv_heads=cfg["kv"], seed=args.seed)
+    base_dir = work / "base"
+    model.save_pretrained(base_dir)
+    tokenizer.save_pretrained(base_dir)
+    metrics["model"] = {"architecture": "Qwen2ForCausalLM", "parameters": sum(p.numel() for p in model.parameters()),
+                        "vocab": len(tokenizer), "hidden": cfg["hidden"], "layers": cfg["layers"]}
+    del model
+    metrics["setup_seconds"] = round(time.perf_counter() - t0, 2)
+
+    _peak_gb()
+    sft_dir = str(work / "sft")
+    sft = sft_warmup(str(base_dir), tokenizer, train_ds, sft_dir, max_steps=cfg["sft_steps"],
+                     learning_rate=cfg["sft_lr"], batch_size=cfg["sft_batch"], bf16=gpu, seed=args.seed,
+                     extra=None if gpu else {"use_cpu": True})
+    metrics["sft"] = {"steps": sft["steps"], "seconds": round(sft["seconds"], 2), "train_loss": sft["train_loss"],
+                      "steps_per_s": round(sft["steps"] / sft["seconds"], 3), "peak_gpu_gb": _peak_gb(),
+                      "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in sft["log_history"] if "loss" in h]}
+
+    settings = TrlSettings(model=sft_dir, output_dir=str(work / "rl"), algorithm="rloo", max_steps=cfg["rl_steps"],
+                           learning_rate=cfg["rl_lr"], num_generations=cfg["generations"],
+                           per_device_train_batch_size=cfg["rl_batch"], max_completion_length=cfg["completion"],
+                           save_steps=10**6, bf16=gpu, seed=args.seed, extra={} if gpu else {"use_cpu": True})
+    rl = train_trl(settings, train_ds, tokenizer=tokenizer)
+    curve = reward_curve(rl["log_history"])
+    total_tokens = curve[-1].get("num_tokens", 0) if curve else 0
+    completion_tokens = sum(c.get("completions/mean_length", 0) * cfg["rl_batch"] for c in curve)
+    metrics["rl"] = {
+        "algorithm": "RLOO (normalize_advantages, KL in reward) ~ REINFORCE++", "steps": rl["steps"],
+        "seconds": round(rl["seconds"], 2), "steps_per_s": round(rl["steps"] / rl["seconds"], 3),
+        "tokens_per_s": round(total_tokens / rl["seconds"], 1),
+        "completion_tokens_per_s": round(completion_tokens / rl["seconds"], 1),
+        "prompts_per_step": cfg["rl_batch"] // cfg["generations"], "completions_per_step": cfg["rl_batch"],
+        "peak_gpu_gb": _peak_gb(), "settings": {k: v for k, v in vars(settings).items() if k != "extra"},
+        "reward_first10": _mean(curve[:10], "reward"), "reward_last10": _mean(curve[-10:], "reward"),
+        "curve": curve,
+    }
+    plot_reward_curve(curve, metrics_dir / "reward_curve.png")
+
+    warehouse = work / "warehouse.duckdb"
+    rows: list[dict[str, Any]] = []
+    metrics["eval"] = {}
+    for label, path in (("sft", sft_dir), ("rl", settings.output_dir)):
+        out = work / f"eval_{label}"
+        eval_args = ["eval", "--model", path, "--dataset", str(release), "--split", "toy/test",
+                     "--split", "toy_heldout/test", "--in-distribution", "toy", "--label", label,
+                     "--batch-size", str(cfg["eval_batch"]), "--max-new-tokens", str(cfg["completion"]),
+                     "--generator", "hf", "--warehouse", str(warehouse), "--out", str(out)]
+        started = time.perf_counter()
+        app(eval_args, standalone_mode=False)
+        summary = json.loads((out / "summary.json").read_text())
+        metrics["eval"][label] = {"command": "tomforge " + " ".join(eval_args),
+                                  "seconds": round(time.perf_counter() - started, 2),
+                                  "generation": summary["generation"], "peak_gpu_gb": _peak_gb()}
+        import duckdb
+
+        con = duckdb.connect(str(warehouse), read_only=True)
+        cursor = con.execute("SELECT * FROM eval_results WHERE label = ?", [label])
+        names = [d[0] for d in cursor.description]
+        rows += [dict(zip(names, r)) for r in cursor.fetchall()]
+        con.close()
+    combined = summarize(rows)
+    metrics["eval_matrix"] = combined["matrix"]
+    metrics["eval_format_rate"] = combined["format_rate"]
+    metrics["eval_by_order"] = combined["by_order"]
+    metrics["eval_n"] = combined["n"]
+    plot_by_order(combined, metrics_dir / "accuracy_by_order.png", title="toy ToM: accuracy by belief order")
+    metrics["total_seconds"] = round(time.perf_counter() - t0, 2)
+    (metrics_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str))
+    print(json.dumps({k: metrics[k] for k in ("eval_matrix", "total_seconds")}, indent=1))
+    print(json.dumps({k: {kk: vv for kk, vv in metrics[k].items() if kk not in ("curve", "loss_curve")}
+                      for k in ("sft", "rl")}, indent=1, default=str))
+    return 0
+
+
+def _mean(items: list[dict[str, Any]], key: str) -> float | None:
+    values = [c[key] for c in items if key in c]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
