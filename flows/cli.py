@@ -204,10 +204,10 @@ def publish(
 
     with clear_errors(), publish_errors():
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
-        console.print(f"exporting {export.table} from {warehouse}", highlight=False)
+        console.print(f"exporting {export.table} from {warehouse}", highlight=False, soft_wrap=True)
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at)
         publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
-                          echo=lambda line: console.print(line, highlight=False, markup=False))
+                          echo=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
 
 
 @app.command()
@@ -221,10 +221,11 @@ def verify(
     with publish_errors():
         report = verify_release(repo, revision)
     for problem in report.problems:
-        console.print(f"mismatch: {problem}", highlight=False, markup=False)
+        console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
         fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", EXIT_MISMATCH)
-    console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False)
+    console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False,
+                  soft_wrap=True)
 
 
 class Backend(str, Enum):
