@@ -129,14 +129,19 @@ def _arrow_type(name: str) -> pa.DataType:
     return pa.string()
 
 
+def _arrow_schema(fields: tuple[str, ...]) -> pa.Schema:
+    return pa.schema([(name, _arrow_type(name)) for name in fields])
+
+
 def _to_arrow(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> pa.Table:
-    columns = {}
-    for name in fields:
-        values = [row[name] for row in rows]
-        if name in _JSON_COLUMNS:
-            values = [None if value is None else canonical_json(value) for value in values]
-        columns[name] = pa.array(values, type=_arrow_type(name))
-    return pa.table(columns)
+    """Rows -> Arrow in one C++ pass (`from_pylist`), JSON fields serialized canonically first."""
+    json_fields = [name for name in fields if name in _JSON_COLUMNS]
+    if json_fields:
+        rows = [
+            {**row, **{name: None if row[name] is None else canonical_json(row[name]) for name in json_fields}}
+            for row in rows
+        ]
+    return pa.Table.from_pylist(rows, schema=_arrow_schema(fields))
 
 
 def _contexts_table(items: list[dict[str, Any]]) -> pa.Table:

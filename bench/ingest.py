@@ -1,0 +1,114 @@
+"""Ingest throughput: `tomforge ingest` vs a plain baseline (json/csv module + executemany into DuckDB).
+
+Builds a large input in the HiToM JSON and ExploreToM CSV formats from the project's own samples
+(rows replicated with fresh sample ids, so every row is a distinct input record), then times,
+in the same run:
+  * tomforge: adapter -> schema validation -> atomic upsert into a new warehouse file;
+  * baseline: json.load / csv.DictReader -> a tuple per row -> executemany INSERT into DuckDB
+    (no validation, no ids, no hashes: the least a hand-written loader does).
+The baseline is slow, so it runs on a slice (--baseline-rows) and is compared as a rate.
+
+    python bench/ingest.py [--rows 500000] [--baseline-rows 20000]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from warehouse.load import ingest  # noqa: E402
+
+SAMPLES = REPO / "warehouse" / "samples"
+
+
+def make_hitom(path: Path, rows: int) -> None:
+    base = json.loads((SAMPLES / "hitom" / "Hi-ToM_data.json").read_text(encoding="utf-8"))["data"]
+    data = []
+    for i in range(rows):
+        row = dict(base[i % len(base)])
+        row["sample_id"] = i
+        data.append(row)
+    path.write_text(json.dumps({"data": data}), encoding="utf-8")
+
+
+def make_exploretom(path: Path, rows: int) -> None:
+    with (SAMPLES / "exploretom" / "exploretom-sample.csv").open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header, base = reader.fieldnames, list(reader)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        for i in range(rows):
+            row = dict(base[i % len(base)])
+            row["sprop=global_idx"] = str(i)
+            writer.writerow(row)
+
+
+BASELINE_DDL = """CREATE TABLE items (source VARCHAR, ref VARCHAR, context VARCHAR, question VARCHAR,
+                  answer VARCHAR, belief_order BIGINT, options VARCHAR, meta VARCHAR)"""
+
+
+def baseline(hitom: Path, exploretom: Path, rows: int, out: Path) -> float:
+    """json/csv module + executemany into DuckDB; returns questions/s over both formats."""
+    start = time.perf_counter()
+    con = duckdb.connect(str(out))
+    con.execute(BASELINE_DDL)
+    data = json.loads(hitom.read_text(encoding="utf-8"))["data"][:rows]
+    con.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+        ("hitom", str(i), r["story"], r["question"], r["answer"], r["question_order"], r["choices"],
+         json.dumps({"prompting_type": r["prompting_type"], "deception": r["deception"]}))
+        for i, r in enumerate(data)])
+    with exploretom.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        batch = []
+        for i, r in enumerate(reader):
+            if i == rows:
+                break
+            batch.append(("exploretom", str(i), r["story_structure"], r["question"], r["expected_answer"],
+                          int(r["qprop=nth_order"]), None, json.dumps(r)))
+    con.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
+    con.close()
+    return (len(data) + len(batch)) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=500_000, help="questions in total (half per format)")
+    parser.add_argument("--baseline-rows", type=int, default=20_000, help="questions per format for the baseline")
+    args = parser.parse_args()
+    per_format = args.rows // 2
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        hitom, exploretom = folder / "Hi-ToM_data.json", folder / "ExploreToM-data-sample.csv"
+        make_hitom(hitom, per_format)
+        make_exploretom(exploretom, per_format)
+        print(f"input: {per_format:,} HiToM JSON rows ({hitom.stat().st_size / 1e6:.0f} MB), "
+              f"{per_format:,} ExploreToM CSV rows ({exploretom.stat().st_size / 1e6:.0f} MB)")
+        warehouse = folder / "w.duckdb"
+        rates = {}
+        total_start = time.perf_counter()
+        for name, path in (("hitom", hitom), ("exploretom", exploretom)):
+            start = time.perf_counter()
+            report = ingest(warehouse, name, path)
+            seconds = time.perf_counter() - start
+            assert report.reconciled and report.rejected == 0, report
+            rates[name] = report.loaded / seconds
+            print(f"tomforge ingest {name:<10} {report.loaded:>9,} questions {seconds:7.2f} s {rates[name]:>10,.0f} q/s")
+        overall = 2 * per_format / (time.perf_counter() - total_start)
+        base = baseline(hitom, exploretom, args.baseline_rows, folder / "baseline.duckdb")
+        print(f"tomforge ingest overall    {overall:>10,.0f} q/s")
+        print(f"baseline (json/csv + executemany, {2 * args.baseline_rows:,} questions) {base:>10,.0f} q/s")
+        print(f"ratio tomforge / baseline  {overall / base:10.1f}x   (goals: >= 100,000 q/s and >= 5x)")
+
+
+if __name__ == "__main__":
+    main()
