@@ -1,0 +1,69 @@
+"""Audit parameters and the cleaning policy, as dataclasses with working defaults.
+
+Kept as plain frozen dataclasses so the typed config file can fill them later (`from_mapping`)
+and every run can record exactly what it used (`as_dict`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AuditParams:
+    # overlap: MinHash + LSH + exact verification
+    shingle_n: int = 5
+    num_perm: int = 128
+    minhash_seed: int = 1
+    jaccard_threshold: float = 0.8
+    containment_threshold: float = 0.8
+    target_recall: float = 0.995  # P(LSH candidate | J = jaccard_threshold)
+    max_bucket: int = 5000
+    max_spans: int = 3
+    # exact long n-gram overlap, calibrated by a conformal test against a within-train null
+    ngram_n: int = 13
+    ngram_alpha: float = 0.01  # false-positive rate per held-out context under exchangeability
+    ngram_max_doc_freq: int = 1000  # grams shared by more train contexts are skipped for best-match lookup
+    # template artifacts
+    alpha: float = 0.01  # family-wise, Bonferroni-corrected within each test family
+    min_feature_count: int = 20
+    max_token_features: int = 2000
+    max_answer_classes: int = 30
+    bootstrap: int = 1000
+    folds: int = 5
+    baseline_max_train: int = 20000
+    min_group_items: int = 30
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CleaningPolicy:
+    drop_cross_jaccard: float = 0.8  # drop train items whose context overlaps held-out at/above this
+    drop_cross_containment: float = 0.8
+    drop_ngram_flagged: bool = True  # drop the train context that best explains a flagged held-out one
+    drop_structural: bool = False  # structural twins are reported; dropping them is opt-in
+    collapse_duplicates: bool = True  # same question and answer on (near-)identical contexts, per side
+    quarantine_conflicts: bool = True
+    reshuffle_options: bool = True
+    reshuffle_sides: tuple[str, ...] = ("train", "heldout")
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def from_mapping(cls: type[T], values: Mapping[str, Any] | None) -> T:
+    """Build a config dataclass from a mapping, refusing unknown keys (typos must not pass silently)."""
+    values = dict(values or {})
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} setting(s): {', '.join(unknown)}")
+    if "reshuffle_sides" in values:
+        values["reshuffle_sides"] = tuple(values["reshuffle_sides"])
+    return cls(**values)  # type: ignore[call-arg]

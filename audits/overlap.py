@@ -1,0 +1,335 @@
+"""Overlap between a train and a held-out selection (and within each): MinHash LSH + exact checks,
+structural duplicates, and exact long n-gram overlap calibrated against a within-train null.
+
+The unit is the distinct normalized context (story or dialogue text): a held-out question on a
+story that train also has is leaked whatever the question. Every reported pair carries its evidence
+(estimated and exact Jaccard, both containments, matched spans); every rate is set beside the same
+rate among independent train contexts, so templated data is not flagged wholesale.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from scipy import stats
+
+from audits.config import AuditParams
+from audits.lsh import Banding, candidate_pairs, choose_banding
+from audits.minhash import SCHEME, MinHasher, estimate_jaccard
+from audits.skeleton import skeleton_key
+from audits.text import NORMALIZER, batch_ngrams, hash_words, text_key, tokens
+
+Lookup = Callable[[list[str], str, int], dict[str, np.ndarray]]
+
+
+@dataclass
+class OverlapResult:
+    contexts: pl.DataFrame  # context_id -> text_key, doc, cluster, skeleton, sides
+    pairs: pl.DataFrame  # audit_overlap_pairs
+    ngram: pl.DataFrame  # per held-out and train context: 13-gram coverage, conformal p-value
+    calibration: pl.DataFrame  # null rates beside observed rates
+    banding: Banding
+    new_signatures: pa.Table | None
+    stats: dict = field(default_factory=dict)
+
+
+def signature_params_key(p: AuditParams) -> str:
+    return f"{SCHEME}|n={p.shingle_n}|perm={p.num_perm}|seed={p.minhash_seed}|{NORMALIZER}"
+
+
+def _docs(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Distinct contexts -> distinct normalized texts (docs), with which sides use them."""
+    ctx = (items.group_by("context_id").agg(
+        pl.col("context").first(),
+        (pl.col("side") == "train").sum().alias("n_train_items"),
+        (pl.col("side") == "heldout").sum().alias("n_heldout_items"),
+    ).sort("context_id"))
+    ctx = ctx.with_columns(pl.Series("text_key", [text_key(t) for t in ctx["context"]]))
+    docs = (ctx.group_by("text_key").agg(
+        pl.col("context").first(), pl.col("context_id").sort(),
+        pl.col("n_train_items").sum(), pl.col("n_heldout_items").sum(),
+    ).sort("text_key").with_row_index("doc"))
+    docs = docs.with_columns(
+        (pl.col("n_train_items") > 0).alias("train"), (pl.col("n_heldout_items") > 0).alias("heldout"))
+    return ctx, docs
+
+
+def _unique_sets(flat: np.ndarray, offsets: np.ndarray) -> Callable[[int], np.ndarray]:
+    cache: dict[int, np.ndarray] = {}
+
+    def get(d: int) -> np.ndarray:
+        if d not in cache:
+            cache[d] = np.unique(flat[offsets[d]:offsets[d + 1]])
+        return cache[d]
+    return get
+
+
+def _exact(get: Callable[[int], np.ndarray], a: int, b: int) -> tuple[float, float, float, int]:
+    sa, sb = get(a), get(b)
+    inter = len(np.intersect1d(sa, sb, assume_unique=True))
+    union = len(sa) + len(sb) - inter
+    return (inter / union if union else 1.0, inter / len(sa) if len(sa) else 0.0,
+            inter / len(sb) if len(sb) else 0.0, inter)
+
+
+def matched_spans(words_a: list[str], words_b: list[str], n: int, limit: int) -> list[dict]:
+    """Maximal runs of `b` covered by n-grams that also occur in `a` (longest first)."""
+    width = min(n, len(words_a), len(words_b))
+    if width == 0:
+        return []
+    grams = {tuple(words_a[i:i + width]) for i in range(len(words_a) - width + 1)}
+    hits = [tuple(words_b[i:i + width]) in grams for i in range(len(words_b) - width + 1)]
+    spans, start = [], None
+    for i, hit in enumerate(hits + [False]):
+        if hit and start is None:
+            start = i
+        elif not hit and start is not None:
+            spans.append((start, i - 1 + width))
+            start = None
+    spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+    return [{"b_start": s, "b_end": e, "words": e - s, "text": " ".join(words_b[s:e])[:400]} for s, e in spans[:limit]]
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n)
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _signatures(docs: pl.DataFrame, flat: np.ndarray, offsets: np.ndarray, p: AuditParams,
+                lookup: Lookup | None) -> tuple[np.ndarray, pa.Table | None, int]:
+    keys = docs["text_key"].to_list()
+    params_key = signature_params_key(p)
+    cached = lookup(keys, params_key, p.num_perm) if lookup else {}
+    missing = [i for i, k in enumerate(keys) if k not in cached]
+    sigs = np.empty((len(keys), p.num_perm), dtype=np.uint32)
+    for i, k in enumerate(keys):
+        if k in cached:
+            sigs[i] = cached[k]
+    new = None
+    if missing:
+        idx = np.array(missing, dtype=np.int64)
+        lens = offsets[idx + 1] - offsets[idx]
+        sub_off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(lens, out=sub_off[1:])
+        sub_flat = np.concatenate([flat[offsets[i]:offsets[i + 1]] for i in idx]) if len(idx) else flat[:0]
+        computed = MinHasher(p.num_perm, p.minhash_seed).signatures(sub_flat, sub_off)
+        sigs[idx] = computed
+        from audits.store import signature_table
+        new = signature_table([keys[i] for i in missing], params_key, computed, lens)
+    return sigs, new, len(keys) - len(missing)
+
+
+def _scope(train: np.ndarray, heldout: np.ndarray, a: int, b: int) -> tuple[str, int, int]:
+    """Scope of a pair and its orientation (train side first for cross pairs)."""
+    if train[a] and heldout[b]:
+        return "cross", a, b
+    if heldout[a] and train[b]:
+        return "cross", b, a
+    return ("train" if train[a] else "heldout"), a, b
+
+
+def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None) -> OverlapResult:
+    """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout)."""
+    ctx, docs = _docs(items)
+    n_docs = docs.height
+    texts = docs["context"].to_list()
+    words, word_offsets = hash_words(texts)
+    flat, offsets = batch_ngrams(words, word_offsets, p.shingle_n)
+    sigs, new_sigs, n_cached = _signatures(docs, flat, offsets, p, lookup)
+    banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
+    cands, skipped = candidate_pairs(sigs, banding, p.max_bucket)
+    train = docs["train"].to_numpy()
+    heldout = docs["heldout"].to_numpy()
+    get = _unique_sets(flat, offsets)
+    rows: list[dict] = []
+    uf = _UnionFind(n_docs)
+    word_cache: dict[int, list[str]] = {}
+
+    def words_of(d: int) -> list[str]:
+        if d not in word_cache:
+            word_cache[d] = tokens(texts[d])
+        return word_cache[d]
+
+    def add(kind: str, a: int, b: int, extra: dict | None = None) -> None:
+        scope, a, b = _scope(train, heldout, a, b)
+        jac, c_a, c_b, inter = _exact(get, a, b)
+        rows.append({
+            "kind": kind, "scope": scope, "a_text_key": docs["text_key"][a], "b_text_key": docs["text_key"][b],
+            "a_context_id": docs["context_id"][a][0], "b_context_id": docs["context_id"][b][0],
+            "est_jaccard": float(estimate_jaccard(sigs[a], sigs[b])), "jaccard": jac, "containment_a": c_a,
+            "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": (extra or {}).get("shared_ngrams"),
+            "ngram_p_value": (extra or {}).get("p_value"),
+            "spans": json.dumps(matched_spans(words_of(a), words_of(b), (extra or {}).get("span_n", p.shingle_n), p.max_spans)),
+        })
+
+    # a doc used by both sides is an exact overlap
+    for d in np.nonzero(train & heldout)[0]:
+        add("exact", int(d), int(d))
+    verified = 0
+    for a, b in cands:
+        jac, c_a, c_b, _ = _exact(get, int(a), int(b))
+        if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:
+            verified += 1
+            if jac >= p.jaccard_threshold:
+                uf.union(int(a), int(b))
+            add("near_duplicate", int(a), int(b))
+    clusters = np.array([uf.find(i) for i in range(n_docs)], dtype=np.int64)
+    docs = docs.with_columns(pl.Series("cluster", clusters))
+    skeletons = [skeleton_key(t) for t in texts]
+    docs = docs.with_columns(pl.Series("skeleton_key", skeletons))
+
+    calibration: list[dict] = []
+    ngram = pl.DataFrame()
+    if heldout.any() and train.any():
+        ngram, ngram_pairs, calib = _ngram_test(docs, words, word_offsets, p)
+        calibration += calib
+        for b, a, shared, pval in ngram_pairs:
+            add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
+        struct_pairs, calib = _structural(docs, p)
+        calibration += calib
+        for a, b in struct_pairs:
+            add("structural", a, b)
+        calibration += _near_dup_rates(rows, train, heldout, p)
+
+    pairs = pl.DataFrame(rows, schema={
+        "kind": pl.Utf8, "scope": pl.Utf8, "a_text_key": pl.Utf8, "b_text_key": pl.Utf8, "a_context_id": pl.Utf8,
+        "b_context_id": pl.Utf8, "est_jaccard": pl.Float64, "jaccard": pl.Float64, "containment_a": pl.Float64,
+        "containment_b": pl.Float64, "shared_shingles": pl.Int64, "shared_ngrams": pl.Int64,
+        "ngram_p_value": pl.Float64, "spans": pl.Utf8,
+    }).sort("kind", "scope", "a_text_key", "b_text_key")
+    contexts = ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items").join(
+        docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key").sort("context_id")
+    st = {"contexts": ctx.height, "docs": n_docs, "signatures_cached": n_cached, "signatures_computed": n_docs - n_cached,
+          "lsh_candidates": len(cands), "verified_pairs": verified, "oversized_buckets": skipped,
+          "bands": banding.bands, "rows": banding.rows}
+    return OverlapResult(contexts, pairs, ngram, pl.DataFrame(calibration, schema=_CALIB_SCHEMA), banding, new_sigs, st)
+
+
+_CALIB_SCHEMA = {"check": pl.Utf8, "statistic": pl.Utf8, "observed": pl.Float64, "null": pl.Float64,
+                 "n_observed": pl.Int64, "n_null": pl.Int64, "p_value": pl.Float64, "flagged": pl.Boolean, "note": pl.Utf8}
+
+
+def _ngram_test(docs: pl.DataFrame, words: np.ndarray, word_offsets: np.ndarray, p: AuditParams):
+    """Conformal test per held-out doc: coverage of its n-grams by train, against the coverage of
+    each train doc by the *other* train clusters (leave-cluster-out null)."""
+    flat, offsets = batch_ngrams(words, word_offsets, p.ngram_n)
+    lens = np.diff(offsets)
+    grams = pl.DataFrame({"doc": np.repeat(np.arange(docs.height, dtype=np.int64), lens), "gram": flat}).unique()
+    meta = docs.select("doc", "cluster", "train", "heldout")
+    grams = grams.join(meta, on="doc")
+    freq = grams.filter(pl.col("train")).group_by("gram").agg(
+        pl.col("cluster").n_unique().alias("n_clusters"), pl.col("doc").n_unique().alias("n_train_docs"))
+    g = grams.join(freq, on="gram", how="left").with_columns(pl.col("n_clusters").fill_null(0), pl.col("n_train_docs").fill_null(0))
+    null = (g.filter(pl.col("train")).group_by("doc").agg((pl.col("n_clusters") >= 2).mean().alias("coverage"),
+                                                         pl.len().alias("n_grams")).sort("doc"))
+    obs = (g.filter(pl.col("heldout") & ~pl.col("train")).group_by("doc")
+           .agg((pl.col("n_clusters") >= 1).mean().alias("coverage"), pl.len().alias("n_grams")).sort("doc"))
+    null_cov = np.sort(null["coverage"].to_numpy())
+    n_null = len(null_cov)
+    obs_cov = obs["coverage"].to_numpy()
+    # p = (1 + #{null >= obs}) / (1 + n_null)
+    ge = n_null - np.searchsorted(null_cov, obs_cov - 1e-12, side="left")
+    pvals = (1 + ge) / (1 + n_null)
+    flagged = (pvals <= p.ngram_alpha) & (obs_cov > 0)
+    obs = obs.with_columns(pl.Series("p_value", pvals), pl.Series("flagged", flagged), pl.lit("heldout").alias("side"))
+    null = null.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_value"), pl.lit(False).alias("flagged"),
+                             pl.lit("train_null").alias("side"))
+    table = pl.concat([obs, null]).join(docs.select("doc", "text_key"), on="doc").select(
+        "text_key", "side", "n_grams", "coverage", "p_value", "flagged").sort("side", "text_key")
+    # best train match of each flagged held-out doc, by shared informative grams
+    pairs = []
+    flagged_docs = obs.filter(pl.col("flagged")).select("doc", "p_value")
+    if flagged_docs.height:
+        train_grams = g.filter(pl.col("train") & (pl.col("n_train_docs") <= p.ngram_max_doc_freq)).select(
+            pl.col("doc").alias("train_doc"), "gram")
+        hits = (g.join(flagged_docs, on="doc").select("doc", "gram", "p_value").join(train_grams, on="gram")
+                .group_by("doc", "train_doc").agg(pl.len().alias("shared"), pl.col("p_value").first())
+                .sort(["doc", "shared", "train_doc"], descending=[False, True, False])
+                .group_by("doc", maintain_order=True).first())
+        pairs = [(int(r[0]), int(r[1]), int(r[2]), float(r[3])) for r in hits.iter_rows()]
+    naive_null = float((null_cov > 0).mean()) if n_null else 0.0
+    naive_obs = float((obs_cov > 0).mean()) if len(obs_cov) else 0.0
+    q = float(np.quantile(null_cov, 1 - p.ngram_alpha)) if n_null else float("nan")
+    calib = [
+        {"check": f"{p.ngram_n}-gram overlap", "statistic": "share of contexts sharing any n-gram (naive rule)",
+         "observed": naive_obs, "null": naive_null, "n_observed": len(obs_cov), "n_null": n_null, "p_value": None,
+         "flagged": False, "note": "what 'any shared n-gram means contaminated' would flag: held-out vs independent train contexts"},
+        {"check": f"{p.ngram_n}-gram overlap", "statistic": f"coverage threshold (null quantile {1 - p.ngram_alpha:g})",
+         "observed": float(np.mean(obs_cov)) if len(obs_cov) else 0.0, "null": q, "n_observed": len(obs_cov),
+         "n_null": n_null, "p_value": None, "flagged": bool(flagged.any()),
+         "note": f"conformal test per held-out context; {int(flagged.sum())} flagged; expected false positives <= {p.ngram_alpha:g} x {len(obs_cov)}"},
+    ]
+    return table, pairs, calib
+
+
+def _structural(docs: pl.DataFrame, p: AuditParams):
+    """Held-out docs whose skeleton occurs in a train doc of another cluster, against the rate at
+    which train docs have such a twin among the other train clusters (one-sided binomial test)."""
+    d = docs.select("doc", "cluster", "skeleton_key", "train", "heldout")
+    tr = d.filter(pl.col("train"))
+    per_skel = tr.group_by("skeleton_key").agg(pl.col("cluster").n_unique().alias("n_clusters"),
+                                               pl.col("doc").sort().alias("train_docs"),
+                                               pl.col("cluster").alias("train_clusters"))
+    null = tr.join(per_skel, on="skeleton_key").with_columns((pl.col("n_clusters") >= 2).alias("twin"))
+    ho = d.filter(pl.col("heldout") & ~pl.col("train")).join(per_skel, on="skeleton_key", how="left")
+    pairs = []
+    n_twins = 0
+    for doc, cluster, train_docs, train_clusters in ho.select("doc", "cluster", "train_docs", "train_clusters").iter_rows():
+        if not train_docs:
+            continue
+        others = [t for t, c in zip(train_docs, train_clusters) if c != cluster]
+        if others:
+            n_twins += 1
+            pairs.extend((t, doc) for t in others[:5])
+    n_null, null_rate = null.height, float(null["twin"].mean()) if null.height else 0.0
+    n_obs = ho.height
+    pval = float(stats.binomtest(n_twins, n_obs, min(max(null_rate, 1.0 / (n_null + 1)), 1.0), alternative="greater").pvalue) if n_obs else 1.0
+    flagged = pval <= p.alpha and n_twins > 0
+    calib = [{"check": "structural duplicates", "statistic": "share of contexts with a same-skeleton twin in train",
+              "observed": n_twins / n_obs if n_obs else 0.0, "null": null_rate, "n_observed": n_obs, "n_null": n_null,
+              "p_value": pval, "flagged": flagged,
+              "note": "held-out contexts vs train contexts (twins searched among other train clusters)"}]
+    return pairs, calib
+
+
+def _near_dup_rates(rows: list[dict], train: np.ndarray, heldout: np.ndarray, p: AuditParams) -> list[dict]:
+    """Near-duplicate pairs per possible pair: across sides vs within train (the generator's own rate)."""
+    n_t, n_h = int((train & ~heldout).sum()), int((heldout & ~train).sum())
+    cross = sum(1 for r in rows if r["kind"] == "near_duplicate" and r["scope"] == "cross" and r["jaccard"] >= p.jaccard_threshold)
+    within = sum(1 for r in rows if r["kind"] == "near_duplicate" and r["scope"] == "train" and r["jaccard"] >= p.jaccard_threshold)
+    pairs_cross = n_t * n_h
+    pairs_within = n_t * (n_t - 1) // 2
+    rate_c = cross / pairs_cross if pairs_cross else 0.0
+    rate_w = within / pairs_within if pairs_within else 0.0
+    null_rate = max(rate_w, 1.0 / (pairs_within + 1)) if pairs_within else 1.0
+    pval = float(stats.binomtest(cross, pairs_cross, min(null_rate, 1.0), alternative="greater").pvalue) if pairs_cross else 1.0
+    return [{"check": "near duplicates", "statistic": f"pairs with Jaccard >= {p.jaccard_threshold:g} per possible pair",
+             "observed": rate_c, "null": rate_w, "n_observed": cross, "n_null": within, "p_value": pval,
+             "flagged": bool(cross > 0 and pval <= p.alpha),
+             "note": "every cross pair is listed with its evidence; the flag says whether they exceed the within-train rate"}]
+
+
+def digest(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()

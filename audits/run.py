@@ -1,0 +1,235 @@
+"""`run_audit`: the whole audit as one plain step (the CLI and the Prefect flows both call it).
+
+Reads the two selections over a read-only connection, runs every check, writes all `audit_*` tables
+in one atomic swap (plus new MinHash signatures to the `audit_minhash` cache), and renders the
+report. Outputs are deterministic: no timestamps in tables or report, ids derived from inputs.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from audits import artifacts, baselines, store
+from audits.config import AuditParams
+from audits.features import item_features
+from audits.lsh import datasketch_default_banding
+from audits.overlap import OverlapResult, audit_overlap, digest
+from warehouse.db import connect_readonly
+
+TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
+Progress = Callable[[str], None]
+
+
+@dataclass
+class AuditSummary:
+    run_id: str
+    train_where: str
+    heldout_where: str | None
+    n_train: int
+    n_heldout: int
+    n_in_both: int
+    findings: pl.DataFrame
+    stats: dict
+    out_dir: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_flagged(self) -> int:
+        return self.findings.height
+
+    def lines(self) -> list[str]:
+        """A one-screen summary."""
+        out = [f"audit {self.run_id}: train {self.n_train} items ({self.train_where})"
+               + (f", held-out {self.n_heldout} items ({self.heldout_where})" if self.heldout_where else ", no held-out side")]
+        if self.n_in_both:
+            out.append(f"  {self.n_in_both} items match both selections")
+        s = self.stats
+        out.append(f"  contexts {s.get('contexts', 0)} (distinct texts {s.get('docs', 0)}), LSH bands x rows "
+                   f"{s.get('bands')}x{s.get('rows')}, candidates {s.get('lsh_candidates', 0)}, verified {s.get('verified_pairs', 0)}, "
+                   f"signatures cached {s.get('signatures_cached', 0)} / computed {s.get('signatures_computed', 0)}")
+        if self.findings.height == 0:
+            out.append("  no findings")
+        else:
+            counts = self.findings.group_by("check").len().sort("check")
+            out.append("  findings: " + ", ".join(f"{c} {n}" for c, n in counts.iter_rows()))
+            for check, selection, message in self.findings.select("check", "selection", "message").head(12).iter_rows():
+                out.append(f"  - [{check}] {selection}: {message}")
+            if self.findings.height > 12:
+                out.append(f"  ... {self.findings.height - 12} more in audit_findings")
+        if self.out_dir:
+            out.append(f"  report: {self.out_dir / 'audit_report.md'}")
+        return out
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in TOOLS:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def _with_side(frame: pl.DataFrame, side: str) -> pl.DataFrame:
+    return frame.with_columns(pl.lit(side).alias("side"), pl.lit(side).alias("selection"))
+
+
+def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams) -> pl.DataFrame:
+    rows: list[dict] = []
+
+    def add(check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> None:
+        rows.append({"check": check, "severity": severity, "selection": selection, "message": message,
+                     "evidence": json.dumps(evidence, sort_keys=True, default=str), "baseline": baseline})
+
+    pairs = ov.pairs
+    for r in pairs.filter(pl.col("scope") == "cross").iter_rows(named=True):
+        kind = r["kind"]
+        if kind == "structural":
+            continue
+        add(f"overlap:{kind}", "leak", "train x heldout",
+            f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+            f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
+            {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
+                               "shared_ngrams", "ngram_p_value")} | {"spans": json.loads(r["spans"])},
+            f"Jaccard threshold {p.jaccard_threshold}" if kind != "ngram" else f"conformal p <= {p.ngram_alpha} vs within-train null")
+    for r in ov.calibration.filter(pl.col("flagged") & pl.col("check").is_in(["structural duplicates"])).iter_rows(named=True):
+        n_pairs = pairs.filter((pl.col("kind") == "structural") & (pl.col("scope") == "cross")).height
+        add("overlap:structural", "leak", "train x heldout",
+            f"{r['observed']:.1%} of held-out contexts have a same-skeleton train twin vs {r['null']:.1%} among train contexts "
+            f"({n_pairs} pairs listed)", {k: r[k] for k in ("observed", "null", "n_observed", "n_null", "p_value")},
+            "within-train twin rate (binomial test)")
+    for r in tables["audit_positions"].filter(pl.col("flagged") & (pl.col("z").abs() == pl.col("z").abs().max().over(
+            "selection", "belief_order", "n_options"))).iter_rows(named=True):
+        add("artifact:gold_position", "artifact", r["selection"],
+            f"order {r['belief_order']}, {r['n_options']} options: gold at position {r['position']} {r['count']}/{r['n']} "
+            f"(expected {r['expected']:.0f}, z={r['z']:.1f}, chi2 p={r['p_value']:.1e})",
+            {k: r[k] for k in ("belief_order", "n_options", "n", "position", "count", "z", "chi2", "p_value")}, "uniform positions")
+    prior = tables["audit_answer_prior"].filter(pl.col("flagged")).unique(["selection", "belief_order", "answer_format"], keep="first", maintain_order=True)
+    for r in prior.iter_rows(named=True):
+        add("artifact:answer_prior", "artifact", r["selection"],
+            f"order {r['belief_order']}, {r['answer_format']}: '{r['answer']}' is {r['share']:.0%} of {r['n']} answers "
+            f"({r['n_classes']} classes, p={r['p_value']:.1e})",
+            {k: r[k] for k in ("belief_order", "answer_format", "answer", "share", "n", "n_classes", "p_value")}, "uniform over answers")
+    for r in tables["audit_feature_assoc"].filter(pl.col("flagged")).head(50).iter_rows(named=True):
+        add("artifact:feature_label", "artifact", r["selection"],
+            f"order {r['belief_order']}: '{r['feature']}' -> {r['label_kind']}={r['label']} "
+            f"({r['n_label_and_feature']}/{r['n_feature']} = {r['p_hat']:.2f} vs prior {r['p0']:.2f}, z={r['z']:.1f})",
+            {k: r[k] for k in ("belief_order", "feature", "label_kind", "label", "n_feature", "p_hat", "p0", "z", "p_value")},
+            f"label prior; Bonferroni alpha {r['alpha_corrected']:.1e}")
+    for r in tables["audit_partial_input"].filter(pl.col("flagged")).iter_rows(named=True):
+        add("artifact:partial_input", "artifact", "train -> heldout" if "heldout" in r["evaluation"] else "train",
+            f"{r['input']} ({r['answer_format']}) accuracy {r['accuracy']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] vs "
+            f"majority {r['majority']:.2f}, chance {r['chance']:.2f}",
+            {k: r[k] for k in ("input", "answer_format", "evaluation", "accuracy", "ci_low", "ci_high", "majority", "chance",
+                               "diff_ci_low")}, "majority class and chance, cluster bootstrap")
+    heur = tables["audit_heuristics"]
+    for r in heur.filter(pl.col("above_chance") & (pl.col("belief_order") == "all")).iter_rows(named=True):
+        add("artifact:heuristic", "artifact", r["selection"],
+            f"'{r['heuristic']} mentioned' rule is right {r['accuracy']:.0%} of {r['n']} items vs chance {r['chance']:.0%}",
+            {k: r[k] for k in ("heuristic", "n", "accuracy", "chance", "p_value")}, "1 / number of candidates")
+    for r in heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).iter_rows(named=True):
+        curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"]) & (pl.col("belief_order") != "all"))
+        add("artifact:inverted_difficulty", "artifact", r["selection"],
+            f"'{r['heuristic']} mentioned' accuracy rises with belief order: "
+            + ", ".join(f"{o}: {a:.0%}" for o, a in curve.select("belief_order", "accuracy").iter_rows()) + f" (trend z={r['trend_z']:.1f})",
+            {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"]},
+            "flat curve (Cochran-Armitage trend test)")
+    for r in tables["audit_label_conflicts"].iter_rows(named=True):
+        add("consistency:label_conflict", "inconsistency", "warehouse",
+            f"context {r['context_id'][:12]} question '{r['question_norm'][:60]}' has answers {r['answers']}",
+            {"item_ids": r["item_ids"], "answers": r["answers"], "sources": r["sources"]}, "one answer per context and question")
+    return pl.DataFrame(rows, schema={"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8,
+                                      "evidence": pl.Utf8, "baseline": pl.Utf8})
+
+
+def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
+              params: AuditParams | None = None, progress: Progress | None = None) -> AuditSummary:
+    """Audit `train_where` against `heldout_where` (or within the train selection alone)."""
+    p = params or AuditParams()
+    say = progress or (lambda _msg: None)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = round(now - clock, 3)
+        clock = now
+
+    say("reading selections")
+    con = connect_readonly(Path(warehouse))
+    try:
+        train = store.read_selection(con, train_where)
+        heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
+        conflicts = pl.from_arrow(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
+        items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
+        lap("read")
+        say("overlap (MinHash LSH, n-grams, skeletons)")
+        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n))
+    finally:
+        con.close()
+    lap("overlap")
+    say("template artifacts")
+    feats = item_features(items.unique("item_id", keep="first"))
+    df = items.join(feats, on="item_id", how="left").with_columns(pl.col("belief_order").cast(pl.Int64))
+    tables: dict[str, pl.DataFrame] = {
+        "audit_positions": artifacts.position_bias(df, p),
+        "audit_answer_prior": artifacts.answer_prior(df, p),
+        "audit_feature_assoc": artifacts.feature_association(df, p),
+        "audit_heuristics": artifacts.heuristic_baselines(df, p),
+    }
+    lap("artifacts")
+    say("partial-input baselines")
+    tables["audit_partial_input"] = baselines.partial_input_baselines(train, heldout if heldout_where else None, p)
+    lap("baselines")
+    if isinstance(conflicts, pl.Series):
+        conflicts = conflicts.to_frame()
+    tables["audit_label_conflicts"] = conflicts
+    both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
+    data_digest = digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())))
+    run_id = digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest)
+    tables["audit_overlap_pairs"] = ov.pairs.with_columns(pl.lit(run_id).alias("run_id"))
+    tables["audit_contexts"] = ov.contexts
+    tables["audit_ngram_overlap"] = ov.ngram if ov.ngram.height else pl.DataFrame(
+        schema={"text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64, "flagged": pl.Boolean})
+    tables["audit_null_calibration"] = ov.calibration
+    tables["audit_items"] = items.select("item_id", "side", "context_id").sort("side", "item_id")
+    ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
+    curve = ov.banding.curve(41)
+    tables["audit_lsh_curve"] = pl.DataFrame({
+        "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
+        "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
+    findings = _findings(ov, tables, p)
+    tables["audit_findings"] = findings
+    stats = ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
+                        "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
+                        "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold))}
+    tables["audit_runs"] = pl.DataFrame([{
+        "run_id": run_id, "train_where": train_where, "heldout_where": heldout_where, "n_train": train.height,
+        "n_heldout": heldout.height, "n_in_both": len(both), "n_findings": findings.height,
+        "params": json.dumps(p.as_dict(), sort_keys=True), "tools": json.dumps(tool_versions(), sort_keys=True),
+        "stats": json.dumps(stats, sort_keys=True)}], schema={"run_id": pl.Utf8, "train_where": pl.Utf8, "heldout_where": pl.Utf8,
+                                                              "n_train": pl.Int64, "n_heldout": pl.Int64, "n_in_both": pl.Int64,
+                                                              "n_findings": pl.Int64, "params": pl.Utf8, "tools": pl.Utf8, "stats": pl.Utf8})
+    lap("findings")
+    say("writing tables")
+    store.write_tables(Path(warehouse), tables, append={store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None,
+                       drop_prefixes=("audit_",))
+    lap("write")
+    summary = AuditSummary(run_id, train_where, heldout_where, train.height, heldout.height, len(both), findings, stats,
+                           Path(out_dir) if out_dir else None, timings)
+    if out_dir:
+        say("report")
+        from audits.report import render_report
+
+        render_report(Path(out_dir), tables, summary, p)
+        lap("report")
+    return summary

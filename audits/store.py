@@ -1,0 +1,97 @@
+"""Reading selections from the warehouse and writing audit tables back atomically.
+
+A selection is a SQL condition on the `items_full` view, read over a read-only connection; all
+results of a run are written in one `warehouse.db.building` transaction, so a failed audit leaves
+the previous warehouse (and its previous audit tables) as they were.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from warehouse import db
+
+ITEM_COLUMNS = (
+    "item_id", "context_id", "source", "split", "context", "question", "question_type", "belief_order",
+    "answer_format", "options", "answer", "answer_index", "template_id", "n_agents", "is_false_belief",
+)
+
+
+class SelectionError(ValueError):
+    """A --train/--heldout condition that DuckDB cannot evaluate."""
+
+
+def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
+    cols = ", ".join(ITEM_COLUMNS)
+    try:
+        table = con.sql(f"SELECT {cols} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
+    except duckdb.Error as exc:
+        raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
+    return pl.from_arrow(table)
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[0][0])
+
+
+SIGNATURE_TABLE = "audit_minhash"
+
+
+def read_signatures(con: duckdb.DuckDBPyConnection, keys: list[str], params_key: str, num_perm: int) -> dict[str, np.ndarray]:
+    """Cached signatures for these text keys under these parameters (keyed by content, so every
+    distinct text is signed once per parameter set)."""
+    if not keys or not table_exists(con, SIGNATURE_TABLE):
+        return {}
+    con.register("wanted_keys", pa.table({"text_key": keys}))
+    try:
+        rows = con.sql(
+            f"SELECT m.text_key, m.signature FROM {SIGNATURE_TABLE} m JOIN wanted_keys w USING (text_key) "
+            "WHERE m.params = $params ORDER BY m.text_key", params={"params": params_key}
+        ).to_arrow_table()
+    finally:
+        con.unregister("wanted_keys")
+    if rows.num_rows == 0:
+        return {}
+    flat = rows.column("signature").combine_chunks().flatten().to_numpy().astype(np.uint32)
+    sigs = flat.reshape(rows.num_rows, num_perm)
+    return dict(zip(rows.column("text_key").to_pylist(), sigs))
+
+
+def signature_table(keys: list[str], params_key: str, signatures: np.ndarray, n_shingles: np.ndarray) -> pa.Table:
+    num_perm = signatures.shape[1] if signatures.ndim == 2 else 0
+    values = pa.array(signatures.reshape(-1), type=pa.uint32())
+    return pa.table({
+        "text_key": pa.array(keys, type=pa.string()),
+        "params": pa.array([params_key] * len(keys), type=pa.string()),
+        "n_shingles": pa.array(n_shingles.astype(np.int64)),
+        "signature": pa.FixedSizeListArray.from_arrays(values, num_perm),
+    })
+
+
+def write_tables(warehouse: Path, tables: Mapping[str, pl.DataFrame | pa.Table], *, append: Mapping[str, pa.Table] | None = None,
+                 drop_prefixes: tuple[str, ...] = ()) -> None:
+    """Replace `tables` (and drop stale tables with `drop_prefixes`), append rows to `append`
+    tables (created when missing), all in one atomic build-validate-swap."""
+    with db.building(Path(warehouse)) as con:
+        if drop_prefixes:
+            names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+            for name in names:
+                if name.startswith(drop_prefixes) and name not in tables and name not in (append or {}):
+                    con.execute(f'DROP TABLE "{name}"')
+        for name, frame in tables.items():
+            arrow = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
+            con.register("_new_table", arrow)
+            con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _new_table')
+            con.unregister("_new_table")
+        for name, arrow in (append or {}).items():
+            con.register("_new_rows", arrow)
+            if table_exists(con, name):
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM _new_rows')
+            else:
+                con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _new_rows')
+            con.unregister("_new_rows")

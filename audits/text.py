@@ -1,0 +1,212 @@
+"""Text normalization and word n-gram shingles hashed to stable integers, a whole batch at once.
+
+Words are hashed without a Python call per word: a batch of documents becomes one byte array,
+word boundaries come from a byte table, and each word's hash is a polynomial over its bytes read
+off prefix sums (the base is odd, so it has an inverse mod 2^64). An n-gram's hash is a fixed
+linear combination of its words' hashes followed by the MurmurHash3 64-bit finalizer. The pure
+Python functions (`word_hash`, `shingle_hash64`, `shingle_hash32`) compute the same values one at
+a time: passed to datasketch as `hashfunc`, `shingle_hash32` makes it produce exactly our
+signatures (the tests check equality).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from typing import Sequence
+
+import numpy as np
+
+_NON_WORD = re.compile(r"\W+")
+_MASK64 = (1 << 64) - 1
+NORMALIZER = "nfkc-lower-words-v1"
+_WORD_ASCII = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_BYTE_TABLE = bytes(
+    (c + 32 if 65 <= c <= 90 else c) if (c >= 128 or c in _WORD_ASCII) else 32 for c in range(256)
+)
+_STR_TABLE = {c: " " for c in range(128) if c not in _WORD_ASCII}
+
+
+def normalize(text: str) -> str:
+    """Lower case with every non-word character turned into a space (NFKC first for non-ASCII).
+
+    The fast ASCII path and the Unicode path agree with `re.findall(r"\\w+", ...)` word splits."""
+    if text.isascii():
+        return text.lower().translate(_STR_TABLE)
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).lower())
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens; underscores stay inside words (ToMi's `green_box`)."""
+    return normalize(text).split()
+
+
+def text_key(text: str) -> str:
+    """Content key of a document's normalized text: equal keys <=> equal token sequences."""
+    return hashlib.blake2b(" ".join(tokens(text)).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+_MAX_N = 64
+_POSITION_MULT = [_splitmix64(i) | 1 for i in range(_MAX_N)]  # odd => invertible mod 2^64
+_POSITION_MULT_NP = np.array(_POSITION_MULT, dtype=np.uint64)
+
+
+_BASE = 0x100000001B3  # odd, so invertible mod 2^64
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+_LEN_MULT = 0x9E3779B97F4A7C15
+_CHUNK_BYTES = 1 << 21
+_powers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def word_hash(word: str) -> int:
+    """Reference 64-bit hash of one (normalized) word: polynomial over its UTF-8 bytes, mixed."""
+    total, power = 0, 1
+    data = word.encode("utf-8")
+    for byte in data:
+        total = (total + byte * power) & _MASK64
+        power = (power * _BASE) & _MASK64
+    return fmix64_int((total + len(data) * _LEN_MULT) & _MASK64)
+
+
+def fmix64_int(h: int) -> int:
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _MASK64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _MASK64
+    return h ^ (h >> 33)
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finalizer on a uint64 array (multiplication wraps, as intended)."""
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
+def shingle_hash64(words: Sequence[str]) -> int:
+    """Reference (pure Python) 64-bit hash of one n-gram; the numpy path must agree with it."""
+    total = 0
+    for i, word in enumerate(words):
+        total = (total + word_hash(word) * _POSITION_MULT[i]) & _MASK64
+    return fmix64_int(total)
+
+
+def shingle_hash32(shingle: bytes | str) -> int:
+    """datasketch `hashfunc`: a shingle given as its words joined by single spaces."""
+    text = shingle.decode("utf-8") if isinstance(shingle, bytes) else shingle
+    return shingle_hash64(text.split(" ")) >> 32
+
+
+def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """BASE^i and BASE^-i mod 2^64 for i < size (cumprod on uint64 wraps mod 2^64); the largest
+    table built so far is kept and sliced."""
+    have = next(iter(_powers.values()), None)
+    if have is None or len(have[0]) < size:
+        size = max(size, _CHUNK_BYTES * 2)
+        pw = np.full(size, _BASE, dtype=np.uint64)
+        pw[0] = 1
+        inv = np.full(size, _BASE_INV, dtype=np.uint64)
+        inv[0] = 1
+        _powers.clear()
+        _powers[size] = have = (np.cumprod(pw, dtype=np.uint64), np.cumprod(inv, dtype=np.uint64))
+    return have
+
+
+def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    parts = [t if t.isascii() else normalize(t) for t in texts]
+    sizes = np.fromiter((len(p) if p.isascii() else len(p.encode("utf-8")) for p in parts), dtype=np.int64, count=len(parts))
+    data = np.frombuffer(" ".join(parts).encode("utf-8").translate(_BYTE_TABLE), dtype=np.uint8)
+    doc_starts = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum(sizes[:-1] + 1, out=doc_starts[1:])
+    is_word = np.zeros(len(data) + 2, dtype=np.int8)
+    is_word[1:-1] = data != 32
+    edges = np.flatnonzero(np.diff(is_word))
+    starts, ends = edges[0::2], edges[1::2]
+    pw, inv = _power_tables(len(data) + 1)
+    prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+    np.cumsum(data.astype(np.uint64) * pw[:len(data)], out=prefix[1:])
+    raw = (prefix[ends] - prefix[starts]) * inv[starts]
+    hashes = fmix64(raw + (ends - starts).astype(np.uint64) * np.uint64(_LEN_MULT))
+    doc_of_word = np.searchsorted(doc_starts, starts, side="right") - 1
+    return hashes, np.bincount(doc_of_word, minlength=len(parts))
+
+
+def hash_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Word hashes of many documents: (flat uint64 hashes, offsets of length n_docs + 1)."""
+    pieces, counts, chunk, size = [], [], [], 0
+    for text in texts:
+        chunk.append(text)
+        size += len(text) + 1
+        if size >= _CHUNK_BYTES:
+            hashes, per_doc = _hash_chunk(chunk)
+            pieces.append(hashes)
+            counts.append(per_doc)
+            chunk, size = [], 0
+    if chunk:
+        hashes, per_doc = _hash_chunk(chunk)
+        pieces.append(hashes)
+        counts.append(per_doc)
+    flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+    offsets = np.zeros(sum(len(c) for c in counts) + 1, dtype=np.int64)
+    if counts:
+        np.cumsum(np.concatenate(counts), out=offsets[1:])
+    return flat, offsets
+
+
+def ngram_hashes(word_hashes: np.ndarray, n: int) -> np.ndarray:
+    """64-bit hashes of every word n-gram of one document (the whole document if shorter than n)."""
+    if n < 1 or n > _MAX_N:
+        raise ValueError(f"shingle size must be within 1..{_MAX_N}, got {n}")
+    m = len(word_hashes)
+    if m == 0:
+        return np.empty(0, dtype=np.uint64)
+    width = min(n, m)
+    count = m - width + 1
+    total = np.zeros(count, dtype=np.uint64)
+    for i in range(width):
+        total += word_hashes[i:i + count] * _POSITION_MULT_NP[i]
+    return fmix64(total)
+
+
+def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle many documents at once: (flat uint64 n-gram hashes, offsets of length n_docs + 1).
+
+    N-grams are computed over the concatenation and those crossing a document boundary dropped,
+    so the work is a handful of whole-array numpy operations regardless of the number of docs."""
+    if n < 1 or n > _MAX_N:
+        raise ValueError(f"shingle size must be within 1..{_MAX_N}, got {n}")
+    lengths = np.diff(word_offsets)
+    counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint64)
+    full = lengths >= n
+    if full.any():
+        span = len(words) - n + 1
+        total = np.zeros(span, dtype=np.uint64)
+        for i in range(n):
+            total += words[i:i + span] * _POSITION_MULT_NP[i]
+        hashed = fmix64(total)
+        sel = np.nonzero(full)[0]
+        c = counts[sel]
+        idx_doc = np.repeat(sel, c)
+        within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        out[offsets[idx_doc] + within] = hashed[word_offsets[idx_doc] + within]
+    for d in np.nonzero((~full) & (lengths > 0))[0]:
+        out[offsets[d]] = ngram_hashes(words[word_offsets[d]:word_offsets[d + 1]], n)[0]
+    return out, offsets
+
+
+def shingle_texts(texts: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Texts -> (flat n-gram hashes, offsets): the one entry point the audits use."""
+    words, word_offsets = hash_words(texts)
+    return batch_ngrams(words, word_offsets, n)
