@@ -25,16 +25,19 @@ The rules (HiToM-style; both this module and `generators.checker` follow exactly
    claim is heard by everyone in the gathering room. A tell never changes the speaker's belief. A
    listener adopts the told container iff it trusts the speaker, and it trusts the speaker iff the
    speaker left the main room (for the last time) after the listener did: the speaker may have seen
-   more. Exit order is known to all, so along a chain a tell sets the belief iff all of a1..ak heard
-   it and ak is a listener (not the speaker) who trusts the speaker. A lie (told container differs
-   from the speaker's own belief) looks like any other tell to its listeners.
+   more. A trusting listener also takes the claim as the speaker's sincere belief. Exit order is
+   known to all, so along a chain a tell heard by all of a1..ak sets the chain's belief iff ak is
+   a listener who trusts the speaker, or ak is the speaker and a(k-1) is a listener who trusts it
+   ("L thinks S thinks": what S claimed, when L trusts S). A lie (told container differs from the
+   speaker's own belief) looks like any other tell to its listeners.
 8. Memory questions ask for the object's container at the initial placement.
 
-Implementation: each event that bears on the question object becomes an `Effect` with three agent
-bitmasks: who perceives it (`first`), who perceives it publicly (`public`) and for whom, as the
-innermost agent of a chain, it takes effect (`last`: everyone, or a tell's trusting listeners).
-A chain's belief is the value of the latest effect with a1 in `first`, a2..ak in `public` and ak in
-`last`. `answers()` evaluates all chain signatures at once with bitsets (see `generators.chains`).
+Implementation: each event that bears on the question object becomes an `Effect` with agent
+bitmasks: who perceives it (`first`), who perceives it publicly (`public`), and the pairs
+(a(k-1), ak) of innermost agents for which it takes effect (`pairs`: all pairs, or for a tell the
+pairs allowed by rule 7). A chain's belief is the value of the latest effect with a1 in `first`,
+a2..ak in `public` and its innermost pair in `pairs`. `answers()` evaluates all chain signatures
+at once with bitsets (see `generators.chains`).
 """
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ from generators.world import ENTER, INIT, MOVE, TELL, Replay, Story, check_story
 class Effect:
     first: int
     public: int
-    last: int
+    pairs: int  # bit (penultimate * n + last) set when the effect applies to chains ending that way
     value: str
     index: int  # position of the causing event in the story
 
@@ -61,13 +64,15 @@ def _subsets(n: int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=1 << 14)
-def _row(n: int, public: int, last: int) -> int:
-    """Bitset over (last agent, rest) blocks of one first-agent row: rest within `public`, last in `last`."""
+def _row(n: int, public: int, pairs: int) -> int:
+    """Bitset over (penultimate, last, rest) of one first-agent row: rest within `public`, pair in `pairs`."""
     sub = _subsets(n)[public]
     bits = 0
-    for ak in range(n):
-        if (last >> ak) & 1:
-            bits |= sub << (ak << n)
+    pair = 0
+    while pairs >> pair:
+        if (pairs >> pair) & 1:
+            bits |= sub << (pair << n)
+        pair += 1
     return bits
 
 
@@ -91,7 +96,8 @@ class BeliefEngine:
 
     def _effects(self) -> list[Effect]:
         story, replay = self.story, self.replay
-        everyone = (1 << self.n) - 1
+        n = self.n
+        all_pairs = (1 << (n * n)) - 1
         effects: list[Effect] = []
         gathering: set[str] = set()
         transparent = set(story.transparent)
@@ -99,23 +105,30 @@ class BeliefEngine:
             present = replay.present_before[i]
             if event.kind == INIT and event.obj == story.obj:
                 obs = self._mask(present)
-                effects.append(Effect(obs, obs, everyone, event.container, i))
+                effects.append(Effect(obs, obs, all_pairs, event.container, i))
             elif event.kind == MOVE and event.obj == story.obj:
                 obs = self._mask(present)
-                effects.append(Effect(obs | self._mask(event.witnesses), obs, everyone, event.container, i))
+                effects.append(Effect(obs | self._mask(event.witnesses), obs, all_pairs, event.container, i))
             elif event.kind == ENTER and event.room == story.room:
                 where = replay.location_before[i]
                 if where in transparent:  # a reveal: the entrant and those present see the object
                     obs = self._mask(present) | self.bit[event.agent]
-                    effects.append(Effect(obs, obs, everyone, where, i))
+                    effects.append(Effect(obs, obs, all_pairs, where, i))
             elif event.kind == ENTER and event.room == story.gathering:
                 gathering.add(event.agent)
             elif event.kind == TELL and event.obj == story.obj:
                 hearers = set(event.listeners) | {event.agent} if not event.public else set(gathering)
                 speaker_exit = replay.last_exit[event.agent]
-                trusting = [a for a in hearers if a != event.agent and replay.last_exit[a] < speaker_exit]
+                speaker = self.agents.index(event.agent)
+                pairs = 0
+                for a in hearers:
+                    if a != event.agent and replay.last_exit[a] < speaker_exit:
+                        listener = self.agents.index(a)
+                        for p in range(n):  # ... L thinks: the claim, whoever is outside L
+                            pairs |= 1 << (p * n + listener)
+                        pairs |= 1 << (listener * n + speaker)  # ... L thinks S thinks: the claim
                 mask = self._mask(frozenset(hearers))
-                effects.append(Effect(mask, mask, self._mask(tuple(trusting)), event.container, i))
+                effects.append(Effect(mask, mask, pairs, event.container, i))
             elif event.kind == "exit" and event.room == story.gathering:
                 gathering.discard(event.agent)
         return effects
@@ -130,13 +143,15 @@ class BeliefEngine:
         """Where a1 thinks a2 thinks ... ak thinks the object is (order 0: reality)."""
         if not chain:
             return self.reality()
+        index = {agent: i for i, agent in enumerate(self.agents)}
         first = self.bit[chain[0]]
         rest = 0
         for agent in chain[1:]:
             rest |= self.bit[agent]
-        last = self.bit[chain[-1]]
+        penultimate = chain[-2] if len(chain) > 1 else chain[0]
+        pair = 1 << (index[penultimate] * self.n + index[chain[-1]])
         for effect in reversed(self.effects):
-            if effect.first & first and not rest & ~effect.public and effect.last & last:
+            if effect.first & first and not rest & ~effect.public and effect.pairs & pair:
                 return effect.value
         raise AssertionError("every agent perceives the initial placement")
 
@@ -144,16 +159,17 @@ class BeliefEngine:
         """For each container: the bitset of chain signatures that believe the object is there."""
         if self._answers is None:
             n = self.n
-            remaining = (1 << (n * n << n)) - 1
+            stride = (n * n) << n  # bits per first agent
+            remaining = (1 << (n * stride)) - 1
             found: dict[str, int] = {}
             for effect in reversed(self.effects):
-                row = _row(n, effect.public, effect.last)
+                row = _row(n, effect.public, effect.pairs)
                 bits = 0
                 first = effect.first
                 a1 = 0
                 while first:
                     if first & 1:
-                        bits |= row << ((a1 * n) << n)
+                        bits |= row << (a1 * stride)
                     first >>= 1
                     a1 += 1
                 hit = remaining & bits

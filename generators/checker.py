@@ -80,12 +80,15 @@ class TraceWorld:
         for agent in chain[1:]:
             events = [e for e in events if agent in e.public]
         innermost = chain[-1]
+        outside = chain[-2] if len(chain) > 1 else None
         belief = None
         for event in events:
             if event.what == "place":
                 belief = event.container
             elif innermost in event.listeners and self.trusts(innermost, event.speaker):
-                belief = event.container
+                belief = event.container  # a trusting listener adopts the claim
+            elif innermost == event.speaker and outside in event.listeners and self.trusts(outside, event.speaker):
+                belief = event.container  # ... and takes it as what the speaker believes
         return belief
 
 

@@ -5,7 +5,10 @@ plus one memory question. Per order it balances, by construction, the role the g
 plays (initial / final / intermediate / never visited: so "answer the object's first container"
 scores at chance), the gold option's position, the yes/no ratio, and (through distractor
 statements placed at the end or sprinkled in) which container is mentioned last and which most
-often. Story length (moves) and number of agents come from a deck over all combinations.
+often. Story length (moves) and style come from a deck over their combinations; the number of
+agents is the one whose belief questions lag behind, so each order gets each count about equally.
+Stories get each operator with probability `operator_rate` (scaled by `RATE_SCALE`), except that
+lies become more frequent while "never visited" golds, which only a lie can produce, are pending.
 Same arguments => byte-identical records (all randomness flows from `seed` through
 `random.Random` instances; nothing depends on hash order or the clock).
 """
@@ -39,6 +42,8 @@ ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
 MAX_PADDING = 3
+RATE_SCALE = {"return": 0.4, "private_tell": 1.5, "public_tell": 1.5}  # relative to operator_rate: returns
+# happen in base stories anyway; truthful tells offset the many lies that "never visited" golds need
 SPLITS = ("train", "validation", "test")
 
 
@@ -109,7 +114,8 @@ class Generator:
         self.formats, self.include_memory, self.operator_rate = tuple(formats), include_memory, operator_rate
         self.rng = random.Random(derive_seed("run", seed, split, self.held_out))
         self.keys: list[Any] = list(range(max_order + 1)) + (["memory"] if include_memory else [])
-        self.story_deck = Deck(product(AGENT_COUNTS, MOVE_COUNTS, styles), self.rng)
+        self.story_deck = Deck(product(MOVE_COUNTS, styles), self.rng)
+        self.asked_by_agents = {n: 0 for n in AGENT_COUNTS}
         self.format_decks = {key: Deck(self.formats, self.rng) for key in self.keys}
         self.position_decks = {key: Deck(range(N_CONTAINERS), self.rng) for key in self.keys}
         self.yes_decks = {key: Deck((True, False), self.rng) for key in self.keys}
@@ -120,32 +126,29 @@ class Generator:
         self.story_no = 0
 
     # -- stories -----------------------------------------------------------------------------
-    def steer_operators(self, n_agents: int) -> tuple[set[str], set[str]]:
-        """Operators to force on / off so the oldest pending targets become available.
+    def lie_rate(self, n_agents: int) -> float:
+        """How often the next story gets a lie: at least the base rate, more while "never visited"
+        golds (which only a lie can produce) are the oldest pending targets of many orders."""
+        heads = [queue.pending[0] for (key, _, agents), queue in self.role_queues.items()
+                 if agents == n_agents and key != 0 and queue.pending]
+        share = sum(head == "never" for head in heads) / len(heads) if heads else 0.0
+        return max(self.operator_rate, min(1.0, 2 * share))
 
-        A lie makes "never visited" golds possible; a return makes reality equal the start (order-0
-        "initial") and impossible to differ from it (order-0 "final")."""
-        wanted, avoided = set(), set()
-        for (key, _, agents), queue in self.role_queues.items():
-            if agents != n_agents or not queue.pending:
-                continue
-            head = queue.pending[0]
-            if key != 0 and head == "never":
-                wanted.add("lie")
-            elif key == 0:
-                (wanted if head == "initial" else avoided).add("return")
-        if "return" in wanted and "return" in avoided:
-            wanted.discard("return"), avoided.discard("return")
-        return wanted & set(self.operators), avoided
+    def pick_agents(self) -> int:
+        """The agent count whose belief questions are most behind (balances agents per order)."""
+        return min(AGENT_COUNTS, key=lambda n: (self.asked_by_agents[n], AGENT_COUNTS.index(n)))
 
     def next_story(self) -> tuple[Story, int]:
-        n_agents, n_moves, style = self.story_deck.draw()
-        wanted, avoided = self.steer_operators(n_agents)
+        n_agents = self.pick_agents()
+        n_moves, style = self.story_deck.draw()
+        rates = {name: self.operator_rate * RATE_SCALE.get(name, 1.0) for name in self.operators}
+        if "lie" in rates:
+            rates["lie"] = self.lie_rate(n_agents)
         while True:
             story_seed = derive_seed("story", self.seed, self.split, self.held_out, self.story_no)
             self.story_no += 1
             rng = random.Random(story_seed)
-            chosen = [name for name in self.operators if (rng.random() < self.operator_rate or name in wanted) and name not in avoided]
+            chosen = [name for name in self.operators if rng.random() < rates[name]]
             story = apply_operators(build_base(rng, self.pools, n_agents, n_moves), chosen, rng, self.pools)
             if story is not None:
                 story.params.update(style=style, story_no=self.story_no - 1)
@@ -179,7 +182,7 @@ class Generator:
                 reach = feasible(n, key)
                 role = self.role_queue(key, fmt, n_agents).take(lambda r: bool(by_role.get(r, 0) & reach))
                 if role is not None:
-                    index = random_set_bit(by_role[role] & reach, n, rng)
+                    index = random_set_bit(by_role[role] & reach, rng)
                     chain = tuple(story.agents[i] for i in random_chain(n, index, key, rng))
                     gold = engine.belief(chain)
             if role is None:
@@ -250,6 +253,7 @@ class Generator:
             if not questions:
                 continue
             story = self.pad(story, questions, rng)
+            self.asked_by_agents[story.params["n_agents"]] += sum(q.key not in (0, "memory") for q in questions)
             for record in self.build(story, story_seed, questions, engine, rng):
                 if emitted >= n:
                     return

@@ -1,8 +1,8 @@
 """Adversarial operators: composable transforms of a base story (in the spirit of ExploreToM).
 
 Each operator takes a valid story and returns a valid story with one targeted change (or None when
-the story offers no place for it, and the generator then draws another base story). Operators are
-applied in the fixed order of `OPERATORS`, so a set of names always gives the same composition.
+the story offers no place for it, and the generator then draws another base story). A set of names
+always gives the same composition for the same random state (see `apply_operators`).
 Each docstring says which shortcut the operator breaks; tests check that each one changes what
 it should and leaves every other belief as it was.
 """
@@ -180,7 +180,9 @@ def transparent(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     absent = [a for a in story.agents if a not in replay.present_before[last]]
     if not absent:
         return None
-    agent = rng.choice(absent)
+    engine = BeliefEngine(story, replay)
+    mistaken = [a for a in absent if engine.belief((a,)) != box]  # prefer one whose belief the reveal corrects
+    agent = rng.choice(mistaken or absent)
     events.insert(last + 1, Event(ENTER, agent=agent, room=story.room))
     events.insert(rng.randint(last + 2, _gathering_start(events, story.gathering)), Event(EXIT, agent=agent, room=story.room))
     scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
@@ -218,27 +220,21 @@ def public_tell(story: Story, rng: random.Random, pools: Pools) -> Story | None:
 
 
 def lie(story: Story, rng: random.Random, pools: Pools) -> Story | None:
-    """Make the last tell false (adding one if there is none): the speaker names another container.
+    """Add a false tell (private or public): the speaker names a container other than the one it believes.
 
     Breaks "what is said is true" and "the answer is a container the object was in": a trusting
-    listener now believes a container the speaker knows is wrong, possibly one never used.
+    listener now believes a container the speaker knows is wrong, often one never used. Truthful
+    tells (the two operators above) stay as they are, so a tell alone does not give away a lie.
     """
-    events = list(story.events)
-    tells = [i for i, e in enumerate(events) if e.kind == TELL and e.obj == story.obj]
-    if not tells:
-        events.append(_tell(story, rng, public=rng.random() < 0.5))
-        tells = [len(events) - 1]
-    i = tells[-1]
-    old = events[i]
-    engine = BeliefEngine(story.with_events(events))
-    believed = engine.belief((old.agent,))
-    visited = set(engine.replay.visited)
+    told = _tell(story, rng, public=rng.random() < 0.5)
+    engine = BeliefEngine(story)
+    believed = engine.belief((told.agent,))
     wrong = [c for c in story.containers if c != believed]
-    never = [c for c in wrong if c not in visited]
-    content = rng.choice(never if never and rng.random() < 0.75 else wrong)
-    events[i] = Event(TELL, agent=old.agent, room=old.room, obj=old.obj, container=content, listeners=old.listeners,
-                      public=old.public)
-    return _done(story, events, "lie")
+    never = [c for c in wrong if c not in engine.replay.visited]
+    content = rng.choice(never if never and rng.random() < 0.9 else wrong)
+    false = Event(TELL, agent=told.agent, room=told.room, obj=told.obj, container=content, listeners=told.listeners,
+                  public=told.public)
+    return _done(story, list(story.events) + [false], "lie")
 
 
 OPERATORS: dict[str, Operator] = {
@@ -254,14 +250,23 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
+TELL_OPERATORS = ("private_tell", "public_tell", "lie")
+
+
 def apply_operators(story: Story, names: list[str] | tuple[str, ...], rng: random.Random, pools: Pools) -> Story | None:
-    """Apply the named operators in the canonical order; None if one finds no place to act."""
+    """Apply the named operators; None if one finds no place to act.
+
+    Story operators run in the order of `OPERATORS`; the tells they add then come in an order drawn
+    from `rng` (so a lie is not always the last thing said). Deterministic given `rng`'s state.
+    """
     unknown = set(names) - set(OPERATORS)
     if unknown:
         raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
-    for name, operator in OPERATORS.items():
-        if name in names:
-            story = operator(story, rng, pools)
-            if story is None:
-                return None
+    ordered = [name for name in OPERATORS if name in names and name not in TELL_OPERATORS]
+    tells = [name for name in OPERATORS if name in names and name in TELL_OPERATORS]
+    rng.shuffle(tells)
+    for name in ordered + tells:
+        story = OPERATORS[name](story, rng, pools)
+        if story is None:
+            return None
     return story

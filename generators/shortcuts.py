@@ -90,6 +90,23 @@ def worst_gap(rows: list[dict[str, Any]], skip_memory_first: bool = True) -> flo
     return gap
 
 
+def balance_summary(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Counter]]:
+    """Per order: counts of gold role, gold position, yes/no answer, base agents and moves."""
+    summary: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for record in records:
+        order = "memory" if record["question_type"] == "memory" else str(record["belief_order"])
+        row = summary[order]
+        row["role"][record["meta"]["gold_role"]] += 1
+        row["agents"][record["meta"]["base_agents"]] += 1
+        row["moves"][record["meta"]["n_moves"]] += 1
+        row["format"][record["answer_format"]] += 1
+        if record["answer_format"] == "multiple_choice":
+            row["position"][record["answer_index"]] += 1
+        elif record["answer_format"] == "yes_no":
+            row["yes_no"][record["answer"]] += 1
+    return summary
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The table as Markdown (accuracies in percent)."""
     head = "| order | format | n | chance | " + " | ".join(HEURISTICS) + " |"
