@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
 query), 3 counts do not reconcile (read != loaded + rejected), 4 a release does not match its
-manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken).
+manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken),
+7 `audit --strict` flagged something.
 """
 from __future__ import annotations
 
@@ -78,6 +79,38 @@ def ingest(
     with clear_errors(), progress_display() as bar:
         task = bar.add_task(f"ingest {source}", total=None)
         report = ingest_source(warehouse, source, path, progress=lambda n: bar.advance(task, n))
+    if not print_reports([report]):
+        fail("counts do not reconcile", EXIT_UNRECONCILED)
+
+
+@app.command()
+def generate(
+    n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
+    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order (0 = reality)."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
+    warehouse: Path = WarehouseOption,
+    operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
+    styles: str = typer.Option("hitom,exploretom", "--styles", help="Comma-separated surface styles."),
+    held_out: bool = typer.Option(True, "--held-out/--no-held-out",
+                                  help="Test split on held-out names, entities and phrasings."),
+) -> None:
+    """Generate balanced, checked ToM questions and load them into the warehouse as source tomforge_gen."""
+    from generators import ADAPTER_INFO, OPERATORS, generate_records, generate_splits
+    from warehouse.load import ingest_records
+
+    names = {"all": list(OPERATORS), "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
+    style_names = [s.strip() for s in styles.split(",") if s.strip()]
+    try:
+        generate_records(1, operators=names, styles=style_names)  # argument check only (lazy)
+    except ValueError as exc:
+        fail(str(exc))
+    records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
+                              held_out=None if held_out else False)
+    input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
+                 f"styles={','.join(style_names)},held_out={held_out}")
+    with clear_errors(), progress_display() as bar:
+        task = bar.add_task("generate", total=n)
+        report = ingest_records(warehouse, ADAPTER_INFO, records, input_ref, progress=lambda k: bar.advance(task, k))
     if not print_reports([report]):
         fail("counts do not reconcile", EXIT_UNRECONCILED)
 
@@ -342,6 +375,65 @@ def eval_(
     write_summary(summary, out / "summary.json")
     plot_by_order(summary, out / "accuracy_by_order.png")
     sys.stdout.write(format_matrix(summary) + "\n")
+
+
+EXIT_FINDINGS = 7
+
+
+@contextmanager
+def audit_errors() -> Iterator[None]:
+    """A bad --train/--heldout condition or bad parameters are bad input (exit 2)."""
+    try:
+        yield
+    except ValueError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def audit(
+    warehouse: Path = WarehouseOption,
+    train_where: str = typer.Option(..., "--train", help="SQL condition on items_full selecting the train side."),
+    heldout_where: Optional[str] = typer.Option(None, "--heldout", help="SQL condition selecting the held-out side."),
+    out: Path = typer.Option(Path("out/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
+    shingle_n: int = typer.Option(5, "--shingle-n", help="Word n-gram size of MinHash shingles."),
+    num_perm: int = typer.Option(128, "--num-perm", help="MinHash permutations."),
+    jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),
+    ngram_n: int = typer.Option(13, "--ngram-n", help="Exact long n-gram size."),
+    seed: int = typer.Option(0, "--seed", help="Seed of baselines and bootstrap."),
+    strict: bool = typer.Option(False, "--strict", help=f"Exit {EXIT_FINDINGS} when anything is flagged."),
+) -> None:
+    """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
+    from audits.config import AuditParams
+    from audits.run import run_audit
+
+    with clear_errors(), audit_errors(), progress_display() as bar:
+        task = bar.add_task("audit", total=None)
+        params = AuditParams(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n, seed=seed)
+        summary = run_audit(warehouse, train_where, heldout_where, out, params,
+                            progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
+    sys.stdout.write("\n".join(summary.lines()) + "\n")
+    if strict and summary.n_flagged:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+@app.command()
+def clean(
+    warehouse: Path = WarehouseOption,
+    drop_jaccard: float = typer.Option(0.8, "--drop-jaccard", help="Drop train items whose context overlaps held-out at this Jaccard."),
+    drop_containment: float = typer.Option(0.8, "--drop-containment", help="... or at this containment."),
+    drop_structural: bool = typer.Option(False, "--drop-structural/--keep-structural", help="Also drop structural twins."),
+    reshuffle: bool = typer.Option(True, "--reshuffle/--no-reshuffle", help="Balance gold positions of multiple choice."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the option re-ordering."),
+) -> None:
+    """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
+    from audits.clean import apply_cleaning
+    from audits.config import CleaningPolicy
+
+    with clear_errors(), audit_errors():
+        policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
+                                drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed)
+        result = apply_cleaning(warehouse, policy)
+    sys.stdout.write("\n".join(result.lines()) + "\n")
 
 
 def main() -> None:

@@ -1,0 +1,186 @@
+"""Apply a cleaning policy to the latest audit: cleaned splits as warehouse tables, every removal
+with its reason, and counts that reconcile (selected = kept + removed, per side).
+
+Steps, in order (an item leaves at the first step that removes it):
+1. an item selected on both sides stays held-out and leaves train (`in_both_selections`);
+2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`);
+3. train items whose context overlaps a held-out context above the policy thresholds leave train
+   (`overlap_exact`, `overlap_near_duplicate`, `overlap_ngram`, `overlap_structural`);
+4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
+   smallest item id on each side (`duplicate`);
+5. multiple-choice options are re-ordered so gold positions are balanced per (side, number of
+   options, belief order), deterministically under the policy seed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from audits import store
+from audits.config import CleaningPolicy
+from warehouse.db import WarehouseError, connect_readonly
+
+
+@dataclass
+class CleanSummary:
+    run_id: str
+    summary: pl.DataFrame  # side, selected, removed per reason, kept
+    removed: pl.DataFrame
+    n_reshuffled: int
+
+    @property
+    def reconciled(self) -> bool:
+        return bool(self.summary.select((pl.col("selected") == pl.col("kept") + pl.col("removed")).all()).item())
+
+    def lines(self) -> list[str]:
+        out = [f"clean (audit {self.run_id}):"]
+        for r in self.summary.iter_rows(named=True):
+            reasons = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("side", "selected", "kept", "removed") and v)
+            out.append(f"  {r['side']}: selected {r['selected']} = kept {r['kept']} + removed {r['removed']}"
+                       + (f" ({reasons})" if reasons else ""))
+        out.append(f"  options re-ordered: {self.n_reshuffled}; reconciled: {'yes' if self.reconciled else 'NO'}")
+        return out
+
+
+def _h(*parts: object) -> int:
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    con = connect_readonly(warehouse)
+    try:
+        if not store.table_exists(con, "audit_runs"):
+            raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
+        run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
+        items = pl.from_arrow(con.sql(
+            "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())
+        contexts = pl.from_arrow(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
+        pairs = pl.from_arrow(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
+        conflicts = pl.from_arrow(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
+    finally:
+        con.close()
+    return run, items, contexts, pairs, conflicts
+
+
+def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: CleaningPolicy) -> pl.DataFrame:
+    """Train text keys to drop, with the reason of the strongest pair."""
+    kinds = pairs.with_columns(
+        pl.when(pl.col("kind") == "exact").then(pl.lit("overlap_exact"))
+        .when((pl.col("kind") == "near_duplicate") & ((pl.col("jaccard") >= policy.drop_cross_jaccard)
+                                                      | (pl.col("containment_a") >= policy.drop_cross_containment)
+                                                      | (pl.col("containment_b") >= policy.drop_cross_containment)))
+        .then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged)).then(pl.lit("overlap_ngram"))
+        .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural)).then(pl.lit("overlap_structural"))
+        .otherwise(None).alias("reason"))
+    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_ngram": 2, "overlap_structural": 3}
+    drops = kinds.drop_nulls("reason").with_columns(pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank"))
+    drops = drops.sort("rank", "a_text_key", "b_context_id").unique("a_text_key", keep="first").select(
+        pl.col("a_text_key").alias("text_key"), "reason",
+        pl.format("held-out context {} (Jaccard {}, containment {})", pl.col("b_context_id"), pl.col("jaccard").round(3),
+                  pl.col("containment_b").round(3)).alias("detail"))
+    return contexts.join(drops, on="text_key").select("context_id", "reason", "detail")
+
+
+def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFrame, int]:
+    """Balance gold positions: within each (side, n options, belief order) group, items in a seeded
+    order get target positions 0, 1, ..., k-1, 0, ...; distractors keep a seeded random order."""
+    mask = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() & \
+        pl.col("side").is_in(list(policy.reshuffle_sides))
+    rows = items.filter(mask).select("item_id", "side", "options", "answer_index", "belief_order").to_dicts()
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["side"], len(row["options"]), row["belief_order"]), []).append(row)
+    new_options, new_index = {}, {}
+    for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        members.sort(key=lambda r: (_h(policy.seed, r["item_id"]), r["item_id"]))
+        k = key[1]
+        offset = _h(policy.seed, *key) % k
+        for rank, row in enumerate(members):
+            target = (rank + offset) % k
+            options = list(row["options"])
+            gold = options.pop(row["answer_index"])
+            random.Random(_h(policy.seed, "distractors", row["item_id"])).shuffle(options)
+            options.insert(target, gold)
+            new_options[row["item_id"]] = options
+            new_index[row["item_id"]] = target
+    if not new_options:
+        return items, 0
+    changed = sum(1 for r in rows if new_options[r["item_id"]] != list(r["options"]))
+    upd = pl.DataFrame({"item_id": list(new_options), "_options": list(new_options.values()),
+                        "_index": list(new_index.values())}, schema={"item_id": pl.Utf8, "_options": pl.List(pl.Utf8), "_index": pl.Int64})
+    out = items.join(upd, on="item_id", how="left").with_columns(
+        pl.coalesce("_options", "options").alias("options"), pl.coalesce("_index", "answer_index").alias("answer_index"),
+        pl.col("_options").is_not_null().alias("reshuffled")).drop("_options", "_index")
+    return out, changed
+
+
+def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
+    """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
+    policy = policy or CleaningPolicy()
+    warehouse = Path(warehouse)
+    run, items, contexts, pairs, conflicts = _read(warehouse)
+    removed: list[pl.DataFrame] = []
+    left = items
+
+    def take(mask: pl.Expr, reason: str | pl.Expr, detail: str | pl.Expr) -> None:
+        nonlocal left
+        gone = left.filter(mask)
+        if gone.height:
+            removed.append(gone.select("item_id", "side", "context_id",
+                                       (reason if isinstance(reason, pl.Expr) else pl.lit(reason)).alias("reason"),
+                                       (detail if isinstance(detail, pl.Expr) else pl.lit(detail)).alias("detail")))
+        left = left.filter(~mask)
+
+    heldout_ids = items.filter(pl.col("side") == "heldout")["item_id"]
+    take((pl.col("side") == "train") & pl.col("item_id").is_in(heldout_ids.implode()), "in_both_selections",
+         "selected by both conditions; kept on the held-out side")
+    if policy.quarantine_conflicts and conflicts.height:
+        ids = conflicts.explode("item_ids")["item_ids"]
+        take(pl.col("item_id").is_in(ids.implode()), "label_conflict", "same context and question, different gold answers")
+    drops = _overlap_drops(pairs, contexts, policy)
+    if drops.height:
+        left = left.join(drops.rename({"reason": "_reason", "detail": "_detail"}), on="context_id", how="left")
+        take((pl.col("side") == "train") & pl.col("_reason").is_not_null(), pl.col("_reason"), pl.col("_detail"))
+        left = left.drop("_reason", "_detail")
+    if policy.collapse_duplicates:
+        keyed = left.join(contexts.select("context_id", "cluster"), on="context_id", how="left").with_columns(
+            pl.col("question").str.to_lowercase().str.replace_all(r"\W+", " ").str.strip_chars().alias("_q"),
+            pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"))
+        keyed = keyed.with_columns(pl.col("item_id").min().over("side", "cluster", "_q", "_a").alias("_keep"))
+        left = keyed.drop("cluster", "_q", "_a")
+        take(pl.col("item_id") != pl.col("_keep"), "duplicate", pl.format("duplicate of {}", pl.col("_keep")))
+        left = left.drop("_keep")
+    n_reshuffled = 0
+    left = left.with_columns(pl.lit(False).alias("reshuffled"))
+    if policy.reshuffle_options:
+        left, n_reshuffled = _reshuffle(left, policy)
+    removed_df = pl.concat(removed) if removed else pl.DataFrame(
+        schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
+    removed_df = removed_df.sort("side", "reason", "item_id")
+    reasons = sorted(removed_df["reason"].unique().to_list())
+    summary_rows = []
+    for side in ("train", "heldout"):
+        selected = items.filter(pl.col("side") == side).height
+        if not selected:
+            continue
+        gone = removed_df.filter(pl.col("side") == side)
+        row = {"side": side, "selected": selected, "kept": left.filter(pl.col("side") == side).height, "removed": gone.height}
+        row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
+        summary_rows.append(row)
+    summary = pl.DataFrame(summary_rows)
+    result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
+    if not result.reconciled:
+        raise WarehouseError("cleaning counts do not reconcile (selected != kept + removed)")
+    clean_items = left.sort("side", "item_id").with_columns(pl.lit(run["run_id"]).alias("audit_run_id"))
+    policy_row = pl.DataFrame([{"audit_run_id": run["run_id"], "policy": json.dumps(policy.as_dict(), sort_keys=True),
+                                "n_reshuffled": n_reshuffled}])
+    store.write_tables(warehouse, {"clean_items": clean_items, "clean_removed": removed_df, "clean_summary": summary,
+                                   "clean_policy": policy_row})
+    return result
