@@ -67,11 +67,14 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException, token: str | None = None) -> str:
-    """One redacted line: the error type, the HTTP status and the server's first line."""
+    """One redacted line: the error type, the HTTP status, the first line and the server's own
+    message (which a proxy may have filled with anything, credentials included)."""
     status = status_of(exc)
     first = (str(exc).strip().splitlines() or [""])[0]
     prefix = f"HTTP {status}: " if status is not None else ""
-    return redact(f"{type(exc).__name__}: {prefix}{first}", token)
+    server = " ".join(str(getattr(exc, "server_message", "") or "").split())
+    detail = f" ({server})" if server and server not in first else ""
+    return redact(f"{type(exc).__name__}: {prefix}{first}{detail}", token)
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,7 @@ class FakeHub:
 
     def __init__(self, token: str | None = None) -> None:
         self.token = token
+        self.leaky_errors = False  # a misbehaving proxy that echoes credentials into error messages
         self.repos: dict[tuple[str, str], Repo] = {}
         self.lfs_store: dict[str, bytes] = {}
         self.requests: list[dict[str, Any]] = []
@@ -160,6 +161,8 @@ class FakeHub:
             if lost is not None:
                 raise HubError(lost, "injected failure after the request was carried out")
         except HubError as exc:
+            if exc.status == 401 and self.leaky_errors:
+                exc.message += f" (received {request.headers.get('authorization', 'nothing')})"
             response = exc.response()
         record["status"] = response.status_code
         self.requests.append(record)

@@ -211,6 +211,28 @@ def test_concurrent_commit_makes_publish_fail_not_overwrite(built: Path, warehou
     assert json.loads(hub.files("org/race")["manifest.json"])["release"]["tag"] == "v1"
 
 
+def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub: FakeHub, monkeypatch,
+                                                    tmp_path: Path) -> None:
+    """The parent commit travels with the commit: even if our own head check were fooled, the
+    Hub answers 412 and nothing is overwritten."""
+    from hub.publish import Publisher
+
+    push(built, "org/stale")
+    planned = hub.head("org/stale")
+
+    def echo(line: str) -> None:
+        if line.startswith("one commit:"):
+            make_api().upload_file(path_or_fileobj=b"theirs", path_in_repo="NOTES.md", repo_id="org/stale",
+                                   repo_type="dataset")
+            monkeypatch.setattr(Publisher, "head", lambda self, branch: planned)  # a stale view of the repo
+
+    release = build_release(warehouses[1], tmp_path / "two", ReleaseOptions("org/stale", tag="v2", export=SMALL))
+    with pytest.raises(ConflictError, match="another commit landed first"):
+        publish_release(release.root, "org/stale", policy=FAST, echo=echo)
+    commits = [r for r in hub.requests if r["path"].startswith("/api/datasets/org/stale/commit/")]
+    assert commits[-1]["status"] == 412 and hub.files("org/stale")["NOTES.md"] == b"theirs"
+
+
 def test_tags_are_immutable_and_republishing_is_idempotent(built: Path, warehouses, hub: FakeHub) -> None:
     first = push(built, "org/tags")
     commits = len(hub.repos[("dataset", "org/tags")].commits)
@@ -249,6 +271,7 @@ def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub,
 
     wrong = "hf_WRONGtoken9876543210zyxwvuABCDEF"
     monkeypatch.setenv("HF_TOKEN", wrong)
+    monkeypatch.setattr(hub, "leaky_errors", True)  # the server even echoes the token back: redaction must hold
     refused = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--repo", "org/secret", "--tag", "s2"])
     assert refused.exit_code == 5 and "401" in refused.output
     assert wrong not in refused.output and TOKEN not in refused.output
