@@ -11,6 +11,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -22,7 +23,6 @@ from hub.steps import publish_warehouse, verify_release
 from tests.hubserver import FakeHub, HubServer, forbid_internet, point_clients_at
 from tests.publish_fixtures import release_one, release_two
 from warehouse.export import ExportOptions
-import duckdb
 
 TOKEN = "hf_tomforgeFAKEtoken0123456789abcdefXYZ"
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
