@@ -190,8 +190,8 @@ def transparent(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     return _done(story, events, "transparent", transparent=(box,))
 
 
-def _tell(story: Story, rng: random.Random, public: bool) -> Event:
-    engine = BeliefEngine(story)
+def _tell(story: Story, rng: random.Random, public: bool, engine: BeliefEngine | None = None) -> Event:
+    engine = engine or BeliefEngine(story)
     if public:
         speaker = rng.choice(story.agents)
         return Event(TELL, agent=speaker, room=story.gathering, obj=story.obj, container=engine.belief((speaker,)),
@@ -226,8 +226,8 @@ def lie(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     listener now believes a container the speaker knows is wrong, often one never used. Truthful
     tells (the two operators above) stay as they are, so a tell alone does not give away a lie.
     """
-    told = _tell(story, rng, public=rng.random() < 0.5)
     engine = BeliefEngine(story)
+    told = _tell(story, rng, public=rng.random() < 0.5, engine=engine)
     believed = engine.belief((told.agent,))
     wrong = [c for c in story.containers if c != believed]
     never = [c for c in wrong if c not in engine.replay.visited]
