@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from hub.manifest import MANIFEST_NAME, file_entries, load_manifest
+from hub.manifest import MANIFEST_NAME, load_manifest
 from hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
 
 MANAGED_PREFIXES = ("data/", "audit/")  # files here that the release lacks are stale and deleted
@@ -61,16 +61,21 @@ class PublishResult:
     already_published: bool = False
 
 
-def git_blob_oid(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+def local_file(root: Path, relative: str) -> LocalFile:
+    """sha256 (what LFS compares) and git blob id (what regular files compare), streamed."""
+    path = root / relative
+    size = path.stat().st_size
+    sha256, sha1 = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % size)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha256.update(block)
+            sha1.update(block)
+    return LocalFile(relative, size, sha256.hexdigest(), sha1.hexdigest())
 
 
 def local_files(root: Path) -> dict[str, LocalFile]:
-    files = {}
-    for entry in file_entries(root) + [{"path": MANIFEST_NAME}]:
-        data = (root / entry["path"]).read_bytes()
-        files[entry["path"]] = LocalFile(entry["path"], len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
-    return files
+    paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    return {relative: local_file(root, relative) for relative in paths}
 
 
 def _same(local: LocalFile, remote: Any) -> bool:
