@@ -176,7 +176,7 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
             "a_context_id": docs["context_id"][a][0], "b_context_id": docs["context_id"][b][0],
             "est_jaccard": float(estimate_jaccard(sigs[a], sigs[b])), "jaccard": jac, "containment_a": c_a,
             "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": (extra or {}).get("shared_ngrams"),
-            "ngram_p_value": (extra or {}).get("p_value"),
+            "p_value": (extra or {}).get("p_value"),
             "spans": json.dumps(matched_spans(words_of(a), words_of(b), (extra or {}).get("span_n", p.shingle_n), p.max_spans)),
         })
 
@@ -205,15 +205,15 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
             add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
         struct_pairs, calib = _structural(docs, p)
         calibration += calib
-        for a, b in struct_pairs:
-            add("structural", a, b)
+        for a, b, pval in struct_pairs:
+            add("structural", a, b, {"p_value": pval})
         calibration += _near_dup_rates(rows, train, heldout, p)
 
     pairs = pl.DataFrame(rows, schema={
         "kind": pl.Utf8, "scope": pl.Utf8, "a_text_key": pl.Utf8, "b_text_key": pl.Utf8, "a_context_id": pl.Utf8,
         "b_context_id": pl.Utf8, "est_jaccard": pl.Float64, "jaccard": pl.Float64, "containment_a": pl.Float64,
         "containment_b": pl.Float64, "shared_shingles": pl.Int64, "shared_ngrams": pl.Int64,
-        "ngram_p_value": pl.Float64, "spans": pl.Utf8,
+        "p_value": pl.Float64, "spans": pl.Utf8,
     }).sort("kind", "scope", "a_text_key", "b_text_key")
     contexts = ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items").join(
         docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key").sort("context_id")
@@ -290,6 +290,10 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
                                                pl.col("cluster").alias("train_clusters"))
     null = tr.join(per_skel, on="skeleton_key").with_columns((pl.col("n_clusters") >= 2).alias("twin"))
     ho = d.filter(pl.col("heldout") & ~pl.col("train")).join(per_skel, on="skeleton_key", how="left")
+    n_null, null_twins = null.height, int(null["twin"].sum()) if null.height else 0
+    null_rate = null_twins / n_null if n_null else 0.0
+    # conformal p-value of "has a twin in train" for one exchangeable held-out context
+    doc_p = (1 + null_twins) / (1 + n_null)
     pairs = []
     n_twins = 0
     for doc, cluster, train_docs, train_clusters in ho.select("doc", "cluster", "train_docs", "train_clusters").iter_rows():
@@ -298,15 +302,14 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
         others = [t for t, c in zip(train_docs, train_clusters) if c != cluster]
         if others:
             n_twins += 1
-            pairs.extend((t, doc) for t in others[:5])
-    n_null, null_rate = null.height, float(null["twin"].mean()) if null.height else 0.0
+            pairs.extend((t, doc, doc_p) for t in others[:5])
     n_obs = ho.height
     pval = float(stats.binomtest(n_twins, n_obs, min(max(null_rate, 1.0 / (n_null + 1)), 1.0), alternative="greater").pvalue) if n_obs else 1.0
-    flagged = pval <= p.alpha and n_twins > 0
     calib = [{"check": "structural duplicates", "statistic": "share of contexts with a same-skeleton twin in train",
               "observed": n_twins / n_obs if n_obs else 0.0, "null": null_rate, "n_observed": n_obs, "n_null": n_null,
-              "p_value": pval, "flagged": flagged,
-              "note": "held-out contexts vs train contexts (twins searched among other train clusters)"}]
+              "p_value": pval, "flagged": bool(n_twins and (pval <= p.alpha or doc_p <= p.ngram_alpha)),
+              "note": f"held-out vs train contexts (twins among other train clusters); per-context conformal p = {doc_p:.3g}, "
+                      f"flagged per pair when <= {p.ngram_alpha:g}"}]
     return pairs, calib
 
 

@@ -98,14 +98,15 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
             f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
             f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
             {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
-                               "shared_ngrams", "ngram_p_value")} | {"spans": json.loads(r["spans"])},
+                               "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
             f"Jaccard threshold {p.jaccard_threshold}" if kind != "ngram" else f"conformal p <= {p.ngram_alpha} vs within-train null")
-    for r in ov.calibration.filter(pl.col("flagged") & pl.col("check").is_in(["structural duplicates"])).iter_rows(named=True):
-        n_pairs = pairs.filter((pl.col("kind") == "structural") & (pl.col("scope") == "cross")).height
+    for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
+                          & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
         add("overlap:structural", "leak", "train x heldout",
-            f"{r['observed']:.1%} of held-out contexts have a same-skeleton train twin vs {r['null']:.1%} among train contexts "
-            f"({n_pairs} pairs listed)", {k: r[k] for k in ("observed", "null", "n_observed", "n_null", "p_value")},
-            "within-train twin rate (binomial test)")
+            f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
+            f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
+            {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
+            "rate of same-skeleton twins among train contexts")
     for r in tables["audit_positions"].filter(pl.col("flagged") & (pl.col("z").abs() == pl.col("z").abs().max().over(
             "selection", "belief_order", "n_options"))).iter_rows(named=True):
         add("artifact:gold_position", "artifact", r["selection"],

@@ -74,14 +74,15 @@ def signature_table(keys: list[str], params_key: str, signatures: np.ndarray, n_
 
 
 def write_tables(warehouse: Path, tables: Mapping[str, pl.DataFrame | pa.Table], *, append: Mapping[str, pa.Table] | None = None,
-                 drop_prefixes: tuple[str, ...] = ()) -> None:
-    """Replace `tables` (and drop stale tables with `drop_prefixes`), append rows to `append`
+                 drop_prefixes: tuple[str, ...] = (), keep: tuple[str, ...] = (SIGNATURE_TABLE,)) -> None:
+    """Replace `tables` (and drop stale tables with `drop_prefixes`, except `keep`: the signature
+    cache outlives runs), append rows to `append`
     tables (created when missing), all in one atomic build-validate-swap."""
     with db.building(Path(warehouse)) as con:
         if drop_prefixes:
             names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
             for name in names:
-                if name.startswith(drop_prefixes) and name not in tables and name not in (append or {}):
+                if name.startswith(drop_prefixes) and name not in tables and name not in (append or {}) and name not in keep:
                     con.execute(f'DROP TABLE "{name}"')
         for name, frame in tables.items():
             arrow = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame

@@ -1,0 +1,117 @@
+"""MinHash: exact equality with datasketch, estimate agreement, vectorized text hashing, LSH recall."""
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+
+import numpy as np
+from datasketch import MinHash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audits.lsh import Banding, candidate_pairs, choose_banding, datasketch_default_banding
+from audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
+from audits.text import batch_ngrams, hash_words, shingle_hash32, shingle_hash64, shingle_texts, tokens, word_hash
+
+DOCS = ["Anne put the ball in the box. Anne left the room!", "short doc", "", "one two three four five six seven",
+        "Émile a mis la balle — dans «la boîte» ﬁn.", "Jack moved the apple to the green_bottle."]
+
+
+def shingle_bytes(words: list[str], n: int) -> list[bytes]:
+    width = min(n, len(words))
+    return [" ".join(words[i:i + width]).encode() for i in range(len(words) - width + 1)] if words else []
+
+
+def test_signatures_equal_datasketch_with_the_same_hash_function() -> None:
+    flat, offsets = shingle_texts(DOCS, 5)
+    ours = MinHasher(128, seed=7).signatures(flat, offsets)
+    theirs = MinHash.bulk([shingle_bytes(tokens(d), 5) for d in DOCS], num_perm=128, seed=7, hashfunc=shingle_hash32)
+    for i, m in enumerate(theirs):
+        assert np.array_equal(m.hashvalues, ours[i]), DOCS[i]
+
+
+def test_signatures_equal_datasketch_defaults_with_sha1_shingles() -> None:
+    words = [tokens(d) for d in DOCS]
+    flat32 = np.concatenate([sha1_shingle_hashes(w, 3) for w in words])
+    offsets = np.cumsum([0] + [len(sha1_shingle_hashes(w, 3)) for w in words])
+    ours = MinHasher(64, seed=1).signatures32(flat32, offsets)
+    theirs = MinHash.bulk([shingle_bytes(w, 3) for w in words], num_perm=64)
+    for i, m in enumerate(theirs):
+        assert np.array_equal(m.hashvalues, ours[i])
+
+
+def test_other_seeds_give_other_signatures() -> None:
+    flat, offsets = shingle_texts(DOCS[:1], 5)
+    assert not np.array_equal(MinHasher(seed=1).signatures(flat, offsets), MinHasher(seed=2).signatures(flat, offsets))
+
+
+def test_jaccard_estimates_agree_with_datasketch_defaults_statistically() -> None:
+    """Our hash differs from datasketch's SHA-1, so estimates are independent draws around the same
+    true Jaccard: their mean difference over many pairs must sit within sampling error."""
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(400)]
+    diffs, errors = [], []
+    hasher = MinHasher(128, 1)
+    for _ in range(150):
+        a = rng.choices(vocab, k=120)
+        b = list(a)
+        for i in rng.sample(range(120), rng.randint(5, 60)):
+            b[i] = rng.choice(vocab)
+        sa, sb = set(shingle_bytes(a, 3)), set(shingle_bytes(b, 3))
+        true = len(sa & sb) / len(sa | sb)
+        flat, offsets = batch_ngrams(*hash_words([" ".join(a), " ".join(b)]), 3)
+        sig = hasher.signatures(flat, offsets)
+        ours = float(estimate_jaccard(sig[0], sig[1]))
+        da, db = MinHash.bulk([list(sa), list(sb)], num_perm=128)
+        diffs.append(ours - da.jaccard(db))
+        errors.append(ours - true)
+    se = np.std(diffs, ddof=1) / np.sqrt(len(diffs))
+    assert abs(np.mean(diffs)) < 3 * se + 1e-9
+    assert abs(np.mean(errors)) < 0.01  # unbiased
+    assert np.std(errors) < 1.5 * np.sqrt(0.25 / 128)  # no worse than binomial error of 128 slots
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5))
+def test_vectorized_word_hashes_match_reference(texts: list[str]) -> None:
+    flat, offsets = hash_words(texts)
+    for i, text in enumerate(texts):
+        words = tokens(text)
+        assert words == re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower())
+        assert flat[offsets[i]:offsets[i + 1]].tolist() == [word_hash(w) for w in words]
+        grams, goff = batch_ngrams(flat, offsets, 2)
+        width = min(2, len(words))
+        expect = [shingle_hash64(words[j:j + width]) for j in range(len(words) - width + 1)] if words else []
+        assert grams[goff[i]:goff[i + 1]].tolist() == expect
+
+
+def test_banding_is_chosen_for_recall() -> None:
+    ours = choose_banding(128, 0.8, 0.995)
+    assert ours.probability(0.8) >= 0.995 and ours.bands * ours.rows <= 128
+    default = datasketch_default_banding(128, 0.8)
+    assert 0.3 < float(default.probability(0.8)) < 0.5  # the documented ~40%
+
+
+def test_planted_near_duplicates_are_all_candidates() -> None:
+    rng = random.Random(0)
+    vocab = [f"w{i}" for i in range(5000)]
+    base = [rng.choices(vocab, k=200) for _ in range(300)]
+    texts = [" ".join(b) for b in base]
+    for b in base[:150]:  # one near duplicate each, true Jaccard >= 0.8 on 5-gram shingles
+        c = list(b)
+        c[rng.randrange(200)] = "edit"
+        texts.append(" ".join(c))
+    flat, offsets = shingle_texts(texts, 5)
+    sigs = MinHasher().signatures(flat, offsets)
+    pairs, skipped = candidate_pairs(sigs, choose_banding(128, 0.8, 0.995))
+    found = {(int(a), int(b)) for a, b in pairs}
+    assert skipped == 0
+    assert all((i, 300 + i) in found for i in range(150))
+    assert len(found) < 200  # random pairs of unrelated texts almost never collide
+
+
+def test_lsh_curve_is_monotone() -> None:
+    curve = Banding(21, 6).curve(11)
+    values = [p for _, p in curve]
+    assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
