@@ -52,7 +52,10 @@ class SourceSpec(Section):
 
 
 class RunnerConfig(Section):
+    """Where tasks run: threads in this process, or Ray (local or a cluster) for scale-out."""
+
     task_runner: Literal["threads", "ray"] = "threads"
+    max_workers: int = Field(default=4, ge=1)
     ray_address: str = ""
 
 

@@ -7,21 +7,26 @@ folder forces the task to run again).
 """
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import Config, SourceSpec, load_config
+from flows.config import Config, ConfigError, SourceSpec, load_config
 from flows.staging import is_staged, open_staged, stage_source, staged_folder
 from warehouse import db
 from warehouse.load import LoadReport, write_staged
 
 
 def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
-    return staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"]).name
+    """Names the input's fingerprint (the folder name) and where it is kept (hash of its absolute path);
+    Prefect also uses the key as the result's file name, so it must be a plain name."""
+    folder = staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"]).resolve()
+    return f"{folder.name}-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
 
 
 @task(name="stage-source", cache_key_fn=_stage_key, cache_expiration=timedelta(days=30), persist_result=True,
@@ -39,6 +44,19 @@ def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
         for folder in folders:
             reports.append(write_staged(con, open_staged(Path(folder))))
     return [vars(r) | {"reconciled": r.reconciled} for r in reports]
+
+
+def task_runner_of(config: Config) -> Any:
+    """Threads on one machine, or Prefect's Ray task runner (local Ray, or the cluster at `ray_address`)."""
+    if config.runner.task_runner == "ray":
+        try:
+            from prefect_ray import RayTaskRunner
+        except ImportError:
+            raise ConfigError("runner.task_runner = 'ray' needs prefect-ray: pip install -e '.[ray]'") from None
+        if config.runner.ray_address:
+            return RayTaskRunner(address=config.runner.ray_address)
+        return RayTaskRunner(init_kwargs={"include_dashboard": False, "num_cpus": config.runner.max_workers})
+    return ThreadPoolTaskRunner(max_workers=config.runner.max_workers)
 
 
 def submit_stage(config: Config, spec: SourceSpec):
@@ -60,7 +78,16 @@ def summary_markdown(reports: list[dict[str, Any]], extra: dict[str, str]) -> st
 @flow(name="ingest-sources", log_prints=True)
 def ingest_flow(config_path: str | None = None) -> list[dict[str, Any]]:
     """Stage every configured source (cached by input fingerprint) and assemble the warehouse."""
-    config = load_config(Path(config_path) if config_path else None)
+    return run_ingest(load_config(Path(config_path) if config_path else None))
+
+
+def run_ingest(config: Config) -> list[dict[str, Any]]:
+    """Run staging + assembly as a subflow on the configured task runner."""
+    return stage_and_assemble.with_options(task_runner=task_runner_of(config))(config)
+
+
+@flow(name="stage-and-assemble", log_prints=True)
+def stage_and_assemble(config: Config) -> list[dict[str, Any]]:
     futures = [submit_stage(config, spec) for spec in config.sources]
     folders = [future.result() for future in futures]
     reports = assemble_task(str(config.warehouse.path), folders)
@@ -73,7 +100,7 @@ def ingest_flow(config_path: str | None = None) -> list[dict[str, Any]]:
 def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
     """The scheduled rebuild: ingest every source, then the later steps configured."""
     config = load_config(Path(config_path) if config_path else None)
-    reports = ingest_flow(config_path)
+    reports = run_ingest(config)
     if not all(r["reconciled"] for r in reports):
         raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
     extra = {"warehouse": str(config.warehouse.path)}

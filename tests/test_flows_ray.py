@@ -1,0 +1,28 @@
+"""The ingest flow on Prefect's Ray task runner (a local Ray started by the test)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from prefect.testing.utilities import prefect_test_harness
+
+pytest.importorskip("prefect_ray")
+
+from flows.pipeline import ingest_flow  # noqa: E402
+
+
+def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
+    config = tmp_path / "tomforge.toml"
+    config.write_text(
+        f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n'
+        '[runner]\ntask_runner = "ray"\nmax_workers = 2\n'
+        f'[[sources]]\nname = "tomi"\nlocation = "{samples / "tomi"}"\n'
+        f'[[sources]]\nname = "bigtom"\nlocation = "{samples / "bigtom"}"\n',
+        encoding="utf-8",
+    )
+    with prefect_test_harness(server_startup_timeout=180):
+        reports = ingest_flow(str(config))
+    assert {r["source"] for r in reports} == {"tomi", "bigtom"}
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(DISTINCT source) FROM items").fetchone()[0] == 2
