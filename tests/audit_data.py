@@ -62,13 +62,17 @@ def planted_overlap_records() -> tuple[list[dict], dict[str, str]]:
 
 
 def shortcut_records(seed: int = 5, n: int = 160) -> list[dict]:
-    """Train with gold at position 0 for most items; held-out where the gold is the first-mentioned
-    container with a probability rising with belief order (an inverted-difficulty shortcut)."""
+    """Train with gold at position 0 for most items and at the last position whenever the question
+    says "really" (a token cue); held-out where the gold is the first-mentioned container with a
+    probability rising with belief order (an inverted-difficulty shortcut)."""
     rng = random.Random(seed)
     out = []
     for r in clean_records(n, seed=seed, split="train"):
         options = list(r["options"])
-        if rng.random() < 0.7:
+        if r["belief_order"] == 0:
+            options.remove(r["answer"])
+            options.append(r["answer"])
+        elif rng.random() < 0.7:
             options.remove(r["answer"])
             options.insert(0, r["answer"])
         out.append(variant(r, r["item_id"], "train", options=options))

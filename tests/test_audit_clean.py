@@ -1,0 +1,96 @@
+"""Cleaning policy: overlapping train items dropped, conflicts quarantined, duplicates collapsed,
+gold positions balanced deterministically, counts reconcile; and the CLI commands."""
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from audits.clean import apply_cleaning
+from audits.config import CleaningPolicy
+from audits.run import run_audit
+from flows.cli import app
+from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records, variant
+
+
+@pytest.fixture(scope="module")
+def cleaned(tmp_path_factory: pytest.TempPathFactory):
+    records, keys = planted_overlap_records()
+    dup = next(r for r in records if r["split"] == "train" and r["meta"].get("story") == 9)
+    records.append(variant(dup, "dup", "train"))  # same context, question and answer under another key
+    path = load(tmp_path_factory.mktemp("clean") / "w.duckdb", records)
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    result = apply_cleaning(path, CleaningPolicy(seed=3))
+    with duckdb.connect(str(path), read_only=True) as con:
+        removed = con.sql("SELECT item_id, side, context_id, reason FROM clean_removed").fetchall()
+        kept = con.sql("SELECT item_id, side, context_id, options, answer, answer_index FROM clean_items").fetchall()
+    return path, keys, dup, result, removed, kept
+
+
+def test_counts_reconcile(cleaned) -> None:
+    _, _, _, result, removed, kept = cleaned
+    assert result.reconciled
+    for row in result.summary.iter_rows(named=True):
+        assert row["selected"] == row["kept"] + row["removed"]
+    assert not {r[0] for r in removed} & {k[0] for k in kept}
+
+
+def test_overlapping_train_contexts_dropped(cleaned) -> None:
+    _, keys, _, _, removed, kept = cleaned
+    reasons = {(r[2], r[3]) for r in removed if r[1] == "train"}
+    assert (keys["exact"], "overlap_exact") in reasons
+    assert (keys["near"], "overlap_near_duplicate") in reasons
+    assert (keys["partial"], "overlap_ngram") in reasons
+    kept_train_contexts = {k[2] for k in kept if k[1] == "train"}
+    assert keys["struct"] in kept_train_contexts, "structural twins are dropped only when the policy says so"
+    assert not {keys["exact"], keys["near"], keys["partial"]} & kept_train_contexts
+
+
+def test_conflicts_quarantined_and_duplicates_collapsed(cleaned) -> None:
+    _, keys, dup, _, removed, _ = cleaned
+    by_reason = Counter(r[3] for r in removed)
+    assert by_reason["label_conflict"] == 2
+    assert keys["conflict"] in {r[0] for r in removed if r[3] == "label_conflict"}
+    dups = [r for r in removed if r[3] == "duplicate"]
+    assert len(dups) == 1 and dups[0][2] == dup["context_id"]
+
+
+def test_gold_positions_balanced_and_answers_kept(tmp_path) -> None:
+    path = load(tmp_path / "w.duckdb", shortcut_records(n=60))
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    apply_cleaning(path, CleaningPolicy(seed=1))
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.sql("SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
+                       "options FROM clean_items ORDER BY item_id").fetchall()
+    assert all(r[4] for r in rows), "the gold answer moved with its index"
+    groups: dict[tuple, Counter] = {}
+    for side, order, k, index, _, _ in rows:
+        groups.setdefault((side, order, k), Counter())[index] += 1
+    for (side, order, k), counts in groups.items():
+        assert max(counts.values()) - min(counts.get(i, 0) for i in range(k)) <= 1, (side, order, k, counts)
+    apply_cleaning(path, CleaningPolicy(seed=1))
+    with duckdb.connect(str(path), read_only=True) as con:
+        again = con.sql("SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
+                        "options FROM clean_items ORDER BY item_id").fetchall()
+    assert again == rows, "deterministic under the seed"
+
+
+def test_cli_audit_and_clean(tmp_path) -> None:
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    runner = CliRunner()
+    out = tmp_path / "report"
+    res = runner.invoke(app, ["audit", "-w", str(path), "--train", "split = 'train'", "--heldout", "split = 'test'",
+                              "--out", str(out), "--strict"])
+    assert res.exit_code == 7, res.output
+    assert "overlap:exact" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
+    report = (out / "audit_report.md").read_text()
+    assert "Null calibration" in report and "LSH detection probability" in report and "datasketch" in report
+    res = runner.invoke(app, ["clean", "-w", str(path)])
+    assert res.exit_code == 0 and "reconciled: yes" in res.output, res.output
+    res = runner.invoke(app, ["audit", "-w", str(path), "--train", "no_such_column = 1"])
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["clean", "-w", str(tmp_path / "missing.duckdb")])
+    assert res.exit_code == 2
