@@ -136,19 +136,38 @@ def _configs_section(exports: list[SplitExport], facts: list[dict[str, Any]]) ->
     return _table(["config", "holds", "split", "rows", "files"], rows)
 
 
-def _audit_section(audit: dict[str, Any], report_paths: list[str]) -> str:
+def _cell(value: Any) -> str:
+    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+
+
+def _rows_table(rows: list[dict[str, Any]], limit: int = 20) -> str:
+    columns = list(rows[0])
+    table = _table(columns, [[_cell(row.get(c)) for c in columns] for row in rows[:limit]])
+    more = f"\n\n... and {len(rows) - limit} more (see `manifest.json` and the report)." if len(rows) > limit else ""
+    return table + more
+
+
+def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -> str:
+    source = f"Rows come from the warehouse table `{table}`"
+    source += " (the audit's cleaned splits)." if table.startswith("clean") else "."
     if not audit.get("ran"):
-        text = ("No audit was run on this release: no `audit_*` tables were in the warehouse it was built from. "
-                "Check overlap between splits yourself before trusting held-out scores.")
+        text = (f"{source} No audit was run on this release: no `audit_*` tables were in the warehouse it was built "
+                "from. Check overlap between splits yourself before trusting held-out scores.")
     else:
-        parts = ["Audit tables in the warehouse this release was built from (rows):", "",
-                 _table(["table", "rows"], [[f"`{name}`", n] for name, n in audit["tables"].items()])]
-        summary = audit.get("summary") or []
-        if summary:
-            columns = list(summary[0])
-            parts += ["", "Summary (`audit_summary`):", "",
-                      _table(columns, [[row.get(c, "") for c in columns] for row in summary])]
-        text = "\n".join(parts)
+        parts = [source]
+        for run in audit.get("runs", []):
+            parts.append(f"Audit run `{run.get('run_id')}`: train side `{run.get('train_where')}` ({run.get('n_train')} "
+                         f"items), held-out side `{run.get('heldout_where')}` ({run.get('n_heldout')} items), "
+                         f"{run.get('n_in_both')} in both, {run.get('n_findings')} findings.")
+        if audit.get("findings"):
+            parts += ["Findings:", _rows_table(audit["findings"])]
+        else:
+            parts.append("Findings: none.")
+        if audit.get("cleaning"):
+            parts += ["Cleaning (items selected, kept and removed, by reason):", _rows_table(audit["cleaning"])]
+        parts += ["Audit tables in the warehouse (rows): " +
+                  ", ".join(f"`{name}` {n}" for name, n in audit.get("tables", {}).items()) + "."]
+        text = "\n\n".join(parts)
     if report_paths:
         links = ", ".join(f"[{path}]({path})" for path in report_paths)
         text += f"\n\nThe full audit report is part of this release: {links}."
@@ -173,7 +192,8 @@ def _citations_section(facts: list[dict[str, Any]]) -> str:
 
 
 def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
-                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str]) -> str:
+                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str],
+                table: str = "items_full") -> str:
     first = next((e for e in exports if e.config == ALL_CONFIG), exports[0])
     return f"""# {pretty_name}
 
@@ -199,7 +219,7 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 ## Audit
 
-{_audit_section(audit, report_paths)}
+{_audit_section(audit, report_paths, table)}
 
 ## Sources and licenses
 
@@ -212,11 +232,12 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
-               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = ()) -> str:
+               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = (),
+               table: str = "items_full") -> str:
     """The README.md text: YAML header from `DatasetCardData`, then the body."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
     body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
-                       audit=audit, report_paths=list(report_paths))
+                       audit=audit, report_paths=list(report_paths), table=table)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

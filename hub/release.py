@@ -91,7 +91,7 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
     pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"
     card = build_card(repo_id=options.repo_id, tag=tag, pretty_name=pretty_name, exports=exports,
-                      facts=sources, audit=audit, report_paths=report_pages)
+                      facts=sources, audit=audit, report_paths=report_pages, table=table_name)
     (out_dir / "README.md").write_text(card, encoding="utf-8")
     manifest = build_manifest(
         files=file_entries(out_dir, n_rows), exports=exports, sources=sources, generators=generators,

@@ -11,14 +11,16 @@ from hub.release import Release, ReleaseOptions, build_release, publish_folder
 from hub.remote import RetryPolicy
 from hub.verify import VerifyReport, verify_folder, verify_remote
 from warehouse.db import connect_readonly
-from warehouse.export import ExportOptions, record_arrow_schema
+from warehouse.export import ExportOptions
+from warehouse.record import ITEM_FIELDS
 
 CLEAN_TABLE = "clean_items"
 DEFAULT_TABLE = ExportOptions().table
 
 
 def choose_table(warehouse: Path, table: str | None) -> str:
-    """`table` as given; else the audit's cleaned table when it holds whole records, else items_full."""
+    """`table` as given; else the audit's cleaned table when it has every item column (context
+    columns are joined from `contexts`), else items_full."""
     if table:
         return table
     con = connect_readonly(Path(warehouse))
@@ -27,7 +29,7 @@ def choose_table(warehouse: Path, table: str | None) -> str:
             "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [CLEAN_TABLE]).fetchall()}
     finally:
         con.close()
-    return CLEAN_TABLE if set(record_arrow_schema().names) <= columns else DEFAULT_TABLE
+    return CLEAN_TABLE if set(ITEM_FIELDS) <= columns else DEFAULT_TABLE
 
 
 def publish_warehouse(

@@ -52,7 +52,7 @@ def test_card_body(release) -> None:
     assert "| `alpha` | `alpha` (version alpha-1) | `train` | 7 | 3 |" in text
     assert "(source split `all`)" in text
     assert "MIT (evaluation only)" in text and "CC BY-NC 4.0 (not for training)" in text
-    assert "No audit was run" in text
+    assert "No audit was run" in text and "Rows come from the warehouse table `items_full`." in text
     assert "No citation recorded for: `alpha`, `beta`" in text
 
 
@@ -69,23 +69,32 @@ def test_license_and_size_mapping() -> None:
 def test_audit_summary_and_report_in_card(warehouse: Path, tmp_path: Path) -> None:
     audited = tmp_path / "w.duckdb"
     audited.write_bytes(warehouse.read_bytes())
-    with duckdb.connect(str(audited)) as con:
-        con.execute("CREATE TABLE audit_summary (check_name VARCHAR, finding VARCHAR, value DOUBLE)")
-        con.execute("INSERT INTO audit_summary VALUES ('overlap', 'train/test pairs over 0.8', 0.0), "
-                    "('position_bias', 'chi-square p', 0.42)")
-        con.execute("CREATE TABLE audit_pairs (a VARCHAR, b VARCHAR)")
+    with duckdb.connect(str(audited)) as con:  # the tables `tomforge audit` and `tomforge clean` write
+        con.execute("CREATE TABLE audit_runs AS SELECT 'run1' AS run_id, $$split = 'train'$$ AS train_where, "
+                    "$$split <> 'train'$$ AS heldout_where, 7 AS n_train, 7 AS n_heldout, 0 AS n_in_both, "
+                    "1 AS n_findings, '{}' AS params")
+        con.execute("CREATE TABLE audit_findings AS SELECT 'positions' AS \"check\", 'warn' AS severity, "
+                    "'train' AS selection, 'gold | always first' AS message, '{}' AS evidence")
+        con.execute("CREATE TABLE audit_overlap_pairs (a VARCHAR, b VARCHAR)")
+        con.execute("CREATE TABLE clean_summary AS SELECT 'train' AS side, 7 AS selected, 5 AS kept, 2 AS removed, "
+                    "2 AS duplicate")
     report = tmp_path / "report"
     (report / "plots").mkdir(parents=True)
-    (report / "report.md").write_text("# audit\n", encoding="utf-8")
+    (report / "audit_report.md").write_text("# audit\n", encoding="utf-8")
     (report / "plots" / "curve.png").write_bytes(b"\x89PNG fake")
     release = build_release(audited, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", audit_report=report))
     text = (release.root / "README.md").read_text(encoding="utf-8")
-    assert "| `audit_pairs` | 0 |" in text and "| position_bias | chi-square p | 0.42 |" in text
-    assert "[audit/report.md](audit/report.md)" in text
+    assert "train side `split = 'train'` (7 items), held-out side `split <> 'train'` (7 items), 0 in both" in text
+    assert "| positions | warn | train | gold \\| always first |" in text
+    assert "| train | 7 | 5 | 2 | 2 |" in text and "`audit_overlap_pairs` 0" in text
+    assert "[audit/audit_report.md](audit/audit_report.md)" in text and "No audit was run" not in text
     audit = release.manifest["audit"]
-    assert audit["ran"] is True and audit["tables"] == {"audit_pairs": 0, "audit_summary": 2}
-    assert audit["report"] == ["audit/plots/curve.png", "audit/report.md"]
-    assert {f["path"] for f in release.manifest["files"]} >= {"audit/report.md", "audit/plots/curve.png"}
+    assert audit["ran"] is True and audit["tables"] == {"audit_findings": 1, "audit_overlap_pairs": 0,
+                                                        "audit_runs": 1, "clean_summary": 1}
+    assert audit["runs"][0]["n_train"] == 7 and "params" not in audit["runs"][0]
+    assert audit["cleaning"] == [{"side": "train", "selected": 7, "kept": 5, "removed": 2, "duplicate": 2}]
+    assert audit["report"] == ["audit/audit_report.md", "audit/plots/curve.png"]
+    assert {f["path"] for f in release.manifest["files"]} >= {"audit/audit_report.md", "audit/plots/curve.png"}
 
 
 def test_manifest_lists_every_file_and_validates(release) -> None:

@@ -74,11 +74,15 @@ def test_cleaned_table_is_exported_when_asked(warehouse: Path, tmp_path: Path) -
     copy = tmp_path / "w.duckdb"
     copy.write_bytes(warehouse.read_bytes())
     assert choose_table(copy, None) == "items_full"
-    with duckdb.connect(str(copy)) as con:
-        con.execute("CREATE TABLE clean_items AS SELECT * FROM items_full WHERE source = 'alpha' AND split = 'test'")
+    with duckdb.connect(str(copy)) as con:  # like `tomforge clean`: item columns only, plus its own
+        con.execute("CREATE TABLE clean_items AS SELECT i.*, 'heldout' AS side, false AS reshuffled FROM items i "
+                    "WHERE source = 'alpha' AND split = 'test'")
     assert choose_table(copy, None) == "clean_items"
     exports = export_parquet(copy, tmp_path / "out", ExportOptions(table="clean_items"))
     assert {(e.config, e.split, e.n_rows) for e in exports} == {("alpha", "test", 3), ("all", "test", 3)}
+    table = pq.read_table(tmp_path / "out/data/all/test-00000-of-00001.parquet")
+    assert "side" not in table.column_names and table.column("context").to_pylist()[0].startswith("Story")
+    assert table.column("item_id").to_pylist() == item_ids(warehouse, "source = 'alpha' AND split = 'test'")
 
 
 def test_bad_inputs_are_clear(warehouse: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from schemas import record_schema
 from warehouse.db import connect_readonly
+from warehouse.record import CONTEXT_FIELDS
 
 ALL_CONFIG = "all"
 RESERVED_SPLITS = {"all": "unsplit"}  # `datasets` reserves "all" for the union of every split
@@ -95,22 +96,33 @@ def hub_split_name(source_split: str) -> str:
     return RESERVED_SPLITS.get(cleaned, cleaned)
 
 
-def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
-    """Every record of `table` (a table or view with the unified record's columns), by item_id."""
+def _describe(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
     if not _IDENTIFIER.match(table):
         raise ExportError(f"{table!r}: not a table or view name")
     try:
-        described = {row[0]: row[1] for row in con.execute(f"DESCRIBE {table}").fetchall()}
+        return {row[0]: row[1] for row in con.execute(f"DESCRIBE {table}").fetchall()}
     except duckdb.Error:
         raise ExportError(f"{table}: no such table or view in the warehouse") from None
+
+
+def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
+    """Every record of `table`, by item_id. The table holds the whole unified record (like
+    `items_full`) or only its item columns (like the audit's `clean_items`): then the context
+    columns are joined from `contexts`. Extra columns are left out of the release."""
+    described = _describe(con, table)
     schema = record_arrow_schema()
     missing = [name for name in schema.names if name not in described]
+    source = table
+    if missing and "context_id" in described and set(missing) <= set(CONTEXT_FIELDS):
+        source = f"(SELECT t.*, {', '.join(f'c.{name}' for name in missing)} FROM {table} t JOIN contexts c USING (context_id))"
+        described |= {name: kind for name, kind in _describe(con, "contexts").items() if name in missing}
+        missing = []
     if missing:
         raise ExportError(f"{table}: lacks unified record columns {', '.join(missing)}")
     select = ", ".join(
         f'CAST("{name}" AS VARCHAR) AS "{name}"' if described[name] == "JSON" else f'"{name}"' for name in schema.names
     )
-    arrow = con.sql(f"SELECT {select} FROM {table} ORDER BY item_id").to_arrow_table()
+    arrow = con.sql(f"SELECT {select} FROM {source} ORDER BY item_id").to_arrow_table()
     return arrow.cast(schema)
 
 
@@ -220,19 +232,35 @@ def generator_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -
     return [{"generator": g, "generator_version": v, "n_items": int(n)} for g, v, n in rows]
 
 
+# What the card and manifest show of the audit (`audits/`): section -> (table, columns or None = all).
+AUDIT_SECTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "runs": ("audit_runs", ("run_id", "train_where", "heldout_where", "n_train", "n_heldout", "n_in_both",
+                            "n_findings")),
+    "findings": ("audit_findings", ("check", "severity", "selection", "message")),
+    "cleaning": ("clean_summary", None),
+}
+
+
 def audit_summary(con: duckdb.DuckDBPyConnection, max_rows: int = 200) -> dict[str, Any]:
-    """What the audit left in the warehouse: its tables with row counts and the `audit_summary`
-    rows when present; `ran` is False when no audit table exists (the card says so)."""
+    """What the audit and cleaning left in the warehouse: their tables with row counts, the run
+    (selections and sizes), the findings and the cleaning summary. `ran` is False when no
+    `audit_*` table exists (the card says so)."""
     tables = [row[0] for row in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'audit\\_%' ESCAPE '\\' "
-        "ORDER BY table_name").fetchall()]
+        "OR table_name LIKE 'clean\\_%' ESCAPE '\\' ORDER BY table_name").fetchall()]
     counts = {name: int(con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]) for name in tables}
-    summary: list[dict[str, Any]] = []
-    if "audit_summary" in tables:
-        cursor = con.execute(f'SELECT * FROM audit_summary ORDER BY ALL LIMIT {int(max_rows)}')
-        columns = [d[0] for d in cursor.description]
-        summary = [{c: _plain(v) for c, v in zip(columns, row)} for row in cursor.fetchall()]
-    return {"ran": bool(tables), "tables": counts, "summary": summary}
+    summary: dict[str, Any] = {"ran": any(name.startswith("audit_") for name in tables), "tables": counts}
+    for section, (table, wanted) in AUDIT_SECTIONS.items():
+        rows: list[dict[str, Any]] = []
+        if table in tables:
+            present = list(_describe(con, table))
+            columns = [c for c in wanted if c in present] if wanted else present
+            if columns:
+                listed = ", ".join(f'"{c}"' for c in columns)
+                cursor = con.execute(f'SELECT {listed} FROM "{table}" ORDER BY ALL LIMIT {int(max_rows)}')
+                rows = [{c: _plain(v) for c, v in zip(columns, row)} for row in cursor.fetchall()]
+        summary[section] = rows
+    return summary
 
 
 def _plain(value: Any) -> Any:
