@@ -51,6 +51,31 @@ class SourceSpec(Section):
         return self.location
 
 
+class GenerateConfig(Section):
+    """Procedurally generated questions (source `tomforge_gen`), staged like any other source."""
+
+    enabled: bool = True
+    n: int = Field(default=2000, ge=1)
+    max_order: int = Field(default=4, ge=0, le=12)
+    seed: int = 0
+    operators: list[str] = Field(default_factory=lambda: ["all"])
+    styles: list[str] = Field(default_factory=lambda: ["hitom", "exploretom"])
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    held_out_test: bool = True
+
+    @property
+    def operator_names(self) -> list[str]:
+        from generators import OPERATORS
+
+        return list(OPERATORS) if self.operators == ["all"] else [o for o in self.operators if o != "none"]
+
+    def split_sizes(self) -> dict[str, int]:
+        """Questions per split (train takes the rounding remainder), as `generate_splits` does."""
+        sizes = [int(self.n * fraction) for fraction in self.split_fractions]
+        sizes[0] += self.n - sum(sizes)
+        return dict(zip(("train", "validation", "test"), sizes))
+
+
 class RunnerConfig(Section):
     """Where tasks run: threads in this process, or Ray (local or a cluster) for scale-out."""
 
@@ -62,6 +87,7 @@ class RunnerConfig(Section):
 class Config(Section):
     warehouse: WarehouseConfig = Field(default_factory=WarehouseConfig)
     sources: list[SourceSpec] = Field(default_factory=list)
+    generate: GenerateConfig = Field(default_factory=GenerateConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
 
 

@@ -16,8 +16,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import Config, ConfigError, SourceSpec, load_config
-from flows.staging import is_staged, open_staged, stage_source, staged_folder
+from flows.config import Config, ConfigError, GenerateConfig, SourceSpec, load_config
+from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
 from warehouse import db
 from warehouse.load import LoadReport, write_staged
 
@@ -34,6 +34,18 @@ def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
 def stage_task(staging: str, source: str, location: str) -> str:
     """Parse + validate one source (retried: a Hub id downloads over the network)."""
     return str(stage_source(Path(staging), source, location))
+
+
+def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
+    folder = generated_folder(Path(parameters["staging"]), parameters["settings"], parameters["split"]).resolve()
+    return f"{folder.name}-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
+
+
+@task(name="generate-split", cache_key_fn=_generated_key, cache_expiration=timedelta(days=30), persist_result=True,
+      task_run_name="generate-{split}")
+def generate_task(staging: str, settings: GenerateConfig, split: str) -> str:
+    """Generate one split; cached on every generator argument and the generator's version."""
+    return str(stage_generated(Path(staging), settings, split))
 
 
 @task(name="assemble-warehouse")
@@ -66,6 +78,18 @@ def submit_stage(config: Config, spec: SourceSpec):
     return stage_task.with_options(refresh_cache=not is_staged(folder)).submit(staging, spec.name, spec.resolved)
 
 
+def submit_generate(config: Config) -> list:
+    """One task per split: they run in parallel (threads or Ray workers)."""
+    if not config.generate.enabled:
+        return []
+    staging = config.warehouse.staging
+    return [
+        generate_task.with_options(refresh_cache=not is_staged(generated_folder(staging, config.generate, split)))
+        .submit(str(staging), config.generate, split)
+        for split, size in config.generate.split_sizes().items() if size
+    ]
+
+
 def summary_markdown(reports: list[dict[str, Any]], extra: dict[str, str]) -> str:
     lines = ["# tomforge rebuild", "", "| source | read | loaded | rejected | reconciled |", "|---|---|---|---|---|"]
     for r in reports:
@@ -77,7 +101,8 @@ def summary_markdown(reports: list[dict[str, Any]], extra: dict[str, str]) -> st
 
 @flow(name="ingest-sources", log_prints=True)
 def ingest_flow(config_path: str | None = None) -> list[dict[str, Any]]:
-    """Stage every configured source (cached by input fingerprint) and assemble the warehouse."""
+    """Stage every configured source and generated split (cached by input fingerprint / arguments)
+    and assemble the warehouse."""
     return run_ingest(load_config(Path(config_path) if config_path else None))
 
 
@@ -88,7 +113,7 @@ def run_ingest(config: Config) -> list[dict[str, Any]]:
 
 @flow(name="stage-and-assemble", log_prints=True)
 def stage_and_assemble(config: Config) -> list[dict[str, Any]]:
-    futures = [submit_stage(config, spec) for spec in config.sources]
+    futures = [submit_stage(config, spec) for spec in config.sources] + submit_generate(config)
     folders = [future.result() for future in futures]
     reports = assemble_task(str(config.warehouse.path), folders)
     for r in reports:

@@ -8,11 +8,15 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schemas import SCHEMA_DIR
 from warehouse.fingerprint import fingerprint
 from warehouse.load import Staged, info_of, stage
 from warehouse.sources import get_adapter, resolve_input
+
+if TYPE_CHECKING:
+    from flows.config import GenerateConfig
 
 _COMPLETE = "staged.json"
 
@@ -38,7 +42,33 @@ def stage_source(staging: Path, source: str, location: str) -> Path:
     """Read and validate one source into its staging folder (written aside, then renamed)."""
     folder = staged_folder(staging, source, location)
     adapter = get_adapter(source)
-    staged = stage(info_of(adapter), adapter.read(resolve_input(location, adapter)), location)
+    return _save(folder, stage(info_of(adapter), adapter.read(resolve_input(location, adapter)), location))
+
+
+def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> Path:
+    """Staging folder of one generated split: named by every argument and the generator version."""
+    from generators import GENERATOR_VERSION
+
+    key = hashlib.sha256(
+        "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version()]).encode("utf-8")
+    ).hexdigest()
+    return Path(staging) / f"tomforge_gen-{split}-{key[:24]}"
+
+
+def stage_generated(staging: Path, settings: "GenerateConfig", split: str) -> Path:
+    """Generate one split (deterministic under the seed) into its staging folder."""
+    from generators import ADAPTER_INFO, generate_records
+
+    size = settings.split_sizes()[split]
+    records = generate_records(size, max_order=settings.max_order, seed=settings.seed, split=split,
+                               operators=settings.operator_names, styles=settings.styles,
+                               held_out=None if settings.held_out_test else False)
+    input_ref = f"generate:{split}:n={size},max_order={settings.max_order},seed={settings.seed}"
+    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref))
+
+
+def _save(folder: Path, staged: Staged) -> Path:
+    """Write aside, then rename: a staging folder is either complete or absent."""
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     staged.save(partial)
