@@ -25,6 +25,7 @@ def write_config(tmp_path: Path, samples: Path) -> Path:
     lines = [f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n']
     for name in ("hitom", "tomi", "bigtom"):
         lines.append(f'[[sources]]\nname = "{name}"\nlocation = "{data / name}"\n')
+    lines.append("[generate]\nn = 100\nmax_order = 3\nseed = 5\n")
     config = tmp_path / "tomforge.toml"
     config.write_text("\n".join(lines), encoding="utf-8")
     return config
@@ -55,9 +56,13 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     state = rebuild_flow(str(config), return_state=True)
     assert state.is_completed()
     first = state.result()
-    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom"}
+    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom", "tomforge_gen"}
     counts = count_items(tmp_path / "w.duckdb")
-    assert counts == {r["source"]: r["loaded"] for r in first["sources"]}
+    assert counts["tomforge_gen"] == 100
+    loaded: dict[str, int] = {}
+    for r in first["sources"]:
+        loaded[r["source"]] = loaded.get(r["source"], 0) + r["loaded"]
+    assert counts == loaded
     markdown = asyncio.run(artifact_markdown("rebuild-summary"))
     assert "| tomi |" in markdown and "**items**" in markdown
 
@@ -69,6 +74,7 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     states = asyncio.run(task_states())
     assert states["stage-hitom"] == ["Completed", "Cached", "Cached"]
     assert states["stage-tomi"] == ["Completed", "Cached", "Completed"]
+    assert states["generate-train"] == ["Completed", "Cached", "Cached"]
     assert all(s == "Completed" for s in sum((v for k, v in states.items() if k.startswith("assemble")), []))
     assert count_items(tmp_path / "w.duckdb") == counts  # the warehouse is assembled every time
 
