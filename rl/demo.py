@@ -55,9 +55,14 @@ def plot_reward_curve(curve: list[dict[str, Any]], out: Path) -> None:
 
     steps = [c["step"] for c in curve]
     fig, ax = plt.subplots(figsize=(6.5, 4))
+    window = 20
     for key, label in (("reward", "total reward"), ("rewards/format_reward/mean", "format (+1/-1)"),
                        ("rewards/correctness_reward/mean", "correctness (+2/-2)")):
-        ax.plot(steps, [c.get(key, float("nan")) for c in curve], label=label)
+        values = [c.get(key, float("nan")) for c in curve]
+        line, = ax.plot(steps, values, alpha=0.3, linewidth=0.8)
+        smooth = [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
+                  for i in range(len(values))]
+        ax.plot(steps, smooth, color=line.get_color(), label=f"{label}, {window}-step mean")
     ax.set_xlabel("RL step")
     ax.set_ylabel("mean reward per completion")
     ax.set_title("TRL RLOO (REINFORCE++ preset) on toy/train")
@@ -74,8 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="out/demo", help="release, checkpoints and warehouse go here")
     parser.add_argument("--metrics", default="docs/runs/demo", help="small metrics file and plots go here")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one size setting, e.g. --set rl_steps=300 --set rl_lr=1e-4")
     args = parser.parse_args(argv)
-    cfg = SIZES[args.size]
+    cfg = dict(SIZES[args.size])
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if key not in cfg:
+            parser.error(f"--set {item}: unknown setting {key!r} (known: {', '.join(sorted(cfg))})")
+        cfg[key] = type(cfg[key])(float(value)) if isinstance(cfg[key], int) else float(value)
     work, metrics_dir = Path(args.work), Path(args.metrics)
     metrics_dir.mkdir(parents=True, exist_ok=True)
 

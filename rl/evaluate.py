@@ -208,6 +208,7 @@ def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by 
             if xs:
                 style = "-" if "in_distribution" in column else "--"
                 ax.plot(xs, [orders[str(x)] for x in xs], style, marker="o", label=f"{label}: {column}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("belief order")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1.02)

@@ -46,14 +46,15 @@ def sft_dataset(rl_dataset: Any) -> Any:
 
 def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, max_steps: int = 200,
                learning_rate: float = 5e-4, batch_size: int = 32, bf16: bool = False, seed: int = 0,
-               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+               gradient_checkpointing: bool = False, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`."""
     from trl import SFTConfig, SFTTrainer
 
     config = SFTConfig(output_dir=output_dir, max_steps=max_steps, learning_rate=learning_rate,
                        per_device_train_batch_size=batch_size, bf16=bf16, seed=seed, logging_steps=10,
                        save_strategy="no", report_to="none", lr_scheduler_type="cosine", warmup_steps=10,
-                       completion_only_loss=True, **(extra or {}))
+                       completion_only_loss=True, gradient_checkpointing=gradient_checkpointing,
+                       **(extra or {}))
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset), processing_class=tokenizer)
     started = time.perf_counter()
     result = trainer.train()

@@ -76,11 +76,10 @@ def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:
         max_completion_length=s.max_completion_length, temperature=s.temperature,
         logging_steps=s.logging_steps, save_steps=s.save_steps, seed=s.seed, bf16=s.bf16,
         use_vllm=s.use_vllm, report_to=s.report_to,
+        gradient_checkpointing=s.gradient_checkpointing,  # TRL's own default is True
         reward_weights=[1.0, 1.0],  # format and correctness functions already carry the recipe weights
         remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
     )
-    if s.gradient_checkpointing:  # only when asked: the argument's name changes across transformers 5.x
-        common["gradient_checkpointing"] = True
     if s.algorithm == "rloo":
         common.update(normalize_advantages=True)
     else:
