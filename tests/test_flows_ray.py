@@ -17,12 +17,14 @@ def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
     config.write_text(
         f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n'
         '[runner]\ntask_runner = "ray"\nmax_workers = 2\n'
+        '[generate]\nn = 60\nmax_order = 2\n'
         f'[[sources]]\nname = "tomi"\nlocation = "{samples / "tomi"}"\n'
         f'[[sources]]\nname = "bigtom"\nlocation = "{samples / "bigtom"}"\n',
         encoding="utf-8",
     )
     with prefect_test_harness(server_startup_timeout=180):
         reports = ingest_flow(str(config))
-    assert {r["source"] for r in reports} == {"tomi", "bigtom"}
+    assert {r["source"] for r in reports} == {"tomi", "bigtom", "tomforge_gen"}
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
-        assert con.execute("SELECT count(DISTINCT source) FROM items").fetchone()[0] == 2
+        assert con.execute("SELECT count(DISTINCT source) FROM items").fetchone()[0] == 3
+        assert con.execute("SELECT count(*) FROM items WHERE source = 'tomforge_gen'").fetchone()[0] == 60
