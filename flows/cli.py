@@ -308,34 +308,25 @@ def train(
 
     with rl_errors():
         if backend is Backend.trl:
-            from rl.trl_backend import TrlSettings
-
-            settings = TrlSettings(model=model, output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
-                                   num_generations=num_generations, per_device_train_batch_size=batch_size,
-                                   learning_rate=learning_rate, beta=beta, bf16=bf16,
-                                   max_completion_length=max_completion_length)
-            plan = stage.plan_trl(settings, dataset, revision, train_split, gpus, accelerate_config)
+            overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
+                             num_generations=num_generations, per_device_train_batch_size=batch_size,
+                             learning_rate=learning_rate, beta=beta, bf16=bf16,
+                             max_completion_length=max_completion_length)
         else:
-            from rl.verl_backend import VerlSettings
-
-            settings = VerlSettings(model=model, train_files=[], val_files=[], n_gpus_per_node=gpus, nnodes=nnodes,
-                                    total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
-                                    learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
-                                    output_dir=str(output_dir))
-            plan = stage.plan_verl(settings, dataset, revision, train_split, val_split, data_dir, ray_address)
-        if dry_run:
-            sys.stdout.write(plan.describe() + "\n")
-            return
-        if backend is Backend.trl and gpus == 1:
-            result = stage.run_trl_here(settings, dataset, revision, train_split)
-            console.print(f"trained {result['steps']} steps in {result['seconds']:.0f} s -> {result['output_dir']}")
-            return
-        if backend is Backend.verl and not ray_address:
-            code = stage.run_verl_here(settings, dataset, revision, train_split, val_split, data_dir)
-        else:
-            code = stage.execute(plan)
-    if code:
-        fail(f"training exited with status {code}", 1)
+            overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
+                             learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
+                             output_dir=str(output_dir))
+        settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
+        outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
+                               accelerate_config=accelerate_config, ray_address=ray_address, data_dir=data_dir,
+                               dry_run=dry_run)
+    if dry_run:
+        sys.stdout.write(outcome["plan"] + "\n")
+        return
+    if "steps" in outcome:
+        console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
+    if outcome.get("exit_code"):
+        fail(f"training exited with status {outcome['exit_code']}", 1)
 
 
 @app.command("eval")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -76,6 +76,68 @@ class GenerateConfig(Section):
         return dict(zip(("train", "validation", "test"), sizes))
 
 
+class AuditConfig(Section):
+    """Train vs held-out audit (SQL conditions on `items_full`); `params` overrides `audits.config.AuditParams`."""
+
+    enabled: bool = True
+    train: str = "split = 'train'"
+    heldout: str = "split <> 'train'"
+    out: Path = Path("var/audit")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        from audits.config import AuditParams, from_mapping
+
+        from_mapping(AuditParams, params)  # raises on an unknown or ill-typed key
+        return params
+
+
+class CleanConfig(Section):
+    """The cleaning policy; `policy` overrides `audits.config.CleaningPolicy`."""
+
+    enabled: bool = True
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, policy: dict[str, Any]) -> dict[str, Any]:
+        from audits.config import CleaningPolicy, from_mapping
+
+        from_mapping(CleaningPolicy, policy)
+        return policy
+
+
+class PublishConfig(Section):
+    """Where releases go: a local folder (default) or the Hub (`target = "hub"`, token from HF_TOKEN)."""
+
+    enabled: bool = True
+    repo: str = Field(default="local/tomforge-tom", pattern=r"^[\w.-]+/[\w.-]+$")
+    target: str = "var/release"
+    tag: str = ""
+    max_rows_per_shard: int = Field(default=50_000, ge=1)
+    private: bool = False
+
+
+class RLConfig(Section):
+    """The GPU RL stage. `launch`: "none", "inline" (a subflow here) or "deployment" (the
+    `rl-stage/gpu` deployment on the GPU work pool). `settings` overrides the backend's settings."""
+
+    launch: Literal["none", "inline", "deployment"] = "none"
+    backend: Literal["trl", "verl"] = "trl"
+    model: str = "Qwen/Qwen2.5-0.5B-Instruct"
+    dataset: str = ""              # default: the release just published
+    revision: str = ""             # default: its tag
+    train: str = "all/train"
+    val: str = "all/test"
+    gpus: int = Field(default=1, ge=1)
+    ray_address: str = ""
+    data_dir: str = "var/rl-data"
+    dry_run: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunnerConfig(Section):
     """Where tasks run: threads in this process, or Ray (local or a cluster) for scale-out."""
 
@@ -88,6 +150,10 @@ class Config(Section):
     warehouse: WarehouseConfig = Field(default_factory=WarehouseConfig)
     sources: list[SourceSpec] = Field(default_factory=list)
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    clean: CleanConfig = Field(default_factory=CleanConfig)
+    publish: PublishConfig = Field(default_factory=PublishConfig)
+    rl: RLConfig = Field(default_factory=RLConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
 
 

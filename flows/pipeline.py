@@ -16,7 +16,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import Config, ConfigError, GenerateConfig, SourceSpec, load_config
+from flows.config import (AuditConfig, CleanConfig, Config, ConfigError, GenerateConfig, PublishConfig, SourceSpec,
+                          load_config)
 from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
 from warehouse import db
 from warehouse.load import LoadReport, write_staged
@@ -90,12 +91,86 @@ def submit_generate(config: Config) -> list:
     ]
 
 
+@task(name="audit")
+def audit_task(warehouse: str, settings: AuditConfig) -> dict[str, Any]:
+    """Overlap and template-artifact audit of train vs held-out; report under `settings.out`."""
+    from audits.config import AuditParams, from_mapping
+    from audits.run import run_audit
+
+    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out,
+                        from_mapping(AuditParams, settings.params))
+    for line in summary.lines():
+        get_run_logger().info(line)
+    return {"run_id": summary.run_id, "n_flagged": summary.n_flagged, "summary": "\n".join(summary.lines()),
+            "report": str(settings.out)}
+
+
+@task(name="clean")
+def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
+    """Apply the cleaning policy to the latest audit (clean_items, clean_removed, clean_summary)."""
+    from audits.clean import apply_cleaning
+    from audits.config import CleaningPolicy, from_mapping
+
+    summary = apply_cleaning(Path(warehouse), from_mapping(CleaningPolicy, settings.policy))
+    if not summary.reconciled:
+        raise RuntimeError("cleaning does not reconcile (selected != kept + removed)")
+    return {"summary": "\n".join(summary.lines())}
+
+
+@task(name="publish", retries=2, retry_delay_seconds=[10, 60])
+def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | None) -> dict[str, Any]:
+    """Export the cleaned tables as a tagged release to a local folder or the Hub (retried: network)."""
+    from hub.release import ReleaseOptions
+    from hub.steps import choose_table, publish_warehouse
+    from warehouse.export import ExportOptions
+
+    export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)
+    options = ReleaseOptions(settings.repo, tag=settings.tag or None, export=export,
+                             audit_report=Path(audit_report) if audit_report else None)
+    result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
+                               private=settings.private, echo=get_run_logger().info)
+    where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())
+    return {"tag": result.tag, "where": where, "table": export.table}
+
+
+@flow(name="rl-stage", log_prints=True)
+def rl_flow(dataset: str, revision: str | None = None, backend: str = "trl", model: str = "Qwen/Qwen2.5-0.5B-Instruct",
+            train: str = "all/train", val: str = "all/test", gpus: int = 1, ray_address: str = "",
+            data_dir: str = "var/rl-data", dry_run: bool = False, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The GPU RL stage on a published release (deployed on the GPU work pool)."""
+    from rl import stage
+
+    backend_settings = stage.make_settings(backend, model, settings, gpus=gpus)
+    outcome = stage.launch(backend_settings, dataset, revision, train, val, gpus=gpus,
+                           ray_address=ray_address or None, data_dir=data_dir, dry_run=dry_run)
+    get_run_logger().info(outcome["plan"])
+    if outcome.get("exit_code"):
+        raise RuntimeError(f"training exited with status {outcome['exit_code']}")
+    return {k: v for k, v in outcome.items() if k != "plan"}
+
+
+def launch_rl(config: Config, release: dict[str, Any]) -> str:
+    """Start the RL stage on the release just published: inline, or as the GPU deployment."""
+    rl = config.rl
+    parameters = dict(dataset=rl.dataset or release["where"], revision=rl.revision or release["tag"],
+                      backend=rl.backend, model=rl.model, train=rl.train, val=rl.val, gpus=rl.gpus,
+                      ray_address=rl.ray_address, data_dir=rl.data_dir, dry_run=rl.dry_run, settings=rl.settings)
+    if rl.launch == "inline":
+        rl_flow(**parameters)
+        return "ran inline"
+    from prefect.deployments import run_deployment
+
+    run = run_deployment("rl-stage/gpu", parameters=parameters, timeout=0)
+    return f"submitted flow run {run.id} to rl-stage/gpu"
+
+
 def summary_markdown(reports: list[dict[str, Any]], extra: dict[str, str]) -> str:
     lines = ["# tomforge rebuild", "", "| source | read | loaded | rejected | reconciled |", "|---|---|---|---|---|"]
     for r in reports:
         lines.append(f"| {r['source']} | {r['read']} | {r['loaded']} | {r['rejected']} | {r['reconciled']} |")
     lines += ["", f"**items**: {sum(r['loaded'] for r in reports)}  **rejects**: {sum(r['rejected'] for r in reports)}"]
-    lines += [f"**{key}**: {value}" for key, value in extra.items()]
+    for key, value in extra.items():
+        lines += [f"**{key}**: {value}"] if "\n" not in value else [f"**{key}**:", "```", value, "```"]
     return "\n".join(lines)
 
 
@@ -121,14 +196,42 @@ def stage_and_assemble(config: Config) -> list[dict[str, Any]]:
     return reports
 
 
+def audit_clean_publish(config: Config, extra: dict[str, str]) -> dict[str, Any] | None:
+    """The steps after ingest, as configured; adds their summaries to `extra`; returns the release."""
+    warehouse = str(config.warehouse.path)
+    audit = audit_task(warehouse, config.audit) if config.audit.enabled else None
+    if audit:
+        extra["audit"] = audit["summary"]
+    if audit and config.clean.enabled:
+        extra["cleaning"] = clean_task(warehouse, config.clean)["summary"]
+    if not config.publish.enabled:
+        return None
+    release = publish_task(warehouse, config.publish, audit["report"] if audit else None)
+    extra["release"] = f"{release['tag']} at {release['where']} (from {release['table']})"
+    return release
+
+
+@flow(name="publish", log_prints=True)
+def publish_flow(config_path: str | None = None) -> dict[str, Any] | None:
+    """Audit, clean and publish the warehouse as it is (no re-ingest)."""
+    config = load_config(Path(config_path) if config_path else None)
+    extra: dict[str, str] = {}
+    release = audit_clean_publish(config, extra)
+    create_markdown_artifact("\n\n".join(f"**{k}**:\n```\n{v}\n```" for k, v in extra.items()), key="publish-summary")
+    return release
+
+
 @flow(name="rebuild", log_prints=True)
 def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
-    """The scheduled rebuild: ingest every source, then the later steps configured."""
+    """The scheduled rebuild: ingest + generate -> audit -> clean -> publish -> (optionally) RL."""
     config = load_config(Path(config_path) if config_path else None)
     reports = run_ingest(config)
     if not all(r["reconciled"] for r in reports):
         raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
     extra = {"warehouse": str(config.warehouse.path)}
+    release = audit_clean_publish(config, extra)
+    if release and config.rl.launch != "none":
+        extra["rl"] = launch_rl(config, release)
     create_markdown_artifact(summary_markdown(reports, extra), key="rebuild-summary",
                              description="counts, rejects, audit summary and release of this rebuild")
     return {"sources": reports, **extra}

@@ -79,3 +79,35 @@ def run_verl_here(settings: verl_backend.VerlSettings, dataset: str, revision: s
 def execute(plan: TrainPlan) -> int:
     """Run a plan's command as a child process (accelerate launch, ray job submit, ...)."""
     return subprocess.call(plan.command)
+
+
+def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = None, gpus: int = 1,
+                  nnodes: int = 1) -> trl_backend.TrlSettings | verl_backend.VerlSettings:
+    """Backend settings from a model and overrides (the config file's `[rl] settings`)."""
+    overrides = dict(overrides or {})
+    if backend == "trl":
+        return trl_backend.TrlSettings(model=model, **overrides)
+    overrides.setdefault("n_gpus_per_node", gpus)
+    overrides.setdefault("nnodes", nnodes)
+    return verl_backend.VerlSettings(model=model, train_files=[], val_files=[], **overrides)
+
+
+def launch(settings: trl_backend.TrlSettings | verl_backend.VerlSettings, dataset: str, revision: str | None,
+           train: str, val: str, *, gpus: int = 1, accelerate_config: str | None = None,
+           ray_address: str | None = None, data_dir: str = "out/verl-data", dry_run: bool = False) -> dict[str, Any]:
+    """Plan and run one training: TRL here (one GPU) or under accelerate (several), verl here or as
+    a Ray job. Returns what happened; `dry_run` only plans (the plan's text is in "plan")."""
+    if isinstance(settings, trl_backend.TrlSettings):
+        plan = plan_trl(settings, dataset, revision, train, gpus, accelerate_config)
+    else:
+        plan = plan_verl(settings, dataset, revision, train, val, data_dir, ray_address)
+    outcome: dict[str, Any] = {"backend": plan.backend, "plan": plan.describe(), "dry_run": dry_run}
+    if dry_run:
+        return outcome
+    if plan.backend == "trl" and gpus == 1:
+        outcome.update(run_trl_here(settings, dataset, revision, train), exit_code=0)
+    elif plan.backend == "verl" and not ray_address:
+        outcome["exit_code"] = run_verl_here(settings, dataset, revision, train, val, data_dir)
+    else:
+        outcome["exit_code"] = execute(plan)
+    return outcome

@@ -55,7 +55,9 @@ def test_deploy_all_and_run_on_demand_with_a_process_worker(server: dict, tmp_pa
     config = tmp_path / "tomforge.toml"
     config.write_text(
         f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n'
-        f'[[sources]]\nname = "tomi"\nlocation = "{samples / "tomi"}"\n',
+        f'[[sources]]\nname = "tomi"\nlocation = "{samples / "tomi"}"\n'
+        f'[generate]\nn = 50\nmax_order = 2\n[audit]\nout = "{tmp_path / "audit"}"\n'
+        f'[publish]\ntarget = "{tmp_path / "release"}"\n',
         encoding="utf-8",
     )
     env = {**server, "PWD": str(REPO)}
@@ -63,10 +65,14 @@ def test_deploy_all_and_run_on_demand_with_a_process_worker(server: dict, tmp_pa
     prefect(env, "work-pool", "create", "gpu-pool", "--type", "process",
             "--base-job-template", str(REPO / "flows" / "work_pools" / "gpu-pool.json"))
     out = prefect(env, "--no-prompt", "deploy", "--all")
-    assert "rebuild/on-demand" in out and "rebuild/nightly" in out
+    for deployment in ("rebuild/on-demand", "rebuild/nightly", "publish/publish", "rl-stage/gpu"):
+        assert deployment in out
     prefect(env, "deployment", "run", "rebuild/on-demand", "--param", f"config_path={config}")
     prefect(env, "worker", "start", "--pool", "cpu-pool", "--run-once", timeout=600)
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM items WHERE source = 'tomi'").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM clean_items").fetchone()[0] > 0
+    assert (tmp_path / "release" / "manifest.json").is_file()
+    assert (tmp_path / "audit" / "audit_report.md").is_file()
     schedules = prefect(env, "deployment", "inspect", "rebuild/nightly")
     assert "0 3 * * *" in schedules and "UTC" in schedules

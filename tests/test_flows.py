@@ -26,6 +26,7 @@ def write_config(tmp_path: Path, samples: Path) -> Path:
     for name in ("hitom", "tomi", "bigtom"):
         lines.append(f'[[sources]]\nname = "{name}"\nlocation = "{data / name}"\n')
     lines.append("[generate]\nn = 100\nmax_order = 3\nseed = 5\n")
+    lines.append(f'[audit]\nout = "{tmp_path / "audit"}"\n[publish]\ntarget = "{tmp_path / "release"}"\n')
     config = tmp_path / "tomforge.toml"
     config.write_text("\n".join(lines), encoding="utf-8")
     return config
@@ -65,6 +66,8 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     assert counts == loaded
     markdown = asyncio.run(artifact_markdown("rebuild-summary"))
     assert "| tomi |" in markdown and "**items**" in markdown
+    assert "**audit**" in markdown and "**cleaning**" in markdown and f"**release**: {first['release']}" in markdown
+    assert (tmp_path / "release" / "manifest.json").is_file() and (tmp_path / "audit" / "audit_report.md").is_file()
 
     # unchanged inputs: staging comes from the cache; a changed tomi file is staged again
     tomi_file = next((tmp_path / "data" / "tomi").glob("*.txt"))
@@ -95,3 +98,23 @@ def test_failed_rebuild_keeps_previous_warehouse(tmp_path: Path, samples: Path) 
     state = rebuild_flow(str(config), return_state=True)
     assert state.is_failed()
     assert count_items(tmp_path / "w.duckdb") == before
+
+
+def test_rebuild_launches_the_rl_stage_on_its_release(tmp_path: Path, samples: Path) -> None:
+    config = write_config(tmp_path, samples)
+    with config.open("a", encoding="utf-8") as handle:
+        handle.write('[rl]\nlaunch = "inline"\nbackend = "trl"\nmodel = "tiny-model"\ndry_run = true\n'
+                     'settings = { max_steps = 3, num_generations = 2, per_device_train_batch_size = 4 }\n')
+    result = rebuild_flow(str(config))
+    assert result["rl"] == "ran inline"
+    states = asyncio.run(task_states())
+    assert "publish" in " ".join(states)
+    async def rl_runs():
+        async with get_client() as client:
+            runs = await client.read_flow_runs()
+            flows = {f.id: f.name for f in await client.read_flows()}
+        return [(flows[r.flow_id], r.parameters, r.state.name) for r in runs]
+    (name, parameters, state), = [r for r in asyncio.run(rl_runs()) if r[0] == "rl-stage"]
+    assert state == "Completed"
+    assert parameters["dataset"] == str((tmp_path / "release").resolve())
+    assert parameters["revision"] == result["release"].split()[0]
