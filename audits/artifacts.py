@@ -14,7 +14,12 @@ from audits.config import AuditParams
 from audits.features import STRUCTURAL
 from audits.text import tokens
 
-HEURISTICS = ("first", "last", "most")
+CONTAINER_HEURISTICS = ("first", "last", "most", "first_container")
+HEURISTICS = (*CONTAINER_HEURISTICS, "modal_position")
+HEURISTIC_LABELS = {"first": "first-mentioned candidate", "last": "last-mentioned candidate",
+                    "most": "most-mentioned candidate", "first_container": "object's first container",
+                    "modal_position": "most frequent gold position"}
+DESCRIPTIVE_HEURISTICS = ("modal_position",)  # fitted on the items it scores: tested by position_bias/answer_prior
 
 
 def _strata(df: pl.DataFrame) -> Iterator[tuple[str, str, pl.DataFrame]]:
@@ -160,38 +165,94 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     return frames.select(*schema, "flagged", "alpha_corrected").sort(["flagged", *order], descending=[True] + [False] * len(order))
 
 
-def heuristic_baselines(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
-    """Accuracy of first/last/most-mentioned-candidate rules per belief order against chance
-    (1 / number of candidates), with a Cochran-Armitage trend test over orders: a rule whose accuracy
-    rises with belief order means deeper questions are easier to game ("inverted difficulty")."""
-    usable = df.filter(pl.col("gold_in_candidates") & (pl.col("n_candidates") >= 2))
+def _strata_expr() -> pl.Expr:
+    """Belief order as text; memory questions (which ask for the first container) apart."""
+    return pl.when(pl.col("question_type") == "memory").then(pl.lit("memory")).otherwise(
+        pl.col("belief_order").cast(pl.Utf8)).alias("stratum")
+
+
+def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
+    """"Answer the option at the most frequent gold position" (yes/no: the most frequent answer), the
+    mode taken per selection, stratum, format and number of options. The mode is fitted on the items
+    it scores, so its accuracy is descriptive (never below chance); whether positions or answers
+    depart from uniform is tested by `position_bias` and `answer_prior`, not here."""
+    mc = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() \
+        & (pl.col("options").list.len() >= 2)
+    yn = (pl.col("answer_format") == "yes_no") & pl.col("gold_norm").is_in(["yes", "no"])
+    part = df.filter(mc | yn).with_columns(
+        pl.when(pl.col("answer_format") == "yes_no").then(pl.col("gold_norm"))
+        .otherwise(pl.col("answer_index").cast(pl.Utf8)).alias("label"),
+        pl.when(pl.col("answer_format") == "yes_no").then(pl.lit(2)).otherwise(pl.col("options").list.len())
+        .cast(pl.Int64).alias("k"),
+        pl.col("stratum").fill_null("none").alias("stratum_key"))
+    keys = ["selection", "stratum_key", "answer_format", "k"]
+    modes = (part.group_by([*keys, "label"]).len().sort(["len", "label"], descending=[True, False])
+             .group_by(keys, maintain_order=True).first().select(*keys, pl.col("label").alias("mode")))
+    scored = part.join(modes, on=keys, how="inner")
+    return scored.select("selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
+                         (pl.col("label") == pl.col("mode")).alias("hit"),
+                         pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"))
+
+
+def heuristic_scores(df: pl.DataFrame) -> pl.DataFrame:
+    """One row per (item row, heuristic) the heuristic can be scored on: selection, stratum,
+    answer_format, heuristic, hit, chance. The first-container rules skip memory questions, whose
+    gold is the first container by definition."""
+    base = df.with_columns(_strata_expr())
+    frames = []
+    for rule in CONTAINER_HEURISTICS:
+        keep = pl.col("scorable").fill_null(False)
+        if rule in ("first", "first_container"):
+            keep = keep & (pl.col("stratum").fill_null("") != "memory")
+        frames.append(base.filter(keep).select("selection", "stratum", "answer_format", pl.lit(rule).alias("heuristic"),
+                                               pl.col(f"hit_{rule}").fill_null(False).alias("hit"), "chance"))
+    frames.append(_modal_position_scores(base))
+    return pl.concat(frames)
+
+
+def _stratum_sort_key(stratum: str) -> tuple[int, int, str]:
+    return (0, 0, "") if stratum == "all" else (1, int(stratum), "") if stratum.isdigit() else (2, 0, stratum)
+
+
+def heuristic_baselines(df: pl.DataFrame, p: AuditParams, by_format: bool = False) -> pl.DataFrame:
+    """Accuracy of each heuristic rule per belief order against chance (what uniformly random options
+    score), with a one-sided binomial test and a Cochran-Armitage trend test over orders: a rule whose
+    accuracy rises with belief order means deeper questions are easier to game ("inverted
+    difficulty"). `by_format`: one curve per answer format (tests are Bonferroni-corrected within the
+    table). The modal-position rule is reported without tests (see `_modal_position_scores`)."""
+    scores = heuristic_scores(df)
+    group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
+    agg = (pl.len().alias("n"), pl.col("hit").sum().alias("correct"), pl.col("chance").mean().alias("chance"))
+    per = scores.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"]).agg(*agg)
+    total = scores.group_by(group).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
+    table = pl.concat([total.select(per.columns), per])
+    rank = {h: i for i, h in enumerate(HEURISTICS)}
     rows = []
-    for selection in sorted(usable["selection"].unique().to_list()):
-        part = usable.filter(pl.col("selection") == selection)
-        orders = sorted(o for o in part["belief_order"].unique().to_list() if o is not None)
-        for rule in HEURISTICS:
-            correct_col = (pl.col(f"pick_{rule}") == pl.col("gold_norm")).fill_null(False)
-            grouped = part.group_by("belief_order").agg(pl.len().alias("n"), correct_col.sum().alias("correct"),
-                                                        (1.0 / pl.col("n_candidates")).mean().alias("chance"))
-            per_order = {o: r for o, *r in grouped.iter_rows()}
-            trend_z, trend_p = _trend([(o, *per_order[o][:2]) for o in orders if per_order[o][0] >= p.min_group_items])
-            total_n = part.height
-            total_c = int(part.select(correct_col.sum()).item())
-            total_chance = float(part.select((1.0 / pl.col("n_candidates")).mean()).item()) if total_n else 0.0
-            for order, n, correct, chance in [("all", total_n, total_c, total_chance)] + [
-                    (str(o), per_order[o][0], per_order[o][1], per_order[o][2]) for o in orders]:
-                pval = float(stats.binomtest(int(correct), int(n), min(max(chance, 1e-9), 1.0), alternative="greater").pvalue) if n else 1.0
-                rows.append({"selection": selection, "heuristic": rule, "belief_order": order, "n": int(n),
-                             "correct": int(correct), "accuracy": correct / n if n else None, "chance": chance,
-                             "p_value": pval, "trend_z": trend_z, "trend_p": trend_p})
-    out = pl.DataFrame(rows, schema={"selection": pl.Utf8, "heuristic": pl.Utf8, "belief_order": pl.Utf8, "n": pl.Int64,
-                                     "correct": pl.Int64, "accuracy": pl.Float64, "chance": pl.Float64,
-                                     "p_value": pl.Float64, "trend_z": pl.Float64, "trend_p": pl.Float64})
-    tested = out.filter(pl.col("n") >= p.min_group_items)
+    for key, part in sorted(table.partition_by(group, as_dict=True).items(),
+                            key=lambda kv: (*kv[0][:-1], rank[kv[0][-1]])):
+        by_stratum = {r["stratum"]: r for r in part.iter_rows(named=True)}
+        orders = sorted(int(s) for s in by_stratum if s.isdigit())
+        descriptive = key[-1] in DESCRIPTIVE_HEURISTICS
+        trend_z, trend_p = (None, None) if descriptive else _trend(
+            [(o, by_stratum[str(o)]["n"], by_stratum[str(o)]["correct"]) for o in orders
+             if by_stratum[str(o)]["n"] >= p.min_group_items])
+        for stratum in sorted(by_stratum, key=_stratum_sort_key):
+            r = by_stratum[stratum]
+            n, correct, chance = int(r["n"]), int(r["correct"]), float(r["chance"])
+            pval = None if descriptive else float(
+                stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
+            rows.append(dict(zip(group, key)) | {"belief_order": stratum, "n": n, "correct": correct,
+                                                 "accuracy": correct / n, "chance": chance, "p_value": pval,
+                                                 "trend_z": trend_z, "trend_p": trend_p})
+    schema = {"selection": pl.Utf8, **({"answer_format": pl.Utf8} if by_format else {}), "heuristic": pl.Utf8,
+              "belief_order": pl.Utf8, "n": pl.Int64, "correct": pl.Int64, "accuracy": pl.Float64, "chance": pl.Float64,
+              "p_value": pl.Float64, "trend_z": pl.Float64, "trend_p": pl.Float64}
+    out = pl.DataFrame(rows, schema=schema)
+    tested = out.filter((pl.col("n") >= p.min_group_items) & pl.col("p_value").is_not_null())
     m = max(tested.height, 1)
-    m_trend = max(out.filter(pl.col("trend_p").is_not_null()).select("selection", "heuristic").unique().height, 1)
+    m_trend = max(out.filter(pl.col("trend_p").is_not_null()).select(group).unique().height, 1)
     return out.with_columns(
-        ((pl.col("p_value") <= p.alpha / m) & (pl.col("n") >= p.min_group_items)).alias("above_chance"),
+        ((pl.col("p_value").fill_null(1.0) <= p.alpha / m) & (pl.col("n") >= p.min_group_items)).alias("above_chance"),
         (pl.col("trend_p").fill_null(1.0) <= p.alpha / m_trend).alias("inverted_difficulty"),
     )
 

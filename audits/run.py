@@ -131,17 +131,37 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
             f"majority {r['majority']:.2f}, chance {r['chance']:.2f}",
             {k: r[k] for k in ("input", "answer_format", "evaluation", "accuracy", "ci_low", "ci_high", "majority", "chance",
                                "diff_ci_low")}, "majority class and chance, cluster bootstrap")
-    heur = tables["audit_heuristics"]
+    pooled = tables["audit_heuristics"].with_columns(pl.lit(None, pl.Utf8).alias("answer_format"))
+    by_format = tables.get("audit_heuristics_by_format")
+    heur = pooled.select(by_format.columns) if by_format is not None else pooled
+    if by_format is not None:  # a format's own shortcut, unless the pooled curve already shows it
+        n_formats = by_format.group_by("selection").agg(pl.col("answer_format").n_unique().alias("k"))
+        by_format = by_format.join(n_formats.filter(pl.col("k") > 1), on="selection", how="semi")
+        heur = pl.concat([heur, by_format])
+    reported: set[tuple[str, str, str]] = set()
     for r in heur.filter(pl.col("above_chance") & (pl.col("belief_order") == "all")).iter_rows(named=True):
+        if (r["selection"], r["heuristic"], "heuristic") in reported:
+            continue
+        reported.add((r["selection"], r["heuristic"], "heuristic"))
+        fmt = f" on {r['answer_format']}" if r["answer_format"] else ""
         add("artifact:heuristic", "artifact", r["selection"],
-            f"'{r['heuristic']} mentioned' rule is right {r['accuracy']:.0%} of {r['n']} items vs chance {r['chance']:.0%}",
-            {k: r[k] for k in ("heuristic", "n", "accuracy", "chance", "p_value")}, "1 / number of candidates")
+            f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' rule is right {r['accuracy']:.0%} of {r['n']} items{fmt} "
+            f"vs chance {r['chance']:.0%}",
+            {k: r[k] for k in ("heuristic", "answer_format", "n", "accuracy", "chance", "p_value")},
+            "what uniformly random options score")
     for r in heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).iter_rows(named=True):
-        curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"]) & (pl.col("belief_order") != "all"))
+        if (r["selection"], r["heuristic"], "trend") in reported:
+            continue
+        reported.add((r["selection"], r["heuristic"], "trend"))
+        fmt = f" on {r['answer_format']}" if r["answer_format"] else ""
+        curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"])
+                            & (pl.col("answer_format").eq_missing(r["answer_format"]))
+                            & pl.col("belief_order").str.contains(r"^\d+$"))
         add("artifact:inverted_difficulty", "artifact", r["selection"],
-            f"'{r['heuristic']} mentioned' accuracy rises with belief order: "
+            f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' accuracy{fmt} rises with belief order: "
             + ", ".join(f"{o}: {a:.0%}" for o, a in curve.select("belief_order", "accuracy").iter_rows()) + f" (trend z={r['trend_z']:.1f})",
-            {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"]},
+            {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"],
+             "answer_format": r["answer_format"]},
             "flat curve (Cochran-Armitage trend test)")
     for r in tables["audit_label_conflicts"].iter_rows(named=True):
         add("consistency:label_conflict", "inconsistency", "warehouse",
@@ -186,6 +206,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "audit_answer_prior": artifacts.answer_prior(df, p),
         "audit_feature_assoc": artifacts.feature_association(df, p),
         "audit_heuristics": artifacts.heuristic_baselines(df, p),
+        "audit_heuristics_by_format": artifacts.heuristic_baselines(df, p, by_format=True),
     }
     lap("artifacts")
     say("partial-input baselines")

@@ -22,6 +22,18 @@ ITEM_COLUMNS = (
 )
 
 
+# What the heuristic baselines need from a generated record's `meta` and world `trace` (null for
+# records without them): the story's containers, the container a yes/no question asks about, and
+# the asked object's first container (its `init` event). Shared with `audits.features.records_frame`.
+WORLD_COLUMNS_SQL = """
+TRY_CAST(json_extract(meta, '$.candidates') AS VARCHAR[]) AS meta_candidates,
+json_extract_string(meta, '$.asked_container') AS meta_asked,
+list_filter(json_transform(trace, '[{"kind": "VARCHAR", "obj": "VARCHAR", "container": "VARCHAR"}]'),
+            lambda e: e.kind = 'init' AND e.obj = json_extract_string(meta, '$.object'))[1].container AS trace_first_container
+"""
+WORLD_COLUMNS = ("meta_candidates", "meta_asked", "trace_first_container")
+
+
 class SelectionError(ValueError):
     """A --train/--heldout condition that DuckDB cannot evaluate."""
 
@@ -29,7 +41,7 @@ class SelectionError(ValueError):
 def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
     cols = ", ".join(ITEM_COLUMNS)
     try:
-        table = con.sql(f"SELECT {cols} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
+        table = con.sql(f"SELECT {cols}, {WORLD_COLUMNS_SQL} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
     return pl.from_arrow(table)

@@ -1,4 +1,5 @@
-"""How far template heuristics get on generated records, per belief order and answer format.
+"""How far template heuristics get on generated records, per belief order and answer format,
+computed by the project's artifact audit (`audits.artifacts.heuristic_baselines`).
 
 Heuristics (each picks a container without reading the question's perspective):
 - `first_container`: the object's first container (from the trace's initial placement);
@@ -8,7 +9,8 @@ Heuristics (each picks a container without reading the question's perspective):
   (for yes/no: the most frequent answer).
 On multiple choice and free text a container heuristic scores when it names the gold container; on
 yes/no it answers "yes" iff the asked container is its pick. `chance` is what uniformly random
-options score (1/#options; 1/#containers for free text; 1/2 for yes/no).
+options score (1/#options; 1/#containers for free text; 1/2 for yes/no). Memory questions ask for
+the first container, so `first_container` is not scored on them (None).
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 HEURISTICS = ("first_container", "last_mentioned", "most_mentioned", "modal_position")
+AUDIT_NAMES = {"first_container": "first_container", "last_mentioned": "last", "most_mentioned": "most",
+               "modal_position": "modal_position"}
 
 
 @lru_cache(maxsize=4096)
@@ -31,50 +35,27 @@ def mentions(text: str, containers: Iterable[str]) -> list[str]:
     return _pattern(tuple(containers)).findall(text)
 
 
-def container_picks(record: dict[str, Any]) -> dict[str, str | None]:
-    """The container each text heuristic picks for one record."""
-    candidates = record["meta"]["candidates"]
-    found = mentions(record["context"], candidates)
-    counts = Counter(found)
-    first_seen = {name: i for i, name in reversed(list(enumerate(found)))}
-    most = max(counts, key=lambda c: (counts[c], -first_seen[c])) if counts else None
-    initial = next(e["container"] for e in record["trace"][1:]
-                   if e["kind"] == "init" and e["obj"] == record["meta"]["object"])
-    return {"first_container": initial, "last_mentioned": found[-1] if found else None, "most_mentioned": most}
-
-
-def _score(record: dict[str, Any], pick: str | None) -> bool:
-    if record["answer_format"] == "yes_no":
-        return ("yes" if pick == record["meta"]["asked_container"] else "no") == record["answer"]
-    return pick == record["answer"]
-
-
-def _chance(record: dict[str, Any]) -> float:
-    if record["answer_format"] == "yes_no":
-        return 0.5
-    if record["answer_format"] == "multiple_choice":
-        return 1.0 / len(record["options"])
-    return 1.0 / len(record["meta"]["candidates"])
-
-
 def shortcut_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (belief order or "memory", answer format): n, chance and each heuristic's accuracy."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for record in records:
-        order = "memory" if record["question_type"] == "memory" else str(record["belief_order"])
-        groups[(order, record["answer_format"])].append(record)
+    import polars as pl
+
+    from audits.artifacts import heuristic_baselines
+    from audits.config import AuditParams
+    from audits.features import item_features, records_frame
+
+    items = records_frame(records).with_columns(pl.lit("generated").alias("selection"))
+    df = items.join(item_features(items), on="item_id", how="left")
+    table = heuristic_baselines(df, AuditParams(), by_format=True).filter(pl.col("belief_order") != "all")
+    counts = df.with_columns(pl.when(pl.col("question_type") == "memory").then(pl.lit("memory"))
+                             .otherwise(pl.col("belief_order").cast(pl.Utf8)).alias("order"))
+    counts = counts.group_by("order", "answer_format").agg(pl.len().alias("n"), pl.col("chance").mean())
+    cells = {(r["belief_order"], r["answer_format"], r["heuristic"]): r for r in table.iter_rows(named=True)}
     rows = []
-    for (order, fmt), group in sorted(groups.items(), key=lambda kv: (kv[0][0] == "memory", kv[0][0].zfill(3), kv[0][1])):
-        hits = Counter()
-        for record in group:
-            for name, pick in container_picks(record).items():
-                hits[name] += _score(record, pick)
-        positions = Counter(r["answer"] if fmt == "yes_no" else r["answer_index"] for r in group)
-        hits["modal_position"] = max(positions.values()) if fmt != "free_text" else 0
-        row = {"order": order, "format": fmt, "n": len(group),
-               "chance": round(sum(_chance(r) for r in group) / len(group), 4)}
+    for order, fmt, n, chance in counts.sort(pl.col("order") == "memory", pl.col("order").str.zfill(3), "answer_format").iter_rows():
+        row = {"order": order, "format": fmt, "n": n, "chance": round(chance, 4)}
         for name in HEURISTICS:
-            row[name] = None if (name == "modal_position" and fmt == "free_text") else round(hits[name] / len(group), 4)
+            cell = cells.get((order, fmt, AUDIT_NAMES[name]))
+            row[name] = round(cell["accuracy"], 4) if cell else None
         rows.append(row)
     return rows
 
