@@ -1,10 +1,12 @@
-"""A small, honest ToMi-style story generator for audit tests and benchmarks (not the product one).
+"""A small ToMi-style story generator: the fixed base of the audit tests' planted problems and of
+the MinHash benchmark's ~200-word stories (not the product generator, `generators/`).
 
 Stories come from shared sentence templates (so independent stories share long n-grams, as real
-templated data does); answers follow a tiny world model (object moves, agents leave, a belief of
-order k is the object's place when the last agent of the chain left); option order is shuffled
-uniformly. Clean data from here should make the audit flag nothing beyond its stated false-positive
-rate; tests then plant known problems into it.
+templated data does: the planted-overlap tests calibrate against exactly that); answers follow a
+tiny world model (object moves, agents leave, a belief of order k is the object's place when the
+last agent of the chain left); option order is shuffled uniformly. Tests plant known problems into
+these records (a "really" cue, position bias, a first-mentioned-container shortcut, copies); the
+audit's behaviour on clean data is tested on `generators` output instead.
 """
 from __future__ import annotations
 
@@ -102,8 +104,8 @@ def question_for(world: dict[str, Any], order: int, rng: random.Random) -> tuple
     return text, belief(world, chain), chain
 
 
-def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", source: str = "synth",
-                  orders: tuple[int, ...] = (0, 1, 2, 3), n_fillers: int = 12, key_prefix: str = "") -> list[dict[str, Any]]:
+def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", orders: tuple[int, ...] = (0, 1, 2, 3),
+                  n_fillers: int = 12) -> list[dict[str, Any]]:
     """`n_stories` stories x one question per belief order, multiple choice over the story's containers."""
     rng = random.Random(seed)
     records = []
@@ -113,9 +115,9 @@ def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", source
             question, answer, chain = question_for(world, order, rng)
             options = list(world["containers"])
             rng.shuffle(options)
-            key = f"{key_prefix}{split}-{seed}-{s}-o{order}"
+            key = f"{split}-{seed}-{s}-o{order}"
             records.append(build_record(
-                source=source, source_version="synth-1", source_key=key, source_ref=f"synth#{key}", split=split,
+                source="synth", source_version="synth-1", source_key=key, source_ref=f"synth#{key}", split=split,
                 context=world["text"], question=question, question_type=ORDER_TYPES[min(order, 4)],
                 belief_order=order, perspective_chain=chain, is_false_belief=answer != world["final"] if order else None,
                 answer=answer, answer_format="multiple_choice", options=options, n_agents=len(world["agents"]),

@@ -1,5 +1,5 @@
 """Artifact audit: planted gold-position bias and a first-container shortcut whose accuracy rises
-with belief order are found; clean data passes every check."""
+with belief order are found; clean generated data passes every check."""
 from __future__ import annotations
 
 import duckdb
@@ -8,7 +8,9 @@ import pytest
 
 from audits.artifacts import _trend
 from audits.run import run_audit
+from generators import ADAPTER_INFO, generate_records
 from tests.audit_data import FAST, load, shortcut_records
+from warehouse.load import ingest_records
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +73,10 @@ def test_trend_statistic() -> None:
 
 
 def test_clean_data_passes_every_artifact_check(tmp_path) -> None:
-    from audits.synthetic import clean_records
-
-    path = load(tmp_path / "w.duckdb", clean_records(160, seed=21, split="train") + clean_records(60, seed=22, split="test"))
+    records = [*generate_records(800, max_order=3, seed=21, split="train"),
+               *generate_records(300, max_order=3, seed=22, split="test")]
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, ADAPTER_INFO, records, "generated")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     artifacts = summary.findings.filter(pl.col("check").str.starts_with("artifact") | pl.col("check").str.starts_with("consistency"))
     assert artifacts.height == 0, summary.lines()
