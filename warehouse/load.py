@@ -201,18 +201,20 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
            FROM new_items n LEFT JOIN items o USING (item_id)"""
     ).fetchone()
     report.unchanged = report.loaded - report.new - report.changed
-    con.execute("DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
-    con.execute(
-        "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
+    replaced = _deleted(con, "DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
+    replaced += _deleted(
+        con, "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
     )
-    con.execute(
+    replaced += _deleted(
+        con,
         "DELETE FROM rejects WHERE (source, source_ref) IN "
-        "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)"
+        "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)",
     )
     con.execute(f"INSERT INTO items SELECT {', '.join(ITEM_FIELDS)} FROM new_items")
     con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
     con.execute("INSERT INTO contexts SELECT * FROM new_contexts ANTI JOIN contexts USING (context_id)")
-    con.execute("DELETE FROM contexts WHERE context_id NOT IN (SELECT context_id FROM items)")
+    replaced += _deleted(con, "DELETE FROM contexts WHERE context_id NOT IN (SELECT context_id FROM items)")
+    _vacuum_only_if_replaced(con, replaced)
     con.execute("DELETE FROM sources WHERE source = ? AND input_ref = ?", [info.name, input_ref])
     con.execute(
         "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -222,6 +224,25 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
     for view in ("new_items", "new_contexts", "new_rejects"):
         con.unregister(view)
     return report
+
+
+def _deleted(con: duckdb.DuckDBPyConnection, statement: str) -> int:
+    return con.execute(statement).fetchone()[0]
+
+
+def _vacuum_only_if_replaced(con: duckdb.DuckDBPyConnection, replaced: int) -> None:
+    """Skip DuckDB's checkpoint-time vacuum on connections whose loads only appended.
+
+    Vacuum reclaims deleted rows and merges partial row groups. After a load that deleted nothing
+    there is nothing to reclaim, yet merging the previous load's partial last row group made the
+    checkpoint rewrite every appended row group (measured: 3.1 s CPU for 250k ExploreToM rows
+    appended after 250k HiToM rows, more than the 2.7 s insert itself; 0.0 s with vacuum off).
+    Once any load on the connection replaces rows, vacuum is back on (default) for good."""
+    if replaced:
+        con.execute("SET VARIABLE tomforge_replaced_rows = true")
+        con.execute("RESET max_vacuum_tasks")
+    elif con.execute("SELECT getvariable('tomforge_replaced_rows')").fetchone()[0] is None:
+        con.execute("SET max_vacuum_tasks = 0")
 
 
 def load_into(
