@@ -1,12 +1,14 @@
 """End-to-end RL smoke run on one GPU, with nothing downloaded: `python -m rl.demo`.
 
-1. a published-layout release of toy false-belief data (config `toy`: train/validation/test;
-   config `toy_heldout`: unseen names, objects and places, longer stories, belief order up to 3);
-2. a byte-level BPE tokenizer trained on the training split and a Qwen2-architecture model
+1. the project's own data through the project's own pipeline (`rl.data.build_release`):
+   generated questions + ToMi/HiToM-format samples -> warehouse -> published release folder;
+   or `--release DIR`, a release folder built beforehand (`python -m rl.data --out DIR`);
+2. a byte-level BPE tokenizer trained on `tomforge_gen/train` and a Qwen2-architecture model
    built from a config (random weights);
 3. a short supervised warm-up on the training answers (format and a starting policy);
 4. RL with the TRL backend (RLOO as the REINFORCE++ approximation) on the published layout;
-5. `tomforge eval` of the warm-up and the RL model on the in-distribution and held-out splits.
+5. `tomforge eval` of the warm-up and the RL model on `tomforge_gen/test` (in-distribution:
+   orders 0..K, held-out entities and phrasings) and the held-out splits (`rl.data` says which).
 
 Writes `metrics.json`, `reward_curve.png` and `accuracy_by_order.png` to `--metrics`: steps/s,
 tokens/s, peak GPU memory per phase, the reward curve and the evaluation matrix.
@@ -21,12 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-SIZES = {  # model and run sizes: "gpu" for the H200 run, "tiny" to check the flow on a CPU
-    "gpu": dict(n_train=1500, n_eval=100, vocab=2000, hidden=384, layers=6, heads=6, kv=2, sft_steps=300,
-                sft_batch=64, sft_lr=1e-3, rl_steps=150, generations=8, rl_batch=128, completion=48, rl_lr=2e-5,
-                eval_batch=256),
-    "tiny": dict(n_train=6, n_eval=2, vocab=400, hidden=32, layers=1, heads=2, kv=1, sft_steps=3, sft_batch=8,
-                 sft_lr=1e-3, rl_steps=2, generations=2, rl_batch=4, completion=8, rl_lr=1e-5, eval_batch=8),
+SIZES = {  # data, model and run sizes: "gpu" for the H200 run, "tiny" to check the flow on a CPU
+    "gpu": dict(n=12000, n_higher=400, max_order=2, vocab=2000, hidden=512, layers=8, heads=8, kv=2, sft_steps=1500,
+                sft_batch=64, sft_lr=1e-3, rl_steps=200, generations=8, rl_batch=128, completion=48, rl_lr=3e-5,
+                eval_batch=256, rl_bf16=0),  # RL in fp32: a bf16 RL run hit a NaN gradient at step 71
+    "tiny": dict(n=40, n_higher=6, max_order=2, vocab=400, hidden=32, layers=1, heads=2, kv=1, sft_steps=3, sft_batch=8,
+                 sft_lr=1e-3, rl_steps=2, generations=2, rl_batch=4, completion=8, rl_lr=1e-5, eval_batch=8, rl_bf16=0),
 }
 
 
@@ -65,7 +67,7 @@ def plot_reward_curve(curve: list[dict[str, Any]], out: Path) -> None:
         ax.plot(steps, smooth, color=line.get_color(), label=f"{label}, {window}-step mean")
     ax.set_xlabel("RL step")
     ax.set_ylabel("mean reward per completion")
-    ax.set_title("TRL RLOO (REINFORCE++ preset) on toy/train")
+    ax.set_title("TRL RLOO (REINFORCE++ preset) on tomforge_gen/train")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="gpu")
     parser.add_argument("--work", default="out/demo", help="release, checkpoints and warehouse go here")
     parser.add_argument("--metrics", default="docs/runs/demo", help="small metrics file and plots go here")
+    parser.add_argument("--release", default=None,
+                        help="a published release folder to use (default: build one under --work with rl.data)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one size setting, e.g. --set rl_steps=300 --set rl_lr=1e-4")
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     import trl
 
     from flows.cli import app
-    from rl import toy
+    from rl.data import IN_DISTRIBUTION, TRAIN_REF, DataPlan, build_release, eval_refs
     from rl.evaluate import plot_by_order, summarize
     from rl.release import SplitRef, load_split
     from rl.sft import sft_warmup, target_completion
@@ -112,9 +116,17 @@ def main(argv: list[str] | None = None) -> int:
                      "python": platform.python_version()},
     }
     t0 = time.perf_counter()
-    release = work / "release"
-    metrics["release"] = toy.write_toy_release(release, n_train=cfg["n_train"], n_eval=cfg["n_eval"], seed=args.seed)
-    train_ds = load_split(release, SplitRef("toy", "train"))
+    if args.release:
+        release = Path(args.release)
+        manifest = json.loads((release / "manifest.json").read_text())
+        metrics["release"] = {"path": str(release), "tag": manifest["release"]["tag"], "counts": manifest["counts"]}
+    else:
+        release = work / "release"
+        plan = DataPlan(n=cfg["n"], max_order=cfg["max_order"], n_higher=cfg["n_higher"], seed=args.seed)
+        metrics["release"] = build_release(release, work / "data.duckdb", plan)
+    train_ds = load_split(release, SplitRef.parse(TRAIN_REF))
+    refs = eval_refs(release)
+    metrics["train_split"], metrics["eval_splits"] = TRAIN_REF, refs
 
     texts = [m["content"] for row in train_ds for m in row["prompt"]] + [target_completion(r) for r in train_ds]
     tokenizer = build_tokenizer(texts, vocab_size=cfg["vocab"])
@@ -127,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                         "vocab": len(tokenizer), "hidden": cfg["hidden"], "layers": cfg["layers"]}
     del model
     metrics["setup_seconds"] = round(time.perf_counter() - t0, 2)
+    save = _saver(metrics, metrics_dir / "metrics.json")  # after every phase: a run cut short keeps its figures
 
     _peak_gb()
     sft_dir = str(work / "sft")
@@ -136,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     metrics["sft"] = {"steps": sft["steps"], "seconds": round(sft["seconds"], 2), "train_loss": sft["train_loss"],
                       "steps_per_s": round(sft["steps"] / sft["seconds"], 3), "peak_gpu_gb": _peak_gb(),
                       "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in sft["log_history"] if "loss" in h]}
+    save()
 
     settings = TrlSettings(model=sft_dir, output_dir=str(work / "rl"), algorithm="rloo", max_steps=cfg["rl_steps"],
                            learning_rate=cfg["rl_lr"], num_generations=cfg["generations"],
                            per_device_train_batch_size=cfg["rl_batch"], max_completion_length=cfg["completion"],
-                           save_steps=10**6, bf16=gpu, seed=args.seed, extra={} if gpu else {"use_cpu": True})
+                           save_steps=10**6, bf16=gpu and bool(cfg["rl_bf16"]), seed=args.seed, extra={} if gpu else {"use_cpu": True})
     rl = train_trl(settings, train_ds, tokenizer=tokenizer)
     curve = reward_curve(rl["log_history"])
     total_tokens = curve[-1].get("num_tokens", 0) if curve else 0
@@ -156,14 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         "curve": curve,
     }
     plot_reward_curve(curve, metrics_dir / "reward_curve.png")
+    save()
 
     warehouse = work / "warehouse.duckdb"
     rows: list[dict[str, Any]] = []
     metrics["eval"] = {}
     for label, path in (("sft", sft_dir), ("rl", settings.output_dir)):
         out = work / f"eval_{label}"
-        eval_args = ["eval", "--model", path, "--dataset", str(release), "--split", "toy/test",
-                     "--split", "toy_heldout/test", "--in-distribution", "toy", "--label", label,
+        eval_args = ["eval", "--model", path, "--dataset", str(release), *[a for ref in refs for a in ("--split", ref)],
+                     *[a for ref in IN_DISTRIBUTION for a in ("--in-distribution", ref)], "--label", label,
                      "--batch-size", str(cfg["eval_batch"]), "--max-new-tokens", str(cfg["completion"]),
                      "--generator", "hf", "--warehouse", str(warehouse), "--out", str(out)]
         started = time.perf_counter()
@@ -172,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics["eval"][label] = {"command": "tomforge " + " ".join(eval_args),
                                   "seconds": round(time.perf_counter() - started, 2),
                                   "generation": summary["generation"], "peak_gpu_gb": _peak_gb()}
+        save()
         import duckdb
 
         con = duckdb.connect(str(warehouse), read_only=True)
@@ -184,13 +200,19 @@ def main(argv: list[str] | None = None) -> int:
     metrics["eval_format_rate"] = combined["format_rate"]
     metrics["eval_by_order"] = combined["by_order"]
     metrics["eval_n"] = combined["n"]
-    plot_by_order(combined, metrics_dir / "accuracy_by_order.png", title="toy ToM: accuracy by belief order")
+    plot_by_order(combined, metrics_dir / "accuracy_by_order.png", title="generated ToM (trained on orders 0-%d): accuracy by belief order" % cfg["max_order"])
     metrics["total_seconds"] = round(time.perf_counter() - t0, 2)
-    (metrics_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str))
+    save()
     print(json.dumps({k: metrics[k] for k in ("eval_matrix", "total_seconds")}, indent=1))
     print(json.dumps({k: {kk: vv for kk, vv in metrics[k].items() if kk not in ("curve", "loss_curve")}
                       for k in ("sft", "rl")}, indent=1, default=str))
     return 0
+
+
+def _saver(metrics: dict[str, Any], path: Path) -> Any:
+    def save() -> None:
+        path.write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str))
+    return save
 
 
 def _mean(items: list[dict[str, Any]], key: str) -> float | None:

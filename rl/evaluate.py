@@ -126,11 +126,12 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
              in_distribution: Iterable[str] = (), label: str | None = None, limit: int | None = None,
              batch_size: int = 64, max_new_tokens: int = 256, backend: str = "auto", model: Any = None,
              tokenizer: Any = None, stats: GenerationStats | None = None) -> list[dict[str, Any]]:
-    """Per-item results for every split in `refs`; a config listed in `in_distribution` is
-    labelled 'in_distribution', any other 'held_out'."""
+    """Per-item results for every split in `refs`; a split whose config (`config`) or which
+    itself (`config/split`) is listed in `in_distribution` is labelled 'in_distribution', any
+    other 'held_out' (so one config can hold both, e.g. a test split of higher belief orders)."""
     label = label or Path(model_path).name
     run_id = run_id_of(model_path, label, dataset, revision)
-    id_configs = set(in_distribution)
+    id_names = set(in_distribution)
     rows: list[dict[str, Any]] = []
     for ref in refs:
         table = read_split(root, ref, limit)
@@ -144,7 +145,7 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
             rows.append({
                 "run_id": run_id, "model": model_path, "label": label, "dataset": dataset, "revision": revision,
                 "config": ref.config, "split": ref.split,
-                "distribution": "in_distribution" if ref.config in id_configs else "held_out",
+                "distribution": "in_distribution" if {ref.config, str(ref)} & id_names else "held_out",
                 "item_id": info["item_id"], "source": info["source"], "belief_order": info["belief_order"],
                 "question_type": info["question_type"], "answer_format": info["answer_format"],
                 "completion": completion, "extracted": scored.extracted, "format_ok": scored.format_ok,

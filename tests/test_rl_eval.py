@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 pytest.importorskip("torch")
 
 from flows.cli import app  # noqa: E402
-from rl import toy  # noqa: E402
 from rl.evaluate import summarize  # noqa: E402
 from rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tests.rl_data import small_release  # noqa: E402
 
 runner = CliRunner()
 
@@ -22,8 +22,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("eval")
-    release = base / "release"
-    toy.write_toy_release(release, n_train=4, n_eval=2, seed=5)
+    release = small_release(base)
     tokenizer = build_tokenizer(["Sally moves the marble to the box. <think>x</think><answer>box</answer>"] * 4, 300)
     model_dir = base / "tiny"
     build_model(tokenizer, hidden_size=16, num_layers=1).save_pretrained(model_dir)
@@ -34,19 +33,20 @@ def setup(tmp_path_factory) -> tuple[Path, Path]:
 def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     release, model_dir = setup
     warehouse = tmp_path / "w.duckdb"
-    args = ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "toy/test",
-            "--split", "toy_heldout/test", "--in-distribution", "toy", "--label", "tiny", "--limit", "3",
+    args = ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
+            "--split", "tomforge_gen/test_higher_order", "--in-distribution", "tomforge_gen/test", "--label", "tiny", "--limit", "3",
             "--max-new-tokens", "4", "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "toy/test (in_distribution)" in result.stdout and "toy_heldout/test (held_out)" in result.stdout
+    assert "tomforge_gen/test (in_distribution)" in result.stdout
+    assert "tomforge_gen/test_higher_order (held_out)" in result.stdout
     con = duckdb.connect(str(warehouse), read_only=True)
     rows = con.execute("SELECT distribution, count(*), sum(reward) FROM eval_results GROUP BY 1 ORDER BY 1").fetchall()
     con.close()
     assert [(d, n) for d, n, _ in rows] == [("held_out", 3), ("in_distribution", 3)]
     assert all(total == -9.0 for *_, total in rows)  # a random tiny model never gets the tags right
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
-    assert summary["matrix"]["tiny"]["toy/test (in_distribution)"] == 0.0
+    assert summary["matrix"]["tiny"]["tomforge_gen/test (in_distribution)"] == 0.0
     assert summary["generation"]["sequences"] == 6
     assert (tmp_path / "ev" / "accuracy_by_order.png").stat().st_size > 1000
     # evaluating the same run again replaces its rows instead of duplicating them
@@ -67,7 +67,7 @@ def test_summarize_by_order() -> None:
 def test_train_dry_runs(setup) -> None:
     release, model_dir = setup
     trl = runner.invoke(app, ["train", "--backend", "trl", "--dataset", str(release), "--model", str(model_dir),
-                              "--train", "toy/train", "--gpus", "2", "--dry-run"])
+                              "--train", "tomforge_gen/train", "--gpus", "2", "--dry-run"])
     assert trl.exit_code == 0, trl.output
     assert "accelerate launch --num_processes 2" in trl.stdout and '"normalize_advantages": true' in trl.stdout
     verl = runner.invoke(app, ["train", "--backend", "verl", "--dataset", "org/tom", "--revision", "v1",

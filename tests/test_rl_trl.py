@@ -10,25 +10,24 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from rl import stage, toy  # noqa: E402
+from rl import stage  # noqa: E402
 from rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
 from rl.reward import make_trl_rewards  # noqa: E402
 from rl.tiny import build_model, build_tokenizer  # noqa: E402
 from rl.trl_backend import TrlSettings, train_trl  # noqa: E402
+from tests.rl_data import small_release  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("release")
-    toy.write_toy_release(root, n_train=8, n_eval=4, seed=3)
-    return root
+    return small_release(tmp_path_factory.mktemp("release"))
 
 
 @pytest.mark.parametrize("algorithm", ["rloo", "grpo"])
 def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorithm: str) -> None:
     root = fetch_release(str(release))
-    assert list_splits(root)["toy"] == ["test", "train", "validation"]
-    train = load_split(root, SplitRef.parse("toy/train"), limit=8)
+    assert "train" in list_splits(root)["tomforge_gen"]
+    train = load_split(root, SplitRef.parse("tomforge_gen/train"), limit=8)
     texts = [m["content"] for row in train["prompt"] for m in row]
     tokenizer = build_tokenizer(texts + ["<think>x</think><answer>y</answer>"], vocab_size=400)
     model_dir = tmp_path / "tiny"
@@ -63,15 +62,15 @@ def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorit
 
 def test_trl_plan_single_and_multi_gpu() -> None:
     settings = TrlSettings(model="Qwen/Qwen2.5-0.5B-Instruct", num_generations=4, per_device_train_batch_size=16)
-    one = stage.plan_trl(settings, "org/tom", "v1", "toy/train")
+    one = stage.plan_trl(settings, "org/tom", "v1", "tomforge_gen/train")
     assert one.command[1:4] == ["-m", "rl.launch", "trl"] and "--revision" in one.command
     assert one.config["trl_config"]["normalize_advantages"] is True and one.config["trainer"] == "RLOOTrainer"
-    many = stage.plan_trl(settings, "org/tom", "v1", "toy/train", n_gpus=4)
+    many = stage.plan_trl(settings, "org/tom", "v1", "tomforge_gen/train", n_gpus=4)
     assert many.command[:4] == ["accelerate", "launch", "--num_processes", "4"]
     text = many.describe()
     assert "accelerate launch" in text and '"beta": 0.001' in text
     grpo = stage.plan_trl(TrlSettings(model="m", algorithm="grpo", num_generations=4, per_device_train_batch_size=8),
-                          "org/tom", None, "toy/train")
+                          "org/tom", None, "tomforge_gen/train")
     assert grpo.config["trl_config"]["scale_rewards"] == "batch"
     with pytest.raises(ValueError):
         TrlSettings(model="m", num_generations=3, per_device_train_batch_size=8)

@@ -12,8 +12,8 @@ from rl.verl_backend import (KEYS_FILE, VerlConfigError, VerlSettings, check_ove
 
 
 def settings(**kw) -> VerlSettings:
-    return VerlSettings(model="Qwen/Qwen2.5-0.5B-Instruct", train_files=["/d/toy/train.parquet"],
-                        val_files=["/d/toy/test.parquet"], **kw)
+    return VerlSettings(model="Qwen/Qwen2.5-0.5B-Instruct", train_files=["/d/tomforge_gen/train.parquet"],
+                        val_files=["/d/tomforge_gen/test.parquet"], **kw)
 
 
 def test_overrides_use_only_verl_keys() -> None:
@@ -52,12 +52,12 @@ def test_keys_file_names_its_source() -> None:
 
 def test_plan_local_and_ray() -> None:
     s = settings(n_gpus_per_node=4)
-    local = stage.plan_verl(s, "org/tom", "v1.0", "toy/train", "toy/test", data_dir="/shared/tom")
+    local = stage.plan_verl(s, "org/tom", "v1.0", "tomforge_gen/train", "tomforge_gen/test", data_dir="/shared/tom")
     assert local.command[:4] == ["python3", "-m", "rl.launch", "verl"]
-    assert local.config["overrides"]["data.train_files"] == ["/shared/tom/toy/train.parquet"]
+    assert local.config["overrides"]["data.train_files"] == ["/shared/tom/tomforge_gen/train.parquet"]
     assert local.verl_command[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "algorithm.adv_estimator=reinforce_plus_plus" in local.verl_command
-    ray = stage.plan_verl(s, "org/tom", "v1.0", "toy/train", "toy/test", data_dir="/shared/tom",
+    ray = stage.plan_verl(s, "org/tom", "v1.0", "tomforge_gen/train", "tomforge_gen/test", data_dir="/shared/tom",
                           ray_address="http://head:8265")
     assert ray.command[:5] == ["ray", "job", "submit", "--address", "http://head:8265"]
     runtime_env = json.loads(ray.command[ray.command.index("--runtime-env-json") + 1])

@@ -1,0 +1,16 @@
+"""A small release made by the project's own pipeline (generator + samples -> warehouse ->
+`publish_warehouse`), shared by the RL tests."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rl.data import DataPlan, build_release
+
+SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)
+
+
+def small_release(base: Path, plan: DataPlan = SMALL_PLAN) -> Path:
+    """Release folder under `base` (its warehouse beside it)."""
+    root = base / "release"
+    build_release(root, base / "data.duckdb", plan, echo=lambda line: None)
+    return root
