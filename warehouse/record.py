@@ -26,11 +26,8 @@ _WS = re.compile(r"\s+")
 
 
 def _hex(*parts: str, size: int = 16) -> str:
-    digest = hashlib.blake2b(digest_size=size)
-    for part in parts:
-        digest.update(part.encode("utf-8"))
-        digest.update(b"\x1f")
-    return digest.hexdigest()
+    """blake2b over each part followed by a 0x1f separator (one call: this runs once per record)."""
+    return hashlib.blake2b(("\x1f".join(parts) + "\x1f").encode("utf-8"), digest_size=size).hexdigest()
 
 
 def normalize_context(text: str) -> str:
