@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 SIZES = {  # data, model and run sizes: "gpu" for the H200 run, "tiny" to check the flow on a CPU
-    "gpu": dict(n=12000, n_higher=400, max_order=2, vocab=2000, hidden=512, layers=8, heads=8, kv=2, sft_steps=1500,
-                sft_batch=64, sft_lr=1e-3, rl_steps=200, generations=8, rl_batch=128, completion=48, rl_lr=3e-5,
+    "gpu": dict(n=12000, n_higher=400, max_order=2, vocab=2000, hidden=512, layers=8, heads=8, kv=2, sft_steps=1000,
+                sft_batch=64, sft_lr=1e-3, rl_steps=150, generations=8, rl_batch=128, completion=48, rl_lr=3e-5,
                 eval_batch=256, rl_bf16=0),  # RL in fp32: a bf16 RL run hit a NaN gradient at step 71
     "tiny": dict(n=40, n_higher=6, max_order=2, vocab=400, hidden=32, layers=1, heads=2, kv=1, sft_steps=3, sft_batch=8,
                  sft_lr=1e-3, rl_steps=2, generations=2, rl_batch=4, completion=8, rl_lr=1e-5, eval_batch=8, rl_bf16=0),
