@@ -335,8 +335,8 @@ def eval_(
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
     splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable)."),
-    in_distribution: list[str] = typer.Option([], "--in-distribution", help="Configs trained on (repeatable); "
-                                              "the rest count as held-out."),
+    in_distribution: list[str] = typer.Option([], "--in-distribution", help="Configs or CONFIG/SPLIT trained on "
+                                              "(repeatable); the rest count as held-out."),
     label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
