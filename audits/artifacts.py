@@ -8,11 +8,11 @@ from typing import Iterator
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import sparse, stats
 
 from audits.config import AuditParams
 from audits.features import STRUCTURAL
-from audits.text import tokens
+from audits.text import token_sets
 
 CONTAINER_HEURISTICS = ("first", "last", "most", "first_container")
 HEURISTICS = (*CONTAINER_HEURISTICS, "modal_position")
@@ -89,30 +89,62 @@ def answer_prior(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     return out.with_columns((pl.col("p_value").fill_null(1.0) <= p.alpha / m).alias("flagged"))
 
 
-def _long_features(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
-    """(item_id, feature) pairs: question tokens, story tokens and structural features."""
-    ctx_tokens = {cid: sorted(set(tokens(text))) for cid, text in df.select("context_id", "context").unique("context_id").iter_rows()}
-    q = df.select("item_id", pl.col("question").map_elements(lambda t: sorted(set(tokens(t))), return_dtype=pl.List(pl.Utf8)).alias("f"))
-    q = q.explode("f").drop_nulls().with_columns(("q:" + pl.col("f")).alias("feature")).select("item_id", "feature")
-    ctx = pl.DataFrame({"context_id": list(ctx_tokens), "f": list(ctx_tokens.values())}, schema={"context_id": pl.Utf8, "f": pl.List(pl.Utf8)})
-    s = df.select("item_id", "context_id").join(ctx, on="context_id").explode("f").drop_nulls()
-    s = s.with_columns(("s:" + pl.col("f")).alias("feature")).select("item_id", "feature")
-    tok = pl.concat([q, s])
-    keep = tok.group_by("feature").len().filter(pl.col("len") >= p.min_feature_count).sort(
-        ["len", "feature"], descending=[True, False]).head(p.max_token_features).select("feature")
-    tok = tok.join(keep, on="feature")
-    structural = [df.select("item_id", (pl.lit(f"{name}=") + pl.col(name).cast(pl.Utf8).fill_null("null")).alias("feature"))
-                  for name in STRUCTURAL if name in df.columns]
-    return pl.concat([tok, *structural]).unique()
+def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """Binary (text x token) matrix of each text's distinct `tokens`, and the token names."""
+    pairs = pl.DataFrame({"_t": np.arange(len(texts), dtype=np.int64), "tok": token_sets(texts)}).explode("tok").drop_nulls("tok")
+    vocab = pairs.select("tok").unique().sort("tok").with_row_index("_v")
+    pairs = pairs.join(vocab, on="tok")
+    matrix = sparse.csr_matrix((np.ones(pairs.height, dtype=np.int64), (pairs["_t"].to_numpy(), pairs["_v"].to_numpy())),
+                               shape=(len(texts), vocab.height))
+    return matrix, vocab["tok"].to_numpy()
+
+
+def _feature_matrices(df: pl.DataFrame, p: AuditParams) -> tuple[list[tuple[sparse.csr_matrix, sparse.csr_matrix | None]], np.ndarray]:
+    """The features of every row of `df` as sparse blocks (row selector, matrix): question tokens
+    (`q:`), story tokens (`s:`, one row per context), structural features (`name=value`). Only the
+    `max_token_features` most frequent tokens seen on at least `min_feature_count` rows are kept
+    (ties by name); counts are over rows, as in a (row, feature) table."""
+    n_rows = df.height
+    q_matrix, q_names = _token_matrix(df["question"])
+    ctx = df.select("context_id", "context").unique("context_id", keep="first", maintain_order=True).with_row_index("_c")
+    row_ctx = df.select("context_id").join(ctx.select("context_id", "_c"), on="context_id", how="left",
+                                           maintain_order="left")["_c"].to_numpy().astype(np.int64)
+    s_matrix, s_names = _token_matrix(ctx["context"])
+    counts = pl.DataFrame({
+        "feature": np.concatenate([np.char.add("q:", q_names.astype(str)), np.char.add("s:", s_names.astype(str))]) if
+        len(q_names) + len(s_names) else np.array([], dtype=str),
+        "len": np.concatenate([np.asarray(q_matrix.sum(axis=0)).ravel(),
+                               np.bincount(row_ctx, minlength=ctx.height) @ s_matrix]).astype(np.int64),
+        "_i": np.arange(len(q_names) + len(s_names))}, schema={"feature": pl.Utf8, "len": pl.Int64, "_i": pl.Int64})
+    keep = counts.filter(pl.col("len") >= p.min_feature_count).sort(["len", "feature"], descending=[True, False]).head(
+        p.max_token_features)["_i"].to_numpy()
+    q_keep, s_keep = np.sort(keep[keep < len(q_names)]), np.sort(keep[keep >= len(q_names)]) - len(q_names)
+    structural = [df.select((pl.lit(f"{name}=") + pl.col(name).cast(pl.Utf8).fill_null("null")).alias("feature"))
+                  .with_row_index("_r") for name in STRUCTURAL if name in df.columns]
+    if structural:
+        pairs = pl.concat(structural)
+        vocab = pairs.select("feature").unique().sort("feature").with_row_index("_v")
+        pairs = pairs.join(vocab, on="feature")
+        st_matrix = sparse.csr_matrix((np.ones(pairs.height, dtype=np.int64), (pairs["_r"].to_numpy(), pairs["_v"].to_numpy())),
+                                      shape=(n_rows, vocab.height))
+        st_names = vocab["feature"].to_numpy()
+    else:
+        st_matrix, st_names = sparse.csr_matrix((n_rows, 0), dtype=np.int64), np.array([], dtype=object)
+    ctx_selector = sparse.csr_matrix((np.ones(n_rows, dtype=np.int64), (np.arange(n_rows), row_ctx)), shape=(n_rows, ctx.height))
+    blocks = [(None, q_matrix[:, q_keep]), (ctx_selector, s_matrix[:, s_keep]), (None, st_matrix)]
+    names = np.concatenate([np.array(["q:" + t for t in q_names[q_keep]], dtype=object),
+                            np.array(["s:" + t for t in s_names[s_keep]], dtype=object), st_names.astype(object)])
+    return blocks, names
 
 
 def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     """Gardner et al. (2021): for feature f and label y, z = (p_hat(y|f) - p0(y)) / sqrt(p0 (1 - p0) / n_f);
     flagged by an exact two-sided binomial test at alpha / (number of tests)."""
     labels = []
+    df = df.with_row_index("_row")
     mc = df.filter((pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null())
     if mc.height:
-        labels.append(mc.select("item_id", "selection", "belief_order",
+        labels.append(mc.select("_row", "selection", "belief_order",
                                 pl.format("gold_position|k={}", pl.col("options").list.len()).alias("label_kind"),
                                 pl.col("answer_index").cast(pl.Utf8).alias("label")))
     other = df.filter(pl.col("answer_format") != "multiple_choice").with_columns(
@@ -121,7 +153,7 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
         small = other.group_by("answer_format").agg(pl.col("label").n_unique().alias("k")).filter(
             pl.col("k") <= p.max_answer_classes)["answer_format"].to_list()
         other = other.filter(pl.col("answer_format").is_in(small))
-        labels.append(other.select("item_id", "selection", "belief_order",
+        labels.append(other.select("_row", "selection", "belief_order",
                                    ("answer|" + pl.col("answer_format")).alias("label_kind"), "label"))
     schema = {"selection": pl.Utf8, "belief_order": pl.Utf8, "label_kind": pl.Utf8, "label": pl.Utf8,
               "feature": pl.Utf8, "n_feature": pl.Int64, "n_label_and_feature": pl.Int64, "p_hat": pl.Float64,
@@ -129,8 +161,6 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     if not labels:
         return pl.DataFrame(schema=schema | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
     lab = pl.concat(labels)
-    long = _long_features(df, p)
-    frames = []
     strata = [lab.with_columns(pl.lit("all").alias("stratum"))]
     orders = lab.filter(pl.col("belief_order").is_not_null())
     if orders["belief_order"].n_unique() > 1:
@@ -139,12 +169,23 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     fam = ["selection", "belief_order", "label_kind"]
     totals = lab.group_by(fam).len("n")
     priors = lab.group_by([*fam, "label"]).len("n_label").join(totals, on=fam).with_columns(
-        (pl.col("n_label") / pl.col("n")).alias("p0"))
-    joined = lab.join(long, on="item_id")
-    n_f = joined.group_by([*fam, "feature"]).len("n_feature").filter(pl.col("n_feature") >= p.min_feature_count)
-    k_fy = joined.group_by([*fam, "feature", "label"]).len("n_label_and_feature")
-    tests = n_f.join(priors, on=fam).join(k_fy, on=[*fam, "feature", "label"], how="left").with_columns(
-        pl.col("n_label_and_feature").fill_null(0))
+        (pl.col("n_label") / pl.col("n")).alias("p0")).sort([*fam, "label"]).with_row_index("_fy")
+    # counts of (family, label) x feature as one sparse product: (family-label x row) @ (row x feature)
+    blocks, names = _feature_matrices(df, p)
+    lab = lab.join(priors.select(*fam, "label", "_fy"), on=[*fam, "label"])
+    fy, rows = lab["_fy"].to_numpy().astype(np.int64), lab["_row"].to_numpy().astype(np.int64)
+    membership = sparse.csr_matrix((np.ones(len(fy), dtype=np.int64), (fy, rows)), shape=(priors.height, df.height))
+    counts = np.hstack([((membership @ selector) @ matrix if selector is not None else membership @ matrix).toarray()
+                        for selector, matrix in blocks])
+    family = priors.select(fam).with_columns(pl.struct(fam).rank("dense").cast(pl.Int64).alias("_f") - 1)["_f"].to_numpy()
+    per_family = np.zeros((family.max() + 1 if len(family) else 0, counts.shape[1]), dtype=np.int64)
+    np.add.at(per_family, family, counts)
+    n_feature = per_family[family]
+    fy_i, f_i = np.nonzero(n_feature >= max(p.min_feature_count, 1))
+    tests = priors.select(*fam, "label", "n_label", "n", "p0")[fy_i].with_columns(
+        pl.Series("feature", names[f_i], dtype=pl.Utf8),
+        pl.Series("n_feature", n_feature[fy_i, f_i], dtype=pl.UInt32),
+        pl.Series("n_label_and_feature", counts[fy_i, f_i], dtype=pl.UInt32))
     tests = tests.filter((pl.col("n") > pl.col("n_feature")) | (pl.col("p0") < 1.0))  # a feature on every item says nothing
     tests = tests.filter(pl.col("n_label") < pl.col("n"))  # a label with no alternative cannot be associated
     if tests.height == 0:
@@ -220,8 +261,9 @@ def heuristic_baselines(df: pl.DataFrame, p: AuditParams, by_format: bool = Fals
     accuracy rises with belief order means deeper questions are easier to game ("inverted
     difficulty"). `by_format`: one curve per answer format (tests are Bonferroni-corrected within the
     table). The modal-position rule is reported without tests (see `_modal_position_scores`)."""
-    scores = heuristic_scores(df)
     group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
+    # a fixed row order, so float means do not depend on how joins happened to order the items
+    scores = heuristic_scores(df).sort([*group, "stratum", "chance", "hit"], nulls_last=True)
     agg = (pl.len().alias("n"), pl.col("hit").sum().alias("correct"), pl.col("chance").mean().alias("chance"))
     per = scores.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"]).agg(*agg)
     total = scores.group_by(group).agg(*agg).with_columns(pl.lit("all").alias("stratum"))

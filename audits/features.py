@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+import numpy as np
 import polars as pl
 
-from audits.text import normalize
+from audits.text import _POSITION_MULT_NP, fmix64, hash_words, norm_words
 
 _PLACE = re.compile(r"\b(?:in|into|to|on|onto|inside|at) the (\w+(?: \w+)?)")
 _COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
@@ -29,64 +30,13 @@ _COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|info
 LENGTH_BINS = (50, 100, 200, 400)
 
 
-def _norm(text: str) -> str:
-    return " ".join(normalize(text).split())
-
-
-def _mentions(story: str, candidate: str) -> tuple[int, int, int]:
-    """(first, last, count) of a candidate's word-bounded occurrences in a normalized story."""
-    if not candidate:
-        return -1, -1, 0
-    hay = f" {story} "
-    needle = f" {candidate} "
-    first = last = -1
-    count = 0
-    at = hay.find(needle)
-    while at >= 0:
-        if first < 0:
-            first = at
-        last = at
-        count += 1
-        at = hay.find(needle, at + 1)
-    return first, last, count
-
-
-def candidates_of(options: list[str] | None, story_norm: str) -> list[str]:
-    if options and len(options) >= 2:
-        return [_norm(o) for o in options]
-    return places(story_norm)
-
-
 def places(story_norm: str) -> list[str]:
+    """The places a normalized story names, in order of first mention (Python's regex: the
+    reference for non-ASCII stories)."""
     seen: dict[str, None] = {}
     for match in _PLACE.finditer(story_norm):
         seen.setdefault(match.group(1), None)
     return list(seen)
-
-
-def heuristic_choices(cands: list[str], story_norm: str) -> dict[str, str | None]:
-    stats = [(c, *_mentions(story_norm, c)) for c in cands]
-    mentioned = [s for s in stats if s[3] > 0]
-    if not mentioned:
-        return {"first": None, "last": None, "most": None}
-    first = min(mentioned, key=lambda s: s[1])[0]
-    last = max(mentioned, key=lambda s: s[2])[0]
-    most = max(mentioned, key=lambda s: (s[3], -s[1]))[0]
-    return {"first": first, "last": last, "most": most}
-
-
-def asked_candidate(cands: list[str], question_norm: str) -> str | None:
-    """The one candidate a yes/no question names (None when it names none or several)."""
-    hay = f" {question_norm} "
-    named = [c for c in dict.fromkeys(cands) if c and f" {c} " in hay]
-    return named[0] if len(named) == 1 else None
-
-
-def length_bin(n_words: int) -> str:
-    for bound in LENGTH_BINS:
-        if n_words < bound:
-            return f"<{bound}"
-    return f">={LENGTH_BINS[-1]}"
 
 
 PICKS = ("first", "last", "most", "first_container")
@@ -101,55 +51,143 @@ _SCHEMA = {
 }
 
 
+def _context_table(items: pl.DataFrame) -> pl.DataFrame:
+    """One row per context: normalized story, places it names, communication, word count. Polars
+    regexes on ASCII stories; the Python reference (`places`, `_COMMUNICATION`) on the others."""
+    ctx = items.select("context_id", "context").unique("context_id", keep="first", maintain_order=True)
+    story = norm_words(ctx["context"])
+    ctx = ctx.with_columns(story.alias("story")).with_row_index("_ctx").with_columns(
+        (pl.col("story").str.len_bytes() == pl.col("story").str.len_chars()).alias("_ascii"),
+        pl.when(pl.col("story") == "").then(0).otherwise(pl.col("story").str.count_matches(" ", literal=True) + 1)
+        .cast(pl.Int64).alias("n_words"))
+    ctx = ctx.with_columns(
+        pl.col("story").str.extract_all(_PLACE.pattern)  # whole matches: "in the X"
+        .list.eval(pl.element().str.replace(r"^[a-z]+ the ", "")).list.unique(maintain_order=True).alias("places"),
+        pl.col("story").str.contains(_COMMUNICATION.pattern).alias("communication"))
+    other = ctx.filter(~pl.col("_ascii")).select("_ctx", "story")
+    if other.height:
+        stories = other["story"].to_list()
+        python = pl.DataFrame({"_ctx": other["_ctx"], "_places": [places(t) for t in stories],
+                               "_communication": [bool(_COMMUNICATION.search(t)) for t in stories]},
+                              schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean})
+        ctx = ctx.join(python, on="_ctx", how="left", maintain_order="left").with_columns(
+            pl.when(pl.col("_ascii")).then(pl.col("places")).otherwise(pl.col("_places")).alias("places"),
+            pl.when(pl.col("_ascii")).then(pl.col("communication")).otherwise(pl.col("_communication")).alias("communication"))
+    return ctx.select("context_id", "_ctx", "story", "n_words", "places", "communication")
+
+
+def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray, m: int,
+                 wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every m-word window inside a document whose hash is in `wanted` (sorted, unique): (doc,
+    start word within the doc, hash)."""
+    span = len(words) - m + 1
+    if span <= 0 or not len(wanted):
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0, dtype=np.uint64)
+    total = words[:span] * _POSITION_MULT_NP[0]
+    for j in range(1, m):
+        total += words[j:j + span] * _POSITION_MULT_NP[j]
+    hashes = fmix64(total)
+    slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
+    hit = np.nonzero(wanted[slot] == hashes)[0]
+    doc = doc_of_word[hit]
+    start = hit - offsets[doc]
+    inside = start + m <= offsets[doc + 1] - offsets[doc]
+    return doc[inside], start[inside], hashes[hit[inside]]
+
+
+def mention_stats(pairs: pl.DataFrame, stories: list[str]) -> pl.DataFrame:
+    """(first, last, count) of each (`_ctx`, `cand`) pair's whole-word occurrences in the normalized
+    story `stories[_ctx]`, first/last as word positions (ordered like the character offsets of
+    `_mentions`). Phrases are matched by 64-bit hashes of word windows (`audits.text`'s n-gram
+    hash), one numpy pass per phrase length, instead of a Python search per item and candidate."""
+    words, offsets = hash_words(stories)
+    doc_of_word = np.repeat(np.arange(len(stories), dtype=np.int64), np.diff(offsets))
+    cands = pairs["cand"].unique().sort()
+    c_words, c_offsets = hash_words(cands.to_list())
+    c_len = np.diff(c_offsets)
+    c_hash = np.zeros(len(cands), dtype=np.uint64)
+    for m in np.unique(c_len[c_len > 0]):
+        sel = np.nonzero(c_len == m)[0]
+        total = np.zeros(len(sel), dtype=np.uint64)
+        for j in range(int(m)):
+            total += c_words[c_offsets[sel] + j] * _POSITION_MULT_NP[j]
+        c_hash[sel] = fmix64(total)
+    keyed = pairs.join(pl.DataFrame({"cand": cands, "_len": c_len, "_hash": c_hash}), on="cand")
+    found = []
+    for m in np.unique(c_len[c_len > 0]):
+        wanted = keyed.filter(pl.col("_len") == int(m))
+        doc, start, hashes = _gram_hashes(words, offsets, doc_of_word, int(m), np.unique(wanted["_hash"].to_numpy()))
+        hits = pl.DataFrame({"_ctx": doc.astype(np.uint32), "_hash": hashes, "pos": start})
+        found.append(wanted.join(hits, on=["_ctx", "_hash"]).group_by("_ctx", "cand").agg(
+            pl.col("pos").min().alias("first"), pl.col("pos").max().alias("last"), pl.len().cast(pl.Int64).alias("count")))
+    schema = {"_ctx": pl.UInt32, "cand": pl.Utf8, "first": pl.Int64, "last": pl.Int64, "count": pl.Int64}
+    return pl.concat([f.cast(schema) for f in found]) if found else pl.DataFrame(schema=schema)
+
+
 def item_features(items: pl.DataFrame) -> pl.DataFrame:
-    """One row per item: candidates, heuristic picks and whether each is right, answer role and
-    structural features."""
-    story_cache: dict[str, tuple[str, bool]] = {}
-    rows: list[dict[str, Any]] = []
-    world = [c for c in ("meta_candidates", "meta_asked", "trace_first_container") if c in items.columns]
-    for item in items.select(*_INPUT, *world).iter_rows(named=True):
-        cached = story_cache.get(item["context_id"])
-        if cached is None:
-            story_norm = _norm(item["context"])
-            cached = story_cache[item["context_id"]] = (story_norm, bool(_COMMUNICATION.search(story_norm)))
-        story, communication = cached
-        yes_no = item["answer_format"] == "yes_no"
-        listed = item.get("meta_candidates")
-        if yes_no or not (item["options"] and len(item["options"]) >= 2):
-            cands = [_norm(c) for c in listed] if listed else places(story)
-        else:
-            cands = [_norm(o) for o in item["options"]]
-        picks = heuristic_choices(cands, story)
-        initial = item.get("trace_first_container")
-        picks["first_container"] = _norm(initial) if initial else picks["first"]
-        gold = _norm(item["answer"] or "")
-        if yes_no:
-            asked = _norm(item["meta_asked"]) if item.get("meta_asked") else asked_candidate(cands, _norm(item["question"]))
-            scorable = asked is not None and gold in ("yes", "no") and len(cands) >= 2
-            named = {h: picks[h] is not None and picks[h] == asked for h in PICKS}
-            hits = {h: named[h] == (gold == "yes") for h in PICKS}
-            chance = 0.5
-        else:
-            asked = None
-            scorable = gold in cands and len(cands) >= 2
-            named = hits = {h: picks[h] is not None and picks[h] == gold for h in PICKS}
-            chance = 1.0 / len(cands) if cands else None
-        n_words = story.count(" ") + 1 if story else 0
-        rows.append({
-            "item_id": item["item_id"],
-            "n_candidates": len(cands),
-            "gold_in_candidates": gold in cands,
-            **{f"pick_{h}": picks[h] for h in PICKS},
-            "gold_norm": gold, "asked_norm": asked, "scorable": scorable, "chance": chance,
-            **{f"hit_{h}": hits[h] for h in PICKS},
-            "answer_is_first": named["first"], "answer_is_last": named["last"], "answer_is_most": named["most"],
-            "ends_where_started": picks["first"] is not None and picks["first"] == picks["last"],
-            "communication": communication,
-            "story_length": length_bin(n_words),
-            "n_agents_f": str(item["n_agents"]) if item["n_agents"] is not None else "unknown",
-            "template": item["template_id"] or "none",
-        })
-    return pl.DataFrame(rows, schema=_SCHEMA)
+    """One row per item (in input order): candidates, heuristic picks and whether each is right,
+    answer role and structural features; whole-column operations, no Python per item."""
+    world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8, "trace_first_container": pl.Utf8}
+    base = items.select(*_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()])
+    ctx = _context_table(base)
+    base = base.with_row_index("_row").join(ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left")
+    yes_no = pl.col("answer_format") == "yes_no"
+    use_options = ~yes_no & (pl.col("options").list.len() >= 2).fill_null(False)
+    use_listed = ~use_options & (pl.col("meta_candidates").list.len() > 0).fill_null(False)
+    listed = base.filter(use_options | use_listed).select(
+        "_row", "_ctx", pl.when(use_options).then(pl.col("options")).otherwise(pl.col("meta_candidates")).alias("cand"))
+    listed = listed.with_columns(pl.int_ranges(0, pl.col("cand").list.len()).alias("_cpos")).explode("cand", "_cpos")
+    listed = listed.with_columns(norm_words(listed["cand"]).alias("cand"))
+    placed = base.filter(~(use_options | use_listed)).select("_row", "_ctx").join(ctx.select("_ctx", "places"), on="_ctx")
+    placed = placed.rename({"places": "cand"}).with_columns(pl.int_ranges(0, pl.col("cand").list.len()).alias("_cpos"))
+    placed = placed.explode("cand", "_cpos").drop_nulls("cand")
+    cands = pl.concat([listed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64)),
+                       placed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64))])
+    stats = mention_stats(cands.select("_ctx", "cand").unique(), ctx["story"].to_list())
+    cands = cands.join(stats, on=["_ctx", "cand"], how="left")
+    seen = cands.filter(pl.col("count") > 0)
+    picks = seen.group_by("_row").agg(
+        pl.col("cand").sort_by(["first", "_cpos"]).first().alias("pick_first"),
+        pl.col("cand").sort_by(["last", "_cpos"], descending=[True, False]).first().alias("pick_last"),
+        pl.col("cand").sort_by(["count", "first", "_cpos"], descending=[True, False, False]).first().alias("pick_most"))
+    base = base.with_columns(norm_words(base["answer"]).alias("gold_norm"),
+                             norm_words(base["meta_asked"]).alias("_asked"),
+                             norm_words(base["trace_first_container"]).alias("_initial"))
+    gold = cands.join(base.select("_row", "gold_norm"), on="_row").group_by("_row").agg(
+        pl.len().cast(pl.Int64).alias("n_candidates"), (pl.col("cand") == pl.col("gold_norm")).any().alias("gold_in_candidates"))
+    # a yes/no question without a recorded asked container: the one candidate its text names
+    recorded_asked = pl.col("meta_asked").fill_null("") != ""
+    guess = base.filter(yes_no & ~recorded_asked).select("_row", "question")
+    guess = guess.with_columns((" " + norm_words(guess["question"]) + " ").alias("_q")).join(cands, on="_row")
+    guess = guess.filter((pl.col("cand") != "") & pl.col("_q").str.contains(" " + pl.col("cand") + " ", literal=True))
+    guess = guess.group_by("_row").agg(pl.col("cand").unique()).filter(pl.col("cand").list.len() == 1).select(
+        "_row", pl.col("cand").list.first().alias("_guess"))
+    out = (base.join(picks, on="_row", how="left").join(gold, on="_row", how="left").join(guess, on="_row", how="left")
+           .join(ctx.select("_ctx", "communication", "n_words"), on="_ctx", how="left").sort("_row"))
+    n = pl.col("n_candidates").fill_null(0)
+    asked = pl.when(~yes_no).then(None).when(recorded_asked).then(pl.col("_asked")).otherwise(pl.col("_guess"))
+    initial = pl.when(pl.col("trace_first_container").fill_null("") != "").then(pl.col("_initial"))
+    out = out.with_columns(n.alias("n_candidates"), pl.col("gold_in_candidates").fill_null(False),
+                           initial.otherwise(pl.col("pick_first")).alias("pick_first_container"), asked.alias("asked_norm"))
+    target = pl.when(yes_no).then(pl.col("asked_norm")).otherwise(pl.col("gold_norm"))
+    named = {h: (pl.col(f"pick_{h}").is_not_null() & (pl.col(f"pick_{h}") == target)).fill_null(False) for h in PICKS}
+    says_yes = pl.col("gold_norm") == "yes"
+    bins = pl.lit(f">={LENGTH_BINS[-1]}")
+    for bound in reversed(LENGTH_BINS):
+        bins = pl.when(pl.col("n_words") < bound).then(pl.lit(f"<{bound}")).otherwise(bins)
+    out = out.with_columns(
+        pl.when(yes_no).then(pl.col("asked_norm").is_not_null() & pl.col("gold_norm").is_in(["yes", "no"]) & (n >= 2))
+        .otherwise(pl.col("gold_in_candidates") & (n >= 2)).alias("scorable"),
+        pl.when(yes_no).then(pl.lit(0.5)).when(n > 0).then(1.0 / n).otherwise(None).alias("chance"),
+        *[pl.when(yes_no).then(named[h] == says_yes).otherwise(named[h]).alias(f"hit_{h}") for h in PICKS],
+        *[named[h].alias(f"answer_is_{h}") for h in ("first", "last", "most")],
+        (pl.col("pick_first").is_not_null() & (pl.col("pick_first") == pl.col("pick_last"))).fill_null(False)
+        .alias("ends_where_started"),
+        bins.alias("story_length"),
+        pl.col("n_agents").cast(pl.Utf8).fill_null("unknown").alias("n_agents_f"),
+        pl.when(pl.col("template_id").fill_null("") == "").then(pl.lit("none")).otherwise(pl.col("template_id")).alias("template"))
+    return out.select([pl.col(c).cast(t) for c, t in _SCHEMA.items()])
 
 
 def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:

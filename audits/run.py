@@ -199,8 +199,8 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         con.close()
     lap("overlap")
     say("template artifacts")
-    feats = item_features(items.unique("item_id", keep="first"))
-    df = items.join(feats, on="item_id", how="left").with_columns(pl.col("belief_order").cast(pl.Int64))
+    feats = item_features(items.unique("item_id", keep="first", maintain_order=True))
+    df = items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(pl.col("belief_order").cast(pl.Int64))
     tables: dict[str, pl.DataFrame] = {
         "audit_positions": artifacts.position_bias(df, p),
         "audit_answer_prior": artifacts.answer_prior(df, p),

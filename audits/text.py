@@ -16,6 +16,7 @@ import unicodedata
 from typing import Sequence
 
 import numpy as np
+import polars as pl
 
 _NON_WORD = re.compile(r"\W+")
 _MASK64 = (1 << 64) - 1
@@ -39,6 +40,24 @@ def normalize(text: str) -> str:
 def tokens(text: str) -> list[str]:
     """Word tokens; underscores stay inside words (ToMi's `green_box`)."""
     return normalize(text).split()
+
+
+def norm_words(texts: pl.Series) -> pl.Series:
+    """Each text's `tokens` joined by single spaces (null -> ""), a whole column at once: polars
+    string kernels for ASCII texts (where `normalize` is lower case plus a byte table), the Python
+    reference for the rest (NFKC and Unicode word rules differ between Python and Rust regexes)."""
+    texts = texts.cast(pl.Utf8).fill_null("")
+    out = texts.str.to_lowercase().str.replace_all(r"[^a-z0-9_]+", " ").str.strip_chars(" ")
+    other = (texts.str.len_bytes() != texts.str.len_chars()).arg_true()
+    if len(other):
+        out = out.scatter(other, pl.Series([" ".join(tokens(t)) for t in texts.gather(other).to_list()], dtype=pl.Utf8))
+    return out
+
+
+def token_sets(texts: pl.Series) -> pl.Series:
+    """Each text's distinct tokens (a list column, no empty strings)."""
+    words = norm_words(texts).str.split(" ")
+    return words.list.eval(pl.element().filter(pl.element() != "")).list.unique()
 
 
 def text_key(text: str) -> str:

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from audits.config import AuditParams
-from audits.features import _norm, heuristic_choices
 from audits.synthetic import clean_records
+from tests.audit_reference import heuristic_choices, norm
 from warehouse.load import ingest_records
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo
@@ -79,8 +79,8 @@ def shortcut_records(seed: int = 5, n: int = 160) -> list[dict]:
     rates = {0: 0.0, 1: 0.5, 2: 0.8, 3: 1.0}
     for r in clean_records(n, seed=seed + 1, split="test"):
         if rng.random() < rates[r["belief_order"]]:
-            first = heuristic_choices([_norm(o) for o in r["options"]], _norm(r["context"]))["first"]
-            answer = next(o for o in r["options"] if _norm(o) == first)
+            first = heuristic_choices([norm(o) for o in r["options"]], norm(r["context"]))["first"]
+            answer = next(o for o in r["options"] if norm(o) == first)
             out.append(variant(r, r["item_id"], "test", answer=answer))
         else:
             out.append(r)

@@ -1,0 +1,85 @@
+"""The vectorized item features and feature-label counts equal their per-item definitions: on
+random stories with multi-word, repeated, overlapping and non-ASCII candidates, every answer
+format, with and without recorded world facts."""
+from __future__ import annotations
+
+import random
+
+import polars as pl
+
+from audits.artifacts import feature_association
+from audits.config import AuditParams
+from audits.features import item_features
+from audits.text import tokens
+from tests.audit_reference import reference_item_features
+
+PLACES = ["box", "green box", "red_box", "green", "Box lid", "café", "ﬁn jar", "", "—"]
+WORDS = ["Ann", "told", "the", "in", "to", "at", "inside", "moved", "apple", "and", "Émile", "x", ".", ",", "—", "asked"]
+FORMATS = ["multiple_choice", "yes_no", "free_text"]
+
+
+
+def random_case(rng: random.Random) -> tuple[list[list[str]], list[dict]]:
+    """Stories of words and "the <place>" phrases, and items over them with random formats,
+    options, answers and recorded world facts (or none)."""
+    stories = [[rng.choice(WORDS) if rng.random() < 0.6 else "the " + rng.choice(PLACES) for _ in range(rng.randint(0, 25))]
+               for _ in range(4)]
+
+    def maybe(value):
+        return value if rng.random() < 0.5 else None
+
+    rows = [{"story": rng.randrange(4), "fmt": rng.choice(FORMATS), "options": rng.choices(PLACES, k=rng.randint(0, 4)),
+             "answer": maybe(rng.choice(PLACES + ["yes", "no", "Yes"])), "question_place": maybe(rng.choice(PLACES)),
+             "listed": maybe(rng.choices(PLACES, k=rng.randint(0, 4))), "asked": maybe(rng.choice(PLACES)),
+             "initial": maybe(rng.choice(PLACES)), "n_agents": maybe(rng.randint(1, 4)), "template": maybe(rng.choice(["", "t1"]))}
+            for _ in range(rng.randint(1, 12))]
+    return stories, rows
+
+
+def frame(stories: list[list[str]], rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame([{
+        "item_id": f"i{i}", "context_id": f"c{r['story']}", "context": " ".join(stories[r["story"]]),
+        "options": r["options"], "answer": r["answer"], "answer_format": r["fmt"],
+        "question": f"Is it in the {r['question_place']}?" if r["question_place"] is not None else "Where is it?",
+        "n_agents": r["n_agents"], "template_id": r["template"], "meta_candidates": r["listed"], "meta_asked": r["asked"],
+        "trace_first_container": r["initial"]} for i, r in enumerate(rows)],
+        schema={"item_id": pl.Utf8, "context_id": pl.Utf8, "context": pl.Utf8, "options": pl.List(pl.Utf8),
+                "answer": pl.Utf8, "answer_format": pl.Utf8, "question": pl.Utf8, "n_agents": pl.Int64,
+                "template_id": pl.Utf8, "meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8,
+                "trace_first_container": pl.Utf8})
+
+
+def test_vectorized_item_features_equal_the_per_item_definition() -> None:
+    rng = random.Random(0)
+    for _ in range(80):
+        df = frame(*random_case(rng))
+        fast, slow = item_features(df), reference_item_features(df)
+        assert fast.schema == slow.schema
+        assert fast.to_dicts() == slow.to_dicts(), df.to_dicts()
+        without_world = df.drop("meta_candidates", "meta_asked", "trace_first_container")
+        assert item_features(without_world).to_dicts() == reference_item_features(without_world).to_dicts()
+
+
+def test_feature_label_counts_match_a_direct_count() -> None:
+    """Every reported (feature, label) count equals a count over the rows that carry both."""
+    rows = []
+    for i in range(240):
+        cue = i % 3 == 0
+        rows.append({"item_id": f"i{i}", "context_id": f"c{i % 60}", "context": f"Story {i % 60} about the {'lamp' if i % 2 else 'desk'}.",
+                     "question": "Where is it really?" if cue else "Where is it?", "answer_format": "multiple_choice",
+                     "options": ["a", "b", "c"], "answer_index": 2 if cue else i % 3, "answer": "x",
+                     "belief_order": i % 2, "selection": "train" if i < 200 else "heldout", "question_type": "reality"})
+    df = pl.DataFrame(rows)
+    out = feature_association(df, AuditParams(min_feature_count=5))
+    assert out.filter(pl.col("flagged") & (pl.col("feature") == "q:really") & (pl.col("label") == "2")).height >= 1
+    for r in out.iter_rows(named=True):
+        kind, feature = r["feature"].split(":", 1) if ":" in r["feature"] else ("st", r["feature"])
+        if kind not in ("q", "s"):
+            continue
+        column = "question" if kind == "q" else "context"
+        family = [x for x in rows if x["selection"] == r["selection"]
+                  and (r["belief_order"] == "all" or str(x["belief_order"]) == r["belief_order"])]
+        having = [x for x in family if feature in tokens(x[column])]
+        assert r["n_feature"] == len(having), r
+        assert r["n_label_and_feature"] == sum(str(x["answer_index"]) == r["label"] for x in having), r
+        assert r["n"] == len(family)
