@@ -23,13 +23,14 @@ from warehouse import db
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
 from warehouse.sources import get_adapter, resolve_input
 from warehouse.sources.base import AdapterInfo, Produced, Reject
-from warehouse.validate import first_error, is_valid
+from warehouse.validate import are_valid, first_error, is_valid
 
 Progress = Callable[[int], None]
 _JSON_COLUMNS = {"meta", "trace"}
 _LIST_COLUMNS = {"perspective_chain", "options", "answer_list", "operators"}
 _INT_COLUMNS = {"belief_order", "answer_index", "seed", "n_agents", "n_events"}
 _CHUNK_ROWS = 8192  # records converted to Arrow at a time, so their dicts are freed (and memory reused) early
+_VALIDATE_ROWS = 1024  # records per call of the compiled validator (measured best: ~0.4 us less per record)
 _TURN_TYPE = pa.list_(pa.struct([("speaker", pa.string()), ("text", pa.string())]))
 
 
@@ -110,39 +111,69 @@ def stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progr
 
 
 def _stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None) -> Staged:
-    chunk: list[dict[str, Any]] = []
-    parts: list[pa.Table] = []
-    contexts: dict[str, dict[str, Any]] = {}  # context_id -> first record with it (input order)
-    rejects: list[Reject] = []
-    seen: set[str] = set()
-    digest = hashlib.sha256()
+    collector = _Collector(info)
+    batch: list[Produced] = []
     count = 0
     for count, record in enumerate(produced, start=1):
-        if isinstance(record, Reject):
-            rejects.append(record)
-            digest.update(record.raw.encode("utf-8"))
-        elif not is_valid(record):
-            field, reason = first_error(record)
-            rejects.append(_reject_of(info, record, field, reason))
-        elif record["item_id"] in seen:
-            duplicate = _reject_of(info, record, "item_id", "duplicate of an earlier record with the same source key")
-            rejects.append(replace(duplicate, source_ref=f"{duplicate.source_ref} (input record {count})"))
-        else:
-            seen.add(record["item_id"])
-            chunk.append(record)
-            contexts.setdefault(record["context_id"], record)
-            digest.update(record["content_hash"].encode("ascii"))
-            if len(chunk) == _CHUNK_ROWS:
-                parts.append(_to_arrow(chunk, ITEM_FIELDS))
-                chunk = []
+        batch.append(record)
+        if len(batch) == _CHUNK_ROWS:
+            collector.take(batch, count - len(batch) + 1)
+            batch = []
         if progress is not None and count % 5000 == 0:
             progress(5000)
+    collector.take(batch, count - len(batch) + 1)
     if progress is not None:
         progress(count % 5000)
-    parts.append(_to_arrow(chunk, ITEM_FIELDS))
-    items = pa.concat_tables(parts)
-    context_table = _to_arrow(list(contexts.values()), ("context_id", *CONTEXT_FIELDS))
-    return Staged(info, input_ref, items, context_table, _rejects_table(rejects), digest.hexdigest())
+    return collector.staged(input_ref)
+
+
+class _Collector:
+    """Sorts produced records, one batch at a time, into items (as Arrow), contexts and rejects.
+
+    A batch is validated in one call of the compiled validator; only a batch that fails is
+    validated record by record (to find which ones, and why). Items are converted to Arrow per
+    batch, so their dicts are freed (and the memory reused) early."""
+
+    def __init__(self, info: AdapterInfo) -> None:
+        self.info = info
+        self.parts: list[pa.Table] = []
+        self.contexts: dict[str, dict[str, Any]] = {}  # context_id -> first record with it (input order)
+        self.rejects: list[Reject] = []
+        self.seen: set[str] = set()
+        self.digest = hashlib.sha256()
+
+    def take(self, batch: list[Produced], first_count: int) -> None:
+        """Sort `batch`, whose first record is input record number `first_count` (1-based)."""
+        rejects, seen, contexts, digest = self.rejects, self.seen, self.contexts, self.digest
+        records = [record for record in batch if not isinstance(record, Reject)]
+        all_valid = all(
+            are_valid(records[start:start + _VALIDATE_ROWS]) for start in range(0, len(records), _VALIDATE_ROWS)
+        )
+        items: list[dict[str, Any]] = []
+        for count, record in enumerate(batch, start=first_count):
+            if isinstance(record, Reject):
+                rejects.append(record)
+                digest.update(record.raw.encode("utf-8"))
+            elif not (all_valid or is_valid(record)):
+                field, reason = first_error(record)
+                rejects.append(_reject_of(self.info, record, field, reason))
+            elif record["item_id"] in seen:
+                duplicate = _reject_of(
+                    self.info, record, "item_id", "duplicate of an earlier record with the same source key"
+                )
+                rejects.append(replace(duplicate, source_ref=f"{duplicate.source_ref} (input record {count})"))
+            else:
+                seen.add(record["item_id"])
+                items.append(record)
+                contexts.setdefault(record["context_id"], record)
+                digest.update(record["content_hash"].encode("ascii"))
+        if items or not self.parts:
+            self.parts.append(_to_arrow(items, ITEM_FIELDS))
+
+    def staged(self, input_ref: str) -> Staged:
+        items = pa.concat_tables(self.parts)
+        contexts = _to_arrow(list(self.contexts.values()), ("context_id", *CONTEXT_FIELDS))
+        return Staged(self.info, input_ref, items, contexts, _rejects_table(self.rejects), self.digest.hexdigest())
 
 
 def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Reject:
