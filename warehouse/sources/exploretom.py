@@ -289,18 +289,25 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
         by_name["story_structure"], by_name["question"], by_name["expected_answer"],
         by_name["qprop=params"], by_name["qprop=nth_order"], splits, zip(*meta_columns),
     )
+    bad_width, questions = table.bad_width, caches.questions
     for index, (story, question_text, answer, params, order, split, meta_values) in enumerate(rows):
         ref = f"{file}#row{index}"
-        try:
-            if index in table.bad_width:
-                raise _RowError("row", f"expected {len(table.header)} fields, found {table.bad_width[index]}")
-            for name, value in zip(_REQUIRED, (story, question_text, answer, params, order)):
-                if _blank(value):
-                    raise _RowError(name, "empty or missing value")
-            question = caches.question(params, order)
-        except _RowError as exc:
-            yield Reject(NAME, ref, file, f"row{index}", exc.column, exc.reason, Reject.raw_of(table.row(index)))
-            continue
+        question = questions.get((params, order))  # cached: a well-formed row with these cells was seen
+        if (
+            question is None or question.__class__ is _RowError or index in bad_width
+            or not (story and question_text and answer)  # one fused check on the hot path
+            or story.isspace() or question_text.isspace() or answer.isspace()
+        ):
+            try:
+                if index in bad_width:
+                    raise _RowError("row", f"expected {len(table.header)} fields, found {bad_width[index]}")
+                for name, value in zip(_REQUIRED, (story, question_text, answer, params, order)):
+                    if _blank(value):
+                        raise _RowError(name, "empty or missing value")
+                question = caches.question(params, order)
+            except _RowError as exc:
+                yield Reject(NAME, ref, file, f"row{index}", exc.column, exc.reason, Reject.raw_of(table.row(index)))
+                continue
         meta = dict(zip(meta_names, meta_values))
         listed, thing, relation = question.params_meta
         meta["qprop=params"] = [None if listed is None else list(listed), thing, relation]
