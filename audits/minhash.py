@@ -2,8 +2,8 @@
 
 datasketch (>= 2.0) draws `a` (odd) and `b` from `numpy.random.RandomState(seed)`, pre-mixes each
 32-bit input hash with MurmurHash3's 32-bit finalizer and takes `min(a*h + b mod 2^32)`. We do the
-same arithmetic, but for a small batch of documents at a time as one numpy broadcast (documents
-padded to a common length by repeating a shingle, which leaves a minimum unchanged), instead of
+same arithmetic, one permutation at a time over a cache-sized chunk of many documents' shingles
+(two whole-array operations, then `np.minimum.reduceat` per document), instead of
 one Python object and loop per document. Given the same seed and the same 32-bit shingle hashes
 the signatures are identical to `datasketch.MinHash.bulk(..., hashfunc=...)`; with datasketch's
 default SHA-1 shingle hash (`sha1_shingle_hashes`) they equal its defaults too.
@@ -18,7 +18,7 @@ import numpy as np
 
 SCHEME = "affine32"
 _MAX32 = np.uint32(0xFFFFFFFF)
-_BATCH_DOCS = 8  # keeps the (docs x shingles x perms) block inside the CPU cache: measured fastest
+_CHUNK_SHINGLES = 1 << 16  # shingles per chunk: one permutation pass stays in the CPU cache
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:
@@ -76,18 +76,25 @@ class MinHasher:
         n_docs = len(offsets) - 1
         out = np.full((n_docs, self.num_perm), _MAX32, dtype=np.uint32)  # empty docs stay at max
         mixed = fmix32(np.asarray(flat32, dtype=np.uint32))
-        lengths = np.diff(offsets)
-        order = np.argsort(lengths, kind="stable")
-        order = order[lengths[order] > 0]
+        docs = np.nonzero(np.diff(offsets) > 0)[0]
+        if not len(docs):
+            return out
+        # chunks of whole documents holding about _CHUNK_SHINGLES shingles (cache-sized)
+        cuts = np.searchsorted(offsets[docs], np.arange(offsets[docs[0]], offsets[-1], _CHUNK_SHINGLES), side="left")
+        bounds = np.unique(np.append(cuts, len(docs)))
         a, b = self._a, self._b
-        for start in range(0, len(order), _BATCH_DOCS):
-            docs = order[start:start + _BATCH_DOCS]
-            lens = lengths[docs]
-            width = int(lens.max())
-            index = offsets[docs][:, None] + np.minimum(np.arange(width)[None, :], lens[:, None] - 1)
-            block = mixed[index][:, :, None] * a
-            block += b
-            out[docs] = block.min(axis=1)
+        for lo_doc, hi_doc in zip(bounds[:-1], bounds[1:]):
+            chunk = docs[lo_doc:hi_doc]
+            lo, hi = offsets[chunk[0]], offsets[chunk[-1] + 1]
+            seg = mixed[lo:hi]
+            starts = offsets[chunk] - lo  # strictly increasing: empty documents were left out
+            work = np.empty_like(seg)
+            result = np.empty((self.num_perm, len(chunk)), dtype=np.uint32)
+            for k in range(self.num_perm):  # one permutation over the whole chunk, then a min per document
+                np.multiply(seg, a[k], out=work)
+                work += b[k]
+                result[k] = np.minimum.reduceat(work, starts)
+            out[chunk] = result.T
         return out
 
 

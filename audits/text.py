@@ -155,8 +155,9 @@ def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(data.astype(np.uint64) * pw[:len(data)], out=prefix[1:])
     raw = (prefix[ends] - prefix[starts]) * inv[starts]
     hashes = fmix64(raw + (ends - starts).astype(np.uint64) * np.uint64(_LEN_MULT))
-    doc_of_word = np.searchsorted(doc_starts, starts, side="right") - 1
-    return hashes, np.bincount(doc_of_word, minlength=len(parts))
+    # words never span documents (one space between them): count word starts per document
+    first_word = np.searchsorted(starts, doc_starts, side="left")
+    return hashes, np.diff(np.append(first_word, len(starts)))
 
 
 def hash_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -211,10 +212,16 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
     full = lengths >= n
     if full.any():
         span = len(words) - n + 1
-        total = np.zeros(span, dtype=np.uint64)
-        for i in range(n):
+        total = words[:span] * _POSITION_MULT_NP[0]
+        for i in range(1, n):
             total += words[i:i + span] * _POSITION_MULT_NP[i]
         hashed = fmix64(total)
+        if full.all():  # drop the n - 1 windows that start near each document's end and cross it
+            keep = np.ones(span, dtype=bool)
+            crossing = (word_offsets[1:, None] - np.arange(1, n)[None, :]).ravel()
+            keep[crossing[(crossing >= 0) & (crossing < span)]] = False
+            out[:] = hashed[keep]
+            return out, offsets
         sel = np.nonzero(full)[0]
         c = counts[sel]
         idx_doc = np.repeat(sel, c)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from audits.lsh import Banding, candidate_pairs, choose_banding, datasketch_default_banding
 from audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
-from audits.text import batch_ngrams, hash_words, shingle_hash32, shingle_hash64, shingle_texts, tokens, word_hash
+from audits.text import (batch_ngrams, hash_words, ngram_hashes, shingle_hash32, shingle_hash64, shingle_texts, tokens,
+                         word_hash)
 
 DOCS = ["Anne put the ball in the box. Anne left the room!", "short doc", "", "one two three four five six seven",
         "Émile a mis la balle — dans «la boîte» ﬁn.", "Jack moved the apple to the green_bottle."]
@@ -115,3 +116,25 @@ def test_lsh_curve_is_monotone() -> None:
     curve = Banding(21, 6).curve(11)
     values = [p for _, p in curve]
     assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
+
+
+def test_batch_shingles_and_chunked_signatures_match_per_document_references(monkeypatch) -> None:
+    """The all-documents-long-enough fast path of `batch_ngrams`, and signatures over several
+    cache-sized chunks (with empty documents among them), against per-document computations."""
+    rng = random.Random(5)
+    texts = [" ".join(rng.choices(["a", "b", "c", "dd", "é"], k=rng.randint(5, 400))) for _ in range(300)]
+    words, offsets = hash_words(texts)
+    for n in (1, 3, 5):
+        grams, goff = batch_ngrams(words, offsets, n)
+        for d in range(len(texts)):
+            expect = ngram_hashes(words[offsets[d]:offsets[d + 1]], n)
+            assert np.array_equal(grams[goff[d]:goff[d + 1]], expect)
+    texts[7] = texts[150] = ""
+    monkeypatch.setattr("audits.minhash._CHUNK_SHINGLES", 1000)  # dozens of chunks, some inside one long document
+    flat, offs = shingle_texts(texts, 5)
+    hasher = MinHasher(64, seed=3)
+    together = hasher.signatures(flat, offs)
+    for d in range(len(texts)):
+        alone = hasher.signatures(flat[offs[d]:offs[d + 1]], np.array([0, offs[d + 1] - offs[d]]))
+        assert np.array_equal(together[d], alone[0]), d
+    assert (together[7] == np.iinfo(np.uint32).max).all()
