@@ -218,34 +218,72 @@ def _load_json(path: Path) -> Any:
         return read_json(path)
 
 
-def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | Reject]:
+def _rows_of(path: Path) -> list[Any]:
     data = _load_json(path)
     rows = data.get("data") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise SourceError(path, 'not a HiToM JSON file: expected an object with a "data" list')
+    return rows
+
+
+def _json_row(parser: _Parser, name: str, index: int, row: Any) -> _Pending:
+    """One JSON row parsed; raises _Bad on a malformed row."""
+    if row.__class__ is not dict:
+        raise _Bad("(record)", "row is not a JSON object")
+    get = row.get
+    order = get("question_order")
+    if not (  # one fused check on the hot path; the loop below only names the culprit
+        str is get("prompting_type").__class__ is get("story").__class__ is get("question").__class__
+        is get("choices").__class__ is get("answer").__class__
+        and int is order.__class__ is get("story_length").__class__ is get("sample_id").__class__
+        and get("deception").__class__ is bool
+    ):
+        _check_types(row)
+    if order < 0:
+        raise _Bad("question_order", f"negative order {order}")
+    meta = row.copy()  # every source field but those with a place of their own in the record
+    del meta["story"], meta["question"], meta["answer"]
+    meta["layout"] = "json"
+    key = f"{name}#{index}"
+    return _pending(parser, key, row["story"], row["question"], row["choices"], row["answer"], order, meta)
+
+
+def _json_reject(name: str, index: int, row: Any, bad: _Bad) -> Reject:
+    return Reject(NAME, f"{name}#{index}", name, str(index), bad.field, bad.reason, Reject.raw_of(row))
+
+
+def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | Reject]:
+    rows = _rows_of(path)
     name = relative_name(path, root)
     for index, row in enumerate(rows):
-        key = f"{name}#{index}"
         try:
-            if row.__class__ is not dict:
-                raise _Bad("(record)", "row is not a JSON object")
-            get = row.get
-            order = get("question_order")
-            if not (  # one fused check on the hot path; the loop below only names the culprit
-                str is get("prompting_type").__class__ is get("story").__class__ is get("question").__class__
-                is get("choices").__class__ is get("answer").__class__
-                and int is order.__class__ is get("story_length").__class__ is get("sample_id").__class__
-                and get("deception").__class__ is bool
-            ):
-                _check_types(row)
-            if order < 0:
-                raise _Bad("question_order", f"negative order {order}")
-            meta = row.copy()  # every source field but those with a place of their own in the record
-            del meta["story"], meta["question"], meta["answer"]
-            meta["layout"] = "json"
-            yield _pending(parser, key, row["story"], row["question"], row["choices"], row["answer"], order, meta)
+            yield _json_row(parser, name, index, row)
         except _Bad as bad:
-            yield Reject(NAME, key, name, str(index), bad.field, bad.reason, Reject.raw_of(row))
+            yield _json_reject(name, index, row, bad)
+
+
+def _json_records(path: Path, root: Path, parser: _Parser) -> Iterator[Produced]:
+    """A JSON file on its own, streamed: what `_finish(_json_rows(...))` yields, without holding
+    every parsed row at once. A first pass reads the reality answers off the order-0 rows (the
+    only ones the false-belief flag needs); the second builds each record as it goes and drops
+    the row it came from, so memory stays near the size of the parsed file."""
+    rows = _rows_of(path)
+    name = relative_name(path, root)
+    reality: dict[tuple[str, str], str | None] = {}
+    for index, row in enumerate(rows):
+        if row.__class__ is dict and row.get("question_order") == 0:  # a superset: _json_row checks the rest
+            try:
+                _note_reality(reality, _json_row(parser, name, index, row))
+            except _Bad:
+                pass
+    for index, row in enumerate(rows):
+        rows[index] = None
+        try:
+            pending = _json_row(parser, name, index, row)
+        except _Bad as bad:
+            yield _json_reject(name, index, row, bad)
+            continue
+        yield pending.record(_is_false_belief(pending, reality))
 
 
 def split_text_file(text: str) -> dict[str, Any]:
@@ -311,15 +349,21 @@ def _is_false_belief(pending: _Pending, reality: dict[tuple[str, str], str | Non
     return None if truth is None else pending.answer != truth
 
 
+def _note_reality(reality: dict[tuple[str, str], str | None], pending: _Pending) -> None:
+    """Record the reality answer of an order-0 question (None where the prompting styles disagree)."""
+    if pending.order == 0:
+        seen = reality.setdefault(pending.reality_key, pending.answer)
+        if seen != pending.answer:
+            reality[pending.reality_key] = None  # the styles disagree: leave it unknown
+
+
 def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[Produced]:
     """Second pass: a belief answer that differs from the story's reality answer marks a false belief."""
     items = list(produced)
     reality: dict[tuple[str, str], str | None] = {}
     for item in items:
-        if isinstance(item, _Pending) and item.order == 0:
-            seen = reality.setdefault(item.reality_key, item.answer)
-            if seen != item.answer:
-                reality[item.reality_key] = None  # the styles disagree: leave it unknown
+        if isinstance(item, _Pending):
+            _note_reality(reality, item)
     for item in items:
         if isinstance(item, Reject):
             yield item
@@ -344,7 +388,7 @@ class HiToMAdapter(AdapterInfo):
         parser = _Parser()
         if root.is_file():
             if root.suffix == ".json":
-                yield from _finish(_json_rows(root, root, parser))
+                yield from _json_records(root, root, parser)
             elif root.suffix == ".txt":
                 yield from _finish([_text_record(root, root, parser)])
             else:
@@ -354,6 +398,9 @@ class HiToMAdapter(AdapterInfo):
         tree = _text_tree(root)
         if not json_file.is_file() and tree is None:
             raise SourceError(root, f"no {JSON_NAME} and no {TREE_NAME}/ text tree in this folder")
+        if tree is None:
+            yield from _json_records(json_file, root, parser)
+            return
         parts: list[Iterable[_Pending | Reject]] = []
         if json_file.is_file():
             parts.append(_json_rows(json_file, root, parser))
