@@ -71,7 +71,10 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
 
     # unchanged inputs: staging comes from the cache; a changed tomi file is staged again
     tomi_file = next((tmp_path / "data" / "tomi").glob("*.txt"))
-    rebuild_flow(str(config))
+    manifest = (tmp_path / "release" / "manifest.json").read_bytes()
+    again = rebuild_flow(str(config))
+    assert again["release"] == first["release"], "same inputs and seed: the same content-addressed release"
+    assert (tmp_path / "release" / "manifest.json").read_bytes() == manifest
     tomi_file.write_text(tomi_file.read_text(encoding="utf-8").replace(" ", "  ", 1), encoding="utf-8")
     rebuild_flow(str(config))
     states = asyncio.run(task_states())
