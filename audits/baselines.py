@@ -51,6 +51,16 @@ def _chance(df: pl.DataFrame, fmt: str, n_classes: int) -> float:
 _VECTORIZER = HashingVectorizer(n_features=1 << 18, ngram_range=(1, 2), alternate_sign=False, norm="l2")
 
 
+def _vectorize(texts: list[str]):
+    """Hashed 1-2-gram rows, each distinct text analysed once (a story carries several questions;
+    the vectorizer is stateless and row-wise, so the matrix is the same as transforming every row)."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return _VECTORIZER.transform(texts)
+    position = {t: i for i, t in enumerate(distinct)}
+    return _VECTORIZER.transform(distinct)[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
+
+
 def _fit_predict(x_train, y_train: np.ndarray, x_test) -> np.ndarray:
     """Logistic regression fitted by SGD on hashed 1-2-grams (lbfgs was ~30x slower here)."""
     classes = np.unique(y_train)
@@ -125,13 +135,13 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
     alpha = p.alpha / max(n_tests, 1)
     for fmt, kind, tr, ho, n_classes in plan:
         tr_fit = _subsample(tr, p.baseline_max_train, p.seed)
-        x_tr, y_tr = _VECTORIZER.transform(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
+        x_tr, y_tr = _vectorize(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
         cv_pred = _cv_predictions(tr_fit, x_tr, y_tr, p.folds)
         cv_acc = float(np.mean(cv_pred == y_tr))
         values, counts = np.unique(y_tr, return_counts=True)
         majority = values[np.argmax(counts)]
         if ho is not None:
-            pred = _fit_predict(x_tr, y_tr, _VECTORIZER.transform(_texts(ho, kind)))
+            pred = _fit_predict(x_tr, y_tr, _vectorize(_texts(ho, kind)))
             y_eval, eval_df, evaluation = _targets(ho, fmt).astype(object), ho, "train->heldout"
         else:
             pred, y_eval, eval_df, evaluation = cv_pred, y_tr, tr_fit, f"group {p.folds}-fold (train)"
