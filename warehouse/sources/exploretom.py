@@ -199,15 +199,34 @@ def _csv_files(root: Path) -> list[Path]:
     return files
 
 
+_CHUNK_ROWS = 8192  # rows turned into Python values at a time: memory is reused instead of growing
+
+
 @dataclass
 class _Table:
-    """A file read column by column; `bad_width` maps a row index to its field count."""
+    """A file read column by column (a polars frame, or lists from the csv module);
+    `bad_width` maps a row index to its field count."""
 
     header: list[str]
-    columns: list[list[Any]]
+    frame: pl.DataFrame | None
+    columns: list[list[Any]] | None
     bad_width: dict[int, int]
 
+    def __len__(self) -> int:
+        return self.frame.height if self.frame is not None else len(self.columns[0]) if self.columns else 0
+
+    def chunks(self) -> Iterator[tuple[int, list[list[Any]]]]:
+        """(first row index, the columns' values for the next rows), chunk by chunk."""
+        for start in range(0, len(self), _CHUNK_ROWS):
+            if self.frame is not None:
+                part = self.frame.slice(start, _CHUNK_ROWS)
+                yield start, [part.get_column(name).to_list() for name in part.columns]
+            else:
+                yield start, [column[start:start + _CHUNK_ROWS] for column in self.columns]
+
     def row(self, index: int) -> dict[str, Any]:
+        if self.frame is not None:
+            return dict(zip(self.header, self.frame.row(index)))
         return {name: column[index] for name, column in zip(self.header, self.columns)}
 
 
@@ -229,7 +248,7 @@ def _table(path: Path) -> _Table:
     header = [name.lstrip("\ufeff") for name in frame.columns]
     _check_header(path, header)
     frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines
-    return _Table(header, [frame.get_column(name).to_list() for name in frame.columns], {})
+    return _Table(header, frame, None, {})
 
 
 def _table_with_csv_module(path: Path) -> _Table:
@@ -253,7 +272,7 @@ def _table_with_csv_module(path: Path) -> _Table:
     except csv.Error as exc:
         raise SourceError(path, f"unreadable CSV at line {reader.line_num}: {exc}") from None
     columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in header]
-    return _Table(header, columns, bad_width)
+    return _Table(header, None, columns, bad_width)
 
 
 def _check_header(path: Path, header: list[str]) -> None:
@@ -276,21 +295,28 @@ def _blank(value: str | None) -> bool:
 
 def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
     table = _table(path)
-    by_name = dict(zip(table.header, table.columns))
+    caches = _Caches()
+    for start, columns in table.chunks():
+        yield from _read_rows(table, start, columns, caches, file, version)
+
+
+def _read_rows(
+    table: _Table, start: int, columns: list[list[Any]], caches: _Caches, file: str, version: str
+) -> Iterator[Produced]:
+    """Records (or rejects) of the rows from `start` on, given their columns' values."""
+    by_name = dict(zip(table.header, columns))
     meta_names = [name for name in table.header if name not in _MAPPED and name not in _PARSED]
     meta_columns = [
         [value or "" for value in by_name[name]] if name in _TEXT else _typed_column(by_name[name])
         for name in meta_names
     ]
-    n_rows = len(table.columns[0]) if table.columns else 0
-    splits = by_name.get("split") or [None] * n_rows
-    caches = _Caches()
+    splits = by_name.get("split") or [None] * len(columns[0])
     rows = zip(
         by_name["story_structure"], by_name["question"], by_name["expected_answer"],
         by_name["qprop=params"], by_name["qprop=nth_order"], splits, zip(*meta_columns),
     )
     bad_width, questions = table.bad_width, caches.questions
-    for index, (story, question_text, answer, params, order, split, meta_values) in enumerate(rows):
+    for index, (story, question_text, answer, params, order, split, meta_values) in enumerate(rows, start):
         ref = f"{file}#row{index}"
         question = questions.get((params, order))  # cached: a well-formed row with these cells was seen
         if (
