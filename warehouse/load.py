@@ -88,7 +88,7 @@ class Staged:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while staging.
 
     Staging allocates millions of small containers (records, lists, dicts) that stay alive until
@@ -106,12 +106,18 @@ def _gc_paused() -> Iterator[None]:
 
 def stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None = None) -> Staged:
     """Validate every produced record; keep the valid ones, turn the rest into rejects."""
-    with _gc_paused():
+    with gc_paused():
         return _stage(info, produced, input_ref, progress)
 
 
 def _stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None) -> Staged:
-    collector = _Collector(info)
+    collector = Collector(info)
+    collect(collector, produced, progress)
+    return collector.staged(input_ref)
+
+
+def collect(collector: "Collector", produced: Iterable[Produced], progress: Progress | None) -> int:
+    """Feed every produced record to `collector` in batches; returns how many there were."""
     batch: list[Produced] = []
     count = 0
     for count, record in enumerate(produced, start=1):
@@ -124,27 +130,31 @@ def _stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, prog
     collector.take(batch, count - len(batch) + 1)
     if progress is not None:
         progress(count % 5000)
-    return collector.staged(input_ref)
+    return count
 
 
-class _Collector:
+class Collector:
     """Sorts produced records, one batch at a time, into items (as Arrow), contexts and rejects.
 
     A batch is validated in one call of the compiled validator; only a batch that fails is
     validated record by record (to find which ones, and why). Items are converted to Arrow per
-    batch, so their dicts are freed (and the memory reused) early."""
+    batch, so their dicts are freed (and the memory reused) early. With a `trail`, the bytes the
+    input digest is taken over are appended to it instead (a part of a split input: the parts'
+    trails, hashed in order, give the digest of the whole)."""
 
-    def __init__(self, info: AdapterInfo) -> None:
+    def __init__(self, info: AdapterInfo, trail: bytearray | None = None) -> None:
         self.info = info
         self.parts: list[pa.Table] = []
         self.contexts: dict[str, dict[str, Any]] = {}  # context_id -> first record with it (input order)
         self.rejects: list[Reject] = []
         self.seen: set[str] = set()
+        self.duplicates = 0
         self.digest = hashlib.sha256()
+        self._feed = self.digest.update if trail is None else trail.extend
 
     def take(self, batch: list[Produced], first_count: int) -> None:
         """Sort `batch`, whose first record is input record number `first_count` (1-based)."""
-        rejects, seen, contexts, digest = self.rejects, self.seen, self.contexts, self.digest
+        rejects, seen, contexts, feed = self.rejects, self.seen, self.contexts, self._feed
         records = [record for record in batch if not isinstance(record, Reject)]
         all_valid = all(
             are_valid(records[start:start + _VALIDATE_ROWS]) for start in range(0, len(records), _VALIDATE_ROWS)
@@ -153,11 +163,12 @@ class _Collector:
         for count, record in enumerate(batch, start=first_count):
             if isinstance(record, Reject):
                 rejects.append(record)
-                digest.update(record.raw.encode("utf-8"))
+                feed(record.raw.encode("utf-8"))
             elif not (all_valid or is_valid(record)):
                 field, reason = first_error(record)
                 rejects.append(_reject_of(self.info, record, field, reason))
             elif record["item_id"] in seen:
+                self.duplicates += 1
                 duplicate = _reject_of(
                     self.info, record, "item_id", "duplicate of an earlier record with the same source key"
                 )
@@ -166,7 +177,7 @@ class _Collector:
                 seen.add(record["item_id"])
                 items.append(record)
                 contexts.setdefault(record["context_id"], record)
-                digest.update(record["content_hash"].encode("ascii"))
+                feed(record["content_hash"].encode("ascii"))
         if items or not self.parts:
             self.parts.append(_to_arrow(items, ITEM_FIELDS))
 
@@ -300,10 +311,16 @@ def ingest_records(
 
 
 def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress | None = None) -> LoadReport:
-    """Read one source (local path or Hub id) with its adapter and load it atomically."""
+    """Read one source (local path or Hub id) with its adapter and load it atomically.
+
+    A big input whose adapter can read it in parts is staged by several processes at once
+    (`warehouse.parallel`); the result is the same as staging it here in one pass."""
+    from warehouse.parallel import stage_input  # imports this module
+
     adapter = get_adapter(source)
     root = resolve_input(location, adapter)
-    return ingest_records(warehouse, info_of(adapter), adapter.read(root), str(location), progress)
+    with db.building(Path(warehouse)) as con:
+        return write_staged(con, stage_input(info_of(adapter), adapter, root, str(location), progress))
 
 
 def info_of(adapter: Any) -> AdapterInfo:

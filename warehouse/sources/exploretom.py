@@ -187,6 +187,21 @@ class ExploreToMAdapter(AdapterInfo):
         for path in _csv_files(root):
             yield from _read_file(path, relative_name(path, root), self.version)
 
+    def split_input(self, root: Path) -> Path | None:
+        """The one file this input is read from when `read_part` can split it (a single CSV file)."""
+        try:
+            files = _csv_files(Path(root))
+        except SourceError:
+            return None  # `read` reports it
+        return files[0] if len(files) == 1 else None
+
+    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Produced]:
+        """What `read(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its CSV file."""
+        path = self.split_input(root)
+        if path is None:
+            raise SourceError(root, "not a single CSV file: cannot be read in parts")
+        yield from _read_file(path, relative_name(path, Path(root)), self.version, part, parts)
+
 
 def _csv_files(root: Path) -> list[Path]:
     if not root.exists():
@@ -215,14 +230,15 @@ class _Table:
     def __len__(self) -> int:
         return self.frame.height if self.frame is not None else len(self.columns[0]) if self.columns else 0
 
-    def chunks(self) -> Iterator[tuple[int, list[list[Any]]]]:
-        """(first row index, the columns' values for the next rows), chunk by chunk."""
-        for start in range(0, len(self), _CHUNK_ROWS):
+    def chunks(self, first: int, end: int) -> Iterator[tuple[int, list[list[Any]]]]:
+        """(first row index, the columns' values for the next rows), chunk by chunk over rows [first, end)."""
+        for start in range(first, end, _CHUNK_ROWS):
+            size = min(_CHUNK_ROWS, end - start)
             if self.frame is not None:
-                part = self.frame.slice(start, _CHUNK_ROWS)
+                part = self.frame.slice(start, size)
                 yield start, [part.get_column(name).to_list() for name in part.columns]
             else:
-                yield start, [column[start:start + _CHUNK_ROWS] for column in self.columns]
+                yield start, [column[start:start + size] for column in self.columns]
 
     def row(self, index: int) -> dict[str, Any]:
         if self.frame is not None:
@@ -293,10 +309,11 @@ def _blank(value: str | None) -> bool:
     return not value or value.isspace()
 
 
-def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
+def _read_file(path: Path, file: str, version: str, part: int = 0, parts: int = 1) -> Iterator[Produced]:
+    """Records (or rejects) of a CSV file's rows, or of its slice `part` of `parts` equal slices."""
     table = _table(path)
     caches = _Caches()
-    for start, columns in table.chunks():
+    for start, columns in table.chunks(len(table) * part // parts, len(table) * (part + 1) // parts):
         yield from _read_rows(table, start, columns, caches, file, version)
 
 

@@ -262,11 +262,12 @@ def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | R
             yield _json_reject(name, index, row, bad)
 
 
-def _json_records(path: Path, root: Path, parser: _Parser) -> Iterator[Produced]:
+def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Produced]:
     """A JSON file on its own, streamed: what `_finish(_json_rows(...))` yields, without holding
     every parsed row at once. A first pass reads the reality answers off the order-0 rows (the
     only ones the false-belief flag needs); the second builds each record as it goes and drops
-    the row it came from, so memory stays near the size of the parsed file."""
+    the row it came from, so memory stays near the size of the parsed file. With `parts` > 1
+    the second pass covers only slice `part` of the rows (the first still reads them all)."""
     rows = _rows_of(path)
     name = relative_name(path, root)
     reality: dict[tuple[str, str], str | None] = {}
@@ -276,8 +277,8 @@ def _json_records(path: Path, root: Path, parser: _Parser) -> Iterator[Produced]
                 _note_reality(reality, _json_row(parser, name, index, row))
             except _Bad:
                 pass
-    for index, row in enumerate(rows):
-        rows[index] = None
+    for index in range(len(rows) * part // parts, len(rows) * (part + 1) // parts):
+        row, rows[index] = rows[index], None
         try:
             pending = _json_row(parser, name, index, row)
         except _Bad as bad:
@@ -408,6 +409,21 @@ class HiToMAdapter(AdapterInfo):
             files = sorted(tree.rglob("order_*.txt"), key=lambda path: path.relative_to(root).as_posix())
             parts.append(_text_record(path, root, parser) for path in files)
         yield from _finish(item for part in parts for item in part)
+
+    def split_input(self, root: Path) -> Path | None:
+        """The one file this input is read from when `read_part` can split it (a JSON file on its own)."""
+        root = Path(root)
+        if root.is_file():
+            return root if root.suffix == ".json" else None
+        json_file = root / JSON_NAME
+        return json_file if root.is_dir() and json_file.is_file() and _text_tree(root) is None else None
+
+    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Produced]:
+        """What `read(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its JSON file."""
+        path = self.split_input(root)
+        if path is None:
+            raise SourceError(root, "not a HiToM JSON file on its own: cannot be read in parts")
+        yield from _json_records(path, Path(root), _Parser(), part, parts)
 
 
 ADAPTER = HiToMAdapter(
