@@ -7,6 +7,10 @@ in the same run:
   * baseline: json.load / csv.DictReader -> a tuple per row -> executemany INSERT into DuckDB
     (no validation, no ids, no hashes: the least a hand-written loader does).
 The baseline is slow, so it runs on a slice (--baseline-rows) and is compared as a rate.
+Besides wall time, each line shows CPU time (this process and its staging workers): on a shared
+machine other jobs stretch wall time, CPU time much less. `tomforge ingest` splits staging over
+worker processes when a CPU is idle (see warehouse/parallel.py; TOMFORGE_INGEST_WORKERS=1 or 2
+forces it): the line says how many it used.
 
     python bench/ingest.py [--rows 500000] [--baseline-rows 20000]
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,6 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from warehouse.load import ingest  # noqa: E402
+from warehouse import parallel  # noqa: E402
+from warehouse.parallel import default_workers  # noqa: E402
 
 SAMPLES = REPO / "warehouse" / "samples"
 
@@ -57,9 +64,15 @@ BASELINE_DDL = """CREATE TABLE items (source VARCHAR, ref VARCHAR, context VARCH
                   answer VARCHAR, belief_order BIGINT, options VARCHAR, meta VARCHAR)"""
 
 
-def baseline(hitom: Path, exploretom: Path, rows: int, out: Path) -> float:
-    """json/csv module + executemany into DuckDB; returns questions/s over both formats."""
-    start = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the staging workers)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def baseline(hitom: Path, exploretom: Path, rows: int, out: Path) -> tuple[float, float]:
+    """json/csv module + executemany into DuckDB; returns (questions/s, CPU us/question) over both formats."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     con = duckdb.connect(str(out))
     con.execute(BASELINE_DDL)
     data = json.loads(hitom.read_text(encoding="utf-8"))["data"][:rows]
@@ -77,7 +90,8 @@ def baseline(hitom: Path, exploretom: Path, rows: int, out: Path) -> float:
                           int(r["qprop=nth_order"]), None, json.dumps(r)))
     con.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
     con.close()
-    return (len(data) + len(batch)) / (time.perf_counter() - start)
+    questions = len(data) + len(batch)
+    return questions / (time.perf_counter() - start), (cpu_seconds() - cpu) / questions * 1e6
 
 
 def main() -> None:
@@ -94,19 +108,23 @@ def main() -> None:
         print(f"input: {per_format:,} HiToM JSON rows ({hitom.stat().st_size / 1e6:.0f} MB), "
               f"{per_format:,} ExploreToM CSV rows ({exploretom.stat().st_size / 1e6:.0f} MB)")
         warehouse = folder / "w.duckdb"
-        rates = {}
-        total_start = time.perf_counter()
+        total_start, total_cpu = time.perf_counter(), cpu_seconds()
         for name, path in (("hitom", hitom), ("exploretom", exploretom)):
-            start = time.perf_counter()
+            workers = default_workers() if path.stat().st_size >= parallel.MIN_BYTES else 1
+            start, cpu = time.perf_counter(), cpu_seconds()
             report = ingest(warehouse, name, path)
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
             assert report.reconciled and report.rejected == 0, report
-            rates[name] = report.loaded / seconds
-            print(f"tomforge ingest {name:<10} {report.loaded:>9,} questions {seconds:7.2f} s {rates[name]:>10,.0f} q/s")
-        overall = 2 * per_format / (time.perf_counter() - total_start)
-        base = baseline(hitom, exploretom, args.baseline_rows, folder / "baseline.duckdb")
-        print(f"tomforge ingest overall    {overall:>10,.0f} q/s")
-        print(f"baseline (json/csv + executemany, {2 * args.baseline_rows:,} questions) {base:>10,.0f} q/s")
+            print(f"tomforge ingest {name:<10} {report.loaded:>9,} questions {seconds:7.2f} s "
+                  f"{report.loaded / seconds:>10,.0f} q/s   CPU {cpu:6.2f} s = {cpu / report.loaded * 1e6:5.1f} us/q "
+                  f"({workers} process{'es' if workers > 1 else ''})")
+        seconds, cpu = time.perf_counter() - total_start, cpu_seconds() - total_cpu
+        overall = 2 * per_format / seconds
+        base, base_cpu = baseline(hitom, exploretom, args.baseline_rows, folder / "baseline.duckdb")
+        print(f"tomforge ingest overall    {overall:>10,.0f} q/s   CPU {cpu / (2 * per_format) * 1e6:5.1f} us/q "
+              f"(= {2 * per_format / cpu:,.0f} q/s per CPU-second)")
+        print(f"baseline (json/csv + executemany, {2 * args.baseline_rows:,} questions) {base:>10,.0f} q/s   "
+              f"CPU {base_cpu:7.1f} us/q")
         print(f"ratio tomforge / baseline  {overall / base:10.1f}x   (goals: >= 100,000 q/s and >= 5x)")
 
 
