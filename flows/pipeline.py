@@ -23,11 +23,15 @@ from warehouse import db
 from warehouse.load import LoadReport, write_staged
 
 
-def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
+def _folder_key(folder: Path) -> str:
     """Names the input's fingerprint (the folder name) and where it is kept (hash of its absolute path);
     Prefect also uses the key as the result's file name, so it must be a plain name."""
-    folder = staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"]).resolve()
+    folder = folder.resolve()
     return f"{folder.name}-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
+
+
+def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
+    return _folder_key(staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"]))
 
 
 @task(name="stage-source", cache_key_fn=_stage_key, cache_expiration=timedelta(days=30), persist_result=True,
@@ -38,8 +42,7 @@ def stage_task(staging: str, source: str, location: str) -> str:
 
 
 def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
-    folder = generated_folder(Path(parameters["staging"]), parameters["settings"], parameters["split"]).resolve()
-    return f"{folder.name}-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
+    return _folder_key(generated_folder(Path(parameters["staging"]), parameters["settings"], parameters["split"]))
 
 
 @task(name="generate-split", cache_key_fn=_generated_key, cache_expiration=timedelta(days=30), persist_result=True,
