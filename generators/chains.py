@@ -108,8 +108,17 @@ def set_bits(bits: int) -> np.ndarray:
 
 
 def random_set_bit(bits: int, rng: random.Random) -> int:
-    """A uniformly chosen set bit of a signature bitset."""
-    positions = set_bits(bits)
-    if not len(positions):
+    """A uniformly chosen set bit of a signature bitset: the k-th set bit (k drawn from `rng`),
+    found by bisecting on popcounts of low parts (no array of all positions)."""
+    count = bits.bit_count()
+    if not count:
         raise ValueError("empty bitset")
-    return int(positions[rng.randrange(len(positions))])
+    k = rng.randrange(count)
+    lo, hi = 1, bits.bit_length()  # the smallest width whose low bits hold k + 1 set bits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (bits & ((1 << mid) - 1)).bit_count() > k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo - 1
