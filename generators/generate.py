@@ -1,14 +1,20 @@
 """From stories to unified records: question selection, balancing, padding, rendering.
 
 For each story the generator asks at most one question per belief order (0 = reality, 1..max)
-plus one memory question. Per order it balances, by construction, the role the gold container
-plays (initial / final / intermediate / never visited: so "answer the object's first container"
-scores at chance), the gold option's position, the yes/no ratio, and (through distractor
-statements placed at the end or sprinkled in) which container is mentioned last and which most
-often. Story length (moves) and style come from a deck over their combinations; the number of
-agents is the one whose belief questions lag behind, so each order gets each count about equally.
-Stories get each operator with probability `operator_rate` (scaled by `RATE_SCALE`), except that
-lies become more frequent while "never visited" golds, which only a lie can produce, are pending.
+plus one memory question. A run of `n` items splits `n` evenly over the orders and deals each
+order's share into exact counts per (answer format, gold role, option position or yes/no answer)
+(`generators.balance.deal`); stories then fill those quotas, so in every run and split, however
+small, each order has the role the gold container plays (initial / final / intermediate / never
+visited: so "answer the object's first container" scores at chance), the gold option's position
+and the yes/no ratio balanced to within one item per cell; a deck sets how often a "no" question
+asks about the first container, so "first container" is exact on yes/no too. Which container is
+mentioned first (the scene's listing order), last and most often (distractor statements placed at
+the end or sprinkled in) are chosen per story by controllers that keep each of those heuristics'
+hits per order (and per order and format) at chance. Story length (moves) and style come from a
+deck over their combinations; the number of agents is the one whose questions lag behind over the
+orders still open, so each order gets each count about equally. Stories get each operator with
+probability `operator_rate` (scaled by `RATE_SCALE`), except that lies become more frequent while
+many "never visited" golds, which only a lie can produce, are still to be served.
 Same arguments => byte-identical records (all randomness flows from `seed` through
 `random.Random` instances; nothing depends on hash order or the clock).
 """
@@ -17,11 +23,11 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any, Iterator, Sequence
 
-from generators.balance import Controller, Deck, TargetQueue
+from generators.balance import Controller, Deck, Quota, deal
 from generators.beliefs import BeliefEngine
 from generators.chains import feasible, random_chain, random_set_bit
 from generators.entities import Pools, pools as entity_pools, surface
@@ -34,17 +40,19 @@ from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo
 
 GENERATOR = "tomforge_gen"
-GENERATOR_VERSION = "0.1.0"
+GENERATOR_VERSION = "0.2.0"  # 0.2: exact per-order quotas (items differ from 0.1)
 SOURCE = "tomforge_gen"
 ADAPTER_INFO = AdapterInfo(name=SOURCE, version=GENERATOR_VERSION, license="Apache-2.0")
 FORMATS = ("multiple_choice", "yes_no", "free_text")
 ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
-MAX_PADDING = 3
+MAX_PADDING = 4  # statements added to make a chosen container the most mentioned one
+POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table) counts more than one format's
 RATE_SCALE = {"return": 0.4, "private_tell": 1.5, "public_tell": 1.5}  # relative to operator_rate: returns
 # happen in base stories anyway; truthful tells offset the many lies that "never visited" golds need
 SPLITS = ("train", "validation", "test")
+STALL_STORIES = 5000  # stories in a row that serve no question before a run gives up (a quota it cannot fill)
 
 
 @dataclass
@@ -73,15 +81,21 @@ class Question:
     def chance(self) -> float:
         return 0.5 if self.fmt == "yes_no" else 1.0 / N_CONTAINERS
 
-    @property
-    def stratum(self) -> tuple[Any, str]:
-        return (self.key, self.fmt)
-
 
 def derive_seed(*parts: Any) -> int:
     """A 63-bit seed from any parts (stable across runs and machines, unlike hash())."""
     digest = hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
+
+
+def _labels(fmt: str) -> tuple[Any, ...]:
+    """What a format balances besides the gold role: the option position, the yes/no answer, or nothing."""
+    return tuple(range(N_CONTAINERS)) if fmt == "multiple_choice" else (True, False) if fmt == "yes_no" else (None,)
+
+
+def _role(cell: tuple[str, str, Any]) -> str:
+    """What a story must offer to serve a (format, role, label) cell: a container of that role."""
+    return cell[1]
 
 
 def role_of(container: str, initial: str, final: str, visited: Sequence[str]) -> str:
@@ -106,6 +120,8 @@ class Generator:
             raise ValueError(f"unknown styles {sorted(bad_styles)}; choose from {', '.join(STYLES)}")
         if max_order < 0:
             raise ValueError("max_order must be >= 0")
+        if not formats or set(formats) - set(FORMATS):
+            raise ValueError(f"formats must be a non-empty subset of {', '.join(FORMATS)}")
         self.max_order, self.seed, self.split = max_order, seed, split
         self.operators = [name for name in OPERATORS if name in operators]
         self.held_out = split == "test" if held_out is None else held_out
@@ -115,35 +131,58 @@ class Generator:
         self.rng = random.Random(derive_seed("run", seed, split, self.held_out))
         self.keys: list[Any] = list(range(max_order + 1)) + (["memory"] if include_memory else [])
         self.story_deck = Deck(product(MOVE_COUNTS, styles), self.rng)
-        self.asked_by_agents = {n: 0 for n in AGENT_COUNTS}
-        self.format_decks = {key: Deck(self.formats, self.rng) for key in self.keys}
-        self.position_decks = {key: Deck(range(N_CONTAINERS), self.rng) for key in self.keys}
-        self.yes_decks = {key: Deck((True, False), self.rng) for key in self.keys}
-        self.role_queues: dict[Any, TargetQueue] = {}
+        self.asked: Counter[tuple[Any, int]] = Counter()  # questions per (order, base agent count)
         never = "never" if "lie" in self.operators else "intermediate"
-        self.role_blocks = {0: ("initial", "final", "final", "final"), "belief": ("initial", "final", "intermediate", never)}
+        self.role_blocks = {0: ("initial", "final", "final", "final"), "belief": ("initial", "final", "intermediate", never),
+                            "memory": ("initial",)}
+        self.quotas: dict[Any, Quota] = {}
+        self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
         self.story_no = 0
 
+    def deal_quotas(self, n: int) -> None:
+        """Split `n` over the orders (remainders to randomly chosen orders), then deal each order's
+        share over (format, gold role, label): see `generators.balance.deal`."""
+        share, extra = divmod(n, len(self.keys))
+        lucky = set(self.rng.sample(range(len(self.keys)), extra))
+        for i, key in enumerate(self.keys):
+            block = self.role_blocks["memory" if key == "memory" else 0 if key == 0 else "belief"]
+            self.quotas[key] = Quota(deal(share + (i in lucky), self.formats, block, _labels, self.rng), _role)
+
     # -- stories -----------------------------------------------------------------------------
-    def lie_rate(self, n_agents: int) -> float:
+    def lie_rate(self) -> float:
         """How often the next story gets a lie: at least the base rate, more while "never visited"
-        golds (which only a lie can produce) are the oldest pending targets of many orders."""
-        heads = [queue.pending[0] for (key, _, agents), queue in self.role_queues.items()
-                 if agents == n_agents and key != 0 and queue.pending]
-        share = sum(head == "never" for head in heads) / len(heads) if heads else 0.0
-        return max(self.operator_rate, min(1.0, 2 * share))
+        golds (which only a lie can produce) make up a large part of the belief questions still to
+        serve (always, at a quarter or more: a lie yields one for an order only about a third of the time)."""
+        left = never = 0
+        for key, quota in self.quotas.items():
+            if key not in (0, "memory"):
+                left += quota.left
+                never += quota.left_by_need.get("never", 0)
+        share = never / left if left else 0.0
+        return max(self.operator_rate, min(1.0, 4 * share))
+
+    def only_reality_away_from_start_left(self) -> bool:
+        """Whether the run only still needs reality questions whose answer is not the first container:
+        the end of most runs, as stories ending elsewhere (about 63%) are fewer than those questions'
+        share (75%); a story with the return operator cannot serve them."""
+        open_keys = [key for key, quota in self.quotas.items() if quota.left]
+        return open_keys == [0] and not self.quotas[0].left_by_need.get("initial", 0)
 
     def pick_agents(self) -> int:
-        """The agent count whose belief questions are most behind (balances agents per order)."""
-        return min(AGENT_COUNTS, key=lambda n: (self.asked_by_agents[n], AGENT_COUNTS.index(n)))
+        """The agent count whose questions are most behind, over the orders with quota left (balances
+        agents per order, also in the last stories of a run, which serve only a few orders)."""
+        open_keys = [key for key, quota in self.quotas.items() if quota.left]
+        return min(AGENT_COUNTS, key=lambda n: (sum(self.asked[key, n] for key in open_keys), AGENT_COUNTS.index(n)))
 
     def next_story(self) -> tuple[Story, int]:
         n_agents = self.pick_agents()
         n_moves, style = self.story_deck.draw()
         rates = {name: self.operator_rate * RATE_SCALE.get(name, 1.0) for name in self.operators}
         if "lie" in rates:
-            rates["lie"] = self.lie_rate(n_agents)
+            rates["lie"] = self.lie_rate()
+        if "return" in rates and self.only_reality_away_from_start_left():
+            rates["return"] = 0.0  # its stories end where they started: they could serve nothing now
         while True:
             story_seed = derive_seed("story", self.seed, self.split, self.held_out, self.story_no)
             self.story_no += 1
@@ -154,62 +193,75 @@ class Generator:
                 story.params.update(style=style, story_no=self.story_no - 1)
                 return story, story_seed
 
-    def role_queue(self, key: Any, fmt: str, n_agents: int) -> TargetQueue:
-        stratum = (key, fmt, n_agents)
-        if stratum not in self.role_queues:
-            self.role_queues[stratum] = TargetQueue(self.role_blocks[0 if key == 0 else "belief"], self.rng)
-        return self.role_queues[stratum]
-
     def select(self, story: Story, engine: BeliefEngine, rng: random.Random) -> list[Question]:
         """At most one question per order (and one memory question), each meeting its balance targets."""
         replay = engine.replay
         initial, final, visited = replay.initial_location, replay.final_location, replay.visited
         roles = {c: role_of(c, initial, final, visited) for c in story.containers}
         by_role: dict[str, int] = {}
-        for container, bits in engine.answers().items():
-            by_role[roles[container]] = by_role.get(roles[container], 0) | bits
-        n, n_agents = len(story.agents), story.params["n_agents"]
+        if any(quota.left for key, quota in self.quotas.items() if key not in (0, "memory")):
+            for container, bits in engine.answers().items():  # only belief questions need them
+                by_role[roles[container]] = by_role.get(roles[container], 0) | bits
+        n = len(story.agents)
         questions = []
-        for key in self.keys:
-            fmt = self.format_decks[key].peek()
+        for key, quota in self.quotas.items():
+            if not quota.left:
+                continue
             chain: tuple[str, ...] = ()
             if key == "memory":
-                role, gold = "initial", initial
+                cell = quota.take(lambda role: True, self.rng)
+                gold = initial
             elif key == 0:
-                role = self.role_queue(0, fmt, n_agents).take(lambda r: r == roles[final])
+                cell = quota.take(lambda role: role == roles[final], self.rng)
                 gold = final
             else:
                 reach = feasible(n, key)
-                role = self.role_queue(key, fmt, n_agents).take(lambda r: bool(by_role.get(r, 0) & reach))
-                if role is not None:
-                    index = random_set_bit(by_role[role] & reach, rng)
+                cell = quota.take(lambda role: bool(by_role.get(role, 0) & reach), self.rng)
+                if cell is not None:
+                    index = random_set_bit(by_role[cell[1]] & reach, rng)
                     chain = tuple(story.agents[i] for i in random_chain(n, index, key, rng))
                     gold = engine.belief(chain)
-            if role is None:
+            if cell is None:
                 continue
-            self.format_decks[key].draw()
-            questions.append(Question(key, chain, gold, role, fmt, rng.choice(self.variants)))
+            fmt, role, label = cell
+            q = Question(key, chain, gold, role, fmt, rng.choice(self.variants))
+            if fmt == "multiple_choice":
+                q.position = label
+            elif fmt == "yes_no":
+                q.yes = label
+            questions.append(q)
         for q in questions:
-            if q.fmt == "multiple_choice":
-                q.position = self.position_decks[q.key].draw()
-            elif q.fmt == "yes_no":
-                q.yes = self.yes_decks[q.key].draw()
-                if q.yes:
-                    q.asked = q.gold
-                    self.first.observe(q.stratum, q.gold == initial, 0.5)
-                else:  # which wrong container to ask about: keeps "yes iff it is the first container" at chance
-                    others = [c for c in story.containers if c != q.gold]
-                    q.asked = self.first.choose(others, [(q.stratum, lambda c: c != initial, 0.5)], rng)
             if q.fmt != "yes_no":
-                self.first.observe(q.stratum, q.gold == initial, q.chance)
+                continue
+            if q.yes:
+                q.asked = q.gold
+                continue
+            # which wrong container a "no" question asks about: the first container in a third of the
+            # cases where it can be (gold elsewhere), so "yes iff it is the first container" scores
+            # 1/2: yes items hit when the gold role is initial (1/4), "no" items with an initial gold
+            # always hit (1/4), the others hit 2 times in 3 (1/2 * (1/4 + 1/4 + 3/4 * 2/3) = 1/2)
+            others = [c for c in story.containers if c != q.gold]
+            if q.gold != initial and self.ask_first_decks[q.key].draw():
+                q.asked = initial
+            else:
+                q.asked = rng.choice([c for c in others if c != initial])
         return questions
 
     def pad(self, story: Story, questions: list[Question], rng: random.Random) -> Story:
-        """Choose the last-mentioned and most-mentioned containers (balanced) and add statements to make them so."""
+        """Choose the first-, last- and most-mentioned containers (balanced) and make them so: the
+        first by the order of the scene's listing (the first sentence naming containers), the others
+        by statements added at the end or sprinkled in after the scene."""
+        hits = {c: [q.hit(c) for q in questions] for c in story.containers}
+        items = self.controller_items(questions)
+        events = list(story.events)
+        scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
+        first = self.first.choose(hits, items, rng)
+        listed = events[scene].things
+        events[scene] = replace(events[scene], things=(first,) + tuple(c for c in listed if c != first))
         containers = frozenset(story.containers)
         counts: Counter[str] = Counter()
         last_index, natural_last = 0, None
-        for i, event in enumerate(story.events):
+        for i, event in enumerate(events):
             if event.kind == SCENE:
                 counts.update(event.things)
                 last_index, natural_last = i, event.things[-1]
@@ -217,9 +269,7 @@ class Generator:
             if mentioned is not None:
                 counts[mentioned] += 1
                 last_index, natural_last = i, mentioned
-        items = [(q.stratum, q.hit, q.chance) for q in questions]
-        last = self.last.choose(story.containers, items, rng)
-        events = list(story.events)
+        last = self.last.choose(hits, items, rng)
         if last != natural_last:
             events.append(self._statement(story, last, rng))
             counts[last] += 1
@@ -228,14 +278,23 @@ class Generator:
         def need(c: str) -> int:
             return max(0, max(counts[o] for o in story.containers if o != c) - counts[c] + 1)
 
-        feasible_most = [c for c in story.containers if need(c) <= MAX_PADDING]
-        most = self.most.choose(feasible_most, items, rng)
-        start = next(i for i, e in enumerate(events) if e.kind != ENTER)
+        most = self.most.choose({c: row for c, row in hits.items() if need(c) <= MAX_PADDING}, items, rng)
         for _ in range(need(most)):
-            slots = [p for p in range(start, last_index + 1) if not (events[p - 1].kind == ENTER == events[p].kind)]
+            slots = [p for p in range(scene + 1, last_index + 1) if not (events[p - 1].kind == ENTER == events[p].kind)]
             events.insert(rng.choice(slots), self._statement(story, most, rng))
             last_index += 1
         return story.with_events(events)
+
+    def controller_items(self, questions: list[Question]) -> list[tuple[Any, int, float, float]]:
+        """(stratum, question index, chance, weight) for the controllers: each question counts for
+        its order (the audit's table) and for its order and format. Weights grow as an order's quota
+        runs out (fewer stories left to correct it); a whole order counts `POOLED_WEIGHT` times more."""
+        items = []
+        for i, q in enumerate(questions):
+            urgency = 1.0 / (1.0 + self.quotas[q.key].left)
+            items.append((q.key, i, q.chance, POOLED_WEIGHT * urgency))
+            items.append(((q.key, q.fmt), i, q.chance, urgency))
+        return items
 
     @staticmethod
     def _statement(story: Story, container: str, rng: random.Random) -> Event:
@@ -244,21 +303,25 @@ class Generator:
 
     # -- records -----------------------------------------------------------------------------
     def records(self, n: int) -> Iterator[dict[str, Any]]:
-        emitted = 0
-        while emitted < n:
+        """Exactly `n` records: stories are drawn until every order's quota is used up."""
+        self.deal_quotas(n)
+        idle = 0
+        while any(quota.left for quota in self.quotas.values()):
             story, story_seed = self.next_story()
             rng = random.Random(story_seed ^ 0x5EED)
             engine = BeliefEngine(story)
             questions = self.select(story, engine, rng)
             if not questions:
+                idle += 1
+                if idle >= STALL_STORIES:
+                    left = {key: {c: k for c, k in q.remaining.items() if k} for key, q in self.quotas.items() if q.left}
+                    raise RuntimeError(f"no story in {idle} serves the remaining quotas {left}: "
+                                       "the chosen operators cannot produce these gold roles")
                 continue
+            idle = 0
             story = self.pad(story, questions, rng)
-            self.asked_by_agents[story.params["n_agents"]] += sum(q.key not in (0, "memory") for q in questions)
-            for record in self.build(story, story_seed, questions, engine, rng):
-                if emitted >= n:
-                    return
-                emitted += 1
-                yield record
+            self.asked.update((q.key, story.params["n_agents"]) for q in questions)
+            yield from self.build(story, story_seed, questions, engine, rng)
 
     def build(self, story: Story, story_seed: int, questions: list[Question], engine: BeliefEngine,
               rng: random.Random) -> Iterator[dict[str, Any]]:
