@@ -7,10 +7,8 @@ report. Outputs are deterministic: no timestamps in tables or report, ids derive
 from __future__ import annotations
 
 import json
-import platform
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +20,7 @@ from audits.features import item_features
 from audits.lsh import datasketch_default_banding
 from audits.overlap import OverlapResult, audit_overlap, digest
 from warehouse.db import connect_readonly
+from warehouse.versions import tool_versions as versions_of
 
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
 Progress = Callable[[str], None]
@@ -69,13 +68,7 @@ class AuditSummary:
 
 
 def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in TOOLS:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "absent"
-    return versions
+    return versions_of(TOOLS, missing="absent")
 
 
 def _with_side(frame: pl.DataFrame, side: str) -> pl.DataFrame:

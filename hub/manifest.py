@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
 from schemas import load_schema
 from warehouse.export import ALL_CONFIG, SplitExport
+from warehouse.versions import tool_versions as versions_of
 
 MANIFEST_NAME = "manifest.json"
 CONTENT_PREFIXES = ("data/", "audit/")  # the files `content_id` (and the default tag) depend on
@@ -57,13 +57,7 @@ def content_id(entries: Iterable[dict[str, Any]]) -> str:
 
 
 def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in _TOOLS:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    return versions_of(_TOOLS)
 
 
 def producer_version() -> str:
