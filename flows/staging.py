@@ -8,11 +8,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from schemas import SCHEMA_DIR
 from warehouse.fingerprint import fingerprint
 from warehouse.load import Staged, info_of, stage
+from warehouse.parallel import stage_input
 from warehouse.sources import get_adapter, resolve_input
 
 if TYPE_CHECKING:
@@ -29,7 +30,10 @@ def schema_version() -> str:
 def staged_folder(staging: Path, source: str, location: str) -> Path:
     """Where the staged form of this exact input lives (it may not exist yet)."""
     adapter = get_adapter(source)
-    root = resolve_input(location, adapter)
+    return _folder_of(staging, source, adapter, resolve_input(location, adapter))
+
+
+def _folder_of(staging: Path, source: str, adapter: Any, root: Path) -> Path:
     key = fingerprint(root, source, adapter.version, schema_version())
     return Path(staging) / f"{source}-{key[:24]}"
 
@@ -39,10 +43,11 @@ def is_staged(folder: Path) -> bool:
 
 
 def stage_source(staging: Path, source: str, location: str) -> Path:
-    """Read and validate one source into its staging folder (written aside, then renamed)."""
-    folder = staged_folder(staging, source, location)
+    """Read and validate one source into its staging folder (written aside, then renamed), the way
+    `tomforge ingest` stages it: a big single-file input is split over worker processes."""
     adapter = get_adapter(source)
-    return _save(folder, stage(info_of(adapter), adapter.read(resolve_input(location, adapter)), location))
+    root = resolve_input(location, adapter)
+    return _save(_folder_of(staging, source, adapter, root), stage_input(info_of(adapter), adapter, root, location))
 
 
 def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> Path:
