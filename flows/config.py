@@ -70,10 +70,10 @@ class GenerateConfig(Section):
         return list(OPERATORS) if self.operators == ["all"] else [o for o in self.operators if o != "none"]
 
     def split_sizes(self) -> dict[str, int]:
-        """Questions per split (train takes the rounding remainder), as `generate_splits` does."""
-        sizes = [int(self.n * fraction) for fraction in self.split_fractions]
-        sizes[0] += self.n - sum(sizes)
-        return dict(zip(("train", "validation", "test"), sizes))
+        """Questions per split, exactly as `generate_splits` divides them."""
+        from generators.generate import split_sizes
+
+        return split_sizes(self.n, self.split_fractions)
 
 
 class AuditConfig(Section):

@@ -383,10 +383,15 @@ def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Seque
     return gen.records(n)
 
 
-def generate_splits(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), **kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Train, validation and test records (test on held-out entities and phrasings by default)."""
+def split_sizes(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> dict[str, int]:
+    """Questions per split; train takes the rounding remainder."""
     sizes = [int(n * f) for f in fractions]
     sizes[0] += n - sum(sizes)
-    for split, size in zip(SPLITS, sizes):
+    return dict(zip(SPLITS, sizes))
+
+
+def generate_splits(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Train, validation and test records (test on held-out entities and phrasings by default)."""
+    for split, size in split_sizes(n, fractions).items():
         if size:
             yield from generate_records(size, split=split, **kwargs)
