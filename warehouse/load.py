@@ -17,21 +17,21 @@ from typing import Any, Callable, Iterable, Iterator
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from warehouse import db
+from warehouse.batch import BatchError, ColumnBatch
+from warehouse.columns import JSON_COLUMNS, arrow_schema
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
 from warehouse.sources import get_adapter, resolve_input
 from warehouse.sources.base import AdapterInfo, Produced, Reject
 from warehouse.validate import are_valid, first_error, is_valid
+from warehouse.validate_columns import invalid_mask
 
 Progress = Callable[[int], None]
-_JSON_COLUMNS = {"meta", "trace"}
-_LIST_COLUMNS = {"perspective_chain", "options", "answer_list", "operators"}
-_INT_COLUMNS = {"belief_order", "answer_index", "seed", "n_agents", "n_events"}
 _CHUNK_ROWS = 8192  # records converted to Arrow at a time, so their dicts are freed (and memory reused) early
 _VALIDATE_ROWS = 1024  # records per call of the compiled validator (measured best: ~0.4 us less per record)
-_TURN_TYPE = pa.list_(pa.struct([("speaker", pa.string()), ("text", pa.string())]))
 
 
 @dataclass
@@ -116,20 +116,28 @@ def _stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, prog
     return collector.staged(input_ref)
 
 
-def collect(collector: "Collector", produced: Iterable[Produced], progress: Progress | None) -> int:
-    """Feed every produced record to `collector` in batches; returns how many there were."""
+def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], progress: Progress | None) -> int:
+    """Feed every produced record (or batch of records) to `collector`; returns how many records there were."""
     batch: list[Produced] = []
-    count = 0
-    for count, record in enumerate(produced, start=1):
-        batch.append(record)
-        if len(batch) == _CHUNK_ROWS:
+    count = reported = 0
+    for record in produced:
+        if record.__class__ is ColumnBatch:
             collector.take(batch, count - len(batch) + 1)
             batch = []
-        if progress is not None and count % 5000 == 0:
-            progress(5000)
+            collector.take_columns(record, count + 1)
+            count += record.size
+        else:
+            count += 1
+            batch.append(record)
+            if len(batch) == _CHUNK_ROWS:
+                collector.take(batch, count - len(batch) + 1)
+                batch = []
+        if progress is not None and count - reported >= 5000:
+            progress(count - reported)
+            reported = count
     collector.take(batch, count - len(batch) + 1)
-    if progress is not None:
-        progress(count % 5000)
+    if progress is not None and count > reported:
+        progress(count - reported)
     return count
 
 
@@ -181,6 +189,31 @@ class Collector:
         if items or not self.parts:
             self.parts.append(_to_arrow(items, ITEM_FIELDS))
 
+    def take_columns(self, batch: ColumnBatch, first_count: int) -> None:
+        """Sort a batch of records built as columns: when every record is valid and new, as one
+        Arrow table; otherwise (rare) record by record, as `take`, so rejects say which and why."""
+        try:
+            table = batch.table()
+        except BatchError:
+            table = None
+        ids = [] if table is None else table.column("item_id").to_pylist()
+        if (
+            table is None or pc.any(invalid_mask(table)).as_py()
+            or len(set(ids)) < len(ids) or not self.seen.isdisjoint(ids)
+        ):
+            self.take(list(batch.records()), first_count)
+            return
+        self.seen.update(ids)
+        contexts, first = self.contexts, {}
+        for index, context_id in enumerate(table.column("context_id").to_pylist()):
+            if context_id not in contexts and context_id not in first:
+                first[context_id] = index
+        if first:
+            for row in table.select(["context_id", *CONTEXT_FIELDS]).take(list(first.values())).to_pylist():
+                contexts[row["context_id"]] = row
+        self._feed("".join(table.column("content_hash").to_pylist()).encode("ascii"))
+        self.parts.append(table.select(list(ITEM_FIELDS)))
+
     def staged(self, input_ref: str) -> Staged:
         items = pa.concat_tables(self.parts)
         contexts = _to_arrow(list(self.contexts.values()), ("context_id", *CONTEXT_FIELDS))
@@ -193,31 +226,15 @@ def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Rejec
     return Reject(info.name, ref, file, rec or ref, field, f"schema: {reason}", Reject.raw_of(record))
 
 
-def _arrow_type(name: str) -> pa.DataType:
-    if name == "turns":
-        return _TURN_TYPE
-    if name in _LIST_COLUMNS:
-        return pa.list_(pa.string())
-    if name in _INT_COLUMNS:
-        return pa.int64()
-    if name == "is_false_belief":
-        return pa.bool_()
-    return pa.string()
-
-
-def _arrow_schema(fields: tuple[str, ...]) -> pa.Schema:
-    return pa.schema([(name, _arrow_type(name)) for name in fields])
-
-
 def _to_arrow(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> pa.Table:
     """Rows -> Arrow: plain fields in one C++ pass (`from_pylist` picks them out of the dicts),
     JSON fields serialized canonically as columns of their own. The rows are not copied:
     rebuilding a dict per row with the JSON fields replaced cost ~3x the whole conversion."""
-    json_fields = [name for name in fields if name in _JSON_COLUMNS]
-    schema = _arrow_schema(fields)
+    json_fields = [name for name in fields if name in JSON_COLUMNS]
+    schema = arrow_schema(fields)
     if not json_fields:
         return pa.Table.from_pylist(rows, schema=schema)
-    plain = pa.Table.from_pylist(rows, schema=pa.schema([f for f in schema if f.name not in _JSON_COLUMNS]))
+    plain = pa.Table.from_pylist(rows, schema=pa.schema([f for f in schema if f.name not in JSON_COLUMNS]))
     columns = {name: plain.column(name) for name in plain.column_names}
     for name in json_fields:
         columns[name] = pa.array(

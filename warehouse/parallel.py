@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,7 +87,7 @@ def stage_input(
         staged = _stage_split(info, adapter, Path(root), input_ref, progress, workers)
         if staged is not None:
             return staged
-    return stage(info, adapter.read(root), input_ref, progress)
+    return stage(info, read_columns(adapter, root), input_ref, progress)
 
 
 def _stage_split(
@@ -182,3 +182,8 @@ def _join(info: AdapterInfo, input_ref: str, parts: list[_Part]) -> Staged | Non
     for part in parts:
         digest.update(part.trail)
     return Staged(info, input_ref, items, contexts, rejects, digest.hexdigest())
+
+
+def read_columns(adapter: Any, root: Path) -> Iterable[Any]:
+    """The adapter's records as column batches where it can build them so (the fast path), else as records."""
+    return adapter.read_columns(root) if hasattr(adapter, "read_columns") else adapter.read(root)

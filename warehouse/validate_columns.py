@@ -1,6 +1,6 @@
 """Record validation on Arrow columns: the verdict of `warehouse.validate` per row, with pyarrow.compute.
 
-The fast ingest path builds records as columns (the layout of `warehouse.load._to_arrow`), so it
+The fast ingest path builds records as columns (the layout of `warehouse.columns`), so it
 cannot afford a dict per row for jsonschema-rs. The schema is compiled once, keyword by keyword,
 into vectorized checks; a keyword the compiler does not know raises `UnsupportedSchema`, so a schema
 change can never be skipped silently.
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import record_schema
+from warehouse.columns import JSON_COLUMNS, arrow_type
 
 Column = Union[pa.Array, pa.ChunkedArray]
 Check = Callable[[Column], Column]  # a column -> True where its value breaks the subschema, else False or null
@@ -79,10 +80,9 @@ class Checks:
 
 def compile_checks(schema: dict[str, Any]) -> Checks:
     """Compile a record schema for tables laid out as `warehouse.load._to_arrow` builds them."""
-    from warehouse.load import _JSON_COLUMNS, _arrow_type  # here: warehouse.load imports this module
 
-    layout = pa.schema([(name, _arrow_type(name)) for name in schema.get("properties", {})])
-    spot = _Spot("(record)", pa.struct(layout), json_fields=frozenset(_JSON_COLUMNS))
+    layout = pa.schema([(name, arrow_type(name)) for name in schema.get("properties", {})])
+    spot = _Spot("(record)", pa.struct(layout), json_fields=JSON_COLUMNS)
     return Checks(layout, _compile(schema, spot))
 
 

@@ -39,7 +39,7 @@ from typing import Any, Iterator
 
 import polars as pl
 
-from warehouse.record import build_record
+from warehouse.batch import batched, expand
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
 
 NAME = "exploretom"
@@ -183,6 +183,10 @@ class ExploreToMAdapter(AdapterInfo):
     """Reads the published CSV (a file, or a folder holding CSV files)."""
 
     def read(self, root: Path) -> Iterator[Produced]:
+        return expand(self.read_columns(root))
+
+    def read_columns(self, root: Path) -> Iterator[Any]:
+        """What `read` yields, gathered into column batches (the ingest hot path)."""
         root = Path(root)
         for path in _csv_files(root):
             yield from _read_file(path, relative_name(path, root), self.version)
@@ -195,8 +199,8 @@ class ExploreToMAdapter(AdapterInfo):
             return None  # `read` reports it
         return files[0] if len(files) == 1 else None
 
-    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Produced]:
-        """What `read(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its CSV file."""
+    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Any]:
+        """What `read_columns(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its CSV file."""
         path = self.split_input(root)
         if path is None:
             raise SourceError(root, "not a single CSV file: cannot be read in parts")
@@ -309,18 +313,27 @@ def _blank(value: str | None) -> bool:
     return not value or value.isspace()
 
 
-def _read_file(path: Path, file: str, version: str, part: int = 0, parts: int = 1) -> Iterator[Produced]:
-    """Records (or rejects) of a CSV file's rows, or of its slice `part` of `parts` equal slices."""
+_ROW_FIELDS = (
+    "source_key", "source_ref", "split", "context", "question", "question_type", "answer", "answer_format",
+    "n_agents", "n_events", "belief_order", "perspective_chain", "is_false_belief", "meta",
+)
+
+
+def _read_file(path: Path, file: str, version: str, part: int = 0, parts: int = 1) -> Iterator[Any]:
+    """Column batches of the records (and rejects in their place) of a CSV file's rows, or of its
+    slice `part` of `parts` equal slices."""
     table = _table(path)
     caches = _Caches()
-    for start, columns in table.chunks(len(table) * part // parts, len(table) * (part + 1) // parts):
-        yield from _read_rows(table, start, columns, caches, file, version)
+    rows = (
+        row
+        for start, columns in table.chunks(len(table) * part // parts, len(table) * (part + 1) // parts)
+        for row in _read_rows(table, start, columns, caches, file)
+    )
+    return batched(rows, _ROW_FIELDS, {"source": NAME, "source_version": version})
 
 
-def _read_rows(
-    table: _Table, start: int, columns: list[list[Any]], caches: _Caches, file: str, version: str
-) -> Iterator[Produced]:
-    """Records (or rejects) of the rows from `start` on, given their columns' values."""
+def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Caches, file: str) -> Iterator[Any]:
+    """`_ROW_FIELDS` tuples (or rejects) of the rows from `start` on, given their columns' values."""
     by_name = dict(zip(table.header, columns))
     meta_names = [name for name in table.header if name not in _MAPPED and name not in _PARSED]
     meta_columns = [
@@ -356,23 +369,11 @@ def _read_rows(
         meta["qprop=params"] = [None if listed is None else list(listed), thing, relation]
         answer = answer.strip()
         num_people = meta.get("param=num_people")
-        yield build_record(
-            source=NAME,
-            source_version=version,
-            source_key=ref,
-            source_ref=ref,
-            split=split.strip() if split and not split.isspace() else "all",
-            context=story,
-            question=question_text.strip(),
-            question_type=question.question_type,
-            answer=answer,
-            answer_format="yes_no" if answer.lower() in ("yes", "no") else "free_text",
-            n_agents=num_people if type(num_people) is int and num_people >= 0 else None,
-            n_events=caches.n_events(story),
-            belief_order=question.belief_order,
-            perspective_chain=question.agents,
-            is_false_belief=_is_false_belief(question, meta),
-            meta=meta,
+        yield (
+            ref, ref, split.strip() if split and not split.isspace() else "all", story, question_text.strip(),
+            question.question_type, answer, "yes_no" if answer.lower() in ("yes", "no") else "free_text",
+            num_people if type(num_people) is int and num_people >= 0 else None, caches.n_events(story),
+            question.belief_order, question.agents, _is_false_belief(question, meta), meta,
         )
 
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from warehouse.batch import batched, expand
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_json, read_text, relative_name
 
@@ -170,6 +171,14 @@ class _Pending:
     def reality_key(self) -> tuple[str, str]:
         return self.story.context, self.parsed.obj
 
+    def row(self, is_false_belief: bool | None) -> tuple[Any, ...]:
+        """The `_ROW_FIELDS` of this question's record (the columnar path)."""
+        story, order = self.story, self.order
+        return (
+            self.key, self.key, story.context, story.n_agents, story.n_events, self.question, question_type_of(order),
+            order, self.parsed.chain, is_false_belief, self.answer, self.options, self.answer_index, self.meta,
+        )
+
     def record(self, is_false_belief: bool | None) -> dict[str, Any]:
         story, order = self.story, self.order
         return build_record(
@@ -262,8 +271,21 @@ def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | R
             yield _json_reject(name, index, row, bad)
 
 
-def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Produced]:
-    """A JSON file on its own, streamed: what `_finish(_json_rows(...))` yields, without holding
+_ROW_FIELDS = (
+    "source_key", "source_ref", "context", "n_agents", "n_events", "question", "question_type", "belief_order",
+    "perspective_chain", "is_false_belief", "answer", "options", "answer_index", "meta",
+)
+
+
+def _json_batches(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Any]:
+    """`_json_records` as column batches (and rejects in their place): the ingest hot path."""
+    constants = {"source": NAME, "source_version": ADAPTER.version, "split": SPLIT, "answer_format": "multiple_choice"}
+    return batched(_json_records(path, root, parser, part, parts), _ROW_FIELDS, constants)
+
+
+def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Any]:
+    """A JSON file on its own, streamed as `_Pending.row` tuples (and rejects): the records
+    `_finish(_json_rows(...))` yields, without holding
     every parsed row at once. A first pass reads the reality answers off the order-0 rows (the
     only ones the false-belief flag needs); the second builds each record as it goes and drops
     the row it came from, so memory stays near the size of the parsed file. With `parts` > 1
@@ -284,7 +306,7 @@ def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts:
         except _Bad as bad:
             yield _json_reject(name, index, row, bad)
             continue
-        yield pending.record(_is_false_belief(pending, reality))
+        yield pending.row(_is_false_belief(pending, reality))
 
 
 def split_text_file(text: str) -> dict[str, Any]:
@@ -383,13 +405,17 @@ class HiToMAdapter(AdapterInfo):
     """Reads a HiToM release: the JSON file, the text tree, one of their files, or a folder with both."""
 
     def read(self, root: Path) -> Iterator[Produced]:
+        return expand(self.read_columns(root))
+
+    def read_columns(self, root: Path) -> Iterator[Any]:
+        """What `read` yields, with the records of a JSON file gathered into column batches."""
         root = Path(root)
         if not root.exists():
             raise SourceError(root, "path not found")
         parser = _Parser()
         if root.is_file():
             if root.suffix == ".json":
-                yield from _json_records(root, root, parser)
+                yield from _json_batches(root, root, parser)
             elif root.suffix == ".txt":
                 yield from _finish([_text_record(root, root, parser)])
             else:
@@ -400,7 +426,7 @@ class HiToMAdapter(AdapterInfo):
         if not json_file.is_file() and tree is None:
             raise SourceError(root, f"no {JSON_NAME} and no {TREE_NAME}/ text tree in this folder")
         if tree is None:
-            yield from _json_records(json_file, root, parser)
+            yield from _json_batches(json_file, root, parser)
             return
         parts: list[Iterable[_Pending | Reject]] = []
         if json_file.is_file():
@@ -418,12 +444,12 @@ class HiToMAdapter(AdapterInfo):
         json_file = root / JSON_NAME
         return json_file if root.is_dir() and json_file.is_file() and _text_tree(root) is None else None
 
-    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Produced]:
-        """What `read(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its JSON file."""
+    def read_part(self, root: Path, part: int, parts: int) -> Iterator[Any]:
+        """What `read_columns(root)` yields for rows [n * part // parts, n * (part + 1) // parts) of its JSON file."""
         path = self.split_input(root)
         if path is None:
             raise SourceError(root, "not a HiToM JSON file on its own: cannot be read in parts")
-        yield from _json_records(path, Path(root), _Parser(), part, parts)
+        yield from _json_batches(path, Path(root), _Parser(), part, parts)
 
 
 ADAPTER = HiToMAdapter(
