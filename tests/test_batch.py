@@ -34,6 +34,7 @@ row = st.fixed_dictionaries({
     "answer_format": st.sampled_from(["multiple_choice", "yes_no", "free_text"]),
     "options": st.lists(st.sampled_from(["a", "b", "c\"\\"]), max_size=3).map(tuple) | st.lists(text, max_size=2),
     "belief_order": st.none() | st.integers(0, 4),
+    "answer_index": st.none() | st.integers(0, 3),
     "is_false_belief": st.none() | st.booleans(),
     "n_agents": st.none() | st.integers(0, 9),
     "perspective_chain": st.lists(text, max_size=3),
@@ -51,7 +52,7 @@ def as_columns(rows: list[dict], constant: set[str]) -> ColumnBatch:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(row, min_size=1, max_size=6), st.sets(st.sampled_from(["answer_format", "options", "meta", "context"])))
+@given(st.lists(row, min_size=1, max_size=6), st.sets(st.sampled_from(["answer_format", "options", "meta", "context", "answer_index"])))
 def test_column_batch_is_build_record_byte_for_byte(rows: list[dict], constant: set[str]) -> None:
     batch, fixed = as_columns(rows, constant)
     expected = _to_arrow(list(batch.records()), FIELDS)

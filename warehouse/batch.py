@@ -12,6 +12,7 @@ plain records (and every rejected batch, see `warehouse.load`) sees the row path
 from __future__ import annotations
 
 import hashlib
+import inspect
 from dataclasses import dataclass, field
 from itertools import repeat
 from json.encoder import encode_basestring as _encode_string  # C; escapes exactly as orjson
@@ -22,14 +23,12 @@ import pyarrow as pa
 
 from schemas import record_schema
 from warehouse.columns import arrow_type
-from warehouse.record import FIELDS, build_record, canonical_json, make_context_id, option_index
+from warehouse.record import FIELDS, build_record, canonical_json, make_context_id, make_item_id, option_index
 
 _SORTED = orjson.OPT_SORT_KEYS
-_DEFAULTS: dict[str, Any] = {
-    "context_kind": "story", "turns": None, "n_agents": None, "n_events": None, "belief_order": None,
-    "perspective_chain": (), "is_false_belief": None, "options": (), "answer_index": None, "answer_list": None,
-    "generator": None, "generator_version": None, "template_id": None, "seed": None, "operators": (),
-    "trace": None, "meta": None,
+_DEFAULTS: dict[str, Any] = {  # build_record's own defaults
+    name: parameter.default for name, parameter in inspect.signature(build_record).parameters.items()
+    if parameter.default is not parameter.empty
 }
 _LISTS = ("perspective_chain", "options", "operators")  # build_record stores list(value)
 _HASHED = tuple(sorted(name for name in FIELDS if name not in ("item_id", "content_hash")))
@@ -72,22 +71,21 @@ class ColumnBatch:
             values[name] = [list(v) for v in value] if _varies(value) else _Constant(value)
         source, keys = self._value("source"), self._value("source_key")
         if _varies(source) or _varies(keys):
-            values["item_id"] = list(map(_item_id, _per_row(source, self.size), _per_row(keys, self.size)))
+            values["item_id"] = list(map(make_item_id, _per_row(source, self.size), _per_row(keys, self.size)))
         else:
-            values["item_id"] = _item_id(source, keys)
+            values["item_id"] = make_item_id(source, keys)
         context = values["context"]
         values["context_id"] = list(map(make_context_id, context)) if _varies(context) else make_context_id(context)
-        if "answer_index" not in self.rows and values["answer_index"] is None:
-            values["answer_index"] = self._answer_indexes(values)
+        values["answer_index"] = self._answer_indexes(values)
         meta = values["meta"]
         values["meta"] = [m or {} for m in meta] if _varies(meta) else (meta or {})
         return values
 
     def table(self) -> pa.Table:
-        """The batch as an Arrow table of every record field (types of `warehouse.load`)."""
-        values = self.values()
+        """The batch as an Arrow table of every record field (types of `warehouse.columns`)."""
         columns = []
         try:
+            values = self.values()
             fragments = {name: _fragments(name, value) for name, value in values.items() if name in _HASHED}
             values["content_hash"] = _content_hashes(fragments, self.size)
             for name in FIELDS:
@@ -109,10 +107,20 @@ class ColumnBatch:
         return _Constant(value) if isinstance(value, (list, tuple)) else value
 
     def _answer_indexes(self, values: dict[str, Any]) -> Any:
-        """build_record's default: the answer's position among the options for multiple choice."""
-        formats, options, answers = (_per_row(values[n], self.size) for n in ("answer_format", "options", "answer"))
-        indexes = [option_index(o, a) if f == "multiple_choice" else None for f, o, a in zip(formats, options, answers)]
-        return indexes if any(index is not None for index in indexes) else None
+        """build_record's default for a missing index: the answer's position among the options,
+        for multiple choice."""
+        given = values["answer_index"]
+        if not _varies(given) and given is not None:
+            return given
+        if not _varies(values["answer_format"]) and values["answer_format"] != "multiple_choice":
+            return given
+        formats, options, answers, indexes = (
+            _per_row(values[name], self.size) for name in ("answer_format", "options", "answer", "answer_index")
+        )
+        return [
+            option_index(o, a) if i is None and f == "multiple_choice" else i
+            for f, o, a, i in zip(formats, options, answers, indexes)
+        ]
 
 
 class _Constant(list):
@@ -130,11 +138,6 @@ def _unwrap(value: Any) -> Any:
 
 def _per_row(value: Any, size: int) -> list[Any]:
     return value if _varies(value) else [_unwrap(value)] * size
-
-
-def _item_id(source: str, key: str) -> str:
-    """`warehouse.record.make_item_id`, inlined: it runs once per record."""
-    return hashlib.blake2b(f"{source}\x1f{key}\x1f".encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _fragments(name: str, value: Any) -> str | list[str]:
