@@ -212,8 +212,9 @@ def test_set_without_fact_question_rejects_the_questions_that_need_it(tmp_path: 
         (b'{"data": [{"story": "x"}]}', "JSON array"),
         (b'[{"story": "x", "question": "y"}]', "no FANToM question sets"),
         (b'{"set_id": "1-1-1", "full_context": "A: hi"}\n{"set_id": "1-1-2", "full_context": "A: hi"}\n', "JSON Lines"),
+        (b'[{"set_id": "1-1-1", "full_context": "A: \\ud83d\\ude00 hi \\udc00"}]', "lone surrogate escape (not valid Unicode) at /0/full_context"),
     ],
-    ids=["truncated", "not-utf8", "csv", "wrong-shape", "other-dataset", "json-lines"],
+    ids=["truncated", "not-utf8", "csv", "wrong-shape", "other-dataset", "json-lines", "lone-surrogate"],
 )
 def test_unreadable_files_raise_source_error_naming_the_file(tmp_path: Path, content: bytes, problem: str) -> None:
     path = tmp_path / "fantom_v1.json"

@@ -174,6 +174,7 @@ def test_malformed_text_file_becomes_reject(tmp_path: Path, own: Path) -> None:
         ("Hi-ToM_data.json", b'{"data": [{"prompting_type": "CoTP", "story": "1 A', "truncated JSON"),
         ("Hi-ToM_data.json", b'{"data": []}'.replace(b"[]", b'["caf\xe9"]'), "not UTF-8"),
         ("Hi-ToM_data.json", b'{"rows": []}', '"data" list'),
+        ("Hi-ToM_data.json", b'{"data": [{"story": "1 A\\udbff entered"}]}', "lone surrogate escape (not valid Unicode) at /data/0/story"),
         ("hitom.csv", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM file"),
         ("order_0.txt", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM text file"),
     ],

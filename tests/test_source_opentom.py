@@ -204,8 +204,9 @@ def test_missing_meta_data_raises_source_error(copy: Path) -> None:
         ("multihop_fo.json", b"key,question,answer\n10000001,x,more full\n", "JSON"),
         ("multihop_so.json", b'[{"question": "x", "answer": "y"}]', "lists of questions"),
         ("meta_data.json", b'{"10000001": "a story"}', "story objects"),
+        ("meta_data.json", b'{"10000001": {"narrative": "x \\ud800"}}', "lone surrogate escape (not valid Unicode) at /10000001/narrative"),
     ],
-    ids=["truncated", "not-utf8", "csv", "wrong-shape", "meta-wrong-shape"],
+    ids=["truncated", "not-utf8", "csv", "wrong-shape", "meta-wrong-shape", "lone-surrogate"],
 )
 def test_unreadable_files_raise_source_error_naming_the_file(copy: Path, name: str, content: bytes, problem: str) -> None:
     (copy / name).write_bytes(content)

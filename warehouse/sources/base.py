@@ -8,6 +8,7 @@ truncated JSON, not UTF-8, wrong columns) raises `SourceError`, which aborts the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Union
@@ -85,9 +86,43 @@ def read_json(path: Path) -> Any:
     """Parsed JSON, or a SourceError naming the line and column where it breaks (e.g. truncated)."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    refuse_lone_surrogates(path, text, data)
+    return data
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def refuse_lone_surrogates(path: Path, text: str, data: Any) -> None:
+    """A SourceError naming where a `\\udXXX` escape left half a surrogate pair in a string.
+
+    The json module accepts such escapes, but the result is not Unicode: no canonical JSON (and so
+    no id or content hash) can be made of it. Paired escapes (emoji) decode to one character."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    where = _surrogate_in(data, "")
+    if where is not None:
+        raise SourceError(path, f"a lone surrogate escape (not valid Unicode) at {where or '/'}")
+
+
+def _surrogate_in(value: Any, pointer: str) -> str | None:
+    """The JSON pointer of the first string (or key) holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return pointer
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _surrogate_in(key, pointer) if isinstance(key, str) else None
+        found = found if found is not None else _surrogate_in(item, f"{pointer}/{key}")
+        if found is not None:
+            return found
+    return None
 
 
 def relative_name(path: Path, root: Path) -> str:

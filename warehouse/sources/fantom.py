@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import build_record
-from warehouse.sources.base import Produced, Reject, SourceError, read_text, relative_name
+from warehouse.sources.base import Produced, Reject, SourceError, read_text, refuse_lone_surrogates, relative_name
 
 NAME = "fantom"
 FILE_NAME = "fantom_v1.json"
@@ -205,6 +205,7 @@ class FantomAdapter:
             if exc.msg == "Extra data" and text.lstrip().startswith("{"):
                 raise SourceError(path, "looks like JSON Lines; FANToM is one JSON array of question sets") from None
             raise SourceError(path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        refuse_lone_surrogates(path, text, data)
         if isinstance(data, dict) and isinstance(data.get("full_context"), dict):
             data = _columns_to_rows(path, data)
         if not isinstance(data, list):
