@@ -32,6 +32,7 @@ _DEFAULTS: dict[str, Any] = {  # build_record's own defaults
 }
 _LISTS = ("perspective_chain", "options", "operators")  # build_record stores list(value)
 _HASHED = tuple(sorted(name for name in FIELDS if name not in ("item_id", "content_hash")))
+_REPEATING = ("context", "options", "perspective_chain")  # few distinct values per batch
 _JSON_TEXT = ("meta", "trace")  # stored as canonical JSON text
 _JSON_VALUED = ("meta", "trace", "turns")  # nested values: orjson with sorted keys
 _STRINGS = frozenset(  # string (or enum) fields, nullable or not
@@ -64,11 +65,12 @@ class ColumnBatch:
 
     def values(self) -> dict[str, Any]:
         """Every record field: a list per varying field, a single value per constant one, as
-        `build_record` would store it (ids filled in, lists as lists, `meta` None as {})."""
+        `build_record` would store it (ids filled in, `meta` None as {})."""
         values = {name: self._value(name) for name in FIELDS if name not in ("item_id", "context_id", "content_hash")}
         for name in _LISTS:
             value = values[name]
-            values[name] = [list(v) for v in value] if _varies(value) else _Constant(value)
+            if not _varies(value):
+                values[name] = _Constant(value)
         source, keys = self._value("source"), self._value("source_key")
         if _varies(source) or _varies(keys):
             values["item_id"] = list(map(make_item_id, _per_row(source, self.size), _per_row(keys, self.size)))
@@ -92,7 +94,9 @@ class ColumnBatch:
                 value, kind = values[name], arrow_type(name)
                 if name in _JSON_TEXT:
                     value = _json_text(fragments[name])
-                if _varies(value):
+                if name in _REPEATING and _varies(value):
+                    columns.append(_repeating_column(value, kind))
+                elif _varies(value):
                     columns.append(pa.array(value, type=kind))
                 else:
                     columns.append(pa.repeat(pa.scalar(_unwrap(value), type=kind), self.size))
@@ -151,7 +155,8 @@ def _fragments(name: str, value: Any) -> str | list[str]:
     if name in _JSON_VALUED:
         return [orjson.dumps(v, option=_SORTED).decode("utf-8") for v in value]
     if name in _LISTS or name == "answer_list":
-        return [_json_list(v) for v in value]
+        memo: dict[Any, str] = {}
+        return [memo.get(key) or memo.setdefault(key, _json_list(v)) for v in value for key in (_key(v),)]
     if name in _STRINGS:
         try:
             if name != "context":
@@ -161,6 +166,17 @@ def _fragments(name: str, value: Any) -> str | list[str]:
         except TypeError:  # a null (where allowed) or a wrong type (the row path will say which)
             return [_encode_string(v) if v.__class__ is str else _scalar_json(v) for v in value]
     return [str(v) if v.__class__ is int else _scalar_json(v) for v in value]
+
+
+def _key(value: Any) -> Any:
+    return tuple(value) if value.__class__ is list else value
+
+
+def _repeating_column(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """An Arrow column of values that repeat (stories, option lists): each distinct one converted once."""
+    index: dict[Any, int] = {}
+    positions = [index.setdefault(_key(v), len(index)) for v in values]
+    return pa.array(list(index), type=kind).take(pa.array(positions, type=pa.int32()))
 
 
 def _json_list(value: Any) -> str:
