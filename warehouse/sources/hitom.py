@@ -180,14 +180,7 @@ class _Pending:
         )
 
     def record(self, is_false_belief: bool | None) -> dict[str, Any]:
-        story, order = self.story, self.order
-        return build_record(
-            source=NAME, source_version=ADAPTER.version, source_key=self.key, source_ref=self.key, split=SPLIT,
-            context=story.context, n_agents=story.n_agents, n_events=story.n_events, question=self.question,
-            question_type=question_type_of(order), belief_order=order,
-            perspective_chain=self.parsed.chain, is_false_belief=is_false_belief, answer=self.answer,
-            answer_format="multiple_choice", options=self.options, answer_index=self.answer_index, meta=self.meta,
-        )
+        return build_record(**_constants(), **dict(zip(_ROW_FIELDS, self.row(is_false_belief))))
 
 
 def _pending(
@@ -279,14 +272,17 @@ _ROW_FIELDS = (
 
 def _json_batches(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Any]:
     """`_json_records` as column batches (and rejects in their place): the ingest hot path."""
-    constants = {"source": NAME, "source_version": ADAPTER.version, "split": SPLIT, "answer_format": "multiple_choice"}
-    return batched(_json_records(path, root, parser, part, parts), _ROW_FIELDS, constants)
+    return batched(_json_records(path, root, parser, part, parts), _ROW_FIELDS, _constants())
+
+
+def _constants() -> dict[str, Any]:
+    """The record fields every HiToM question shares."""
+    return {"source": NAME, "source_version": ADAPTER.version, "split": SPLIT, "answer_format": "multiple_choice"}
 
 
 def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts: int = 1) -> Iterator[Any]:
     """A JSON file on its own, streamed as `_Pending.row` tuples (and rejects): the records
-    `_finish(_json_rows(...))` yields, without holding
-    every parsed row at once. A first pass reads the reality answers off the order-0 rows (the
+    `_finish(_json_rows(...))` yields, without holding every parsed row at once. A first pass reads the reality answers off the order-0 rows (the
     only ones the false-belief flag needs); the second builds each record as it goes and drops
     the row it came from, so memory stays near the size of the parsed file. With `parts` > 1
     the second pass covers only slice `part` of the rows (the first still reads them all)."""
