@@ -13,10 +13,10 @@ its staged slice as Arrow IPC files; the slices are joined in input order:
     rejects keep their input record numbers. So does any failure of a worker.
 Small inputs stay in one process: starting a worker (~0.5-1 s of imports) would cost more than
 it saves. Each worker parses the whole input (then stages only its slice), so splitting costs
-CPU time to save wall time: measured on 250k-row inputs (column path, 2 CPUs, a shared machine),
-HiToM staged in 18.5 instead of 33.5 us/row of wall time (CPU 35.6 vs 32.8 us/row), ExploreToM in
-18.8 instead of 25.8 (CPU 32.6 vs 26.4); not faster at all when another job holds one of the CPUs
-(hence `default_workers`).
+CPU time to save wall time. Measured with the column path on 250k-row inputs, 2 CPUs of a shared
+machine: staging alone went from 33.5 to 18.5 us/row of wall time for HiToM and from 25.8 to 18.8
+for ExploreToM, but whole ingests (bench/ingest.py) only 0-10% faster for ~45% more CPU; not
+faster at all when another job holds one of the CPUs (hence `default_workers`).
 """
 from __future__ import annotations
 
