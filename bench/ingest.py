@@ -8,9 +8,8 @@ in the same run:
     (no validation, no ids, no hashes: the least a hand-written loader does).
 The baseline is slow, so it runs on a slice (--baseline-rows) and is compared as a rate.
 Besides wall time, each line shows CPU time (this process and its staging workers): on a shared
-machine other jobs stretch wall time, CPU time much less. `tomforge ingest` splits staging over
-worker processes when a CPU is idle (see warehouse/parallel.py; TOMFORGE_INGEST_WORKERS=1 or 2
-forces it): the line says how many it used.
+machine other jobs stretch wall time, CPU time much less. `tomforge ingest` stages in one process
+unless TOMFORGE_INGEST_WORKERS=N asks for more (see warehouse/parallel.py): the line says how many.
 
     python bench/ingest.py [--rows 500000] [--baseline-rows 20000]
 """

@@ -106,3 +106,27 @@ def test_ingest_splits_big_inputs_with_the_same_warehouse(
         rows = [duckdb.connect(str(db), read_only=True).execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
                 for db in (one, split)]
         assert rows[0] == rows[1], table
+
+
+def test_one_staging_process_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
+    assert parallel.default_workers() == 1
+    monkeypatch.setenv(parallel.WORKERS_ENV, "3")
+    assert parallel.default_workers() == 3
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_bad_worker_setting_is_a_one_line_error(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    monkeypatch.setenv(parallel.WORKERS_ENV, value)
+    warehouse = tmp_path / "w.duckdb"
+    result = CliRunner().invoke(app, ["ingest", "--source", "exploretom", "--path",
+                                      str(exploretom_input(samples, tmp_path, 5)), "--warehouse", str(warehouse)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert f"{parallel.WORKERS_ENV}={value!r}" in result.output
+    assert not warehouse.exists()

@@ -21,7 +21,7 @@ DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"
 
 
 class WarehouseError(Exception):
-    """The warehouse file cannot be used (missing, not a DuckDB file, failed validation)."""
+    """The warehouse cannot be used or built (missing, not a DuckDB file, failed validation, a bad setting)."""
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -13,10 +13,11 @@ its staged slice as Arrow IPC files; the slices are joined in input order:
     rejects keep their input record numbers. So does any failure of a worker.
 Small inputs stay in one process: starting a worker (~0.5-1 s of imports) would cost more than
 it saves. Each worker parses the whole input (then stages only its slice), so splitting costs
-CPU time to save wall time. Measured with the column path on 250k-row inputs, 2 CPUs of a shared
-machine: staging alone went from 33.5 to 18.5 us/row of wall time for HiToM and from 25.8 to 18.8
-for ExploreToM, but whole ingests (bench/ingest.py) only 0-10% faster for ~45% more CPU; not
-faster at all when another job holds one of the CPUs (hence `default_workers`).
+CPU time to save wall time, and on two CPUs it saves none: measured with the column path, whole
+ingests of 500k questions (bench/ingest.py, 2 CPUs, three interleaved runs each, 2026-12-03) ran
+at 27.7k, 30.3k and 32.0k q/s with two processes against 28.5k, 30.0k and 30.4k with one, for ~45%
+more CPU (49-58 against 35-37 us per question). So one process is the default and splitting is
+opt-in (`TOMFORGE_INGEST_WORKERS=N`), for machines with more idle CPUs than the DuckDB insert uses.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from warehouse.db import WarehouseError
 from warehouse.load import Collector, Progress, Staged, collect, gc_paused, info_of, stage
 from warehouse.sources import get_adapter
 from warehouse.sources.base import AdapterInfo
@@ -56,18 +58,11 @@ class _Part:
 
 
 def default_workers() -> int:
-    """`TOMFORGE_INGEST_WORKERS`, else this process plus one worker per idle CPU (at most 4 in all:
-    every worker parses the whole input). Idle CPUs are judged by the 1-minute load average, which
-    counts this process: on a shared machine whose other CPU is busy, a worker only adds work
-    (measured on 2 CPUs with another job running: +20% CPU, no gain in wall time)."""
-    if os.environ.get(WORKERS_ENV):
-        return max(1, int(os.environ[WORKERS_ENV]))
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:
-        idle = cpus - os.getloadavg()[0]
-    except OSError:
-        idle = cpus - 1
-    return max(1, min(4, cpus, 1 + int(idle + 0.5)))
+    """Processes per staging: `TOMFORGE_INGEST_WORKERS`, else 1 (see the module doc for why)."""
+    value = os.environ.get(WORKERS_ENV, "").strip() or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise WarehouseError(f"{WORKERS_ENV}={value!r}: expected a whole number of processes, 1 or more")
+    return int(value)
 
 
 def stage_input(
