@@ -115,7 +115,7 @@ def test_one_staging_process_unless_asked(monkeypatch: pytest.MonkeyPatch) -> No
     assert parallel.default_workers() == 3
 
 
-@pytest.mark.parametrize("value", ["0", "two", "-1"])
+@pytest.mark.parametrize("value", ["0", "two", "-1", "²"])
 def test_bad_worker_setting_is_a_one_line_error(
     samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:

@@ -60,7 +60,7 @@ class _Part:
 def default_workers() -> int:
     """Processes per staging: `TOMFORGE_INGEST_WORKERS`, else 1 (see the module doc for why)."""
     value = os.environ.get(WORKERS_ENV, "").strip() or "1"
-    if not value.isdigit() or int(value) < 1:
+    if not value.isdecimal() or int(value) < 1:  # isdigit() admits "²", which int() refuses
         raise WarehouseError(f"{WORKERS_ENV}={value!r}: expected a whole number of processes, 1 or more")
     return int(value)
 
