@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from warehouse.load import ingest  # noqa: E402
-from warehouse import parallel  # noqa: E402
-from warehouse.parallel import default_workers  # noqa: E402
+from warehouse.parallel import staging_processes  # noqa: E402
+from warehouse.sources import get_adapter  # noqa: E402
 
 SAMPLES = REPO / "warehouse" / "samples"
 
@@ -109,7 +109,7 @@ def main() -> None:
         warehouse = folder / "w.duckdb"
         total_start, total_cpu = time.perf_counter(), cpu_seconds()
         for name, path in (("hitom", hitom), ("exploretom", exploretom)):
-            workers = default_workers() if path.stat().st_size >= parallel.MIN_BYTES else 1
+            workers = staging_processes(get_adapter(name), path)
             start, cpu = time.perf_counter(), cpu_seconds()
             report = ingest(warehouse, name, path)
             seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu

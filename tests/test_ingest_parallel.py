@@ -115,6 +115,16 @@ def test_one_staging_process_unless_asked(monkeypatch: pytest.MonkeyPatch) -> No
     assert parallel.default_workers() == 3
 
 
+def test_only_big_single_files_of_splittable_formats_are_split(samples: Path, tmp_path: Path) -> None:
+    path = exploretom_input(samples, tmp_path, 50)
+    size = path.stat().st_size
+    explore, tomi = get_adapter("exploretom"), get_adapter("tomi")
+    assert parallel.staging_processes(explore, path, workers=3, min_bytes=size) == 3
+    assert parallel.staging_processes(explore, path, workers=3, min_bytes=size + 1) == 1
+    assert parallel.staging_processes(explore, path, workers=1, min_bytes=0) == 1
+    assert parallel.staging_processes(tomi, samples / "tomi", workers=3, min_bytes=0) == 1
+
+
 @pytest.mark.parametrize("value", ["0", "two", "-1", "²"])
 def test_bad_worker_setting_is_a_one_line_error(
     samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str

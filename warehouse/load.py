@@ -249,7 +249,12 @@ def _rejects_table(rejects: list[Reject]) -> pa.Table:
 
 
 def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
-    """Upsert staged tables into an open (private, being-built) warehouse connection."""
+    """Upsert staged tables into an open (private, being-built) warehouse connection.
+
+    Items go in with one INSERT after staging. Streaming each staged batch into DuckDB from a
+    second thread while staging went on was measured no faster (250k HiToM rows, 2 CPUs, three
+    interleaved runs, 2026-12-03: 10.2-10.7 s against 9.0-11.4 s) for ~1.5 s more CPU: per-batch
+    inserts cost DuckDB more than one bulk insert, and the inserting thread slows staging."""
     info, input_ref, report = staged.info, staged.input_ref, staged.report
     con.register("new_items", staged.items)
     con.register("new_contexts", staged.contexts)

@@ -77,14 +77,21 @@ def stage_input(
 ) -> Staged:
     """`stage(info, adapter.read(root), ...)`, split over `workers` processes when the input allows it
     (an adapter with `read_part`, one input file of at least `min_bytes`, default `MIN_BYTES`)."""
-    workers = default_workers() if workers is None else workers
-    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
-    source_file = adapter.split_input(root) if workers > 1 and hasattr(adapter, "read_part") else None
-    if source_file is not None and source_file.stat().st_size >= min_bytes:
-        staged = _stage_split(info, adapter, Path(root), input_ref, progress, workers)
+    processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
+    if processes > 1:
+        staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes)
         if staged is not None:
             return staged
     return stage(info, read_columns(adapter, root), input_ref, progress)
+
+
+def staging_processes(adapter: Any, root: Path, *, workers: int | None = None, min_bytes: int | None = None) -> int:
+    """How many processes `stage_input` splits `root` over: `workers` (default `default_workers()`) for
+    an adapter with `read_part` and one input file of at least `min_bytes` (default `MIN_BYTES`), else 1."""
+    workers = default_workers() if workers is None else workers
+    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
+    source_file = adapter.split_input(root) if workers > 1 and hasattr(adapter, "read_part") else None
+    return workers if source_file is not None and source_file.stat().st_size >= min_bytes else 1
 
 
 def _stage_split(
