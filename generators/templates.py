@@ -13,7 +13,7 @@ import random
 from typing import Callable, Sequence
 
 from generators.entities import surface
-from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Event, Story
+from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Story
 
 STYLES = ("hitom", "exploretom")
 MAIN_VARIANTS = (0, 1, 2)

@@ -11,19 +11,10 @@ import pytest
 
 import schemas
 from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject, SourceError
+from tests.source_helpers import by_ref, read_all, source_error
 from warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
-
-
-def read_all(root: Path) -> tuple[list[dict], list[Reject]]:
-    produced = list(ADAPTER.read(root))
-    return [p for p in produced if not isinstance(p, Reject)], [p for p in produced if isinstance(p, Reject)]
-
-
-def by_ref(records: list[dict]) -> dict[str, dict]:
-    return {record["source_ref"]: record for record in records}
 
 
 @pytest.fixture()
@@ -51,7 +42,7 @@ def test_registry_and_static_facts() -> None:
 
 
 def test_own_samples_load_completely(own: Path) -> None:
-    records, rejects = read_all(own)
+    records, rejects = read_all(ADAPTER, own)
     assert rejects == []
     assert len(records) == 30  # 20 JSON rows + 10 text files
     refs = [record["source_ref"] for record in records]
@@ -70,7 +61,7 @@ def test_own_samples_load_completely(own: Path) -> None:
 
 
 def test_own_sample_fields(own: Path) -> None:
-    records = by_ref(read_all(own)[0])
+    records = by_ref(read_all(ADAPTER, own)[0])
     third = records["Hi-ToM_data.json#3"]
     assert third["question_type"] == "higher_order_belief" and third["belief_order"] == 3
     assert third["perspective_chain"] == ["Dara", "Kenji", "Tobias"]
@@ -94,7 +85,7 @@ def test_own_sample_fields(own: Path) -> None:
 
 
 def test_cotp_vp_and_text_tree_share_context_id(own: Path) -> None:
-    records = by_ref(read_all(own)[0])
+    records = by_ref(read_all(ADAPTER, own)[0])
     story_one = {records[f"Hi-ToM_data.json#{index}"]["context_id"] for index in range(10)}
     story_one.add(records["Hi-ToM_data/No_Tell/CoT/length_1/sample_1/order_4.txt"]["context_id"])
     story_two = {records[f"Hi-ToM_data.json#{index}"]["context_id"] for index in range(10, 20)}
@@ -102,25 +93,25 @@ def test_cotp_vp_and_text_tree_share_context_id(own: Path) -> None:
 
 
 def test_ids_stable_and_unique(own: Path) -> None:
-    first, second = read_all(own)[0], read_all(own)[0]
+    first, second = read_all(ADAPTER, own)[0], read_all(ADAPTER, own)[0]
     assert [r["item_id"] for r in first] == [r["item_id"] for r in second]
     assert [r["content_hash"] for r in first] == [r["content_hash"] for r in second]
     assert len({r["item_id"] for r in first}) == len(first)
 
 
 def test_single_file_roots(own: Path) -> None:
-    records, rejects = read_all(own / "Hi-ToM_data.json")
+    records, rejects = read_all(ADAPTER, own / "Hi-ToM_data.json")
     assert len(records) == 20 and not rejects
-    records, rejects = read_all(own / "Hi-ToM_data" / "No_Tell" / "CoT" / "length_1" / "sample_1" / "order_3.txt")
+    records, rejects = read_all(ADAPTER, own / "Hi-ToM_data" / "No_Tell" / "CoT" / "length_1" / "sample_1" / "order_3.txt")
     assert not rejects and len(records) == 1
     assert records[0]["belief_order"] == 3 and records[0]["source_ref"] == "order_3.txt"
     assert records[0]["is_false_belief"] is None  # no order-0 answer to compare with
-    records, rejects = read_all(own / "Hi-ToM_data")  # the tree itself as root
+    records, rejects = read_all(ADAPTER, own / "Hi-ToM_data")  # the tree itself as root
     assert len(records) == 10 and not rejects
 
 
 def test_real_samples(real_samples: Path) -> None:
-    records, rejects = read_all(real_samples / "hitom")
+    records, rejects = read_all(ADAPTER, real_samples / "hitom")
     assert rejects == []
     refs = by_ref(records)
     assert sum(ref.startswith("Hi-ToM_data.json#") for ref in refs) == 25
@@ -145,7 +136,7 @@ def test_malformed_rows_become_rejects(tmp_path: Path, own_json_rows: list[dict]
     rows[6]["choices"] = "purple_jar or white_sack"
     rows[7]["question_order"] = 3  # the question nests two agents
     rows[8] = ["not", "an", "object"]
-    records, rejects = read_all(write_rows(tmp_path, rows))
+    records, rejects = read_all(ADAPTER, write_rows(tmp_path, rows))
     assert len(records) + len(rejects) == 20 and len(rejects) == 6
     fields = {reject.record: (reject.field, reject.reason) for reject in rejects}
     assert fields["2"] == ("answer", "missing field")
@@ -163,7 +154,7 @@ def test_malformed_text_file_becomes_reject(tmp_path: Path, own: Path) -> None:
     shutil.copytree(own / "Hi-ToM_data", tree)
     bad = tree / "Tell" / "MC" / "length_1" / "sample_1" / "order_1.txt"
     bad.write_text("\n".join(line for line in bad.read_text().splitlines() if not line.startswith("Answer:")))
-    records, rejects = read_all(tmp_path)
+    records, rejects = read_all(ADAPTER, tmp_path)
     assert len(records) == 9 and len(rejects) == 1
     assert rejects[0].field == "answer" and rejects[0].file.endswith("order_1.txt")
 
@@ -182,17 +173,12 @@ def test_malformed_text_file_becomes_reject(tmp_path: Path, own: Path) -> None:
 def test_whole_file_problems_raise_source_error(tmp_path: Path, name: str, content: bytes, problem: str) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    with pytest.raises(SourceError) as caught:
-        list(ADAPTER.read(path))
-    message = str(caught.value)
-    assert name in message and problem in message and "\n" not in message
+    source_error(ADAPTER, path, name, problem)
 
 
 def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="not found"):
-        list(ADAPTER.read(tmp_path / "nowhere"))
-    with pytest.raises(SourceError, match="no Hi-ToM_data.json"):
-        list(ADAPTER.read(tmp_path))
+    source_error(ADAPTER, tmp_path / "nowhere", "nowhere", "not found")
+    source_error(ADAPTER, tmp_path, "no Hi-ToM_data.json")
 
 
 def test_parsers() -> None:

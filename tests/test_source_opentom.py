@@ -12,7 +12,8 @@ import pytest
 
 from schemas import record_schema
 from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject, SourceError
+from tests.source_helpers import source_error
+from warehouse.sources.base import Reject
 from warehouse.sources.opentom import ADAPTER, perspective_chain
 
 QUESTIONS_PER_STORY = {  # as published: 23 questions per story
@@ -191,9 +192,7 @@ def test_superseded_fine_location_file_is_skipped_when_the_new_one_exists(copy: 
 
 def test_missing_meta_data_raises_source_error(copy: Path) -> None:
     (copy / "meta_data.json").unlink()
-    with pytest.raises(SourceError, match="meta_data.json") as caught:
-        list(ADAPTER.read(copy))
-    assert str(copy) in str(caught.value)
+    source_error(ADAPTER, copy, str(copy), "meta_data.json")
 
 
 @pytest.mark.parametrize(
@@ -210,18 +209,12 @@ def test_missing_meta_data_raises_source_error(copy: Path) -> None:
 )
 def test_unreadable_files_raise_source_error_naming_the_file(copy: Path, name: str, content: bytes, problem: str) -> None:
     (copy / name).write_bytes(content)
-    with pytest.raises(SourceError) as caught:
-        list(ADAPTER.read(copy))
-    message = str(caught.value)
-    assert str(copy / name) in message and problem in message and "\n" not in message
+    source_error(ADAPTER, copy, str(copy / name), problem)
 
 
 def test_paths_that_are_not_opentom_raise_source_error(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="path not found"):
-        list(ADAPTER.read(tmp_path / "absent"))
-    with pytest.raises(SourceError, match="no OpenToM question files"):
-        list(ADAPTER.read(tmp_path))
+    source_error(ADAPTER, tmp_path / "absent", "absent", "path not found")
+    source_error(ADAPTER, tmp_path, "no OpenToM question files")
     other = tmp_path / "stories.csv"
     other.write_text("a,b\n", encoding="utf-8")
-    with pytest.raises(SourceError, match="not an OpenToM file"):
-        list(ADAPTER.read(other))
+    source_error(ADAPTER, other, "stories.csv", "not an OpenToM file")

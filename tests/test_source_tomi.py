@@ -10,19 +10,10 @@ import pytest
 
 import schemas
 from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject, SourceError
+from tests.source_helpers import by_ref, read_all, source_error
 from warehouse.sources.tomi import ADAPTER, split_of
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
-
-
-def read_all(root: Path) -> tuple[list[dict], list[Reject]]:
-    produced = list(ADAPTER.read(root))
-    return [p for p in produced if not isinstance(p, Reject)], [p for p in produced if isinstance(p, Reject)]
-
-
-def by_ref(records: list[dict]) -> dict[str, dict]:
-    return {record["source_ref"]: record for record in records}
 
 
 @pytest.fixture()
@@ -45,7 +36,7 @@ def test_registry_and_static_facts() -> None:
 
 
 def test_own_samples_load_completely(own: Path) -> None:
-    records, rejects = read_all(own)
+    records, rejects = read_all(ADAPTER, own)
     assert rejects == []
     assert Counter(record["split"] for record in records) == {"train": 12, "test": 12}
     assert Counter(record["question_type"] for record in records) == {
@@ -59,7 +50,7 @@ def test_own_samples_load_completely(own: Path) -> None:
 
 
 def test_own_sample_fields(own: Path) -> None:
-    records = by_ref(read_all(own)[0])
+    records = by_ref(read_all(ADAPTER, own)[0])
     second = records["tomi_sample_train.txt#8"]
     assert second["question"] == "Where does Nadia think that Soren searches for the radish?"
     assert (second["question_type"], second["belief_order"]) == ("higher_order_belief", 2)
@@ -76,7 +67,7 @@ def test_own_sample_fields(own: Path) -> None:
 
 
 def test_examples_of_one_story_share_context(own: Path) -> None:
-    records = read_all(own)[0]
+    records = read_all(ADAPTER, own)[0]
     contexts = Counter(record["context_id"] for record in records)
     assert sorted(contexts.values()) == [6, 6, 6, 6]
     first = by_ref(records)["tomi_sample_test.txt#0"]
@@ -84,14 +75,14 @@ def test_examples_of_one_story_share_context(own: Path) -> None:
 
 
 def test_ids_stable_and_unique(own: Path) -> None:
-    first, second = read_all(own)[0], read_all(own)[0]
+    first, second = read_all(ADAPTER, own)[0], read_all(ADAPTER, own)[0]
     assert [r["item_id"] for r in first] == [r["item_id"] for r in second]
     assert [r["content_hash"] for r in first] == [r["content_hash"] for r in second]
     assert len({r["item_id"] for r in first}) == len(first)
 
 
 def test_real_samples(real_samples: Path) -> None:
-    records, rejects = read_all(real_samples / "tomi")
+    records, rejects = read_all(ADAPTER, real_samples / "tomi")
     assert rejects == [] and len(records) == 30
     assert {record["split"] for record in records} == {"test"}
     assert Counter(record["is_false_belief"] for record in records) == {None: 10, False: 17, True: 3}
@@ -103,7 +94,7 @@ def test_real_samples(real_samples: Path) -> None:
 
 def test_missing_trace_still_loads(copy: Path) -> None:
     (copy / "tomi_sample_train.trace").unlink()
-    records, rejects = read_all(copy / "tomi_sample_train.txt")
+    records, rejects = read_all(ADAPTER, copy / "tomi_sample_train.txt")
     assert not rejects and len(records) == 12
     assert {record["is_false_belief"] for record in records} == {None}
     assert {record["meta"]["type_source"] for record in records} == {"question_text"}
@@ -114,9 +105,7 @@ def test_missing_trace_still_loads(copy: Path) -> None:
 def test_misaligned_trace_is_fatal(copy: Path) -> None:
     trace = copy / "tomi_sample_train.trace"
     trace.write_text("\n".join(trace.read_text().splitlines()[:-1]) + "\n")
-    with pytest.raises(SourceError) as caught:
-        list(ADAPTER.read(copy))
-    assert "tomi_sample_train.trace" in str(caught.value) and "11 trace lines for 12 examples" in str(caught.value)
+    source_error(ADAPTER, copy, "tomi_sample_train.trace", "11 trace lines for 12 examples")
 
 
 def test_malformed_examples_become_rejects(copy: Path) -> None:
@@ -130,7 +119,7 @@ def test_malformed_examples_become_rejects(copy: Path) -> None:
     trace_lines[3] = trace_lines[3].replace(",reality,", ",first_order_0_no_tom,")
     trace.write_text("\n".join(trace_lines) + "\n")
     story.write_text("\n".join(lines[:-1]) + "\n")  # last example loses its question line (truncated)
-    records, rejects = read_all(copy)
+    records, rejects = read_all(ADAPTER, copy)
     assert len(records) + len(rejects) == 12
     fields = {reject.record: reject.field for reject in rejects}
     assert fields == {"0": "answer", "2": "line", "3": "trace", "11": "question"}
@@ -149,17 +138,12 @@ def test_malformed_examples_become_rejects(copy: Path) -> None:
 def test_whole_file_problems_raise_source_error(tmp_path: Path, name: str, content: bytes, problem: str) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    with pytest.raises(SourceError) as caught:
-        list(ADAPTER.read(path))
-    message = str(caught.value)
-    assert name in message and problem in message and "\n" not in message
+    source_error(ADAPTER, path, name, problem)
 
 
 def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="not found"):
-        list(ADAPTER.read(tmp_path / "nowhere"))
-    with pytest.raises(SourceError, match="no ToMi"):
-        list(ADAPTER.read(tmp_path))
+    source_error(ADAPTER, tmp_path / "nowhere", "nowhere", "not found")
+    source_error(ADAPTER, tmp_path, "no ToMi")
 
 
 @pytest.mark.parametrize(
