@@ -126,3 +126,23 @@ def test_views_answer(tmp_path: Path) -> None:
     assert read_rows(path, "SELECT source, split, n_items, n_contexts FROM per_split") == [("toy", "test", 4, 2)]
     assert read_rows(path, "SELECT count(*) FROM items_full WHERE context LIKE 'Story%'") == [(4,)]
     assert read_rows(path, "SELECT question_type, n_items FROM per_question_type") == [("reality", 4)]
+
+
+def test_a_different_file_under_the_same_name_replaces_the_earlier_one(tmp_path: Path, samples: Path) -> None:
+    """Source keys are the file name (relative to the ingest root) plus the record's position, as
+    most ToM releases have no per-question ids: the README warns that a second file of the same
+    name is taken for a new version of the first, and the report counts its rows as changed."""
+    from warehouse.load import ingest
+
+    lines = (samples / "exploretom" / "exploretom-sample.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    first, second = tmp_path / "a" / "data.csv", tmp_path / "b" / "data.csv"
+    for path, rows in ((first, lines[1:]), (second, lines[:0:-1])):  # the same rows, then in reverse order
+        path.parent.mkdir()
+        path.write_text(lines[0] + "".join(rows), encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    before = ingest(warehouse, "exploretom", first)
+    after = ingest(warehouse, "exploretom", second)
+    assert before.rejected == after.rejected == 0
+    assert after.new == 0 and after.changed > 0 and after.loaded == before.loaded
+    assert read_rows(warehouse, "SELECT count(*) FROM items") == [(before.loaded,)]
+    assert read_rows(warehouse, "SELECT count(*) FROM sources") == [(2,)]
