@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import warehouse.parallel as parallel
+from tests.test_cli import assert_one_line_error, run
 from warehouse.load import ingest, info_of, stage
 from warehouse.sources import get_adapter
 
@@ -129,14 +130,9 @@ def test_only_big_single_files_of_splittable_formats_are_split(samples: Path, tm
 def test_bad_worker_setting_is_a_one_line_error(
     samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    from typer.testing import CliRunner
-
-    from flows.cli import app
-
     monkeypatch.setenv(parallel.WORKERS_ENV, value)
     warehouse = tmp_path / "w.duckdb"
-    result = CliRunner().invoke(app, ["ingest", "--source", "exploretom", "--path",
-                                      str(exploretom_input(samples, tmp_path, 5)), "--warehouse", str(warehouse)])
-    assert result.exit_code != 0 and "Traceback" not in result.output
-    assert f"{parallel.WORKERS_ENV}={value!r}" in result.output
+    result = run("ingest", "--source", "exploretom", "--path", str(exploretom_input(samples, tmp_path, 5)),
+                 "--warehouse", str(warehouse))
+    assert_one_line_error(result, f"{parallel.WORKERS_ENV}={value!r}")
     assert not warehouse.exists()

@@ -9,7 +9,7 @@ import pytest
 from schemas import record_schema
 from warehouse import db
 from warehouse.ddl import table_columns
-from warehouse.load import ingest_records
+from warehouse.load import ingest, ingest_records
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo, Reject, SourceError
 
@@ -132,8 +132,6 @@ def test_a_different_file_under_the_same_name_replaces_the_earlier_one(tmp_path:
     """Source keys are the file name (relative to the ingest root) plus the record's position, as
     most ToM releases have no per-question ids: the README warns that a second file of the same
     name is taken for a new version of the first, and the report counts its rows as changed."""
-    from warehouse.load import ingest
-
     lines = (samples / "exploretom" / "exploretom-sample.csv").read_text(encoding="utf-8").splitlines(keepends=True)
     first, second = tmp_path / "a" / "data.csv", tmp_path / "b" / "data.csv"
     for path, rows in ((first, lines[1:]), (second, lines[:0:-1])):  # the same rows, then in reverse order
