@@ -21,11 +21,15 @@ def by_ref(records: list[dict]) -> dict[str, dict]:
 
 def source_error(adapter: Any, path: Path, *expected: str) -> str:
     """Read `path` with `adapter`; the SourceError it must raise is one line (no traceback, no
-    multi-line dump) that contains every `expected` piece (file name, record, problem). Returns it."""
+    multi-line dump) that contains the `expected` pieces in the order given (file name, record,
+    problem). Returns it."""
     with pytest.raises(SourceError) as caught:
         list(adapter.read(path))
     message = str(caught.value)
     assert "\n" not in message, message
-    missing = [piece for piece in expected if piece not in message]
-    assert not missing, f"{missing} not in {message!r}"
+    position = 0
+    for piece in expected:
+        found = message.find(piece, position)
+        assert found >= 0, f"{piece!r} not in {message!r} after position {position}"
+        position = found + len(piece)
     return message
