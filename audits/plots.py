@@ -22,6 +22,7 @@ SIDE_STYLE = {"train": {"color": "#1f5fa8", "ls": "-", "marker": "o", "label": "
               "heldout": {"color": "#d9480f", "ls": "--", "marker": "s", "label": "held-out"}}
 CHANCE_STYLE = {"color": "#555555", "ls": ":", "lw": 1.5}
 _PNG_META = {"Software": None}
+OVER_Z = 3.0  # a letter drawn red in a side whose positions depart from uniform
 
 
 def save(fig: Figure, path) -> None:
@@ -68,16 +69,16 @@ def positions_figure(pos: pl.DataFrame) -> Figure:
     groups = [(side, k) for side in ("train", "heldout") for k in sorted(part.filter(pl.col("selection") == side)["n_options"].unique().to_list())]
     groups = groups[:4]
     fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(3.6 * max(len(groups), 1) + 0.4, 3.2), squeeze=False,
-                             layout="constrained")
+                             sharey=True, layout="constrained")
     for ax, (side, k) in zip(axes[0], groups):
         g = part.filter((pl.col("selection") == side) & (pl.col("n_options") == k)).sort("position")
         share = 100 * g["count"].to_numpy() / g["n"].to_numpy()
-        colors = ["#b00020" if f and z > 0 else SIDE_STYLE[side]["color"] for f, z in zip(g["flagged"], g["z"])]
+        colors = ["#b00020" if f and z > OVER_Z else SIDE_STYLE[side]["color"] for f, z in zip(g["flagged"], g["z"])]
         ax.bar(g["position"].to_numpy(), share, color=colors, width=0.75)
         ax.axhline(100 / k, **CHANCE_STYLE, label="uniform")
         ax.set_xticks(range(k), [letter(i) for i in range(k)], fontsize=7 if k > 8 else 9)
         ax.set_title(f"{SIDE_STYLE[side]['label']}: {k} options, {int(g['n'][0])} items", fontsize=9)
-        ax.set_xlabel("gold option (red: over-represented)")
+        ax.set_xlabel(f"gold option (red: over-represented, z > {OVER_Z:g})")
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel("share of items (%)")
     fig.suptitle("Gold option letter vs uniform", fontsize=10)

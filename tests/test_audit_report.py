@@ -207,3 +207,13 @@ def test_html_report_shows_the_verdict_table_in_a_headless_browser(planted, tmp_
     pass_px = int((pixels == PASS_RGB).all(axis=2).sum())
     # five failing and six passing checks: coloured status cells of ~60 x 20 px each, on the first screen
     assert fail_px > 5 * 600 and pass_px > 6 * 600, (fail_px, pass_px)
+
+
+def test_release_card_links_the_html_report(planted, tmp_path: Path) -> None:
+    from hub.release import ReleaseOptions, build_release
+
+    *_, path, _, out = planted
+    release = build_release(path, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", audit_report=out))
+    card = (release.root / "README.md").read_text()
+    assert "Start with [audit/audit_report.html](audit/audit_report.html)" in card
+    assert (release.root / "audit" / "audit_report.html").read_bytes() == (out / "audit_report.html").read_bytes()
