@@ -91,7 +91,7 @@ def context_refs(items: pl.DataFrame) -> dict[str, str]:
         pl.col("source_ref").unique(), pl.col("item_id").n_unique().alias("n"))
     for cid, ref_list, n in grouped.iter_rows():
         first = min(ref_list, key=lambda r: (len(r), r))
-        refs[cid] = first + (f" (+{n - 1} questions)" if n > 1 else "")
+        refs[cid] = first + (f" (+{n - 1} question{'s' if n > 2 else ''})" if n > 1 else "")
     return refs
 
 

@@ -127,6 +127,11 @@ def _pair_evidence(facts: AuditFacts, pair: dict) -> dict[str, str]:
             "context ids (held-out / train)": f"`{pair['b_context_id'][:12]}` / `{pair['a_context_id'][:12]}`"}
 
 
+def _more(n: int, where: str) -> str:
+    """Where the rows beyond the evidence shown are."""
+    return f"{n - MAX_EVIDENCE} more: {where}." if n > MAX_EVIDENCE else ""
+
+
 def _drop_action(n: int, facts: AuditFacts) -> str:
     n_train = facts.n_side("train")
     if n and n == n_train:
@@ -147,7 +152,7 @@ def exact_copies(facts: AuditFacts) -> Verdict | None:
         "A held-out story whose normalized text (lower case, punctuation removed) is also a train story: "
         "every question on it is answered from memory.",
         [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-        f"All {pairs.height} pairs: `tables/audit_overlap_pairs.csv` (kind `exact`)." if pairs.height > MAX_EVIDENCE else "")
+        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `exact`, scope `cross`)"))
 
 
 @register
@@ -165,7 +170,8 @@ def near_duplicates(facts: AuditFacts) -> Verdict | None:
         f"MinHash LSH candidates ({p.shingle_n}-word shingles) verified with exact Jaccard and containment; "
         f"a pair counts at Jaccard >= {p.jaccard_threshold:g} or when one story holds >= {p.containment_threshold:g} of "
         "the other's shingles.",
-        [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)])
+        [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
+        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `near_duplicate`, scope `cross`)"))
 
 
 @register
@@ -193,7 +199,8 @@ def partial_copies(facts: AuditFacts) -> Verdict | None:
         f"stories share with each other (conformal p <= {p.ngram_alpha:g}: about {p.ngram_alpha:.0%} of clean stories are "
         f"flagged by chance). The check fails when more are flagged than chance allows (99.9% bound) or when a flagged "
         f"story shares a run of {passage}+ words with one train story.",
-        [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)])
+        [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
+        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `ngram`)"))
 
 
 @register
@@ -222,7 +229,8 @@ def structural_twins(facts: AuditFacts) -> Verdict | None:
           "held-out excerpt": mark_phrase(facts.context_text(r["b_context_id"]), ""),
           "match": f"same skeleton, word Jaccard {r['jaccard']:.2f}, p = {r['p_value']:.2g}",
           "context ids (held-out / train)": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"}
-         for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)])
+         for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
+        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `structural`)"))
 
 
 @register
@@ -254,7 +262,7 @@ def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
         "Near-identical stories inside one side: no train x held-out leak, but they weigh a story twice in training "
         f"or scoring. Same thresholds as the near-duplicate check (Jaccard >= {p.jaccard_threshold:g}, containment >= "
         f"{p.containment_threshold:g}).",
-        rows)
+        rows, _more(pairs.height, "`tables/audit_overlap_pairs.csv` (scope `train` or `heldout`)"))
 
 
 @register
@@ -280,7 +288,7 @@ def label_conflicts(facts: AuditFacts) -> Verdict | None:
         else ("outside the audited selections: check the source" if n else "none"),
         "The same question (normalized) on the same story with different gold answers, anywhere in the warehouse: at "
         "most one of them can be rewarded correctly.", rows,
-        f"All {n}: `tables/audit_label_conflicts.csv`." if n > MAX_EVIDENCE else "")
+        _more(n, "`tables/audit_label_conflicts.csv`"))
 
 
 def _label(kind: str, label: str) -> str:
@@ -353,7 +361,7 @@ def feature_label(facts: AuditFacts) -> Verdict | None:
         "re-generate with controls (vary templates so no word or structure gives the answer)" if n else "none",
         "Gardner et al. (2021): for each word of the question (`q:`), word of the story (`s:`) and structural feature, "
         f"is the gold label more (or less) frequent with it than without? Exact binomial test, Bonferroni alpha {facts.params.alpha:g}.",
-        rows, f"All {n}: `tables/audit_feature_assoc.csv`." if n > MAX_EVIDENCE else "")
+        rows, _more(n, "`tables/audit_feature_assoc.csv` (flagged rows)"))
 
 
 @register
