@@ -438,18 +438,25 @@ def inverted_difficulty(facts: AuditFacts) -> Verdict | None:
         return None
     flagged = heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).sort("trend_z", descending=True)
     flagged = flagged.unique(["selection", "heuristic"], keep="first", maintain_order=True)
-    rows, parts = [], []
+    rows: list[dict[str, str]] = []
+    described: dict[tuple, list[str]] = {}  # rules with the same curve on one side share a line
     for r in flagged.iter_rows(named=True):
         curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"])
                             & pl.col("answer_format").eq_missing(r["answer_format"]) & pl.col("belief_order").str.contains(r"^\d+$"))
         curve = curve.with_columns(pl.col("belief_order").cast(pl.Int64)).sort("belief_order")
         first, last = curve.row(0, named=True), curve.row(-1, named=True)
-        parts.append(f"{_side_name(r['selection'])}: {HEURISTIC_LABELS[r['heuristic']]} rule right on {_pct(first['accuracy'])} at "
-                     f"order {first['belief_order']}, {_pct(last['accuracy'])} at order {last['belief_order']} "
-                     f"(higher orders {_pct(r['high_orders_accuracy'])}, chance {_pct(r['high_orders_chance'])})")
-        rows += [{"side": _side_name(r["selection"]), "rule": HEURISTIC_LABELS[r["heuristic"]] + (f" ({r['answer_format']})" if r["answer_format"] else ""),
-                  "order": str(c["belief_order"]), "items": str(c["n"]), "accuracy": _pct(c["accuracy"]), "chance": _pct(c["chance"])}
-                 for c in curve.iter_rows(named=True)]
+        key = (r["selection"], r["answer_format"], first["belief_order"], first["accuracy"], last["belief_order"], last["accuracy"],
+               r["high_orders_accuracy"], r["high_orders_chance"])
+        name = HEURISTIC_LABELS[r["heuristic"]] + (f" ({r['answer_format']})" if r["answer_format"] else "")
+        if key in described:
+            described[key].append(name)
+            continue
+        described[key] = [name]
+        rows += [{"side": _side_name(r["selection"]), "rule": name, "order": str(c["belief_order"]), "items": str(c["n"]),
+                  "accuracy": _pct(c["accuracy"]), "chance": _pct(c["chance"])} for c in curve.iter_rows(named=True)]
+    parts = [f"{_side_name(side)}: {' = '.join(names)} rule right on {_pct(a0)} at order {o0}, {_pct(a1)} at order {o1} "
+             f"(higher orders {_pct(high)}, chance {_pct(chance)})"
+             for (side, _, o0, a0, o1, a1, high, chance), names in described.items()]
     return Verdict(
         "inverted difficulty", "fail" if parts else "pass",
         "; ".join(parts[:2]) + (f"; {len(parts) - 2} more" if len(parts) > 2 else "") if parts
