@@ -99,7 +99,15 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
             f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
             {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
                                "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
-            f"Jaccard threshold {p.jaccard_threshold}" if kind != "ngram" else f"conformal p <= {p.ngram_alpha} vs within-train null")
+            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
+            else f"conformal p <= {p.ngram_alpha} vs within-train null")
+    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"]) & (pl.col("kind") == "near_duplicate")).iter_rows(named=True):
+        match = "near duplicate" if r["jaccard"] >= p.jaccard_threshold else "contained"
+        add("duplicate:within_side", "duplicate", r["scope"],
+            f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+            f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
+            {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
+            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
     for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
                           & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
         add("overlap:structural", "leak", "train x heldout",

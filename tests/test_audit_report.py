@@ -217,3 +217,19 @@ def test_release_card_links_the_html_report(planted, tmp_path: Path) -> None:
     card = (release.root / "README.md").read_text()
     assert "Start with [audit/audit_report.html](audit/audit_report.html)" in card
     assert (release.root / "audit" / "audit_report.html").read_bytes() == (out / "audit_report.html").read_bytes()
+
+
+def test_same_inputs_give_byte_identical_reports(planted, tmp_path: Path) -> None:
+    import hashlib
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    run_audit(path, "split = 'train'", "split = 'test'", tmp_path / "audit", FAST)
+    *_, first = planted
+
+    def digests(folder: Path) -> dict[str, str]:
+        return {f.relative_to(folder).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+                for f in sorted(folder.rglob("*")) if f.is_file()}
+    again = digests(tmp_path / "audit")
+    assert {"audit_report.md", "audit_report.html", "heuristics_by_order.png"} <= set(again)
+    assert again == digests(first)
