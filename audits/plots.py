@@ -9,14 +9,14 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
 
-from audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS  # noqa: E402
-from audits.config import AuditParams  # noqa: E402
-from audits.evidence import letter  # noqa: E402
+from audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS
+from audits.config import AuditParams
+from audits.evidence import letter
 
 SIDE_STYLE = {"train": {"color": "#1f5fa8", "ls": "-", "marker": "o", "label": "train"},
               "heldout": {"color": "#d9480f", "ls": "--", "marker": "s", "label": "held-out"}}

@@ -9,8 +9,8 @@ here (or in its own module, imported by `audits.run`) and decorate it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import polars as pl
 from scipy import stats

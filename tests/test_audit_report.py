@@ -56,7 +56,8 @@ def _pct(x: float) -> str:
 def test_verdict_names_each_planted_overlap_with_its_figure(planted) -> None:
     records, keys, _, summary, _ = planted
     held_stories = len({r["context_id"] for r in records if r["split"] == "test"})
-    train_on = lambda cid: sum(1 for r in records if r["split"] == "train" and r["context_id"] == cid)  # noqa: E731
+    def train_on(cid: str) -> int:
+        return sum(1 for r in records if r["split"] == "train" and r["context_id"] == cid)
     exact = _line(summary, "exact copies")
     assert exact.status == "fail" and exact.finding.startswith(f"1 of {held_stories} held-out stories appear verbatim")
     assert exact.action == f"`tomforge clean` drops {train_on(keys['exact'])} train items"
@@ -80,7 +81,7 @@ def test_verdict_names_each_planted_overlap_with_its_figure(planted) -> None:
 
 
 def test_report_starts_with_the_verdict_and_shows_evidence_by_source_ref(planted) -> None:
-    records, keys, _, summary, out = planted
+    records, keys, _, _, out = planted
     text = (out / "audit_report.md").read_text()
     head = text.split("## Checks")[0]
     assert head.index("## Verdict") < 400
@@ -194,7 +195,7 @@ def test_html_report_shows_the_verdict_table_in_a_headless_browser(planted, tmp_
     page = (out / "audit_report.html").resolve()
     assert "src=\"data:image/png;base64," in page.read_text() and ".png\"" not in page.read_text()  # figures embedded
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
-    dom = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
     first_table = dom.split("<table>")[1].split("</table>")[0]
     rows = re.findall(r'<td class="status-(\w+)">\w+</td>\s*<td>([^<]+)</td>', first_table)
     assert ("fail", "exact copies") in rows and ("warn", "within-side duplicates") in rows and ("pass", "gold position") in rows
