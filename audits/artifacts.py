@@ -230,13 +230,13 @@ def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
     modes = (part.group_by([*keys, "label"]).len().sort(["len", "label"], descending=[True, False])
              .group_by(keys, maintain_order=True).first().select(*keys, pl.col("label").alias("mode")))
     scored = part.join(modes, on=keys, how="inner")
-    return scored.select("selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
+    return scored.select("item_id", "selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
                          (pl.col("label") == pl.col("mode")).alias("hit"),
                          pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"))
 
 
 def heuristic_scores(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per (item row, heuristic) the heuristic can be scored on: selection, stratum,
+    """One row per (item row, heuristic) the heuristic can be scored on: item_id, selection, stratum,
     answer_format, heuristic, hit, chance. The first-container rules skip memory questions, whose
     gold is the first container by definition."""
     base = df.with_columns(_strata_expr())
@@ -245,7 +245,7 @@ def heuristic_scores(df: pl.DataFrame) -> pl.DataFrame:
         keep = pl.col("scorable").fill_null(False)
         if rule in ("first", "first_container"):
             keep = keep & (pl.col("stratum").fill_null("") != "memory")
-        frames.append(base.filter(keep).select("selection", "stratum", "answer_format", pl.lit(rule).alias("heuristic"),
+        frames.append(base.filter(keep).select("item_id", "selection", "stratum", "answer_format", pl.lit(rule).alias("heuristic"),
                                                pl.col(f"hit_{rule}").fill_null(False).alias("hit"), "chance"))
     frames.append(_modal_position_scores(base))
     return pl.concat(frames)
@@ -257,13 +257,20 @@ def _stratum_sort_key(stratum: str) -> tuple[int, int, str]:
 
 def heuristic_baselines(df: pl.DataFrame, p: AuditParams, by_format: bool = False) -> pl.DataFrame:
     """Accuracy of each heuristic rule per belief order against chance (what uniformly random options
-    score), with a one-sided binomial test and a Cochran-Armitage trend test over orders: a rule whose
-    accuracy rises with belief order means deeper questions are easier to game ("inverted
-    difficulty"). `by_format`: one curve per answer format (tests are Bonferroni-corrected within the
-    table). The modal-position rule is reported without tests (see `_modal_position_scores`)."""
+    score), with a one-sided binomial test and a Cochran-Armitage trend test over orders. `by_format`:
+    one curve per answer format (tests are Bonferroni-corrected within the table). The modal-position
+    rule is reported without tests (see `_modal_position_scores`)."""
+    return baselines_from_scores(heuristic_scores(df), p, by_format)
+
+
+def baselines_from_scores(scores: pl.DataFrame, p: AuditParams, by_format: bool = False) -> pl.DataFrame:
+    """`heuristic_baselines` on per-item scores (selection, stratum, answer_format, heuristic, hit,
+    chance). "Inverted difficulty" (deeper questions easier to game) needs both a rising curve
+    (trend test) and a rule that beats chance on the higher orders pooled (`higher_orders_test`):
+    a rule that never beats chance only gets less wrong, which is no shortcut."""
     group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
     # a fixed row order, so float means do not depend on how joins happened to order the items
-    scores = heuristic_scores(df).sort([*group, "stratum", "chance", "hit"], nulls_last=True)
+    scores = scores.sort([*group, "stratum", "chance", "hit"], nulls_last=True)
     agg = (pl.len().alias("n"), pl.col("hit").sum().alias("correct"), pl.col("chance").mean().alias("chance"))
     per = scores.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"]).agg(*agg)
     total = scores.group_by(group).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
@@ -275,9 +282,10 @@ def heuristic_baselines(df: pl.DataFrame, p: AuditParams, by_format: bool = Fals
         by_stratum = {r["stratum"]: r for r in part.iter_rows(named=True)}
         orders = sorted(int(s) for s in by_stratum if s.isdigit())
         descriptive = key[-1] in DESCRIPTIVE_HEURISTICS
-        trend_z, trend_p = (None, None) if descriptive else _trend(
-            [(o, by_stratum[str(o)]["n"], by_stratum[str(o)]["correct"]) for o in orders
-             if by_stratum[str(o)]["n"] >= p.min_group_items])
+        points = [(o, int(by_stratum[str(o)]["n"]), int(by_stratum[str(o)]["correct"]), float(by_stratum[str(o)]["chance"]))
+                  for o in orders if by_stratum[str(o)]["n"] >= p.min_group_items]
+        trend_z, trend_p = (None, None) if descriptive else _trend([pt[:3] for pt in points])
+        high_acc, high_chance, high_p = (None, None, None) if descriptive or trend_p is None else higher_orders_test(points)
         for stratum in sorted(by_stratum, key=_stratum_sort_key):
             r = by_stratum[stratum]
             n, correct, chance = int(r["n"]), int(r["correct"]), float(r["chance"])
@@ -285,18 +293,33 @@ def heuristic_baselines(df: pl.DataFrame, p: AuditParams, by_format: bool = Fals
                 stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
             rows.append(dict(zip(group, key)) | {"belief_order": stratum, "n": n, "correct": correct,
                                                  "accuracy": correct / n, "chance": chance, "p_value": pval,
-                                                 "trend_z": trend_z, "trend_p": trend_p})
+                                                 "trend_z": trend_z, "trend_p": trend_p, "high_orders_accuracy": high_acc,
+                                                 "high_orders_chance": high_chance, "high_orders_p": high_p})
     schema = {"selection": pl.Utf8, **({"answer_format": pl.Utf8} if by_format else {}), "heuristic": pl.Utf8,
               "belief_order": pl.Utf8, "n": pl.Int64, "correct": pl.Int64, "accuracy": pl.Float64, "chance": pl.Float64,
-              "p_value": pl.Float64, "trend_z": pl.Float64, "trend_p": pl.Float64}
+              "p_value": pl.Float64, "trend_z": pl.Float64, "trend_p": pl.Float64, "high_orders_accuracy": pl.Float64,
+              "high_orders_chance": pl.Float64, "high_orders_p": pl.Float64}
     out = pl.DataFrame(rows, schema=schema)
     tested = out.filter((pl.col("n") >= p.min_group_items) & pl.col("p_value").is_not_null())
     m = max(tested.height, 1)
     m_trend = max(out.filter(pl.col("trend_p").is_not_null()).select(group).unique().height, 1)
     return out.with_columns(
         ((pl.col("p_value").fill_null(1.0) <= p.alpha / m) & (pl.col("n") >= p.min_group_items)).alias("above_chance"),
-        (pl.col("trend_p").fill_null(1.0) <= p.alpha / m_trend).alias("inverted_difficulty"),
+        ((pl.col("trend_p").fill_null(1.0) <= p.alpha / m_trend)
+         & (pl.col("high_orders_p").fill_null(1.0) <= p.alpha / m_trend)).alias("inverted_difficulty"),
     )
+
+
+def higher_orders_test(points: list[tuple[int, int, int, float]]) -> tuple[float, float, float]:
+    """Does the rule beat chance on the higher half of the orders (the upper half of the sorted
+    orders, the middle one included when their number is odd)? Points are (order, n, correct,
+    mean chance); returns the pooled accuracy, the pooled chance and the one-sided binomial p-value."""
+    high = sorted(points)[len(points) // 2:]
+    n = sum(pt[1] for pt in high)
+    correct = sum(pt[2] for pt in high)
+    chance = sum(pt[1] * pt[3] for pt in high) / n
+    pval = float(stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
+    return correct / n, chance, pval
 
 
 def _trend(points: list[tuple[int, int, int]]) -> tuple[float | None, float | None]:

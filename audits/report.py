@@ -1,6 +1,7 @@
-"""The audit report: Markdown with every table, the parameters, tool versions and PNG plots (LSH
-detection curve, n-gram null calibration, gold positions, heuristic accuracy by belief order).
-Full tables also go to `tables/*.csv` beside the report. No timestamps: same inputs, same bytes.
+"""The audit report, `audit_report.md` and a self-contained `audit_report.html` beside it: the
+verdict table first (one line per check, `audits.verdict`), one section per check with its evidence,
+the figures (`audits.plots`), then every table (first rows here, all rows in `tables/*.csv`),
+parameters and tool versions. No timestamps: same inputs, same bytes.
 """
 from __future__ import annotations
 
@@ -8,21 +9,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import matplotlib
+import polars as pl
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-
-from audits.artifacts import HEURISTIC_LABELS  # noqa: E402
-from audits.config import AuditParams  # noqa: E402
+from audits import plots
+from audits.config import AuditParams
+from audits.html import write_html
+from audits.verdict import Verdict
 
 if TYPE_CHECKING:
     from audits.run import AuditSummary
 
 MAX_ROWS = 25
-_PNG_META = {"Software": None}
+STATUS_TEXT = {"fail": "FAIL", "warn": "warn", "pass": "pass"}
+LEGEND = "FAIL: fix before training or scoring on this split. warn: look at the evidence. pass: nothing found."
 
 
 def _cell(value: object) -> str:
@@ -52,82 +51,11 @@ def flat_csv(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns([pl.Series(c, [json.dumps(v) for v in frame[c].to_list()], dtype=pl.Utf8) for c in nested])
 
 
-def _save(fig, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata=_PNG_META)
-    plt.close(fig)
-
-
-def plot_lsh(curve: pl.DataFrame, p: AuditParams, bands: int, rows: int, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    ax.plot(curve["jaccard"], curve["p_detect"], label=f"chosen: {bands} bands x {rows} rows")
-    ax.plot(curve["jaccard"], curve["p_detect_datasketch_default"], "--", label="datasketch default")
-    ax.axvline(p.jaccard_threshold, color="grey", lw=0.8)
-    ax.set_xlabel("true Jaccard")
-    ax.set_ylabel("P(candidate)")
-    ax.set_title("LSH detection probability")
-    ax.legend(loc="lower right", fontsize=8)
-    _save(fig, path)
-
-
-def plot_null(ngram: pl.DataFrame, p: AuditParams, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    bins = np.linspace(0, 1, 41)
-    null = ngram.filter(pl.col("side") == "train_null")["coverage"].to_numpy()
-    obs = ngram.filter(pl.col("side") == "heldout")["coverage"].to_numpy()
-    ax.hist(null, bins=bins, alpha=0.6, density=True, label=f"null: train vs other train clusters (n={len(null)})")
-    ax.hist(obs, bins=bins, alpha=0.6, density=True, label=f"held-out vs train (n={len(obs)})")
-    if len(null):
-        ax.axvline(float(np.quantile(null, 1 - p.ngram_alpha)), color="red", lw=0.8, label=f"null {1 - p.ngram_alpha:g} quantile")
-    ax.set_xlabel(f"share of a context's {p.ngram_n}-grams found elsewhere")
-    ax.set_ylabel("density")
-    ax.set_yscale("log")
-    ax.legend(fontsize=7)
-    ax.set_title("exact n-gram overlap: null calibration")
-    _save(fig, path)
-
-
-def plot_positions(pos: pl.DataFrame, path: Path) -> None:
-    part = pos.filter(pl.col("belief_order") == "all")
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    labels = []
-    for i, ((selection, k), group) in enumerate(part.group_by(["selection", "n_options"], maintain_order=True)):
-        group = group.sort("position")
-        share = group["count"].to_numpy() / group["n"].to_numpy()
-        ax.plot(group["position"], share, marker="o", label=f"{selection}, {k} options")
-        labels.append(k)
-    for k in sorted(set(labels)):
-        ax.axhline(1 / k, color="grey", lw=0.6, ls=":")
-    ax.set_xlabel("gold position")
-    ax.set_ylabel("share of items")
-    ax.set_title("gold position (dotted: uniform)")
-    if labels:
-        ax.legend(fontsize=7)
-    _save(fig, path)
-
-
-def plot_heuristics(heur: pl.DataFrame, path: Path) -> None:
-    """Accuracy minus chance per order: rules whose chance differs (the modal position skips free
-    text) share one zero line."""
-    part = heur.filter(pl.col("belief_order").str.contains(r"^\d+$"))
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    for (selection, rule), group in part.group_by(["selection", "heuristic"], maintain_order=True):
-        group = group.with_columns(pl.col("belief_order").cast(pl.Int64)).sort("belief_order")
-        ax.plot(group["belief_order"], 100 * (group["accuracy"] - group["chance"]), marker="o",
-                label=f"{selection}: {HEURISTIC_LABELS[rule]}")
-    ax.axhline(0.0, color="k", linestyle=":", label="chance")
-    if part.height:
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    ax.set_xlabel("belief order")
-    ax.set_ylabel("accuracy - chance (points)")
-    ax.set_title("heuristic rules by belief order")
-    _save(fig, path)
-
-
 SECTIONS = (
     ("audit_findings", "Findings", "Every flagged item, with its evidence and the baseline it was judged against."),
     ("audit_overlap_pairs", "Overlap pairs", "Candidate pairs verified exactly: estimated vs exact Jaccard, containment "
-     "of each side in the other (a = train side), shared n-grams and the longest matched spans."),
+     "of each side in the other, shared n-grams and the longest matched spans. `scope` cross: a = train, b = held-out; "
+     "scope train or heldout: both stories on that side (within-side duplicates, not leaks)."),
     ("audit_null_calibration", "Null calibration", "Observed rates beside the same rates among independent train "
      "contexts: the naive 'any shared n-gram' rule, the conformal n-gram threshold, structural twins, near duplicates."),
     ("audit_ngram_overlap", "Exact n-gram coverage", "Per context: share of its n-grams found in train (held-out) or in "
@@ -149,6 +77,54 @@ SECTIONS = (
 )
 
 
+def _evidence_table(rows: list[dict[str, str]]) -> str:
+    """Rows whose cells are Markdown already (excerpts with their marks)."""
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r.get(c, "")).replace("\n", " ") for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def verdict_table(verdicts: list[Verdict]) -> str:
+    lines = ["| status | check | finding (against its baseline) | what to do |", "|---|---|---|---|"]
+    lines += [f"| {STATUS_TEXT[v.status]} | {v.check} | {v.finding.replace('|', '/')} | {v.action} |" for v in verdicts]
+    return "\n".join(lines) + "\n"
+
+
+def _anchor(check: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in check.lower()).strip("-")
+
+
+def _check_sections(verdicts: list[Verdict]) -> list[str]:
+    lines = ["## Checks", ""]
+    for v in verdicts:
+        lines += [f"### {v.check}: {STATUS_TEXT[v.status]}", "", f"**Found:** {v.finding}. **Do:** {v.action}.", "", v.explain, ""]
+        if v.evidence:
+            lines += [_evidence_table(v.evidence)]
+        if v.note:
+            lines += [v.note, ""]
+    return lines
+
+
+def _figures(out_dir: Path, tables: dict[str, pl.DataFrame], p: AuditParams, stats: dict) -> list[tuple[str, str]]:
+    """(file, caption) of every figure written."""
+    made = []
+    if tables["audit_heuristics"].height:
+        plots.save(plots.heuristics_figure(tables["audit_heuristics"]), out_dir / "heuristics_by_order.png")
+        made.append(("heuristics_by_order.png", "Shortcut rules by belief order: a curve above the dotted chance line "
+                     "answers without reasoning; a rising one makes deeper questions easier (inverted difficulty)."))
+    if tables["audit_positions"].height:
+        plots.save(plots.positions_figure(tables["audit_positions"]), out_dir / "gold_positions.png")
+        made.append(("gold_positions.png", "Gold option letter per side: red bars are over-represented letters."))
+    if tables["audit_ngram_overlap"].height:
+        plots.save(plots.ngram_null_figure(tables["audit_ngram_overlap"], p), out_dir / "ngram_null.png")
+        made.append(("ngram_null.png", "Held-out stories right of the red line share more long n-grams with train than "
+                     "independent train stories share with each other."))
+    plots.save(plots.lsh_figure(tables["audit_lsh_curve"], p, stats["bands"], stats["rows"]), out_dir / "lsh_curve.png")
+    made.append(("lsh_curve.png", "How likely a pair of a given Jaccard is checked exactly (this audit vs datasketch's default)."))
+    return made
+
+
 def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: "AuditSummary", p: AuditParams) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tables").mkdir(exist_ok=True)
@@ -156,38 +132,33 @@ def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: "Audi
         flat_csv(frame).write_csv(out_dir / "tables" / f"{name}.csv")
     run = tables["audit_runs"].row(0, named=True)
     stats = json.loads(run["stats"])
-    plot_lsh(tables["audit_lsh_curve"], p, stats["bands"], stats["rows"], out_dir / "lsh_curve.png")
-    plots = ["lsh_curve.png"]
-    if tables["audit_ngram_overlap"].height:
-        plot_null(tables["audit_ngram_overlap"], p, out_dir / "ngram_null.png")
-        plots.append("ngram_null.png")
-    if tables["audit_positions"].height:
-        plot_positions(tables["audit_positions"], out_dir / "gold_positions.png")
-        plots.append("gold_positions.png")
-    if tables["audit_heuristics"].height:
-        plot_heuristics(tables["audit_heuristics"], out_dir / "heuristics_by_order.png")
-        plots.append("heuristics_by_order.png")
+    figures = _figures(out_dir, tables, p, stats)
     lines = [f"# Audit report `{summary.run_id}`", "",
-             f"- train selection: `{summary.train_where}` ({summary.n_train} items)",
-             f"- held-out selection: `{summary.heldout_where}` ({summary.n_heldout} items)" if summary.heldout_where
-             else "- held-out selection: none (within-selection audit)",
-             f"- items in both selections: {summary.n_in_both}",
-             f"- findings: {summary.findings.height}", "", "## Summary", "", "```"]
-    lines += [line for line in summary.lines() if "report:" not in line]
-    lines += ["```", "", "## Parameters", "", markdown_table(pl.DataFrame(
-        {"parameter": list(p.as_dict()), "value": [str(v) for v in p.as_dict().values()]}), limit=100),
-        "## Run statistics", "", markdown_table(pl.DataFrame(
-            {"statistic": list(stats), "value": [str(v) for v in stats.values()]}), limit=100),
-        "## Tool versions", "", markdown_table(pl.DataFrame(
-            {"tool": list(json.loads(run["tools"])), "version": list(json.loads(run["tools"]).values())}), limit=100),
-        "## Plots", ""]
-    lines += [f"![{name}]({name})" for name in plots]
+             f"Train: `{summary.train_where}` ({summary.n_train} items). "
+             + (f"Held-out: `{summary.heldout_where}` ({summary.n_heldout} items)." if summary.heldout_where
+                else "No held-out side (within-selection audit).")
+             + (f" {summary.n_in_both} items match both selections." if summary.n_in_both else ""), "",
+             "## Verdict", "", verdict_table(summary.verdicts), LEGEND, ""]
+    lines += _check_sections(summary.verdicts)
+    lines += ["## Figures", ""]
+    for name, caption in figures:
+        lines += [f"![{caption}]({name})", "", f"_{caption}_", ""]
+    lines += ["## Full tables", "", "Every table in full: " + ", ".join(
+        f"[{name}](tables/{name}.csv)" for name in sorted(tables)) + ". The first rows of each follow.", ""]
     for name, title, text in SECTIONS:
         frame = tables.get(name)
         if frame is None:
             continue
-        lines += ["", f"## {title}", "", text, "", f"Table `{name}` ({frame.height} rows; full: `tables/{name}.csv`).", "",
-                  markdown_table(frame, drop=("run_id",))]
+        lines += [f"### {title}", "", text, "", f"Table `{name}` ({frame.height} rows; full: `tables/{name}.csv`).", "",
+                  markdown_table(frame, drop=("run_id",)), ""]
+    lines += ["## Parameters", "", markdown_table(pl.DataFrame(
+        {"parameter": list(p.as_dict()), "value": [str(v) for v in p.as_dict().values()]}), limit=100),
+        "## Run statistics", "", markdown_table(pl.DataFrame(
+            {"statistic": list(stats), "value": [str(v) for v in stats.values()]}), limit=100),
+        "## Tool versions", "", markdown_table(pl.DataFrame(
+            {"tool": list(json.loads(run["tools"])), "version": list(json.loads(run["tools"]).values())}), limit=100)]
     path = out_dir / "audit_report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    path.write_text(text, encoding="utf-8")
+    write_html(text, out_dir / "audit_report.html", title=f"Audit report {summary.run_id}")
     return path

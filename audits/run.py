@@ -15,6 +15,7 @@ from typing import Callable
 import polars as pl
 
 from audits import artifacts, baselines, store
+from audits.verdict import AuditFacts, Verdict, verdict_frame, verdicts
 from audits.config import AuditParams
 from audits.features import item_features
 from audits.lsh import datasketch_default_banding
@@ -38,32 +39,38 @@ class AuditSummary:
     stats: dict
     out_dir: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def n_flagged(self) -> int:
         return self.findings.height
 
+    def header(self) -> str:
+        return (f"audit {self.run_id}: train {self.n_train} items ({self.train_where})"
+                + (f", held-out {self.n_heldout} items ({self.heldout_where})" if self.heldout_where else ", no held-out side"))
+
+    def verdict_lines(self) -> list[str]:
+        """The verdict table as text: one line per check, the action under each that fails or warns."""
+        width = max((len(v.check) for v in self.verdicts), default=0)
+        out = []
+        for v in self.verdicts:
+            out.append(f"  {v.status.upper() if v.status == 'fail' else v.status:<4}  {v.check:<{width}}  {v.finding}")
+            if v.status != "pass":
+                out.append(f"  {'':<4}  {'':<{width}}  -> {v.action.replace('`', '')}")
+        return out
+
     def lines(self) -> list[str]:
-        """A one-screen summary."""
-        out = [f"audit {self.run_id}: train {self.n_train} items ({self.train_where})"
-               + (f", held-out {self.n_heldout} items ({self.heldout_where})" if self.heldout_where else ", no held-out side")]
+        """A one-screen summary: the verdict first, then the run's figures."""
+        out = [self.header(), *self.verdict_lines()]
         if self.n_in_both:
             out.append(f"  {self.n_in_both} items match both selections")
         s = self.stats
         out.append(f"  contexts {s.get('contexts', 0)} (distinct texts {s.get('docs', 0)}), LSH bands x rows "
                    f"{s.get('bands')}x{s.get('rows')}, candidates {s.get('lsh_candidates', 0)}, verified {s.get('verified_pairs', 0)}, "
-                   f"signatures cached {s.get('signatures_cached', 0)} / computed {s.get('signatures_computed', 0)}")
-        if self.findings.height == 0:
-            out.append("  no findings")
-        else:
-            counts = self.findings.group_by("check").len().sort("check")
-            out.append("  findings: " + ", ".join(f"{c} {n}" for c, n in counts.iter_rows()))
-            for check, selection, message in self.findings.select("check", "selection", "message").head(12).iter_rows():
-                out.append(f"  - [{check}] {selection}: {message}")
-            if self.findings.height > 12:
-                out.append(f"  ... {self.findings.height - 12} more in audit_findings")
+                   f"signatures cached {s.get('signatures_cached', 0)} / computed {s.get('signatures_computed', 0)}; "
+                   f"{self.findings.height} findings in audit_findings")
         if self.out_dir:
-            out.append(f"  report: {self.out_dir / 'audit_report.md'}")
+            out.append(f"  report: {self.out_dir / 'audit_report.md'} (and audit_report.html)")
         return out
 
 
@@ -92,7 +99,15 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
             f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
             {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
                                "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
-            f"Jaccard threshold {p.jaccard_threshold}" if kind != "ngram" else f"conformal p <= {p.ngram_alpha} vs within-train null")
+            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
+            else f"conformal p <= {p.ngram_alpha} vs within-train null")
+    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"]) & (pl.col("kind") == "near_duplicate")).iter_rows(named=True):
+        match = "near duplicate" if r["jaccard"] >= p.jaccard_threshold else "contained"
+        add("duplicate:within_side", "duplicate", r["scope"],
+            f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+            f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
+            {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
+            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
     for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
                           & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
         add("overlap:structural", "leak", "train x heldout",
@@ -183,7 +198,13 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     try:
         train = store.read_selection(con, train_where)
         heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
+        for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):
+            if where is not None and frame.height == 0:
+                raise store.SelectionError(f"{warehouse}: the {side} selection {where!r} matches no items; nothing audited")
         conflicts = pl.from_arrow(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
+        if isinstance(conflicts, pl.Series):
+            conflicts = conflicts.to_frame()
+        conflict_items = store.read_items(con, sorted({i for ids in conflicts["item_ids"].to_list() for i in ids}))
         items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
         lap("read")
         say("overlap (MinHash LSH, n-grams, skeletons)")
@@ -194,19 +215,18 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     say("template artifacts")
     feats = item_features(items.unique("item_id", keep="first", maintain_order=True))
     df = items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(pl.col("belief_order").cast(pl.Int64))
+    scores = artifacts.heuristic_scores(df)
     tables: dict[str, pl.DataFrame] = {
         "audit_positions": artifacts.position_bias(df, p),
         "audit_answer_prior": artifacts.answer_prior(df, p),
         "audit_feature_assoc": artifacts.feature_association(df, p),
-        "audit_heuristics": artifacts.heuristic_baselines(df, p),
-        "audit_heuristics_by_format": artifacts.heuristic_baselines(df, p, by_format=True),
+        "audit_heuristics": artifacts.baselines_from_scores(scores, p),
+        "audit_heuristics_by_format": artifacts.baselines_from_scores(scores, p, by_format=True),
     }
     lap("artifacts")
     say("partial-input baselines")
     tables["audit_partial_input"] = baselines.partial_input_baselines(train, heldout if heldout_where else None, p)
     lap("baselines")
-    if isinstance(conflicts, pl.Series):
-        conflicts = conflicts.to_frame()
     tables["audit_label_conflicts"] = conflicts
     both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
     data_digest = digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())))
@@ -224,6 +244,8 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
     findings = _findings(ov, tables, p)
     tables["audit_findings"] = findings
+    checked = verdicts(AuditFacts(tables, items, conflict_items, p, heldout_where is not None, scores))
+    tables["audit_verdicts"] = verdict_frame(checked)
     stats = ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
                         "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
                         "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold))}
@@ -240,7 +262,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
                        drop_prefixes=("audit_",))
     lap("write")
     summary = AuditSummary(run_id, train_where, heldout_where, train.height, heldout.height, len(both), findings, stats,
-                           Path(out_dir) if out_dir else None, timings)
+                           Path(out_dir) if out_dir else None, timings, checked)
     if out_dir:
         say("report")
         from audits.report import render_report

@@ -17,7 +17,7 @@ import pyarrow as pa
 from warehouse import db
 
 ITEM_COLUMNS = (
-    "item_id", "context_id", "source", "split", "context", "question", "question_type", "belief_order",
+    "item_id", "context_id", "source", "source_ref", "split", "context", "question", "question_type", "belief_order",
     "answer_format", "options", "answer", "answer_index", "template_id", "n_agents", "is_false_belief",
 )
 
@@ -44,6 +44,17 @@ def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
         table = con.sql(f"SELECT {cols}, {WORLD_COLUMNS_SQL} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
+    return pl.from_arrow(table)
+
+
+def read_items(con: duckdb.DuckDBPyConnection, item_ids: list[str]) -> pl.DataFrame:
+    """Where these items come from and what they ask (for evidence outside the selections)."""
+    con.register("wanted_items", pa.table({"item_id": pa.array(item_ids, type=pa.string())}))
+    try:
+        table = con.sql("SELECT item_id, context_id, source_ref, split, question, answer FROM items_full "
+                        "JOIN wanted_items USING (item_id) ORDER BY item_id").to_arrow_table()
+    finally:
+        con.unregister("wanted_items")
     return pl.from_arrow(table)
 
 

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
 query), 3 counts do not reconcile (read != loaded + rejected), 4 a release does not match its
 manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken),
-7 `audit --strict` flagged something.
+7 `audit --strict`: a check of the verdict failed.
 """
 from __future__ import annotations
 
@@ -391,7 +391,7 @@ def audit(
     jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),
     ngram_n: int = typer.Option(13, "--ngram-n", help="Exact long n-gram size."),
     seed: int = typer.Option(0, "--seed", help="Seed of baselines and bootstrap."),
-    strict: bool = typer.Option(False, "--strict", help=f"Exit {EXIT_FINDINGS} when anything is flagged."),
+    strict: bool = typer.Option(False, "--strict", help=f"Exit {EXIT_FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
     from audits.config import AuditParams
@@ -403,7 +403,7 @@ def audit(
         summary = run_audit(warehouse, train_where, heldout_where, out, params,
                             progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
     sys.stdout.write("\n".join(summary.lines()) + "\n")
-    if strict and summary.n_flagged:
+    if strict and any(v.status == "fail" for v in summary.verdicts):
         raise typer.Exit(EXIT_FINDINGS)
 
 

@@ -171,6 +171,9 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -
     if report_paths:
         links = ", ".join(f"[{path}]({path})" for path in report_paths)
         text += f"\n\nThe full audit report is part of this release: {links}."
+        html_pages = [path for path in report_paths if path.endswith(".html")]
+        if html_pages:
+            text += f" Start with [{html_pages[0]}]({html_pages[0]}): the verdict first, figures embedded, opens in a browser."
     return text
 
 

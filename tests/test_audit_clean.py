@@ -85,7 +85,7 @@ def test_cli_audit_and_clean(tmp_path) -> None:
     res = runner.invoke(app, ["audit", "-w", str(path), "--train", "split = 'train'", "--heldout", "split = 'test'",
                               "--out", str(out), "--strict"])
     assert res.exit_code == 7, res.output
-    assert "overlap:exact" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
+    assert "FAIL  exact copies" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
     report = (out / "audit_report.md").read_text()
     assert "Null calibration" in report and "LSH detection probability" in report and "datasketch" in report
     res = runner.invoke(app, ["clean", "-w", str(path)])

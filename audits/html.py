@@ -1,0 +1,53 @@
+"""The HTML version of the audit report: the same Markdown rendered by markdown-it-py (CommonMark
+plus tables), figures embedded as data URIs so the single file opens anywhere (a browser, the Hub),
+status cells coloured, matched spans highlighted.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1200px;
+       padding: 0 16px; color: #1a1a1a; }
+h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
+h3 { font-size: 15px; margin-top: 24px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }
+th { background: #f2f2f2; }
+td.status-fail { background: #f4c7c3; color: #8b0000; font-weight: 700; }
+td.status-warn { background: #fce8b2; color: #7a4d00; font-weight: 700; }
+td.status-pass { background: #d4edda; color: #155724; }
+td strong { background: #fff3a0; font-weight: 600; }
+td.status-fail strong, td.status-warn strong { background: none; }
+code { font-size: 12px; color: #555; }
+img { max-width: 100%; border: 1px solid #eee; }
+"""
+_IMG = re.compile(r'<img src="([^":/]+\.png)"')
+_STATUS = re.compile(r"<td>(FAIL|warn|pass)</td>")
+
+
+def _embed(page: str, folder: Path) -> str:
+    """Replace each local PNG reference with its bytes as a data URI."""
+    def data_uri(match: re.Match[str]) -> str:
+        data = base64.b64encode((folder / match.group(1)).read_bytes()).decode("ascii")
+        return f'<img src="data:image/png;base64,{data}"'
+    return _IMG.sub(data_uri, page)
+
+
+def render_html(markdown: str, folder: Path, title: str) -> str:
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    body = _STATUS.sub(lambda m: f'<td class="status-{m.group(1).lower()}">{m.group(1)}</td>', body)
+    body = _embed(body, folder)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
+
+
+def write_html(markdown: str, path: Path, title: str) -> Path:
+    """`audit_report.html` beside the Markdown, figures read from the same folder."""
+    path.write_text(render_html(markdown, path.parent, title), encoding="utf-8")
+    return path
