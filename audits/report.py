@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
 from audits import plots
 from audits.config import AuditParams
 from audits.html import write_html
+from audits.summary import AuditSummary
 from audits.verdict import Verdict
-
-if TYPE_CHECKING:
-    from audits.run import AuditSummary
 
 MAX_ROWS = 25
 STATUS_TEXT = {"fail": "FAIL", "warn": "warn", "pass": "pass"}
@@ -125,7 +122,7 @@ def _figures(out_dir: Path, tables: dict[str, pl.DataFrame], p: AuditParams, sta
     return made
 
 
-def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: "AuditSummary", p: AuditParams) -> Path:
+def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: AuditSummary, p: AuditParams) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tables").mkdir(exist_ok=True)
     for name, frame in sorted(tables.items()):
