@@ -17,7 +17,7 @@ from warehouse.record import FIELDS
 from warehouse.sources import get_adapter
 from warehouse.sources.base import Reject
 
-CONSTANTS = {"source": "hitom", "source_version": "v1", "split": "all", "question_type": "reality"}
+CONSTANTS = {"source": "hitom", "source_version": "v1", "split": "unsplit", "question_type": "reality"}
 text = st.text(min_size=1, max_size=12)  # any code point but lone surrogates (orjson refuses those)
 text = text.filter(lambda value: not any(0xD800 <= ord(char) <= 0xDFFF for char in value))
 json_value = st.recursive(

@@ -54,7 +54,7 @@ def test_own_samples_load_completely(own: Path) -> None:
     assert Counter(record["meta"]["prompting_type"] for record in records) == {"CoTP": 15, "VP": 15}
     for record in records:
         assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
-        assert record["split"] == "all" and record["answer_format"] == "multiple_choice"
+        assert record["split"] == "unsplit" and record["answer_format"] == "multiple_choice"
         assert record["options"][record["answer_index"]] == record["answer"]
         assert len(record["perspective_chain"]) == record["belief_order"]
         assert record["context"].startswith("1 ")

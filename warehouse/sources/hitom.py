@@ -10,6 +10,7 @@ questions and choice strings repeat across rows and are parsed once each.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +19,13 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from warehouse.batch import batched, expand
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_json, read_text, relative_name
 
 NAME = "hitom"
 JSON_NAME = "Hi-ToM_data.json"
 TREE_NAME = "Hi-ToM_data"
-SPLIT = "all"  # HiToM publishes no split
+SPLIT = UNSPLIT  # HiToM publishes no split
 
 _NUMBERED = re.compile(r"\d+ ")
 _SEPARATOR = re.compile(r"[^\w\s]+|_+")  # a line of punctuation only, such as the '***' that ends a few real stories
@@ -412,6 +413,10 @@ def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[Produced]:
             yield item.record(_is_false_belief(item, reality))
 
 
+def _json_length(path: Path) -> int:
+    return len(json.loads(path.read_text(encoding="utf-8"))["data"])
+
+
 def _text_tree(root: Path) -> Path | None:
     if root.name == TREE_NAME or (root / "Tell").is_dir() or (root / "No_Tell").is_dir():
         return root
@@ -454,6 +459,16 @@ class HiToMAdapter(AdapterInfo):
             parts.append(_text_record(path, root, parser) for path in files)
         yield from _finish(item for part in parts for item in part)
 
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: the length of each JSON file's
+        `data` array (read by the json module) plus the number of `order_*.txt` files in the tree."""
+        root = Path(root)
+        if root.is_file():
+            return _json_length(root) if root.suffix == ".json" else 1
+        json_file, tree = root / JSON_NAME, _text_tree(root)
+        count = _json_length(json_file) if json_file.is_file() else 0
+        return count + (sum(1 for _ in tree.rglob("order_*.txt")) if tree is not None else 0)
+
     def split_input(self, root: Path) -> Path | None:
         """The one file this input is read from when `read_part` can split it (a JSON file on its own)."""
         root = Path(root)
@@ -472,7 +487,7 @@ class HiToMAdapter(AdapterInfo):
 
 ADAPTER = HiToMAdapter(
     name=NAME,
-    version="hitom@56dda76-v2",
+    version="hitom@56dda76-v3",
     license="Apache-2.0",
     hub_repo="Hi-ToM/Hi-ToM_Dataset",
     hub_patterns=[JSON_NAME, f"{TREE_NAME}/*"],
