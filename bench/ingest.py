@@ -29,7 +29,7 @@ import duckdb
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from warehouse.load import ingest  # noqa: E402
+from warehouse.ingest import ingest  # noqa: E402
 from warehouse.parallel import staging_processes  # noqa: E402
 from warehouse.sources import get_adapter  # noqa: E402
 

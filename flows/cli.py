@@ -79,7 +79,7 @@ def ingest(
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
-    from warehouse.load import ingest as ingest_source
+    from warehouse.ingest import ingest as ingest_source
 
     with clear_errors(), progress_display() as bar:
         task = bar.add_task(f"ingest {source}", total=None)

@@ -60,7 +60,8 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     from hub.release import ReleaseOptions
     from hub.steps import publish_warehouse
     from rl.release import SplitRef, list_splits, read_split
-    from warehouse.load import ingest, ingest_records
+    from warehouse.ingest import ingest
+    from warehouse.load import ingest_records
 
     warehouse = Path(warehouse)
     for stale in (warehouse, warehouse.with_name(warehouse.name + ".wal")):

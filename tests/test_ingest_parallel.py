@@ -11,7 +11,8 @@ import pytest
 
 import warehouse.parallel as parallel
 from tests.test_cli import assert_one_line_error, run
-from warehouse.load import ingest, info_of, stage
+from warehouse.ingest import ingest
+from warehouse.load import info_of, stage
 from warehouse.sources import get_adapter
 
 

@@ -9,7 +9,8 @@ import pytest
 from schemas import record_schema
 from warehouse import db
 from warehouse.ddl import table_columns
-from warehouse.load import ingest, ingest_records
+from warehouse.ingest import ingest
+from warehouse.load import ingest_records
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo, Reject, SourceError
 

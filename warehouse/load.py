@@ -27,11 +27,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from warehouse import db
-from warehouse.db import WarehouseError
 from warehouse.batch import BatchError, ColumnBatch
 from warehouse.columns import JSON_COLUMNS, arrow_schema
+from warehouse.db import WarehouseError
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
-from warehouse.sources import get_adapter, resolve_input
 from warehouse.sources.base import AdapterInfo, Produced, Reject
 from warehouse.validate import are_valid, first_error, is_valid
 from warehouse.validate_columns import invalid_mask
@@ -389,19 +388,6 @@ def ingest_records(
     `replace_source` as in `stage` and `write_staged`."""
     with db.building(Path(warehouse)) as con:
         return load_into(con, info, produced, input_ref, progress, read=read, replace_source=replace_source)
-
-
-def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress | None = None) -> LoadReport:
-    """Read one source (local path or Hub id) with its adapter and load it atomically.
-
-    A big input whose adapter can read it in parts is staged by several processes at once
-    (`warehouse.parallel`); the result is the same as staging it here in one pass."""
-    from warehouse.parallel import stage_input  # imports this module
-
-    adapter = get_adapter(source)
-    root = resolve_input(location, adapter)
-    with db.building(Path(warehouse)) as con:
-        return write_staged(con, stage_input(info_of(adapter), adapter, root, str(location), progress))
 
 
 def info_of(adapter: Any) -> AdapterInfo:
