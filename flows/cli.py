@@ -75,10 +75,12 @@ def print_reports(reports: list) -> bool:
     rows = [(r.source, r.input_ref, *(str(n) for n in (r.read, r.loaded, r.rejected, r.new, r.changed, r.unchanged)),
              "yes" if r.reconciled else "NO") for r in reports]
     widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, name in enumerate(names)]
-    # nothing is cut: the input column takes the room the others leave (at least 16) and folds; a
-    # terminal too narrow for that gets a wider table rather than truncated counts
-    room = stdout.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
-    widths[1] = min(widths[1], max(16, room))
+    # nothing is cut: on a terminal the input column takes the room the others leave (at least 16)
+    # and folds, and a terminal too narrow for that gets a wider table rather than truncated counts;
+    # a log or a pipe gets every row on one line
+    if stdout.is_terminal:
+        room = stdout.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
+        widths[1] = min(widths[1], max(16, room))
     table = Table(title="reconciliation (read = loaded + rejected)", box=box.SIMPLE_HEAD, show_edge=False,
                   pad_edge=False, padding=(0, 1, 0, 0), title_justify="left")
     for i, name in enumerate(names):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import threading
+from decimal import Decimal
 from enum import Enum
 from typing import IO, Any, Optional, Sequence
 
@@ -117,11 +118,18 @@ def preview_table(columns: Sequence[str], rows: Sequence[tuple], width: int) -> 
         extra = max(0, min(want - widths[i], room))
         widths[i] += extra
         room -= extra
-    table = Table(*(Column(Text(name), no_wrap=True, overflow="ellipsis", width=w)
-                    for name, w in zip(columns, widths)))
+    table = Table(*(Column(Text(name), no_wrap=True, overflow="ellipsis", width=w,
+                           justify="right" if is_numeric([row[i] for row in rows]) else "left")
+                    for i, (name, w) in enumerate(zip(columns, widths))))
     for row in cells:
         table.add_row(*row[:len(widths)])
     return table, list(columns[len(widths):])
+
+
+def is_numeric(values: Sequence[Any]) -> bool:
+    """A column of numbers (NULLs aside) is right-aligned."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in present)
 
 
 def cell(value: Any) -> Text:
