@@ -14,7 +14,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 from rich import box
@@ -33,10 +33,10 @@ app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.",
                   pretty_exceptions_enable=False, add_completion=False)
 
 
-def literal_console(**options: object) -> Console:
+def literal_console(**options: Any) -> Console:
     """Prints values as they are: no markup, emoji codes or highlighting (a source named
     `generate:train:...` or a value `[/x]` is shown exactly, never parsed)."""
-    return Console(markup=False, emoji=False, highlight=False, **options)  # type: ignore[arg-type]
+    return Console(markup=False, emoji=False, highlight=False, **options)
 
 
 console = literal_console(stderr=True)   # messages, errors, progress
@@ -372,7 +372,7 @@ def train(
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
     if backend is Backend.trl and not dry_run:
-        require_rl_extras(*RL_EXTRAS[:3])
+        require_rl_extras("torch", "trl", "accelerate")
         check_model(model)
     from rl import stage
 

@@ -120,7 +120,7 @@ def preview_table(columns: Sequence[str], rows: Sequence[tuple], width: int) -> 
         room -= extra
     table = Table(*(Column(Text(name), no_wrap=True, overflow="ellipsis", width=w,
                            justify="right" if is_numeric([row[i] for row in rows]) else "left")
-                    for i, (name, w) in enumerate(zip(columns, widths))))
+                    for i, (name, w) in enumerate(zip(columns, widths, strict=False))))
     for row in cells:
         table.add_row(*row[:len(widths)])
     return table, list(columns[len(widths):])
@@ -171,4 +171,4 @@ def stream_rows(con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, o
 
 
 def json_row(columns: Sequence[str], row: tuple) -> str:
-    return json.dumps(dict(zip(columns, row)), default=str, ensure_ascii=False)
+    return json.dumps(dict(zip(columns, row, strict=True)), default=str, ensure_ascii=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import flows.cli
 import flows.query as query_module
 from flows.cli import UserErrorTracebacks, app, print_reports
 from warehouse.load import LoadReport, ingest_records
@@ -183,8 +184,9 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
     assert result.output.splitlines()[-1] == "more rows (not counted within 0.2 s), use --format csv or --limit N"
 
 
-def test_sql_table_fits_the_terminal(tmp_path: Path) -> None:
+def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
+    monkeypatch.setattr(flows.cli, "stdout", flows.cli.literal_console(width=80))
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
     assert result.exit_code == 0, result.output

@@ -10,7 +10,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
@@ -36,7 +36,8 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 # INSTALL/LOAD, read_csv('/etc/...'). These settings close all of it (the warehouse file itself and its
 # views still read), hide the caller's Python variables from replacement scans, and lock the
 # configuration so that no SET can reopen it.
-SANDBOX = {"enable_external_access": False, "python_enable_replacements": False, "lock_configuration": True}
+SANDBOX: dict[str, Any] = {"enable_external_access": False, "python_enable_replacements": False,
+                           "lock_configuration": True}
 
 
 def connect_readonly(path: Path, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
@@ -44,7 +45,7 @@ def connect_readonly(path: Path, *, sandboxed: bool = False) -> duckdb.DuckDBPyC
     if not path.is_file():
         raise WarehouseError(f"{path}: warehouse not found (run `tomforge rebuild` or `tomforge ingest` first)")
     try:
-        return duckdb.connect(str(path), read_only=True, config=SANDBOX if sandboxed else {})
+        return duckdb.connect(str(path), read_only=True, config=dict(SANDBOX) if sandboxed else {})
     except duckdb.Error as exc:
         raise WarehouseError(f"{path}: cannot open as a DuckDB warehouse: {str(exc).splitlines()[0]}") from None
 
