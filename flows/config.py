@@ -200,7 +200,7 @@ def load_config(path: Path | None = None) -> Config:
 def check_before_run(config: Config, origin: Path | None = None) -> None:
     """What a run would only find out later, checked before it starts (so a user error never surfaces
     as a traceback from inside the flow): every source location exists locally or is a Hub dataset id,
-    and the audit's conditions are valid SQL on `items_full`."""
+    the audit's conditions are valid SQL on `items_full`, and the RL stage's settings are known keys."""
     where = config_path(origin) or DEFAULT_CONFIG
     for index, spec in enumerate(config.sources):
         if not Path(spec.resolved).exists() and hub_id_of(spec.resolved) is None:
@@ -211,6 +211,13 @@ def check_before_run(config: Config, origin: Path | None = None) -> None:
             problem = selection_problem(getattr(config.audit, field))
             if problem:
                 raise ConfigError(f"{where}: audit.{field}: {problem}")
+    if config.rl.launch != "none":
+        from rl.stage import make_settings
+
+        try:
+            make_settings(config.rl.backend, config.rl.model, config.rl.settings, gpus=config.rl.gpus)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: rl.settings: {exc}") from None
 
 
 def selection_problem(condition: str) -> str | None:

@@ -249,6 +249,7 @@ def _config(tmp_path: Path, text: str) -> Path:
     ('[generate]\noperators = ["lie", "nosuch"]\n', ["generate", "unknown operators", "nosuch"]),
     ('[generate]\nstyles = ["sonnet"]\n', ["generate", "unknown styles", "sonnet"]),
     ('[audit]\ntrain = "splt = \'train\'"\n', ["audit.train", "splt"]),
+    ('[rl]\nlaunch = "inline"\nsettings = { max_stepz = 3 }\n', ["rl.settings", "max_stepz"]),
 ])
 def test_rebuild_checks_the_config_before_prefect_starts(tmp_path: Path, monkeypatch, text: str,
                                                          needles: list[str]) -> None:
