@@ -40,7 +40,7 @@ def literal_console(**options: Any) -> Console:
 
 
 console = literal_console(stderr=True)   # messages, errors, progress
-stdout = literal_console()               # tables
+stdout_console = literal_console()       # tables
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
 
@@ -78,8 +78,8 @@ def print_reports(reports: list) -> bool:
     # nothing is cut: on a terminal the input column takes the room the others leave (at least 16)
     # and folds, and a terminal too narrow for that gets a wider table rather than truncated counts;
     # a log or a pipe gets every row on one line
-    if stdout.is_terminal:
-        room = stdout.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
+    if stdout_console.is_terminal:
+        room = stdout_console.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
         widths[1] = min(widths[1], max(16, room))
     table = Table(title="reconciliation (read = loaded + rejected)", box=box.SIMPLE_HEAD, show_edge=False,
                   pad_edge=False, padding=(0, 1, 0, 0), title_justify="left")
@@ -88,7 +88,7 @@ def print_reports(reports: list) -> bool:
                          overflow="fold" if name == "input" else "ellipsis", no_wrap=name != "input")
     for row in rows:
         table.add_row(*row)
-    literal_console(width=max(stdout.width, sum(widths) + 2 * (len(names) - 1))).print(table)
+    literal_console(width=max(stdout_console.width, sum(widths) + 2 * (len(names) - 1))).print(table)
     return all(r.reconciled for r in reports)
 
 
@@ -157,7 +157,7 @@ def sql(
     try:
         check_statement(con, query)
         if fmt is OutputFormat.table:
-            print_preview(con, query, stdout, limit, notes=console)
+            print_preview(con, query, stdout_console, limit, notes=console)
         else:
             stream_rows(con, query, fmt, sys.stdout, limit)
     except QueryError as exc:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import flows.cli
 import flows.query as query_module
-from flows.cli import UserErrorTracebacks, app, print_reports
+from flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
 from warehouse.load import LoadReport, ingest_records
 from warehouse.sources.base import SourceError
 from tests.test_warehouse import INFO, toy_record
@@ -186,7 +186,7 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
 
 def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
-    monkeypatch.setattr(flows.cli, "stdout", flows.cli.literal_console(width=80))
+    monkeypatch.setattr(flows.cli, "stdout_console", flows.cli.literal_console(width=80))
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
     assert result.exit_code == 0, result.output
@@ -280,6 +280,20 @@ def test_prefect_console_drops_tracebacks_of_user_errors_only() -> None:
     formatter = logging.Formatter()
     assert formatter.format(user) == "failed: SourceError('x.json: bad')"
     assert "Traceback" in formatter.format(internal)
+
+
+def test_rebuild_installs_the_filter_on_prefects_console_only_while_it_runs() -> None:
+    import flows.pipeline  # noqa: F401  (sets up Prefect's logging, as `rebuild` does)
+
+    console = [h for h in logging.getLogger().handlers if type(h).__name__ == "PrefectConsoleHandler"]
+    assert console, logging.getLogger().handlers
+
+    def installed() -> bool:
+        return any(isinstance(f, UserErrorTracebacks) for f in console[0].filters)
+
+    with without_user_error_tracebacks():
+        assert installed()
+    assert not installed()
 
 
 def test_train_without_rl_extras_is_one_line(monkeypatch) -> None:
