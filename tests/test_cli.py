@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 import flows.cli
 import flows.query as query_module
 from flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
-from warehouse.load import LoadReport, ingest_records
-from warehouse.sources.base import SourceError
 from tests.test_warehouse import INFO, toy_record
+from warehouse.load import LoadReport, ingest_records
+from warehouse.sources import hub_id_of
+from warehouse.sources.base import SourceError
 
 runner = CliRunner()
 
@@ -330,3 +331,17 @@ def test_a_missing_model_is_one_line(tmp_path: Path, command: str) -> None:
     not_a_model.mkdir()
     assert_one_line_error(run(command, "--model", str(not_a_model), "--dataset", str(tmp_path)),
                           str(not_a_model), "no config.json")
+
+
+@pytest.mark.parametrize("location, repo_id", [
+    ("facebook/ExploreToM", "facebook/ExploreToM"),
+    ("hf://datasets/facebook/ExploreToM", "facebook/ExploreToM"),
+    ("hf://facebook/ExploreToM", "facebook/ExploreToM"),
+    ("./data/tomi", None),
+    ("/data/tomi", None),
+    ("Hi-ToM_data.json", None),
+    ("a/b/c", None),
+])
+def test_which_locations_are_hub_ids(location: str, repo_id: str | None) -> None:
+    """What `check_before_run` lets through to a download, the same rule `resolve_input` downloads by."""
+    assert hub_id_of(location) == repo_id
