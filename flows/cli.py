@@ -7,19 +7,37 @@ manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or 
 """
 from __future__ import annotations
 
-import csv
-import json
+import importlib.util
+import logging
+import re
 import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import typer
+from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
+from flows.query import (
+    PREVIEW_ROWS,
+    OutputFormat,
+    QueryError,
+    check_statement,
+    print_preview,
+    stream_rows,
+)
 from warehouse.db import DEFAULT_WAREHOUSE
 
 EXIT_BAD_INPUT = 2
@@ -27,13 +45,22 @@ EXIT_UNRECONCILED = 3
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
-console = Console(stderr=True)
+
+
+def literal_console(**options: Any) -> Console:
+    """Prints values as they are: no markup, emoji codes or highlighting (a source named
+    `generate:train:...` or a value `[/x]` is shown exactly, never parsed)."""
+    return Console(markup=False, emoji=False, highlight=False, **options)
+
+
+console = literal_console(stderr=True)   # messages, errors, progress
+stdout_console = literal_console()       # tables
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     """One line on stderr, no traceback, a meaningful exit code."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -41,6 +68,7 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 def clear_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
     reconcile: its counts, then exit 3)."""
+    from flows.config import ConfigError
     from warehouse.db import WarehouseError
     from warehouse.load import Unreconciled
     from warehouse.sources.base import SourceError
@@ -50,25 +78,36 @@ def clear_errors() -> Iterator[None]:
     except Unreconciled as exc:
         print_reports([exc.report])
         fail(str(exc), EXIT_UNRECONCILED)
-    except (SourceError, WarehouseError) as exc:
+    except (SourceError, WarehouseError, ConfigError) as exc:
         fail(str(exc))
 
 
 def progress_display() -> Progress:
     """Live progress on a terminal; nothing when output is captured (logs, tests, pipes)."""
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
 
 
 def print_reports(reports: list) -> bool:
     """Print read = loaded + rejected per input; return whether every one reconciles."""
-    table = Table(title="reconciliation (read = loaded + rejected)")
-    for column in ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "removed", "ok"):
-        table.add_column(column, justify="right" if column not in ("source", "input") else "left")
-    for r in reports:
-        table.add_row(r.source, r.input_ref, str(r.read), str(r.loaded), str(r.rejected), str(r.new),
-                      str(r.changed), str(r.unchanged), str(r.removed), "yes" if r.reconciled else "NO")
-    Console().print(table)
+    names = ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "removed", "ok")
+    rows = [(r.source, r.input_ref, *(str(n) for n in (r.read, r.loaded, r.rejected, r.new, r.changed, r.unchanged, r.removed)),
+             "yes" if r.reconciled else "NO") for r in reports]
+    widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, name in enumerate(names)]
+    # nothing is cut: on a terminal the input column takes the room the others leave (at least 16)
+    # and folds, and a terminal too narrow for that gets a wider table rather than truncated counts;
+    # a log or a pipe gets every row on one line
+    if stdout_console.is_terminal:
+        room = stdout_console.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
+        widths[1] = min(widths[1], max(16, room))
+    table = Table(title="reconciliation (read = loaded + rejected)", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, 1, 0, 0), title_justify="left")
+    for i, name in enumerate(names):
+        table.add_column(name, justify="left" if i < 2 else "right", width=widths[i],
+                         overflow="fold" if name == "input" else "ellipsis", no_wrap=name != "input")
+    for row in rows:
+        table.add_row(*row)
+    literal_console(width=max(stdout_console.width, sum(widths) + 2 * (len(names) - 1))).print(table)
     return all(r.reconciled for r in reports)
 
 
@@ -124,48 +163,30 @@ def generate(
         fail("counts do not reconcile", EXIT_UNRECONCILED)
 
 
-class OutputFormat(str, Enum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-
-
 @app.command()
 def sql(
-    query: str = typer.Argument(..., help="SQL to run (read-only)."),
+    query: str = typer.Argument(..., help="One SQL statement (the connection reads the warehouse only)."),
     warehouse: Path = WarehouseOption,
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="Output format."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
+                                     help="table: a preview of the first rows; csv, json: every row, streamed."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
+                                        help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."),
 ) -> None:
-    """Query the warehouse in SQL over a read-only connection."""
-    import duckdb
-
+    """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from warehouse.db import connect_readonly
 
     with clear_errors():
-        con = connect_readonly(warehouse)
+        con = connect_readonly(warehouse, sandboxed=True)
     try:
-        cursor = con.execute(query)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchall()
-    except duckdb.Error as exc:
-        fail(f"query failed: {str(exc).splitlines()[0]}")
+        check_statement(con, query)
+        if fmt is OutputFormat.table:
+            print_preview(con, query, stdout_console, limit, notes=console)
+        else:
+            stream_rows(con, query, fmt, sys.stdout, limit)
+    except QueryError as exc:
+        fail(str(exc))
     finally:
         con.close()
-    write_rows(columns, rows, fmt)
-
-
-def write_rows(columns: list[str], rows: list[tuple], fmt: OutputFormat) -> None:
-    if fmt is OutputFormat.csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-    elif fmt is OutputFormat.json:
-        sys.stdout.write(json.dumps([dict(zip(columns, row)) for row in rows], default=str, ensure_ascii=False) + "\n")
-    else:
-        table = Table(*columns)
-        for row in rows:
-            table.add_row(*("NULL" if v is None else str(v) for v in row))
-        Console(width=200).print(table)
 
 
 def prefect_defaults() -> None:
@@ -179,20 +200,55 @@ def prefect_defaults() -> None:
 ConfigOption = typer.Option(None, "--config", "-c", help="TOML config (defaults: flows/default_config.toml).")
 
 
+class UserErrorTracebacks(logging.Filter):
+    """Prefect logs a failed task or flow with its traceback; for a user error (a bad input file, a
+    warehouse that cannot be used) the message already names the problem, so the console shows it
+    without the traceback. Other exceptions keep theirs; Prefect's API log keeps every traceback."""
+
+    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.kinds):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+@contextmanager
+def without_user_error_tracebacks() -> Iterator[None]:
+    """Install `UserErrorTracebacks` on the console handlers Prefect set up, for the duration."""
+    from flows.config import ConfigError
+    from warehouse.db import WarehouseError
+    from warehouse.sources.base import SourceError
+
+    quiet = UserErrorTracebacks((SourceError, WarehouseError, ConfigError))
+    handlers = [h for name in ("", "prefect") for h in logging.getLogger(name).handlers
+                if isinstance(h, logging.StreamHandler)]
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
+
+
 @app.command()
 def rebuild(config: Optional[Path] = ConfigOption) -> None:
     """Run the main job (the Prefect `rebuild` flow, in-process) on the config or embedded defaults."""
-    from flows.config import ConfigError, load_config
+    from flows.config import ConfigError, check_before_run, load_config
 
     try:
         settings = load_config(config)
+        check_before_run(settings, config)  # the whole config and every source path, before Prefect starts
     except ConfigError as exc:
         fail(str(exc))
     prefect_defaults()
     from flows.pipeline import rebuild_flow
     from warehouse.load import LoadReport
 
-    with clear_errors():
+    with clear_errors(), without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
@@ -275,9 +331,30 @@ class Backend(str, Enum):
     verl = "verl"
 
 
+RL_EXTRAS = ("torch", "trl", "accelerate", "matplotlib")   # pyproject.toml's `rl` extra, as modules
+RL_EXTRAS_HINT = "the RL stage needs the rl extras: pip install -e '.[rl]'"
+HUB_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def require_rl_extras(*modules: str) -> None:
+    """Checked before anything is downloaded or loaded, so a missing extra is one line, not a traceback."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        fail(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
+
+
+def check_model(model: str) -> None:
+    """A model is a saved folder (with config.json) or a Hub model id; a path that is neither fails here."""
+    path = Path(model).expanduser()
+    if path.is_dir() and not (path / "config.json").is_file():
+        fail(f"{model}: not a saved model folder (no config.json)")
+    if not path.is_dir() and (path.exists() or not HUB_MODEL_ID.match(model)):
+        fail(f"{model}: model not found (give a saved model folder, e.g. var/rl, or a Hub model id ORG/NAME)")
+
+
 @contextmanager
 def rl_errors() -> Iterator[None]:
-    """Release layout and verl config errors as one line, exit 2."""
+    """Release layout and verl config errors, and an RL extra missing deeper down, as one line, exit 2."""
     from rl.release import ReleaseError
     from rl.verl_backend import VerlConfigError
 
@@ -285,6 +362,10 @@ def rl_errors() -> Iterator[None]:
         yield
     except (ReleaseError, VerlConfigError, ValueError) as exc:
         fail(str(exc))
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in RL_EXTRAS:
+            raise
+        fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
 
 
 @app.command()
@@ -295,7 +376,7 @@ def train(
     model: str = typer.Option(..., "--model", "-m", help="Model id or path to start from."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Path = typer.Option(Path("out/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
+    output_dir: Path = typer.Option(Path("var/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
     algorithm: str = typer.Option("rloo", "--algorithm", help="TRL: rloo (default) or grpo, both set up as REINFORCE++."),
     max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
     epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
@@ -309,10 +390,13 @@ def train(
     bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
-    data_dir: str = typer.Option("out/verl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
+    data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
+    if backend is Backend.trl and not dry_run:
+        require_rl_extras("torch", "trl", "accelerate")
+        check_model(model)
     from rl import stage
 
     with rl_errors():
@@ -353,19 +437,32 @@ def eval_(
     generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed), hf or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
-    out: Path = typer.Option(Path("out/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
+    out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix."""
-    from rl.evaluate import GenerationStats, evaluate, format_matrix, plot_by_order, store_results, summarize, write_summary
+    from rl.evaluate import (
+        GenerationStats,
+        evaluate,
+        format_matrix,
+        plot_by_order,
+        store_results,
+        summarize,
+        write_summary,
+    )
     from rl.release import SplitRef, fetch_release
 
+    require_rl_extras("torch", "matplotlib")
+    check_model(model)
     with rl_errors(), clear_errors():
         refs = [SplitRef.parse(s) for s in splits]
         root = fetch_release(dataset, revision)
         stats = GenerationStats()
-        rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
-                        label=label, limit=limit, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                        backend=generator, stats=stats)
+        try:
+            rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
+                            label=label, limit=limit, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                            backend=generator, stats=stats)
+        except OSError as exc:  # what transformers raises for a model it cannot find or download
+            fail(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
         if store:
             stored = store_results(warehouse, rows)
             console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
@@ -394,7 +491,7 @@ def audit(
     warehouse: Path = WarehouseOption,
     train_where: str = typer.Option(..., "--train", help="SQL condition on items_full selecting the train side."),
     heldout_where: Optional[str] = typer.Option(None, "--heldout", help="SQL condition selecting the held-out side."),
-    out: Path = typer.Option(Path("out/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
+    out: Path = typer.Option(Path("var/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
     shingle_n: int = typer.Option(5, "--shingle-n", help="Word n-gram size of MinHash shingles."),
     num_perm: int = typer.Option(128, "--num-perm", help="MinHash permutations."),
     jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),

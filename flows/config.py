@@ -10,9 +10,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from warehouse.sources import SOURCE_NAMES
+from warehouse.sources import SOURCE_NAMES, hub_id_of
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default_config.toml"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -68,6 +68,14 @@ class GenerateConfig(Section):
         from generators import OPERATORS
 
         return list(OPERATORS) if self.operators == ["all"] else [o for o in self.operators if o != "none"]
+
+    @model_validator(mode="after")
+    def _known_names(self) -> "GenerateConfig":
+        """Unknown operators or styles fail here, on load, not in the middle of a run."""
+        from generators import generate_records
+
+        generate_records(1, operators=self.operator_names, styles=self.styles)  # checks its arguments only
+        return self
 
     def split_sizes(self) -> dict[str, int]:
         """Questions per split, exactly as `generate_splits` divides them."""
@@ -167,10 +175,16 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
+def config_path(path: Path | None = None) -> Path | None:
+    """The user's file: `path`, else $TOMFORGE_CONFIG, else None (the embedded defaults alone)."""
+    if path is None and os.environ.get("TOMFORGE_CONFIG"):
+        return Path(os.environ["TOMFORGE_CONFIG"])
+    return path
+
+
 def load_config(path: Path | None = None) -> Config:
     """Embedded defaults, with every section of `path` (or $TOMFORGE_CONFIG) replacing the default one."""
-    if path is None and os.environ.get("TOMFORGE_CONFIG"):
-        path = Path(os.environ["TOMFORGE_CONFIG"])
+    path = config_path(path)
     data = _read_toml(DEFAULT_CONFIG)
     if path is not None:
         data.update(_read_toml(Path(path)))
@@ -179,4 +193,45 @@ def load_config(path: Path | None = None) -> Config:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{path or DEFAULT_CONFIG}: {field}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        raise ConfigError(f"{path or DEFAULT_CONFIG}: {field}: {message}") from None
+
+
+def check_before_run(config: Config, origin: Path | None = None) -> None:
+    """What a run would only find out later, checked before it starts (so a user error never surfaces
+    as a traceback from inside the flow): every source location exists locally or is a Hub dataset id,
+    the audit's conditions are valid SQL on `items_full`, and the RL stage's settings are known keys."""
+    where = config_path(origin) or DEFAULT_CONFIG
+    for index, spec in enumerate(config.sources):
+        if not Path(spec.resolved).exists() and hub_id_of(spec.resolved) is None:
+            raise ConfigError(f"{where}: sources[{index}] ({spec.name}): {spec.location}: path not found "
+                              "(give a local file or folder, \"@samples/<name>\", or a Hub dataset id ORG/NAME)")
+    if config.audit.enabled:
+        for field in ("train", "heldout"):
+            problem = selection_problem(getattr(config.audit, field))
+            if problem:
+                raise ConfigError(f"{where}: audit.{field}: {problem}")
+    if config.rl.launch != "none":
+        from rl.stage import make_settings
+
+        try:
+            make_settings(config.rl.backend, config.rl.model, config.rl.settings, gpus=config.rl.gpus)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: rl.settings: {exc}") from None
+
+
+def selection_problem(condition: str) -> str | None:
+    """Why `condition` is not a valid filter on `items_full` (bound against an empty warehouse), or None."""
+    import duckdb
+
+    from warehouse.db import create_schema
+
+    con = duckdb.connect(":memory:")
+    try:
+        create_schema(con)
+        con.execute(f"SELECT count(*) FROM items_full WHERE ({condition})")
+    except duckdb.Error as exc:
+        return f"not a valid SQL condition on items_full: {str(exc).strip().splitlines()[0]}"
+    finally:
+        con.close()
+    return None

@@ -2,15 +2,21 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from warehouse.load import ingest_records
+import flows.cli
+import flows.query as query_module
+from flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
 from tests.test_warehouse import INFO, toy_record
+from warehouse.load import LoadReport, ingest_records
+from warehouse.sources import hub_id_of
+from warehouse.sources.base import SourceError
 
 runner = CliRunner()
 
@@ -96,9 +102,12 @@ def test_bad_inputs_give_one_line_errors_and_leave_the_warehouse(tmp_path: Path,
 def printed_counts(output: str) -> list[str]:
     """The cells after source and input of the one data row of the printed reconciliation table:
     read, loaded, rejected, new, changed, unchanged, removed, ok."""
-    rows = [line for line in output.splitlines() if line.startswith("│")]
+    lines = output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["source", "input"])
+    body = lines[header + 2:]  # after the header and its rule, up to the blank line that ends the table
+    rows = body[:body.index("")] if "" in body else body
     assert len(rows) == 1, output
-    return [cell.strip() for cell in rows[0].strip("│").split("│")][2:]
+    return rows[0].split()[2:]
 
 
 def opentom_questions(folder: Path) -> int:
@@ -161,3 +170,229 @@ def test_every_real_sample_loads_without_rejects(tmp_path: Path, real_samples: P
     for source, n in expected.items():
         assert (rows[source]["n_read"], rows[source]["n_loaded"], rows[source]["n_items"]) == (n, n, n), source
     assert all(r["reconciled"] and r["n_rejected"] == 0 and r["n_read"] == r["n_items"] for r in rows.values())
+
+
+def _warehouse(tmp_path: Path, n: int = 3) -> Path:
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, INFO, [toy_record(i) for i in range(n)], "toy.json")
+    return path
+
+
+def _table_rows(output: str) -> list[str]:
+    """The body lines of a Rich table (those between its vertical borders; the header uses another glyph)."""
+    return [line for line in output.splitlines() if line.startswith("│")]
+
+
+@pytest.mark.parametrize("literal", ["[/x] :smile:", ":smile: [bold]x[/bold]", "generate:train:n=8 [red]"])
+def test_sql_prints_values_literally(tmp_path: Path, literal: str) -> None:
+    path = _warehouse(tmp_path)
+    query = f"SELECT '{literal}' AS \"{literal}\""
+    table = run("sql", "-w", str(path), query)
+    assert table.exit_code == 0, table.output
+    assert _table_rows(table.output) == [f"│ {literal} │"]
+    assert f"┃ {literal} ┃" in table.output  # the header too
+    assert run("sql", "-w", str(path), "-f", "csv", query).output.splitlines() == [literal, literal]
+    assert json.loads(run("sql", "-w", str(path), "-f", "json", query).output) == [{literal: literal}]
+
+
+def test_reconciliation_table_prints_sources_literally(capsys) -> None:
+    report = LoadReport(source="tomforge_gen", input_ref="gen:train:1", read=8, loaded=8, new=8)  # fits, unfolded
+    assert print_reports([report])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("tomforge_gen"))
+    assert row.split()[:2] == ["tomforge_gen", "gen:train:1"]  # Rich would print "gen\N{TRAM CAR}1"
+
+
+def test_errors_print_literally(tmp_path: Path) -> None:
+    result = run("sql", "-w", str(tmp_path / "[/x]" / ":smile:.duckdb"), "SELECT 1")
+    assert_one_line_error(result, "[/x]/:smile:.duckdb", "not found")
+
+
+def test_sql_table_is_a_bounded_preview(tmp_path: Path) -> None:
+    path = _warehouse(tmp_path, 120)
+    query = "SELECT item_id, source_ref FROM items"
+    default = run("sql", "-w", str(path), query)
+    assert default.exit_code == 0, default.output
+    assert len(_table_rows(default.output)) == 50
+    assert default.output.splitlines()[-1] == "70 more rows, use --format csv or --limit N"
+    five = run("sql", "-w", str(path), "--limit", "5", query)
+    assert len(_table_rows(five.output)) == 5 and five.output.splitlines()[-1] == "115 more rows, use --format csv or --limit N"
+    everything = run("sql", "-w", str(path), "--limit", "500", query)
+    assert len(_table_rows(everything.output)) == 120 and everything.output.splitlines()[-1] == "120 rows"
+    # csv and json stream every row (or the first --limit)
+    assert len(run("sql", "-w", str(path), "-f", "csv", query).output.splitlines()) == 121
+    assert len(json.loads(run("sql", "-w", str(path), "-f", "json", query).output)) == 120
+    assert len(run("sql", "-w", str(path), "-f", "csv", "--limit", "7", query).output.splitlines()) == 8
+    assert json.loads(run("sql", "-w", str(path), "-f", "json", "SELECT 1 AS a WHERE false").output) == []
+
+
+def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) -> None:
+    """Ten billion rows: the preview and a count cut off by the time budget, never the result itself."""
+    monkeypatch.setattr(query_module, "COUNT_BUDGET_S", 0.2)
+    path = _warehouse(tmp_path)
+    result = run("sql", "-w", str(path), "SELECT i FROM range(10000000000) t(i) WHERE hash(i) % 7 = 0")
+    assert result.exit_code == 0, result.output
+    assert len(_table_rows(result.output)) == 50
+    assert result.output.splitlines()[-1] == "more rows (not counted within 0.2 s), use --format csv or --limit N"
+
+
+def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
+    """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
+    monkeypatch.setattr(flows.cli, "stdout_console", flows.cli.literal_console(width=80))
+    path = _warehouse(tmp_path)
+    result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 80 for line in lines if line.startswith(("┏", "┃", "│", "└"))), result.output
+    assert _table_rows(result.output)[0].startswith("│ a\\nb ")
+    hidden = next(line for line in lines if "columns not shown" in line)
+    assert "context" in hidden.split(": ", 1)[1].split(", ")
+
+
+@pytest.mark.parametrize("query, needle", [
+    ("", "empty query"),
+    ("   \n ", "empty query"),
+    ("SELECT 1; SELECT 2", "2 statements"),
+    ("SELEC nonsense", "query failed"),
+    ("DELETE FROM items", "query failed"),
+    ("CREATE TABLE t AS SELECT 1", "query failed"),
+])
+def test_sql_bad_queries_are_one_line(tmp_path: Path, query: str, needle: str) -> None:
+    path = _warehouse(tmp_path)
+    for fmt in ("table", "csv"):
+        assert_one_line_error(run("sql", "-w", str(path), "-f", fmt, query), needle)
+
+
+def test_sql_cannot_touch_the_file_system(tmp_path: Path) -> None:
+    path = _warehouse(tmp_path)
+    planted = tmp_path / "secret.csv"
+    planted.write_text("a\n1\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    warehouse_bytes = path.read_bytes()
+    refused = [
+        f"COPY items TO '{tmp_path / 'leak.csv'}'",
+        f"COPY (SELECT 1) TO '{tmp_path / 'leak.parquet'}' (FORMAT parquet)",
+        f"EXPORT DATABASE '{tmp_path / 'dump'}'",
+        f"ATTACH '{tmp_path / 'other.duckdb'}' AS other",
+        f"SELECT * FROM read_csv('{planted}')",
+        f"SELECT * FROM '{planted}'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+    ]
+    for query in refused:
+        assert_one_line_error(run("sql", "-w", str(path), query), "query refused", "reads the warehouse only")
+    assert_one_line_error(run("sql", "-w", str(path), "SET enable_external_access = true"), "locked")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert path.read_bytes() == warehouse_bytes
+    # the warehouse and its views still read
+    assert run("sql", "-w", str(path), "-f", "csv", "SELECT n_loaded FROM reconciliation").output.splitlines() == [
+        "n_loaded", "3"]
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("text, needles", [
+    ('[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[[sources]]\nname = "hitom"\nlocation = "{missing}"\n',
+     ["sources[1] (hitom)", "{missing}", "path not found"]),
+    ('[generate]\noperators = ["lie", "nosuch"]\n', ["generate", "unknown operators", "nosuch"]),
+    ('[generate]\nstyles = ["sonnet"]\n', ["generate", "unknown styles", "sonnet"]),
+    ('[audit]\ntrain = "splt = \'train\'"\n', ["audit.train", "splt"]),
+    ('[rl]\nlaunch = "inline"\nsettings = { max_stepz = 3 }\n', ["rl.settings", "max_stepz"]),
+])
+def test_rebuild_checks_the_config_before_prefect_starts(tmp_path: Path, monkeypatch, text: str,
+                                                         needles: list[str]) -> None:
+    import flows.pipeline
+
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("the flow started")
+
+    monkeypatch.setattr(flows.pipeline, "rebuild_flow", must_not_start)
+    missing = str(tmp_path / "no" / "Hi-ToM_data.json")
+    config = _config(tmp_path, text.replace("{missing}", missing))
+    result = run("rebuild", "--config", str(config))
+    assert_one_line_error(result, str(config), *(n.replace("{missing}", missing) for n in needles))
+
+
+def test_prefect_console_drops_tracebacks_of_user_errors_only() -> None:
+    quiet = UserErrorTracebacks((SourceError,))
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        try:
+            raise exc
+        except BaseException:
+            return logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1, "failed: %r", (exc,),
+                                     sys.exc_info())
+
+    user, internal = record(SourceError(Path("x.json"), "bad")), record(RuntimeError("bug"))
+    assert quiet.filter(user) and quiet.filter(internal)
+    formatter = logging.Formatter()
+    assert formatter.format(user) == "failed: SourceError('x.json: bad')"
+    assert "Traceback" in formatter.format(internal)
+
+
+def test_rebuild_installs_the_filter_on_prefects_console_only_while_it_runs() -> None:
+    import flows.pipeline  # noqa: F401  (sets up Prefect's logging, as `rebuild` does)
+
+    console = [h for h in logging.getLogger().handlers if type(h).__name__ == "PrefectConsoleHandler"]
+    assert console, logging.getLogger().handlers
+
+    def installed() -> bool:
+        return any(isinstance(f, UserErrorTracebacks) for f in console[0].filters)
+
+    with without_user_error_tracebacks():
+        assert installed()
+    assert not installed()
+
+
+def test_train_without_rl_extras_is_one_line(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "trl", None)  # as if trl were not installed
+    result = run("train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct")
+    assert_one_line_error(result, "the RL stage needs the rl extras: pip install -e '.[rl]'", "trl")
+    # a dry run only plans: it needs no extra
+    assert run("train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run").exit_code == 0
+
+
+def test_an_rl_extra_missing_deeper_down_is_one_line(monkeypatch) -> None:
+    import rl.stage
+
+    def launch(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'accelerate'", name="accelerate")
+
+    monkeypatch.setattr(rl.stage, "launch", launch)
+    result = run("train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run")
+    assert_one_line_error(result, "pip install -e '.[rl]'", "accelerate")
+
+
+def test_eval_without_rl_extras_is_one_line(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = run("eval", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dataset", "org/tom")
+    assert_one_line_error(result, "pip install -e '.[rl]'", "matplotlib")
+
+
+@pytest.mark.parametrize("command", ["eval", "train"])
+def test_a_missing_model_is_one_line(tmp_path: Path, command: str) -> None:
+    missing = str(tmp_path / "nonexistent")
+    result = run(command, "--model", missing, "--dataset", str(tmp_path))
+    assert_one_line_error(result, missing, "model not found")
+    not_a_model = tmp_path / "folder"
+    not_a_model.mkdir()
+    assert_one_line_error(run(command, "--model", str(not_a_model), "--dataset", str(tmp_path)),
+                          str(not_a_model), "no config.json")
+
+
+@pytest.mark.parametrize("location, repo_id", [
+    ("facebook/ExploreToM", "facebook/ExploreToM"),
+    ("hf://datasets/facebook/ExploreToM", "facebook/ExploreToM"),
+    ("hf://facebook/ExploreToM", "facebook/ExploreToM"),
+    ("./data/tomi", None),
+    ("/data/tomi", None),
+    ("Hi-ToM_data.json", None),
+    ("a/b/c", None),
+])
+def test_which_locations_are_hub_ids(location: str, repo_id: str | None) -> None:
+    """What `check_before_run` lets through to a download, the same rule `resolve_input` downloads by."""
+    assert hub_id_of(location) == repo_id

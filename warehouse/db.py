@@ -10,7 +10,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
@@ -36,12 +36,20 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(sql_file.read_text(encoding="utf-8"))
 
 
-def connect_readonly(path: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection: `tomforge sql` can never change the warehouse."""
+# A read-only file can still reach the rest of the file system: COPY ... TO, EXPORT DATABASE, ATTACH,
+# INSTALL/LOAD, read_csv('/etc/...'). These settings close all of it (the warehouse file itself and its
+# views still read), hide the caller's Python variables from replacement scans, and lock the
+# configuration so that no SET can reopen it.
+SANDBOX: dict[str, Any] = {"enable_external_access": False, "python_enable_replacements": False,
+                           "lock_configuration": True}
+
+
+def connect_readonly(path: Path, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
+    """A read-only connection; `sandboxed` (for user SQL) also refuses every file access but the warehouse."""
     if not path.is_file():
         raise WarehouseError(f"{path}: warehouse not found (run `tomforge rebuild` or `tomforge ingest` first)")
     try:
-        return duckdb.connect(str(path), read_only=True)
+        return duckdb.connect(str(path), read_only=True, config=dict(SANDBOX) if sandboxed else {})
     except duckdb.Error as exc:
         raise WarehouseError(f"{path}: cannot open as a DuckDB warehouse: {str(exc).splitlines()[0]}") from None
 

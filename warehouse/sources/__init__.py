@@ -24,12 +24,16 @@ def resolve_input(location: str | Path, adapter: Adapter) -> Path:
     path = Path(location)
     if path.exists():
         return path
-    text = str(location)
-    if text.startswith("hf://"):
-        text = text.removeprefix("hf://datasets/").removeprefix("hf://")
-    if _HUB_ID.match(text) and not text.startswith((".", "/")):
-        return download_from_hub(text, adapter)
+    repo_id = hub_id_of(str(location))
+    if repo_id:
+        return download_from_hub(repo_id, adapter)
     raise SourceError(path, "path not found")
+
+
+def hub_id_of(location: str) -> str | None:
+    """The Hub dataset id a location names (`ORG/NAME` or `hf://datasets/ORG/NAME`), or None for a path."""
+    text = location.removeprefix("hf://datasets/").removeprefix("hf://") if location.startswith("hf://") else location
+    return text if _HUB_ID.match(text) and not text.startswith((".", "/")) else None
 
 
 def download_from_hub(repo_id: str, adapter: Adapter, revision: str | None = None) -> Path:
