@@ -174,6 +174,23 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -
     return text
 
 
+def _ledger_section(ledger: dict[str, Any] | None) -> str:
+    """warehouse = released + removed per source and split; removals by reason."""
+    if not ledger:
+        return "No ledger was recorded for this release."
+    rows = [[f"`{r['source']}`", f"`{r['split']}`", r["warehouse"], r["released"], r["removed"],
+             ", ".join(f"{reason} {n}" for reason, n in r["reasons"].items()), r["not_audited"]]
+            for r in ledger["rows"]]
+    total = ledger["totals"]
+    rows.append(["**total**", "", total["warehouse"], total["released"], total["removed"], "", total["not_audited"]])
+    outside = ("published unchanged (column `audit_selection` = `not_audited`)" if ledger["unaudited"] == "published"
+               else "removed (reason `not_selected`)")
+    return (f"Every item of the warehouse this release was built from is either in the release or in "
+            f"`ledger/removed.parquet` with the reason it was removed. Items outside the audit's selections were "
+            f"{outside}. Released and removed are counted by reading the written files back.\n\n"
+            + _table(["source", "split", "warehouse", "released", "removed", "removed by reason", "not audited"], rows))
+
+
 def _sources_section(facts: list[dict[str, Any]]) -> str:
     rows = [[f"`{f['source']}`", ", ".join(f.get("versions", [])), f.get("license") or "not stated",
              f"`{hub_license(f.get('license'))}`", f.get("hub_repo") or "", f["n_items"]] for f in facts]
@@ -193,7 +210,7 @@ def _citations_section(facts: list[dict[str, Any]]) -> str:
 
 def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                 facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str],
-                table: str = "items_full") -> str:
+                table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
     first = next((e for e in exports if e.config == ALL_CONFIG), exports[0])
     return f"""# {pretty_name}
 
@@ -221,6 +238,10 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 {_audit_section(audit, report_paths, table)}
 
+## Ledger: warehouse = released + removed
+
+{_ledger_section(ledger)}
+
 ## Sources and licenses
 
 {_sources_section(facts)}
@@ -233,11 +254,11 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = (),
-               table: str = "items_full") -> str:
+               table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
     """The README.md text: YAML header from `DatasetCardData`, then the body."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
     body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
-                       audit=audit, report_paths=list(report_paths), table=table)
+                       audit=audit, report_paths=list(report_paths), table=table, ledger=ledger)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

@@ -156,7 +156,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(two_releases, warehouses, h
     lines: list[str] = []
     result = publish(warehouses[0], "org/tom", "v3", lines, dry_run=True)
     assert result.dry_run and result.commit is None
-    assert "  delete  data/alpha/train-00001-of-00002.parquet (stale)" in lines, "v2's shards would go"
+    assert "  delete  data/alpha/train-00001-of-00002.parquet (not in this release)" in lines, "v2's shards would go"
     assert "  add     data/alpha/train-00002-of-00003.parquet" in "\n".join(lines)
     assert "tag: v3 (new)" in lines
     new_repo: list[str] = []
