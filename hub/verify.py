@@ -82,10 +82,10 @@ def _ledger(root: Path, manifest: dict[str, Any]) -> list[str]:
         back = ledger.read_back(root, data)
     except (OSError, pa.ArrowException, KeyError) as exc:
         return [f"ledger: cannot read the release files back ({type(exc).__name__})"]
-    problems = ledger.problems_of(book["rows"], back)
     listed = {(r["source"], r["split"]): r for r in book["rows"]}
-    recounted = {(r["source"], r["split"]): r for r in ledger.ledger_rows(
-        {key: row["warehouse"] for key, row in listed.items()}, back)}
+    rows = ledger.ledger_rows({key: row["warehouse"] for key, row in listed.items()}, back)
+    problems = ledger.problems_of(rows, back)  # the manifest's warehouse against the files' released + removed
+    recounted = {(r["source"], r["split"]): r for r in rows}
     for key in sorted(set(listed) | set(recounted)):
         mine, theirs = recounted.get(key), listed.get(key)
         for name in ("released", "removed", "not_audited", "reasons"):
