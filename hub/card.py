@@ -147,9 +147,13 @@ def _rows_table(rows: list[dict[str, Any]], limit: int = 20) -> str:
     return table + more
 
 
-def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -> str:
+def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
+                   ledger: dict[str, Any] | None = None) -> str:
     source = f"Rows come from the warehouse table `{table}`"
-    source += " (the audit's cleaned splits)." if table.startswith("clean") else "."
+    source += " (the audit's cleaned selections)" if table.startswith("clean") else ""
+    if table.startswith("clean") and ledger and ledger["totals"]["not_audited"]:
+        source += " and, unchanged, the items outside the audit's selections (`audit_selection` = `not_audited`)"
+    source += "."
     if not audit.get("ran"):
         text = (f"{source} No audit was run on this release: no `audit_*` tables were in the warehouse it was built "
                 "from. Check overlap between splits yourself before trusting held-out scores.")
@@ -236,7 +240,7 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 ## Audit
 
-{_audit_section(audit, report_paths, table)}
+{_audit_section(audit, report_paths, table, ledger)}
 
 ## Ledger: warehouse = released + removed
 

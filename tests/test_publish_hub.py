@@ -137,8 +137,10 @@ def test_verify_passes_releases_and_catches_tampering(warehouses, hub: FakeHub, 
     api.upload_file(path_or_fileobj=bytes(data), path_in_repo=victim, repo_id="org/tampered", repo_type="dataset")
     api.upload_file(path_or_fileobj=b"PAR1 stray", path_in_repo="data/all/test-00005-of-00009.parquet",
                     repo_id="org/tampered", repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"top level", path_in_repo="NOTES.md", repo_id="org/tampered", repo_type="dataset")
     report = verify_release("org/tampered", "main", policy=FAST)
     assert report.problems == [f"{victim}: sha256 differs from the manifest",
+                               "NOTES.md: not in the manifest (stale or foreign file)",
                                "data/all/test-00005-of-00009.parquet: not in the manifest (stale or foreign file)"]
     runner = CliRunner()
     bad = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "main"])
