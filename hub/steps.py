@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from hub.ledger import lines as ledger_lines
-from hub.publish import PublishResult, publish_release
+from hub.publish import Publisher, PublishResult, publish_release
 from hub.release import REPO_PATTERN, Release, ReleaseError, ReleaseOptions, build_release, publish_folder
 from hub.remote import RetryPolicy
 from hub.verify import VerifyReport, verify_folder, verify_remote
@@ -61,6 +61,10 @@ def publish_warehouse(
         echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} items)")
         _echo_ledger(release.manifest, echo)
         return release
+    from hub.remote import make_api
+
+    api = api if api is not None else make_api()
+    Publisher(api, repo_id, policy=policy, echo=echo).head("main")  # an unreachable Hub fails before the build
     with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
         release = build_release(warehouse, Path(tmp) / "release", options)
         _echo_ledger(release.manifest, echo)
