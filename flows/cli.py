@@ -176,7 +176,7 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     from flows.config import ConfigError, load_config
 
     try:
-        settings = load_config(config)
+        load_config(config)  # a bad config is a one-line error before Prefect starts
     except ConfigError as exc:
         fail(str(exc))
     prefect_defaults()

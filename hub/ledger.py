@@ -12,9 +12,10 @@ from another, so an item lost anywhere on the way makes the check fail.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -208,9 +209,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, int]:
 def lines(ledger: dict[str, Any], problems: Iterable[str] = ()) -> list[str]:
     """The ledger as printed by publish and rebuild (from the manifest's `ledger` section)."""
     total, problems = ledger["totals"], list(problems)
-    out = [f"ledger: warehouse {total['warehouse']} = released {total['released']} + removed {total['removed']}"
-           f" ({total['not_audited']} released items not audited); "
-           f"reconciled: {'NO' if problems else 'yes'}"]
+    out = [(f"ledger: warehouse {total['warehouse']} = released {total['released']} + removed {total['removed']}"
+            f" ({total['not_audited']} released items not audited); reconciled: {'NO' if problems else 'yes'}")]
     for row in ledger["rows"]:
         reasons = ", ".join(f"{reason} {n}" for reason, n in row["reasons"].items())
         out.append(f"  {row['source']}/{row['split']}: warehouse {row['warehouse']} = released {row['released']}"

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from audits.clean import apply_cleaning
@@ -29,7 +30,7 @@ from warehouse.export import ExportOptions
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 
-def run(*args: object) -> "object":
+def run(*args: object) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
