@@ -80,9 +80,8 @@ def _echo_ledger(manifest: dict, echo: Callable[[str], None]) -> None:
 
 
 def looks_like_path(repo: str) -> bool:
-    """A Hub id is ORG/NAME; anything starting like a path, or with more parts, is meant as a folder."""
-    return repo.startswith((".", "/", "~")) or "\\" in repo or repo.endswith("/") or repo.count("/") != 1 \
-        or not REPO_PATTERN.match(repo)
+    """Only ORG/NAME is a Hub id; anything else (`./x`, `/x`, `~/x`, `x`, `a/b/c`) is meant as a folder."""
+    return not REPO_PATTERN.match(repo)
 
 
 def verify_release(repo: str, revision: str = "main", *, api: object = None,
