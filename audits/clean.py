@@ -1,5 +1,7 @@
 """Apply a cleaning policy to the latest audit: cleaned splits as warehouse tables, every removal
-with its reason, and counts that reconcile (selected = kept + removed, per side).
+with its reason, and counts that reconcile (selected = kept + removed, per side), where `selected`
+is what the audit counted when it made its selections (`audit_runs`), not what cleaning read, so
+an item lost on the way in or during the steps makes cleaning fail.
 
 Steps, in order (an item leaves at the first step that removes it):
 1. an item selected on both sides stays held-out and leaves train (`in_both_selections`);
@@ -24,6 +26,10 @@ import polars as pl
 from audits import store
 from audits.config import CleaningPolicy
 from warehouse.db import WarehouseError, connect_readonly
+
+
+class CleaningError(Exception):
+    """Cleaning lost or invented items: the audit's selections do not equal kept + removed."""
 
 
 @dataclass
@@ -166,8 +172,9 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     removed_df = removed_df.sort("side", "reason", "item_id")
     reasons = sorted(removed_df["reason"].unique().to_list())
     summary_rows = []
+    selected_by_audit = {"train": run["n_train"], "heldout": run["n_heldout"]}  # counted by the audit, before cleaning
     for side in ("train", "heldout"):
-        selected = items.filter(pl.col("side") == side).height
+        selected = int(selected_by_audit[side] or 0)
         if not selected:
             continue
         gone = removed_df.filter(pl.col("side") == side)
@@ -177,7 +184,8 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     summary = pl.DataFrame(summary_rows)
     result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
     if not result.reconciled:
-        raise WarehouseError("cleaning counts do not reconcile (selected != kept + removed)")
+        raise CleaningError("cleaning counts do not reconcile (selected by the audit != kept + removed): "
+                            + "; ".join(result.lines()[1:-1]).replace("  ", ""))
     clean_items = left.sort("side", "item_id").with_columns(pl.lit(run["run_id"]).alias("audit_run_id"))
     policy_row = pl.DataFrame([{"audit_run_id": run["run_id"], "policy": json.dumps(policy.as_dict(), sort_keys=True),
                                 "n_reshuffled": n_reshuffled}])

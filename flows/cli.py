@@ -245,15 +245,15 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     except ConfigError as exc:
         fail(str(exc))
     prefect_defaults()
-    from flows.pipeline import rebuild_flow
+    from flows.pipeline import rebuild_flow, where_things_are
     from warehouse.load import LoadReport
 
-    with clear_errors(), without_user_error_tracebacks():
+    with clear_errors(), publish_errors(), without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
-    console.print(f"warehouse: {settings.warehouse.path}  items: {sum(r.loaded for r in reports)}  "
-                  f"rejects: {sum(r.rejected for r in reports)}")
+    for line in where_things_are(result):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not ok:
         fail("counts do not reconcile", EXIT_UNRECONCILED)
 
@@ -266,6 +266,7 @@ EXIT_CONFLICT = 6
 @contextmanager
 def publish_errors() -> Iterator[None]:
     """Release and Hub errors as one redacted line each, with their own exit codes."""
+    from hub.ledger import LedgerError
     from hub.manifest import ManifestError
     from hub.release import ReleaseError
     from hub.remote import ConflictError, PublishError
@@ -273,6 +274,8 @@ def publish_errors() -> Iterator[None]:
 
     try:
         yield
+    except LedgerError as exc:
+        fail(str(exc), EXIT_UNRECONCILED)
     except (ExportError, ManifestError, ReleaseError) as exc:
         fail(str(exc))
     except ConflictError as exc:
@@ -294,6 +297,8 @@ def publish(
     audit_report: Optional[Path] = typer.Option(None, "--audit-report", help="Audit report file or folder to include."),
     private: bool = typer.Option(False, "--private", help="Create the Hub repo private."),
     created_at: Optional[str] = typer.Option(None, "--created-at", help="Timestamp for the manifest (none by default)."),
+    only_audited: bool = typer.Option(False, "--only-audited", help="Publish only the audit's cleaned selections; "
+                                      "the other items go to the removal ledger as not_selected."),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
     from hub.release import ReleaseOptions
@@ -303,7 +308,8 @@ def publish(
     with clear_errors(), publish_errors():
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         console.print(f"exporting {export.table} from {warehouse}", highlight=False, soft_wrap=True)
-        options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at)
+        options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
+                                 unaudited="remove" if only_audited or table else "publish")
         publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
                           echo=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
 
@@ -523,13 +529,16 @@ def clean(
     seed: int = typer.Option(0, "--seed", help="Seed of the option re-ordering."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
-    from audits.clean import apply_cleaning
+    from audits.clean import CleaningError, apply_cleaning
     from audits.config import CleaningPolicy
 
     with clear_errors(), audit_errors():
         policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
                                 drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed)
-        result = apply_cleaning(warehouse, policy)
+        try:
+            result = apply_cleaning(warehouse, policy)
+        except CleaningError as exc:
+            fail(str(exc), EXIT_UNRECONCILED)
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 

@@ -120,9 +120,22 @@ def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
     return {"summary": "\n".join(summary.lines())}
 
 
-@task(name="publish", retries=2, retry_delay_seconds=[10, 60])
+def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry the publish task only when the Hub kept failing (5xx, 429, timeouts after the step's own
+    retries); never for a conflict, an unreachable Hub, bad input or a ledger that does not add up."""
+    from hub.remote import ConflictError, PublishError, UnreachableError
+
+    try:
+        exc = state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - an unreadable state is not worth a retry
+        return False
+    return isinstance(exc, PublishError) and not isinstance(exc, (ConflictError, UnreachableError))
+
+
+@task(name="publish", retries=2, retry_delay_seconds=[10, 60], retry_condition_fn=_hub_still_failing)
 def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | None) -> dict[str, Any]:
     """Export the cleaned tables as a tagged release to a local folder or the Hub (retried: network)."""
+    from hub.ledger import lines as ledger_lines
     from hub.release import ReleaseOptions
     from hub.steps import choose_table, publish_warehouse
     from warehouse.export import ExportOptions
@@ -133,7 +146,8 @@ def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | No
     result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
                                private=settings.private, echo=get_run_logger().info)
     where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())
-    return {"tag": result.tag, "where": where, "table": export.table}
+    return {"tag": result.tag, "where": where, "table": export.table,
+            "ledger": "\n".join(ledger_lines(result.manifest["ledger"]))}
 
 
 @flow(name="rl-stage", log_prints=True)
@@ -211,6 +225,7 @@ def audit_clean_publish(config: Config, extra: dict[str, str]) -> dict[str, Any]
         return None
     release = publish_task(warehouse, config.publish, audit["report"] if audit else None)
     extra["release"] = f"{release['tag']} at {release['where']} (from {release['table']})"
+    extra["ledger"] = release["ledger"]
     return release
 
 
@@ -231,10 +246,24 @@ def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
     reports = run_ingest(config)
     if not all(r["reconciled"] for r in reports):
         raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
-    extra = {"warehouse": str(config.warehouse.path)}
+    extra = {"warehouse": str(config.warehouse.path.resolve())}
     release = audit_clean_publish(config, extra)
+    if config.audit.enabled:
+        extra["audit report"] = str((Path(config.audit.out) / "audit_report.md").resolve())
     if release and config.rl.launch != "none":
         extra["rl"] = launch_rl(config, release)
     create_markdown_artifact(summary_markdown(reports, extra), key="rebuild-summary",
                              description="counts, rejects, audit summary and release of this rebuild")
     return {"sources": reports, **extra}
+
+
+def where_things_are(result: dict[str, Any]) -> list[str]:
+    """The end of a rebuild as the terminal shows it: where the warehouse, audit report and release
+    are, and the release ledger (warehouse = released + removed)."""
+    items = sum(r["loaded"] for r in result["sources"])
+    rejects = sum(r["rejected"] for r in result["sources"])
+    out = [f"warehouse: {result['warehouse']} ({items} items, {rejects} rejects)"]
+    out += [f"{key}: {result[key]}" for key in ("audit report", "release", "rl") if key in result]
+    if "ledger" in result:
+        out += result["ledger"].splitlines()
+    return out

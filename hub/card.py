@@ -147,9 +147,13 @@ def _rows_table(rows: list[dict[str, Any]], limit: int = 20) -> str:
     return table + more
 
 
-def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -> str:
+def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
+                   ledger: dict[str, Any] | None = None) -> str:
     source = f"Rows come from the warehouse table `{table}`"
-    source += " (the audit's cleaned splits)." if table.startswith("clean") else "."
+    source += " (the audit's cleaned selections)" if table.startswith("clean") else ""
+    if table.startswith("clean") and ledger and ledger["totals"]["not_audited"]:
+        source += " and, unchanged, the items outside the audit's selections (`audit_selection` = `not_audited`)"
+    source += "."
     if not audit.get("ran"):
         text = (f"{source} No audit was run on this release: no `audit_*` tables were in the warehouse it was built "
                 "from. Check overlap between splits yourself before trusting held-out scores.")
@@ -177,6 +181,23 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str) -
     return text
 
 
+def _ledger_section(ledger: dict[str, Any] | None) -> str:
+    """warehouse = released + removed per source and split; removals by reason."""
+    if not ledger:
+        return "No ledger was recorded for this release."
+    rows = [[f"`{r['source']}`", f"`{r['split']}`", r["warehouse"], r["released"], r["removed"],
+             ", ".join(f"{reason} {n}" for reason, n in r["reasons"].items()), r["not_audited"]]
+            for r in ledger["rows"]]
+    total = ledger["totals"]
+    rows.append(["**total**", "", total["warehouse"], total["released"], total["removed"], "", total["not_audited"]])
+    outside = ("published unchanged (column `audit_selection` = `not_audited`)" if ledger["unaudited"] == "published"
+               else "removed (reason `not_selected`)")
+    return (f"Every item of the warehouse this release was built from is either in the release or in "
+            f"`ledger/removed.parquet` with the reason it was removed. Items outside the audit's selections were "
+            f"{outside}. Released and removed are counted by reading the written files back.\n\n"
+            + _table(["source", "split", "warehouse", "released", "removed", "removed by reason", "not audited"], rows))
+
+
 def _sources_section(facts: list[dict[str, Any]]) -> str:
     rows = [[f"`{f['source']}`", ", ".join(f.get("versions", [])), f.get("license") or "not stated",
              f"`{hub_license(f.get('license'))}`", f.get("hub_repo") or "", f["n_items"]] for f in facts]
@@ -196,7 +217,7 @@ def _citations_section(facts: list[dict[str, Any]]) -> str:
 
 def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                 facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str],
-                table: str = "items_full") -> str:
+                table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
     first = next((e for e in exports if e.config == ALL_CONFIG), exports[0])
     return f"""# {pretty_name}
 
@@ -222,7 +243,11 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 ## Audit
 
-{_audit_section(audit, report_paths, table)}
+{_audit_section(audit, report_paths, table, ledger)}
+
+## Ledger: warehouse = released + removed
+
+{_ledger_section(ledger)}
 
 ## Sources and licenses
 
@@ -236,11 +261,11 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = (),
-               table: str = "items_full") -> str:
+               table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
     """The README.md text: YAML header from `DatasetCardData`, then the body."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
     body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
-                       audit=audit, report_paths=list(report_paths), table=table)
+                       audit=audit, report_paths=list(report_paths), table=table, ledger=ledger)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

@@ -18,7 +18,8 @@ from warehouse.export import ALL_CONFIG, SplitExport
 from warehouse.versions import tool_versions as versions_of
 
 MANIFEST_NAME = "manifest.json"
-CONTENT_PREFIXES = ("data/", "audit/")  # the files `content_id` (and the default tag) depend on
+MANIFEST_VERSION = 2  # 2: the release ledger (warehouse = released + removed per source and split)
+CONTENT_PREFIXES = ("data/", "audit/", "ledger/")  # the files `content_id` (and the default tag) depend on
 _TOOLS = ("duckdb", "pyarrow", "huggingface_hub", "datasets", "polars")
 
 
@@ -86,6 +87,7 @@ def build_manifest(
     options: dict[str, Any],
     repo_id: str,
     tag: str,
+    ledger: dict[str, Any],
     created_at: str | None = None,
 ) -> dict[str, Any]:
     """Assemble and validate the manifest of a release (every input is already deterministic)."""
@@ -93,7 +95,7 @@ def build_manifest(
 
     everything = [e for e in exports if e.config == ALL_CONFIG]
     manifest = {
-        "manifest_version": 1,
+        "manifest_version": MANIFEST_VERSION,
         "release": {"repo_id": repo_id, "tag": tag, "content_id": content_id(files), "created_at": created_at},
         "producer": {"name": "tomforge", "version": producer_version()},
         "tools": tool_versions(),
@@ -107,6 +109,7 @@ def build_manifest(
             "per_split": {e.split: e.n_rows for e in everything},
         },
         "audit": {**audit, "report": list(report)},
+        "ledger": ledger,
         "files": files,
     }
     validate_manifest(manifest)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from hub.manifest import MANIFEST_NAME, load_manifest
 from hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
 
-MANAGED_PREFIXES = ("data/", "audit/")  # files here that the release lacks are stale and deleted
+HUB_MANAGED = frozenset({".gitattributes"})  # the Hub writes it; every other file the release lacks is deleted
 REPO_TYPE = "dataset"
 
 
@@ -46,7 +46,7 @@ class Plan:
                f"branch: {self.branch} at {self.parent or '(new repo)'}",
                f"tag: {self.tag}" + (f" -- already exists at {self.tag_target}" if self.tag_target else " (new)")]
         out += [f"  add     {f.path} ({f.size} bytes, sha256 {f.sha256[:12]})" for f in self.add]
-        out += [f"  delete  {path} (stale)" for path in self.delete]
+        out += [f"  delete  {path} (not in this release)" for path in self.delete]
         out.append(f"one commit: {len(self.add)} to upload, {len(self.delete)} to delete, "
                    f"{len(self.unchanged)} unchanged")
         return out
@@ -59,6 +59,7 @@ class PublishResult:
     tag: str
     dry_run: bool
     already_published: bool = False
+    manifest: dict[str, Any] | None = None  # of the release built for this publish
 
 
 def local_file(root: Path, relative: str) -> LocalFile:
@@ -145,7 +146,7 @@ class Publisher:
                 plan.unchanged.append(path)
             else:
                 plan.add.append(local[path])
-        plan.delete = sorted(p for p in remote if p.startswith(MANAGED_PREFIXES) and p not in local)
+        plan.delete = sorted(p for p in remote if p not in HUB_MANAGED and p not in local)
         return plan
 
     def commit(self, root: Path, plan: Plan, message: str, local_manifest: bytes) -> str:

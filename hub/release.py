@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hub import ledger
 from hub.card import build_card
 from hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
 from warehouse.db import connect_readonly
-from warehouse.export import (ExportOptions, audit_summary, export_table, generator_facts, read_table,
-                              source_facts)
+from warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
 
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -35,6 +35,9 @@ class ReleaseOptions:
     export: ExportOptions = field(default_factory=ExportOptions)
     audit_report: Path | None = None
     created_at: str | None = None
+    # items outside the audit's selections, when the cleaned table is published: "publish" them
+    # unchanged (marked not_audited) or "remove" them (ledger reason not_selected)
+    unaudited: str = "publish"
 
 
 @dataclass(frozen=True)
@@ -75,28 +78,37 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
         raise ReleaseError(f"{options.tag!r}: a tag is letters, digits, '.', '_' and '-'")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ReleaseError(f"{out_dir}: not empty")
+    if options.unaudited not in ("publish", "remove"):
+        raise ReleaseError(f"unaudited={options.unaudited!r}: 'publish' or 'remove'")
     out_dir.mkdir(parents=True, exist_ok=True)
     table_name = options.export.table
+    include_unaudited = options.unaudited == "publish" and table_name == ledger.CLEAN_TABLE
     con = connect_readonly(Path(warehouse))
     try:
-        table = read_table(con, table_name)
-        sources = source_facts(con, table_name)
-        generators = generator_facts(con, table_name)
+        counted = ledger.warehouse_counts(con)  # before anything is exported: the independent side
+        selection = ledger.select_release(con, table_name, include_unaudited)
+        sources = source_facts(con, table_name, selection.table)
+        generators = generator_facts(con, table_name, selection.table)
         audit = audit_summary(con)
     finally:
         con.close()
-    exports = export_table(table, out_dir, options.export)
-    report_files, report_pages = _copy_report(options.audit_report, out_dir)
+    exports = export_table(selection.table, out_dir, options.export)
     n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
+    n_rows[ledger.write_removed(selection.removed, out_dir)] = selection.removed.num_rows
+    book, problems = ledger.build_ledger(counted, out_dir, [p for p in n_rows if p.startswith("data/")],
+                                         "published" if include_unaudited else "removed")
+    if problems:
+        raise ledger.LedgerError("the release does not account for every warehouse item: " + "; ".join(problems))
+    report_files, report_pages = _copy_report(options.audit_report, out_dir)
     tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
     pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"
     card = build_card(repo_id=options.repo_id, tag=tag, pretty_name=pretty_name, exports=exports,
-                      facts=sources, audit=audit, report_paths=report_pages, table=table_name)
+                      facts=sources, audit=audit, report_paths=report_pages, table=table_name, ledger=book)
     (out_dir / "README.md").write_text(card, encoding="utf-8")
     manifest = build_manifest(
         files=file_entries(out_dir, n_rows), exports=exports, sources=sources, generators=generators,
         audit=audit, report=report_files, options=options.export.as_dict(), repo_id=options.repo_id,
-        tag=tag, created_at=options.created_at,
+        tag=tag, created_at=options.created_at, ledger=book,
     )
     (out_dir / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
     return Release(out_dir, tag, manifest)

@@ -26,6 +26,10 @@ class ConflictError(PublishError):
     """Someone else changed the repo (parent commit moved) or the tag holds another release."""
 
 
+class UnreachableError(PublishError):
+    """No connection to the Hub could be made (offline, refused, unknown host): not retried."""
+
+
 def resolve_token() -> str | None:
     """HF_TOKEN, else the token `hf auth login` stored; None for anonymous reads."""
     from huggingface_hub import get_token
@@ -56,14 +60,25 @@ def status_of(exc: BaseException) -> int | None:
     return getattr(response, "status_code", None)
 
 
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """No connection could be made at all (refused, no route, name not resolved, offline mode):
+    retrying for seconds would not help, so it fails at once, dry run or not."""
+    return bool(_names(exc) & {"ConnectError", "OfflineModeIsEnabled", "NewConnectionError", "NameResolutionError"})
+
+
 def is_transient(exc: BaseException) -> bool:
-    """5xx/429/408 answers and connection-level failures are worth retrying; the rest are not."""
+    """5xx/429/408 answers, timeouts and connections dropped mid-way are worth retrying; the rest are not."""
     status = status_of(exc)
     if status is not None:
         return status in TRANSIENT_STATUS
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"TimeoutException", "NetworkError", "RemoteProtocolError", "ConnectError",
-                         "ConnectionError", "TimeoutError"})
+    if is_unreachable(exc):
+        return False
+    return bool(_names(exc) & {"TimeoutException", "NetworkError", "RemoteProtocolError", "ConnectionError",
+                               "TimeoutError"})
 
 
 def describe(exc: BaseException, token: str | None = None) -> str:
@@ -99,6 +114,9 @@ def with_retries(action: str, call: Callable[[], T], policy: RetryPolicy, token:
         except PublishError:
             raise
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised redacted
+            if is_unreachable(exc):
+                raise UnreachableError(f"{action} failed: cannot reach the Hub ({describe(exc, token)}); check the "
+                                   "network connection and HF_ENDPOINT") from None
             if not is_transient(exc) or attempt == policy.attempts:
                 raise PublishError(f"{action} failed: {describe(exc, token)}") from None
             if on_retry is not None:

@@ -6,8 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from hub.publish import PublishResult, publish_release
-from hub.release import Release, ReleaseOptions, build_release, publish_folder
+from hub.ledger import lines as ledger_lines
+from hub.publish import Publisher, PublishResult, publish_release
+from hub.release import REPO_PATTERN, Release, ReleaseError, ReleaseOptions, build_release, publish_folder
 from hub.remote import RetryPolicy
 from hub.verify import VerifyReport, verify_folder, verify_remote
 from warehouse.db import connect_readonly
@@ -54,19 +55,42 @@ def publish_warehouse(
             with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
                 release = build_release(warehouse, Path(tmp) / "release", options)
                 echo(f"would write release {release.tag} to {target}: {len(release.manifest['files']) + 1} files")
+                _echo_ledger(release.manifest, echo)
                 return release
         release = publish_folder(warehouse, Path(target), options)
         echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} items)")
+        _echo_ledger(release.manifest, echo)
         return release
+    from hub.remote import make_api
+
+    api = api if api is not None else make_api()
+    Publisher(api, repo_id, policy=policy, echo=echo).head("main")  # an unreachable Hub fails before the build
     with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
         release = build_release(warehouse, Path(tmp) / "release", options)
-        return publish_release(release.root, repo_id, api=api, tag=release.tag, private=private, dry_run=dry_run,
-                               policy=policy, echo=echo)
+        _echo_ledger(release.manifest, echo)
+        result = publish_release(release.root, repo_id, api=api, tag=release.tag, private=private, dry_run=dry_run,
+                                 policy=policy, echo=echo)
+        result.manifest = release.manifest
+        return result
+
+
+def _echo_ledger(manifest: dict, echo: Callable[[str], None]) -> None:
+    for line in ledger_lines(manifest["ledger"]):
+        echo(line)
+
+
+def looks_like_path(repo: str) -> bool:
+    """Only ORG/NAME is a Hub id; anything else (`./x`, `/x`, `~/x`, `x`, `a/b/c`) is meant as a folder."""
+    return not REPO_PATTERN.match(repo)
 
 
 def verify_release(repo: str, revision: str = "main", *, api: object = None,
                    policy: RetryPolicy = RetryPolicy()) -> VerifyReport:
-    """A local release folder when `repo` is one, else the Hub dataset repo at `revision`."""
-    if Path(repo).is_dir():
-        return verify_folder(Path(repo))
+    """A local release folder when `repo` is one (or looks like a path), else the Hub dataset repo at `revision`."""
+    folder = Path(repo).expanduser()
+    if folder.is_dir():
+        return verify_folder(folder)
+    if folder.exists() or looks_like_path(repo):
+        raise ReleaseError(f"{repo}: no such release folder" + (" (a file, not a folder)" if folder.exists() else "")
+                           + "; give a release folder or a Hub dataset id ORG/NAME")
     return verify_remote(repo, revision, api=api, policy=policy)

@@ -1,8 +1,10 @@
 """Check a release (downloaded from the Hub, or a local folder) against its own manifest.
 
 Every listed file must exist with the listed size and sha256, the manifest's content id must
-match its file list, and no unlisted file may sit among the data (a stray shard would be picked
-up by the card's globs and change what `load_dataset` returns).
+match its file list, and no unlisted file may sit anywhere in the release (a stray shard would be
+picked up by the card's globs and change what `load_dataset` returns). Parquet files must hold the
+rows the manifest lists (read from the files), and the ledger must add up: per source and split,
+warehouse = released + removed, with released and removed counted by reading the files back.
 """
 from __future__ import annotations
 
@@ -11,9 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hub import ledger
 from hub.manifest import MANIFEST_NAME, ManifestError, content_id, load_manifest, sha256_file
-from hub.publish import MANAGED_PREFIXES, REPO_TYPE
+from hub.publish import HUB_MANAGED, REPO_TYPE
 from hub.remote import PublishError, RetryPolicy, with_retries
+
+DOWNLOAD_BOOKKEEPING = ".cache/huggingface/"  # what snapshot_download(local_dir=...) adds; not the release's
 
 
 @dataclass
@@ -28,7 +36,68 @@ class VerifyReport:
         return not self.problems
 
 
-def verify_folder(root: Path, where: str | None = None) -> VerifyReport:
+def _unlisted(root: Path, listed: set[str], downloaded: bool) -> list[str]:
+    """Every file under `root` the manifest does not list (a download's own bookkeeping and the
+    Hub's `.gitattributes` excepted when `root` is a Hub download)."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        relative = path.relative_to(root).as_posix()
+        if relative == MANIFEST_NAME or relative in listed:
+            continue
+        if downloaded and (relative in HUB_MANAGED or relative.startswith(DOWNLOAD_BOOKKEEPING)):
+            continue
+        found.append(f"{relative}: not in the manifest (stale or foreign file)")
+    return found
+
+
+def _row_counts(root: Path, manifest: dict[str, Any]) -> list[str]:
+    """Rows per parquet file (read from the file) against the manifest, and per split against its files."""
+    problems, rows = [], {}
+    for entry in manifest["files"]:
+        if not entry["path"].endswith(".parquet") or not (root / entry["path"]).is_file():
+            continue
+        try:
+            rows[entry["path"]] = pq.ParquetFile(root / entry["path"]).metadata.num_rows
+        except (OSError, pa.ArrowException) as exc:
+            problems.append(f"{entry['path']}: not a readable parquet file ({type(exc).__name__})")
+            continue
+        if entry.get("n_rows") != rows[entry["path"]]:
+            problems.append(f"{entry['path']}: {rows[entry['path']]} rows, the manifest lists {entry.get('n_rows')}")
+    for config in manifest["configs"]:
+        for split in config["splits"]:
+            if all(f in rows for f in split["files"]) and sum(rows[f] for f in split["files"]) != split["n_rows"]:
+                problems.append(f"config {config['name']}/{split['name']}: files hold "
+                                f"{sum(rows[f] for f in split['files'])} rows, the manifest lists {split['n_rows']}")
+    return problems
+
+
+def _ledger(root: Path, manifest: dict[str, Any]) -> list[str]:
+    """Re-count released and removed from the files; compare with the manifest's ledger and check
+    warehouse = released + removed per source and split."""
+    book = manifest.get("ledger")
+    if book is None:
+        return [] if manifest["manifest_version"] < 2 else ["manifest: no ledger"]
+    data = [e["path"] for e in manifest["files"] if e["path"].startswith("data/") and (root / e["path"]).is_file()]
+    try:
+        back = ledger.read_back(root, data)
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        return [f"ledger: cannot read the release files back ({type(exc).__name__})"]
+    listed = {(r["source"], r["split"]): r for r in book["rows"]}
+    rows = ledger.ledger_rows({key: row["warehouse"] for key, row in listed.items()}, back)
+    problems = ledger.problems_of(rows, back)  # the manifest's warehouse against the files' released + removed
+    recounted = {(r["source"], r["split"]): r for r in rows}
+    for key in sorted(set(listed) | set(recounted)):
+        mine, theirs = recounted.get(key), listed.get(key)
+        for name in ("released", "removed", "not_audited", "reasons"):
+            got, want = (mine or {}).get(name), (theirs or {}).get(name)
+            if got != want:
+                problems.append(f"ledger {key[0]}/{key[1]}: {name} {got} in the files, {want} in the manifest")
+    if ledger.totals(book["rows"]) != book["totals"]:
+        problems.append(f"ledger: totals {book['totals']} are not the sum of its rows")
+    return problems
+
+
+def verify_folder(root: Path, where: str | None = None, downloaded: bool = False) -> VerifyReport:
     """Compare the files under `root` with `root/manifest.json`."""
     root = Path(root)
     report = VerifyReport(where or str(root))
@@ -48,11 +117,10 @@ def verify_folder(root: Path, where: str | None = None) -> VerifyReport:
             report.problems.append(f"{path}: size {target.stat().st_size} != {entry['size']} in the manifest")
         elif sha256_file(target) != entry["sha256"]:
             report.problems.append(f"{path}: sha256 differs from the manifest")
-    for prefix in MANAGED_PREFIXES:
-        for path in sorted((root / prefix).rglob("*")) if (root / prefix).is_dir() else []:
-            relative = path.relative_to(root).as_posix()
-            if path.is_file() and relative not in listed:
-                report.problems.append(f"{relative}: not in the manifest (stale or foreign file)")
+    files_intact = not report.problems
+    report.problems += _unlisted(root, set(listed), downloaded)
+    if files_intact:  # counts are read from the files only once they are the files the manifest lists
+        report.problems += _row_counts(root, manifest) + _ledger(root, manifest)
     if content_id(manifest["files"]) != manifest["release"]["content_id"]:
         report.problems.append("manifest: content_id does not match its own file list")
     return report
@@ -74,4 +142,4 @@ def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: Retry
             except (RepositoryNotFoundError, RevisionNotFoundError):
                 raise PublishError(f"{repo_id}@{revision}: no such dataset repo or revision") from None
         with_retries(f"download {repo_id}@{revision}", download, policy, token)
-        return verify_folder(Path(tmp), where=f"{repo_id}@{revision}")
+        return verify_folder(Path(tmp), where=f"{repo_id}@{revision}", downloaded=True)

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from audits.clean import apply_cleaning
+from audits.clean import CleaningError, apply_cleaning
 from audits.config import CleaningPolicy
 from audits.run import run_audit
 from flows.cli import app
@@ -30,11 +30,41 @@ def cleaned(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_counts_reconcile(cleaned) -> None:
-    _, _, _, result, removed, kept = cleaned
+    path, _, _, result, removed, kept = cleaned
+    with duckdb.connect(str(path), read_only=True) as con:  # the selections, counted here from the items
+        selected = {"train": con.sql("SELECT count(*) FROM items_full WHERE split = 'train'").fetchall()[0][0],
+                    "heldout": con.sql("SELECT count(*) FROM items_full WHERE split = 'test'").fetchall()[0][0]}
     assert result.reconciled
     for row in result.summary.iter_rows(named=True):
-        assert row["selected"] == row["kept"] + row["removed"]
+        side = row["side"]
+        assert row["selected"] == selected[side] == row["kept"] + row["removed"]
+        assert row["kept"] == sum(1 for k in kept if k[1] == side)
+        assert row["removed"] == sum(1 for r in removed if r[1] == side)
     assert not {r[0] for r in removed} & {k[0] for k in kept}
+
+
+def test_an_item_lost_in_cleaning_fails_it(tmp_path, monkeypatch) -> None:
+    """`selected` is the audit's own count, so an item lost between the audit and the cleaned
+    tables (here: dropped when cleaning reads the selections) makes cleaning fail, exit 3."""
+    from audits import clean
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    real = clean._read
+
+    def lossy(warehouse):
+        run, items, *rest = real(warehouse)
+        return (run, items.slice(1), *rest)
+    monkeypatch.setattr(clean, "_read", lossy)
+    with duckdb.connect(str(path), read_only=True) as con:
+        n = con.sql("SELECT count(*) FROM items_full WHERE split = 'test'").fetchall()[0][0]
+    with pytest.raises(CleaningError, match=rf"heldout: selected {n} = kept {n - 1} \+ removed 0"):
+        apply_cleaning(path)
+    res = CliRunner().invoke(app, ["clean", "-w", str(path)])
+    assert res.exit_code == 3 and "do not reconcile" in res.output, res.output
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert not con.sql("SELECT * FROM duckdb_tables() WHERE table_name = 'clean_items'").fetchall()
 
 
 def test_overlapping_train_contexts_dropped(cleaned) -> None:

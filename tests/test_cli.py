@@ -104,8 +104,11 @@ def printed_counts(output: str) -> list[str]:
     read, loaded, rejected, new, changed, unchanged, removed, ok."""
     lines = output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["source", "input"])
-    body = lines[header + 2:]  # after the header and its rule, up to the blank line that ends the table
-    rows = body[:body.index("")] if "" in body else body
+    rows = []
+    for line in lines[header + 2:]:  # after the header and its rule, up to the end of the table
+        if not line.strip() or line.startswith("error:"):
+            break
+        rows.append(line)
     assert len(rows) == 1, output
     return rows[0].split()[2:]
 

@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.testing.utilities import prefect_test_harness
 
-from flows.pipeline import rebuild_flow
+from flows.pipeline import rebuild_flow, where_things_are
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -68,6 +69,14 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     assert "| tomi |" in markdown and "**items**" in markdown
     assert "**audit**" in markdown and "**cleaning**" in markdown and f"**release**: {first['release']}" in markdown
     assert (tmp_path / "release" / "manifest.json").is_file() and (tmp_path / "audit" / "audit_report.md").is_file()
+    lines = where_things_are(first)  # the end of `tomforge rebuild`: where things are, and the ledger
+    assert lines[0] == f"warehouse: {tmp_path / 'w.duckdb'} ({sum(counts.values())} items, " \
+                       f"{sum(r['rejected'] for r in first['sources'])} rejects)"
+    assert f"audit report: {tmp_path / 'audit' / 'audit_report.md'}" in lines
+    assert f"release: {first['release']}" in lines and str(tmp_path / "release") in first["release"]
+    released = pq.read_table(tmp_path / "release" / "data" / "all", columns=["item_id"]).num_rows
+    removed = pq.read_table(tmp_path / "release" / "ledger" / "removed.parquet").num_rows
+    assert f"ledger: warehouse {sum(counts.values())} = released {released} + removed {removed}" in lines[3]
 
     # unchanged inputs: staging comes from the cache; a changed tomi file is staged again
     tomi_file = next((tmp_path / "data" / "tomi").glob("*.txt"))

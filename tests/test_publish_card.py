@@ -54,6 +54,9 @@ def test_card_body(release) -> None:
     assert "MIT (evaluation only)" in text and "CC BY-NC 4.0 (not for training)" in text
     assert "No audit was run" in text and "Rows come from the warehouse table `items_full`." in text
     assert "No citation recorded for: `alpha`, `beta`" in text
+    # the fixture: alpha 7 train + 3 test, beta 4 unsplit; no audit ran, so nothing removed, all not audited
+    assert "| `alpha` | `train` | 7 | 7 | 0 |  | 7 |" in text and "| `beta` | `unsplit` | 4 | 4 | 0 |  | 4 |" in text
+    assert "| **total** |  | 14 | 14 | 0 |  | 14 |" in text
 
 
 def test_license_and_size_mapping() -> None:

@@ -137,8 +137,10 @@ def test_verify_passes_releases_and_catches_tampering(warehouses, hub: FakeHub, 
     api.upload_file(path_or_fileobj=bytes(data), path_in_repo=victim, repo_id="org/tampered", repo_type="dataset")
     api.upload_file(path_or_fileobj=b"PAR1 stray", path_in_repo="data/all/test-00005-of-00009.parquet",
                     repo_id="org/tampered", repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"top level", path_in_repo="NOTES.md", repo_id="org/tampered", repo_type="dataset")
     report = verify_release("org/tampered", "main", policy=FAST)
     assert report.problems == [f"{victim}: sha256 differs from the manifest",
+                               "NOTES.md: not in the manifest (stale or foreign file)",
                                "data/all/test-00005-of-00009.parquet: not in the manifest (stale or foreign file)"]
     runner = CliRunner()
     bad = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "main"])
@@ -156,7 +158,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(two_releases, warehouses, h
     lines: list[str] = []
     result = publish(warehouses[0], "org/tom", "v3", lines, dry_run=True)
     assert result.dry_run and result.commit is None
-    assert "  delete  data/alpha/train-00001-of-00002.parquet (stale)" in lines, "v2's shards would go"
+    assert "  delete  data/alpha/train-00001-of-00002.parquet (not in this release)" in lines, "v2's shards would go"
     assert "  add     data/alpha/train-00002-of-00003.parquet" in "\n".join(lines)
     assert "tag: v3 (new)" in lines
     new_repo: list[str] = []

@@ -105,8 +105,8 @@ def _describe(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
         raise ExportError(f"{table}: no such table or view in the warehouse") from None
 
 
-def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
-    """Every record of `table`, by item_id. The table holds the whole unified record (like
+def read_table(con: duckdb.DuckDBPyConnection, table: str, where: str | None = None) -> pa.Table:
+    """Every record of `table` (matching the project's own condition `where`, if given), by item_id. The table holds the whole unified record (like
     `items_full`) or only its item columns (like the audit's `clean_items`): then the context
     columns are joined from `contexts`. Extra columns are left out of the release."""
     described = _describe(con, table)
@@ -122,7 +122,8 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
     select = ", ".join(
         f'CAST("{name}" AS VARCHAR) AS "{name}"' if described[name] == "JSON" else f'"{name}"' for name in schema.names
     )
-    arrow = con.sql(f"SELECT {select} FROM {source} ORDER BY item_id").to_arrow_table()
+    condition = f" WHERE {where}" if where else ""
+    arrow = con.sql(f"SELECT {select} FROM {source}{condition} ORDER BY item_id").to_arrow_table()
     return arrow.cast(schema)
 
 
@@ -202,19 +203,30 @@ def export_parquet(warehouse: Path, out_dir: Path, options: ExportOptions = Expo
     return export_table(table, out_dir, options)
 
 
-def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -> list[dict[str, Any]]:
-    """Per source: versions, license as the source publishes it, Hub repo, input hashes, item count."""
+def _rows_of(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table | None) -> str:
+    """The relation to count: the rows about to be published when given, else `table`."""
+    if rows is not None:
+        con.register("_published_rows", rows)
+        return "_published_rows"
     if not _IDENTIFIER.match(table):
         raise ExportError(f"{table!r}: not a table or view name")
+    return table
+
+
+def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full",
+                 rows: pa.Table | None = None) -> list[dict[str, Any]]:
+    """Per source: versions, license as the source publishes it, Hub repo, input hashes, item count
+    (of `rows`, the records being published, when given)."""
+    table = _rows_of(con, table, rows)
     counts = dict(con.execute(f"SELECT source, count(*) FROM {table} GROUP BY source").fetchall())
     versions: dict[str, set[str]] = {}
     for source, version in con.execute(f"SELECT DISTINCT source, source_version FROM {table}").fetchall():
         versions.setdefault(source, set()).add(version)
-    rows = con.execute(
+    inputs = con.execute(
         "SELECT source, any_value(license ORDER BY input_ref), any_value(hub_repo ORDER BY input_ref), "
         "list(DISTINCT input_hash ORDER BY input_hash) FROM sources GROUP BY source"
     ).fetchall()
-    known = {source: (license, hub_repo, hashes) for source, license, hub_repo, hashes in rows}
+    known = {source: (license, hub_repo, hashes) for source, license, hub_repo, hashes in inputs}
     facts = []
     for source in sorted(counts):
         license, hub_repo, hashes = known.get(source, (None, None, []))
@@ -223,10 +235,10 @@ def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -> l
     return facts
 
 
-def generator_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full") -> list[dict[str, Any]]:
+def generator_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full",
+                    rows: pa.Table | None = None) -> list[dict[str, Any]]:
     """Which generators (and versions) produced the generated rows, with counts."""
-    if not _IDENTIFIER.match(table):
-        raise ExportError(f"{table!r}: not a table or view name")
+    table = _rows_of(con, table, rows)
     rows = con.execute(f"SELECT generator, generator_version, count(*) FROM {table} "
                        "WHERE generator IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
     return [{"generator": g, "generator_version": v, "n_items": int(n)} for g, v, n in rows]
