@@ -17,6 +17,13 @@ from generators.real.story import ParsedStory, ParseError
 
 PARSERS = {"hitom": hitom, "tomi": tomi}
 SOURCE_RULES = {"hitom": "hitom", "tomi": "tomi"}
+# the rule set that emulates a source generator's known defect, and the defect in words
+DEFECTS = {
+    "hitom": ("hitom_generator", "HiToM's generator updates a chain on a move only when the chain lists the observers "
+                                 "in its own order (exit order, mover last)"),
+    "tomi": ("tomi_generator", "ToMi's generator applies a third agent's entry into the room after the whole story, "
+                               "giving both protagonists' second-order beliefs the final location"),
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,19 @@ def answer_of(question: ParsedQuestion, world: TraceWorld) -> tuple[str | None, 
 
 
 def _sentence(trace: list[dict[str, Any]], event: Perceived) -> str:
+    """'line N (what happens)': the event in the checker's words (the source's sentence stays in the source)."""
     item = trace[event.step + 1]
-    return f"line {item['line']} '{item['text']}'"
+    kind, container = item["kind"], event.container
+    if kind == "init":
+        what = f"placed in {container}"
+    elif kind == "move":
+        what = f"{item['agent']} moves it to {container}"
+    elif kind == "enter":
+        what = f"{item['agent']} enters and sees it in {container}"
+    else:
+        audience = ", ".join(item.get("listeners", ())) or "everyone"
+        what = f"{item['agent']} tells {audience} it is in {container}"
+    return f"line {item['line']} ({what})"
 
 
 def why_not(world: TraceWorld, chain: tuple[str, ...], event: Perceived) -> str:
@@ -94,7 +112,11 @@ def why_not(world: TraceWorld, chain: tuple[str, ...], event: Perceived) -> str:
         limit = world.rules.tell_max_order
         if limit is not None and len(chain) > limit:
             return f"under these rules a tell changes no belief of order {len(chain)}"
-        return f"{chain[-1]} does not trust {event.speaker} (left the room later)" if chain else "a claim is not a move"
+        if not chain:
+            return "a claim is not a move"
+        if chain[-1] == event.speaker:
+            return "a claim never changes its speaker's own belief"
+        return f"{chain[-1]} does not trust {event.speaker} (left the room later)"
     return "a later event overrides it"
 
 
@@ -109,9 +131,11 @@ def explain(question: ParsedQuestion, world: TraceWorld, oracle: str | None, dec
     sources = [e for e in world.events if e.container == gold]
     if not sources:
         return f"{oracle}: {decided}; gold {gold} is never said to hold the {question.obj}"
-    last = sources[-1]
+    chain = question.chain
+    seen = [e for e in sources if not chain or (chain[0] in e.perceivers and all(a in e.public for a in chain[1:]))]
+    last = (seen or sources)[-1]
     reason = why_not(world, question.chain, last) if deciding is None or last.step > deciding.step else \
-        "an earlier event, overridden"
+        "a later event overrides it"
     return f"{oracle}: {decided}; gold {gold} comes from {_sentence(trace, last)}, but {reason}"
 
 
@@ -132,5 +156,15 @@ def check_item(record: dict[str, Any], rule_set: str | None = None) -> OracleChe
     world = world_of(question, rules)
     oracle, deciding = answer_of(question, world)
     agrees = oracle is not None and normalize(oracle) == normalize(gold)
+    explanation = explain(question, world, oracle, deciding, gold)
+    defect = DEFECTS.get(source)
+    if not agrees and defect and rules != defect[0]:
+        emulated, _ = answer_of(question, world_of(question, defect[0]))
+        if emulated is not None and normalize(emulated) == normalize(gold):
+            explanation += f" (label error from a generator defect: {defect[1]})"
     return OracleCheck(record["item_id"], record["source"], record.get("belief_order"), True, oracle, gold, agrees,
-                       rules, explain(question, world, oracle, deciding, gold))
+                       rules, explanation)
+
+
+def check_all(records: list[dict[str, Any]], rule_set: str | None = None) -> list[OracleCheck]:
+    return [check_item(record, rule_set) for record in records]
