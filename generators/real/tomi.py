@@ -43,8 +43,16 @@ def parse_story(context: str, trace_events: list[str] | None = None) -> ParsedSt
     return story
 
 
+# ToMi asks up to order 2; variants ask higher orders in the same style ("... think that B thinks that C searches")
+_HIGHER = re.compile(r"Where does (\S+) think that ((?:\S+ thinks that )+)(\S+) searches for the (.+?)\?")
+
+
 def parse_question(question: str) -> tuple[str, tuple[str, ...], str]:
     """(kind, chain, object): kind 'memory' or 'belief' (reality = empty chain)."""
+    higher = _HIGHER.fullmatch(question)
+    if higher:
+        middle = tuple(higher.group(2).split(" thinks that ")[:-1])
+        return "belief", (higher.group(1), *middle, higher.group(3)), higher.group(4)
     try:
         form, chain, obj = adapter.classify(question)
     except Exception as bad:
