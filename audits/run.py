@@ -223,6 +223,9 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
         "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
     findings = _findings(ov, tables, p)
+    from audits.variants import variant_findings  # variants of real stories: leaks and oracle disagreements
+    findings = pl.concat([findings, variant_findings(Path(warehouse), train["item_id"].to_list(),
+                                                     heldout["item_id"].to_list() if heldout_where else [])])
     tables["audit_findings"] = findings
     stats = ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
                         "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
