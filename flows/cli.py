@@ -123,6 +123,8 @@ def variants(
     seed: int = typer.Option(0, "--seed", help="Seed: the same warehouse and arguments give the same variants."),
     n_per_story: int = typer.Option(1, "--n-per-story", min=0, help="Chains per new order and adversarial "
                                     "variants per story."),
+    balance_roles: bool = typer.Option(False, "--balance-roles/--all-roles", help="Per order, keep as many variants "
+                                       "of each gold role (initial, final, intermediate, never) as of the rarest."),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -139,7 +141,7 @@ def variants(
         fail(f"no story parser for source {source!r}; variants exist for hitom and tomi")
     with clear_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
-        run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story))
+        run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))
     print_variants(source, run)
     if not print_reports([run.report]):
         fail("counts do not reconcile", EXIT_UNRECONCILED)
@@ -171,13 +173,19 @@ def print_variants(source: str, run) -> None:
     for name in sorted({n for n, _ in kinds}):
         table.add_row(name, str(kinds[(name, False)]), str(kinds[(name, True)]), str(kinds[(name, None)]))
     out.print(table)
-    roles = Counter()
+    roles, positions = Counter(), Counter()
     for (order, role), count in run.outcome.roles.items():
         roles[order] += count
-    for order in sorted(roles):
+    for (order, position), count in run.outcome.positions.items():
+        positions[order] += 1
+    for order in sorted(roles, key=str):
         shares = ", ".join(f"{role} {run.outcome.roles[(order, role)]}" for role in ("initial", "final",
                            "intermediate", "never") if run.outcome.roles[(order, role)])
-        out.print(f"order {order}: {roles[order]} variants; gold role: {shares}", highlight=False)
+        spread = [run.outcome.positions[(order, p)] for p in range(max((p for o, p in run.outcome.positions
+                                                                        if o == order), default=-1) + 1)]
+        where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
+        label = "memory" if order == "memory" else f"order {order}"
+        out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False)
     for reason, count in sorted(run.outcome.skipped.items()):
         out.print(f"not made: {count} x {reason}", highlight=False)
 

@@ -237,3 +237,23 @@ def test_audit_reports_variant_leak_and_oracle_disagreement_and_clean_quarantine
     gone = quarantined.removed.filter(quarantined.removed["reason"] == "oracle_rejects_gold")
     assert gone["item_id"].to_list() == wrong["evidence"]["item_ids"]
     assert quarantined.reconciled
+
+
+def role_from_text(record: dict) -> str:
+    """The gold's role read off the story text: first placement, last move, another move, or never."""
+    places = [re.fullmatch(r"The fig is in the (\w+)\.", l) or MOVE.fullmatch(l) for l in story_lines(record)]
+    places = [m.group(m.lastindex) for m in places if m]
+    gold = record["answer"]
+    if gold == places[0]:
+        return "initial"
+    return "final" if gold == places[-1] else "intermediate" if gold in places else "never"
+
+
+def test_balance_roles_keeps_each_role_equally_often(hitom_items) -> None:
+    outcome = build_variants("hitom", hitom_items, Settings(n_per_story=7, balance_roles=True))
+    per_order: dict = {}
+    for record in outcome.records:
+        per_order.setdefault(record["belief_order"], Counter())[role_from_text(record)] += 1
+    assert per_order and all(len(set(c.values())) == 1 for c in per_order.values()), per_order
+    unbalanced = build_variants("hitom", hitom_items, Settings(n_per_story=7))
+    assert len(unbalanced.records) - len(outcome.records) == outcome.skipped["dropped for gold-role balance"] > 0

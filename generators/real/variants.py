@@ -23,7 +23,7 @@ from generators.real import style
 from generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
 from generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
 from generators.real.story import ParsedStory, ParseError
-from warehouse.record import build_record
+from warehouse.record import build_record, content_hash
 
 GENERATOR = "tomforge_variants"
 GENERATOR_VERSION = "0.1.0"
@@ -37,13 +37,14 @@ class Settings:
     operators: list[str] | None = None  # None: every operator the source supports
     seed: int = 0
     n_per_story: int = 1
+    balance_roles: bool = False  # keep, per order, as many variants of each gold role as of the rarest one
 
 
 @dataclass
 class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)  # reason -> count (stories or questions not turned into variants)
-    roles: Counter = field(default_factory=Counter)  # (order, role)
+    roles: Counter = field(default_factory=Counter)  # (order or "memory", role) of the kept variants
     positions: Counter = field(default_factory=Counter)  # (order, gold position)
 
 
@@ -84,9 +85,9 @@ class Dealer:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        self.decks: dict[tuple[int, int], list[int]] = defaultdict(list)
+        self.decks: dict[tuple[Any, int], list[int]] = defaultdict(list)
 
-    def deal(self, order: int, options: list[str], gold: str) -> list[str]:
+    def deal(self, order: Any, options: list[str], gold: str) -> list[str]:
         deck = self.decks[(order, len(options))]
         if not deck:
             deck.extend(range(len(options)))
@@ -146,8 +147,7 @@ class Builder:
             if answer not in original["options"]:
                 self.outcome.skipped["gold not among the options"] += 1
                 return
-            options = self.dealer.deal(order, original["options"], answer)
-            self.outcome.positions[(order, options.index(answer))] += 1
+            options = list(original["options"])  # dealt at the end, once the kept variants are known
         text = style.question(self.source, kind, chain, obj)
         tag = "+".join(operators)
         meta = {"variant_of": original["item_id"], "operators": operators, "variant_kind":
@@ -168,7 +168,7 @@ class Builder:
         if not check.agrees:  # its own text, re-parsed by the source's parser, must give the same gold
             self.outcome.skipped[f"variant fails its re-check: {check.explanation[:60]}"] += 1
             return
-        self.outcome.roles[(order, role_of(world, answer))] += 1
+        record["meta"]["gold_role"] = role_of(world, answer)
         self.outcome.records.append(record)
 
     def higher_orders(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random) -> None:
@@ -220,7 +220,42 @@ class Builder:
             rng = random.Random(f"{self.settings.seed}:{context_id}:{obj}")
             self.higher_orders(group, rng)
             self.adversarial(group, rng, index)
+        if self.settings.balance_roles:
+            self.outcome.records = balanced(self.outcome.records, self.outcome.skipped)
+        for record in self.outcome.records:
+            if record["answer_format"] == "multiple_choice":
+                record["options"] = self.dealer.deal(order_key(record), record["options"], record["answer"])
+                record["answer_index"] = record["options"].index(record["answer"])
+                record["content_hash"] = content_hash(record)
+        for record in self.outcome.records:
+            key = order_key(record)
+            self.outcome.roles[(key, record["meta"]["gold_role"])] += 1
+            if record["answer_index"] is not None:
+                self.outcome.positions[(key, record["answer_index"])] += 1
         return self.outcome
+
+
+def order_key(record: dict[str, Any]) -> Any:
+    return "memory" if record["question_type"] == "memory" else record["belief_order"]
+
+
+def balanced(records: list[dict[str, Any]], skipped: Counter) -> list[dict[str, Any]]:
+    """Per order, as many variants of each gold role present as of the rarest one (the surplus dropped in
+    content-hash order, so the choice is deterministic and unrelated to the story order)."""
+    groups: dict[tuple[Any, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(order_key(record), record["meta"]["gold_role"])].append(record)
+    rarest: dict[Any, int] = {}
+    for (key, _), members in groups.items():
+        rarest[key] = min(rarest.get(key, len(members)), len(members))
+    keep = set()
+    for (key, _), members in groups.items():
+        chosen = sorted(members, key=lambda r: r["content_hash"])[: rarest[key]]
+        keep.update(r["item_id"] for r in chosen)
+    dropped = len(records) - len(keep)
+    if dropped:
+        skipped["dropped for gold-role balance"] += dropped
+    return [r for r in records if r["item_id"] in keep]
 
 
 def build_variants(source: str, records: list[dict[str, Any]], settings: Settings) -> Outcome:
