@@ -185,9 +185,9 @@ def print_variants(source: str, run) -> None:
                                                                         if o == order), default=-1) + 1)]
         where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
         label = "memory" if order == "memory" else f"order {order}"
-        out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False)
+        out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False, soft_wrap=True)
     for reason, count in sorted(run.outcome.skipped.items()):
-        out.print(f"not made: {count} x {reason}", highlight=False)
+        out.print(f"not made: {count} x {reason}", highlight=False, soft_wrap=True)
 
 
 class OutputFormat(str, Enum):
