@@ -23,7 +23,7 @@ class Target:
     obj: str
     containers: tuple[str, ...]
     rule_set: str
-    gold: str | None = None  # the original question's gold (remention avoids it)
+    avoid: tuple[str, ...] = ()  # the golds of the story's questions, one per question (remention avoids them)
 
 
 @dataclass
@@ -103,13 +103,14 @@ def return_to_initial(story: ParsedStory, target: Target, rng: random.Random) ->
 
 
 def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
-    """Statements naming a wrong container make it the first and the most mentioned one.
+    """Statements naming a wrong container (the gold of the fewest questions: of none where the story
+    has containers enough) make it the first and the most mentioned one.
 
     Breaks "the first / most mentioned container is the answer" (no belief changes)."""
-    wrong = [c for c in target.containers if c != target.gold]
-    if not wrong:
+    if len(target.containers) < 2:
         return None
-    container = rng.choice(wrong)
+    fewest = min(target.avoid.count(c) for c in target.containers)  # with two containers each may be a gold
+    container = rng.choice([c for c in target.containers if target.avoid.count(c) == fewest])
     text = story.text()
     counts = {c: text.count(c) for c in target.containers}
     needed = max(counts.values()) - counts[container] + 1
@@ -183,8 +184,15 @@ OPERATORS: dict[str, Operator] = {
     "lie": lie,
     "reorder_options": reorder_options,
 }
-SHORTCUTS = {name: (op.__doc__ or "").split("(breaks ")[-1].split("Breaks ")[-1].strip().rstrip(").").strip()
-             for name, op in OPERATORS.items()}
+SHORTCUTS = {  # what each operator breaks (the docstrings say how)
+    "unobserved_move": "beliefs equal reality; everyone saw the same moves",
+    "return": "the first container is an outdated belief, never reality",
+    "remention": "the first or most mentioned container is the answer",
+    "private_tell": "only what one saw counts",
+    "public_tell": "communication is private",
+    "lie": "what is said is true",
+    "reorder_options": "the gold sits at a fixed option position",
+}
 
 
 def supported(source: str, answer_format: str) -> list[str]:

@@ -199,14 +199,11 @@ class Builder:
         questions: dict[str, tuple[dict, ParsedQuestion]] = {}
         for record, question in group:
             questions.setdefault(record["question"], (record, question))
-        avoid = {answer_of(q, world_of(q, self.rule_set))[0] for _, q in questions.values()}
+        golds = [answer_of(q, world_of(q, self.rule_set))[0] for _, q in questions.values()]
         target = Target(obj, _containers(story, obj, [r for r, _ in group]), self.rule_set,
-                        next(iter(sorted(a for a in avoid if a))) if len(avoid) == 1 else None)
+                        tuple(sorted(g for g in golds if g)))
         for number in range(self.settings.n_per_story):
             name = names[(index + number) % len(names)]
-            if name == "remention":
-                target = Target(obj, tuple(c for c in target.containers if c not in avoid) + tuple(sorted(
-                    a for a in avoid if a)), self.rule_set, None)
             new = OPERATORS[name](story, target, rng)
             if new is None:
                 self.outcome.skipped[f"{name}: no place in the story"] += 1
