@@ -117,7 +117,8 @@ def generate(
 
 @app.command()
 def variants(
-    source: str = typer.Option(..., "--source", "-s", help="hitom or tomi (items already in the warehouse)."),
+    source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
+                               "in the warehouse."),
     max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order asked of variants."),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same warehouse and arguments give the same variants."),
@@ -137,8 +138,8 @@ def variants(
     unknown = set(names or ()) - set(OPERATORS)
     if unknown:
         fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
-    if source not in ("hitom", "tomi"):
-        fail(f"no story parser for source {source!r}; variants exist for hitom and tomi")
+    if source not in ("hitom", "tomi", "exploretom"):
+        fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
     with clear_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
         run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))

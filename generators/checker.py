@@ -118,9 +118,11 @@ class TraceWorld:
                 if self.initial is None:
                     self.initial = location
                 secret = frozenset(event.get("witnesses", ()))
+                distracted = frozenset(event.get("distracted", ()))  # present, missed it, nobody noticed
                 listed = (_listing(trace, step, here, event["agent"], self.room)
                           if rules.move_observer_order and kind == "move" else ())
-                self.events.append(Perceived(step, "place", location, here | secret, here, listed=listed))
+                self.events.append(Perceived(step, "place", location, (here - distracted) | secret, here,
+                                             listed=listed))
             elif kind == "tell" and event["obj"] == self.obj:
                 speaker = event["agent"]
                 if event["public"]:

@@ -6,6 +6,7 @@ Expected answers are worked out by hand from the stories below, never by the cod
 from __future__ import annotations
 
 import json
+import re
 import os
 from pathlib import Path
 
@@ -250,3 +251,48 @@ def test_real_hitom_release() -> None:
     pairs, sides = conflicting_pairs(records, checks)
     assert (pairs, sides) == (138, {1: 138})
     assert sum(not check.agrees for check in checks) == 138  # one side of each conflicting pair, nothing else
+
+
+EXPLORETOM_STORY = ("Ann entered the tool shed. Bob entered the tool shed. Ann moved the brass key to the red box, which "
+                    "is also located in the tool shed. Ann moved the brass key to the blue tin, which is also located "
+                    "in the tool shed. While this action was happening, Bob got distracted and did not realize what "
+                    "happened, without anyone noticing the brief lack of attention, and going back to paying "
+                    "attention immediately after the action was finished. Bob left the tool shed. Ann moved the brass "
+                    "key to the green crate, which is also located in the tool shed. While this action was happening, "
+                    "Bob witnessed this action in secret (and only this action).")
+# By hand: Bob missed the move to the blue tin (nobody noticed), then watched the last move in secret.
+EXPLORETOM_QUESTIONS = [
+    ("In which container was the brass key at the beginning?", "red box", -1),
+    ("In which container will Bob search for the brass key?", "green crate", 1),
+    ("In which container does Ann think that Bob will search for the brass key?", "blue tin", 2),
+    ("In which container does Bob think that Ann will search for the brass key?", "green crate", 2),
+    ("In which room does Ann think that Bob will search for the brass key?", "tool shed", 2),
+]
+
+
+def exploretom_records(tmp_path: Path) -> list[dict]:
+    """EXPLORETOM_QUESTIONS on EXPLORETOM_STORY, written in ExploreToM's CSV layout and read by the adapter."""
+    import csv
+
+    header = next(csv.reader((Path(__file__).parents[1] / "warehouse/samples/exploretom/exploretom-sample.csv")
+                             .open(encoding="utf-8")))
+    with (tmp_path / "explore.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, header)
+        writer.writeheader()
+        for index, (question, answer, order) in enumerate(EXPLORETOM_QUESTIONS):
+            chain = re.findall(r"\b(Ann|Bob)\b", question)
+            writer.writerow({**dict.fromkeys(header, ""), "story_structure": EXPLORETOM_STORY, "question": question,
+                             "expected_answer": answer, "qprop=nth_order": str(order),
+                             "qprop=params": f"({chain!r}, 'brass key', 'container_location-True')" if chain
+                             else "(None, 'brass key', 'memory-container_location')",
+                             "sprop=global_idx": str(index), "param=story_type": "tomi+asymmetric"})
+    records, rejects = read_all(get_adapter("exploretom"), tmp_path / "explore.csv")
+    assert not rejects, rejects
+    return records
+
+
+def test_exploretom_story_structure(tmp_path: Path) -> None:
+    checks = [check_item(record) for record in exploretom_records(tmp_path)]
+    assert [c.agrees for c in checks] == [True, True, True, True, None]
+    assert checks[-1].explanation.startswith("not parsed: question: outside the world model")
+    assert [c.oracle_answer for c in checks[:4]] == [answer for _, answer, _ in EXPLORETOM_QUESTIONS[:4]]

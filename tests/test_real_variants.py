@@ -21,7 +21,7 @@ from generators.real.operators import supported
 from generators.real.oracle import check_item
 from generators.real.variants import Settings, build_variants
 from tests.test_cli import assert_one_line_error, run
-from tests.test_real_oracle import HITOM_STORY, TOMI_TRACE, TOMI_TXT, hitom_records, hitom_row
+from tests.test_real_oracle import TOMI_TRACE, TOMI_TXT, exploretom_records, hitom_records, hitom_row
 
 # Hand-worked beliefs at the end of HITOM_STORY under HiToM's rules: Kim and Lou left before Max and
 # adopt his public claim (red_tin); Max saw the last move (green_pot) and does not trust Kim.
@@ -257,3 +257,26 @@ def test_balance_roles_keeps_each_role_equally_often(hitom_items) -> None:
     assert per_order and all(len(set(c.values())) == 1 for c in per_order.values()), per_order
     unbalanced = build_variants("hitom", hitom_items, Settings(n_per_story=7))
     assert len(unbalanced.records) - len(outcome.records) == outcome.skipped["dropped for gold-role balance"] > 0
+
+
+def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) -> None:
+    from generators.real import exploretom
+
+    items = exploretom_records(tmp_path)
+    outcome = build_variants("exploretom", items, Settings(max_order=3, n_per_story=4))
+    assert {r["operators"][0] for r in outcome.records} == {"higher_order", "unobserved_move", "return"}
+    assert not [reason for reason in outcome.skipped if "re-check" in reason]
+    modifier = re.compile(r"While this action was happening, (\w+) (witnessed|got distracted)")
+    original_pairs = re.findall(r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)",
+                                items[0]["context"])
+    for variant in outcome.records:
+        assert "\n" not in variant["context"]  # one paragraph, as published
+        story = exploretom.parse_story(variant["context"])
+        assert len(modifier.findall(variant["context"])) == 2
+        # each modifier still follows the move it was written about
+        assert re.findall(r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)",
+                          variant["context"]) == original_pairs
+        assert story.lines  # parsed
+    third = [r for r in outcome.records if r["belief_order"] == 3]
+    assert third and all(re.fullmatch(r"In which container does \w+ think that \w+ thinks that \w+ will search for "
+                                      r"the brass key\?", r["question"]) for r in third)

@@ -55,7 +55,14 @@ def snapshots(story: ParsedStory, obj: str) -> list[Snapshot]:
             for index, (present, where) in enumerate(states)]
 
 
+def free(story: ParsedStory, position: int) -> bool:
+    """A line may go in at `position` unless the line there modifies the one before it."""
+    return position >= len(story.lines) or not story.lines[position].modifies_previous
+
+
 def _insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+    if not free(story, position):
+        raise ValueError(f"position {position} splits a sentence from the one it modifies")
     lines = list(story.lines)
     lines.insert(position, Line(text, events, added_by=name))
     new = replace(story, lines=lines)
@@ -64,7 +71,7 @@ def _insert(story: ParsedStory, position: int, text: str, events: list[dict], na
 
 
 def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
-    text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to)
+    text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
     return _insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
 
 
@@ -76,7 +83,7 @@ def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> P
     seen: set[str] = set()
     slots = []
     for index, snap in enumerate(states):
-        if snap.location is not None and snap.present and seen - snap.present:
+        if snap.location is not None and snap.present and seen - snap.present and free(story, index):
             slots.append(index)
         seen |= snap.present
     if not slots:
@@ -95,7 +102,8 @@ def return_to_initial(story: ParsedStory, target: Target, rng: random.Random) ->
     Breaks "the first container is an outdated belief, never reality"."""
     states = snapshots(story, target.obj)
     initial = next((s.location for s in states if s.location is not None), None)
-    slots = [i for i, s in enumerate(states) if s.present and s.location not in (None, initial) and s.next_move is None]
+    slots = [i for i, s in enumerate(states)
+             if s.present and s.location not in (None, initial) and s.next_move is None and free(story, i)]
     if initial is None or not slots:
         return None
     index = rng.choice(slots)
@@ -117,7 +125,7 @@ def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedS
     agents = story.agents()
     new = story
     for k in range(needed):
-        position = 0 if k == 0 else rng.randint(1, len(new.lines))
+        position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if free(new, p)])
         agent = rng.choice(agents)
         sentence = style.sentence(story.source, "likes", a=agent, c=container)
         new = _insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
@@ -197,5 +205,8 @@ SHORTCUTS = {  # what each operator breaks (the docstrings say how)
 
 def supported(source: str, answer_format: str) -> list[str]:
     """The operators a source can express in its own sentences and answer format."""
-    names = [n for n in OPERATORS if n not in ("private_tell", "public_tell", "lie") or source == "hitom"]
+    sentences = style.SENTENCES.get(source, {})
+    needs = {"unobserved_move": "move", "return": "move", "remention": "likes", "private_tell": "private_tell",
+             "public_tell": "public_tell", "lie": "private_tell"}
+    names = [n for n in OPERATORS if needs.get(n) is None or needs[n] in sentences]
     return [n for n in names if n != "reorder_options" or answer_format == "multiple_choice"]

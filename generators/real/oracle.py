@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from generators.checker import RULE_SETS, Perceived, TraceWorld
-from generators.real import hitom, tomi
+from generators.real import exploretom, hitom, tomi
 from generators.real.story import ParsedStory, ParseError
 
-PARSERS = {"hitom": hitom, "tomi": tomi}
-SOURCE_RULES = {"hitom": "hitom", "tomi": "tomi"}
+PARSERS = {"hitom": hitom, "tomi": tomi, "exploretom": exploretom}
+SOURCE_RULES = {"hitom": "hitom", "tomi": "tomi", "exploretom": "tomforge"}
 # the rule set that emulates a source generator's known defect, and the defect in words
 DEFECTS = {
     "hitom": ("hitom_generator", "HiToM's generator updates a chain on a move only when the chain lists the observers "

@@ -42,7 +42,8 @@ def conflicting_pairs(records: list[dict[str, Any]], checks: list[OracleCheck]) 
 
 
 def render(source: str, path: Path, records: list[dict[str, Any]]) -> str:
-    rule_sets = ["tomforge", SOURCE_RULES[source]] + ([DEFECTS[source][0]] if source in DEFECTS else [])
+    rule_sets = list(dict.fromkeys(["tomforge", SOURCE_RULES[source]] + ([DEFECTS[source][0]] if source in DEFECTS
+                                                                           else [])))
     out = [f"# Oracle on {path.name} ({source}): {len(records)} items", ""]
     results = {name: check_all(records, name) for name in rule_sets}
     out += ["| rule set | order | items | parsed | agree | agreement |", "|---|---|---|---|---|---|"]

@@ -23,6 +23,7 @@ class Line:
     text: str
     events: list[dict[str, Any]] = field(default_factory=list)
     added_by: str | None = None  # the operator that inserted this line (variants only)
+    modifies_previous: bool = False  # says something about the line before it (nothing may come between)
 
 
 @dataclass
@@ -32,6 +33,7 @@ class ParsedStory:
     source: str
     lines: list[Line]
     gathering: str | None = None
+    first_move_places: bool = False  # ExploreToM: an object's first move is where it is first seen
 
     def events(self) -> list[dict[str, Any]]:
         """Every event in story order, each carrying `line` (1-based) and `text`."""
@@ -85,7 +87,7 @@ class ParsedStory:
                 fallback = last_entered
             elif kind == "move" and event["obj"] == obj and event["agent"] in rooms:
                 return rooms[event["agent"]]
-        if not placed or fallback is None:
+        if not placed or fallback is None:  # (fallback is bound whenever placed is true)
             raise ParseError(f"the {obj} is never placed in a room")
         return fallback
 
@@ -98,7 +100,10 @@ class ParsedStory:
         return [setup, *self.events()]
 
     def text(self) -> str:
-        """The story as the source numbers it ('1 ...' per line), the form of the unified record's context."""
+        """The story in its source's layout, the form of the unified record's context: numbered lines
+        ('1 ...'), or one paragraph for ExploreToM."""
+        if self.source == "exploretom":
+            return " ".join(line.text for line in self.lines)
         return "\n".join(f"{number} {line.text}" for number, line in enumerate(self.lines, start=1))
 
 
@@ -118,6 +123,8 @@ def check_consistency(story: ParsedStory) -> None:
         elif kind == "init":
             where.setdefault(event["obj"], story.room_of(event["obj"]))
         elif kind == "move":
+            if event["obj"] not in where and story.first_move_places:
+                where[event["obj"]] = rooms.get(agent, "")
             if event["obj"] not in where:
                 raise ParseError(f"line {line}: the {event['obj']} is moved before it is placed")
             if rooms.get(agent) != where[event["obj"]]:

@@ -17,6 +17,9 @@ SENTENCES: dict[str, dict[str, str]] = {
         "move": "{a} moved the {obj} to the {c}.",
         "likes": "{a} likes the {c}",  # ToMi's noise sentences have no full stop
     },
+    "exploretom": {
+        "move": "{a} moved the {obj} to the {c}, which is also located in the {room}.",
+    },
 }
 
 
@@ -26,6 +29,8 @@ def sentence(source: str, kind: str, **fields: str) -> str:
 
 def question(source: str, kind: str, chain: tuple[str, ...], obj: str) -> str:
     """The question in the source's wording (kind 'memory' or 'belief'; order = len(chain))."""
+    if source == "exploretom":
+        return _exploretom_question(kind, chain, obj)
     if kind == "memory":
         return f"Where was the {obj} at the beginning?"
     if not chain:
@@ -38,3 +43,14 @@ def question(source: str, kind: str, chain: tuple[str, ...], obj: str) -> str:
         return f"Where will {chain[0]} look for the {obj}?"
     return (f"Where does {chain[0]} think that " + "".join(f"{a} thinks that " for a in chain[1:-1])
             + f"{chain[-1]} searches for the {obj}?")
+
+
+def _exploretom_question(kind: str, chain: tuple[str, ...], obj: str) -> str:
+    if kind == "memory":
+        return f"In which container was the {obj} at the beginning?"
+    if not chain:
+        return f"In which container is the {obj} now?"
+    if len(chain) == 1:
+        return f"In which container will {chain[0]} search for the {obj}?"
+    return (f"In which container does {chain[0]} think that " + "".join(f"{a} thinks that " for a in chain[1:-1])
+            + f"{chain[-1]} will search for the {obj}?")

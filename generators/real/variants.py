@@ -105,7 +105,7 @@ def _groups(records: list[dict[str, Any]], outcome: Outcome) -> dict[tuple[str, 
         try:
             parsed = parse_record(record)
         except ParseError as bad:
-            outcome.skipped[f"story not parsed: {str(bad).split(':')[0]}"] += 1
+            outcome.skipped[f"item not parsed ({str(bad).split(':')[0]})"] += 1
             continue
         groups[(record["context_id"], parsed.obj)].append((record, parsed))
     return groups
@@ -261,4 +261,6 @@ def build_variants(source: str, records: list[dict[str, Any]], settings: Setting
         raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
     if source not in SOURCE_RULES:
         raise ValueError(f"no parser for source {source!r}; variants exist for {', '.join(sorted(SOURCE_RULES))}")
+    if source not in style.SENTENCES:  # parsed and checked, but no sentence templates to write variants with
+        return Outcome(skipped=Counter({f"no variant sentence templates for {source} yet": len(records)}))
     return Builder(source, settings).run(records)
