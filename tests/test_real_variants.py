@@ -177,6 +177,7 @@ def test_same_seed_same_variants(hitom_items) -> None:
 
 def test_gold_positions_follow_a_deck(hitom_items) -> None:
     outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[]))
+    assert {tuple(r["operators"]) for r in outcome.records} == {("higher_order",)}  # operators=[]: none
     for order in range(3, 7):
         counts = Counter(r["answer_index"] for r in outcome.records if r["belief_order"] == order)
         assert sum(counts.values()) == 8 and max(counts.values()) - min(counts.get(p, 0) for p in range(4)) <= 1

@@ -192,7 +192,12 @@ class Builder:
     def adversarial(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random, index: int) -> None:
         original, parsed = group[0]
         fmt = original["answer_format"]
-        names = [n for n in (self.settings.operators or list(OPERATORS)) if n in supported(self.source, fmt)]
+        chosen = list(OPERATORS) if self.settings.operators is None else self.settings.operators
+        names = [n for n in chosen if n in supported(self.source, fmt)]
+        if self.settings.operators is not None:  # asked for by name: say which ones cannot be written
+            for name in chosen:
+                if name not in names:
+                    self.outcome.skipped[f"{name}: not expressible in {self.source}'s sentences or answer format"] += 1
         if not names:
             return
         story, obj = parsed.story, parsed.obj
