@@ -5,7 +5,8 @@ an item lost on the way in or during the steps makes cleaning fail.
 
 Steps, in order (an item leaves at the first step that removes it):
 1. an item selected on both sides stays held-out and leaves train (`in_both_selections`);
-2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`);
+2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`),
+   and, with `quarantine_oracle`, items whose gold the oracle rejects (`oracle_rejects_gold`);
 3. train items whose context overlaps a held-out context above the policy thresholds leave train
    (`overlap_exact`, `overlap_near_duplicate`, `overlap_ngram`, `overlap_structural`);
 4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
@@ -150,6 +151,13 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     if policy.quarantine_conflicts and conflicts.height:
         ids = conflicts.explode("item_ids")["item_ids"]
         take(pl.col("item_id").is_in(ids.implode()), "label_conflict", "same context and question, different gold answers")
+    if policy.quarantine_oracle:
+        from audits.variants import oracle_rejected
+
+        rejected = oracle_rejected(warehouse)
+        left = left.join(rejected.rename({"explanation": "_oracle"}), on="item_id", how="left")
+        take(pl.col("_oracle").is_not_null(), "oracle_rejects_gold", pl.format("oracle: {}", pl.col("_oracle")))
+        left = left.drop("_oracle")
     drops = _overlap_drops(pairs, contexts, policy)
     if drops.height:
         left = left.join(drops.rename({"reason": "_reason", "detail": "_detail"}), on="context_id", how="left")

@@ -49,6 +49,7 @@ class CleaningPolicy:
     drop_structural: bool = False  # structural twins are reported; dropping them is opt-in
     collapse_duplicates: bool = True  # same question and answer on (near-)identical contexts, per side
     quarantine_conflicts: bool = True
+    quarantine_oracle: bool = False  # quarantine items whose gold the oracle rejects (`tomforge variants`)
     reshuffle_options: bool = True
     reshuffle_sides: tuple[str, ...] = ("train", "heldout")
     seed: int = 0

@@ -197,6 +197,9 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
         "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
     findings = _findings(ov, tables, p)
+    from audits.variants import variant_findings  # variants of real stories: leaks and oracle disagreements
+    findings = pl.concat([findings, variant_findings(Path(warehouse), train["item_id"].to_list(),
+                                                     heldout["item_id"].to_list() if heldout_where else [])])
     tables["audit_findings"] = findings
     checked = verdicts(AuditFacts(tables, items, conflict_items, p, heldout_where is not None, scores))
     tables["audit_verdicts"] = verdict_frame(checked)

@@ -164,6 +164,82 @@ def generate(
 
 
 @app.command()
+def variants(
+    source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
+                               "in the warehouse."),
+    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order asked of variants."),
+    operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same warehouse and arguments give the same variants."),
+    n_per_story: int = typer.Option(1, "--n-per-story", min=0, help="Chains per new order and adversarial "
+                                    "variants per story."),
+    balance_roles: bool = typer.Option(False, "--balance-roles/--all-roles", help="Per order, keep as many variants "
+                                       "of each gold role (initial, final, intermediate, never) as of the rarest."),
+    warehouse: Path = WarehouseOption,
+) -> None:
+    """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
+    adversarial variants of its stories as source <NAME>_variants."""
+    from generators.real.operators import OPERATORS
+    from generators.real.store import run_variants
+    from generators.real.variants import Settings
+
+    names = {"all": None, "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
+    unknown = set(names or ()) - set(OPERATORS)
+    if unknown:
+        fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
+    if source not in ("hitom", "tomi", "exploretom"):
+        fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
+    with clear_errors(), progress_display() as bar:
+        bar.add_task(f"variants of {source}", total=None)
+        run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))
+    print_variants(source, run)
+    if not print_reports([run.report]):
+        fail("counts do not reconcile", EXIT_UNRECONCILED)
+
+
+def print_variants(source: str, run) -> None:
+    """The oracle per order on the source's items, then what the variants hold."""
+    from collections import Counter
+
+    out = stdout_console
+    table = Table(title=f"oracle on {source} (rule set {run.checks[0].rule_set if run.checks else '-'})")
+    for column in ("order", "items", "parsed", "agree", "disagree"):
+        table.add_column(column, justify="right")
+    rows = Counter()
+    for check in run.checks:
+        if check.source == source:
+            key = "memory" if check.belief_order is None else check.belief_order
+            rows[(key, "items")] += 1
+            rows[(key, "parsed")] += check.parsed
+            rows[(key, "agree")] += bool(check.agrees)
+            rows[(key, "disagree")] += check.agrees is False
+    for key in sorted({k for k, _ in rows}, key=str):
+        table.add_row(str(key), *(str(rows[(key, c)]) for c in ("items", "parsed", "agree", "disagree")))
+    out.print(table)
+    kinds = Counter((r["meta"]["operators"][0], r["meta"]["gold_changed"]) for r in run.outcome.records)
+    table = Table(title=f"{source}_variants: {len(run.outcome.records)} items")
+    for column in ("operator", "gold kept", "gold changed", "new question"):
+        table.add_column(column, justify="right" if column != "operator" else "left")
+    for name in sorted({n for n, _ in kinds}):
+        table.add_row(name, str(kinds[(name, False)]), str(kinds[(name, True)]), str(kinds[(name, None)]))
+    out.print(table)
+    roles, positions = Counter(), Counter()
+    for (order, role), count in run.outcome.roles.items():
+        roles[order] += count
+    for (order, position), count in run.outcome.positions.items():
+        positions[order] += 1
+    for order in sorted(roles, key=str):
+        shares = ", ".join(f"{role} {run.outcome.roles[(order, role)]}" for role in ("initial", "final",
+                           "intermediate", "never") if run.outcome.roles[(order, role)])
+        spread = [run.outcome.positions[(order, p)] for p in range(max((p for o, p in run.outcome.positions
+                                                                        if o == order), default=-1) + 1)]
+        where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
+        label = "memory" if order == "memory" else f"order {order}"
+        out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False, soft_wrap=True)
+    for reason, count in sorted(run.outcome.skipped.items()):
+        out.print(f"not made: {count} x {reason}", highlight=False, soft_wrap=True)
+
+
+@app.command()
 def sql(
     query: str = typer.Argument(..., help="One SQL statement (the connection reads the warehouse only)."),
     warehouse: Path = WarehouseOption,
@@ -527,6 +603,8 @@ def clean(
     drop_structural: bool = typer.Option(False, "--drop-structural/--keep-structural", help="Also drop structural twins."),
     reshuffle: bool = typer.Option(True, "--reshuffle/--no-reshuffle", help="Balance gold positions of multiple choice."),
     seed: int = typer.Option(0, "--seed", help="Seed of the option re-ordering."),
+    quarantine_oracle: bool = typer.Option(False, "--quarantine-oracle/--keep-oracle-rejects",
+                                           help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
     from audits.clean import CleaningError, apply_cleaning
@@ -534,7 +612,8 @@ def clean(
 
     with clear_errors(), audit_errors():
         policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
-                                drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed)
+                                drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
+                                quarantine_oracle=quarantine_oracle)
         try:
             result = apply_cleaning(warehouse, policy)
         except CleaningError as exc:

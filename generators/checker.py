@@ -4,11 +4,64 @@ It shares no code with the simulator (`generators.world`, `generators.beliefs`):
 trace, works out presence itself, lists what each agent perceived (with who else perceived it
 publicly), narrows that list agent by agent along the chain, and replays the result forward. The
 rules it follows are the numbered rules in the docstring of `generators.beliefs`.
+
+Real datasets follow slightly different conventions; `Rules` names each one, so that a real gold
+answer can be checked under its source's own rules (`RULE_SETS`) and a disagreement then means a
+label error, not a convention (see `generators/real/` and the README, "Variants of real stories"):
+
+- `entry_reveals`: whoever enters the object's room sees where it is, as if every container were
+  transparent (ToMi: "assume all containers are not enclosed"; HiToM: "agent knows location of
+  everything" on entering).
+- `tell_max_order`: tells change the beliefs of chains of at most this order; longer chains only
+  follow what their agents saw (HiToM updates first- and second-order beliefs on a tell only).
+- `speaker_assumes_belief`: after a tell the speaker thinks every listener believes the claim,
+  trusting or not (HiToM: "the speaker believes that all the listeners believe him").
+- `others_infer_adoption`: a third agent who heard a claim infers that a trusting listener adopted it
+  (the exit order is public, so it can); off in HiToM's release, where "A thinks B thinks" after a
+  claim B trusted stays what A saw B see.
+- `move_observer_order`: not a convention but a defect of HiToM's generator, emulated to name it: a
+  placement or move updates a chain of order 2 or more only when the chain lists its agents in the
+  order the generator listed the observers (by exit order, the mover last). Rule set
+  `hitom_generator` = `hitom` plus this; a gold that only it explains is a label error.
+- `reentry_common_knowledge`: whoever enters the object's room is taken, by everyone, to have seen
+  where the object is: the entry sets every chain of order 2+ that names the entrant (ToMi's
+  second-order labels: "Where does A think that B searches?" after B came back while A was away).
+- `bystander_entry_final`: a defect of ToMi's generator, emulated to name it: when an agent outside
+  the chain ever enters the object's room, the chain (order 2+) believes the final location (ToMi
+  applies that third agent's entry after the whole story). Rule set `tomi_generator` = `tomi` plus this.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A named set of conventions on top of the project's rules (the defaults are those rules)."""
+
+    name: str = "tomforge"
+    entry_reveals: bool = False
+    tell_max_order: int | None = None
+    speaker_assumes_belief: bool = False
+    others_infer_adoption: bool = True
+    move_observer_order: bool = False
+    reentry_common_knowledge: bool = False
+    bystander_entry_final: bool = False
+
+
+DEFAULT_RULES = Rules()
+RULE_SETS: dict[str, Rules] = {
+    "tomforge": DEFAULT_RULES,
+    "hitom": Rules("hitom", entry_reveals=True, tell_max_order=2, speaker_assumes_belief=True,
+                   others_infer_adoption=False),
+    "tomi": Rules("tomi", entry_reveals=True, reentry_common_knowledge=True),
+}
+RULE_SETS["hitom_generator"] = Rules("hitom_generator", entry_reveals=True, tell_max_order=2,
+                                     speaker_assumes_belief=True, others_infer_adoption=False,
+                                     move_observer_order=True)
+RULE_SETS["tomi_generator"] = Rules("tomi_generator", entry_reveals=True, reentry_common_knowledge=True,
+                                    bystander_entry_final=True)
 
 
 @dataclass(frozen=True)
@@ -22,30 +75,39 @@ class Perceived:
     public: frozenset[str]  # who perceived it openly (known to each other)
     speaker: str | None = None
     listeners: frozenset[str] = frozenset()
+    trusting: frozenset[str] = frozenset()  # listeners who trust the speaker (left the room before it did)
+    entrant: str | None = None  # reveals: who entered
+    listed: tuple[str, ...] = ()  # placements: observers in the order HiToM's generator lists them (move_observer_order)
 
 
 class TraceWorld:
     """Everything the checker needs, derived once from a trace."""
 
-    def __init__(self, trace: list[dict[str, Any]]) -> None:
+    def __init__(self, trace: list[dict[str, Any]], rules: Rules = DEFAULT_RULES) -> None:
+        self.rules = rules
         setup = trace[0]
         if setup.get("kind") != "setup":
             raise ValueError("a trace starts with its setup")
         self.obj = setup["object"]
         self.room = setup["room"]
         transparent = set(setup["transparent"])
+        everything_visible = rules.entry_reveals
         rooms: dict[str, str] = {}  # agent -> room it is in
         location: str | None = None
         self.initial: str | None = None
         self.events: list[Perceived] = []
         self.exit_step: dict[str, int] = {}
+        self.entered: set[str] = set()  # everyone who ever entered the object's room
         for step, event in enumerate(trace[1:]):
             kind = event["kind"]
             if kind == "enter":
                 rooms[event["agent"]] = event["room"]
-                if event["room"] == self.room and location in transparent:
+                if event["room"] == self.room:
+                    self.entered.add(event["agent"])
+                if event["room"] == self.room and location is not None and (
+                        everything_visible or location in transparent):
                     seen = frozenset(a for a, r in rooms.items() if r == self.room)
-                    self.events.append(Perceived(step, "place", location, seen, seen))
+                    self.events.append(Perceived(step, "place", location, seen, seen, entrant=event["agent"]))
             elif kind == "exit":
                 del rooms[event["agent"]]
                 if event["room"] == self.room:
@@ -56,45 +118,87 @@ class TraceWorld:
                 if self.initial is None:
                     self.initial = location
                 secret = frozenset(event.get("witnesses", ()))
-                self.events.append(Perceived(step, "place", location, here | secret, here))
+                distracted = frozenset(event.get("distracted", ()))  # present, missed it, nobody noticed
+                listed = (_listing(trace, step, here, event["agent"], self.room)
+                          if rules.move_observer_order and kind == "move" else ())
+                self.events.append(Perceived(step, "place", location, (here - distracted) | secret, here,
+                                             listed=listed))
             elif kind == "tell" and event["obj"] == self.obj:
                 speaker = event["agent"]
                 if event["public"]:
                     hearers = frozenset(a for a, r in rooms.items() if r == event["room"])
                 else:
                     hearers = frozenset(event["listeners"]) | {speaker}
+                listeners = hearers - {speaker}
+                trusting = frozenset(a for a in listeners if self.trusts(a, speaker))
                 self.events.append(Perceived(step, "tell", event["container"], hearers, hearers, speaker,
-                                             hearers - {speaker}))
+                                             listeners, trusting))
         self.reality = location
         self.perceived_by = {agent: [e for e in self.events if agent in e.perceivers] for agent in setup["agents"]}
 
     def trusts(self, listener: str, speaker: str) -> bool:
-        return self.exit_step[speaker] > self.exit_step[listener]
+        """The listener trusts a speaker who left the room after it did (as of now: a later visit may
+        change the order; one who never was in the room trusts anyone who was)."""
+        return self.exit_step.get(speaker, -1) > self.exit_step.get(listener, -1)
 
     def belief(self, chain: Iterable[str]) -> str | None:
         """Narrow a1's perceptions to those a2..ak perceived openly, then replay them forward."""
+        deciding = self.deciding_event(chain)
+        return deciding.container if deciding is not None else None
+
+    def deciding_event(self, chain: Iterable[str]) -> Perceived | None:
+        """The last event that sets the chain's belief (for order 0: the last placement), or None."""
         chain = list(chain)
+        last_place = next((e for e in reversed(self.events) if e.what == "place"), None)
         if not chain:
-            return self.reality
+            return last_place
+        if self.rules.bystander_entry_final and len(chain) > 1 and self.entered - set(chain):
+            return last_place
         events = self.perceived_by[chain[0]]
         for agent in chain[1:]:
             events = [e for e in events if agent in e.public]
+        if self.rules.reentry_common_knowledge and len(chain) > 1:
+            extra = [e for e in self.events if e.entrant in chain and e not in events]
+            events = sorted(events + extra, key=lambda e: e.step)
         innermost = chain[-1]
         outside = chain[-2] if len(chain) > 1 else None
-        belief = None
+        tells_count = self.rules.tell_max_order is None or len(chain) <= self.rules.tell_max_order
+        deciding = None
         for event in events:
             if event.what == "place":
-                belief = event.container
-            elif innermost in event.listeners and self.trusts(innermost, event.speaker):
-                belief = event.container  # a trusting listener adopts the claim
-            elif innermost == event.speaker and outside in event.listeners and self.trusts(outside, event.speaker):
-                belief = event.container  # ... and takes it as what the speaker believes
-        return belief
+                if event.listed and len(chain) > 1 and not _in_order(chain, event.listed):
+                    continue
+                deciding = event
+            elif not tells_count:
+                continue
+            elif innermost in event.trusting and (outside in (None, innermost) or self.rules.others_infer_adoption):
+                deciding = event  # a trusting listener adopts the claim
+            elif innermost == event.speaker and outside in event.trusting:
+                deciding = event  # ... and takes it as what the speaker believes
+            elif self.rules.speaker_assumes_belief and outside == event.speaker and innermost in event.listeners:
+                deciding = event  # the speaker takes every listener to believe it
+        return deciding
 
 
-def expected_answer(record: dict[str, Any]) -> str:
+def _listing(trace: list[dict[str, Any]], step: int, here: frozenset[str], mover: str | None,
+             room: str) -> tuple[str, ...]:
+    """Those present, by their next exit from the room (never leaving: last), the mover at the very end."""
+    exits: dict[str, int] = {}
+    for later, event in enumerate(trace[step + 2:], start=step + 1):
+        if event["kind"] == "exit" and event["room"] == room and event["agent"] in here:
+            exits.setdefault(event["agent"], later)
+    stayers = sorted((a for a in here if a != mover), key=lambda a: (exits.get(a, len(trace)), a))
+    return tuple(stayers) + ((mover,) if mover in here else ())
+
+
+def _in_order(chain: list[str], listed: tuple[str, ...]) -> bool:
+    positions = [listed.index(agent) for agent in chain]
+    return all(a < b for a, b in zip(positions, positions[1:]))
+
+
+def expected_answer(record: dict[str, Any], rules: Rules = DEFAULT_RULES) -> str:
     """The gold answer the record should carry, recomputed from its trace and question fields."""
-    world = TraceWorld(record["trace"])
+    world = TraceWorld(record["trace"], rules)
     meta = record["meta"]
     if record["question_type"] == "memory":
         container = world.initial

@@ -1,0 +1,91 @@
+"""Audit checks for variants of real stories (`tomforge variants`), kept apart from the main audit.
+
+- A variant and its original are one story: the story key of a variant is the context of the item it
+  comes from (`meta.variant_of`). A story with items on both sides of the split, at least one of them a
+  variant, is a leak (`overlap:variant_leak`): a variant of a held-out story in train teaches the test.
+- The oracle's verdicts (`oracle_checks`): per source of the selected items, how many golds it rejects
+  under the source's own rules (`consistency:oracle_disagreement`), next to the label conflicts.
+`oracle_rejected` lists those items for `tomforge clean --quarantine-oracle`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from audits import store
+from warehouse.db import connect_readonly
+
+FINDING_SCHEMA = {"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8,
+                  "evidence": pl.Utf8, "baseline": pl.Utf8}
+STORY_SQL = """
+SELECT s.item_id, s.side, i.source, coalesce(o.context_id, i.context_id) AS story,
+       json_extract_string(i.meta, '$.variant_of') IS NOT NULL AS is_variant
+FROM selected s JOIN items i USING (item_id)
+LEFT JOIN items o ON o.item_id = json_extract_string(i.meta, '$.variant_of')
+"""
+
+
+def _finding(check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> dict:
+    return {"check": check, "severity": severity, "selection": selection, "message": message,
+            "evidence": json.dumps(evidence, sort_keys=True), "baseline": baseline}
+
+
+def variant_findings(warehouse: Path, train_ids: list[str], heldout_ids: list[str]) -> pl.DataFrame:
+    """Variant leaks across the split and oracle disagreements per source, as audit findings."""
+    selected = pa.table({"item_id": train_ids + heldout_ids,
+                         "side": ["train"] * len(train_ids) + ["heldout"] * len(heldout_ids)})
+    con = connect_readonly(Path(warehouse))
+    try:
+        con.register("selected", selected)
+        stories = pl.from_arrow(con.sql(STORY_SQL).to_arrow_table())
+        oracle = None
+        if store.table_exists(con, "oracle_checks"):
+            oracle = pl.from_arrow(con.sql(
+                "SELECT o.* FROM oracle_checks o SEMI JOIN selected USING (item_id) ORDER BY o.source, o.item_id"
+            ).to_arrow_table())
+    finally:
+        con.close()
+    rows = []
+    if stories.height:
+        for story, group in sorted(stories.group_by("story"), key=lambda kv: kv[0][0]):
+            sides = set(group["side"])
+            if sides == {"train", "heldout"} and group["is_variant"].any():
+                train = sorted(group.filter(pl.col("side") == "train")["item_id"])
+                held = sorted(group.filter(pl.col("side") == "heldout")["item_id"])
+                variants = sorted(group.filter(pl.col("is_variant"))["item_id"])
+                rows.append(_finding(
+                    "overlap:variant_leak", "leak", "train x heldout",
+                    f"story {story[0][:12]} has {len(train)} train and {len(held)} held-out items, "
+                    f"{len(variants)} of them variants (a variant and its original are one story)",
+                    {"story_context_id": story[0], "train_item_ids": train, "heldout_item_ids": held,
+                     "variant_item_ids": variants}, "no story on both sides"))
+    if oracle is not None and oracle.height:
+        for (source,), group in sorted(oracle.group_by("source"), key=lambda kv: kv[0][0]):
+            wrong = group.filter(pl.col("agrees") == False)  # noqa: E712 (polars expression)
+            unparsed = group.filter(~pl.col("parsed"))
+            if wrong.height:
+                first = wrong.row(0, named=True)
+                rows.append(_finding(
+                    "consistency:oracle_disagreement", "inconsistency", "warehouse",
+                    f"{source}: the oracle rejects {wrong.height} of {group.height - unparsed.height} parsed golds "
+                    f"under rule set {first['rule_set']} ({unparsed.height} not parsed); e.g. {first['item_id'][:12]}: "
+                    f"{first['explanation'][:120]}",
+                    {"source": source, "rule_set": first["rule_set"], "n_checked": group.height,
+                     "n_unparsed": unparsed.height, "item_ids": wrong["item_id"].to_list()},
+                    "the gold the checker derives under the source's own rules"))
+    return pl.DataFrame(rows, schema=FINDING_SCHEMA)
+
+
+def oracle_rejected(warehouse: Path) -> pl.DataFrame:
+    """item_id and explanation of every item whose gold the oracle rejects (empty without `oracle_checks`)."""
+    con = connect_readonly(Path(warehouse))
+    try:
+        if not store.table_exists(con, "oracle_checks"):
+            return pl.DataFrame(schema={"item_id": pl.Utf8, "explanation": pl.Utf8})
+        return pl.from_arrow(con.sql("SELECT item_id, explanation FROM oracle_checks WHERE agrees = false "
+                                     "ORDER BY item_id").to_arrow_table())
+    finally:
+        con.close()

@@ -1,0 +1,212 @@
+"""The generator's adversarial operators, applied to a parsed real story in the source's own sentences.
+
+Each operator takes (story, question, rng, context) and returns a new ParsedStory (inserted lines carry
+`added_by`) or None when the story offers no place for it. Like `generators.operators`, each one breaks
+a shortcut (said in its docstring); the oracle then gives the variant's gold, and `variants.py` labels
+whether it changed. Tells exist only where the source has a gathering room and tell sentences (HiToM).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from generators.checker import RULE_SETS, TraceWorld
+from generators.real import style
+from generators.real.story import Line, ParsedStory, check_consistency
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the operators work on: the question's object, the containers that may be named, the rules."""
+
+    obj: str
+    containers: tuple[str, ...]
+    rule_set: str
+    avoid: tuple[str, ...] = ()  # the golds of the story's questions, one per question (remention avoids them)
+
+
+@dataclass
+class Snapshot:
+    present: frozenset[str]  # agents in the object's room just before this point
+    location: str | None  # where the object is just before this point
+    next_move: str | None  # the container of the next move of the object after this point
+
+
+def snapshots(story: ParsedStory, obj: str) -> list[Snapshot]:
+    """One snapshot per insertion point 0..len(lines) (before line i; the last: after the story)."""
+    room = story.room_of(obj)
+    rooms: dict[str, str] = {}
+    location = None
+    states: list[tuple[frozenset[str], str | None]] = []
+    for line in story.lines:
+        states.append((frozenset(a for a, r in rooms.items() if r == room), location))
+        for event in line.events:
+            if event["kind"] == "enter":
+                rooms[event["agent"]] = event["room"]
+            elif event["kind"] == "exit":
+                rooms.pop(event["agent"], None)
+            elif event["kind"] in ("init", "move") and event["obj"] == obj:
+                location = event["container"]
+    states.append((frozenset(a for a, r in rooms.items() if r == room), location))
+    moves = [(index, e["container"]) for index, line in enumerate(story.lines) for e in line.events
+             if e["kind"] == "move" and e["obj"] == obj]
+    return [Snapshot(present, where, next((c for i, c in moves if i >= index), None))
+            for index, (present, where) in enumerate(states)]
+
+
+def free(story: ParsedStory, position: int) -> bool:
+    """A line may go in at `position` unless the line there modifies the one before it."""
+    return position >= len(story.lines) or not story.lines[position].modifies_previous
+
+
+def _insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+    if not free(story, position):
+        raise ValueError(f"position {position} splits a sentence from the one it modifies")
+    lines = list(story.lines)
+    lines.insert(position, Line(text, events, added_by=name))
+    new = replace(story, lines=lines)
+    check_consistency(new)
+    return new
+
+
+def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
+    text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
+    return _insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
+
+
+def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
+    """Someone still in the room moves the object after another agent has left.
+
+    Breaks "beliefs equal reality" and "everyone saw the same moves"."""
+    states = snapshots(story, target.obj)
+    seen: set[str] = set()
+    slots = []
+    for index, snap in enumerate(states):
+        if snap.location is not None and snap.present and seen - snap.present and free(story, index):
+            slots.append(index)
+        seen |= snap.present
+    if not slots:
+        return None
+    index = rng.choice(slots)
+    snap = states[index]
+    choices = [c for c in target.containers if c not in (snap.location, snap.next_move)]
+    if not choices:
+        return None
+    return _move(story, index, rng.choice(sorted(snap.present)), target, rng.choice(choices), "unobserved_move")
+
+
+def return_to_initial(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
+    """After the object's last move, someone still in the room puts it back where it started.
+
+    Breaks "the first container is an outdated belief, never reality"."""
+    states = snapshots(story, target.obj)
+    initial = next((s.location for s in states if s.location is not None), None)
+    slots = [i for i, s in enumerate(states)
+             if s.present and s.location not in (None, initial) and s.next_move is None and free(story, i)]
+    if initial is None or not slots:
+        return None
+    index = rng.choice(slots)
+    return _move(story, index, rng.choice(sorted(states[index].present)), target, initial, "return")
+
+
+def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
+    """Statements naming a wrong container (the gold of the fewest questions: of none where the story
+    has containers enough) make it the first and the most mentioned one.
+
+    Breaks "the first / most mentioned container is the answer" (no belief changes)."""
+    if len(target.containers) < 2:
+        return None
+    fewest = min(target.avoid.count(c) for c in target.containers)  # with two containers each may be a gold
+    container = rng.choice([c for c in target.containers if target.avoid.count(c) == fewest])
+    text = story.text()
+    counts = {c: text.count(c) for c in target.containers}
+    needed = max(counts.values()) - counts[container] + 1
+    agents = story.agents()
+    new = story
+    for k in range(needed):
+        position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if free(new, p)])
+        agent = rng.choice(agents)
+        sentence = style.sentence(story.source, "likes", a=agent, c=container)
+        new = _insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
+                                                 "thing": container}], "remention")
+    return new
+
+
+def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, lie: bool,
+          name: str) -> ParsedStory | None:
+    if story.gathering is None or "private_tell" not in style.SENTENCES[story.source]:
+        return None
+    agents = story.agents()
+    world = TraceWorld(story.trace_for(target.obj), RULE_SETS[target.rule_set])
+    speaker = rng.choice(agents)
+    believed = world.belief([speaker])
+    if believed is None:
+        return None
+    container = believed
+    if lie:
+        choices = [c for c in target.containers if c != believed]
+        if not choices:
+            return None
+        container = rng.choice(choices)
+    fields = {"a": speaker, "obj": target.obj, "c": container}
+    event = {"kind": "tell", "agent": speaker, "room": story.gathering, "public": public, "obj": target.obj,
+             "container": container}
+    if public:
+        text = style.sentence(story.source, "public_tell", **fields)
+    else:
+        listener = rng.choice([a for a in agents if a != speaker])
+        event["listeners"] = [listener]
+        text = style.sentence(story.source, "private_tell", b=listener, **fields)
+    return _insert(story, len(story.lines), text, [event], name)
+
+
+def private_tell(story, target, rng):
+    """One agent privately tells another where it believes the object is (breaks "only what one saw counts")."""
+    return _tell(story, target, rng, public=False, lie=False, name="private_tell")
+
+
+def public_tell(story, target, rng):
+    """One agent tells everyone where it believes the object is (breaks "communication is private")."""
+    return _tell(story, target, rng, public=True, lie=False, name="public_tell")
+
+
+def lie(story, target, rng):
+    """A tell naming a container the speaker does not believe (breaks "what is said is true")."""
+    return _tell(story, target, rng, public=rng.random() < 0.5, lie=True, name="lie")
+
+
+def reorder_options(story, target, rng):
+    """The same story; only the answer options are dealt in a new order (breaks "the gold sits at position k").
+    The story is unchanged; `variants.py` re-deals the options."""
+    return story
+
+
+Operator = Callable[[ParsedStory, Target, random.Random], "ParsedStory | None"]
+OPERATORS: dict[str, Operator] = {
+    "unobserved_move": unobserved_move,
+    "return": return_to_initial,
+    "remention": remention,
+    "private_tell": private_tell,
+    "public_tell": public_tell,
+    "lie": lie,
+    "reorder_options": reorder_options,
+}
+SHORTCUTS = {  # what each operator breaks (the docstrings say how)
+    "unobserved_move": "beliefs equal reality; everyone saw the same moves",
+    "return": "the first container is an outdated belief, never reality",
+    "remention": "the first or most mentioned container is the answer",
+    "private_tell": "only what one saw counts",
+    "public_tell": "communication is private",
+    "lie": "what is said is true",
+    "reorder_options": "the gold sits at a fixed option position",
+}
+
+
+def supported(source: str, answer_format: str) -> list[str]:
+    """The operators a source can express in its own sentences and answer format."""
+    sentences = style.SENTENCES.get(source, {})
+    needs = {"unobserved_move": "move", "return": "move", "remention": "likes", "private_tell": "private_tell",
+             "public_tell": "public_tell", "lie": "private_tell"}
+    names = [n for n in OPERATORS if needs.get(n) is None or needs[n] in sentences]
+    return [n for n in names if n != "reorder_options" or answer_format == "multiple_choice"]

@@ -1,0 +1,271 @@
+"""Higher-order and adversarial variants of real stories, with the checker's gold, in the source's style.
+
+For each story (and question object) of a source: questions of the orders the source does not ask (up
+to `max_order`), and `n_per_story` adversarial variants, each one operator of `generators.real.operators`
+applied to the real story and asked every question the source asked on it. A variant inherits the split
+of the item it comes from (`meta.variant_of`), names its operators and the shortcut they break, and says
+whether its gold differs from the oracle's answer to the original question (`meta.gold_changed`).
+Every variant is re-read from its own text by the source's parser and must agree with the checker, so
+its sentences are the source's sentences. Balance: higher-order chains are picked so each gold role
+(initial, final, intermediate, never visited) is served in turn per order, and multiple-choice options
+are re-dealt so the gold's position follows a shuffled deck per order. Same records + seed = same variants.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from generators.checker import RULE_SETS, TraceWorld
+from generators.real import style
+from generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
+from generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
+from generators.real.story import ParsedStory, ParseError
+from warehouse.record import build_record, content_hash
+
+GENERATOR = "tomforge_variants"
+GENERATOR_VERSION = "0.1.0"
+ROLES = ("initial", "final", "intermediate", "never")
+CANDIDATES = 48  # chains drawn per (story, order) before picking the ones that serve the rarest gold role
+
+
+@dataclass
+class Settings:
+    max_order: int = 6
+    operators: list[str] | None = None  # None: every operator the source supports
+    seed: int = 0
+    n_per_story: int = 1
+    balance_roles: bool = False  # keep, per order, as many variants of each gold role as of the rarest one
+
+
+@dataclass
+class Outcome:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)  # reason -> count (stories or questions not turned into variants)
+    roles: Counter = field(default_factory=Counter)  # (order or "memory", role) of the kept variants
+    positions: Counter = field(default_factory=Counter)  # (order, gold position)
+
+
+def question_type_of(kind: str, order: int) -> str:
+    if kind == "memory":
+        return "memory"
+    return "reality" if order == 0 else "first_order_belief" if order == 1 else "higher_order_belief"
+
+
+def role_of(world: TraceWorld, answer: str | None) -> str:
+    places = [e.container for e in world.events if e.what == "place"]
+    if answer == world.initial:
+        return "initial"
+    if answer == world.reality:
+        return "final"
+    return "intermediate" if answer in places else "never"
+
+
+def chains(agents: list[str], order: int, rng: random.Random) -> list[tuple[str, ...]]:
+    """Up to CANDIDATES chains of `order` agents, no agent twice in a row (all of them when few)."""
+    if order == 0:
+        return [()]
+    if len(agents) ** order <= 4 * CANDIDATES:
+        every = [c for c in product(agents, repeat=order) if all(a != b for a, b in zip(c, c[1:]))]
+        rng.shuffle(every)
+        return every[:CANDIDATES]
+    out: set[tuple[str, ...]] = set()
+    while len(out) < CANDIDATES:
+        chain = [rng.choice(agents)]
+        while len(chain) < order:
+            chain.append(rng.choice([a for a in agents if a != chain[-1]]))
+        out.add(tuple(chain))
+    return sorted(out)
+
+
+class Dealer:
+    """Per order: a shuffled deck of gold positions, refilled when empty (exact balance per deck)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.decks: dict[tuple[Any, int], list[int]] = defaultdict(list)
+
+    def deal(self, order: Any, options: list[str], gold: str) -> list[str]:
+        deck = self.decks[(order, len(options))]
+        if not deck:
+            deck.extend(range(len(options)))
+            self.rng.shuffle(deck)
+        position = deck.pop()
+        dealt = list(options)
+        current = dealt.index(gold)
+        dealt[current], dealt[position] = dealt[position], dealt[current]
+        return dealt
+
+
+def _groups(records: list[dict[str, Any]], outcome: Outcome) -> dict[tuple[str, str], list[tuple[dict, ParsedQuestion]]]:
+    groups: dict[tuple[str, str], list[tuple[dict, ParsedQuestion]]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r["item_id"]):
+        try:
+            parsed = parse_record(record)
+        except ParseError as bad:
+            outcome.skipped[f"item not parsed ({str(bad).split(':')[0]})"] += 1
+            continue
+        groups[(record["context_id"], parsed.obj)].append((record, parsed))
+    return groups
+
+
+def _containers(story: ParsedStory, obj: str, records: list[dict[str, Any]]) -> tuple[str, ...]:
+    pool: dict[str, None] = dict.fromkeys(story.containers(obj))
+    for record in records:
+        pool.update(dict.fromkeys(record.get("options") or []))
+        pool.update(dict.fromkeys((record.get("meta") or {}).get("containers") or []))
+    return tuple(pool)
+
+
+class Builder:
+    """Turns one source's records into variant records (see the module docstring)."""
+
+    def __init__(self, source: str, settings: Settings) -> None:
+        self.source = source
+        self.settings = settings
+        self.rule_set = SOURCE_RULES[source]
+        self.rules = RULE_SETS[self.rule_set]
+        self.outcome = Outcome()
+        self.dealer = Dealer(random.Random(f"{settings.seed}:positions"))
+        self.role_counts: Counter = Counter()
+
+    def record(self, original: dict[str, Any], story: ParsedStory, kind: str, chain: tuple[str, ...], obj: str,
+               operators: list[str], number: int, original_answer: str | None) -> None:
+        """Build, re-check from its own text and keep one variant record."""
+        world = TraceWorld(story.trace_for(obj), self.rules)
+        question = ParsedQuestion(story, kind, chain, obj)
+        answer, _ = answer_of(question, world)
+        if answer is None:
+            self.outcome.skipped["no belief for the chain"] += 1
+            return
+        order = len(chain)
+        fmt = original["answer_format"]
+        options: list[str] = []
+        if fmt == "multiple_choice":
+            if answer not in original["options"]:
+                self.outcome.skipped["gold not among the options"] += 1
+                return
+            options = list(original["options"])  # dealt at the end, once the kept variants are known
+        text = style.question(self.source, kind, chain, obj)
+        tag = "+".join(operators)
+        meta = {"variant_of": original["item_id"], "operators": operators, "variant_kind":
+                "higher_order" if operators == ["higher_order"] else "adversarial",
+                "gold_changed": None if original_answer is None else answer != original_answer,
+                "original_answer": original_answer, "rule_set": self.rule_set,
+                "shortcut": [SHORTCUTS.get(name, "orders the source never asks") for name in operators]}
+        record = build_record(
+            source=f"{self.source}_variants", source_version=GENERATOR_VERSION,
+            source_key=f"{original['item_id']}|{tag}|{number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{number}",
+            split=original["split"], context=story.text(), question=text, question_type=question_type_of(kind, order),
+            belief_order=None if kind == "memory" else order, perspective_chain=chain,
+            is_false_belief=None if order == 0 or kind == "memory" else answer != world.reality,
+            answer=answer, answer_format=fmt, options=options, n_agents=len(story.agents()),
+            n_events=len(story.lines), generator=GENERATOR, generator_version=GENERATOR_VERSION,
+            seed=self.settings.seed, operators=operators, trace=story.trace_for(obj), meta=meta)
+        check = check_item(record, self.rule_set)
+        if not check.agrees:  # its own text, re-parsed by the source's parser, must give the same gold
+            self.outcome.skipped[f"variant fails its re-check: {check.explanation[:60]}"] += 1
+            return
+        record["meta"]["gold_role"] = role_of(world, answer)
+        self.outcome.records.append(record)
+
+    def higher_orders(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random) -> None:
+        asked = {len(p.chain) for _, p in group if p.kind == "belief"}
+        original, parsed = max(group, key=lambda item: (len(item[1].chain), item[0]["item_id"]))
+        story, obj = parsed.story, parsed.obj
+        world = TraceWorld(story.trace_for(obj), self.rules)
+        agents = [a for a in story.agents() if any(a in e.perceivers for e in world.events)]
+        for order in range(self.settings.max_order + 1):
+            if order in asked or (order > 0 and len(agents) < 2):
+                continue
+            scored = []
+            for chain in chains(agents, order, rng):
+                answer = world.belief(chain)
+                if answer is not None:
+                    scored.append((self.role_counts[(order, role_of(world, answer))], rng.random(), chain))
+            for number, (_, _, chain) in enumerate(sorted(scored)[: self.settings.n_per_story]):
+                self.role_counts[(order, role_of(world, world.belief(chain)))] += 1
+                self.record(original, story, "belief", chain, obj, ["higher_order"], number, None)
+
+    def adversarial(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random, index: int) -> None:
+        original, parsed = group[0]
+        fmt = original["answer_format"]
+        chosen = list(OPERATORS) if self.settings.operators is None else self.settings.operators
+        names = [n for n in chosen if n in supported(self.source, fmt)]
+        if self.settings.operators is not None:  # asked for by name: say which ones cannot be written
+            for name in chosen:
+                if name not in names:
+                    self.outcome.skipped[f"{name}: not expressible in {self.source}'s sentences or answer format"] += 1
+        if not names:
+            return
+        story, obj = parsed.story, parsed.obj
+        questions: dict[str, tuple[dict, ParsedQuestion]] = {}
+        for record, question in group:
+            questions.setdefault(record["question"], (record, question))
+        golds = [answer_of(q, world_of(q, self.rule_set))[0] for _, q in questions.values()]
+        target = Target(obj, _containers(story, obj, [r for r, _ in group]), self.rule_set,
+                        tuple(sorted(g for g in golds if g)))
+        for number in range(self.settings.n_per_story):
+            name = names[(index + number) % len(names)]
+            new = OPERATORS[name](story, target, rng)
+            if new is None:
+                self.outcome.skipped[f"{name}: no place in the story"] += 1
+                continue
+            for record, question in questions.values():
+                before, _ = answer_of(question, world_of(question, self.rule_set))
+                self.record(record, new, question.kind, question.chain, obj, [name], number, before)
+
+    def run(self, records: list[dict[str, Any]]) -> Outcome:
+        for index, ((context_id, obj), group) in enumerate(sorted(_groups(records, self.outcome).items())):
+            rng = random.Random(f"{self.settings.seed}:{context_id}:{obj}")
+            self.higher_orders(group, rng)
+            self.adversarial(group, rng, index)
+        if self.settings.balance_roles:
+            self.outcome.records = balanced(self.outcome.records, self.outcome.skipped)
+        for record in self.outcome.records:
+            if record["answer_format"] == "multiple_choice":
+                record["options"] = self.dealer.deal(order_key(record), record["options"], record["answer"])
+                record["answer_index"] = record["options"].index(record["answer"])
+                record["content_hash"] = content_hash(record)
+        for record in self.outcome.records:
+            key = order_key(record)
+            self.outcome.roles[(key, record["meta"]["gold_role"])] += 1
+            if record["answer_index"] is not None:
+                self.outcome.positions[(key, record["answer_index"])] += 1
+        return self.outcome
+
+
+def order_key(record: dict[str, Any]) -> Any:
+    return "memory" if record["question_type"] == "memory" else record["belief_order"]
+
+
+def balanced(records: list[dict[str, Any]], skipped: Counter) -> list[dict[str, Any]]:
+    """Per order, as many variants of each gold role present as of the rarest one (the surplus dropped in
+    content-hash order, so the choice is deterministic and unrelated to the story order)."""
+    groups: dict[tuple[Any, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(order_key(record), record["meta"]["gold_role"])].append(record)
+    rarest: dict[Any, int] = {}
+    for (key, _), members in groups.items():
+        rarest[key] = min(rarest.get(key, len(members)), len(members))
+    keep = set()
+    for (key, _), members in groups.items():
+        chosen = sorted(members, key=lambda r: r["content_hash"])[: rarest[key]]
+        keep.update(r["item_id"] for r in chosen)
+    dropped = len(records) - len(keep)
+    if dropped:
+        skipped["dropped for gold-role balance"] += dropped
+    return [r for r in records if r["item_id"] in keep]
+
+
+def build_variants(source: str, records: list[dict[str, Any]], settings: Settings) -> Outcome:
+    unknown = set(settings.operators or ()) - set(OPERATORS)
+    if unknown:
+        raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
+    if source not in SOURCE_RULES:
+        raise ValueError(f"no parser for source {source!r}; variants exist for {', '.join(sorted(SOURCE_RULES))}")
+    if source not in style.SENTENCES:  # parsed and checked, but no sentence templates to write variants with
+        return Outcome(skipped=Counter({f"no variant sentence templates for {source} yet": len(records)}))
+    return Builder(source, settings).run(records)
