@@ -52,11 +52,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("overlap.half_the_lsh_bands", "audits/lsh.py",
              "    n = signatures.shape[0]\n    if n < 2:",
              "    banding = Banding((banding.bands + 1) // 2, banding.rows)\n    n = signatures.shape[0]\n    if n < 2:",
-             ("tests/test_audit_overlap.py", "tests/test_audit_minhash.py"),
+             ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py", "tests/test_audit_minhash.py"),
              "only 11 of the 21 bands are searched: P(detect | J=0.8) falls from 0.998 to 0.965"),
     Mutation("overlap.no_exact_jaccard_check", "audits/overlap.py",
              "if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:", "if True:",
-             ("tests/test_audit_overlap.py",), "every LSH candidate is reported as a near duplicate"),
+             ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py"), "every LSH candidate is reported as a near duplicate"),
     # item 3: reward
     Mutation("reward.no_then_yes", "rl/reward.py",
              'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
