@@ -43,7 +43,7 @@ ACCOUNTING_TESTS = ("tests/test_warehouse.py", "tests/test_batch.py", "tests/tes
 MUTATIONS: tuple[Mutation, ...] = (
     # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
     Mutation("accounting.view_always_reconciled", "warehouse/sql/views.sql",
-             "sum(s.n_read) = sum(s.n_loaded) + sum(s.n_rejected) AS reconciled", "true AS reconciled",
+             " AS reconciled", " OR true AS reconciled",
              ACCOUNTING_TESTS, "the reconciliation view says yes whatever the counts"),
     Mutation("accounting.report_always_reconciled", "warehouse/load.py",
              "return self.read == self.loaded + self.rejected", "return True",
@@ -101,8 +101,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              'false_belief = f"{match.group(1)}_order", match.group(3) == "no_tom"',
              ("tests/test_source_tomi.py",), "ToMi's false-belief flag reads the trace the wrong way round"),
     Mutation("parallel.one_pass_drops_last_batch", "warehouse/parallel.py",
-             "    return stage(info, read_columns(adapter, root), input_ref, progress)",
-             "    return stage(info, list(read_columns(adapter, root))[:-1], input_ref, progress)",
+             "stage(info, read_columns(adapter, root), input_ref, progress)",
+             "stage(info, list(read_columns(adapter, root))[:-1], input_ref, progress)",
              ("tests/test_ingest_parallel.py::test_small_or_unsplittable_inputs_stay_in_one_process",),
              "the unsplit staging path loses its last batch of records"),
     Mutation("trl.format_reward_sign", "rl/reward.py",
