@@ -183,7 +183,9 @@ def score_completion(completion: str, ground_truth: str | dict[str, Any],
     truth = decode_ground_truth(ground_truth)
     ok = format_ok(completion)
     extracted = extract_answer(completion)
-    correct = extracted is not None and (ok or weights.score_malformed_answers) and is_correct(extracted, truth)
+    # every <answer> block must be right: "<answer>no</answer>...<answer>yes</answer>" is a hedge, not an answer
+    answers = [found.strip() for found in _ANSWER_RE.findall(completion)] if ok or weights.score_malformed_answers else []
+    correct = all(is_correct(answer, truth) for answer in answers) if answers else False
     return Scored(
         format_ok=ok,
         correct=correct,

@@ -67,11 +67,16 @@ def test_small_or_unsplittable_inputs_stay_in_one_process(samples: Path, monkeyp
         raise AssertionError("should not split")
 
     monkeypatch.setattr(parallel, "_stage_split", no_split)
-    adapter = get_adapter("hitom")
-    parallel.stage_input(info_of(adapter), adapter, samples / "hitom" / "Hi-ToM_data.json", "in", workers=2)
-    parallel.stage_input(info_of(adapter), adapter, samples / "hitom", "in", workers=2, min_bytes=0)  # text tree too
-    adapter = get_adapter("bigtom")  # no read_part
-    parallel.stage_input(info_of(adapter), adapter, samples / "bigtom", "in", workers=2, min_bytes=0)
+    cases = [("hitom", samples / "hitom" / "Hi-ToM_data.json", None),  # below the default MIN_BYTES
+             ("hitom", samples / "hitom", 0),  # the text tree too
+             ("bigtom", samples / "bigtom", 0)]  # no read_part
+    for source, path, min_bytes in cases:
+        adapter = get_adapter(source)
+        got = parallel.stage_input(info_of(adapter), adapter, path, "in", workers=2, min_bytes=min_bytes)
+        # the one process gives what the plain record path gives: same tables, nothing lost
+        assert_same(stage(info_of(adapter), adapter.read(path), "in"), got)
+        n_input = sum(1 for _ in adapter.read(path))
+        assert got.items.num_rows + got.rejects.num_rows == n_input > 0, source
 
 
 def test_failed_worker_falls_back_to_one_pass(samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

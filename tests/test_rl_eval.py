@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -13,10 +14,32 @@ pytest.importorskip("torch")
 
 from flows.cli import app  # noqa: E402
 from rl.evaluate import summarize  # noqa: E402
+from rl.reward import score_completion  # noqa: E402
 from rl.tiny import build_model, build_tokenizer  # noqa: E402
 from tests.rl_data import small_release  # noqa: E402
 
 runner = CliRunner()
+SPLITS = ("tomforge_gen/test", "tomforge_gen/test_higher_order")
+
+
+def split_rows(release: Path) -> list[dict]:
+    """The first three rows of each evaluated split, read straight from the release's parquet files."""
+    rows: list[dict] = []
+    for ref in SPLITS:
+        config, split = ref.split("/")
+        files = sorted((release / "data" / config).glob(f"{split}-*.parquet"))
+        rows += pq.read_table(files[0]).slice(0, 3).to_pylist()
+    return rows
+
+
+def gold_by_item(release: Path, column: str) -> dict[str, object]:
+    """item_id -> the release's `answer` text, or the `reward_model` ground truth."""
+    return {row["item_id"]: row[column]["ground_truth"] if column == "reward_model" else row[column]
+            for row in split_rows(release)}
+
+
+def prompt_items(release: Path) -> list[tuple[list, str]]:
+    return [(row["prompt"], row["item_id"]) for row in split_rows(release)]
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +67,18 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     rows = con.execute("SELECT distribution, count(*), sum(reward) FROM eval_results GROUP BY 1 ORDER BY 1").fetchall()
     con.close()
     assert [(d, n) for d, n, _ in rows] == [("held_out", 3), ("in_distribution", 3)]
-    assert all(total == -9.0 for *_, total in rows)  # a random tiny model never gets the tags right
+    # whatever the tiny model wrote, each stored row is the training reward of that completion
+    # against the ground truth of that item in the release
+    truths = gold_by_item(release, "reward_model")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    stored = con.execute("SELECT distribution, item_id, completion, format_ok, correct, reward FROM eval_results").fetchall()
+    con.close()
+    for _, item_id, completion, format_ok, correct, reward in stored:
+        scored = score_completion(completion, truths[item_id])
+        assert (format_ok, correct, reward) == (scored.format_ok, scored.correct, scored.score), completion
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
-    assert summary["matrix"]["tiny"]["tomforge_gen/test (in_distribution)"] == 0.0
+    in_dist = [correct for distribution, _, _, _, correct, _ in stored if distribution == "in_distribution"]
+    assert summary["matrix"]["tiny"]["tomforge_gen/test (in_distribution)"] == round(sum(in_dist) / len(in_dist), 4)
     assert summary["generation"]["sequences"] == 6
     assert (tmp_path / "ev" / "accuracy_by_order.png").stat().st_size > 1000
     # evaluating the same run again replaces its rows instead of duplicating them
@@ -54,6 +86,37 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     con = duckdb.connect(str(warehouse), read_only=True)
     assert con.execute("SELECT count(*) FROM eval_results").fetchone()[0] == 6
     con.close()
+
+
+def test_eval_scores_each_completion_against_its_own_item(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scripted completions with known outcomes: the gold answer for the 1st and 3rd item of each
+    split, a well-formed wrong answer for the 2nd, so each split scores 2/3 and rewards 3, -1, 3."""
+    release, model_dir = setup
+    answers = gold_by_item(release, "answer")
+    prompts = {json.dumps(prompt): item for prompt, item in prompt_items(release)}
+
+    def scripted(model_path, batch_prompts, **kwargs):
+        out = []
+        for position, prompt in enumerate(batch_prompts):
+            answer = answers[prompts[json.dumps(prompt)]] if position != 1 else "zz-not-an-answer"
+            out.append(f"<think>checking</think><answer>{answer}</answer>")
+        return out
+
+    monkeypatch.setattr("rl.evaluate.generate", scripted)
+    warehouse = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
+                                 "--split", "tomforge_gen/test_higher_order", "--in-distribution", "tomforge_gen/test",
+                                 "--label", "scripted", "--limit", "3", "--generator", "hf", "--warehouse", str(warehouse),
+                                 "--out", str(tmp_path / "ev")])
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(warehouse), read_only=True)
+    rows = con.execute("SELECT split, list(reward ORDER BY reward DESC), sum(correct::INT) FROM eval_results "
+                       "GROUP BY 1 ORDER BY 1").fetchall()
+    con.close()
+    assert rows == [("test", [3.0, 3.0, -1.0], 2), ("test_higher_order", [3.0, 3.0, -1.0], 2)]
+    matrix = json.loads((tmp_path / "ev" / "summary.json").read_text())["matrix"]["scripted"]
+    assert matrix == {"tomforge_gen/test (in_distribution)": round(2 / 3, 4),  # the summary keeps 4 decimals
+                      "tomforge_gen/test_higher_order (held_out)": round(2 / 3, 4)}
 
 
 def test_summarize_by_order() -> None:

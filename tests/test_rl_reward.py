@@ -21,6 +21,7 @@ def truth(fmt: str, answer: str, options=(), index=None, answer_list=None) -> st
 
 MC = truth("multiple_choice", "green_basket", ["blue box", "green_basket", "red drawer"])
 YN = truth("yes_no", "no")
+YES = truth("yes_no", "yes")
 FREE = truth("free_text", "the green_basket")
 LIST = truth("list", "Sally, Anne", answer_list=["Sally", "Anne"])
 EMPTY = truth("list", "", answer_list=[])
@@ -59,6 +60,18 @@ CASES = [
     (wrap("Sally"), LIST, True, False),
     (wrap("Sally, Anne, Bob"), LIST, True, False),
     (wrap("nobody"), EMPTY, True, True),
+    # contradictory or hedged answers earn no correctness reward, whichever part is right
+    (wrap("No. Yes."), YN, True, False),               # says no, then yes
+    (wrap("no... actually, yes"), YN, True, False),
+    (wrap("yes"), YES, True, True),
+    (wrap("Yes, or maybe no."), YES, True, False),     # says yes, then no
+    (wrap("B or C"), MC, True, False),                 # two option letters
+    (wrap("B (or C)"), MC, True, False),
+    (wrap("green basket or red drawer"), MC, True, False),   # two containers by name
+    (wrap("green basket, red drawer"), MC, True, False),
+    (wrap("the green basket or the red drawer"), FREE, True, False),
+    (wrap("green basket and red drawer"), FREE, True, False),
+    (wrap("Sally, Anne or Bob"), LIST, True, False),
     # format failures
     ("<answer>B</answer>", MC, False, False),                                    # missing think
     ("<think>x</think>B", MC, False, False),                                     # missing answer tags
@@ -83,6 +96,16 @@ def test_weights_configurable_and_malformed_scoring() -> None:
     assert reward("<answer>B</answer>", MC, weights) == 1.0
     assert reward(wrap("B"), MC, weights) == 1.5
     assert reward("<answer>B</answer>", MC) == -3.0
+
+
+def test_several_answers_must_all_be_right() -> None:
+    """Scoring malformed completions must not reward a hedge spread over several <answer> blocks."""
+    weights = RewardWeights(score_malformed_answers=True)
+    for gold, answers in ((YES, ("no", "yes")), (YES, ("yes", "no")), (MC, ("A", "B")), (MC, ("B", "C"))):
+        completion = "<think>x</think>" + "".join(f"<answer>{a}</answer>" for a in answers)
+        assert not score_completion(completion, gold, weights).correct, completion
+    agreeing = "<think>x</think><answer>B</answer><answer>green basket</answer>"
+    assert score_completion(agreeing, MC, weights).correct  # both name the gold option
 
 
 def test_plain_string_ground_truth() -> None:

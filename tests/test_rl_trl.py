@@ -3,6 +3,7 @@ config, on published-layout data, with the rule reward called and a checkpoint w
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,14 @@ pytest.importorskip("trl")
 
 from rl import stage  # noqa: E402
 from rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
-from rl.reward import make_trl_rewards  # noqa: E402
+from rl.reward import completion_text, make_trl_rewards  # noqa: E402
 from rl.tiny import build_model, build_tokenizer  # noqa: E402
 from rl.trl_backend import TrlSettings, train_trl  # noqa: E402
 from tests.rl_data import small_release  # noqa: E402
+
+
+def well_formed(text: str) -> bool:
+    return re.findall(r"</?(?:think|answer)>", text) == ["<think>", "</think>", "<answer>", "</answer>"]
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +40,17 @@ def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorit
     tokenizer.save_pretrained(model_dir)  # a path, as in real runs: TRL loads the KL reference from it
 
     calls: list[int] = []
+    format_calls: list[tuple[list[str], list[float]]] = []
     inner = make_trl_rewards()
 
     def counted(func):
         def wrapper(completions, **kwargs):
             assert "reward_model" in kwargs and "extra_info" in kwargs  # dataset columns reach the reward
             calls.append(len(completions))
-            return func(completions, **kwargs)
+            values = func(completions, **kwargs)
+            if func.__name__ == "format_reward":
+                format_calls.append(([completion_text(c) for c in completions], list(values)))
+            return values
         wrapper.__name__ = func.__name__
         return wrapper
 
@@ -56,8 +65,12 @@ def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorit
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
     assert (out / "checkpoint-2").is_dir()
     history = json.loads((out / "log_history.json").read_text())
-    logged = [h for h in history if "rewards/format_reward/mean" in h]
-    assert logged and all(-1.0 <= h["rewards/format_reward/mean"] <= 1.0 for h in logged)
+    logged = [h["rewards/format_reward/mean"] for h in history if "rewards/format_reward/mean" in h]
+    # the format reward, checked against the rule written out here (+1 when the four tags occur once each,
+    # in order, else -1), is what TRL received and logged for each step
+    expected = [[1.0 if well_formed(text) else -1.0 for text in texts] for texts, _ in format_calls]
+    assert [values for _, values in format_calls] == expected
+    assert logged == pytest.approx([sum(values) / len(values) for values in expected])
 
 
 def test_trl_plan_single_and_multi_gpu() -> None:

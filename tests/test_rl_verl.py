@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from rl import stage
-from rl.verl_backend import (KEYS_FILE, VerlConfigError, VerlSettings, check_overrides, compose_overrides,
+from rl.verl_backend import (VerlConfigError, VerlSettings, check_overrides, compose_overrides,
                              expected_keys, hydra_value, override_args)
 
 
@@ -43,11 +43,6 @@ def test_hydra_rendering() -> None:
     assert hydra_value("my run") == "'my run'" and hydra_value(3e-7) == "3e-07"
     args = override_args({"trainer.logger": ["console"], "data.train_batch_size": 64})
     assert args == ["trainer.logger=[console]", "data.train_batch_size=64"]
-
-
-def test_keys_file_names_its_source() -> None:
-    header = KEYS_FILE.read_text().splitlines()[:4]
-    assert any("ppo_trainer.yaml" in line for line in header)
 
 
 def test_plan_local_and_ray() -> None:

@@ -84,6 +84,23 @@ def test_own_sample_fields(own: Path) -> None:
     assert text["meta"]["instruction"].startswith("Read the story below")
 
 
+def test_tree_path_meta_where_length_and_sample_differ(tmp_path: Path, own: Path) -> None:
+    """story_length, sample, prompting style and deception come from the path; the own samples
+    all sit in length_1/sample_1, so copy one file to paths where every number differs."""
+    source = own / "Hi-ToM_data" / "Tell" / "MC" / "length_1" / "sample_1" / "order_2.txt"
+    placed = (("Tell", "MC", 3, 7), ("No_Tell", "CoT", 4, 2))
+    for tell, style, length, sample in placed:
+        target = tmp_path / "Hi-ToM_data" / tell / style / f"length_{length}" / f"sample_{sample}" / "order_2.txt"
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
+    records, rejects = read_all(ADAPTER, tmp_path)
+    assert not rejects and len(records) == 2
+    got = {(r["meta"]["deception"], r["meta"]["prompting_type"], r["meta"]["story_length"], r["meta"]["sample"])
+           for r in records}
+    assert got == {(True, "VP", 3, 7), (False, "CoTP", 4, 2)}
+    assert {r["belief_order"] for r in records} == {2}
+
+
 def test_cotp_vp_and_text_tree_share_context_id(own: Path) -> None:
     records = by_ref(read_all(ADAPTER, own)[0])
     story_one = {records[f"Hi-ToM_data.json#{index}"]["context_id"] for index in range(10)}
@@ -125,6 +142,7 @@ def test_real_samples(real_samples: Path) -> None:
     order_1 = refs["Hi-ToM_data/No_Tell/CoT/length_2/sample_3/order_1.txt"]
     order_4 = refs["Hi-ToM_data/No_Tell/CoT/length_2/sample_3/order_4.txt"]
     assert order_1["is_false_belief"] is False and order_4["is_false_belief"] is True
+    assert (order_1["meta"]["story_length"], order_1["meta"]["sample"]) == (2, 3)  # from .../length_2/sample_3/...
     assert len(order_4["perspective_chain"]) == 4 and order_4["question_type"] == "higher_order_belief"
 
 

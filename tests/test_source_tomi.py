@@ -29,6 +29,36 @@ def copy(tmp_path: Path, own: Path) -> Path:
     return tmp_path
 
 
+def question_lines(story_file: Path) -> list[str]:
+    """A ToMi example ends with its question line, the only line holding tabs (question, answer, support)."""
+    return [line for line in story_file.read_text(encoding="utf-8").splitlines() if "\t" in line]
+
+
+def distinct_stories(story_file: Path) -> int:
+    """Examples repeat their story, numbered from 1; count the distinct texts before each question."""
+    stories, current = set(), []
+    for line in story_file.read_text(encoding="utf-8").splitlines():
+        number, _, text = line.partition(" ")
+        if number == "1":
+            current = []
+        if "\t" in line:
+            stories.add(tuple(current))
+        else:
+            current.append(text)
+    return len(stories)
+
+
+def expected_from_trace(trace_file: Path) -> tuple[Counter, Counter, Counter]:
+    """(question types, belief orders, is_false_belief) as the trace's question field says: memory and
+    reality are order 0 with no false belief; first/second_order_*_tom are false beliefs, *_no_tom not."""
+    kinds = [line.split(",")[-2] for line in trace_file.read_text(encoding="utf-8").splitlines() if line]
+    qtype = {"memory": "memory", "reality": "reality", "first": "first_order_belief", "second": "higher_order_belief"}
+    order = {"memory": 0, "reality": 0, "first": 1, "second": 2}
+    heads = [kind.split("_")[0] for kind in kinds]
+    false_belief = [None if head in ("memory", "reality") else not kind.endswith("_no_tom") for head, kind in zip(heads, kinds)]
+    return Counter(qtype[h] for h in heads), Counter(order[h] for h in heads), Counter(false_belief)
+
+
 def test_registry_and_static_facts() -> None:
     adapter = get_adapter("tomi")
     assert adapter is ADAPTER
@@ -38,10 +68,14 @@ def test_registry_and_static_facts() -> None:
 def test_own_samples_load_completely(own: Path) -> None:
     records, rejects = read_all(ADAPTER, own)
     assert rejects == []
-    assert Counter(record["split"] for record in records) == {"train": 12, "test": 12}
-    assert Counter(record["question_type"] for record in records) == {
-        "memory": 4, "reality": 4, "first_order_belief": 8, "higher_order_belief": 8}
-    assert Counter(record["is_false_belief"] for record in records) == {None: 8, False: 10, True: 6}
+    files = {split: own / f"tomi_sample_{split}.txt" for split in ("train", "test")}
+    assert Counter(record["split"] for record in records) == {split: len(question_lines(f)) for split, f in files.items()}
+    types, orders, false_beliefs = (sum(counters, Counter()) for counters in
+                                    zip(*(expected_from_trace(f.with_suffix(".trace")) for f in files.values())))
+    assert Counter(record["question_type"] for record in records) == types
+    assert Counter(record["belief_order"] for record in records) == orders
+    assert Counter(record["is_false_belief"] for record in records) == false_beliefs
+    assert types == {"memory": 4, "reality": 4, "first_order_belief": 8, "higher_order_belief": 8}  # the fixture's design
     for record in records:
         assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
         assert record["answer_format"] == "free_text" and record["options"] == []
@@ -69,6 +103,7 @@ def test_own_sample_fields(own: Path) -> None:
 def test_examples_of_one_story_share_context(own: Path) -> None:
     records = read_all(ADAPTER, own)[0]
     contexts = Counter(record["context_id"] for record in records)
+    assert len(contexts) == sum(distinct_stories(own / f"tomi_sample_{s}.txt") for s in ("train", "test")) == 4
     assert sorted(contexts.values()) == [6, 6, 6, 6]
     first = by_ref(records)["tomi_sample_test.txt#0"]
     assert first["context"].startswith("1 Zoe entered the porch.") and "\t" not in first["context"]
@@ -83,22 +118,26 @@ def test_ids_stable_and_unique(own: Path) -> None:
 
 def test_real_samples(real_samples: Path) -> None:
     records, rejects = read_all(ADAPTER, real_samples / "tomi")
-    assert rejects == [] and len(records) == 30
+    story_file = real_samples / "tomi" / "fb_all_test.txt"
+    assert rejects == [] and len(records) == len(question_lines(story_file)) > 0
     assert {record["split"] for record in records} == {"test"}
-    assert Counter(record["is_false_belief"] for record in records) == {None: 10, False: 17, True: 3}
-    assert Counter(record["belief_order"] for record in records) == {0: 10, 1: 10, 2: 10}
+    types, orders, false_beliefs = expected_from_trace(story_file.with_suffix(".trace"))
+    assert Counter(record["question_type"] for record in records) == types
+    assert Counter(record["is_false_belief"] for record in records) == false_beliefs
+    assert Counter(record["belief_order"] for record in records) == orders
     for record in records:
         assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
-    assert len({record["context_id"] for record in records}) == 5
+    assert len({record["context_id"] for record in records}) == distinct_stories(story_file)
 
 
 def test_missing_trace_still_loads(copy: Path) -> None:
+    _, orders, _ = expected_from_trace(copy / "tomi_sample_train.trace")
     (copy / "tomi_sample_train.trace").unlink()
     records, rejects = read_all(ADAPTER, copy / "tomi_sample_train.txt")
-    assert not rejects and len(records) == 12
+    assert not rejects and len(records) == len(question_lines(copy / "tomi_sample_train.txt"))
     assert {record["is_false_belief"] for record in records} == {None}
     assert {record["meta"]["type_source"] for record in records} == {"question_text"}
-    assert Counter(record["belief_order"] for record in records) == {0: 4, 1: 4, 2: 4}
+    assert Counter(record["belief_order"] for record in records) == orders  # read off the wording instead
     assert by_ref(records)["tomi_sample_train.txt#2"]["perspective_chain"] == ["Greta", "Hamid"]
 
 
@@ -110,6 +149,7 @@ def test_misaligned_trace_is_fatal(copy: Path) -> None:
 
 def test_malformed_examples_become_rejects(copy: Path) -> None:
     story = copy / "tomi_sample_train.txt"
+    n_examples = len(question_lines(story))
     lines = story.read_text().splitlines()
     lines[6] = lines[6].split("\t")[0]  # example 0: question without answer
     lines[15] = "9 Lucia entered the porch."  # example 2: its second line is numbered 9
@@ -120,7 +160,7 @@ def test_malformed_examples_become_rejects(copy: Path) -> None:
     trace.write_text("\n".join(trace_lines) + "\n")
     story.write_text("\n".join(lines[:-1]) + "\n")  # last example loses its question line (truncated)
     records, rejects = read_all(ADAPTER, copy)
-    assert len(records) + len(rejects) == 12
+    assert len(records) + len(rejects) == n_examples  # every example of the intact file, good or bad
     fields = {reject.record: reject.field for reject in rejects}
     assert fields == {"0": "answer", "2": "line", "3": "trace", "11": "question"}
     assert all(reject.file == "tomi_sample_train.txt" and reject.raw for reject in rejects)

@@ -1,0 +1,222 @@
+"""Mutation check: does the test suite catch small deliberate bugs?
+
+Each entry of `MUTATIONS` names a file, an exact snippet of it, the snippet that replaces it (the
+bug) and the tests that should notice. Every mutation is applied alone to a temporary copy of the
+repository (never to the working tree), only its tests run there with the same interpreter, and a
+mutation counts as caught when pytest reports failed tests. A snippet that no longer occurs exactly
+once is reported as stale (the code moved on: update the entry). Exit status 0 only when every
+mutation is caught and the unmutated copy passes the same tests.
+
+    .venv/bin/python bench/mutations.py                 # all mutations
+    .venv/bin/python bench/mutations.py --list          # names and the tests each one runs
+    .venv/bin/python bench/mutations.py --only ids.item_id_parts_swapped --only reward.no_then_yes
+
+To add one: append a `Mutation` below with the smallest snippet that is unique in its file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str
+    original: str
+    mutated: str
+    tests: tuple[str, ...]  # test files or node ids, relative to the repository root
+    why: str = ""  # the user-visible bug it stands for
+
+
+ACCOUNTING_TESTS = ("tests/test_warehouse.py", "tests/test_batch.py", "tests/test_cli.py", "tests/test_reconciliation.py")
+LEDGER_TESTS = ("tests/test_release_ledger.py",)
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
+    Mutation("accounting.view_always_reconciled", "warehouse/sql/views.sql",
+             " AS reconciled", " OR true AS reconciled",
+             ACCOUNTING_TESTS, "the reconciliation view says yes whatever the counts"),
+    Mutation("accounting.report_always_reconciled", "warehouse/load.py",
+             "return self.read == self.loaded + self.rejected", "return True",
+             ACCOUNTING_TESTS, "LoadReport.reconciled is true whatever the counts: exit 3 never happens"),
+    Mutation("accounting.read_not_counted_apart", "warehouse/parallel.py",
+             "return replace(staged, read=adapter.count_input(Path(root)))", "return staged",
+             ACCOUNTING_TESTS, "read is what the parser yielded again: a record lost in parsing goes unnoticed"),
+    Mutation("accounting.swap_ignores_the_view", "warehouse/db.py",
+             '"SELECT count(*) FROM reconciliation WHERE NOT reconciled"', '"SELECT 0"',
+             ACCOUNTING_TESTS, "a warehouse whose items disagree with its ledger is swapped in"),
+    # issue 13: the release ledger (tests by helper "ledger")
+    Mutation("ledger.sum_never_checked", "hub/ledger.py",
+             'if row["warehouse"] != row["released"] + row["removed"]:', "if False:",
+             LEDGER_TESTS, "a release that lost items says it reconciles"),
+    Mutation("ledger.verify_ignores_unlisted_files", "hub/verify.py",
+             "        found.append(f\"{relative}: not in the manifest (stale or foreign file)\")\n", "",
+             LEDGER_TESTS, "a stray file in a release passes verify"),
+    # item 2: overlap audit
+    Mutation("overlap.half_the_lsh_bands", "audits/lsh.py",
+             "    n = signatures.shape[0]\n    if n < 2:",
+             "    banding = Banding((banding.bands + 1) // 2, banding.rows)\n    n = signatures.shape[0]\n    if n < 2:",
+             ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py", "tests/test_audit_minhash.py"),
+             "only 11 of the 21 bands are searched: P(detect | J=0.8) falls from 0.998 to 0.965"),
+    Mutation("overlap.no_exact_jaccard_check", "audits/overlap.py",
+             "if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:", "if True:",
+             ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py"), "every LSH candidate is reported as a near duplicate"),
+    # item 3: reward
+    Mutation("reward.no_then_yes", "rl/reward.py",
+             'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
+             ("tests/test_rl_reward.py",), '"no ... yes" earns the reward of "no"'),
+    Mutation("reward.yes_then_no", "rl/reward.py",
+             'if says_yes and not any(w in _NO for w in words[1:]):', "if says_yes:",
+             ("tests/test_rl_reward.py",), '"yes, or maybe no" earns the reward of "yes"'),
+    Mutation("reward.substring_match", "rl/reward.py",
+             "    return bool(_variants(normalize(response)) & _variants(normalize(gold)))",
+             "    return normalize(gold) in normalize(response)",
+             ("tests/test_rl_reward.py",), '"the green basket or the red drawer" counts as "green basket"'),
+    Mutation("reward.letter_with_other_text", "rl/reward.py",
+             "    if rest and not texts_match(rest, options[index]):\n        return None\n", "",
+             ("tests/test_rl_reward.py",), '"B or C" / "B) blue box" pick B'),
+    Mutation("reward.last_of_several_answers", "rl/reward.py",
+             "correct = all(is_correct(answer, truth) for answer in answers) if answers else False",
+             "correct = is_correct(answers[-1], truth) if answers else False",
+             ("tests/test_rl_reward.py",), "with score_malformed_answers, <answer>no</answer><answer>yes</answer> "
+                                           "is scored on its last answer only"),
+    # item 4: ids
+    Mutation("ids.item_id_parts_swapped", "warehouse/record.py",
+             "return _hex(source, source_key)", "return _hex(source_key, source)",
+             ("tests/test_ids.py",), "item ids change meaning (and collide across sources named like keys)"),
+    Mutation("ids.context_not_normalized", "warehouse/record.py",
+             "return _hex(normalize_context(context))", "return _hex(context)",
+             ("tests/test_ids.py",), "the same story with other whitespace gets another context_id"),
+    Mutation("ids.content_hash_includes_item_id", "warehouse/record.py",
+             '_ID_FIELDS = ("item_id", "content_hash")', '_ID_FIELDS = ("content_hash",)',
+             ("tests/test_ids.py",), "a renamed key changes the content hash"),
+    Mutation("ids.content_hash_other_serialization", "warehouse/record.py",
+             "return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()",
+             "return hashlib.sha256(orjson.dumps(payload)).hexdigest()",
+             ("tests/test_ids.py",), "the content hash depends on key order, not only on content"),
+    # item 5: HiToM tree meta
+    Mutation("hitom.tree_length_and_sample_swapped", "warehouse/sources/hitom.py",
+             "story_length=int(length),\n                        sample=int(sample))",
+             "story_length=int(sample),\n                        sample=int(length))",
+             ("tests/test_source_hitom.py",), "story_length and sample of the text tree are swapped"),
+    # item 6: weak tests
+    Mutation("tomi.false_belief_inverted", "warehouse/sources/tomi.py",
+             'false_belief = f"{match.group(1)}_order", match.group(3) == "tom"',
+             'false_belief = f"{match.group(1)}_order", match.group(3) == "no_tom"',
+             ("tests/test_source_tomi.py",), "ToMi's false-belief flag reads the trace the wrong way round"),
+    Mutation("parallel.one_pass_drops_last_batch", "warehouse/parallel.py",
+             "stage(info, read_columns(adapter, root), input_ref, progress)",
+             "stage(info, list(read_columns(adapter, root))[:-1], input_ref, progress)",
+             ("tests/test_ingest_parallel.py::test_small_or_unsplittable_inputs_stay_in_one_process",),
+             "the unsplit staging path loses its last batch of records"),
+    Mutation("trl.format_reward_sign", "rl/reward.py",
+             "        return [score_completion(completion_text(c), t, weights).format_reward\n",
+             "        return [-score_completion(completion_text(c), t, weights).format_reward\n",
+             ("tests/test_rl_trl.py::test_two_trl_steps_write_a_checkpoint",),
+             "TRL's format reward rewards malformed completions"),
+    Mutation("eval.reward_of_another_item", "rl/evaluate.py",
+             "        for completion, truth, info in zip(completions, truths, infos):",
+             "        for completion, truth, info in zip(completions, truths[1:] + truths[:1], infos):",
+             ("tests/test_rl_eval.py",),
+             "each completion is scored against the next item's ground truth"),
+    Mutation("generator.unobserved_move_never_applies", "generators/operators.py",
+             "             if replay.present_before[p] and everyone - replay.present_before[p]]\n    if not slots:",
+             "             if replay.present_before[p] and everyone - replay.present_before[p]]\n    if True:",
+             ("tests/test_generator_properties.py",),
+             "an operator that never applies: the property tests skip every story using it"),
+)
+
+
+def copy_repository(dest: Path) -> None:
+    """The working tree as git sees it (tracked plus untracked files that are not ignored)."""
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             cwd=REPO, check=True, capture_output=True).stdout.decode("utf-8").split("\0")
+    for name in filter(None, listing):
+        source = REPO / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -> tuple[int, float, str]:
+    """pytest on `tests` inside `copy`; (exit code, seconds, last line of its output)."""
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    real = os.environ.get("TOMFORGE_REAL_SAMPLES") or str(REPO.parent / "shared" / "real-samples")
+    env["TOMFORGE_REAL_SAMPLES"] = str(Path(real).resolve())  # the copy has no ../shared next to it
+    start = time.monotonic()
+    try:
+        done = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests], cwd=copy,
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, time.monotonic() - start, f"timed out after {timeout:.0f} s"
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    return done.returncode, time.monotonic() - start, (lines[-1] if lines else "")
+
+
+def apply(copy: Path, mutation: Mutation) -> str | None:
+    """Write the mutated file into `copy`; the original text to restore, or None when stale."""
+    path = copy / mutation.file
+    text = path.read_text(encoding="utf-8")
+    if text.count(mutation.original) != 1:
+        return None
+    path.write_text(text.replace(mutation.original, mutation.mutated), encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", default=[], help="run only these mutations (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and their tests")
+    parser.add_argument("--python", default=sys.executable, help="interpreter with the test dependencies")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
+    parser.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    unknown = set(args.only) - {m.name for m in MUTATIONS}
+    if unknown:
+        parser.error(f"unknown mutation(s): {', '.join(sorted(unknown))}")
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:42} {m.file:32} {' '.join(m.tests)}")
+        return 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tomforge-mutations-") as tmp:
+        copy = Path(tmp) / "repo"
+        copy_repository(copy)
+        if not args.skip_baseline:
+            tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+            code, seconds, last = run_tests(copy, tests, args.python, args.timeout * 2)
+            print(f"baseline (no mutation): pytest exit {code} in {seconds:.0f} s: {last}", flush=True)
+            if code != 0:
+                print("the unmutated tests do not pass: fix them first", file=sys.stderr)
+                return 1
+        caught = 0
+        for m in chosen:
+            original = apply(copy, m)
+            if original is None:
+                print(f"STALE     {m.name}: the snippet does not occur exactly once in {m.file}", flush=True)
+                continue
+            try:
+                code, seconds, last = run_tests(copy, m.tests, args.python, args.timeout)
+            finally:
+                (copy / m.file).write_text(original, encoding="utf-8")
+            verdict = "caught" if code == 1 else ("SURVIVED" if code == 0 else f"ERROR({code})")
+            caught += verdict == "caught"
+            print(f"{verdict:9} {m.name} ({seconds:.0f} s): {m.why} | {last}", flush=True)
+    print(f"caught {caught}/{len(chosen)} mutations in {time.monotonic() - started:.0f} s")
+    return 0 if caught == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
