@@ -13,13 +13,19 @@ from typing import Callable
 
 import polars as pl
 
-from audits import artifacts, baselines, store
+from audits import (
+    artifacts,
+    baselines,
+    store,
+    variant_checks,  # noqa: F401  (registers the variant lines of the verdict)
+)
 from audits.config import AuditParams
 from audits.features import item_features
 from audits.lsh import datasketch_default_banding
 from audits.overlap import OverlapResult, audit_overlap, digest
 from audits.report import render_report
 from audits.summary import AuditSummary
+from audits.variants import variant_findings
 from audits.verdict import AuditFacts, verdict_frame, verdicts
 from warehouse.db import connect_readonly
 from warehouse.versions import tool_versions as versions_of
@@ -197,7 +203,6 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
         "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
     findings = _findings(ov, tables, p)
-    from audits.variants import variant_findings  # variants of real stories: leaks and oracle disagreements
     findings = pl.concat([findings, variant_findings(Path(warehouse), train["item_id"].to_list(),
                                                      heldout["item_id"].to_list() if heldout_where else [])])
     tables["audit_findings"] = findings

@@ -89,3 +89,4 @@ def oracle_rejected(warehouse: Path) -> pl.DataFrame:
                                      "ORDER BY item_id").to_arrow_table())
     finally:
         con.close()
+

@@ -216,21 +216,31 @@ def test_audit_reports_variant_leak_and_oracle_disagreement_and_clean_quarantine
         assert run("ingest", "--source", "tomi", "--path", str(folder), "-w", str(warehouse)).exit_code == 0
     assert run("variants", "--source", "tomi", "--max-order", "3", "-w", str(warehouse)).exit_code == 0
 
+    verdict: dict[str, object] = {}
+
     def findings(train: str, heldout: str) -> dict[str, list[dict]]:
         summary = run_audit(warehouse, train, heldout)
+        verdict.clear()
+        verdict.update({v.check: v for v in summary.verdicts})
         out: dict[str, list[dict]] = {}
         for row in summary.findings.iter_rows(named=True):
             out.setdefault(row["check"], []).append(row | {"evidence": json.loads(row["evidence"])})
         return out
 
     clean = findings("split = 'train'", "split = 'test'")  # variants inherit 'test': nothing crosses
-    assert "overlap:variant_leak" not in clean
+    assert "overlap:variant_leak" not in clean and "variant leaks" not in verdict
     [wrong] = clean["consistency:oracle_disagreement"]
     assert wrong["evidence"]["source"] == "tomi" and len(wrong["evidence"]["item_ids"]) == 1
+    oracle = verdict["oracle disagreements"]  # the planted wrong gold, in the verdict table
+    assert oracle.status == "warn" and "rejects 1 published golds" in oracle.finding
+    assert "tomi_train.txt" in oracle.evidence[0]["items"]
     leaked = findings("split = 'train' OR source = 'tomi_variants'", "split = 'test' AND source = 'tomi'")
     [leak] = leaked["overlap:variant_leak"]
     assert leak["evidence"]["heldout_item_ids"] and set(leak["evidence"]["variant_item_ids"]) <= \
         set(leak["evidence"]["train_item_ids"])
+    leaks = verdict["variant leaks"]
+    assert leaks.status == "fail" and leaks.finding.startswith("1 story with items on both sides")
+    assert f"({len(leak['evidence']['train_item_ids'])} train items)" in leaks.finding
     run_audit(warehouse, "split = 'train'", "split = 'test'")
     kept = apply_cleaning(warehouse, CleaningPolicy())
     assert "oracle_rejects_gold" not in set(kept.removed["reason"])

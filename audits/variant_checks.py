@@ -1,0 +1,72 @@
+"""The verdict lines for variants of real stories: variant leaks and oracle disagreements.
+
+They read the findings `audits.variants` adds to `audit_findings` and appear in the verdict only
+when there is something to show (no variants or oracle checks: no line). Kept apart from
+`audits.variants`, which `audits.clean` imports, so the verdict (which asks `audits.clean` what it
+would drop) and the variants never import each other.
+"""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from audits.evidence import md_escape
+from audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict, register
+
+
+def _findings_of(facts: AuditFacts, check: str) -> list[dict]:
+    findings = facts.tables.get("audit_findings")
+    if findings is None or findings.height == 0:
+        return []
+    return findings.filter(pl.col("check") == check).to_dicts()
+
+
+def _refs(facts: AuditFacts, item_ids: list[str]) -> str:
+    """Where a reader finds items: their source_refs (the first few), hashes never."""
+    refs = facts.items.filter(pl.col("item_id").is_in(item_ids)).sort("item_id")["source_ref"].to_list()
+    shown = ", ".join(md_escape(r or "?") for r in refs[:3])
+    return shown + (f" (+{len(refs) - 3})" if len(refs) > 3 else "")
+
+
+@register
+def variant_leaks(facts: AuditFacts) -> Verdict | None:
+    """Variants of real stories on the other side of the split from their original (None without any)."""
+    leaks = _findings_of(facts, "overlap:variant_leak")
+    if not leaks:
+        return None
+    rows, n_train = [], 0
+    for leak in leaks:
+        ev = json.loads(leak["evidence"])
+        n_train += len(ev["train_item_ids"])
+        rows.append({"train items": _refs(facts, ev["train_item_ids"]), "held-out items": _refs(facts, ev["heldout_item_ids"]),
+                     "variants among them": str(len(ev["variant_item_ids"])),
+                     "story context id": f"`{ev['story_context_id'][:12]}`"})
+    return Verdict(
+        "variant leaks", "fail",
+        f"{len(leaks)} stor{'ies' if len(leaks) != 1 else 'y'} with items on both sides, variants included "
+        f"({n_train} train items); expected 0",
+        "keep every variant on its original's side: select by story (`meta.variant_of`), not by item",
+        "A variant (`tomforge variants`) and its original are one story: a variant of a held-out story in train "
+        "teaches the test.", rows[:MAX_EVIDENCE])
+
+
+@register
+def oracle_disagreements(facts: AuditFacts) -> Verdict | None:
+    """Golds the independent checker rejects under the source's own rules (None without `oracle_checks`)."""
+    found = _findings_of(facts, "consistency:oracle_disagreement")
+    if not found:
+        return None
+    rows, n = [], 0
+    for finding in found:
+        ev = json.loads(finding["evidence"])
+        n += len(ev["item_ids"])
+        rows.append({"source": md_escape(ev["source"]), "rule set": md_escape(ev["rule_set"]),
+                     "rejected golds": f"{len(ev['item_ids'])} of {ev['n_checked'] - ev['n_unparsed']} parsed",
+                     "items": _refs(facts, ev["item_ids"])})
+    return Verdict(
+        "oracle disagreements", "warn",
+        f"the checker rejects {n} published golds in the warehouse (under each source's own rules); expected 0",
+        f"`tomforge clean --quarantine-oracle` quarantines the {n} items (see `oracle_checks` for the deciding event)",
+        "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
+        "under the source's documented rules.", rows[:MAX_EVIDENCE])
