@@ -283,7 +283,7 @@ def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag to download."),
-    model: str = typer.Option(..., "--model", "-m", help="Model id or path to start from."),
+    model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
     output_dir: Path = typer.Option(Path("out/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
@@ -331,7 +331,7 @@ def train(
 
 @app.command("eval")
 def eval_(
-    model: str = typer.Option(..., "--model", "-m", help="Model path (or id) to evaluate."),
+    model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
     splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable)."),

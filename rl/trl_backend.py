@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rl.models import materialize
 from rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
 ALGORITHMS = ("rloo", "grpo")
@@ -117,7 +118,7 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
     weights = RewardWeights(**s.reward_weights)
     funcs = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
     trainer_cls = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
-    trainer = trainer_cls(model=model if model is not None else s.model, reward_funcs=funcs,
+    trainer = trainer_cls(model=model if model is not None else materialize(s.model), reward_funcs=funcs,
                           args=build_trl_config(s), train_dataset=train_dataset, processing_class=tokenizer,
                           callbacks=[StepTimer(), *(callbacks or [])])
     started = last[0] = time.perf_counter()
