@@ -138,10 +138,33 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
         codes[name] = proc.wait()
         log.close()
         print(f"{name}: exit {codes[name]} after {time.perf_counter() - started:.0f} s", flush=True)
+    for name in procs:
+        print(name, json.dumps(_brief(work / name / "arm.json")), flush=True)
+        if codes[name]:
+            print("".join((out / f"{name}.log").read_text().splitlines(keepends=True)[-15:]), flush=True)
     (work / "run.json").write_text(json.dumps({"recipe": recipe, "arms": arms, "exit_codes": codes,
                                                 "seconds": round(time.perf_counter() - started, 1),
                                                 "release": release, "model": model}, indent=1))
     return max(codes.values())
+
+
+def _brief(path: Path) -> dict[str, Any]:
+    """One line per arm for the run's log: seconds, steps and peak memory of each phase."""
+    if not path.is_file():
+        return {"missing": str(path)}
+    arm = json.loads(path.read_text())
+    brief: dict[str, Any] = {}
+    if "sft" in arm:
+        brief["sft"] = {k: arm["sft"][k] for k in ("steps", "seconds", "tokens", "peak_gpu_gb", "skipped_nonfinite_steps")}
+    if "rl" in arm:
+        steps = [h for h in arm["rl"]["log"] if "reward" in h]
+        times = [h["step_time"] for h in steps if "step_time" in h]
+        brief["rl"] = {"seconds": arm["rl"]["seconds"], "steps": len(steps), "peak_gpu_gb": arm["rl"]["peak_gpu_gb"],
+                       "step_time_median": sorted(times)[len(times) // 2] if times else None,
+                       "reward_first_last": [steps[0]["reward"], steps[-1]["reward"]] if steps else None}
+    if "eval" in arm:
+        brief["eval"] = {"seconds": arm["eval"]["seconds"], **arm["eval"]["generation"]}
+    return brief
 
 
 def main(argv: list[str] | None = None) -> int:
