@@ -291,7 +291,9 @@ def train(
     max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
     epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
     num_generations: int = typer.Option(8, "--num-generations", min=2, help="Samples per prompt."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per step; verl: prompts per step."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="TRL: micro-batches per optimizer step (one "
+                                   "generation of batch-size x grad-accum completions serves them; less GPU memory)."),
     learning_rate: float = typer.Option(1e-6, "--learning-rate", "--lr"),
     beta: float = typer.Option(0.001, "--kl-coef", help="KL coefficient against the reference model."),
     max_completion_length: int = typer.Option(512, "--max-completion-length"),
@@ -310,7 +312,7 @@ def train(
         if backend is Backend.trl:
             overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
                              num_generations=num_generations, per_device_train_batch_size=batch_size,
-                             learning_rate=learning_rate, beta=beta, bf16=bf16,
+                             learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
                              max_completion_length=max_completion_length)
         else:
             overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,

@@ -35,8 +35,8 @@ EVAL_SPLITS = ("hitom/test_order4", "hitom/test_stories", "hitom/test_orders0to3
 IN_DISTRIBUTION = {"templated-real": ("hitom/test_orders0to3",), "templated-real-stories": (),
                    "templated-gen": ("tomforge_gen/test_orders0to3",),
                    "controlled-gen": ("tomforge_gen/test_orders0to3",), "base": ()}
-RECIPE = dict(sft_steps=40, sft_batch=16, sft_lr=2e-5, rl_steps=150, generations=8, rl_batch=128, rl_lr=5e-6,
-              kl_coef=0.001, completion=64, eval_batch=128, seed=0)
+RECIPE = dict(sft_steps=40, sft_batch=16, sft_lr=2e-5, rl_steps=45, generations=8, rl_batch=128, rl_micro_batch=16,
+              rl_lr=5e-6, kl_coef=0.001, completion=48, eval_batch=256, seed=0)  # rl_batch: completions per step
 
 
 def _peak_gb() -> float | None:
@@ -61,7 +61,8 @@ def eval_args(model: str, release: str, label: str, warehouse: Path, out: Path, 
 def train_args(model: str, release: str, split: str, out: Path, recipe: dict[str, Any], bf16: bool) -> list[str]:
     return ["train", "--dataset", release, "--model", model, "--train", split, "--output-dir", str(out),
             "--max-steps", str(recipe["rl_steps"]), "--num-generations", str(recipe["generations"]),
-            "--batch-size", str(recipe["rl_batch"]), "--learning-rate", str(recipe["rl_lr"]),
+            "--batch-size", str(recipe["rl_micro_batch"]), "--grad-accum", str(recipe["rl_batch"] // recipe["rl_micro_batch"]),
+            "--learning-rate", str(recipe["rl_lr"]),
             "--kl-coef", str(recipe["kl_coef"]), "--max-completion-length", str(recipe["completion"]),
             "--bf16" if bf16 else "--no-bf16"]
 
@@ -74,8 +75,10 @@ def _tomforge(args: list[str]) -> tuple[str, float]:
     return "tomforge " + " ".join(args), time.perf_counter() - started
 
 
-def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, Any], limit: int | None) -> dict[str, Any]:
-    """Warm-up, `tomforge train`, `tomforge eval` of one arm (or only the eval, for `base`)."""
+def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, Any], limit: int | None,
+            phase: str = "all") -> dict[str, Any]:
+    """Warm-up and `tomforge train` (phase "train"), `tomforge eval` (phase "eval") of one arm, or
+    both ("all"); `base` has only the eval. A later phase adds to the arm's `arm.json`."""
     import torch
 
     from rl.models import materialize
@@ -83,10 +86,12 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
     gpu = torch.cuda.is_available()
     folder = work / name
     folder.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"arm": name, "recipe": recipe, "device": torch.cuda.get_device_name(0) if gpu else "cpu"}
+    saved = folder / "arm.json"
+    result: dict[str, Any] = json.loads(saved.read_text()) if phase == "eval" and saved.is_file() else {}
+    result.update(arm=name, recipe=recipe, device=torch.cuda.get_device_name(0) if gpu else "cpu")
     save = lambda: (folder / "arm.json").write_text(json.dumps(result, indent=1, default=str))  # noqa: E731
     _peak_gb()
-    if name != "base":
+    if name != "base" and phase in ("all", "train"):
         from transformers import AutoTokenizer
 
         from rl.release import SplitRef, load_split
@@ -109,6 +114,9 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
         log = json.loads((folder / "rl" / "log_history.json").read_text())
         result["rl"] = {"command": command, "seconds": round(seconds, 2), "peak_gpu_gb": _peak_gb(), "log": log}
         save()
+    if phase == "train":
+        return result
+    if name != "base":
         model = str(folder / "rl")
     command, seconds = _tomforge(eval_args(model, release, name, folder / "eval.duckdb", folder / "eval", recipe, limit))
     summary = json.loads((folder / "eval" / "summary.json").read_text())
@@ -119,7 +127,7 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
 
 
 def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, Any], arms: list[str],
-            limit: int | None) -> int:
+            limit: int | None, phase: str = "all") -> int:
     """Convert the gguf once, then one process per arm (and `base`), all at once."""
     from rl.models import materialize
 
@@ -128,10 +136,12 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
     started = time.perf_counter()
     print("model folder:", materialize(model), f"({time.perf_counter() - started:.1f} s)", flush=True)
     procs = {}
-    for name in ["base", *arms]:
+    names = arms if phase == "train" else ["base", *arms]
+    for name in names:
         cmd = [sys.executable, "-m", "rl.experiment", "arm", "--name", name, "--release", release, "--model", model,
-               "--work", str(work), "--recipe", json.dumps(recipe)] + (["--limit", str(limit)] if limit else [])
-        log = (out / f"{name}.log").open("w")
+               "--work", str(work), "--recipe", json.dumps(recipe), "--phase", phase]
+        cmd += ["--limit", str(limit)] if limit else []
+        log = (out / f"{name}-{phase}.log").open("w")
         procs[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()), log)
     codes = {}
     for name, (proc, log) in procs.items():
@@ -141,8 +151,8 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
     for name in procs:
         print(name, json.dumps(_brief(work / name / "arm.json")), flush=True)
         if codes[name]:
-            print("".join((out / f"{name}.log").read_text().splitlines(keepends=True)[-15:]), flush=True)
-    (work / "run.json").write_text(json.dumps({"recipe": recipe, "arms": arms, "exit_codes": codes,
+            print("".join((out / f"{name}-{phase}.log").read_text().splitlines(keepends=True)[-15:]), flush=True)
+    (work / f"run-{phase}.json").write_text(json.dumps({"recipe": recipe, "arms": arms, "exit_codes": codes,
                                                 "seconds": round(time.perf_counter() - started, 1),
                                                 "release": release, "model": model}, indent=1))
     return max(codes.values())
@@ -178,16 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--recipe", default="{}", help="JSON overrides of RECIPE, e.g. '{\"rl_steps\": 5}'")
     parser.add_argument("--limit", type=int, default=None, help="items per evaluation split (calibration runs)")
+    parser.add_argument("--phase", choices=("all", "train", "eval"), default="all",
+                        help="train (warm-up + RL) and eval in one go, or one of them (each fits a 10-minute call)")
     args = parser.parse_args(argv)
     recipe = {**RECIPE, **json.loads(args.recipe)}
     unknown = set(recipe) - set(RECIPE)
     if unknown:
         parser.error(f"--recipe: unknown keys {sorted(unknown)} (known: {', '.join(RECIPE)})")
     if args.mode == "arm":
-        run_arm(args.name, args.release, args.model, Path(args.work), recipe, args.limit)
+        run_arm(args.name, args.release, args.model, Path(args.work), recipe, args.limit, args.phase)
         return 0
     return run_all(args.release, args.model, Path(args.work), Path(args.out), recipe,
-                   [a for a in args.arms.split(",") if a], args.limit)
+                   [a for a in args.arms.split(",") if a], args.limit, args.phase)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ class ExperimentData:
     tomi: str = str(REAL_DATA / "tomi")
     n_gen_train: int = 1200  # per generated arm, orders 0-3
     n_gen_test: int = 700  # orders 0-6 (100 per order), held-out pools
-    tomi_per_order: int = 400
+    tomi_per_order: int = 200
     train_story_share: float = 2 / 3
     seed: int = 0
     repo_id: str = "tomforge/templated-vs-controlled"
@@ -135,3 +135,25 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), echo: Callable[[
               "tag": release.tag}
     (out / "data.json").write_text(json.dumps(result, indent=1, sort_keys=True))
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m rl.experiment_data --out out/exp`: the warehouse and release the GPU run reads."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rl.experiment_data")
+    parser.add_argument("--out", default="out/exp")
+    defaults = ExperimentData()
+    for name in ("hitom", "tomi", "n_gen_train", "n_gen_test", "tomi_per_order", "seed"):
+        value = getattr(defaults, name)
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    args = parser.parse_args(argv)
+    plan = ExperimentData(**{k: getattr(args, k) for k in ("hitom", "tomi", "n_gen_train", "n_gen_test",
+                                                             "tomi_per_order", "seed")})
+    result = prepare(Path(args.out), plan)
+    print(json.dumps({"tag": result["tag"], "splits": result["splits"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
