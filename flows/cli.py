@@ -300,6 +300,7 @@ def train(
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
+    seed: int = typer.Option(0, "--seed", help="TRL: seed of sampling and data order (repeat a run with others)."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: str = typer.Option("out/verl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
@@ -312,7 +313,7 @@ def train(
         if backend is Backend.trl:
             overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
                              num_generations=num_generations, per_device_train_batch_size=batch_size,
-                             learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
+                             learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum, seed=seed,
                              max_completion_length=max_completion_length)
         else:
             overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,

