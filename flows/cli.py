@@ -39,12 +39,17 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 @contextmanager
 def clear_errors() -> Iterator[None]:
-    """Turn the pipeline's known input errors into one-line messages."""
+    """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
+    reconcile: its counts, then exit 3)."""
     from warehouse.db import WarehouseError
+    from warehouse.load import Unreconciled
     from warehouse.sources.base import SourceError
 
     try:
         yield
+    except Unreconciled as exc:
+        print_reports([exc.report])
+        fail(str(exc), EXIT_UNRECONCILED)
     except (SourceError, WarehouseError) as exc:
         fail(str(exc))
 
@@ -58,11 +63,11 @@ def progress_display() -> Progress:
 def print_reports(reports: list) -> bool:
     """Print read = loaded + rejected per input; return whether every one reconciles."""
     table = Table(title="reconciliation (read = loaded + rejected)")
-    for column in ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "ok"):
+    for column in ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "removed", "ok"):
         table.add_column(column, justify="right" if column not in ("source", "input") else "left")
     for r in reports:
         table.add_row(r.source, r.input_ref, str(r.read), str(r.loaded), str(r.rejected), str(r.new),
-                      str(r.changed), str(r.unchanged), "yes" if r.reconciled else "NO")
+                      str(r.changed), str(r.unchanged), str(r.removed), "yes" if r.reconciled else "NO")
     Console().print(table)
     return all(r.reconciled for r in reports)
 
@@ -93,9 +98,12 @@ def generate(
     styles: str = typer.Option("hitom,exploretom", "--styles", help="Comma-separated surface styles."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out",
                                   help="Test split on held-out names, entities and phrasings."),
+    source: str = typer.Option("tomforge_gen", "--source",
+                               help="Source name; a run replaces the previous run of the same source."),
 ) -> None:
-    """Generate balanced, checked ToM questions and load them into the warehouse as source tomforge_gen."""
-    from generators import ADAPTER_INFO, OPERATORS, generate_records, generate_splits
+    """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
+    previous run of the same source)."""
+    from generators import OPERATORS, generate_records, generate_splits, generator_info
     from warehouse.load import ingest_records
 
     names = {"all": list(OPERATORS), "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
@@ -105,12 +113,13 @@ def generate(
     except ValueError as exc:
         fail(str(exc))
     records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
-                              held_out=None if held_out else False)
+                              held_out=None if held_out else False, source=source)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
                  f"styles={','.join(style_names)},held_out={held_out}")
     with clear_errors(), progress_display() as bar:
         task = bar.add_task("generate", total=n)
-        report = ingest_records(warehouse, ADAPTER_INFO, records, input_ref, progress=lambda k: bar.advance(task, k))
+        report = ingest_records(warehouse, generator_info(source), records, input_ref,
+                                progress=lambda k: bar.advance(task, k), read=n, replace_source=True)
     if not print_reports([report]):
         fail("counts do not reconcile", EXIT_UNRECONCILED)
 

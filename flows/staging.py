@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas import SCHEMA_DIR
 from warehouse.fingerprint import fingerprint
-from warehouse.load import Staged, info_of, stage
+from warehouse.load import STAGED_FORMAT, Staged, info_of, stage
 from warehouse.parallel import stage_input
 from warehouse.sources import get_adapter, resolve_input
 
@@ -34,7 +34,7 @@ def staged_folder(staging: Path, source: str, location: str) -> Path:
 
 
 def _folder_of(staging: Path, source: str, adapter: Any, root: Path) -> Path:
-    key = fingerprint(root, source, adapter.version, schema_version())
+    key = fingerprint(root, source, adapter.version, schema_version(), STAGED_FORMAT)
     return Path(staging) / f"{source}-{key[:24]}"
 
 
@@ -55,7 +55,7 @@ def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> P
     from generators import GENERATOR_VERSION
 
     key = hashlib.sha256(
-        "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version()]).encode("utf-8")
+        "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version(), STAGED_FORMAT]).encode("utf-8")
     ).hexdigest()
     return Path(staging) / f"tomforge_gen-{split}-{key[:24]}"
 
@@ -69,7 +69,7 @@ def stage_generated(staging: Path, settings: "GenerateConfig", split: str) -> Pa
                                operators=settings.operator_names, styles=settings.styles,
                                held_out=None if settings.held_out_test else False)
     input_ref = f"generate:{split}:n={size},max_order={settings.max_order},seed={settings.seed}"
-    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref))
+    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, read=size))
 
 
 def _save(folder: Path, staged: Staged) -> Path:

@@ -5,9 +5,9 @@
 independently and `generators.shortcuts` measures how far template heuristics get.
 """
 from generators.generate import (ADAPTER_INFO, FORMATS, GENERATOR, GENERATOR_VERSION, SOURCE, generate_records,
-                                 generate_splits)
+                                 generate_splits, generator_info)
 from generators.operators import OPERATORS
 from generators.templates import STYLES
 
 __all__ = ["ADAPTER_INFO", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "SOURCE", "OPERATORS", "STYLES",
-           "generate_records", "generate_splits"]
+           "generate_records", "generate_splits", "generator_info"]

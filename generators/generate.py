@@ -47,9 +47,19 @@ from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo
 
 GENERATOR = "tomforge_gen"
-GENERATOR_VERSION = "0.2.0"  # 0.2: exact per-order quotas (items differ from 0.1)
+GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
 SOURCE = "tomforge_gen"
-ADAPTER_INFO = AdapterInfo(name=SOURCE, version=GENERATOR_VERSION, license="Apache-2.0")
+
+
+def generator_info(source: str = SOURCE) -> AdapterInfo:
+    """What the `sources` table records of generated data loaded under the source name `source`.
+
+    A run loaded with `tomforge generate` replaces the previous run of its source (like a re-ingested
+    file replaces its earlier version); a different source name keeps both."""
+    return AdapterInfo(name=source, version=GENERATOR_VERSION, license="Apache-2.0")
+
+
+ADAPTER_INFO = generator_info()
 FORMATS = ("multiple_choice", "yes_no", "free_text")
 ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
@@ -125,7 +135,7 @@ class Generator:
     def __init__(self, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                  styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                  formats: Sequence[str] = FORMATS, include_memory: bool = True, operator_rate: float = 0.4,
-                 controls: bool = True) -> None:
+                 controls: bool = True, source: str = SOURCE) -> None:
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -136,7 +146,7 @@ class Generator:
             raise ValueError("max_order must be >= 0")
         if not formats or set(formats) - set(FORMATS):
             raise ValueError(f"formats must be a non-empty subset of {', '.join(FORMATS)}")
-        self.max_order, self.seed, self.split = max_order, seed, split
+        self.max_order, self.seed, self.split, self.source = max_order, seed, split, source
         self.operators = [name for name in OPERATORS if name in operators]
         self.held_out = split == "test" if held_out is None else held_out
         self.pools: Pools = entity_pools(self.held_out)
@@ -382,11 +392,11 @@ class Generator:
                 options, answer, index = ["yes", "no"], "yes" if q.yes else "no", 0 if q.yes else 1
             else:
                 options, answer, index = [], name(q.gold), None
-            order = None if q.key == "memory" else q.key
+            order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
             qtype = ("memory" if q.key == "memory" else "reality" if q.key == 0
                      else "first_order_belief" if q.key == 1 else "higher_order_belief")
             yield build_record(
-                source=SOURCE, source_version=GENERATOR_VERSION,
+                source=self.source, source_version=GENERATOR_VERSION,
                 source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}",
                 source_ref=f"generated/{self.split}/seed-{self.seed}#story-{story_no}/q-{qi}",
                 split=self.split, context=context, question=text, question_type=qtype, answer=answer,
@@ -401,16 +411,18 @@ class Generator:
 def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                      styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                      formats: Sequence[str] = FORMATS, include_memory: bool = True,
-                     operator_rate: float = 0.4, controls: bool = True) -> Iterator[dict[str, Any]]:
+                     operator_rate: float = 0.4, controls: bool = True, source: str = SOURCE
+                     ) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
     probability `operator_rate`); `styles`: surface styles; `split`: the split name written on the
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
-    `controls=False`: no heuristic controls (see the module docstring), the templated baseline.
+    `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
+    `source`: the source name on the records (and in their item ids).
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
-                    controls)
+                    controls, source)
     return gen.records(n)
 
 

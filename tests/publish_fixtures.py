@@ -1,5 +1,5 @@
 """Small warehouses for the publish tests: two sources with different licenses and splits
-(one with the source-less split "all"), in two versions whose second drops and changes rows."""
+(one with the split "unsplit" of a source that publishes none), in two versions whose second drops and changes rows."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +31,7 @@ def alpha_records(n_train: int, n_test: int, changed: int | None = None) -> list
 
 
 def beta_records(n: int, start: int = 0) -> list[dict]:
-    return [record("beta", BETA.version, start + i, "all") for i in range(n)]
+    return [record("beta", BETA.version, start + i, "unsplit") for i in range(n)]
 
 
 def make_warehouse(path: Path, alpha: list[dict], beta: list[dict]) -> Path:

@@ -93,15 +93,58 @@ def test_bad_inputs_give_one_line_errors_and_leave_the_warehouse(tmp_path: Path,
         assert warehouse.read_bytes() == before
 
 
+def printed_counts(output: str) -> list[str]:
+    """The cells after source and input of the one data row of the printed reconciliation table:
+    read, loaded, rejected, new, changed, unchanged, removed, ok."""
+    rows = [line for line in output.splitlines() if line.startswith("│")]
+    assert len(rows) == 1, output
+    return [cell.strip() for cell in rows[0].strip("│").split("│")][2:]
+
+
+def opentom_questions(folder: Path) -> int:
+    """The questions of the own OpenToM sample, counted here from its files: every list element of
+    every question file (the sample has no superseded `location_fg_*o.json` files)."""
+    files = [path for path in (folder / "opentom_data").glob("*.json") if not path.name.startswith("meta")]
+    return sum(len(questions) for path in files for questions in json.loads(path.read_text(encoding="utf-8")).values())
+
+
 def test_ingest_prints_reconciliation_and_is_idempotent(tmp_path: Path, samples: Path) -> None:
     warehouse = tmp_path / "w.duckdb"
+    questions = opentom_questions(samples / "opentom")
+    assert questions == 69  # 3 attitude + 6 + 6 + 12 + 6 location + 18 + 18 multihop, by hand
     first = run("ingest", "-s", "opentom", "-p", str(samples / "opentom"), "-w", str(warehouse))
     second = run("ingest", "-s", "opentom", "-p", str(samples / "opentom"), "-w", str(warehouse))
     assert first.exit_code == second.exit_code == 0
-    assert "read = loaded + rejected" in first.output and "yes" in first.output
+    assert "read = loaded + rejected" in first.output
+    n = str(questions)
+    assert printed_counts(first.output) == [n, n, "0", n, "0", "0", "0", "yes"]
+    assert printed_counts(second.output) == [n, n, "0", "0", "0", n, "0", "yes"]  # all unchanged
     counts = run("sql", "-w", str(warehouse), "-f", "csv", "SELECT n_read, n_loaded, n_rejected FROM sources")
-    assert counts.output.splitlines()[1] == "69,69,0"
-    assert run("sql", "-w", str(warehouse), "-f", "csv", "SELECT count(*) FROM items").output.splitlines()[1] == "69"
+    assert counts.output.splitlines()[1] == f"{n},{n},0"
+    assert run("sql", "-w", str(warehouse), "-f", "csv", "SELECT count(*) FROM items").output.splitlines()[1] == n
+    view = run("sql", "-w", str(warehouse), "-f", "json", "SELECT n_loads, n_loaded, n_new, n_items, reconciled "
+                                                          "FROM reconciliation")
+    assert json.loads(view.output) == [
+        {"n_loads": 2, "n_loaded": 2 * questions, "n_new": questions, "n_items": questions, "reconciled": True}]
+
+
+def test_a_record_lost_between_parse_and_load_exits_3_with_the_counts(
+    tmp_path: Path, samples: Path, monkeypatch
+) -> None:
+    from tests.test_warehouse import hitom_copy, plant
+
+    path, questions = hitom_copy(samples, tmp_path / "in")
+    warehouse = tmp_path / "w.duckdb"
+    assert run("ingest", "-s", "tomi", "-p", str(samples / "tomi"), "-w", str(warehouse)).exit_code == 0
+    before = warehouse.read_bytes()
+    plant(monkeypatch, lambda records: records[1:])
+    result = run("ingest", "-s", "hitom", "-p", str(path), "-w", str(warehouse))
+    assert result.exit_code == 3, result.output
+    assert printed_counts(result.output)[:3] == [str(questions), str(questions - 1), "0"]
+    assert printed_counts(result.output)[-1] == "NO"
+    assert f"error: hitom {path}: counts do not reconcile: read {questions} != loaded {questions - 1}" in result.output
+    assert "Traceback" not in result.output
+    assert warehouse.read_bytes() == before
 
 
 def test_every_real_sample_loads_without_rejects(tmp_path: Path, real_samples: Path) -> None:
@@ -112,4 +155,9 @@ def test_every_real_sample_loads_without_rejects(tmp_path: Path, real_samples: P
     out = run("sql", "-w", str(warehouse), "-f", "json", "SELECT * FROM reconciliation")
     rows = {r["source"]: r for r in json.loads(out.output)}
     assert set(rows) == {"hitom", "exploretom", "opentom", "tomi", "bigtom"}
-    assert all(r["reconciled"] and r["n_rejected"] == 0 and r["n_loaded"] > 0 for r in rows.values())
+    # the real excerpts' sizes (real-samples/README.md and the files): HiToM 25 JSON rows + 10 text files,
+    # ExploreToM 40 CSV rows, ToMi 30 examples, BigToM 12 rows x 25 derived items
+    expected = {"hitom": 35, "exploretom": 40, "tomi": 30, "bigtom": 300}
+    for source, n in expected.items():
+        assert (rows[source]["n_read"], rows[source]["n_loaded"], rows[source]["n_items"]) == (n, n, n), source
+    assert all(r["reconciled"] and r["n_rejected"] == 0 and r["n_read"] == r["n_items"] for r in rows.values())

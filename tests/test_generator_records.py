@@ -33,7 +33,10 @@ def test_checker_agrees_with_every_gold_answer(records) -> None:
         problems = check_record(json.loads(json.dumps(record)))  # the checker sees only plain JSON
         assert not problems, (problems, record["question"], record["trace"])
     orders = Counter(r["belief_order"] for r in records)
-    assert set(orders) == set(range(MAX_ORDER + 1)) | {None}
+    assert set(orders) == set(range(MAX_ORDER + 1))
+    # belief_order counts the minds nested in the question (README): a memory question nests none
+    assert all(r["belief_order"] == len(r["perspective_chain"]) for r in records)
+    assert any(r["question_type"] == "memory" for r in records)
     assert {op for r in records for op in r["operators"]} == set(OPERATORS)
     assert {r["answer_format"] for r in records} == {"multiple_choice", "yes_no", "free_text"}
     assert {r["meta"]["style"] for r in records} == set(STYLES)

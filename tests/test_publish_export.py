@@ -61,11 +61,14 @@ def test_columns_record_plus_rl(warehouse: Path, tmp_path: Path) -> None:
     assert row["extra_info"]["index"] == 3, "index counts within the split, across shards"
     beta = pq.read_table(tmp_path / "data/beta/unsplit-00000-of-00002.parquet").to_pylist()
     assert [r["extra_info"]["index"] for r in beta] == [0, 1, 2]
-    assert {r["split"] for r in beta} == {"all"}, "the record keeps the split as the source names it"
+    assert {r["split"] for r in beta} == {"unsplit"}, "the record keeps the split as the warehouse names it"
 
 
 def test_split_names_accepted_by_datasets() -> None:
-    assert hub_split_name("all") == "unsplit"
+    for reserved in ("all", "all!"):  # one name everywhere: a reserved one is refused, not renamed
+        with pytest.raises(ExportError, match="reserves 'all'"):
+            hub_split_name(reserved)
+    assert hub_split_name("unsplit") == "unsplit"
     assert hub_split_name("train") == "train" and hub_split_name("val.1") == "val.1"
     assert hub_split_name("dev set-2") == "dev_set_2"
 

@@ -98,7 +98,7 @@ def rows(warehouse: Path, where: str) -> list[list[str]]:
 def test_load_dataset_returns_exactly_each_release(two_releases, warehouses, server: HubServer) -> None:
     one, two = warehouses
     cases = {("v1", "alpha", "train"): rows(one, "source = 'alpha' AND split = 'train'"),
-             ("v1", "all", "unsplit"): rows(one, "split = 'all'"),
+             ("v1", "all", "unsplit"): rows(one, "split = 'unsplit'"),
              ("v2", "alpha", "train"): rows(two, "source = 'alpha' AND split = 'train'"),
              ("v2", "beta", "unsplit"): rows(two, "source = 'beta'"),
              ("v2", "all", "test"): rows(two, "split = 'test'")}

@@ -35,7 +35,7 @@ def test_folder_loads_with_datasets_and_replaces_the_old_release(warehouses, tmp
     assert release.tag == "v2" and not (target / "data/alpha/train-00002-of-00003.parquet").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".release")) == [], "no leftovers"
     second = datasets.load_dataset(str(target), "all", split="unsplit", cache_dir=str(tmp_path / "cache2"))
-    assert second["item_id"] == item_ids(warehouses[1], "split = 'all'")
+    assert second["item_id"] == item_ids(warehouses[1], "split = 'unsplit'")
     everything = datasets.load_dataset(str(target), cache_dir=str(tmp_path / "cache3"))  # `all` is the default
     assert set(everything) == {"train", "test", "unsplit"}
     assert verify_release(str(target)).ok

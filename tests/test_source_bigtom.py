@@ -138,13 +138,22 @@ def _with_row(samples: Path, tmp_path: Path, index: int, line: str) -> list:
     return list(ADAPTER.read(path))
 
 
+def _item_keys(produced: list, row: int) -> list[str]:
+    """The item keys (after 'rowN/') of the records a well-formed row gave, in order."""
+    prefix = f"bigtom.csv#row{row}/"
+    return [r["source_ref"].removeprefix(prefix) for r in produced if isinstance(r, dict) and r["source_ref"].startswith(prefix)]
+
+
 def test_row_with_wrong_field_count(samples: Path, tmp_path: Path) -> None:
     line = _lines(samples)[1]
     produced = _with_row(samples, tmp_path, 1, line.rsplit(";", 1)[0])
     rejects = [r for r in produced if isinstance(r, Reject)]
-    assert len(produced) == 4 * 25 + 1
-    assert [(r.field, r.record, r.file, r.source_ref) for r in rejects] == [("row", "row1", "bigtom.csv", "bigtom.csv#row1")]
-    assert "18" in rejects[0].reason and rejects[0].raw
+    assert len(produced) == 5 * 25  # one reject in place of each item the row should have given
+    keys = _item_keys(produced, 0)
+    assert len(keys) == 25
+    assert [(r.field, r.record, r.file, r.source_ref) for r in rejects] == [
+        ("row", f"row1/{key}", "bigtom.csv", f"bigtom.csv#row1/{key}") for key in keys]
+    assert all("18" in r.reason and r.raw == rejects[0].raw for r in rejects) and rejects[0].raw
 
 
 @pytest.mark.parametrize(
@@ -156,8 +165,16 @@ def test_row_with_bad_field(samples: Path, tmp_path: Path, field: str, value: st
     values[FIELDS.index(field)] = value
     produced = _with_row(samples, tmp_path, 3, ";".join(values))
     rejects = [r for r in produced if isinstance(r, Reject)]
-    assert [(r.field, r.record) for r in rejects] == [(field, "row3")]
-    assert len(produced) == 4 * 25 + 1
+    assert [(r.field, r.record) for r in rejects] == [(field, f"row3/{key}") for key in _item_keys(produced, 0)]
+    assert len(produced) == 5 * 25
+
+
+def test_count_input_is_rows_times_25(samples: Path, tmp_path: Path) -> None:
+    rows = len(_lines(samples))  # the sample's non-blank lines
+    assert ADAPTER.count_input(samples / "bigtom") == rows * 25 == len(list(ADAPTER.read(samples / "bigtom")))
+    line = _lines(samples)[1]
+    produced = _with_row(samples, tmp_path, 1, line.rsplit(";", 1)[0])  # a broken row still counts 25
+    assert ADAPTER.count_input(tmp_path / "bigtom.csv") == rows * 25 == len(produced)
 
 
 # ---- whole-file problems: SourceError naming the file ----

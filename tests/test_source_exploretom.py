@@ -61,7 +61,7 @@ def test_fixture_counts_and_vocabulary(fixture_records: list) -> None:
     assert Counter(r["belief_order"] for r in fixture_records) == {0: 8, 1: 10, 2: 10}
     assert Counter(r["is_false_belief"] for r in fixture_records) == {False: 13, True: 4, None: 11}
     assert len({r["context_id"] for r in fixture_records}) == 5
-    assert all(r["split"] == "all" and r["options"] == [] and r["context_kind"] == "story" for r in fixture_records)
+    assert all(r["split"] == "unsplit" and r["options"] == [] and r["context_kind"] == "story" for r in fixture_records)
     assert [r["source_ref"] for r in fixture_records] == [f"exploretom-sample.csv#row{i}" for i in range(28)]
 
 

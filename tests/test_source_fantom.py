@@ -60,7 +60,7 @@ def test_sample_loads_every_question_without_rejects(records: list[Any], sample_
     assert Counter(r["answer_format"] for r in records) == {
         "free_text": 4, "multiple_choice": 10, "list": 8, "yes_no": 15,
     }
-    assert {r["source"] for r in records} == {"fantom"} and {r["split"] for r in records} == {"all"}
+    assert {r["source"] for r in records} == {"fantom"} and {r["split"] for r in records} == {"unsplit"}
     assert {r["context_kind"] for r in records} == {"dialogue"}
 
 

@@ -54,7 +54,7 @@ def test_own_samples_load_completely(own: Path) -> None:
     assert Counter(record["meta"]["prompting_type"] for record in records) == {"CoTP": 15, "VP": 15}
     for record in records:
         assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
-        assert record["split"] == "all" and record["answer_format"] == "multiple_choice"
+        assert record["split"] == "unsplit" and record["answer_format"] == "multiple_choice"
         assert record["options"][record["answer_index"]] == record["answer"]
         assert len(record["perspective_chain"]) == record["belief_order"]
         assert record["context"].startswith("1 ")
@@ -189,3 +189,91 @@ def test_parsers() -> None:
     story = parse_story("Do this.\n1 Ana and Bo entered the den.\n2 Bo exited the den.\n\n")
     assert (story.instruction, story.n_agents, story.n_events) == ("Do this.", 2, 2)
     assert story.context == "1 Ana and Bo entered the den.\n2 Bo exited the den."
+
+
+def test_parse_story_strips_a_trailing_separator_and_keeps_it() -> None:
+    story = parse_story("1 Ana and Bo entered the den.\n2 Bo exited the den.\n\n***")
+    assert story.context == "1 Ana and Bo entered the den.\n2 Bo exited the den."
+    assert (story.trailer, story.n_events, story.n_agents) == ("***", 2, 2)
+    assert parse_story("1 Ana entered the den.\n\n").trailer is None
+    assert parse_story("Do this.\n1 Ana entered the den.\n---\n=== \n").trailer == "---\n==="
+
+
+@pytest.mark.parametrize(
+    "story",
+    [
+        "1 Ana entered the den.\n***\n2 Bo exited the den.",  # a separator inside the story
+        "1 Ana entered the den.\nBo exited the den.",  # an unnumbered sentence
+        "1 Ana entered the den.\n\n*** the end",  # text after the separator
+    ],
+)
+def test_an_unnumbered_line_inside_the_story_is_still_rejected(story: str) -> None:
+    with pytest.raises(Exception, match="unnumbered line inside the story"):
+        parse_story(story)
+
+
+def separator_rows(own_json_rows: list[dict]) -> list[dict]:
+    """Own rows where the CoTP stories of sample group 0-4 end with a blank line and '***' (as a
+    few real stories do), plus one row with '***' inside its story (really broken)."""
+    rows = [dict(row) for row in own_json_rows]
+    for index in range(5):
+        assert rows[index]["prompting_type"] == "CoTP"
+        rows[index]["story"] = rows[index]["story"].rstrip("\n") + "\n\n***"
+    lines = rows[6]["story"].split("\n")
+    rows[6]["story"] = "\n".join([*lines[:3], "***", *lines[3:]])
+    return rows
+
+
+@pytest.mark.parametrize("path", ["rows", "columns"])
+def test_stories_ending_with_a_separator_load_on_both_paths(
+    tmp_path: Path, own_json_rows: list[dict], path: str
+) -> None:
+    from warehouse.batch import expand
+
+    file = write_rows(tmp_path, separator_rows(own_json_rows))
+    produced = list(ADAPTER.read(file) if path == "rows" else expand(ADAPTER.read_columns(file)))
+    records = by_ref([p for p in produced if isinstance(p, dict)])
+    rejects = [p for p in produced if not isinstance(p, dict)]
+    assert [(r.record, r.field) for r in rejects] == [("6", "story")]
+    assert "unnumbered line inside the story: '***'" in rejects[0].reason
+    assert len(records) == 19
+    (tmp_path / "plain").mkdir()
+    plain = by_ref(read_all(ADAPTER, write_rows(tmp_path / "plain", own_json_rows))[0])
+    for index in range(5):
+        ref = f"Hi-ToM_data.json#{index}"
+        assert records[ref]["meta"]["story_trailer"] == "***"
+        assert "***" not in records[ref]["context"]
+        # the same story as without the separator: same context, same context_id, same parsed fields
+        for field in ("context", "context_id", "n_events", "n_agents", "is_false_belief", "answer_index"):
+            assert records[ref][field] == plain[ref][field], field
+    assert all("story_trailer" not in records[f"Hi-ToM_data.json#{i}"]["meta"] for i in range(5, 20) if i != 6)
+
+
+def test_a_text_file_whose_story_ends_with_a_separator_loads(tmp_path: Path, own: Path) -> None:
+    tree = tmp_path / "Hi-ToM_data"
+    shutil.copytree(own / "Hi-ToM_data", tree)
+    file = tree / "Tell" / "MC" / "length_1" / "sample_1" / "order_1.txt"
+    text = file.read_text(encoding="utf-8")
+    file.write_text(text.replace("\nQuestion:", "\n\n***\nQuestion:", 1), encoding="utf-8")
+    records, rejects = read_all(ADAPTER, tmp_path)
+    assert rejects == [] and len(records) == 10
+    record = by_ref(records)["Hi-ToM_data/Tell/MC/length_1/sample_1/order_1.txt"]
+    assert record["meta"]["story_trailer"] == "***" and "***" not in record["context"]
+
+
+REAL_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "hitom" / "Hi-ToM_data.json"
+
+
+@pytest.mark.skipif(not REAL_DATA.is_file(), reason=f"the full HiToM release is not at {REAL_DATA}")
+def test_the_whole_real_release_loads_on_both_paths() -> None:
+    from warehouse.load import info_of, stage
+
+    expected = len(json.loads(REAL_DATA.read_text(encoding="utf-8"))["data"])  # 1,200 as published
+    assert expected == 1200
+    by_rows = stage(info_of(ADAPTER), ADAPTER.read(REAL_DATA), "in")
+    by_columns = stage(info_of(ADAPTER), ADAPTER.read_columns(REAL_DATA), "in")
+    for staged in (by_rows, by_columns):
+        assert (staged.items.num_rows, staged.rejects.num_rows) == (expected, 0)
+    assert by_columns.items.equals(by_rows.items)
+    trailers = [m for m in by_rows.items.column("meta").to_pylist() if "story_trailer" in m]
+    assert len(trailers) == 6  # rows 42, 60, 61, 62, 80 and 81 end with '\n\n***'

@@ -70,7 +70,7 @@ def test_sample_loads_every_question_without_rejects(records: list[Any]) -> None
         ("attitude", 1, "multiple_choice"): 3,
     }
     assert len({r["context_id"] for r in records}) == 3
-    assert {(r["source"], r["split"], r["context_kind"]) for r in records} == {("opentom", "all", "story")}
+    assert {(r["source"], r["split"], r["context_kind"]) for r in records} == {("opentom", "unsplit", "story")}
 
 
 def test_every_record_validates_against_the_schema(records: list[Any]) -> None:

@@ -148,8 +148,8 @@ def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "split"),
-    [("fb_all_test.txt", "test"), ("train.txt", "train"), ("tomi_val.txt", "val"), ("stories.txt", "all"),
-     ("contest.txt", "all")],
+    [("fb_all_test.txt", "test"), ("train.txt", "train"), ("tomi_val.txt", "val"), ("stories.txt", "unsplit"),
+     ("contest.txt", "unsplit")],
 )
 def test_split_from_file_name(name: str, split: str) -> None:
     assert split_of(Path(name)) == split

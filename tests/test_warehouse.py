@@ -75,7 +75,8 @@ def test_invalid_records_become_rejects_and_counts_reconcile(tmp_path: Path) -> 
     assert rejects[0][:2] == ("toy.json#0 (input record 4)", "item_id")  # the duplicate
     assert rejects[1][0] == "toy.json#1" and rejects[1][1] == "question_type" and "telepathy" in rejects[1][2]
     assert rejects[2] == ("toy.json#2", "answer", "missing")
-    assert read_rows(path, "SELECT * FROM reconciliation") == [("toy", 4, 1, 3, True)]
+    # 1 load; 4 handed in = 1 loaded + 3 rejected; 1 new item, and 1 row really in items
+    assert read_rows(path, "SELECT * FROM reconciliation") == [("toy", 1, 4, 1, 3, 1, 0, 0, 1, True)]
 
 
 def test_a_fixed_record_leaves_rejects(tmp_path: Path) -> None:
@@ -144,3 +145,127 @@ def test_a_different_file_under_the_same_name_replaces_the_earlier_one(tmp_path:
     assert after.new == 0 and after.changed > 0 and after.loaded == before.loaded
     assert read_rows(warehouse, "SELECT count(*) FROM items") == [(before.loaded,)]
     assert read_rows(warehouse, "SELECT count(*) FROM sources") == [(2,)]
+    rows = len(lines) - 1  # the CSV's data rows, every one a question
+    # two loads of `rows` questions each, but only `rows` items: the ledger says why (rows new, then changed)
+    assert read_rows(warehouse, "SELECT n_loads, n_read, n_loaded, n_new, n_changed, n_items, reconciled "
+                                "FROM reconciliation") == [(2, 2 * rows, 2 * rows, rows, after.changed, rows, True)]
+
+
+# ---- reconciliation: `read` is counted apart from the parser, and the ledger is checked against `items` ----
+
+def hitom_copy(samples: Path, folder: Path) -> tuple[Path, int]:
+    """The own HiToM sample JSON in `folder`, and its question count (the length of its `data` array)."""
+    import json
+
+    source = samples / "hitom" / "Hi-ToM_data.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / source.name).write_bytes(source.read_bytes())
+    return folder / source.name, len(json.loads(source.read_text(encoding="utf-8"))["data"])
+
+
+def plant(monkeypatch: pytest.MonkeyPatch, damage) -> None:
+    """Make the adapter's records pass through `damage` on their way from the parser to the loader."""
+    from warehouse import parallel
+    from warehouse.batch import expand
+
+    original = parallel.read_columns
+    monkeypatch.setattr(parallel, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root)))))
+
+
+@pytest.mark.parametrize(
+    ("damage", "loaded", "rejected"),
+    [
+        (lambda records: records[:3] + records[4:], -1, 0),  # a record lost between parse and load
+        (lambda records: records + records[5:6], 0, 1),  # a record doubled (the copy becomes a duplicate reject)
+    ],
+    ids=["lost", "duplicated"],
+)
+def test_a_load_that_does_not_reconcile_is_refused_with_its_counts(
+    tmp_path: Path, samples: Path, monkeypatch: pytest.MonkeyPatch, damage, loaded: int, rejected: int
+) -> None:
+    from warehouse.load import Unreconciled
+
+    path, questions = hitom_copy(samples, tmp_path / "in")
+    warehouse = tmp_path / "w.duckdb"
+    ingest_records(warehouse, INFO, [toy_record(0)], "toy.json")
+    before = warehouse.read_bytes()
+    plant(monkeypatch, damage)
+    with pytest.raises(Unreconciled) as caught:
+        ingest(warehouse, "hitom", path)
+    report = caught.value.report
+    assert (report.read, report.loaded, report.rejected) == (questions, questions + loaded, rejected)
+    assert not report.reconciled
+    assert f"read {questions} != loaded {questions + loaded} + rejected {rejected}" in str(caught.value)
+    assert warehouse.read_bytes() == before, "nothing of a load that does not reconcile is written"
+
+
+def test_records_handed_in_are_counted_apart_from_what_is_kept(tmp_path: Path) -> None:
+    from warehouse.load import Unreconciled
+
+    path = tmp_path / "w.duckdb"
+    with pytest.raises(Unreconciled, match="read 5 != loaded 4"):  # a generator asked for 5 gave 4
+        ingest_records(path, INFO, [toy_record(i) for i in range(4)], "toy.json", read=5)
+    assert not path.exists()
+
+
+def tampered(path: Path, statement: str) -> list[tuple]:
+    """The reconciliation view of a copy of `path` after `statement` (bypassing every load)."""
+    copy = path.with_name(f"tampered-{abs(hash(statement))}.duckdb")
+    copy.write_bytes(path.read_bytes())
+    with duckdb.connect(str(copy)) as con:
+        con.execute(statement)
+        return con.execute("SELECT source, n_items, reconciled FROM reconciliation").fetchall()
+
+
+def test_the_reconciliation_view_catches_tampering(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, INFO, [toy_record(i) for i in range(5)], "toy.json")
+    assert read_rows(path, "SELECT source, n_items, reconciled FROM reconciliation") == [("toy", 5, True)]
+    assert tampered(path, "DELETE FROM items WHERE source_ref = 'toy.json#2'") == [("toy", 4, False)]
+    assert tampered(path, "INSERT INTO items SELECT * REPLACE ('toy.json#9' AS source_ref, 'x' AS item_id) "
+                          "FROM items LIMIT 1") == [("toy", 6, False)]
+    assert tampered(path, "UPDATE loads SET n_read = n_read + 1") == [("toy", 5, False)]
+    assert tampered(path, "UPDATE loads SET n_rejected = 1, n_read = 6") == [("toy", 5, True)]  # 6 = 5 + 1 holds
+    assert tampered(path, "UPDATE items SET source = 'other' WHERE source_ref = 'toy.json#0'") == [
+        ("other", 1, False), ("toy", 4, False)]  # items of a source no load brought in
+
+
+def test_the_swap_is_refused_when_items_do_not_match_the_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, INFO, [toy_record(i) for i in range(3)], "toy.json")
+    before = path.read_bytes()
+    with pytest.raises(db.WarehouseError, match="do not match its load ledger"):
+        with db.building(path) as con:
+            con.execute("DELETE FROM items WHERE source_ref = 'toy.json#1'")
+    assert path.read_bytes() == before
+
+
+def test_a_warehouse_from_before_the_ledger_gets_an_opening_balance(tmp_path: Path) -> None:
+    from warehouse.ddl import OPENING_BALANCE
+
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, INFO, [toy_record(i) for i in range(3)], "toy.json")
+    with duckdb.connect(str(path)) as con:
+        con.execute("DROP TABLE loads")  # as built before the ledger existed
+    ingest_records(path, INFO, [toy_record(i) for i in range(3, 5)], "more.json")
+    assert read_rows(path, "SELECT input_ref, n_new FROM loads ORDER BY load_no") == [
+        (OPENING_BALANCE, 3), ("more.json", 2)]
+    assert read_rows(path, "SELECT n_items, reconciled FROM reconciliation") == [(5, True)]
+
+
+def test_a_run_replaces_the_previous_run_of_its_source(tmp_path: Path) -> None:
+    """`replace_source`: what `tomforge generate` does; another source's items stay."""
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, AdapterInfo("keep", "1", "CC0"), [toy_record(0, source="keep")], "keep.json")
+    first = [toy_record(i) for i in range(6)] + [Reject("toy", "toy.json#9", "toy.json", "9", "answer", "bad", "{}")]
+    second = [toy_record(i, question=f"changed {i}" if i == 1 else f"Where is the ball? ({i})") for i in (1, 2, 7)]
+    ingest_records(path, INFO, first, "run-1", replace_source=True)
+    report = ingest_records(path, INFO, second, "run-2", replace_source=True)
+    # of run 1's six items: #2 comes back unchanged, #1 changed, #0 #3 #4 #5 are removed; #7 is new
+    assert (report.new, report.changed, report.unchanged, report.removed) == (1, 1, 1, 4)
+    assert read_rows(path, "SELECT source_ref FROM items WHERE source = 'toy' ORDER BY 1") == [
+        ("toy.json#1",), ("toy.json#2",), ("toy.json#7",)]
+    assert read_rows(path, "SELECT count(*) FROM rejects") == [(0,)], "run 1's reject went with it"
+    assert read_rows(path, "SELECT source, input_ref FROM sources ORDER BY 1") == [("keep", "keep.json"), ("toy", "run-2")]
+    assert read_rows(path, "SELECT source, n_loads, n_new, n_removed, n_items, reconciled FROM reconciliation") == [
+        ("keep", 1, 1, 0, 1, True), ("toy", 2, 7, 4, 3, True)]

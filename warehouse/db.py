@@ -14,7 +14,7 @@ from typing import Iterator
 
 import duckdb
 
-from warehouse.ddl import all_ddl
+from warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"
@@ -28,6 +28,10 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the core tables (if missing) and (re)create every view in `warehouse/sql/`."""
     for statement in all_ddl():
         con.execute(statement)
+    has_ledger = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'loads'").fetchone()[0]
+    con.execute(LOADS_DDL)
+    if not has_ledger:
+        con.execute(OPENING_BALANCE_SQL)
     for sql_file in sorted(SQL_DIR.glob("*.sql")):
         con.execute(sql_file.read_text(encoding="utf-8"))
 
@@ -50,6 +54,8 @@ def validate(con: duckdb.DuckDBPyConnection) -> None:
         "item without context": "SELECT count(*) FROM items i ANTI JOIN contexts c USING (context_id)",
         "item also rejected": "SELECT count(*) FROM items i SEMI JOIN rejects r ON i.source = r.source AND i.source_ref = r.source_ref",
         "unreconciled source": "SELECT count(*) FROM sources WHERE n_read <> n_loaded + n_rejected",
+        "source whose items do not match its load ledger (see the reconciliation view)":
+            "SELECT count(*) FROM reconciliation WHERE NOT reconciled",
     }
     for problem, query in checks.items():
         count = con.execute(query).fetchone()[0]

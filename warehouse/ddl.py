@@ -85,6 +85,33 @@ CREATE TABLE IF NOT EXISTS rejects (
 )"""
 
 
+LOADS_DDL = """
+CREATE TABLE IF NOT EXISTS loads (
+  load_no BIGINT NOT NULL,
+  source VARCHAR NOT NULL,
+  input_ref VARCHAR NOT NULL,
+  n_read BIGINT NOT NULL,
+  n_loaded BIGINT NOT NULL,
+  n_rejected BIGINT NOT NULL,
+  n_new BIGINT NOT NULL,
+  n_changed BIGINT NOT NULL,
+  n_unchanged BIGINT NOT NULL,
+  n_removed BIGINT NOT NULL
+)"""
+"""One row per load, never deleted: the ledger of `items`. Per source, the sum of n_new minus the
+sum of n_removed is how many items it must have; the `reconciliation` view checks that against
+the rows really there (`sources` keeps only the latest load of each input, so it cannot)."""
+
+OPENING_BALANCE = "(opening balance: items loaded before the load ledger existed)"
+OPENING_BALANCE_SQL = f"""
+INSERT INTO loads
+SELECT row_number() OVER (ORDER BY i.source), i.source, '{OPENING_BALANCE}', i.n, i.n, 0, i.n, 0, 0, 0
+FROM (SELECT source, count(*) AS n FROM items GROUP BY source) i
+WHERE NOT EXISTS (SELECT 1 FROM loads)"""
+"""Run once, when `loads` is first created in a warehouse that already holds items: their count
+per source, as they are, so the ledger starts from the warehouse's state, saying so."""
+
+
 def all_ddl() -> list[str]:
     """Every CREATE statement of the core tables, in dependency order."""
     return [

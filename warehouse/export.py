@@ -21,10 +21,10 @@ import pyarrow.parquet as pq
 
 from schemas import record_schema
 from warehouse.db import connect_readonly
-from warehouse.record import CONTEXT_FIELDS
+from warehouse.record import CONTEXT_FIELDS, UNSPLIT
 
 ALL_CONFIG = "all"
-RESERVED_SPLITS = {"all": "unsplit"}  # `datasets` reserves "all" for the union of every split
+RESERVED_SPLITS = frozenset({"all"})  # `datasets` reserves "all" for the union of every split
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 _TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
@@ -87,13 +87,13 @@ def record_arrow_schema() -> pa.Schema:
 
 
 def hub_split_name(source_split: str) -> str:
-    """A split name `datasets` accepts: reserved names renamed, other characters replaced by `_`."""
-    if source_split in RESERVED_SPLITS:
-        return RESERVED_SPLITS[source_split]
-    if _SPLIT_NAME.match(source_split):
-        return source_split
-    cleaned = re.sub(r"\W+", "_", source_split).strip("_") or "split"
-    return RESERVED_SPLITS.get(cleaned, cleaned)
+    """A split name `datasets` accepts: other characters replaced by `_`. A reserved name is an error,
+    not renamed: the warehouse and the release use one name (a source without splits: `unsplit`)."""
+    name = source_split if _SPLIT_NAME.match(source_split) else re.sub(r"\W+", "_", source_split).strip("_") or "split"
+    if name in RESERVED_SPLITS:
+        raise ExportError(f"split {source_split!r} cannot be published: `datasets` reserves {name!r} for the union "
+                          f"of every split (a source without splits is {UNSPLIT!r} in the warehouse)")
+    return name
 
 
 def _describe(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:

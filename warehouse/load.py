@@ -4,6 +4,12 @@ Every record an adapter or generator produces ends either in `items` (with its c
 `contexts`) or in `rejects` with file, record, field and reason. Loading is an upsert keyed by
 `item_id`, so loading the same input twice changes nothing, and it runs inside
 `warehouse.db.building`, so a failure leaves the previous warehouse untouched.
+
+`read` is counted apart from the parsing path (the adapter's `count_input` pass over the raw
+input, or the number of records asked of a generator), so read = loaded + rejected fails when a
+record is lost or doubled between parsing and loading; such a load is refused (`Unreconciled`).
+Every load is logged in `loads` (new, changed, unchanged and removed items), so the
+`reconciliation` view can check the rows really in `items` against the log.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from warehouse import db
+from warehouse.db import WarehouseError
 from warehouse.batch import BatchError, ColumnBatch
 from warehouse.columns import JSON_COLUMNS, arrow_schema
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
@@ -32,11 +39,14 @@ from warehouse.validate_columns import invalid_mask
 Progress = Callable[[int], None]
 _CHUNK_ROWS = 8192  # records converted to Arrow at a time, so their dicts are freed (and memory reused) early
 _VALIDATE_ROWS = 1024  # records per call of the compiled validator (measured best: ~0.4 us less per record)
+STAGED_FORMAT = "2"  # the layout of a saved `Staged` (2: `read` counted apart); part of staging cache keys
 
 
 @dataclass
 class LoadReport:
-    """Counts of one load; `reconciled` is the invariant read = loaded + rejected."""
+    """Counts of one load; `reconciled` is the invariant read = loaded + rejected, where `read` was
+    counted apart from the parser. `removed`: items of earlier loads this load deleted without
+    loading them again (an earlier generated run's leftovers, records now rejected)."""
 
     source: str
     input_ref: str
@@ -46,10 +56,26 @@ class LoadReport:
     new: int = 0
     changed: int = 0
     unchanged: int = 0
+    removed: int = 0
 
     @property
     def reconciled(self) -> bool:
         return self.read == self.loaded + self.rejected
+
+
+class Unreconciled(WarehouseError):
+    """A load whose counts do not add up (a record lost or doubled between parsing and loading):
+    nothing of it is written. Carries the report, so the counts can be shown."""
+
+    def __init__(self, report: LoadReport) -> None:
+        self.report = report
+        super().__init__(
+            f"{report.source} {report.input_ref}: counts do not reconcile: read {report.read} "
+            f"!= loaded {report.loaded} + rejected {report.rejected}; nothing was loaded"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (Prefect may carry it across a task boundary)
+        return (Unreconciled, (self.report,))
 
 
 @dataclass
@@ -65,26 +91,31 @@ class Staged:
     contexts: pa.Table
     rejects: pa.Table
     digest: str
+    read: int  # records in the input, counted apart from the parsing path
 
     @property
     def report(self) -> LoadReport:
         loaded, rejected = self.items.num_rows, self.rejects.num_rows
-        return LoadReport(self.info.name, self.input_ref, read=loaded + rejected, loaded=loaded, rejected=rejected)
+        return LoadReport(self.info.name, self.input_ref, read=self.read, loaded=loaded, rejected=rejected)
 
     def save(self, folder: Path) -> Path:
         """Write the staged tables as parquet plus a small JSON of the rest."""
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("items", "contexts", "rejects"):
             pq.write_table(getattr(self, name), folder / f"{name}.parquet")
-        facts = {"info": asdict(self.info), "input_ref": self.input_ref, "digest": self.digest}
+        facts = {"info": asdict(self.info), "input_ref": self.input_ref, "digest": self.digest, "read": self.read,
+                 "format": STAGED_FORMAT}
         (folder / "staged.json").write_text(json.dumps(facts, sort_keys=True), encoding="utf-8")
         return folder
 
     @classmethod
     def open(cls, folder: Path) -> "Staged":
         facts = json.loads((folder / "staged.json").read_text(encoding="utf-8"))
+        if facts.get("format") != STAGED_FORMAT:
+            raise WarehouseError(f"{folder}: staged by an older tomforge (no independent read count); delete it")
         tables = {name: pq.read_table(folder / f"{name}.parquet") for name in ("items", "contexts", "rejects")}
-        return cls(AdapterInfo(**facts["info"]), facts["input_ref"], digest=facts["digest"], **tables)
+        return cls(AdapterInfo(**facts["info"]), facts["input_ref"], digest=facts["digest"], read=facts["read"],
+                   **tables)
 
 
 @contextmanager
@@ -104,16 +135,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None = None) -> Staged:
-    """Validate every produced record; keep the valid ones, turn the rest into rejects."""
+def stage(
+    info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None = None,
+    *, read: int | None = None,
+) -> Staged:
+    """Validate every produced record; keep the valid ones, turn the rest into rejects.
+
+    `read`: how many records the input holds, counted apart from `produced` (an adapter's
+    `count_input`, the size asked of a generator); by default, how many `produced` yielded."""
     with gc_paused():
-        return _stage(info, produced, input_ref, progress)
-
-
-def _stage(info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None) -> Staged:
-    collector = Collector(info)
-    collect(collector, produced, progress)
-    return collector.staged(input_ref)
+        collector = Collector(info)
+        count = collect(collector, produced, progress)
+        return collector.staged(input_ref, count if read is None else read)
 
 
 def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], progress: Progress | None) -> int:
@@ -214,10 +247,11 @@ class Collector:
         self._feed("".join(table.column("content_hash").to_pylist()).encode("ascii"))
         self.parts.append(table.select(list(ITEM_FIELDS)))
 
-    def staged(self, input_ref: str) -> Staged:
+    def staged(self, input_ref: str, read: int) -> Staged:
         items = pa.concat_tables(self.parts)
         contexts = _to_arrow(list(self.contexts.values()), ("context_id", *CONTEXT_FIELDS))
-        return Staged(self.info, input_ref, items, contexts, _rejects_table(self.rejects), self.digest.hexdigest())
+        return Staged(self.info, input_ref, items, contexts, _rejects_table(self.rejects), self.digest.hexdigest(),
+                      read)
 
 
 def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Reject:
@@ -248,14 +282,20 @@ def _rejects_table(rejects: list[Reject]) -> pa.Table:
     return pa.table({name: pa.array([getattr(r, name) for r in rejects], type=pa.string()) for name in names})
 
 
-def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
+def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_source: bool = False) -> LoadReport:
     """Upsert staged tables into an open (private, being-built) warehouse connection.
+
+    Refused (`Unreconciled`, nothing written) when read != loaded + rejected. With `replace_source`
+    the load replaces every earlier item, reject and input of its source (a new generated run
+    replaces the last one); otherwise only the items it loads again, as any re-ingest does.
 
     Items go in with one INSERT after staging. Streaming each staged batch into DuckDB from a
     second thread while staging went on was measured no faster (250k HiToM rows, 2 CPUs, three
     interleaved runs, 2026-12-03: 10.2-10.7 s against 9.0-11.4 s) for ~1.5 s more CPU: per-batch
     inserts cost DuckDB more than one bulk insert, and the inserting thread slows staging."""
     info, input_ref, report = staged.info, staged.input_ref, staged.report
+    if not report.reconciled:
+        raise Unreconciled(report)
     con.register("new_items", staged.items)
     con.register("new_contexts", staged.contexts)
     con.register("new_rejects", staged.rejects)
@@ -266,10 +306,14 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
     ).fetchone()
     report.unchanged = report.loaded - report.new - report.changed
     replaced = _deleted(con, "DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
-    replaced += _deleted(
+    report.removed = _deleted(
         con, "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
     )
-    replaced += _deleted(
+    if replace_source:
+        report.removed += _deleted(con, "DELETE FROM items WHERE source = ?", [info.name])
+        replaced += _deleted(con, "DELETE FROM rejects WHERE source = ?", [info.name])
+        con.execute("DELETE FROM sources WHERE source = ?", [info.name])
+    replaced += report.removed + _deleted(
         con,
         "DELETE FROM rejects WHERE (source, source_ref) IN "
         "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)",
@@ -285,13 +329,18 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged) -> LoadReport:
         [info.name, input_ref, info.version, info.license, info.hub_repo, staged.digest,
          report.read, report.loaded, report.rejected],
     )
+    con.execute(
+        "INSERT INTO loads SELECT coalesce(max(load_no), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM loads",
+        [info.name, input_ref, report.read, report.loaded, report.rejected, report.new, report.changed,
+         report.unchanged, report.removed],
+    )
     for view in ("new_items", "new_contexts", "new_rejects"):
         con.unregister(view)
     return report
 
 
-def _deleted(con: duckdb.DuckDBPyConnection, statement: str) -> int:
-    return con.execute(statement).fetchone()[0]
+def _deleted(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> int:
+    return con.execute(statement, parameters).fetchone()[0]
 
 
 def _vacuum_only_if_replaced(con: duckdb.DuckDBPyConnection, replaced: int) -> None:
@@ -318,9 +367,12 @@ def load_into(
     produced: Iterable[Produced],
     input_ref: str,
     progress: Progress | None = None,
+    *,
+    read: int | None = None,
+    replace_source: bool = False,
 ) -> LoadReport:
     """Validate and upsert into an open (private, being-built) warehouse connection."""
-    return write_staged(con, stage(info, produced, input_ref, progress))
+    return write_staged(con, stage(info, produced, input_ref, progress, read=read), replace_source=replace_source)
 
 
 def ingest_records(
@@ -329,10 +381,14 @@ def ingest_records(
     produced: Iterable[Produced],
     input_ref: str,
     progress: Progress | None = None,
+    *,
+    read: int | None = None,
+    replace_source: bool = False,
 ) -> LoadReport:
-    """Load records into `warehouse` atomically (build a copy, validate, swap)."""
+    """Load records into `warehouse` atomically (build a copy, validate, swap); `read` and
+    `replace_source` as in `stage` and `write_staged`."""
     with db.building(Path(warehouse)) as con:
-        return load_into(con, info, produced, input_ref, progress)
+        return load_into(con, info, produced, input_ref, progress, read=read, replace_source=replace_source)
 
 
 def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress | None = None) -> LoadReport:

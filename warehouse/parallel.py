@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -76,13 +76,14 @@ def stage_input(
     min_bytes: int | None = None,
 ) -> Staged:
     """`stage(info, adapter.read(root), ...)`, split over `workers` processes when the input allows it
-    (an adapter with `read_part`, one input file of at least `min_bytes`, default `MIN_BYTES`)."""
+    (an adapter with `read_part`, one input file of at least `min_bytes`, default `MIN_BYTES`).
+    `read` is the adapter's own count of the input (`count_input`), taken after parsing succeeded
+    (so a file it cannot read is reported by the parser's clear error first)."""
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
-    if processes > 1:
-        staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes)
-        if staged is not None:
-            return staged
-    return stage(info, read_columns(adapter, root), input_ref, progress)
+    staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
+    if staged is None:
+        staged = stage(info, read_columns(adapter, root), input_ref, progress)
+    return replace(staged, read=adapter.count_input(Path(root)))
 
 
 def staging_processes(adapter: Any, root: Path, *, workers: int | None = None, min_bytes: int | None = None) -> int:
@@ -144,7 +145,7 @@ def _stage_part(
     collector = Collector(info, trail)
     with gc_paused():
         count = collect(collector, adapter.read_part(root, part, parts), progress)
-        staged = collector.staged("")
+        staged = collector.staged("", count)
     return _Part(staged.items, staged.contexts, staged.rejects, bytes(trail), count, collector.duplicates)
 
 
@@ -185,7 +186,7 @@ def _join(info: AdapterInfo, input_ref: str, parts: list[_Part]) -> Staged | Non
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.trail)
-    return Staged(info, input_ref, items, contexts, rejects, digest.hexdigest())
+    return Staged(info, input_ref, items, contexts, rejects, digest.hexdigest(), sum(part.count for part in parts))
 
 
 def read_columns(adapter: Any, root: Path) -> Iterable[Any]:

@@ -21,6 +21,9 @@ CONTEXT_FIELDS: tuple[str, ...] = tuple(
     name for name, spec in record_schema()["properties"].items() if spec["x-table"] == "contexts"
 )
 ITEM_FIELDS: tuple[str, ...] = tuple(name for name in FIELDS if name not in CONTEXT_FIELDS)
+UNSPLIT = "unsplit"
+"""The split of a source that publishes none: one name in the warehouse and in releases (`datasets`
+refuses a split named "all", which stands for the union of every split there)."""
 _ID_FIELDS = ("item_id", "content_hash")
 _WS = re.compile(r"\s+")
 

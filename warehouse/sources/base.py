@@ -2,7 +2,10 @@
 
 An adapter turns one published dataset layout into unified records. It yields, for every input
 question it reads, either a record (from `warehouse.record.build_record`) or a `Reject` that says
-why not: so read = loaded + rejected can be checked. A file that cannot be read at all (missing,
+why not. `count_input` counts the questions of the same input by a separate, simple pass over the
+raw files (a JSON array's length, CSV rows by the csv module, story starts in a ToMi file, files in
+a HiToM tree), never through the parser: so read = loaded + rejected is a check that a record lost
+(or doubled) between parsing and loading fails. A file that cannot be read at all (missing,
 truncated JSON, not UTF-8, wrong columns) raises `SourceError`, which aborts the load.
 """
 from __future__ import annotations
@@ -58,6 +61,10 @@ class Adapter(Protocol):
     hub_patterns: list[str] | None
 
     def read(self, root: Path) -> Iterator[Produced]:
+        ...
+
+    def count_input(self, root: Path) -> int:
+        """The questions `root` holds (one per record `read` should yield), counted without the parser."""
         ...
 
 

@@ -27,8 +27,10 @@ false_belief condition (the agent did not perceive the event), False for true_be
 controls, null for percept_to_belief. Every raw field is kept in `meta`.
 
 A row with the wrong number of fields, or a story with fewer than five "."-separated parts (the
-original would fail on it), is one Reject naming the field; a file where fewer than half of the
-rows have 19 fields is not BigToM and raises SourceError.
+original would fail on it), gives one Reject per item it should have given (25, keyed as those
+items would be), all naming the field: so every count is in questions, and the input's count
+(rows x 25, `count_input`) is checked against loaded + rejected. A file where fewer than half of
+the rows have 19 fields is not BigToM and raises SourceError.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
 
 NAME = "bigtom"
@@ -105,6 +107,11 @@ def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str,
                 yield (f"{init_belief}_{variable}_{condition}", variable, condition, stories[condition], question, gold, wrong)
 
 
+ITEM_KEYS: tuple[str, ...] = tuple(  # the 25 item keys of every row, in derive_items' order
+    key for key, *_ in derive_items({**dict.fromkeys(FIELDS, "x"), "story": "a. b. c. d. e."})
+)
+
+
 def ordered_options(key: str, gold: str, wrong: str) -> list[str]:
     """Two options in an order fixed by the item key: deterministic, gold first about half the time."""
     gold_first = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()[0] & 1
@@ -126,6 +133,14 @@ class BigToMAdapter(AdapterInfo):
         root = Path(root)
         for path in _files(root):
             yield from _read_file(path, relative_name(path, root), self.version)
+
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: the non-blank lines of each file
+        times the 25 items the benchmark derives from every row."""
+        lines = sum(
+            1 for path in _files(Path(root)) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()
+        )
+        return lines * ITEMS_PER_ROW
 
 
 def _files(root: Path) -> list[Path]:
@@ -168,8 +183,9 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
                 if not row[name].strip():
                     raise _RowError(name, "empty value")
             items = list(derive_items(row))
-        except _RowError as exc:
-            yield Reject(NAME, ref, file, f"row{index}", exc.field, exc.reason, line)
+        except _RowError as exc:  # one reject per item this row should have given
+            for key in ITEM_KEYS:
+                yield Reject(NAME, f"{ref}/{key}", file, f"row{index}/{key}", exc.field, exc.reason, line)
             continue
         agent = agent_of(row)
         for key, variable, condition, story, question, gold, wrong in items:
@@ -184,7 +200,7 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
                 source_version=version,
                 source_key=item_ref,
                 source_ref=item_ref,
-                split="all",
+                split=UNSPLIT,
                 context=story,
                 question=question,
                 question_type="action" if variable == "forward_action" else "first_order_belief",
@@ -204,7 +220,7 @@ def _answer_field(variable: str) -> str:
 
 ADAPTER = BigToMAdapter(
     name=NAME,
-    version="fe647d6",
+    version="fe647d6-v2",
     license="MIT",
     hub_repo=None,
     hub_patterns=None,

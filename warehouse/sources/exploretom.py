@@ -40,6 +40,7 @@ from typing import Any, Iterator
 import polars as pl
 
 from warehouse.batch import batched, expand
+from warehouse.record import UNSPLIT
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
 
 NAME = "exploretom"
@@ -190,6 +191,15 @@ class ExploreToMAdapter(AdapterInfo):
         root = Path(root)
         for path in _csv_files(root):
             yield from _read_file(path, relative_name(path, root), self.version)
+
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: the rows (not blank) after the
+        header of each CSV file, by the csv module."""
+        total = 0
+        for path in _csv_files(Path(root)):
+            with path.open(encoding="utf-8", newline="") as handle:
+                total += sum(1 for row in csv.reader(handle, strict=False) if any(row)) - 1
+        return total
 
     def split_input(self, root: Path) -> Path | None:
         """The one file this input is read from when `read_part` can split it (a single CSV file)."""
@@ -370,7 +380,7 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
         answer = answer.strip()
         num_people = meta.get("param=num_people")
         yield (
-            ref, ref, split.strip() if split and not split.isspace() else "all", story, question_text.strip(),
+            ref, ref, split.strip() if split and not split.isspace() else UNSPLIT, story, question_text.strip(),
             question.question_type, answer, "yes_no" if answer.lower() in ("yes", "no") else "free_text",
             num_people if type(num_people) is int and num_people >= 0 else None, caches.n_events(story),
             question.belief_order, question.agents, _is_false_belief(question, meta), meta,
@@ -379,7 +389,7 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
 
 ADAPTER = ExploreToMAdapter(
     name=NAME,
-    version="hub-data-sample",
+    version="hub-data-sample-v2",
     license="CC BY-NC 4.0",
     hub_repo="facebook/ExploreToM",
     hub_patterns=["*.csv"],

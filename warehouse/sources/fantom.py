@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import Produced, Reject, SourceError, read_text, refuse_lone_surrogates, relative_name
 
 NAME = "fantom"
@@ -170,7 +170,7 @@ class FantomAdapter:
     """Reads `fantom_v1.json` (a file, or a folder holding it anywhere below)."""
 
     name = NAME
-    version = "1.0"
+    version = "1.0-v2"
     license = "MIT (evaluation only)"
     hub_repo: str | None = None
     hub_patterns: list[str] | None = [FILE_NAME, f"**/{FILE_NAME}"]
@@ -179,6 +179,21 @@ class FantomAdapter:
         root = Path(root)
         for path in self._files(root):
             yield from self._read_file(path, relative_name(path, root))
+
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: per question set, one per single
+        question part plus the length of each list part; a set with none (or not an object) counts
+        one, as it becomes one reject."""
+        total = 0
+        for path in self._files(Path(root)):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            rows = _columns_to_rows(path, data) if isinstance(data, dict) else data
+            for row in rows:
+                parts = [row.get(part) for part in PART_ORDER] if isinstance(row, dict) else []
+                sizes = [len(v) if name in _LIST_PARTS and isinstance(v, list) else 1
+                         for name, v in zip(PART_ORDER, parts) if v is not None]
+                total += sum(sizes) if sizes else 1
+        return total
 
     def _files(self, root: Path) -> list[Path]:
         if not root.exists():
@@ -324,7 +339,7 @@ def _build(conv: _Conversation, part: str, path: str, qa: Any, ref: str) -> dict
         source_version=ADAPTER.version,
         source_key=key,
         source_ref=ref,
-        split="all",
+        split=UNSPLIT,
         context_kind="dialogue",
         context=conv.context,
         turns=conv.turns,

@@ -10,6 +10,7 @@ questions and choice strings repeat across rows and are parsed once each.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,15 +19,16 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from warehouse.batch import batched, expand
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_json, read_text, relative_name
 
 NAME = "hitom"
 JSON_NAME = "Hi-ToM_data.json"
 TREE_NAME = "Hi-ToM_data"
-SPLIT = "all"  # HiToM publishes no split
+SPLIT = UNSPLIT  # HiToM publishes no split
 
 _NUMBERED = re.compile(r"\d+ ")
+_SEPARATOR = re.compile(r"[^\w\s]+|_+")  # a line of punctuation only, such as the '***' that ends a few real stories
 _STORY_BODY = re.compile(r"\d+ [^\n]*\S(?:\n\d+ [^\n]*\S)*")
 _CHOICE = re.compile(r"(?:^|,\s*)([A-Z])\.\s+")
 _LETTERS = [chr(code) for code in range(ord("A"), ord("Z") + 1)]
@@ -58,6 +60,7 @@ class _Story:
     context: str
     n_agents: int | None
     n_events: int
+    trailer: str | None = None  # separator lines stripped after the last numbered line (kept in meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +77,19 @@ def question_type_of(order: int) -> str:
 
 
 def parse_story(text: str) -> _Story:
-    """Split leading instruction lines from the numbered story lines; count agents and lines."""
+    """Split leading instruction lines and trailing separator lines from the numbered story lines;
+    count agents and lines.
+
+    A few stories of the real `Hi-ToM_data.json` end with a blank line and `***`: a separator, not
+    part of the story. It is stripped (and returned as `trailer`, which the record keeps in `meta`);
+    an unnumbered line anywhere else is still a broken story."""
     body = text.strip()
     instruction: list[str] = []
     while body and not _NUMBERED.match(body):  # VP stories start with an instruction sentence
         head, _, body = body.partition("\n")
         instruction.append(head.strip())
         body = body.lstrip()
+    body, trailer = _strip_trailer(body)
     if not _STORY_BODY.fullmatch(body):  # rare: stray blank lines, trailing spaces or unnumbered lines
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         stray = next((line for line in lines if not _NUMBERED.match(line)), None)
@@ -94,7 +103,19 @@ def parse_story(text: str) -> _Story:
         if " entered the " in line:  # "N A, B and C entered the room." names every agent present
             agents.update(_NAME_SEP.split(line.split(" ", 1)[1].split(" entered the ", 1)[0]))
     agents.discard("")
-    return _Story(" ".join(instruction) or None, body, len(agents) or None, body.count("\n") + 1)
+    return _Story(" ".join(instruction) or None, body, len(agents) or None, body.count("\n") + 1, trailer)
+
+
+def _strip_trailer(body: str) -> tuple[str, str | None]:
+    """The story without the separator lines (and blank lines) that end it, and those separator lines."""
+    lines = body.split("\n")
+    end = len(lines)
+    while end > 1 and (not lines[end - 1].strip() or _SEPARATOR.fullmatch(lines[end - 1].strip())):
+        end -= 1
+    separators = [line.strip() for line in lines[end:] if line.strip()]
+    if not separators:
+        return body, None
+    return "\n".join(lines[:end]).rstrip(), "\n".join(separators)
 
 
 def parse_question(text: str) -> _Question:
@@ -197,6 +218,8 @@ def _pending(
     except ValueError:
         raise _Bad("answer", f"answer {answer[:40]!r} is not among the choices") from None
     meta.setdefault("instruction", parsed_story.instruction)
+    if parsed_story.trailer is not None:  # only where there was one: other records keep their content hash
+        meta["story_trailer"] = parsed_story.trailer
     return _Pending(key, parsed_story, question, parsed_question, order, options, answer_index, answer, meta)
 
 
@@ -390,6 +413,10 @@ def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[Produced]:
             yield item.record(_is_false_belief(item, reality))
 
 
+def _json_length(path: Path) -> int:
+    return len(json.loads(path.read_text(encoding="utf-8"))["data"])
+
+
 def _text_tree(root: Path) -> Path | None:
     if root.name == TREE_NAME or (root / "Tell").is_dir() or (root / "No_Tell").is_dir():
         return root
@@ -432,6 +459,16 @@ class HiToMAdapter(AdapterInfo):
             parts.append(_text_record(path, root, parser) for path in files)
         yield from _finish(item for part in parts for item in part)
 
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: the length of each JSON file's
+        `data` array (read by the json module) plus the number of `order_*.txt` files in the tree."""
+        root = Path(root)
+        if root.is_file():
+            return _json_length(root) if root.suffix == ".json" else 1
+        json_file, tree = root / JSON_NAME, _text_tree(root)
+        count = _json_length(json_file) if json_file.is_file() else 0
+        return count + (sum(1 for _ in tree.rglob("order_*.txt")) if tree is not None else 0)
+
     def split_input(self, root: Path) -> Path | None:
         """The one file this input is read from when `read_part` can split it (a JSON file on its own)."""
         root = Path(root)
@@ -450,7 +487,7 @@ class HiToMAdapter(AdapterInfo):
 
 ADAPTER = HiToMAdapter(
     name=NAME,
-    version="hitom@56dda76-v1",
+    version="hitom@56dda76-v3",
     license="Apache-2.0",
     hub_repo="Hi-ToM/Hi-ToM_Dataset",
     hub_patterns=[JSON_NAME, f"{TREE_NAME}/*"],

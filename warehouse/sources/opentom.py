@@ -13,12 +13,13 @@ read only when their `_new` replacement is absent. `meta_data_long.json` (OpenTo
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import Produced, Reject, SourceError, read_json, relative_name
 
 NAME = "opentom"
@@ -93,7 +94,7 @@ class OpenTomAdapter:
     """Reads the `opentom_data` folder (or its parent, or one of its question files)."""
 
     name = NAME
-    version = "seacowx/OpenToM@3f22b66"
+    version = "seacowx/OpenToM@3f22b66-v2"
     license = "CC BY-NC 4.0 (not for training)"
     hub_repo: str | None = "SeacowX/OpenToM"
     hub_patterns: list[str] | None = [f"{DATA_FOLDER}/*.json"]
@@ -104,6 +105,15 @@ class OpenTomAdapter:
         stories = self._stories(folder)
         for path in files:
             yield from self._read_questions(path, relative_name(path, root), stories)
+
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: the length of every story's list
+        in each question file read (a value that is not a list counts one: it becomes one reject)."""
+        _folder, files = self._layout(Path(root))
+        return sum(
+            len(value) if isinstance(value, list) else 1
+            for path in files for value in json.loads(path.read_text(encoding="utf-8")).values()
+        )
 
     def _layout(self, root: Path) -> tuple[Path, list[Path]]:
         """The data folder and the question files to read, in a fixed order."""
@@ -193,7 +203,7 @@ def _build(spec: QuestionFile, key: str, index: int, qa: Any, stories: dict[str,
         source_version=ADAPTER.version,
         source_key=f"{spec.name}/{key}/{index}",
         source_ref=ref,
-        split="all",
+        split=UNSPLIT,
         context_kind="story",
         context=story["narrative"],
         n_agents=_n_agents(story),

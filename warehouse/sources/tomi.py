@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import build_record
+from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
 
 NAME = "tomi"
@@ -62,9 +62,9 @@ class Example:
 
 
 def split_of(path: Path) -> str:
-    """train/val/test from the file name (`fb_all_test.txt` -> test); 'all' when it names none."""
+    """train/val/test from the file name (`fb_all_test.txt` -> test); 'unsplit' when it names none."""
     match = _SPLIT.search(path.stem.lower())
-    return _SPLIT_NAMES[match.group(1)] if match else "all"
+    return _SPLIT_NAMES[match.group(1)] if match else UNSPLIT
 
 
 def parse_examples(path: Path, text: str) -> list[Example]:
@@ -217,24 +217,35 @@ class ToMiAdapter(AdapterInfo):
 
     def read(self, root: Path) -> Iterator[Produced]:
         root = Path(root)
-        if not root.exists():
-            raise SourceError(root, "path not found")
-        if root.is_file():
-            if root.suffix != ".txt":
-                raise SourceError(root, "not a ToMi story file: expected a bAbI-style .txt file")
-            files = [root]
-        else:
-            files = sorted(root.rglob("*.txt"), key=lambda path: path.relative_to(root).as_posix())
-            if not files:
-                raise SourceError(root, "no ToMi .txt story files in this folder")
         facts = _StoryFacts()
-        for path in files:
+        for path in _story_files(root):
             yield from read_file(path, root, facts)
+
+    def count_input(self, root: Path) -> int:
+        """Questions in the input, counted apart from the parser: every example (one question each)
+        starts with a line numbered 1."""
+        return sum(
+            1 for path in _story_files(Path(root))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("1 ")
+        )
+
+
+def _story_files(root: Path) -> list[Path]:
+    if not root.exists():
+        raise SourceError(root, "path not found")
+    if root.is_file():
+        if root.suffix != ".txt":
+            raise SourceError(root, "not a ToMi story file: expected a bAbI-style .txt file")
+        return [root]
+    files = sorted(root.rglob("*.txt"), key=lambda path: path.relative_to(root).as_posix())
+    if not files:
+        raise SourceError(root, "no ToMi .txt story files in this folder")
+    return files
 
 
 ADAPTER = ToMiAdapter(
     name=NAME,
-    version="tomi@dea2bca-v1",
+    version="tomi@dea2bca-v2",
     license="CC BY-NC 4.0",
     hub_repo=None,  # no Hub copy in the published bAbI layout is known; pass a local folder
     hub_patterns=["*.txt", "*.trace"],
