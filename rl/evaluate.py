@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -81,14 +82,23 @@ def _generate_vllm(model_path: str, prompts: Sequence[list[dict[str, str]]], max
 
 
 def load_for_generation(model_path: str, tokenizer: Any = None) -> tuple[Any, Any]:
-    """Model (bf16 on a GPU, fp32 on the CPU) and tokenizer from a folder or Hub id."""
+    """Model (bf16 on a GPU, fp32 on the CPU) and tokenizer from a folder or Hub id; the last model
+    loaded is kept, so evaluating several splits of one model loads it once."""
+    folder = Path(model_path)
+    stamp = max((f.stat().st_mtime_ns for f in folder.iterdir()), default=0) if folder.is_dir() else 0
+    model, loaded_tokenizer = _load_cached(model_path, stamp)  # a folder written again is loaded again
+    return model, tokenizer or loaded_tokenizer
+
+
+@lru_cache(maxsize=1)
+def _load_cached(model_path: str, stamp: int) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
-    return model, tokenizer or AutoTokenizer.from_pretrained(model_path)
+    return model, AutoTokenizer.from_pretrained(model_path)
 
 
 def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
@@ -142,8 +152,6 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
     label = label or Path(model_path).name
     run_id = run_id_of(model_path, label, dataset, revision)
     load_path = materialize(model_path) if model is None else model_path  # a .gguf file: its folder (rl.models)
-    if model is None and not (backend == "vllm" or (backend == "auto" and _has_vllm())):
-        model, tokenizer = load_for_generation(load_path, tokenizer)  # once, not once per split
     id_names = set(in_distribution)
     rows: list[dict[str, Any]] = []
     for ref in refs:
