@@ -217,6 +217,18 @@ def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
     mode taken per selection, stratum, format and number of options. The mode is fitted on the items
     it scores, so its accuracy is descriptive (never below chance); whether positions or answers
     depart from uniform is tested by `position_bias` and `answer_prior`, not here."""
+    scored = modal_position_labels(df)
+    return scored.select("item_id", "selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
+                         (pl.col("label") == pl.col("mode")).alias("hit"),
+                         pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"))
+
+
+def modal_position_labels(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows the modal-position rule scores, with `label` (gold option index as text, or yes/no),
+    `k` (options) and `mode` (the rule's answer: the most frequent label of the row's selection,
+    stratum, format and k). Also what compares a model's answers with the rule (rl.experiment_report)."""
+    if "stratum" not in df.columns:
+        df = df.with_columns(_strata_expr())
     mc = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() \
         & (pl.col("options").list.len() >= 2)
     yn = (pl.col("answer_format") == "yes_no") & pl.col("gold_norm").is_in(["yes", "no"])
@@ -229,10 +241,7 @@ def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
     keys = ["selection", "stratum_key", "answer_format", "k"]
     modes = (part.group_by([*keys, "label"]).len().sort(["len", "label"], descending=[True, False])
              .group_by(keys, maintain_order=True).first().select(*keys, pl.col("label").alias("mode")))
-    scored = part.join(modes, on=keys, how="inner")
-    return scored.select("item_id", "selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
-                         (pl.col("label") == pl.col("mode")).alias("hit"),
-                         pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"))
+    return part.join(modes, on=keys, how="inner")
 
 
 def heuristic_scores(df: pl.DataFrame) -> pl.DataFrame:

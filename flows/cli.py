@@ -426,12 +426,19 @@ def require_rl_extras(*modules: str) -> None:
 
 
 def check_model(model: str) -> None:
-    """A model is a saved folder (with config.json) or a Hub model id; a path that is neither fails here."""
+    """A model is a saved folder (with config.json), a `.gguf` file or a Hub model id; a path that is
+    none of these fails here."""
+    from rl.models import is_gguf
+
     path = Path(model).expanduser()
+    if is_gguf(model):
+        if not path.is_file():
+            fail(f"{model}: gguf file not found")
+        return
     if path.is_dir() and not (path / "config.json").is_file():
         fail(f"{model}: not a saved model folder (no config.json)")
     if not path.is_dir() and (path.exists() or not HUB_MODEL_ID.match(model)):
-        fail(f"{model}: model not found (give a saved model folder, e.g. var/rl, or a Hub model id ORG/NAME)")
+        fail(f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or a Hub model id ORG/NAME)")
 
 
 @contextmanager
@@ -455,7 +462,7 @@ def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag to download."),
-    model: str = typer.Option(..., "--model", "-m", help="Model id or path to start from."),
+    model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
     output_dir: Path = typer.Option(Path("var/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
@@ -463,13 +470,16 @@ def train(
     max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
     epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
     num_generations: int = typer.Option(8, "--num-generations", min=2, help="Samples per prompt."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per step; verl: prompts per step."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="TRL: micro-batches per optimizer step (one "
+                                   "generation of batch-size x grad-accum completions serves them; less GPU memory)."),
     learning_rate: float = typer.Option(1e-6, "--learning-rate", "--lr"),
     beta: float = typer.Option(0.001, "--kl-coef", help="KL coefficient against the reference model."),
     max_completion_length: int = typer.Option(512, "--max-completion-length"),
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
+    seed: int = typer.Option(0, "--seed", help="TRL: seed of sampling and data order (repeat a run with others)."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
@@ -485,7 +495,7 @@ def train(
         if backend is Backend.trl:
             overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
                              num_generations=num_generations, per_device_train_batch_size=batch_size,
-                             learning_rate=learning_rate, beta=beta, bf16=bf16,
+                             learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum, seed=seed,
                              max_completion_length=max_completion_length)
         else:
             overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
@@ -506,7 +516,7 @@ def train(
 
 @app.command("eval")
 def eval_(
-    model: str = typer.Option(..., "--model", "-m", help="Model path (or id) to evaluate."),
+    model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
     splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable)."),

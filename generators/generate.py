@@ -15,6 +15,13 @@ deck over their combinations; the number of agents is the one whose questions la
 orders still open, so each order gets each count about equally. Stories get each operator with
 probability `operator_rate` (scaled by `RATE_SCALE`), except that lies become more frequent while
 many "never visited" golds, which only a lie can produce, are still to be served.
+`controls=False` switches every heuristic control off (the "templated" baseline of the RL experiment):
+same stories, operators, templates, orders and answer formats, but each question's chain is drawn at
+random among those the story allows (no quota on the gold's role, so "the object's first container"
+and the other heuristics hit at whatever rate the stories give them), multiple-choice options are
+listed in the scene's order (no gold-position balance), a yes/no question asks about a container
+drawn at random (no yes/no balance), and nothing is reordered or padded (no first/last/most-mentioned
+control). Only the split into orders and formats stays exact.
 Same arguments => byte-identical records (all randomness flows from `seed` through
 `random.Random` instances; nothing depends on hash order or the clock).
 """
@@ -62,6 +69,7 @@ POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table
 RATE_SCALE = {"return": 0.4, "private_tell": 1.5, "public_tell": 1.5}  # relative to operator_rate: returns
 # happen in base stories anyway; truthful tells offset the many lies that "never visited" golds need
 SPLITS = ("train", "validation", "test")
+ANY_ROLE = "any"  # the one quota cell role without controls: a story serves it with any gold
 STALL_STORIES = 5000  # stories in a row that serve no question before a run gives up (a quota it cannot fill)
 
 
@@ -103,6 +111,11 @@ def _labels(fmt: str) -> tuple[Any, ...]:
     return tuple(range(N_CONTAINERS)) if fmt == "multiple_choice" else (True, False) if fmt == "yes_no" else (None,)
 
 
+def _no_label(fmt: str) -> tuple[None]:
+    """Without controls a format balances nothing besides its own count."""
+    return (None,)
+
+
 def _role(cell: tuple[str, str, Any]) -> str:
     """What a story must offer to serve a (format, role, label) cell: a container of that role."""
     return cell[1]
@@ -122,7 +135,7 @@ class Generator:
     def __init__(self, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                  styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                  formats: Sequence[str] = FORMATS, include_memory: bool = True, operator_rate: float = 0.4,
-                 source: str = SOURCE) -> None:
+                 controls: bool = True, source: str = SOURCE) -> None:
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -139,6 +152,7 @@ class Generator:
         self.pools: Pools = entity_pools(self.held_out)
         self.variants = HELD_OUT_VARIANTS if self.held_out else MAIN_VARIANTS
         self.formats, self.include_memory, self.operator_rate = tuple(formats), include_memory, operator_rate
+        self.controls = controls
         self.rng = random.Random(derive_seed("run", seed, split, self.held_out))
         self.keys: list[Any] = list(range(max_order + 1)) + (["memory"] if include_memory else [])
         self.story_deck = Deck(product(MOVE_COUNTS, styles), self.rng)
@@ -158,7 +172,10 @@ class Generator:
         lucky = set(self.rng.sample(range(len(self.keys)), extra))
         for i, key in enumerate(self.keys):
             block = self.role_blocks["memory" if key == "memory" else 0 if key == 0 else "belief"]
-            self.quotas[key] = Quota(deal(share + (i in lucky), self.formats, block, _labels, self.rng), _role)
+            labels = _labels
+            if not self.controls:  # formats only: any gold role, position and yes/no answer
+                block, labels = (ANY_ROLE,), _no_label
+            self.quotas[key] = Quota(deal(share + (i in lucky), self.formats, block, labels, self.rng), _role)
 
     # -- stories -----------------------------------------------------------------------------
     def lie_rate(self) -> float:
@@ -171,7 +188,7 @@ class Generator:
                 left += quota.left
                 never += quota.left_by_need.get("never", 0)
         share = never / left if left else 0.0
-        return max(self.operator_rate, min(1.0, 4 * share))
+        return max(self.operator_rate, min(1.0, 4 * share)) if self.controls else self.operator_rate
 
     def only_reality_away_from_start_left(self) -> bool:
         """Whether the run only still needs reality questions whose answer is not the first container:
@@ -213,6 +230,7 @@ class Generator:
         if any(quota.left for key, quota in self.quotas.items() if key not in (0, "memory")):
             for container, bits in engine.answers().items():  # only belief questions need them
                 by_role[roles[container]] = by_role.get(roles[container], 0) | bits
+                by_role[ANY_ROLE] = by_role.get(ANY_ROLE, 0) | bits
         n = len(story.agents)
         questions = []
         for key, quota in self.quotas.items():
@@ -223,7 +241,7 @@ class Generator:
                 cell = quota.take(lambda role: True, self.rng)
                 gold = initial
             elif key == 0:
-                cell = quota.take(lambda role: role == roles[final], self.rng)
+                cell = quota.take(lambda role: role in (roles[final], ANY_ROLE), self.rng)
                 gold = final
             else:
                 reach = feasible(n, key)
@@ -235,7 +253,7 @@ class Generator:
             if cell is None:
                 continue
             fmt, role, label = cell
-            q = Question(key, chain, gold, role, fmt, rng.choice(self.variants))
+            q = Question(key, chain, gold, roles[gold] if role == ANY_ROLE else role, fmt, rng.choice(self.variants))
             if fmt == "multiple_choice":
                 q.position = label
             elif fmt == "yes_no":
@@ -243,6 +261,10 @@ class Generator:
             questions.append(q)
         for q in questions:
             if q.fmt != "yes_no":
+                continue
+            if not self.controls:  # any container, so "no" is the natural majority
+                q.asked = rng.choice(story.containers)
+                q.yes = q.asked == q.gold
                 continue
             if q.yes:
                 q.asked = q.gold
@@ -261,7 +283,9 @@ class Generator:
     def pad(self, story: Story, questions: list[Question], rng: random.Random) -> Story:
         """Choose the first-, last- and most-mentioned containers (balanced) and make them so: the
         first by the order of the scene's listing (the first sentence naming containers), the others
-        by statements added at the end or sprinkled in after the scene."""
+        by statements added at the end or sprinkled in after the scene. Without controls: unchanged."""
+        if not self.controls:
+            return story
         hits = {c: [q.hit(c) for q in questions] for c in story.containers}
         items = self.controller_items(questions)
         events = list(story.events)
@@ -354,7 +378,11 @@ class Generator:
                 "gold_role": q.role, "story_no": story_no, "n_moves": story.params["n_moves"],
                 "base_agents": story.params["n_agents"],
             }
-            if q.fmt == "multiple_choice":
+            if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
+                listed = next(e.things for e in story.events if e.kind == SCENE)
+                options, answer = [name(c) for c in listed], name(q.gold)
+                index = listed.index(q.gold)
+            elif q.fmt == "multiple_choice":
                 others = [c for c in story.containers if c != q.gold]
                 rng.shuffle(others)
                 others.insert(q.position, q.gold)
@@ -383,16 +411,18 @@ class Generator:
 def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                      styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                      formats: Sequence[str] = FORMATS, include_memory: bool = True,
-                     operator_rate: float = 0.4, source: str = SOURCE) -> Iterator[dict[str, Any]]:
+                     operator_rate: float = 0.4, controls: bool = True, source: str = SOURCE
+                     ) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
     probability `operator_rate`); `styles`: surface styles; `split`: the split name written on the
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
+    `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
     `source`: the source name on the records (and in their item ids).
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
-                    source)
+                    controls, source)
     return gen.records(n)
 
 

@@ -11,11 +11,13 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from rl.models import materialize
 from rl.release import SplitRef, read_split
 from rl.reward import score_completion
 
@@ -79,16 +81,34 @@ def _generate_vllm(model_path: str, prompts: Sequence[list[dict[str, str]]], max
     return [o.outputs[0].text for o in outputs]
 
 
-def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
-                 model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+def load_for_generation(model_path: str, tokenizer: Any = None) -> tuple[Any, Any]:
+    """Model (bf16 on a GPU, fp32 on the CPU) and tokenizer from a folder or Hub id; the last model
+    loaded is kept, so evaluating several splits of one model loads it once."""
+    folder = Path(model_path)
+    stamp = max((f.stat().st_mtime_ns for f in folder.iterdir()), default=0) if folder.is_dir() else 0
+    model, loaded_tokenizer = _load_cached(model_path, stamp)  # a folder written again is loaded again
+    return model, tokenizer or loaded_tokenizer
+
+
+@lru_cache(maxsize=1)
+def _load_cached(model_path: str, stamp: int) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_path)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
+    return model, AutoTokenizer.from_pretrained(model_path)
+
+
+def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
+                 model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+    import torch
+    from transformers import AutoTokenizer
+
     if model is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = torch.bfloat16 if device == "cuda" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
+        model, tokenizer = load_for_generation(model_path, tokenizer)
+    tokenizer = tokenizer or AutoTokenizer.from_pretrained(model_path)
     model.eval()
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -131,6 +151,7 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
     other 'held_out' (so one config can hold both, e.g. a test split of higher belief orders)."""
     label = label or Path(model_path).name
     run_id = run_id_of(model_path, label, dataset, revision)
+    load_path = materialize(model_path) if model is None else model_path  # a .gguf file: its folder (rl.models)
     id_names = set(in_distribution)
     rows: list[dict[str, Any]] = []
     for ref in refs:
@@ -138,7 +159,7 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
         prompts = table.column("prompt").to_pylist()
         truths = [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()]
         infos = table.column("extra_info").to_pylist()
-        completions = generate(model_path, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens,
+        completions = generate(load_path, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens,
                                backend=backend, model=model, tokenizer=tokenizer, stats=stats)
         for completion, truth, info in zip(completions, truths, infos):
             scored = score_completion(completion, truth)

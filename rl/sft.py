@@ -55,14 +55,19 @@ def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, 
                        save_strategy="no", report_to="none", lr_scheduler_type="cosine", warmup_steps=10,
                        completion_only_loss=True, gradient_checkpointing=gradient_checkpointing,
                        **(extra or {}))
-    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset), processing_class=tokenizer)
+    from rl.trl_backend import nonfinite_guard
+
+    guard = nonfinite_guard()
+    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset), processing_class=tokenizer,
+                         callbacks=[guard])
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.save_model(output_dir)
     tokenizer.save_pretrained(output_dir)
     return {"output_dir": output_dir, "steps": trainer.state.global_step, "seconds": seconds,
-            "train_loss": result.training_loss, "log_history": trainer.state.log_history}
+            "train_loss": result.training_loss, "log_history": trainer.state.log_history,
+            "skipped_nonfinite_steps": guard.skipped}
 
 
 def save_json(path: Path, data: Any) -> None:

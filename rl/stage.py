@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rl import trl_backend, verl_backend
+from rl.models import is_gguf
 from rl.release import SplitRef, fetch_release, load_split, write_rl_parquet
 
 
@@ -85,6 +86,9 @@ def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = N
                   nnodes: int = 1) -> trl_backend.TrlSettings | verl_backend.VerlSettings:
     """Backend settings from a model and overrides (the config file's `[rl] settings`)."""
     overrides = dict(overrides or {})
+    if backend != "trl" and is_gguf(model):
+        raise ValueError(f"{model}: a .gguf model runs with the trl backend; for verl convert it to a folder first "
+                         "(python -m rl.models FILE.gguf)")
     if backend == "trl":
         return trl_backend.TrlSettings(model=model, **overrides)
     overrides.setdefault("n_gpus_per_node", gpus)

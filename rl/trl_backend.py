@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rl.models import materialize
 from rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
 ALGORITHMS = ("rloo", "grpo")
@@ -95,6 +96,31 @@ def build_trl_config(s: TrlSettings) -> Any:
     return config_cls(**trl_config_kwargs(s))
 
 
+def nonfinite_guard() -> Any:
+    """A TrainerCallback that drops an optimizer step whose gradients hold NaN or inf (a bf16
+    overflow, seen at RL step 71 of an earlier run): every gradient is set to None before the step,
+    so the optimizer leaves the weights and its moments untouched. `skipped` lists those steps."""
+    import torch
+    from transformers import TrainerCallback
+
+    class NonFiniteGuard(TrainerCallback):
+        def __init__(self) -> None:
+            self.skipped: list[int] = []
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            params = [p for p in model.parameters() if p.grad is not None] if model is not None else []
+            if not params:
+                return
+            norms = torch._foreach_norm([p.grad for p in params])
+            if bool(torch.isfinite(torch.stack([n.float() for n in norms])).all()):
+                return
+            for p in params:
+                p.grad = None
+            self.skipped.append(state.global_step + 1)
+
+    return NonFiniteGuard()
+
+
 def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenizer: Any = None,
               reward_funcs: list[Callable[..., list[float]]] | None = None,
               callbacks: list[Any] | None = None) -> dict[str, Any]:
@@ -117,9 +143,10 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
     weights = RewardWeights(**s.reward_weights)
     funcs = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
     trainer_cls = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
-    trainer = trainer_cls(model=model if model is not None else s.model, reward_funcs=funcs,
+    guard = nonfinite_guard()
+    trainer = trainer_cls(model=model if model is not None else materialize(s.model), reward_funcs=funcs,
                           args=build_trl_config(s), train_dataset=train_dataset, processing_class=tokenizer,
-                          callbacks=[StepTimer(), *(callbacks or [])])
+                          callbacks=[StepTimer(), guard, *(callbacks or [])])
     started = last[0] = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started
@@ -129,7 +156,8 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
     history = trainer.state.log_history
     Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
     return {"output_dir": s.output_dir, "steps": trainer.state.global_step, "seconds": elapsed,
-            "step_times": step_times, "log_history": history, "train_loss": result.training_loss}
+            "step_times": step_times, "log_history": history, "train_loss": result.training_loss,
+            "skipped_nonfinite_steps": guard.skipped}
 
 
 def trl_launch_command(s: TrlSettings, dataset: str, revision: str | None, train: str, n_gpus: int = 1,
