@@ -1,9 +1,6 @@
 """The `tomforge` command line: one subcommand per pipeline step.
 
-Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
-query), 3 counts do not reconcile (read != loaded + rejected), 4 a release does not match its
-manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken),
-7 `audit --strict`: a check of the verdict failed.
+Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...).
 """
 from __future__ import annotations
 
@@ -30,6 +27,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from flows.exit_codes import ExitCode
 from flows.query import (
     PREVIEW_ROWS,
     OutputFormat,
@@ -39,9 +37,6 @@ from flows.query import (
     stream_rows,
 )
 from warehouse.db import DEFAULT_WAREHOUSE
-
-EXIT_BAD_INPUT = 2
-EXIT_UNRECONCILED = 3
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -58,14 +53,14 @@ stdout_console = literal_console()       # tables
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     """One line on stderr, no traceback, a meaningful exit code."""
     console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(code)
 
 
 @contextmanager
-def clear_errors() -> Iterator[None]:
+def one_line_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
     reconcile: its counts, then exit 3)."""
     from flows.config import ConfigError
@@ -77,7 +72,7 @@ def clear_errors() -> Iterator[None]:
         yield
     except Unreconciled as exc:
         print_reports([exc.report])
-        fail(str(exc), EXIT_UNRECONCILED)
+        fail(str(exc), ExitCode.UNRECONCILED)
     except (SourceError, WarehouseError, ConfigError) as exc:
         fail(str(exc))
 
@@ -120,11 +115,11 @@ def ingest(
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from warehouse.ingest import ingest as ingest_source
 
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         task = bar.add_task(f"ingest {source}", total=None)
         report = ingest_source(warehouse, source, path, progress=lambda n: bar.advance(task, n))
     if not print_reports([report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @app.command()
@@ -155,12 +150,12 @@ def generate(
                               held_out=None if held_out else False, source=source)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
                  f"styles={','.join(style_names)},held_out={held_out}")
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         task = bar.add_task("generate", total=n)
         report = ingest_records(warehouse, generator_info(source), records, input_ref,
                                 progress=lambda k: bar.advance(task, k), read=n, replace_source=True)
     if not print_reports([report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @app.command()
@@ -188,12 +183,12 @@ def variants(
         fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
     if source not in ("hitom", "tomi", "exploretom"):
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
         run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))
     print_variants(source, run)
     if not print_reports([run.report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 def print_variants(source: str, run) -> None:
@@ -251,7 +246,7 @@ def sql(
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from warehouse.db import connect_readonly
 
-    with clear_errors():
+    with one_line_errors():
         con = connect_readonly(warehouse, sandboxed=True)
     try:
         check_statement(con, query)
@@ -324,19 +319,15 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     from flows.pipeline import rebuild_flow, where_things_are
     from warehouse.load import LoadReport
 
-    with clear_errors(), publish_errors(), without_user_error_tracebacks():
+    with one_line_errors(), publish_errors(), without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
     for line in where_things_are(result):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not ok:
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
-
-EXIT_MISMATCH = 4
-EXIT_REMOTE = 5
-EXIT_CONFLICT = 6
 
 
 @contextmanager
@@ -351,13 +342,13 @@ def publish_errors() -> Iterator[None]:
     try:
         yield
     except LedgerError as exc:
-        fail(str(exc), EXIT_UNRECONCILED)
+        fail(str(exc), ExitCode.UNRECONCILED)
     except (ExportError, ManifestError, ReleaseError) as exc:
         fail(str(exc))
     except ConflictError as exc:
-        fail(str(exc), EXIT_CONFLICT)
+        fail(str(exc), ExitCode.CONFLICT)
     except PublishError as exc:
-        fail(str(exc), EXIT_REMOTE)
+        fail(str(exc), ExitCode.REMOTE)
 
 
 @app.command()
@@ -381,7 +372,7 @@ def publish(
     from hub.steps import choose_table, publish_warehouse
     from warehouse.export import ExportOptions
 
-    with clear_errors(), publish_errors():
+    with one_line_errors(), publish_errors():
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         console.print(f"exporting {export.table} from {warehouse}", highlight=False, soft_wrap=True)
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
@@ -403,7 +394,7 @@ def verify(
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
-        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", EXIT_MISMATCH)
+        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
     console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False,
                   soft_wrap=True)
 
@@ -501,7 +492,7 @@ def train(
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
     if outcome.get("exit_code"):
-        fail(f"training exited with status {outcome['exit_code']}", 1)
+        fail(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
 
 
 @app.command("eval")
@@ -535,7 +526,7 @@ def eval_(
 
     require_rl_extras("torch", "matplotlib")
     check_model(model)
-    with rl_errors(), clear_errors():
+    with rl_errors(), one_line_errors():
         refs = [SplitRef.parse(s) for s in splits]
         root = fetch_release(dataset, revision)
         stats = GenerationStats()
@@ -555,8 +546,6 @@ def eval_(
     plot_by_order(summary, out / "accuracy_by_order.png")
     sys.stdout.write(format_matrix(summary) + "\n")
 
-
-EXIT_FINDINGS = 7
 
 
 @contextmanager
@@ -579,20 +568,20 @@ def audit(
     jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),
     ngram_n: int = typer.Option(13, "--ngram-n", help="Exact long n-gram size."),
     seed: int = typer.Option(0, "--seed", help="Seed of baselines and bootstrap."),
-    strict: bool = typer.Option(False, "--strict", help=f"Exit {EXIT_FINDINGS} when a check of the verdict fails."),
+    strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
     from audits.config import AuditParams
     from audits.run import run_audit
 
-    with clear_errors(), audit_errors(), progress_display() as bar:
+    with one_line_errors(), audit_errors(), progress_display() as bar:
         task = bar.add_task("audit", total=None)
         params = AuditParams(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n, seed=seed)
         summary = run_audit(warehouse, train_where, heldout_where, out, params,
                             progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and any(v.status == "fail" for v in summary.verdicts):
-        raise typer.Exit(EXIT_FINDINGS)
+        raise typer.Exit(ExitCode.FINDINGS)
 
 
 @app.command()
@@ -610,14 +599,14 @@ def clean(
     from audits.clean import CleaningError, apply_cleaning
     from audits.config import CleaningPolicy
 
-    with clear_errors(), audit_errors():
+    with one_line_errors(), audit_errors():
         policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
                                 drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
                                 quarantine_oracle=quarantine_oracle)
         try:
             result = apply_cleaning(warehouse, policy)
         except CleaningError as exc:
-            fail(str(exc), EXIT_UNRECONCILED)
+            fail(str(exc), ExitCode.UNRECONCILED)
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 

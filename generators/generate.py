@@ -38,13 +38,19 @@ from generators.templates import (HELD_OUT_VARIANTS, MAIN_VARIANTS, STYLES, rend
 from generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo
+from warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_gen"
+"""The program that wrote a record: the record field `generator` (with `generator_version`)."""
 GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
-SOURCE = "tomforge_gen"
+DEFAULT_SOURCE = "tomforge_gen"
+"""The source name generated records are loaded under unless the caller names another (`--source`).
+A different thing from GENERATOR that happens to share its text: it is part of every item id
+(`item_id` = hash(source, key)), so it never changes, while a run under another source name still
+says `generator = GENERATOR`."""
 
 
-def generator_info(source: str = SOURCE) -> AdapterInfo:
+def generator_info(source: str = DEFAULT_SOURCE) -> AdapterInfo:
     """What the `sources` table records of generated data loaded under the source name `source`.
 
     A run loaded with `tomforge generate` replaces the previous run of its source (like a re-ingested
@@ -122,7 +128,7 @@ class Generator:
     def __init__(self, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                  styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                  formats: Sequence[str] = FORMATS, include_memory: bool = True, operator_rate: float = 0.4,
-                 source: str = SOURCE) -> None:
+                 source: str = DEFAULT_SOURCE) -> None:
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -365,8 +371,7 @@ class Generator:
             else:
                 options, answer, index = [], name(q.gold), None
             order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
-            qtype = ("memory" if q.key == "memory" else "reality" if q.key == 0
-                     else "first_order_belief" if q.key == 1 else "higher_order_belief")
+            qtype = question_type_of_order(order, memory=q.key == "memory")
             yield build_record(
                 source=self.source, source_version=GENERATOR_VERSION,
                 source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}",
@@ -383,7 +388,7 @@ class Generator:
 def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
                      styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
                      formats: Sequence[str] = FORMATS, include_memory: bool = True,
-                     operator_rate: float = 0.4, source: str = SOURCE) -> Iterator[dict[str, Any]]:
+                     operator_rate: float = 0.4, source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with

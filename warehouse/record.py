@@ -1,4 +1,4 @@
-"""Builds unified records: stable ids, content hashes and the controlled vocabularies.
+"""Builds unified records: stable ids and content hashes (the vocabularies: `warehouse.vocabulary`).
 
 Adapters and generators hand plain field values to `build_record`; it fills the ids and hashes
 so that every producer derives them the same way (the basis of idempotent loading).
@@ -14,8 +14,6 @@ import orjson
 
 from schemas import record_schema
 
-QUESTION_TYPES: tuple[str, ...] = tuple(record_schema()["properties"]["question_type"]["enum"])
-ANSWER_FORMATS: tuple[str, ...] = tuple(record_schema()["properties"]["answer_format"]["enum"])
 FIELDS: tuple[str, ...] = tuple(record_schema()["properties"])
 CONTEXT_FIELDS: tuple[str, ...] = tuple(
     name for name, spec in record_schema()["properties"].items() if spec["x-table"] == "contexts"
