@@ -92,10 +92,10 @@ MUTATIONS: tuple[Mutation, ...] = (
                                            "is scored on its last answer only"),
     # item 4: ids
     Mutation("ids.item_id_parts_swapped", "warehouse/record.py",
-             "return _hex(source, source_key)", "return _hex(source_key, source)",
+             "return hex_digest(source, source_key)", "return hex_digest(source_key, source)",
              ("tests/test_ids.py",), "item ids change meaning (and collide across sources named like keys)"),
     Mutation("ids.context_not_normalized", "warehouse/record.py",
-             "return _hex(normalize_context(context))", "return _hex(context)",
+             "return hex_digest(normalize_context(context))", "return hex_digest(context)",
              ("tests/test_ids.py",), "the same story with other whitespace gets another context_id"),
     Mutation("ids.content_hash_includes_item_id", "warehouse/record.py",
              '_ID_FIELDS = ("item_id", "content_hash")', '_ID_FIELDS = ("content_hash",)',

@@ -59,6 +59,12 @@ def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     raise typer.Exit(code)
 
 
+def given(**flags: Any) -> dict[str, Any]:
+    """The flags the user set (not None): a step's typed settings take only these, so every default
+    is declared once, in the settings class (`AuditParams`, `CleaningPolicy`, the generator's)."""
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 @contextmanager
 def one_line_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
@@ -125,23 +131,29 @@ def ingest(
 @app.command()
 def generate(
     n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
-    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order (0 = reality)."),
+    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
+                                            help="Highest belief order (0 = reality)."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
     warehouse: Path = WarehouseOption,
     operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
-    styles: str = typer.Option("hitom,exploretom", "--styles", help="Comma-separated surface styles."),
+    styles: Optional[str] = typer.Option(None, "--styles", show_default="hitom,exploretom",
+                                         help="Comma-separated surface styles."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out",
                                   help="Test split on held-out names, entities and phrasings."),
-    source: str = typer.Option("tomforge_gen", "--source",
-                               help="Source name; a run replaces the previous run of the same source."),
+    source: Optional[str] = typer.Option(None, "--source", show_default="tomforge_gen",
+                                         help="Source name; a run replaces the previous run of the same source."),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
-    from generators import OPERATORS, generate_records, generate_splits, generator_info
+    from generators import STYLES, generate_records, generate_splits, generator_info
+    from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
+    from generators.operators import selected_operators
     from warehouse.load import ingest_records
 
-    names = {"all": list(OPERATORS), "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
-    style_names = [s.strip() for s in styles.split(",") if s.strip()]
+    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
+    source = DEFAULT_SOURCE if source is None else source
+    names = selected_operators(operators.split(","))
+    style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     try:
         generate_records(1, operators=names, styles=style_names)  # argument check only (lazy)
     except ValueError as exc:
@@ -162,13 +174,16 @@ def generate(
 def variants(
     source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
                                "in the warehouse."),
-    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order asked of variants."),
+    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
+                                            help="Highest belief order asked of variants."),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
-    seed: int = typer.Option(0, "--seed", help="Seed: the same warehouse and arguments give the same variants."),
-    n_per_story: int = typer.Option(1, "--n-per-story", min=0, help="Chains per new order and adversarial "
-                                    "variants per story."),
-    balance_roles: bool = typer.Option(False, "--balance-roles/--all-roles", help="Per order, keep as many variants "
-                                       "of each gold role (initial, final, intermediate, never) as of the rarest."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
+                                       help="Seed: the same warehouse and arguments give the same variants."),
+    n_per_story: Optional[int] = typer.Option(None, "--n-per-story", min=0, show_default="1",
+                                              help="Chains per new order and adversarial variants per story."),
+    balance_roles: Optional[bool] = typer.Option(None, "--balance-roles/--all-roles", show_default="--all-roles",
+                                                 help="Per order, keep as many variants of each gold role (initial, "
+                                                      "final, intermediate, never) as of the rarest."),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -185,7 +200,9 @@ def variants(
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
     with one_line_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
-        run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))
+        settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
+                                                     balance_roles=balance_roles))
+        run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
@@ -563,11 +580,13 @@ def audit(
     train_where: str = typer.Option(..., "--train", help="SQL condition on items_full selecting the train side."),
     heldout_where: Optional[str] = typer.Option(None, "--heldout", help="SQL condition selecting the held-out side."),
     out: Path = typer.Option(Path("var/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
-    shingle_n: int = typer.Option(5, "--shingle-n", help="Word n-gram size of MinHash shingles."),
-    num_perm: int = typer.Option(128, "--num-perm", help="MinHash permutations."),
-    jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),
-    ngram_n: int = typer.Option(13, "--ngram-n", help="Exact long n-gram size."),
-    seed: int = typer.Option(0, "--seed", help="Seed of baselines and bootstrap."),
+    shingle_n: Optional[int] = typer.Option(None, "--shingle-n", show_default="5",
+                                            help="Word n-gram size of MinHash shingles."),
+    num_perm: Optional[int] = typer.Option(None, "--num-perm", show_default="128", help="MinHash permutations."),
+    jaccard: Optional[float] = typer.Option(None, "--jaccard", show_default="0.8",
+                                            help="Near-duplicate Jaccard threshold."),
+    ngram_n: Optional[int] = typer.Option(None, "--ngram-n", show_default="13", help="Exact long n-gram size."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of baselines and bootstrap."),
     strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
@@ -576,7 +595,8 @@ def audit(
 
     with one_line_errors(), audit_errors(), progress_display() as bar:
         task = bar.add_task("audit", total=None)
-        params = AuditParams(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n, seed=seed)
+        params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
+                                     seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params,
                             progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
     sys.stdout.write("\n".join(summary.lines()) + "\n")
@@ -587,22 +607,28 @@ def audit(
 @app.command()
 def clean(
     warehouse: Path = WarehouseOption,
-    drop_jaccard: float = typer.Option(0.8, "--drop-jaccard", help="Drop train items whose context overlaps held-out at this Jaccard."),
-    drop_containment: float = typer.Option(0.8, "--drop-containment", help="... or at this containment."),
-    drop_structural: bool = typer.Option(False, "--drop-structural/--keep-structural", help="Also drop structural twins."),
-    reshuffle: bool = typer.Option(True, "--reshuffle/--no-reshuffle", help="Balance gold positions of multiple choice."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the option re-ordering."),
-    quarantine_oracle: bool = typer.Option(False, "--quarantine-oracle/--keep-oracle-rejects",
-                                           help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
+    drop_jaccard: Optional[float] = typer.Option(None, "--drop-jaccard", show_default="0.8",
+                                                 help="Drop train items whose context overlaps held-out at this Jaccard."),
+    drop_containment: Optional[float] = typer.Option(None, "--drop-containment", show_default="0.8",
+                                                     help="... or at this containment."),
+    drop_structural: Optional[bool] = typer.Option(None, "--drop-structural/--keep-structural",
+                                                   show_default="--keep-structural",
+                                                   help="Also drop structural twins."),
+    reshuffle: Optional[bool] = typer.Option(None, "--reshuffle/--no-reshuffle", show_default="--reshuffle",
+                                             help="Balance gold positions of multiple choice."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of the option re-ordering."),
+    quarantine_oracle: Optional[bool] = typer.Option(None, "--quarantine-oracle/--keep-oracle-rejects",
+                                                     show_default="--keep-oracle-rejects",
+                                                     help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
     from audits.clean import CleaningError, apply_cleaning
     from audits.config import CleaningPolicy
 
     with one_line_errors(), audit_errors():
-        policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
-                                drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
-                                quarantine_oracle=quarantine_oracle)
+        policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
+                                        drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
+                                        quarantine_oracle=quarantine_oracle))
         try:
             result = apply_cleaning(warehouse, policy)
         except CleaningError as exc:

@@ -43,6 +43,8 @@ from warehouse.vocabulary import question_type_of_order
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""
 GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
+DEFAULT_MAX_ORDER = 6  # the highest belief order asked unless the caller (CLI flag, config) says otherwise
+DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
 DEFAULT_SOURCE = "tomforge_gen"
 """The source name generated records are loaded under unless the caller names another (`--source`).
 A different thing from GENERATOR that happens to share its text: it is part of every item id
@@ -125,10 +127,10 @@ def role_of(container: str, initial: str, final: str, visited: Sequence[str]) ->
 class Generator:
     """Holds the balancing state of one run; `records()` yields the unified records."""
 
-    def __init__(self, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
-                 styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
-                 formats: Sequence[str] = FORMATS, include_memory: bool = True, operator_rate: float = 0.4,
-                 source: str = DEFAULT_SOURCE) -> None:
+    def __init__(self, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
+                 operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
+                 split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
+                 include_memory: bool = True, operator_rate: float = 0.4, source: str = DEFAULT_SOURCE) -> None:
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -385,10 +387,11 @@ class Generator:
             )
 
 
-def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
-                     styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
-                     formats: Sequence[str] = FORMATS, include_memory: bool = True,
-                     operator_rate: float = 0.4, source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
+def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
+                     operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
+                     split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
+                     include_memory: bool = True, operator_rate: float = 0.4,
+                     source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
@@ -401,14 +404,14 @@ def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Seque
     return gen.records(n)
 
 
-def split_sizes(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> dict[str, int]:
+def split_sizes(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> dict[str, int]:
     """Questions per split; train takes the rounding remainder."""
     sizes = [int(n * f) for f in fractions]
     sizes[0] += n - sum(sizes)
     return dict(zip(SPLITS, sizes))
 
 
-def generate_splits(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), **kwargs: Any) -> Iterator[dict[str, Any]]:
+def generate_splits(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS, **kwargs: Any) -> Iterator[dict[str, Any]]:
     """Train, validation and test records (test on held-out entities and phrasings by default)."""
     for split, size in split_sizes(n, fractions).items():
         if size:
