@@ -182,6 +182,8 @@ def load_config(path: Path | None = None) -> Config:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
         message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        if first["type"] == "unexpected_keyword_argument":  # a key unknown to a settings dataclass ([audit] params)
+            message = "Extra inputs are not permitted"  # worded as for every other section's unknown key
         raise ConfigError(f"{path or DEFAULT_CONFIG}: {field}: {message}") from None
 
 
