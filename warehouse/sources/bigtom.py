@@ -40,6 +40,7 @@ from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
 from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "bigtom"
 FIELDS: tuple[str, ...] = (
@@ -196,7 +197,7 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
                 split=UNSPLIT,
                 context=story,
                 question=question,
-                question_type="action" if variable == "forward_action" else "first_order_belief",
+                question_type="action" if variable == "forward_action" else question_type_of_order(1),
                 answer=gold,
                 answer_format="multiple_choice",
                 options=ordered_options(item_ref, gold, wrong),
