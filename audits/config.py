@@ -1,14 +1,13 @@
 """Audit parameters and the cleaning policy, as dataclasses with working defaults.
 
-Kept as plain frozen dataclasses so the typed config file can fill them later (`from_mapping`)
-and every run can record exactly what it used (`as_dict`).
+Plain frozen dataclasses: the CLI builds them from the flags given, the typed config
+(`flows/config.py`) validates its `[audit] params` and `[clean] policy` tables into them (unknown
+or ill-typed keys fail on load), and every run records exactly what it used (`as_dict`).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping, TypeVar
-
-T = TypeVar("T")
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -57,14 +56,3 @@ class CleaningPolicy:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-
-def from_mapping(cls: type[T], values: Mapping[str, Any] | None) -> T:
-    """Build a config dataclass from a mapping, refusing unknown keys (typos must not pass silently)."""
-    values = dict(values or {})
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} setting(s): {', '.join(unknown)}")
-    if "reshuffle_sides" in values:
-        values["reshuffle_sides"] = tuple(values["reshuffle_sides"])
-    return cls(**values)  # type: ignore[call-arg]

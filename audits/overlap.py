@@ -8,7 +8,6 @@ rate among independent train contexts, so templated data is not flagged wholesal
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Callable
@@ -330,9 +329,3 @@ def _near_dup_rates(rows: list[dict], train: np.ndarray, heldout: np.ndarray, p:
              "note": "every cross pair is listed with its evidence; the flag says whether they exceed the within-train rate"}]
 
 
-def digest(*parts: str) -> str:
-    h = hashlib.blake2b(digest_size=8)
-    for part in parts:
-        h.update(part.encode("utf-8"))
-        h.update(b"\x1f")
-    return h.hexdigest()

@@ -22,12 +22,13 @@ from audits import (
 from audits.config import AuditParams
 from audits.features import item_features
 from audits.lsh import datasketch_default_banding
-from audits.overlap import OverlapResult, audit_overlap, digest
+from audits.overlap import OverlapResult, audit_overlap
 from audits.report import render_report
 from audits.summary import AuditSummary
 from audits.variants import variant_findings
 from audits.verdict import AuditFacts, verdict_frame, verdicts
 from warehouse.db import connect_readonly
+from warehouse.record import hex_digest
 from warehouse.versions import tool_versions as versions_of
 
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
@@ -42,63 +43,94 @@ def _with_side(frame: pl.DataFrame, side: str) -> pl.DataFrame:
     return frame.with_columns(pl.lit(side).alias("side"), pl.lit(side).alias("selection"))
 
 
+class _Findings:
+    """The findings table being built: one row per `add` (check, severity, selection, message,
+    evidence as JSON, the baseline it was compared with)."""
+
+    SCHEMA = {"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8, "evidence": pl.Utf8,
+              "baseline": pl.Utf8}
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def add(self, check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> None:
+        self.rows.append({"check": check, "severity": severity, "selection": selection, "message": message,
+                          "evidence": json.dumps(evidence, sort_keys=True, default=str), "baseline": baseline})
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.rows, schema=self.SCHEMA)
+
+
 def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams) -> pl.DataFrame:
-    rows: list[dict] = []
+    """Everything the audit flags, as rows of `audit_findings`, in a fixed order of checks."""
+    out = _Findings()
+    _overlap_findings(out, ov, p)
+    _artifact_findings(out, tables)
+    _heuristic_findings(out, tables)
+    _conflict_findings(out, tables)
+    return out.frame()
 
-    def add(check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> None:
-        rows.append({"check": check, "severity": severity, "selection": selection, "message": message,
-                     "evidence": json.dumps(evidence, sort_keys=True, default=str), "baseline": baseline})
 
+def _overlap_findings(out: _Findings, ov: OverlapResult, p: AuditParams) -> None:
+    """Train x held-out leaks (near duplicates, long n-grams, structural twins) and within-side duplicates."""
     pairs = ov.pairs
     for r in pairs.filter(pl.col("scope") == "cross").iter_rows(named=True):
         kind = r["kind"]
         if kind == "structural":
             continue
-        add(f"overlap:{kind}", "leak", "train x heldout",
-            f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
-            f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
-            {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
-                               "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
-            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
-            else f"conformal p <= {p.ngram_alpha} vs within-train null")
+        out.add(f"overlap:{kind}", "leak", "train x heldout",
+                f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+                f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
+                {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
+                                   "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
+                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
+                else f"conformal p <= {p.ngram_alpha} vs within-train null")
     for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"]) & (pl.col("kind") == "near_duplicate")).iter_rows(named=True):
         match = "near duplicate" if r["jaccard"] >= p.jaccard_threshold else "contained"
-        add("duplicate:within_side", "duplicate", r["scope"],
-            f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
-            f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
-            {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
-            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
+        out.add("duplicate:within_side", "duplicate", r["scope"],
+                f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+                f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
+                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
+                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
     for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
                           & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
-        add("overlap:structural", "leak", "train x heldout",
-            f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
-            f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
-            {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
-            "rate of same-skeleton twins among train contexts")
+        out.add("overlap:structural", "leak", "train x heldout",
+                f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
+                f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
+                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
+                "rate of same-skeleton twins among train contexts")
+
+
+def _artifact_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
+    """Gold-position bias, answer priors, feature-label associations and partial-input baselines."""
     for r in tables["audit_positions"].filter(pl.col("flagged") & (pl.col("z").abs() == pl.col("z").abs().max().over(
             "selection", "belief_order", "n_options"))).iter_rows(named=True):
-        add("artifact:gold_position", "artifact", r["selection"],
-            f"order {r['belief_order']}, {r['n_options']} options: gold at position {r['position']} {r['count']}/{r['n']} "
-            f"(expected {r['expected']:.0f}, z={r['z']:.1f}, chi2 p={r['p_value']:.1e})",
-            {k: r[k] for k in ("belief_order", "n_options", "n", "position", "count", "z", "chi2", "p_value")}, "uniform positions")
+        out.add("artifact:gold_position", "artifact", r["selection"],
+                f"order {r['belief_order']}, {r['n_options']} options: gold at position {r['position']} {r['count']}/{r['n']} "
+                f"(expected {r['expected']:.0f}, z={r['z']:.1f}, chi2 p={r['p_value']:.1e})",
+                {k: r[k] for k in ("belief_order", "n_options", "n", "position", "count", "z", "chi2", "p_value")}, "uniform positions")
     prior = tables["audit_answer_prior"].filter(pl.col("flagged")).unique(["selection", "belief_order", "answer_format"], keep="first", maintain_order=True)
     for r in prior.iter_rows(named=True):
-        add("artifact:answer_prior", "artifact", r["selection"],
-            f"order {r['belief_order']}, {r['answer_format']}: '{r['answer']}' is {r['share']:.0%} of {r['n']} answers "
-            f"({r['n_classes']} classes, p={r['p_value']:.1e})",
-            {k: r[k] for k in ("belief_order", "answer_format", "answer", "share", "n", "n_classes", "p_value")}, "uniform over answers")
+        out.add("artifact:answer_prior", "artifact", r["selection"],
+                f"order {r['belief_order']}, {r['answer_format']}: '{r['answer']}' is {r['share']:.0%} of {r['n']} answers "
+                f"({r['n_classes']} classes, p={r['p_value']:.1e})",
+                {k: r[k] for k in ("belief_order", "answer_format", "answer", "share", "n", "n_classes", "p_value")}, "uniform over answers")
     for r in tables["audit_feature_assoc"].filter(pl.col("flagged")).head(50).iter_rows(named=True):
-        add("artifact:feature_label", "artifact", r["selection"],
-            f"order {r['belief_order']}: '{r['feature']}' -> {r['label_kind']}={r['label']} "
-            f"({r['n_label_and_feature']}/{r['n_feature']} = {r['p_hat']:.2f} vs prior {r['p0']:.2f}, z={r['z']:.1f})",
-            {k: r[k] for k in ("belief_order", "feature", "label_kind", "label", "n_feature", "p_hat", "p0", "z", "p_value")},
-            f"label prior; Bonferroni alpha {r['alpha_corrected']:.1e}")
+        out.add("artifact:feature_label", "artifact", r["selection"],
+                f"order {r['belief_order']}: '{r['feature']}' -> {r['label_kind']}={r['label']} "
+                f"({r['n_label_and_feature']}/{r['n_feature']} = {r['p_hat']:.2f} vs prior {r['p0']:.2f}, z={r['z']:.1f})",
+                {k: r[k] for k in ("belief_order", "feature", "label_kind", "label", "n_feature", "p_hat", "p0", "z", "p_value")},
+                f"label prior; Bonferroni alpha {r['alpha_corrected']:.1e}")
     for r in tables["audit_partial_input"].filter(pl.col("flagged")).iter_rows(named=True):
-        add("artifact:partial_input", "artifact", "train -> heldout" if "heldout" in r["evaluation"] else "train",
-            f"{r['input']} ({r['answer_format']}) accuracy {r['accuracy']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] vs "
-            f"majority {r['majority']:.2f}, chance {r['chance']:.2f}",
-            {k: r[k] for k in ("input", "answer_format", "evaluation", "accuracy", "ci_low", "ci_high", "majority", "chance",
-                               "diff_ci_low")}, "majority class and chance, cluster bootstrap")
+        out.add("artifact:partial_input", "artifact", "train -> heldout" if "heldout" in r["evaluation"] else "train",
+                f"{r['input']} ({r['answer_format']}) accuracy {r['accuracy']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] vs "
+                f"majority {r['majority']:.2f}, chance {r['chance']:.2f}",
+                {k: r[k] for k in ("input", "answer_format", "evaluation", "accuracy", "ci_low", "ci_high", "majority", "chance",
+                                   "diff_ci_low")}, "majority class and chance, cluster bootstrap")
+
+
+def _heuristic_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
+    """Template heuristics above chance, and heuristics whose accuracy rises with belief order."""
     pooled = tables["audit_heuristics"].with_columns(pl.lit(None, pl.Utf8).alias("answer_format"))
     by_format = tables.get("audit_heuristics_by_format")
     heur = pooled.select(by_format.columns) if by_format is not None else pooled
@@ -112,11 +144,11 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
             continue
         reported.add((r["selection"], r["heuristic"], "heuristic"))
         fmt = f" on {r['answer_format']}" if r["answer_format"] else ""
-        add("artifact:heuristic", "artifact", r["selection"],
-            f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' rule is right {r['accuracy']:.0%} of {r['n']} items{fmt} "
-            f"vs chance {r['chance']:.0%}",
-            {k: r[k] for k in ("heuristic", "answer_format", "n", "accuracy", "chance", "p_value")},
-            "what uniformly random options score")
+        out.add("artifact:heuristic", "artifact", r["selection"],
+                f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' rule is right {r['accuracy']:.0%} of {r['n']} items{fmt} "
+                f"vs chance {r['chance']:.0%}",
+                {k: r[k] for k in ("heuristic", "answer_format", "n", "accuracy", "chance", "p_value")},
+                "what uniformly random options score")
     for r in heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).iter_rows(named=True):
         if (r["selection"], r["heuristic"], "trend") in reported:
             continue
@@ -125,18 +157,20 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
         curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"])
                             & (pl.col("answer_format").eq_missing(r["answer_format"]))
                             & pl.col("belief_order").str.contains(r"^\d+$"))
-        add("artifact:inverted_difficulty", "artifact", r["selection"],
-            f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' accuracy{fmt} rises with belief order: "
-            + ", ".join(f"{o}: {a:.0%}" for o, a in curve.select("belief_order", "accuracy").iter_rows()) + f" (trend z={r['trend_z']:.1f})",
-            {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"],
-             "answer_format": r["answer_format"]},
-            "flat curve (Cochran-Armitage trend test)")
+        out.add("artifact:inverted_difficulty", "artifact", r["selection"],
+                f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' accuracy{fmt} rises with belief order: "
+                + ", ".join(f"{o}: {a:.0%}" for o, a in curve.select("belief_order", "accuracy").iter_rows()) + f" (trend z={r['trend_z']:.1f})",
+                {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"],
+                 "answer_format": r["answer_format"]},
+                "flat curve (Cochran-Armitage trend test)")
+
+
+def _conflict_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
+    """The same question on the same context with different answers."""
     for r in tables["audit_label_conflicts"].iter_rows(named=True):
-        add("consistency:label_conflict", "inconsistency", "warehouse",
-            f"context {r['context_id'][:12]} question '{r['question_norm'][:60]}' has answers {r['answers']}",
-            {"item_ids": r["item_ids"], "answers": r["answers"], "sources": r["sources"]}, "one answer per context and question")
-    return pl.DataFrame(rows, schema={"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8,
-                                      "evidence": pl.Utf8, "baseline": pl.Utf8})
+        out.add("consistency:label_conflict", "inconsistency", "warehouse",
+                f"context {r['context_id'][:12]} question '{r['question_norm'][:60]}' has answers {r['answers']}",
+                {"item_ids": r["item_ids"], "answers": r["answers"], "sources": r["sources"]}, "one answer per context and question")
 
 
 def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
@@ -189,8 +223,8 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     lap("baselines")
     tables["audit_label_conflicts"] = conflicts
     both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
-    data_digest = digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())))
-    run_id = digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest)
+    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())), size=8)
+    run_id = hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
     tables["audit_overlap_pairs"] = ov.pairs.with_columns(pl.lit(run_id).alias("run_id"))
     tables["audit_contexts"] = ov.contexts
     tables["audit_ngram_overlap"] = ov.ngram if ov.ngram.height else pl.DataFrame(

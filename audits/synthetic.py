@@ -14,6 +14,7 @@ import random
 from typing import Any
 
 from warehouse.record import build_record
+from warehouse.vocabulary import question_type_of_order
 
 NAMES = [
     "Abigail", "Alexander", "Amelia", "Aria", "Avery", "Benjamin", "Carter", "Charlotte", "Chloe", "Daniel",
@@ -36,8 +37,6 @@ FILLER = [
     "Someone had left a {c} {k} near the door.", "{a} dislikes the {c} {k}.", "{a} and {b} talked about the weather.",
     "{a} hummed a song while waiting.", "{a} checked the time twice.", "A clock ticked somewhere in the {r}.",
 ]
-ORDER_TYPES = {0: "reality", 1: "first_order_belief", 2: "higher_order_belief", 3: "higher_order_belief",
-               4: "higher_order_belief"}
 
 
 def _container(rng: random.Random, used: set[str]) -> str:
@@ -118,7 +117,7 @@ def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", orders
             key = f"{split}-{seed}-{s}-o{order}"
             records.append(build_record(
                 source="synth", source_version="synth-1", source_key=key, source_ref=f"synth#{key}", split=split,
-                context=world["text"], question=question, question_type=ORDER_TYPES[min(order, 4)],
+                context=world["text"], question=question, question_type=question_type_of_order(order),
                 belief_order=order, perspective_chain=chain, is_false_belief=answer != world["final"] if order else None,
                 answer=answer, answer_format="multiple_choice", options=options, n_agents=len(world["agents"]),
                 generator="audits.synthetic", generator_version="1", template_id=f"tpl{len(world['containers'])}",

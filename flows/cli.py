@@ -1,9 +1,6 @@
 """The `tomforge` command line: one subcommand per pipeline step.
 
-Exit codes: 0 success, 1 unexpected internal error, 2 bad input (path, source, file format,
-query), 3 counts do not reconcile (read != loaded + rejected), 4 a release does not match its
-manifest, 5 the Hub failed after retries, 6 a publish conflict (branch moved or tag taken),
-7 `audit --strict`: a check of the verdict failed.
+Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...).
 """
 from __future__ import annotations
 
@@ -30,6 +27,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from flows.exit_codes import ExitCode
 from flows.query import (
     PREVIEW_ROWS,
     OutputFormat,
@@ -39,9 +37,6 @@ from flows.query import (
     stream_rows,
 )
 from warehouse.db import DEFAULT_WAREHOUSE
-
-EXIT_BAD_INPUT = 2
-EXIT_UNRECONCILED = 3
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -58,14 +53,20 @@ stdout_console = literal_console()       # tables
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     """One line on stderr, no traceback, a meaningful exit code."""
     console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(code)
 
 
+def given(**flags: Any) -> dict[str, Any]:
+    """The flags the user set (not None): a step's typed settings take only these, so every default
+    is declared once, in the settings class (`AuditParams`, `CleaningPolicy`, the generator's)."""
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 @contextmanager
-def clear_errors() -> Iterator[None]:
+def one_line_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
     reconcile: its counts, then exit 3)."""
     from flows.config import ConfigError
@@ -77,7 +78,7 @@ def clear_errors() -> Iterator[None]:
         yield
     except Unreconciled as exc:
         print_reports([exc.report])
-        fail(str(exc), EXIT_UNRECONCILED)
+        fail(str(exc), ExitCode.UNRECONCILED)
     except (SourceError, WarehouseError, ConfigError) as exc:
         fail(str(exc))
 
@@ -120,33 +121,39 @@ def ingest(
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from warehouse.ingest import ingest as ingest_source
 
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         task = bar.add_task(f"ingest {source}", total=None)
         report = ingest_source(warehouse, source, path, progress=lambda n: bar.advance(task, n))
     if not print_reports([report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @app.command()
 def generate(
     n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
-    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order (0 = reality)."),
+    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
+                                            help="Highest belief order (0 = reality)."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
     warehouse: Path = WarehouseOption,
     operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
-    styles: str = typer.Option("hitom,exploretom", "--styles", help="Comma-separated surface styles."),
+    styles: Optional[str] = typer.Option(None, "--styles", show_default="hitom,exploretom",
+                                         help="Comma-separated surface styles."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out",
                                   help="Test split on held-out names, entities and phrasings."),
-    source: str = typer.Option("tomforge_gen", "--source",
-                               help="Source name; a run replaces the previous run of the same source."),
+    source: Optional[str] = typer.Option(None, "--source", show_default="tomforge_gen",
+                                         help="Source name; a run replaces the previous run of the same source."),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
-    from generators import OPERATORS, generate_records, generate_splits, generator_info
+    from generators import STYLES, generate_records, generate_splits, generator_info
+    from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
+    from generators.operators import selected_operators
     from warehouse.load import ingest_records
 
-    names = {"all": list(OPERATORS), "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
-    style_names = [s.strip() for s in styles.split(",") if s.strip()]
+    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
+    source = DEFAULT_SOURCE if source is None else source
+    names = selected_operators(operators.split(","))
+    style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     try:
         generate_records(1, operators=names, styles=style_names)  # argument check only (lazy)
     except ValueError as exc:
@@ -155,25 +162,28 @@ def generate(
                               held_out=None if held_out else False, source=source)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
                  f"styles={','.join(style_names)},held_out={held_out}")
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         task = bar.add_task("generate", total=n)
         report = ingest_records(warehouse, generator_info(source), records, input_ref,
                                 progress=lambda k: bar.advance(task, k), read=n, replace_source=True)
     if not print_reports([report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @app.command()
 def variants(
     source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
                                "in the warehouse."),
-    max_order: int = typer.Option(6, "--max-order", min=0, max=12, help="Highest belief order asked of variants."),
+    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
+                                            help="Highest belief order asked of variants."),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
-    seed: int = typer.Option(0, "--seed", help="Seed: the same warehouse and arguments give the same variants."),
-    n_per_story: int = typer.Option(1, "--n-per-story", min=0, help="Chains per new order and adversarial "
-                                    "variants per story."),
-    balance_roles: bool = typer.Option(False, "--balance-roles/--all-roles", help="Per order, keep as many variants "
-                                       "of each gold role (initial, final, intermediate, never) as of the rarest."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
+                                       help="Seed: the same warehouse and arguments give the same variants."),
+    n_per_story: Optional[int] = typer.Option(None, "--n-per-story", min=0, show_default="1",
+                                              help="Chains per new order and adversarial variants per story."),
+    balance_roles: Optional[bool] = typer.Option(None, "--balance-roles/--all-roles", show_default="--all-roles",
+                                                 help="Per order, keep as many variants of each gold role (initial, "
+                                                      "final, intermediate, never) as of the rarest."),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -188,12 +198,14 @@ def variants(
         fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
     if source not in ("hitom", "tomi", "exploretom"):
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
-    with clear_errors(), progress_display() as bar:
+    with one_line_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
-        run = run_variants(warehouse, source, Settings(max_order, names, seed, n_per_story, balance_roles))
+        settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
+                                                     balance_roles=balance_roles))
+        run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 def print_variants(source: str, run) -> None:
@@ -251,7 +263,7 @@ def sql(
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from warehouse.db import connect_readonly
 
-    with clear_errors():
+    with one_line_errors():
         con = connect_readonly(warehouse, sandboxed=True)
     try:
         check_statement(con, query)
@@ -324,19 +336,15 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     from flows.pipeline import rebuild_flow, where_things_are
     from warehouse.load import LoadReport
 
-    with clear_errors(), publish_errors(), without_user_error_tracebacks():
+    with one_line_errors(), publish_errors(), without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
     for line in where_things_are(result):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not ok:
-        fail("counts do not reconcile", EXIT_UNRECONCILED)
+        fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
-
-EXIT_MISMATCH = 4
-EXIT_REMOTE = 5
-EXIT_CONFLICT = 6
 
 
 @contextmanager
@@ -351,13 +359,13 @@ def publish_errors() -> Iterator[None]:
     try:
         yield
     except LedgerError as exc:
-        fail(str(exc), EXIT_UNRECONCILED)
+        fail(str(exc), ExitCode.UNRECONCILED)
     except (ExportError, ManifestError, ReleaseError) as exc:
         fail(str(exc))
     except ConflictError as exc:
-        fail(str(exc), EXIT_CONFLICT)
+        fail(str(exc), ExitCode.CONFLICT)
     except PublishError as exc:
-        fail(str(exc), EXIT_REMOTE)
+        fail(str(exc), ExitCode.REMOTE)
 
 
 @app.command()
@@ -381,7 +389,7 @@ def publish(
     from hub.steps import choose_table, publish_warehouse
     from warehouse.export import ExportOptions
 
-    with clear_errors(), publish_errors():
+    with one_line_errors(), publish_errors():
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         console.print(f"exporting {export.table} from {warehouse}", highlight=False, soft_wrap=True)
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
@@ -403,7 +411,7 @@ def verify(
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
-        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", EXIT_MISMATCH)
+        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
     console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False,
                   soft_wrap=True)
 
@@ -511,7 +519,7 @@ def train(
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
     if outcome.get("exit_code"):
-        fail(f"training exited with status {outcome['exit_code']}", 1)
+        fail(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
 
 
 @app.command("eval")
@@ -545,7 +553,7 @@ def eval_(
 
     require_rl_extras("torch", "matplotlib")
     check_model(model)
-    with rl_errors(), clear_errors():
+    with rl_errors(), one_line_errors():
         refs = [SplitRef.parse(s) for s in splits]
         root = fetch_release(dataset, revision)
         stats = GenerationStats()
@@ -566,8 +574,6 @@ def eval_(
     sys.stdout.write(format_matrix(summary) + "\n")
 
 
-EXIT_FINDINGS = 7
-
 
 @contextmanager
 def audit_errors() -> Iterator[None]:
@@ -584,50 +590,59 @@ def audit(
     train_where: str = typer.Option(..., "--train", help="SQL condition on items_full selecting the train side."),
     heldout_where: Optional[str] = typer.Option(None, "--heldout", help="SQL condition selecting the held-out side."),
     out: Path = typer.Option(Path("var/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
-    shingle_n: int = typer.Option(5, "--shingle-n", help="Word n-gram size of MinHash shingles."),
-    num_perm: int = typer.Option(128, "--num-perm", help="MinHash permutations."),
-    jaccard: float = typer.Option(0.8, "--jaccard", help="Near-duplicate Jaccard threshold."),
-    ngram_n: int = typer.Option(13, "--ngram-n", help="Exact long n-gram size."),
-    seed: int = typer.Option(0, "--seed", help="Seed of baselines and bootstrap."),
-    strict: bool = typer.Option(False, "--strict", help=f"Exit {EXIT_FINDINGS} when a check of the verdict fails."),
+    shingle_n: Optional[int] = typer.Option(None, "--shingle-n", show_default="5",
+                                            help="Word n-gram size of MinHash shingles."),
+    num_perm: Optional[int] = typer.Option(None, "--num-perm", show_default="128", help="MinHash permutations."),
+    jaccard: Optional[float] = typer.Option(None, "--jaccard", show_default="0.8",
+                                            help="Near-duplicate Jaccard threshold."),
+    ngram_n: Optional[int] = typer.Option(None, "--ngram-n", show_default="13", help="Exact long n-gram size."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of baselines and bootstrap."),
+    strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
     from audits.config import AuditParams
     from audits.run import run_audit
 
-    with clear_errors(), audit_errors(), progress_display() as bar:
+    with one_line_errors(), audit_errors(), progress_display() as bar:
         task = bar.add_task("audit", total=None)
-        params = AuditParams(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n, seed=seed)
+        params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
+                                     seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params,
                             progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and any(v.status == "fail" for v in summary.verdicts):
-        raise typer.Exit(EXIT_FINDINGS)
+        raise typer.Exit(ExitCode.FINDINGS)
 
 
 @app.command()
 def clean(
     warehouse: Path = WarehouseOption,
-    drop_jaccard: float = typer.Option(0.8, "--drop-jaccard", help="Drop train items whose context overlaps held-out at this Jaccard."),
-    drop_containment: float = typer.Option(0.8, "--drop-containment", help="... or at this containment."),
-    drop_structural: bool = typer.Option(False, "--drop-structural/--keep-structural", help="Also drop structural twins."),
-    reshuffle: bool = typer.Option(True, "--reshuffle/--no-reshuffle", help="Balance gold positions of multiple choice."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the option re-ordering."),
-    quarantine_oracle: bool = typer.Option(False, "--quarantine-oracle/--keep-oracle-rejects",
-                                           help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
+    drop_jaccard: Optional[float] = typer.Option(None, "--drop-jaccard", show_default="0.8",
+                                                 help="Drop train items whose context overlaps held-out at this Jaccard."),
+    drop_containment: Optional[float] = typer.Option(None, "--drop-containment", show_default="0.8",
+                                                     help="... or at this containment."),
+    drop_structural: Optional[bool] = typer.Option(None, "--drop-structural/--keep-structural",
+                                                   show_default="--keep-structural",
+                                                   help="Also drop structural twins."),
+    reshuffle: Optional[bool] = typer.Option(None, "--reshuffle/--no-reshuffle", show_default="--reshuffle",
+                                             help="Balance gold positions of multiple choice."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of the option re-ordering."),
+    quarantine_oracle: Optional[bool] = typer.Option(None, "--quarantine-oracle/--keep-oracle-rejects",
+                                                     show_default="--keep-oracle-rejects",
+                                                     help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
     from audits.clean import CleaningError, apply_cleaning
     from audits.config import CleaningPolicy
 
-    with clear_errors(), audit_errors():
-        policy = CleaningPolicy(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
-                                drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
-                                quarantine_oracle=quarantine_oracle)
+    with one_line_errors(), audit_errors():
+        policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
+                                        drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
+                                        quarantine_oracle=quarantine_oracle))
         try:
             result = apply_cleaning(warehouse, policy)
         except CleaningError as exc:
-            fail(str(exc), EXIT_UNRECONCILED)
+            fail(str(exc), ExitCode.UNRECONCILED)
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 

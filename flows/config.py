@@ -12,6 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from audits.config import AuditParams, CleaningPolicy
+from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
+from generators.operators import selected_operators
+from generators.templates import STYLES
 from warehouse.sources import SOURCE_NAMES, hub_id_of
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default_config.toml"
@@ -52,22 +56,21 @@ class SourceSpec(Section):
 
 
 class GenerateConfig(Section):
-    """Procedurally generated questions (source `tomforge_gen`), staged like any other source."""
+    """Procedurally generated questions (source `tomforge_gen`), staged like any other source. A
+    setting left out takes the generator's default (`generators.generate`), as the CLI flags do."""
 
     enabled: bool = True
     n: int = Field(default=2000, ge=1)
-    max_order: int = Field(default=4, ge=0, le=12)
+    max_order: int = Field(default=DEFAULT_MAX_ORDER, ge=0, le=12)
     seed: int = 0
     operators: list[str] = Field(default_factory=lambda: ["all"])
-    styles: list[str] = Field(default_factory=lambda: ["hitom", "exploretom"])
-    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    styles: list[str] = Field(default_factory=lambda: list(STYLES))
+    split_fractions: tuple[float, float, float] = DEFAULT_SPLIT_FRACTIONS
     held_out_test: bool = True
 
     @property
     def operator_names(self) -> list[str]:
-        from generators import OPERATORS
-
-        return list(OPERATORS) if self.operators == ["all"] else [o for o in self.operators if o != "none"]
+        return selected_operators(self.operators)
 
     @model_validator(mode="after")
     def _known_names(self) -> "GenerateConfig":
@@ -85,36 +88,21 @@ class GenerateConfig(Section):
 
 
 class AuditConfig(Section):
-    """Train vs held-out audit (SQL conditions on `items_full`); `params` overrides `audits.config.AuditParams`."""
+    """Train vs held-out audit (SQL conditions on `items_full`); `params`: `audits.config.AuditParams`
+    (a key left out keeps its default there; an unknown or ill-typed key fails on load)."""
 
     enabled: bool = True
     train: str = "split = 'train'"
     heldout: str = "split <> 'train'"
     out: Path = Path("var/audit")
-    params: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("params")
-    @classmethod
-    def _known_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        from audits.config import AuditParams, from_mapping
-
-        from_mapping(AuditParams, params)  # raises on an unknown or ill-typed key
-        return params
+    params: AuditParams = Field(default_factory=AuditParams)
 
 
 class CleanConfig(Section):
-    """The cleaning policy; `policy` overrides `audits.config.CleaningPolicy`."""
+    """The cleaning policy: `audits.config.CleaningPolicy` (keys left out keep their defaults)."""
 
     enabled: bool = True
-    policy: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("policy")
-    @classmethod
-    def _known_policy(cls, policy: dict[str, Any]) -> dict[str, Any]:
-        from audits.config import CleaningPolicy, from_mapping
-
-        from_mapping(CleaningPolicy, policy)
-        return policy
+    policy: CleaningPolicy = Field(default_factory=CleaningPolicy)
 
 
 class PublishConfig(Section):
@@ -194,6 +182,8 @@ def load_config(path: Path | None = None) -> Config:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
         message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        if first["type"] == "unexpected_keyword_argument":  # a key unknown to a settings dataclass ([audit] params)
+            message = "Extra inputs are not permitted"  # worded as for every other section's unknown key
         raise ConfigError(f"{path or DEFAULT_CONFIG}: {field}: {message}") from None
 
 

@@ -97,11 +97,9 @@ def submit_generate(config: Config) -> list:
 @task(name="audit")
 def audit_task(warehouse: str, settings: AuditConfig) -> dict[str, Any]:
     """Overlap and template-artifact audit of train vs held-out; report under `settings.out`."""
-    from audits.config import AuditParams, from_mapping
     from audits.run import run_audit
 
-    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out,
-                        from_mapping(AuditParams, settings.params))
+    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params)
     for line in summary.lines():
         get_run_logger().info(line)
     return {"run_id": summary.run_id, "n_flagged": summary.n_flagged, "summary": "\n".join(summary.lines()),
@@ -112,9 +110,8 @@ def audit_task(warehouse: str, settings: AuditConfig) -> dict[str, Any]:
 def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
     """Apply the cleaning policy to the latest audit (clean_items, clean_removed, clean_summary)."""
     from audits.clean import apply_cleaning
-    from audits.config import CleaningPolicy, from_mapping
 
-    summary = apply_cleaning(Path(warehouse), from_mapping(CleaningPolicy, settings.policy))
+    summary = apply_cleaning(Path(warehouse), settings.policy)
     if not summary.reconciled:
         raise RuntimeError("cleaning does not reconcile (selected != kept + removed)")
     return {"summary": "\n".join(summary.lines())}

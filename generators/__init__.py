@@ -4,10 +4,10 @@
 `tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
 independently and `generators.shortcuts` measures how far template heuristics get.
 """
-from generators.generate import (ADAPTER_INFO, FORMATS, GENERATOR, GENERATOR_VERSION, SOURCE, generate_records,
+from generators.generate import (ADAPTER_INFO, DEFAULT_SOURCE, FORMATS, GENERATOR, GENERATOR_VERSION, generate_records,
                                  generate_splits, generator_info)
 from generators.operators import OPERATORS
 from generators.templates import STYLES
 
-__all__ = ["ADAPTER_INFO", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "SOURCE", "OPERATORS", "STYLES",
+__all__ = ["ADAPTER_INFO", "DEFAULT_SOURCE", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "OPERATORS", "STYLES",
            "generate_records", "generate_splits", "generator_info"]

@@ -45,13 +45,21 @@ from generators.templates import (HELD_OUT_VARIANTS, MAIN_VARIANTS, STYLES, rend
 from generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo
+from warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_gen"
+"""The program that wrote a record: the record field `generator` (with `generator_version`)."""
 GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
-SOURCE = "tomforge_gen"
+DEFAULT_MAX_ORDER = 6  # the highest belief order asked unless the caller (CLI flag, config) says otherwise
+DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
+DEFAULT_SOURCE = "tomforge_gen"
+"""The source name generated records are loaded under unless the caller names another (`--source`).
+A different thing from GENERATOR that happens to share its text: it is part of every item id
+(`item_id` = hash(source, key)), so it never changes, while a run under another source name still
+says `generator = GENERATOR`."""
 
 
-def generator_info(source: str = SOURCE) -> AdapterInfo:
+def generator_info(source: str = DEFAULT_SOURCE) -> AdapterInfo:
     """What the `sources` table records of generated data loaded under the source name `source`.
 
     A run loaded with `tomforge generate` replaces the previous run of its source (like a re-ingested
@@ -132,10 +140,11 @@ def role_of(container: str, initial: str, final: str, visited: Sequence[str]) ->
 class Generator:
     """Holds the balancing state of one run; `records()` yields the unified records."""
 
-    def __init__(self, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
-                 styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
-                 formats: Sequence[str] = FORMATS, include_memory: bool = True, operator_rate: float = 0.4,
-                 controls: bool = True, source: str = SOURCE) -> None:
+    def __init__(self, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
+                 operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
+                 split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
+                 include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
+                 source: str = DEFAULT_SOURCE) -> None:
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -393,8 +402,7 @@ class Generator:
             else:
                 options, answer, index = [], name(q.gold), None
             order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
-            qtype = ("memory" if q.key == "memory" else "reality" if q.key == 0
-                     else "first_order_belief" if q.key == 1 else "higher_order_belief")
+            qtype = question_type_of_order(order, memory=q.key == "memory")
             yield build_record(
                 source=self.source, source_version=GENERATOR_VERSION,
                 source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}",
@@ -408,11 +416,11 @@ class Generator:
             )
 
 
-def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Sequence[str] = tuple(OPERATORS),
-                     styles: Sequence[str] = STYLES, split: str = "train", held_out: bool | None = None,
-                     formats: Sequence[str] = FORMATS, include_memory: bool = True,
-                     operator_rate: float = 0.4, controls: bool = True, source: str = SOURCE
-                     ) -> Iterator[dict[str, Any]]:
+def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
+                     operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
+                     split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
+                     include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
+                     source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
@@ -426,14 +434,14 @@ def generate_records(n: int, max_order: int = 6, seed: int = 0, operators: Seque
     return gen.records(n)
 
 
-def split_sizes(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> dict[str, int]:
+def split_sizes(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> dict[str, int]:
     """Questions per split; train takes the rounding remainder."""
     sizes = [int(n * f) for f in fractions]
     sizes[0] += n - sum(sizes)
     return dict(zip(SPLITS, sizes))
 
 
-def generate_splits(n: int, fractions: Sequence[float] = (0.8, 0.1, 0.1), **kwargs: Any) -> Iterator[dict[str, Any]]:
+def generate_splits(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS, **kwargs: Any) -> Iterator[dict[str, Any]]:
     """Train, validation and test records (test on held-out entities and phrasings by default)."""
     for split, size in split_sizes(n, fractions).items():
         if size:

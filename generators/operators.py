@@ -9,7 +9,7 @@ it should and leaves every other belief as it was.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from typing import Callable, Sequence
 
 from generators.beliefs import BeliefEngine
 from generators.entities import Pools
@@ -251,6 +251,14 @@ OPERATORS: dict[str, Operator] = {
 
 
 TELL_OPERATORS = ("private_tell", "public_tell", "lie")
+
+
+def selected_operators(selection: Sequence[str]) -> list[str]:
+    """The operator names a selection stands for, as the CLI (`--operators a,b`) and the config
+    (`operators = [...]`) write it: "all" alone is every operator, "none" entries are dropped (so
+    "none" alone is no operator); names are not checked here (`generate_records` refuses unknown ones)."""
+    names = [name.strip() for name in selection if name.strip()]
+    return list(OPERATORS) if names == ["all"] else [name for name in names if name != "none"]
 
 
 def apply_operators(story: Story, names: list[str] | tuple[str, ...], rng: random.Random, pools: Pools) -> Story | None:

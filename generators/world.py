@@ -88,70 +88,96 @@ class Replay:
 
 def check_story(story: Story) -> Replay:
     """Replay the events; raise StoryError on the first impossible one."""
-    room, gathering, obj, transparent = story.room, story.gathering, story.obj, story.transparent
-    where: dict[str, str | None] = {agent: None for agent in story.agents}
-    location: dict[str, str] = {}
+    world = _World(story)
+    obj = story.obj
     present_before: list[frozenset[str]] = []
     location_before: list[str | None] = []
-    visited: list[str] = []
-    last_exit: dict[str, int] = {}
-    containers = set(story.containers)
-    present: frozenset[str] = frozenset()  # rebuilt only when someone enters or leaves the main room
-    add_present, add_location = present_before.append, location_before.append
+    add_present, add_location, location = present_before.append, location_before.append, world.location
     for index, event in enumerate(story.events):
-        add_present(present)
+        add_present(world.present)
         add_location(location.get(obj))
-        kind = event.kind
-        agent = event.agent
-        if kind == MOVE:
-            if where.get(agent) != room:
-                raise StoryError(f"event {index}: {agent} moves {event.obj} from outside the room")
-            if event.obj not in location or location[event.obj] == event.container or event.container not in containers:
-                raise StoryError(f"event {index}: {event.obj} cannot move to {event.container}")
-            if event.witnesses and any(where.get(w) == room or w == agent for w in event.witnesses):
-                raise StoryError(f"event {index}: a secret witness must be outside the room")
-            location[event.obj] = event.container
-            if event.obj == obj and event.container not in visited:
-                visited.append(event.container)
-        elif kind == ENTER:
-            if where.get(agent, "?") is not None:
-                raise StoryError(f"event {index}: {agent} enters {event.room} while in {where.get(agent)}")
-            if event.room == room:
-                if transparent and obj in location and location[obj] not in transparent:
-                    raise StoryError(f"event {index}: re-entering while the object is not in the transparent container")
-                present = present | {agent}
-            where[agent] = event.room
-        elif kind == EXIT:
-            if where.get(agent) != event.room:
-                raise StoryError(f"event {index}: {agent} exits {event.room} without being there")
-            where[agent] = None
-            if event.room == room:
-                last_exit[agent] = index
-                present = present - {agent}
-        elif kind == INIT:
-            if event.obj in location or event.container not in containers:
-                raise StoryError(f"event {index}: bad init of {event.obj}")
-            location[event.obj] = event.container
-            if event.obj == obj:
-                visited.append(event.container)
-        elif kind == STAY:
-            if where.get(agent) != event.room:
-                raise StoryError(f"event {index}: {agent} stays in {event.room} without being there")
-        elif kind == TELL:
-            if where.get(agent) != gathering or event.room != gathering:
-                raise StoryError(f"event {index}: tells happen in the {gathering}")
-            if any(where.get(l) != gathering or l == agent for l in event.listeners):
-                raise StoryError(f"event {index}: a listener is not there")
-            if event.public == bool(event.listeners):
-                raise StoryError(f"event {index}: a tell is either public or has listeners")
-            if present:
-                raise StoryError(f"event {index}: tells come after everyone has left the {room}")
-        elif kind not in (STATEMENT, SCENE, TRANSPARENT):
-            raise StoryError(f"event {index}: unknown kind {kind}")
-    if story.obj not in location:
+        check = _CHECKS.get(event.kind)
+        if check is not None:
+            check(world, index, event)
+        elif event.kind not in (STATEMENT, SCENE, TRANSPARENT):
+            raise StoryError(f"event {index}: unknown kind {event.kind}")
+    if obj not in location:
         raise StoryError("the question object is never placed")
-    initial = visited[0]
-    return Replay(present_before, location_before, location[story.obj], initial, tuple(visited), last_exit)
+    return Replay(present_before, location_before, location[obj], world.visited[0], tuple(world.visited),
+                  world.last_exit)
+
+
+class _World:
+    """The state `check_story` replays, one method per event kind that changes or constrains it."""
+
+    __slots__ = ("story", "containers", "where", "location", "visited", "last_exit", "present")
+
+    def __init__(self, story: Story) -> None:
+        self.story = story
+        self.containers = set(story.containers)
+        self.where: dict[str, str | None] = {agent: None for agent in story.agents}
+        self.location: dict[str, str] = {}
+        self.visited: list[str] = []  # containers of the question object, in order of first visit
+        self.last_exit: dict[str, int] = {}
+        self.present: frozenset[str] = frozenset()  # rebuilt only when someone enters or leaves the main room
+
+    def move(self, index: int, event: Event) -> None:
+        where, location, room = self.where, self.location, self.story.room
+        if where.get(event.agent) != room:
+            raise StoryError(f"event {index}: {event.agent} moves {event.obj} from outside the room")
+        if event.obj not in location or location[event.obj] == event.container or event.container not in self.containers:
+            raise StoryError(f"event {index}: {event.obj} cannot move to {event.container}")
+        if event.witnesses and any(where.get(w) == room or w == event.agent for w in event.witnesses):
+            raise StoryError(f"event {index}: a secret witness must be outside the room")
+        location[event.obj] = event.container
+        if event.obj == self.story.obj and event.container not in self.visited:
+            self.visited.append(event.container)
+
+    def enter(self, index: int, event: Event) -> None:
+        story, agent = self.story, event.agent
+        if self.where.get(agent, "?") is not None:
+            raise StoryError(f"event {index}: {agent} enters {event.room} while in {self.where.get(agent)}")
+        if event.room == story.room:
+            transparent, obj, location = story.transparent, story.obj, self.location
+            if transparent and obj in location and location[obj] not in transparent:
+                raise StoryError(f"event {index}: re-entering while the object is not in the transparent container")
+            self.present = self.present | {agent}
+        self.where[agent] = event.room
+
+    def exit(self, index: int, event: Event) -> None:
+        agent = event.agent
+        if self.where.get(agent) != event.room:
+            raise StoryError(f"event {index}: {agent} exits {event.room} without being there")
+        self.where[agent] = None
+        if event.room == self.story.room:
+            self.last_exit[agent] = index
+            self.present = self.present - {agent}
+
+    def init(self, index: int, event: Event) -> None:
+        if event.obj in self.location or event.container not in self.containers:
+            raise StoryError(f"event {index}: bad init of {event.obj}")
+        self.location[event.obj] = event.container
+        if event.obj == self.story.obj:
+            self.visited.append(event.container)
+
+    def stay(self, index: int, event: Event) -> None:
+        if self.where.get(event.agent) != event.room:
+            raise StoryError(f"event {index}: {event.agent} stays in {event.room} without being there")
+
+    def tell(self, index: int, event: Event) -> None:
+        where, gathering, agent = self.where, self.story.gathering, event.agent
+        if where.get(agent) != gathering or event.room != gathering:
+            raise StoryError(f"event {index}: tells happen in the {gathering}")
+        if any(where.get(listener) != gathering or listener == agent for listener in event.listeners):
+            raise StoryError(f"event {index}: a listener is not there")
+        if event.public == bool(event.listeners):
+            raise StoryError(f"event {index}: a tell is either public or has listeners")
+        if self.present:
+            raise StoryError(f"event {index}: tells come after everyone has left the {self.story.room}")
+
+
+_CHECKS = {MOVE: _World.move, ENTER: _World.enter, EXIT: _World.exit, INIT: _World.init, STAY: _World.stay,
+           TELL: _World.tell}
 
 
 def trace_of(story: Story, name: Any = str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from audits.clean import CleaningError, apply_cleaning
 from audits.config import CleaningPolicy
 from audits.run import run_audit
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records, variant
 
 
@@ -62,7 +63,7 @@ def test_an_item_lost_in_cleaning_fails_it(tmp_path, monkeypatch) -> None:
     with pytest.raises(CleaningError, match=rf"heldout: selected {n} = kept {n - 1} \+ removed 0"):
         apply_cleaning(path)
     res = CliRunner().invoke(app, ["clean", "-w", str(path)])
-    assert res.exit_code == 3 and "do not reconcile" in res.output, res.output
+    assert res.exit_code == ExitCode.UNRECONCILED and "do not reconcile" in res.output, res.output
     with duckdb.connect(str(path), read_only=True) as con:
         assert not con.sql("SELECT * FROM duckdb_tables() WHERE table_name = 'clean_items'").fetchall()
 
@@ -114,13 +115,13 @@ def test_cli_audit_and_clean(tmp_path) -> None:
     out = tmp_path / "report"
     res = runner.invoke(app, ["audit", "-w", str(path), "--train", "split = 'train'", "--heldout", "split = 'test'",
                               "--out", str(out), "--strict"])
-    assert res.exit_code == 7, res.output
+    assert res.exit_code == ExitCode.FINDINGS, res.output
     assert "FAIL  exact copies" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
     report = (out / "audit_report.md").read_text()
     assert "Null calibration" in report and "LSH detection probability" in report and "datasketch" in report
     res = runner.invoke(app, ["clean", "-w", str(path)])
     assert res.exit_code == 0 and "reconciled: yes" in res.output, res.output
     res = runner.invoke(app, ["audit", "-w", str(path), "--train", "no_such_column = 1"])
-    assert res.exit_code == 2
+    assert res.exit_code == ExitCode.BAD_INPUT
     res = runner.invoke(app, ["clean", "-w", str(tmp_path / "missing.duckdb")])
-    assert res.exit_code == 2
+    assert res.exit_code == ExitCode.BAD_INPUT

@@ -21,6 +21,7 @@ from audits.plots import heuristics_figure, positions_figure
 from audits.run import run_audit
 from audits.store import SelectionError
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records
 
 
@@ -158,7 +159,7 @@ def test_empty_selection_is_an_error_and_is_never_stored(planted, tmp_path: Path
         run_audit(path, "split = 'train'", "split = 'nosuch'", out, FAST)
     assert "\n" not in str(err.value) and str(path) in str(err.value)
     res = CliRunner().invoke(app, ["audit", "-w", str(path), "--train", "split = 'nosuch'", "--out", str(out)])
-    assert res.exit_code == 2 and "train selection" in res.output and "matches no items" in res.output
+    assert res.exit_code == ExitCode.BAD_INPUT and "train selection" in res.output and "matches no items" in res.output
     assert len(res.output.strip().splitlines()) == 1, res.output
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.sql("SELECT run_id FROM audit_runs").fetchall() == [(summary.run_id,)]

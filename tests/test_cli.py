@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import flows.cli
 import flows.query as query_module
 from flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
+from flows.exit_codes import ExitCode
 from tests.test_warehouse import INFO, toy_record
 from warehouse.load import LoadReport, ingest_records
 from warehouse.sources import hub_id_of
@@ -25,7 +26,7 @@ def run(*args: str):
     return runner.invoke(app, list(args))
 
 
-def assert_one_line_error(result, *needles: str, code: int = 2) -> None:
+def assert_one_line_error(result, *needles: str, code: int = ExitCode.BAD_INPUT) -> None:
     assert result.exit_code == code, result.output
     text = result.output.strip()
     assert "Traceback" not in text
@@ -151,7 +152,7 @@ def test_a_record_lost_between_parse_and_load_exits_3_with_the_counts(
     before = warehouse.read_bytes()
     plant(monkeypatch, lambda records: records[1:])
     result = run("ingest", "-s", "hitom", "-p", str(path), "-w", str(warehouse))
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == ExitCode.UNRECONCILED, result.output
     assert printed_counts(result.output)[:3] == [str(questions), str(questions - 1), "0"]
     assert printed_counts(result.output)[-1] == "NO"
     assert f"error: hitom {path}: counts do not reconcile: read {questions} != loaded {questions - 1}" in result.output

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from flows.config import ConfigError, load_config
 
 
@@ -44,7 +45,7 @@ def test_bad_config_is_one_line_naming_file_and_field(tmp_path: Path, text: str,
     message = str(caught.value)
     assert str(path) in message and needle in message and "\n" not in message
     result = CliRunner().invoke(app, ["rebuild", "--config", str(path)])
-    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.exit_code == ExitCode.BAD_INPUT and "Traceback" not in result.output
 
 
 def test_missing_config_file(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import duckdb
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.exit_codes import ExitCode
 
 runner = CliRunner()
 
@@ -49,7 +50,7 @@ def test_generate_options_and_errors(tmp_path: Path) -> None:
     assert operators == {"lie", "secret_witness"}
     assert all(t.startswith("exploretom.") for t in templates)
     bad = generate(tmp_path / "x.duckdb", "--operators", "teleport")
-    assert bad.exit_code == 2 and "unknown operators" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == ExitCode.BAD_INPUT and "unknown operators" in bad.output and "Traceback" not in bad.output
 
 
 def item_ids(path: Path, source: str = "tomforge_gen") -> set[str]:

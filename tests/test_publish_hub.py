@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from hub.publish import publish_release
 from hub.release import ReleaseOptions, build_release
 from hub.remote import ConflictError, PublishError, RetryPolicy, make_api
@@ -144,11 +145,11 @@ def test_verify_passes_releases_and_catches_tampering(warehouses, hub: FakeHub, 
                                "data/all/test-00005-of-00009.parquet: not in the manifest (stale or foreign file)"]
     runner = CliRunner()
     bad = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "main"])
-    assert bad.exit_code == 4 and "sha256 differs" in bad.output
+    assert bad.exit_code == ExitCode.MISMATCH and "sha256 differs" in bad.output
     good = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "v1"])
     assert good.exit_code == 0, good.output
     missing = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "v404"])
-    assert missing.exit_code == 5 and "no such dataset repo or revision" in missing.output
+    assert missing.exit_code == ExitCode.REMOTE and "no such dataset repo or revision" in missing.output
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(two_releases, warehouses, hub: FakeHub) -> None:
@@ -275,7 +276,7 @@ def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub,
     monkeypatch.setenv("HF_TOKEN", wrong)
     monkeypatch.setattr(hub, "leaky_errors", True)  # the server even echoes the token back: redaction must hold
     refused = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--repo", "org/secret", "--tag", "s2"])
-    assert refused.exit_code == 5 and "401" in refused.output
+    assert refused.exit_code == ExitCode.REMOTE and "401" in refused.output
     assert wrong not in refused.output and TOKEN not in refused.output
     with pytest.raises(PublishError) as caught:
         publish(warehouses[1], "org/secret", "s2")

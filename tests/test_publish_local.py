@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from hub.release import ReleaseError, ReleaseOptions, publish_folder
 from hub.steps import verify_release
 from tests.hubserver import forbid_internet
@@ -81,8 +82,8 @@ def test_cli_publish_to_folder_and_verify(warehouses, tmp_path: Path) -> None:
     shard.write_bytes(shard.read_bytes()[:-10])
     (target / "README.md").unlink()
     bad = runner.invoke(app, ["verify", "--repo", str(target)])
-    assert bad.exit_code == 4
+    assert bad.exit_code == ExitCode.MISMATCH
     assert "README.md: missing" in bad.output and "unsplit-00000-of-00001.parquet: size" in bad.output
     missing = runner.invoke(app, ["publish", "-w", str(tmp_path / "nope.duckdb"), "--repo", "org/tom",
                                   "--target", str(tmp_path / "o2")])
-    assert missing.exit_code == 2 and "warehouse not found" in missing.output
+    assert missing.exit_code == ExitCode.BAD_INPUT and "warehouse not found" in missing.output

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from generators.checker import RULE_SETS, Rules, TraceWorld
-from generators.real import hitom, tomi
+from generators.real import hitom
 from generators.real.oracle import check_item
 from generators.real.report import conflicting_pairs, read_records
 from generators.real.story import ParseError

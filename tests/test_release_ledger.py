@@ -19,6 +19,7 @@ from audits.clean import apply_cleaning
 from audits.run import run_audit
 from audits.synthetic import clean_records
 from flows.cli import app
+from flows.exit_codes import ExitCode
 from hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
 from hub.release import ReleaseOptions, publish_folder
 from hub.remote import PublishError, RetryPolicy, make_api, with_retries
@@ -161,7 +162,7 @@ def test_an_item_lost_on_the_way_fails_publish_and_keeps_the_release(planted, tm
     real = hub.release.export_table
     monkeypatch.setattr(hub.release, "export_table", lambda table, *a, **k: real(table.slice(1), *a, **k))
     lost = run("publish", "-w", warehouse, "--repo", "org/tom", "--target", target, "--tag", "v2")
-    assert lost.exit_code == 3, lost.output
+    assert lost.exit_code == ExitCode.UNRECONCILED, lost.output
     assert len(error_lines(lost.output)) == 1
     found = re.search(r"(\w+)/(\w+): warehouse (\d+) != released (\d+) \+ removed (\d+)", lost.output)
     source, split, n, released, removed = found.groups()
@@ -222,7 +223,7 @@ def test_verify_catches_planted_problems(release: Path, tamper, expected: str) -
     assert run("verify", "--repo", release).exit_code == 0
     tamper(release)
     result = run("verify", "--repo", release)
-    assert result.exit_code == 4 and f"mismatch: {expected}" in result.output, result.output
+    assert result.exit_code == ExitCode.MISMATCH and f"mismatch: {expected}" in result.output, result.output
 
 
 def test_drop_first_row_is_seen_by_the_ledger_too(release: Path) -> None:
@@ -238,7 +239,7 @@ def test_verify_of_a_missing_folder_is_bad_input_not_a_hub_lookup(tmp_path: Path
     (tmp_path / "file.txt").write_text("x", encoding="utf-8")
     for repo in ("./missing-folder", "missing-folder", "a/b/c", "file.txt"):
         result = run("verify", "--repo", repo)
-        assert result.exit_code == 2, (repo, result.output)
+        assert result.exit_code == ExitCode.BAD_INPUT, (repo, result.output)
         assert error_lines(result.output) == [line for line in result.output.splitlines() if line]
         assert "no such release folder" in result.output
 
@@ -263,6 +264,6 @@ def test_unreachable_hub_fails_at_once(tmp_path: Path, monkeypatch) -> None:
     assert calls == [1], "one attempt, no sleep"
     warehouse = release_one(tmp_path / "w.duckdb")
     result = run("publish", "-w", warehouse, "--repo", "org/tom", "--dry-run")
-    assert result.exit_code == 5 and "retry" not in result.output, result.output
+    assert result.exit_code == ExitCode.REMOTE and "retry" not in result.output, result.output
     assert len(error_lines(result.output)) == 1 and "cannot reach the Hub" in result.output
     assert "hf_notarealtokenatall" not in result.output

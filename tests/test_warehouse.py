@@ -166,11 +166,11 @@ def hitom_copy(samples: Path, folder: Path) -> tuple[Path, int]:
 
 def plant(monkeypatch: pytest.MonkeyPatch, damage) -> None:
     """Make the adapter's records pass through `damage` on their way from the parser to the loader."""
-    from warehouse import parallel
     from warehouse.batch import expand
+    from warehouse.sources.hitom import HiToMAdapter
 
-    original = parallel.read_columns
-    monkeypatch.setattr(parallel, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root)))))
+    original = HiToMAdapter.read_columns
+    monkeypatch.setattr(HiToMAdapter, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root)))))
 
 
 @pytest.mark.parametrize(

@@ -390,6 +390,6 @@ def ingest_records(
         return load_into(con, info, produced, input_ref, progress, read=read, replace_source=replace_source)
 
 
-def info_of(adapter: Any) -> AdapterInfo:
+def info_of(adapter: AdapterInfo) -> AdapterInfo:
     """The static facts of an adapter as the `sources` table records them."""
     return AdapterInfo(adapter.name, adapter.version, adapter.license, adapter.hub_repo, adapter.hub_patterns)

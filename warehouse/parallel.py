@@ -30,7 +30,6 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,7 +37,7 @@ import pyarrow.compute as pc
 from warehouse.db import WarehouseError
 from warehouse.load import Collector, Progress, Staged, collect, gc_paused, info_of, stage
 from warehouse.sources import get_adapter
-from warehouse.sources.base import AdapterInfo
+from warehouse.sources.base import Adapter, AdapterInfo
 
 MIN_BYTES = 64 << 20  # inputs smaller than this are staged in one process
 WORKERS_ENV = "TOMFORGE_INGEST_WORKERS"  # processes per staging (1: never split)
@@ -67,7 +66,7 @@ def default_workers() -> int:
 
 def stage_input(
     info: AdapterInfo,
-    adapter: Any,
+    adapter: Adapter,
     root: Path,
     input_ref: str,
     progress: Progress | None = None,
@@ -76,27 +75,27 @@ def stage_input(
     min_bytes: int | None = None,
 ) -> Staged:
     """`stage(info, adapter.read(root), ...)`, split over `workers` processes when the input allows it
-    (an adapter with `read_part`, one input file of at least `min_bytes`, default `MIN_BYTES`).
+    (an adapter whose `split_input` names one input file of at least `min_bytes`, default `MIN_BYTES`).
     `read` is the adapter's own count of the input (`count_input`), taken after parsing succeeded
     (so a file it cannot read is reported by the parser's clear error first)."""
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
     staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
     if staged is None:
-        staged = stage(info, read_columns(adapter, root), input_ref, progress)
+        staged = stage(info, adapter.read_columns(root), input_ref, progress)
     return replace(staged, read=adapter.count_input(Path(root)))
 
 
-def staging_processes(adapter: Any, root: Path, *, workers: int | None = None, min_bytes: int | None = None) -> int:
+def staging_processes(adapter: Adapter, root: Path, *, workers: int | None = None, min_bytes: int | None = None) -> int:
     """How many processes `stage_input` splits `root` over: `workers` (default `default_workers()`) for
-    an adapter with `read_part` and one input file of at least `min_bytes` (default `MIN_BYTES`), else 1."""
+    an adapter whose `split_input` names one input file of at least `min_bytes` (default `MIN_BYTES`), else 1."""
     workers = default_workers() if workers is None else workers
     min_bytes = MIN_BYTES if min_bytes is None else min_bytes
-    source_file = adapter.split_input(root) if workers > 1 and hasattr(adapter, "read_part") else None
+    source_file = adapter.split_input(root) if workers > 1 else None
     return workers if source_file is not None and source_file.stat().st_size >= min_bytes else 1
 
 
 def _stage_split(
-    info: AdapterInfo, adapter: Any, root: Path, input_ref: str, progress: Progress | None, parts: int
+    info: AdapterInfo, adapter: Adapter, root: Path, input_ref: str, progress: Progress | None, parts: int
 ) -> Staged | None:
     with tempfile.TemporaryDirectory(prefix="tomforge-stage-") as tmp:
         folders = [Path(tmp) / f"part-{part}" for part in range(parts)]
@@ -139,7 +138,7 @@ def _stop(workers: list[subprocess.Popen]) -> None:
 
 
 def _stage_part(
-    info: AdapterInfo, adapter: Any, root: Path, part: int, parts: int, progress: Progress | None = None
+    info: AdapterInfo, adapter: Adapter, root: Path, part: int, parts: int, progress: Progress | None = None
 ) -> _Part:
     trail = bytearray()
     collector = Collector(info, trail)
@@ -188,7 +187,3 @@ def _join(info: AdapterInfo, input_ref: str, parts: list[_Part]) -> Staged | Non
         digest.update(part.trail)
     return Staged(info, input_ref, items, contexts, rejects, digest.hexdigest(), sum(part.count for part in parts))
 
-
-def read_columns(adapter: Any, root: Path) -> Iterable[Any]:
-    """The adapter's records as column batches where it can build them so (the fast path), else as records."""
-    return adapter.read_columns(root) if hasattr(adapter, "read_columns") else adapter.read(root)

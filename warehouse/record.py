@@ -1,4 +1,4 @@
-"""Builds unified records: stable ids, content hashes and the controlled vocabularies.
+"""Builds unified records: stable ids and content hashes (the vocabularies: `warehouse.vocabulary`).
 
 Adapters and generators hand plain field values to `build_record`; it fills the ids and hashes
 so that every producer derives them the same way (the basis of idempotent loading).
@@ -14,8 +14,6 @@ import orjson
 
 from schemas import record_schema
 
-QUESTION_TYPES: tuple[str, ...] = tuple(record_schema()["properties"]["question_type"]["enum"])
-ANSWER_FORMATS: tuple[str, ...] = tuple(record_schema()["properties"]["answer_format"]["enum"])
 FIELDS: tuple[str, ...] = tuple(record_schema()["properties"])
 CONTEXT_FIELDS: tuple[str, ...] = tuple(
     name for name, spec in record_schema()["properties"].items() if spec["x-table"] == "contexts"
@@ -28,8 +26,9 @@ _ID_FIELDS = ("item_id", "content_hash")
 _WS = re.compile(r"\s+")
 
 
-def _hex(*parts: str, size: int = 16) -> str:
-    """blake2b over each part followed by a 0x1f separator (one call: this runs once per record)."""
+def hex_digest(*parts: str, size: int = 16) -> str:
+    """blake2b over each part followed by a 0x1f separator, `size` bytes as hex: the project's one
+    stable short hash (ids here; run ids of the audit). One call: this runs once per record."""
     return hashlib.blake2b(("\x1f".join(parts) + "\x1f").encode("utf-8"), digest_size=size).hexdigest()
 
 
@@ -40,13 +39,13 @@ def normalize_context(text: str) -> str:
 
 def make_item_id(source: str, source_key: str) -> str:
     """Stable across runs and machines: depends only on the source name and its own key."""
-    return _hex(source, source_key)
+    return hex_digest(source, source_key)
 
 
 @lru_cache(maxsize=1 << 16)
 def make_context_id(context: str) -> str:
     """Cached: a source repeats each story for all of its questions."""
-    return _hex(normalize_context(context))
+    return hex_digest(normalize_context(context))
 
 
 def canonical_bytes(value: Any) -> bytes:

@@ -24,6 +24,7 @@ from generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
 from generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
 from generators.real.story import ParsedStory, ParseError
 from warehouse.record import build_record, content_hash
+from warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_variants"
 GENERATOR_VERSION = "0.1.0"
@@ -46,12 +47,6 @@ class Outcome:
     skipped: Counter = field(default_factory=Counter)  # reason -> count (stories or questions not turned into variants)
     roles: Counter = field(default_factory=Counter)  # (order or "memory", role) of the kept variants
     positions: Counter = field(default_factory=Counter)  # (order, gold position)
-
-
-def question_type_of(kind: str, order: int) -> str:
-    if kind == "memory":
-        return "memory"
-    return "reality" if order == 0 else "first_order_belief" if order == 1 else "higher_order_belief"
 
 
 def role_of(world: TraceWorld, answer: str | None) -> str:
@@ -158,7 +153,8 @@ class Builder:
         record = build_record(
             source=f"{self.source}_variants", source_version=GENERATOR_VERSION,
             source_key=f"{original['item_id']}|{tag}|{number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{number}",
-            split=original["split"], context=story.text(), question=text, question_type=question_type_of(kind, order),
+            split=original["split"], context=story.text(), question=text,
+            question_type=question_type_of_order(order, memory=kind == "memory"),
             belief_order=None if kind == "memory" else order, perspective_chain=chain,
             is_false_belief=None if order == 0 or kind == "memory" else answer != world.reality,
             answer=answer, answer_format=fmt, options=options, n_agents=len(story.agents()),

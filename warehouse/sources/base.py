@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Union
+from typing import Any, Iterable, Iterator, Union
 
 
 class SourceError(Exception):
@@ -51,32 +52,57 @@ class Reject:
 Produced = Union[dict[str, Any], Reject]
 
 
-class Adapter(Protocol):
-    """One published format. `read` takes a local file or folder exactly as published."""
-
-    name: str
-    version: str
-    license: str
-    hub_repo: str | None
-    hub_patterns: list[str] | None
-
-    def read(self, root: Path) -> Iterator[Produced]:
-        ...
-
-    def count_input(self, root: Path) -> int:
-        """The questions `root` holds (one per record `read` should yield), counted without the parser."""
-        ...
-
-
 @dataclass
 class AdapterInfo:
-    """Static facts about a source that the `sources` table records."""
+    """Static facts about a source that the `sources` table records (and that a staging carries)."""
 
     name: str
     version: str
     license: str
     hub_repo: str | None = None
     hub_patterns: list[str] | None = field(default=None)
+
+
+class Adapter(AdapterInfo, ABC):
+    """One published format: the contract every `warehouse/sources/<name>.py` fulfils.
+
+    Required: `read` (a record or a `Reject` per input question) and `count_input` (the same
+    questions counted without the parser). Optional hooks, with defaults that keep a small adapter
+    small: `read_columns` (the fast path: column batches instead of records) and the pair
+    `split_input` / `read_part` (one big file staged by several processes, `warehouse/parallel.py`).
+    """
+
+    @abstractmethod
+    def read(self, root: Path) -> Iterator[Produced]:
+        """Every input question under `root` (a file or folder exactly as published)."""
+
+    @abstractmethod
+    def count_input(self, root: Path) -> int:
+        """The questions `root` holds (one per record `read` should yield), counted without the parser."""
+
+    def read_columns(self, root: Path) -> Iterable[Any]:
+        """What `read` yields, where the adapter can, as column batches (`warehouse.batch`); by default
+        the records themselves (`stage` takes both)."""
+        return self.read(root)
+
+    def split_input(self, root: Path) -> Path | None:
+        """The one file `read_part` can split `root` into parts of, or None (the default: never split)."""
+        return None
+
+    def read_part(self, root: Path, part: int, parts: int) -> Iterable[Any]:
+        """Part `part` of `parts` of `split_input(root)`, like `read_columns`; needed only by adapters
+        whose `split_input` returns a file."""
+        raise NotImplementedError(f"{self.name}: split_input returned a file but read_part is not implemented")
+
+
+class RecordError(Exception):
+    """One malformed input record: the input field at fault and why. Adapters raise it while parsing
+    a record and turn it into that record's `Reject` (it never escapes an adapter)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
 
 
 def read_text(path: Path) -> str:

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
+from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "bigtom"
 FIELDS: tuple[str, ...] = (
@@ -62,13 +63,6 @@ _USED = (
 )
 
 
-class _RowError(Exception):
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
-
-
 def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str, str]]:
     """The items generate_conditions.py writes for one row, in its order.
 
@@ -77,7 +71,7 @@ def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str,
     """
     parts = row["story"].split(".")
     if len(parts) < 5:
-        raise _RowError("story", f"needs at least 5 '.'-separated parts, found {len(parts)}")
+        raise RecordError("story", f"needs at least 5 '.'-separated parts, found {len(parts)}")
     belief = (row["belief_question"], row["belief_answer_aware"], row["belief_answer_not_aware"])
     action = (row["action_question"], row["action_answer_aware"], row["action_answer_not_aware"])
     awareness = (row["aware_of_event"], row["not_aware_of_event"])
@@ -126,7 +120,7 @@ def agent_of(row: dict[str, str]) -> list[str]:
     return [name] if name else []
 
 
-class BigToMAdapter(AdapterInfo):
+class BigToMAdapter(Adapter):
     """Reads `bigtom.csv` (or a folder holding it, e.g. the repo's `data/bigtom/`)."""
 
     def read(self, root: Path) -> Iterator[Produced]:
@@ -177,13 +171,13 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
         values = line.split(";")
         try:
             if len(values) != len(FIELDS):
-                raise _RowError("row", f"expected {len(FIELDS)} ';'-separated fields, found {len(values)}")
+                raise RecordError("row", f"expected {len(FIELDS)} ';'-separated fields, found {len(values)}")
             row = dict(zip(FIELDS, values))
             for name in _USED:
                 if not row[name].strip():
-                    raise _RowError(name, "empty value")
+                    raise RecordError(name, "empty value")
             items = list(derive_items(row))
-        except _RowError as exc:  # one reject per item this row should have given
+        except RecordError as exc:  # one reject per item this row should have given
             for key in ITEM_KEYS:
                 yield Reject(NAME, f"{ref}/{key}", file, f"row{index}/{key}", exc.field, exc.reason, line)
             continue
@@ -203,7 +197,7 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
                 split=UNSPLIT,
                 context=story,
                 question=question,
-                question_type="action" if variable == "forward_action" else "first_order_belief",
+                question_type="action" if variable == "forward_action" else question_type_of_order(1),
                 answer=gold,
                 answer_format="multiple_choice",
                 options=ordered_options(item_ref, gold, wrong),

@@ -41,7 +41,8 @@ import polars as pl
 
 from warehouse.batch import batched, expand
 from warehouse.record import UNSPLIT
-from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
+from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "exploretom"
 COLUMNS: tuple[str, ...] = (
@@ -61,15 +62,6 @@ _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?")
 _NULLS = frozenset({"", "nan", "NaN", "None", "null"})
 _SENTENCE_END = re.compile(r"\.(?:\s+|$)")
-
-
-class _RowError(Exception):
-    """A malformed cell: which column and why (becomes a Reject)."""
-
-    def __init__(self, column: str, reason: str) -> None:
-        super().__init__(reason)
-        self.column = column
-        self.reason = reason
 
 
 def typed(value: str | None) -> Any:
@@ -103,17 +95,17 @@ def _parse_params(text: str) -> tuple[tuple[str, ...] | None, str, str]:
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise _RowError("qprop=params", f"not a Python literal: {text[:80]!r}") from None
+        raise RecordError("qprop=params", f"not a Python literal: {text[:80]!r}") from None
     if not (isinstance(value, (tuple, list)) and len(value) == 3):
-        raise _RowError("qprop=params", "expected a tuple (agents or None, object, relation)")
+        raise RecordError("qprop=params", "expected a tuple (agents or None, object, relation)")
     agents, thing, relation = value
     if not isinstance(thing, str) or not isinstance(relation, str) or not relation:
-        raise _RowError("qprop=params", "object and relation must be non-empty strings")
+        raise RecordError("qprop=params", "object and relation must be non-empty strings")
     if agents is not None:
         if isinstance(agents, str):
             agents = (agents,)
         if not (isinstance(agents, (tuple, list)) and all(isinstance(a, str) and a for a in agents)):
-            raise _RowError("qprop=params", "agents must be None or a list of names")
+            raise RecordError("qprop=params", "agents must be None or a list of names")
         agents = tuple(agents)
     return agents, thing, relation
 
@@ -124,7 +116,7 @@ def _classify(params_text: str, order_text: str) -> _Question:
     if isinstance(nth, float) and nth.is_integer():
         nth = int(nth)  # a column with gaps is written by pandas as floats ("1.0")
     if isinstance(nth, bool) or nth not in (-1, 1, 2):
-        raise _RowError("qprop=nth_order", f"expected -1, 1 or 2, found {order_text!r}")
+        raise RecordError("qprop=nth_order", f"expected -1, 1 or 2, found {order_text!r}")
     suffix: bool | None = None
     if relation.endswith("-False"):
         suffix = True
@@ -135,11 +127,11 @@ def _classify(params_text: str, order_text: str) -> _Question:
         kind = "memory" if relation.startswith("memory") else "reality" if relation.startswith("ground_truth") else "factual"
         return _Question(agents or (), params_meta, kind, 0, None, nth)
     if agents is None or len(agents) != nth:
-        raise _RowError("qprop=params", f"a question of order {nth} needs {nth} agent(s), found {agents!r}")
+        raise RecordError("qprop=params", f"a question of order {nth} needs {nth} agent(s), found {agents!r}")
     if relation.startswith("<knowledge>"):
         kind = "knowledge"
     else:
-        kind = "first_order_belief" if nth == 1 else "higher_order_belief"
+        kind = question_type_of_order(nth)
     return _Question(agents, params_meta, kind, nth, suffix, nth)
 
 
@@ -147,7 +139,7 @@ def _classify(params_text: str, order_text: str) -> _Question:
 class _Caches:
     """Per-read caches: parsed questions and story sentence counts (stories repeat per question)."""
 
-    questions: dict[tuple[str, str], _Question | _RowError] = field(default_factory=dict)
+    questions: dict[tuple[str, str], _Question | RecordError] = field(default_factory=dict)
     events: dict[str, int] = field(default_factory=dict)
 
     def question(self, params_text: str, order_text: str) -> _Question:
@@ -156,10 +148,10 @@ class _Caches:
         if found is None:
             try:
                 found = _classify(params_text, order_text)
-            except _RowError as exc:
+            except RecordError as exc:
                 found = exc
             self.questions[key] = found
-        if isinstance(found, _RowError):
+        if isinstance(found, RecordError):
             raise found
         return found
 
@@ -180,7 +172,7 @@ def _is_false_belief(question: _Question, meta: dict[str, Any]) -> bool | None:
     return False if meta.get(flag_column) is False else None
 
 
-class ExploreToMAdapter(AdapterInfo):
+class ExploreToMAdapter(Adapter):
     """Reads the published CSV (a file, or a folder holding CSV files)."""
 
     def read(self, root: Path) -> Iterator[Produced]:
@@ -360,19 +352,19 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
         ref = f"{file}#row{index}"
         question = questions.get((params, order))  # cached: a well-formed row with these cells was seen
         if (
-            question is None or question.__class__ is _RowError or index in bad_width
+            question is None or question.__class__ is RecordError or index in bad_width
             or not (story and question_text and answer)  # one fused check on the hot path
             or story.isspace() or question_text.isspace() or answer.isspace()
         ):
             try:
                 if index in bad_width:
-                    raise _RowError("row", f"expected {len(table.header)} fields, found {bad_width[index]}")
+                    raise RecordError("row", f"expected {len(table.header)} fields, found {bad_width[index]}")
                 for name, value in zip(_REQUIRED, (story, question_text, answer, params, order)):
                     if _blank(value):
-                        raise _RowError(name, "empty or missing value")
+                        raise RecordError(name, "empty or missing value")
                 question = caches.question(params, order)
-            except _RowError as exc:
-                yield Reject(NAME, ref, file, f"row{index}", exc.column, exc.reason, Reject.raw_of(table.row(index)))
+            except RecordError as exc:
+                yield Reject(NAME, ref, file, f"row{index}", exc.field, exc.reason, Reject.raw_of(table.row(index)))
                 continue
         meta = dict(zip(meta_names, meta_values))
         listed, thing, relation = question.params_meta

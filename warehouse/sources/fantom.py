@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Produced, Reject, SourceError, read_text, refuse_lone_surrogates, relative_name
+from warehouse.sources.base import (Adapter, Produced, RecordError, Reject, SourceError, read_text, refuse_lone_surrogates,
+                                    relative_name)
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "fantom"
 FILE_NAME = "fantom_v1.json"
@@ -54,15 +56,6 @@ _TURN = re.compile(r"^(?P<speaker>[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}):[ 
 _MIND_VERB = r"(?:believe|think|know|assume|expect|feel|remember|suspect|guess|understand)"
 _MIND_VERB_3S = r"(?:believes|thinks|knows|assumes|expects|feels|remembers|suspects|guesses|understands)"
 _MIND_NOUN = r"(?:beliefs?|thoughts?|knowledge|understanding|perspective|view|opinion)"
-
-
-class _Invalid(Exception):
-    """One question (or its set) cannot become a record: which input field, and why."""
-
-    def __init__(self, field_name: str, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field_name
-        self.reason = reason
 
 
 @dataclass
@@ -145,14 +138,14 @@ def gold_goes_last(key: str) -> bool:
 def _text(qa: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:
     value = qa.get(name)
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise _Invalid(name, "missing" if value is None else f"expected a non-empty string, got {value!r}"[:200])
+        raise RecordError(name, "missing" if value is None else f"expected a non-empty string, got {value!r}"[:200])
     return value
 
 
 def _names(qa: dict[str, Any], name: str) -> list[str]:
     value = qa.get(name, [])
     if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
-        raise _Invalid(name, f"expected a list of character names, got {value!r}"[:200])
+        raise RecordError(name, f"expected a list of character names, got {value!r}"[:200])
     return list(value)
 
 
@@ -166,14 +159,8 @@ def _full_context_access(qas: Any) -> str | None:
     return label if isinstance(label, str) else None
 
 
-class FantomAdapter:
+class FantomAdapter(Adapter):
     """Reads `fantom_v1.json` (a file, or a folder holding it anywhere below)."""
-
-    name = NAME
-    version = "1.0-v2"
-    license = "MIT (evaluation only)"
-    hub_repo: str | None = None
-    hub_patterns: list[str] | None = [FILE_NAME, f"**/{FILE_NAME}"]
 
     def read(self, root: Path) -> Iterator[Produced]:
         root = Path(root)
@@ -241,7 +228,7 @@ class FantomAdapter:
             return
         try:
             conversation = _conversation(row, index, seen)
-        except _Invalid as problem:
+        except RecordError as problem:
             for path, _part, qa in questions:
                 yield _reject(f"{set_ref}/{path}", label, problem.field, problem.reason, qa)
             return
@@ -249,7 +236,7 @@ class FantomAdapter:
             ref = f"{set_ref}/{path}"
             try:
                 yield _build(conversation, part, path, qa, ref)
-            except _Invalid as problem:
+            except RecordError as problem:
                 yield _reject(ref, label, problem.field, problem.reason, qa)
 
 
@@ -279,17 +266,17 @@ def _enumerate_questions(row: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
 def _conversation(row: dict[str, Any], index: int, seen: dict[str, int]) -> _Conversation:
     set_id = row.get("set_id")
     if isinstance(set_id, bool) or not isinstance(set_id, (str, int)) or not str(set_id).strip():
-        raise _Invalid("set_id", f"expected a non-empty set id, got {set_id!r}")
+        raise RecordError("set_id", f"expected a non-empty set id, got {set_id!r}")
     set_id = str(set_id)
     if set_id in seen:
-        raise _Invalid("set_id", f"duplicate set_id {set_id!r} (first at set {seen[set_id]})")
+        raise RecordError("set_id", f"duplicate set_id {set_id!r} (first at set {seen[set_id]})")
     seen[set_id] = index
     context = row.get("full_context")
     if not isinstance(context, str) or not context.strip():
-        raise _Invalid("full_context", "expected the conversation as a non-empty string")
+        raise RecordError("full_context", "expected the conversation as a non-empty string")
     turns, speakers = _parsed(context)
     if not speakers:
-        raise _Invalid("full_context", "no 'Speaker: utterance' line found")
+        raise RecordError("full_context", "no 'Speaker: utterance' line found")
     fact = row.get("factQA")
     fact_q = fact.get("question") if isinstance(fact, dict) else None
     fact_a = fact.get("correct_answer") if isinstance(fact, dict) else None
@@ -310,11 +297,11 @@ def _conversation(row: dict[str, Any], index: int, seen: dict[str, int]) -> _Con
 
 
 def _build(conv: _Conversation, part: str, path: str, qa: Any, ref: str) -> dict[str, Any]:
-    """One unified record for one question of a set (raises _Invalid when it is malformed)."""
+    """One unified record for one question of a set (raises RecordError when it is malformed)."""
     if part in _LIST_PARTS and path == part:
-        raise _Invalid(part, f"expected a list of questions, got {type(qa).__name__}")
+        raise RecordError(part, f"expected a list of questions, got {type(qa).__name__}")
     if not isinstance(qa, dict):
-        raise _Invalid(part, f"expected a question object, got {type(qa).__name__}")
+        raise RecordError(part, f"expected a question object, got {type(qa).__name__}")
     raw_question = _text(qa, "question")
     key = f"{conv.set_id}/{path}"
     meta: dict[str, Any] = {**conv.set_meta, "part": part}
@@ -354,17 +341,17 @@ def _belief_fields(qa: dict[str, Any], key: str) -> dict[str, Any]:
     source_type = _text(qa, "question_type")
     access = _BELIEF_TYPE.match(source_type)
     if access is None:
-        raise _Invalid("question_type", f"expected tom:belief:accessible|inaccessible, got {source_type!r}")
+        raise RecordError("question_type", f"expected tom:belief:accessible|inaccessible, got {source_type!r}")
     tom_type = _text(qa, "tom_type")
     order = _TOM_ORDER.match(tom_type)
     if order is None:
-        raise _Invalid("tom_type", f"expected first-order... or second-order..., got {tom_type!r}")
+        raise RecordError("tom_type", f"expected first-order... or second-order..., got {tom_type!r}")
     correct, wrong = _text(qa, "correct_answer"), _text(qa, "wrong_answer")
     if correct.strip() == wrong.strip():
-        raise _Invalid("wrong_answer", "same text as correct_answer; the choice would be ambiguous")
+        raise RecordError("wrong_answer", "same text as correct_answer; the choice would be ambiguous")
     belief_order = _ORDER_WORDS[order["word"].lower()]
     return {
-        "question_type": "first_order_belief" if belief_order == 1 else "higher_order_belief",
+        "question_type": question_type_of_order(belief_order),
         "belief_order": belief_order,
         "is_false_belief": access["access"] == "inaccessible",
         "answer_format": "multiple_choice",
@@ -377,12 +364,12 @@ def _knowledge_fields(conv: _Conversation, part: str, qa: dict[str, Any], meta: 
     """Answerability / info-accessibility questions, list or yes/no, framed by their fact."""
     raw_question = qa["question"]
     if conv.fact_question is None:
-        raise _Invalid("factQA", "the set's factQA question is missing, and this question refers to it")
+        raise RecordError("factQA", "the set's factQA question is missing, and this question refers to it")
     if part.startswith("answerability"):
         question_type, question = "answerability", f"Target: {conv.fact_question}\n{raw_question}"
     else:
         if conv.fact_answer is None:
-            raise _Invalid("factQA", "the set's factQA answer is missing, and this question refers to it")
+            raise RecordError("factQA", "the set's factQA answer is missing, and this question refers to it")
         question_type = "info_accessibility"
         question = f"Information: {conv.fact_question} {conv.fact_answer}\n{raw_question}"
     fields: dict[str, Any] = {"question": question, "question_type": question_type, "belief_order": 1}
@@ -396,7 +383,7 @@ def _knowledge_fields(conv: _Conversation, part: str, qa: dict[str, Any], meta: 
         label = qa.get("correct_answer")
         normalized = _BINARY.get(label.strip().lower()) if isinstance(label, str) else None
         if normalized is None:
-            raise _Invalid("correct_answer", f"expected yes, no or no:long, got {label!r}"[:200])
+            raise RecordError("correct_answer", f"expected yes, no or no:long, got {label!r}"[:200])
         fields.update(answer_format="yes_no", answer=normalized, options=["yes", "no"])
     return fields
 
@@ -405,4 +392,10 @@ def _reject(ref: str, file: str, field_name: str, reason: str, raw: Any) -> Reje
     return Reject(NAME, ref, file, ref.partition("#")[2], field_name, reason, Reject.raw_of(raw))
 
 
-ADAPTER = FantomAdapter()
+ADAPTER = FantomAdapter(
+    name=NAME,
+    version="1.0-v2",
+    license="MIT (evaluation only)",
+    hub_repo=None,
+    hub_patterns=[FILE_NAME, f"**/{FILE_NAME}"],
+)

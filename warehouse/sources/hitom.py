@@ -20,7 +20,8 @@ import orjson
 
 from warehouse.batch import batched, expand
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_json, read_text, relative_name
+from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_json, read_text, relative_name
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "hitom"
 JSON_NAME = "Hi-ToM_data.json"
@@ -45,15 +46,6 @@ _JSON_FIELDS: tuple[tuple[str, type], ...] = (
 )
 
 
-class _Bad(Exception):
-    """One malformed input record: which field and why (becomes a Reject)."""
-
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
-
-
 @dataclass(frozen=True, slots=True)
 class _Story:
     instruction: str | None
@@ -67,13 +59,6 @@ class _Story:
 class _Question:
     chain: tuple[str, ...]
     obj: str
-
-
-def question_type_of(order: int) -> str:
-    """HiToM's question order -> the controlled question type."""
-    if order == 0:
-        return "reality"
-    return "first_order_belief" if order == 1 else "higher_order_belief"
 
 
 def parse_story(text: str) -> _Story:
@@ -94,9 +79,9 @@ def parse_story(text: str) -> _Story:
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         stray = next((line for line in lines if not _NUMBERED.match(line)), None)
         if not lines:
-            raise _Bad("story", "no numbered story lines")
+            raise RecordError("story", "no numbered story lines")
         if stray is not None:
-            raise _Bad("story", f"unnumbered line inside the story: {stray[:60]!r}")
+            raise RecordError("story", f"unnumbered line inside the story: {stray[:60]!r}")
         body = "\n".join(lines)
     agents: set[str] = set()
     for line in body.split("\n"):
@@ -127,7 +112,7 @@ def parse_question(text: str) -> _Question:
     if match:
         inner = match.group(2).split(" thinks ")[:-1]
         return _Question((match.group(1), *inner), match.group(3))
-    raise _Bad("question", f"not a HiToM question form: {text[:80]!r}")
+    raise RecordError("question", f"not a HiToM question form: {text[:80]!r}")
 
 
 def parse_choices(text: str) -> tuple[str, ...]:
@@ -135,15 +120,15 @@ def parse_choices(text: str) -> tuple[str, ...]:
     parts = _CHOICE.split(text.strip())
     letters, options = parts[1::2], tuple(part.strip() for part in parts[2::2])
     if parts[0] or len(options) < 2 or letters != _LETTERS[: len(letters)] or not all(options):
-        raise _Bad("choices", f"not a lettered option list 'A. x, B. y, ...': {text[:80]!r}")
+        raise RecordError("choices", f"not a lettered option list 'A. x, B. y, ...': {text[:80]!r}")
     return options
 
 
 def _attempt(parse: Any, text: str) -> Any:
-    """The parsed value, or the _Bad it raised (cached too, so a bad story is diagnosed once)."""
+    """The parsed value, or the RecordError it raised (cached too, so a bad story is diagnosed once)."""
     try:
         return parse(text)
-    except _Bad as bad:
+    except RecordError as bad:
         return bad
 
 
@@ -151,25 +136,25 @@ class _Parser:
     """Per-read caches, so a story, question or choice string is parsed once however often it repeats."""
 
     def __init__(self) -> None:
-        self.stories: dict[str, _Story | _Bad] = {}
-        self.questions: dict[str, _Question | _Bad] = {}
-        self.choices: dict[str, tuple[str, ...] | _Bad] = {}
+        self.stories: dict[str, _Story | RecordError] = {}
+        self.questions: dict[str, _Question | RecordError] = {}
+        self.choices: dict[str, tuple[str, ...] | RecordError] = {}
 
     def story(self, text: str) -> _Story:
         value = self.stories.get(text) or self.stories.setdefault(text, _attempt(parse_story, text))
-        if value.__class__ is _Bad:
+        if value.__class__ is RecordError:
             raise value
         return value
 
     def question(self, text: str) -> _Question:
         value = self.questions.get(text) or self.questions.setdefault(text, _attempt(parse_question, text))
-        if value.__class__ is _Bad:
+        if value.__class__ is RecordError:
             raise value
         return value
 
     def options(self, text: str) -> tuple[str, ...]:
         value = self.choices.get(text) or self.choices.setdefault(text, _attempt(parse_choices, text))
-        if value.__class__ is _Bad:
+        if value.__class__ is RecordError:
             raise value
         return value
 
@@ -196,7 +181,7 @@ class _Pending:
         """The `_ROW_FIELDS` of this question's record (the columnar path)."""
         story, order = self.story, self.order
         return (
-            self.key, self.key, story.context, story.n_agents, story.n_events, self.question, question_type_of(order),
+            self.key, self.key, story.context, story.n_agents, story.n_events, self.question, question_type_of_order(order),
             order, self.parsed.chain, is_false_belief, self.answer, self.options, self.answer_index, self.meta,
         )
 
@@ -207,16 +192,16 @@ class _Pending:
 def _pending(
     parser: _Parser, key: str, story: str, question: str, choices: str, answer: str, order: int, meta: dict[str, Any]
 ) -> _Pending:
-    """The record fields shared by the JSON and text layouts; raises _Bad on a malformed record."""
+    """The record fields shared by the JSON and text layouts; raises RecordError on a malformed record."""
     parsed_story = parser.story(story)
     parsed_question = parser.question(question)
     if len(parsed_question.chain) != order:
-        raise _Bad("question_order", f"order {order} but the question nests {len(parsed_question.chain)} agents")
+        raise RecordError("question_order", f"order {order} but the question nests {len(parsed_question.chain)} agents")
     options = parser.options(choices)
     try:
         answer_index = options.index(answer)
     except ValueError:
-        raise _Bad("answer", f"answer {answer[:40]!r} is not among the choices") from None
+        raise RecordError("answer", f"answer {answer[:40]!r} is not among the choices") from None
     meta.setdefault("instruction", parsed_story.instruction)
     if parsed_story.trailer is not None:  # only where there was one: other records keep their content hash
         meta["story_trailer"] = parsed_story.trailer
@@ -224,13 +209,13 @@ def _pending(
 
 
 def _check_types(row: dict[str, Any]) -> None:
-    """Raise _Bad naming the first missing or mistyped field of a JSON row."""
+    """Raise RecordError naming the first missing or mistyped field of a JSON row."""
     for field, kind in _JSON_FIELDS:
         value = row.get(field)
         if value is None:
-            raise _Bad(field, "missing field")
+            raise RecordError(field, "missing field")
         if value.__class__ is not kind:
-            raise _Bad(field, f"expected {kind.__name__}, got {type(value).__name__}")
+            raise RecordError(field, f"expected {kind.__name__}, got {type(value).__name__}")
 
 
 def _load_json(path: Path) -> Any:
@@ -252,9 +237,9 @@ def _rows_of(path: Path) -> list[Any]:
 
 
 def _json_row(parser: _Parser, name: str, index: int, row: Any) -> _Pending:
-    """One JSON row parsed; raises _Bad on a malformed row."""
+    """One JSON row parsed; raises RecordError on a malformed row."""
     if row.__class__ is not dict:
-        raise _Bad("(record)", "row is not a JSON object")
+        raise RecordError("(record)", "row is not a JSON object")
     get = row.get
     order = get("question_order")
     if not (  # one fused check on the hot path; the loop below only names the culprit
@@ -265,7 +250,7 @@ def _json_row(parser: _Parser, name: str, index: int, row: Any) -> _Pending:
     ):
         _check_types(row)
     if order < 0:
-        raise _Bad("question_order", f"negative order {order}")
+        raise RecordError("question_order", f"negative order {order}")
     meta = row.copy()  # every source field but those with a place of their own in the record
     del meta["story"], meta["question"], meta["answer"]
     meta["layout"] = "json"
@@ -273,7 +258,7 @@ def _json_row(parser: _Parser, name: str, index: int, row: Any) -> _Pending:
     return _pending(parser, key, row["story"], row["question"], row["choices"], row["answer"], order, meta)
 
 
-def _json_reject(name: str, index: int, row: Any, bad: _Bad) -> Reject:
+def _json_reject(name: str, index: int, row: Any, bad: RecordError) -> Reject:
     return Reject(NAME, f"{name}#{index}", name, str(index), bad.field, bad.reason, Reject.raw_of(row))
 
 
@@ -283,7 +268,7 @@ def _json_rows(path: Path, root: Path, parser: _Parser) -> Iterator[_Pending | R
     for index, row in enumerate(rows):
         try:
             yield _json_row(parser, name, index, row)
-        except _Bad as bad:
+        except RecordError as bad:
             yield _json_reject(name, index, row, bad)
 
 
@@ -316,13 +301,13 @@ def _json_records(path: Path, root: Path, parser: _Parser, part: int = 0, parts:
         if row.__class__ is dict and row.get("question_order") == 0:  # a superset: _json_row checks the rest
             try:
                 _note_reality(reality, _json_row(parser, name, index, row))
-            except _Bad:
+            except RecordError:
                 pass
     for index in range(len(rows) * part // parts, len(rows) * (part + 1) // parts):
         row, rows[index] = rows[index], None
         try:
             pending = _json_row(parser, name, index, row)
-        except _Bad as bad:
+        except RecordError as bad:
             yield _json_reject(name, index, row, bad)
             continue
         yield pending.row(_is_false_belief(pending, reality))
@@ -347,7 +332,7 @@ def split_text_file(text: str) -> dict[str, Any]:
             else:
                 sections[match.group(1).lower()] = match.group(2).strip()
         elif line and "question" in sections:
-            raise _Bad("(record)", f"unexpected line after the question: {line[:60]!r}")
+            raise RecordError("(record)", f"unexpected line after the question: {line[:60]!r}")
         elif line:
             sections["story"].append(line)
     sections["note"] = "\n".join(note).strip() if note is not None else None
@@ -363,7 +348,7 @@ def _text_record(path: Path, root: Path, parser: _Parser) -> _Pending | Reject:
             raise SourceError(path, "not a HiToM text file: no 'Story:' or 'Question:' line")
         for field in ("story", "question", "answer", "choices"):
             if not sections.get(field):
-                raise _Bad(field, f"missing {field.capitalize()} section")
+                raise RecordError(field, f"missing {field.capitalize()} section")
         layout = _LAYOUT.search(path.as_posix())
         meta: dict[str, Any] = {"layout": "text"}
         if layout:
@@ -380,7 +365,7 @@ def _text_record(path: Path, root: Path, parser: _Parser) -> _Pending | Reject:
             parser, name, "\n".join(sections["story"]), sections["question"], sections["choices"], sections["answer"],
             order, meta,
         )
-    except _Bad as bad:
+    except RecordError as bad:
         return Reject(NAME, name, name, name, bad.field, bad.reason, text)
 
 
@@ -424,7 +409,7 @@ def _text_tree(root: Path) -> Path | None:
     return tree if tree.is_dir() else None
 
 
-class HiToMAdapter(AdapterInfo):
+class HiToMAdapter(Adapter):
     """Reads a HiToM release: the JSON file, the text tree, one of their files, or a folder with both."""
 
     def read(self, root: Path) -> Iterator[Produced]:

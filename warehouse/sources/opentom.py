@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Produced, Reject, SourceError, read_json, relative_name
+from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_json, relative_name
 
 NAME = "opentom"
 META_FILES = ("meta_data.json", "metadata.json")  # the Hub copy renamed it; the GitHub one did not
@@ -60,13 +60,6 @@ _NAME = r"[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)*"
 _INNER = re.compile(rf"\bdoes (?P<a>{_NAME}) think\b|\bchange for (?P<b>{_NAME})\b")
 
 
-class _Invalid(Exception):
-    def __init__(self, field_name: str, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field_name
-        self.reason = reason
-
-
 def perspective_chain(question: str, order: int) -> list[str]:
     """["X"] for "From X's perspective, ...", ["X", "Y"] when it asks what Y thinks; [] for the narrator."""
     outer = _PERSPECTIVE.match(question) or _AS_AGENT.match(question)
@@ -90,14 +83,8 @@ def narrator_probe(question: str) -> str | None:
     return "memory" if re.search(r"\bin the beginning\b|\binitial(?:ly)?\b", question, re.IGNORECASE) else "reality"
 
 
-class OpenTomAdapter:
+class OpenTomAdapter(Adapter):
     """Reads the `opentom_data` folder (or its parent, or one of its question files)."""
-
-    name = NAME
-    version = "seacowx/OpenToM@3f22b66-v2"
-    license = "CC BY-NC 4.0 (not for training)"
-    hub_repo: str | None = "SeacowX/OpenToM"
-    hub_patterns: list[str] | None = [f"{DATA_FOLDER}/*.json"]
 
     def read(self, root: Path) -> Iterator[Produced]:
         root = Path(root)
@@ -166,25 +153,25 @@ class OpenTomAdapter:
                 ref = f"{label}#{key}/{index}"
                 try:
                     yield _build(spec, key, index, qa, stories, ref)
-                except _Invalid as problem:
+                except RecordError as problem:
                     yield _reject(ref, label, problem.field, problem.reason, qa)
 
 
 def _build(spec: QuestionFile, key: str, index: int, qa: Any, stories: dict[str, Any], ref: str) -> dict[str, Any]:
-    """One unified record for one question (raises _Invalid when it cannot be one)."""
+    """One unified record for one question (raises RecordError when it cannot be one)."""
     if not isinstance(qa, dict):
-        raise _Invalid("(record)", f"expected a question object, got {type(qa).__name__}")
+        raise RecordError("(record)", f"expected a question object, got {type(qa).__name__}")
     story = stories.get(key)
     if story is None:
-        raise _Invalid("key", f"story key {key!r} is not in meta_data.json")
+        raise RecordError("key", f"story key {key!r} is not in meta_data.json")
     if not isinstance(story, dict) or not isinstance(story.get("narrative"), str) or not story["narrative"].strip():
-        raise _Invalid("narrative", f"story {key!r} in meta_data.json has no narrative text")
+        raise RecordError("narrative", f"story {key!r} in meta_data.json has no narrative text")
     question = qa.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise _Invalid("question", f"expected a non-empty string, got {question!r}"[:200])
+        raise RecordError("question", f"expected a non-empty string, got {question!r}"[:200])
     raw_answer = qa.get("answer")
     if not isinstance(raw_answer, str) or not raw_answer.strip():
-        raise _Invalid("answer", f"expected a non-empty string, got {raw_answer!r}"[:200])
+        raise RecordError("answer", f"expected a non-empty string, got {raw_answer!r}"[:200])
 
     probe = narrator_probe(question)
     order = 0 if probe else spec.order
@@ -230,7 +217,7 @@ def _answer_fields(spec: QuestionFile, question: str, raw: str) -> dict[str, Any
         options = _multihop_options(question, answer)
     answer = answer.lower()
     if answer not in options:
-        raise _Invalid("answer", f"expected one of {', '.join(options)}, got {raw!r}"[:200])
+        raise RecordError("answer", f"expected one of {', '.join(options)}, got {raw!r}"[:200])
     if options is YES_NO:
         return {"answer_format": "yes_no", "answer": answer, "options": list(YES_NO)}
     return {"answer_format": "multiple_choice", "answer": answer, "options": list(options)}
@@ -242,7 +229,7 @@ def _multihop_options(question: str, answer: str) -> list[str]:
         return FULLNESS_OPTIONS
     if "accessib" in text or answer.lower().endswith("accessible"):
         return ACCESSIBILITY_OPTIONS
-    raise _Invalid("question", "multihop question about neither fullness nor accessibility")
+    raise RecordError("question", "multihop question about neither fullness nor accessibility")
 
 
 def _n_agents(story: dict[str, Any]) -> int | None:
@@ -263,4 +250,10 @@ def _reject(ref: str, file: str, field_name: str, reason: str, raw: Any) -> Reje
     return Reject(NAME, ref, file, ref.partition("#")[2], field_name, reason, Reject.raw_of(raw))
 
 
-ADAPTER = OpenTomAdapter()
+ADAPTER = OpenTomAdapter(
+    name=NAME,
+    version="seacowx/OpenToM@3f22b66-v2",
+    license="CC BY-NC 4.0 (not for training)",
+    hub_repo="SeacowX/OpenToM",
+    hub_patterns=[f"{DATA_FOLDER}/*.json"],
+)

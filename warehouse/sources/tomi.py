@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import AdapterInfo, Produced, Reject, SourceError, read_text, relative_name
+from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
+from warehouse.vocabulary import question_type_of_order
 
 NAME = "tomi"
 STORY_TYPES = frozenset({"true_belief", "false_belief", "second_order_false_belief"})
@@ -29,19 +30,7 @@ _QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("first_order", re.compile(r"Where will (?P<a>\S+) look for the (?P<obj>.+?)\?")),
     ("second_order", re.compile(r"Where does (?P<a>\S+) think that (?P<b>\S+) searches for the (?P<obj>.+?)\?")),
 )
-_TYPES = {  # question form -> (question_type, belief_order)
-    "memory": ("memory", 0),
-    "reality": ("reality", 0),
-    "first_order": ("first_order_belief", 1),
-    "second_order": ("higher_order_belief", 2),
-}
-
-
-class _Bad(Exception):
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
+_ORDERS = {"memory": 0, "reality": 0, "first_order": 1, "second_order": 2}  # question form -> belief_order
 
 
 @dataclass
@@ -132,24 +121,24 @@ def classify(question: str) -> tuple[str, tuple[str, ...], str]:
         if match:
             chain = tuple(match.group(name) for name in ("a", "b") if name in pattern.groupindex)
             return form, chain, match.group("obj")
-    raise _Bad("question", f"not a ToMi question form: {question[:80]!r}")
+    raise RecordError("question", f"not a ToMi question form: {question[:80]!r}")
 
 
 def trace_fields(parts: list[str], form: str) -> tuple[bool | None, dict[str, Any]]:
     """is_false_belief and the trace fields for meta; the trace must agree with the question wording."""
     if len(parts) < 2:
-        raise _Bad("trace", "trace line has no question type and story type")
+        raise RecordError("trace", "trace line has no question type and story type")
     *events, question_kind, story_type = parts
     if question_kind in ("memory", "reality"):
         trace_form, false_belief = question_kind, None
     elif match := _TRACE_TYPE.fullmatch(question_kind):
         trace_form, false_belief = f"{match.group(1)}_order", match.group(3) == "tom"
     else:
-        raise _Bad("trace", f"unknown question type {question_kind!r}")
+        raise RecordError("trace", f"unknown question type {question_kind!r}")
     if trace_form != form:
-        raise _Bad("trace", f"trace says {question_kind!r} but the question reads as {form}")
+        raise RecordError("trace", f"trace says {question_kind!r} but the question reads as {form}")
     if story_type not in STORY_TYPES:
-        raise _Bad("trace", f"unknown story type {story_type!r}")
+        raise RecordError("trace", f"unknown story type {story_type!r}")
     return false_belief, {"trace_question_type": question_kind, "story_type": story_type, "events": events}
 
 
@@ -175,12 +164,13 @@ class _StoryFacts:
 def _record(example: Example, index: int, name: str, split: str, trace: list[str] | None,
             facts: _StoryFacts) -> dict[str, Any]:
     if example.problem is not None:
-        raise _Bad(*example.problem)
+        raise RecordError(*example.problem)
     assert example.question is not None and example.answer is not None
     if not example.story:
-        raise _Bad("context", "example has no story lines")
+        raise RecordError("context", "example has no story lines")
     form, chain, obj = classify(example.question)
-    question_type, order = _TYPES[form]
+    order = _ORDERS[form]
+    question_type = question_type_of_order(order, memory=form == "memory")
     meta: dict[str, Any] = {"support": example.support, "line": example.first_line, "object": obj}
     if trace is None:
         false_belief = None
@@ -208,11 +198,11 @@ def read_file(path: Path, root: Path, facts: _StoryFacts) -> Iterator[Produced]:
     for index, example in enumerate(examples):
         try:
             yield _record(example, index, name, split, traces[index] if traces else None, facts)
-        except _Bad as bad:
+        except RecordError as bad:
             yield Reject(NAME, f"{name}#{index}", name, str(index), bad.field, bad.reason, "\n".join(example.raw))
 
 
-class ToMiAdapter(AdapterInfo):
+class ToMiAdapter(Adapter):
     """Reads one ToMi `.txt` file or a folder of them (each with its `.trace` when published)."""
 
     def read(self, root: Path) -> Iterator[Produced]:
