@@ -234,11 +234,9 @@ def print_variants(source: str, run) -> None:
     for name in sorted({n for n, _ in kinds}):
         table.add_row(name, str(kinds[(name, False)]), str(kinds[(name, True)]), str(kinds[(name, None)]))
     out.print(table)
-    roles, positions = Counter(), Counter()
-    for (order, role), count in run.outcome.roles.items():
+    roles = Counter()
+    for (order, _role), count in run.outcome.roles.items():
         roles[order] += count
-    for (order, position), count in run.outcome.positions.items():
-        positions[order] += 1
     for order in sorted(roles, key=str):
         shares = ", ".join(f"{role} {run.outcome.roles[(order, role)]}" for role in ("initial", "final",
                            "intermediate", "never") if run.outcome.roles[(order, role)])

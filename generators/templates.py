@@ -114,7 +114,7 @@ def join_names(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def render_story(story: Story, style: str, variants: Sequence[int], rng: random.Random) -> tuple[str, list[int]]:
+def render_story(story: Story, style: str, variants: Sequence[int], rng: random.Random) -> tuple[str, list[int]]:  # noqa: C901 (complexity debt, issue 16)
     """The story text and the phrasing variant of each event (in event order)."""
     bank = EVENTS[style]
     name = (lambda x: x.replace(" ", "_")) if style == "hitom" else (lambda x: x)

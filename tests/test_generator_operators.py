@@ -67,7 +67,7 @@ def test_distractor_adds_a_bystander_and_an_object_and_changes_no_belief() -> No
     for base, new in cases("distractor"):
         (bystander,) = set(new.agents) - set(base.agents)
         (other,) = set(new.objects) - set(base.objects)
-        assert removed(new.events, lambda e: e.agent == bystander or e.obj == other) == list(base.events)
+        assert removed(new.events, lambda e: e.agent == bystander or e.obj == other) == list(base.events)  # noqa: B023
         assert beliefs(new, base.agents) == beliefs(base, base.agents)
 
 
@@ -76,7 +76,7 @@ def test_extra_moves_only_move_another_object() -> None:
         (other,) = set(new.objects) - set(base.objects)
         extra = [e for e in new.events if e.obj == other]
         assert extra[0].kind == INIT and 1 <= sum(e.kind == MOVE for e in extra) <= 3
-        assert removed(new.events, lambda e: e.obj == other) == list(base.events)
+        assert removed(new.events, lambda e: e.obj == other) == list(base.events)  # noqa: B023
         assert beliefs(new, base.agents) == beliefs(base, base.agents)
 
 
