@@ -68,14 +68,18 @@ def band_keys(signatures: np.ndarray, banding: Banding) -> np.ndarray:
 def candidate_pairs(signatures: np.ndarray, banding: Banding, max_bucket: int = 5000) -> tuple[np.ndarray, int]:
     """Unique document index pairs (i < j) sharing at least one band, and how many oversized
     buckets (> max_bucket members; exact duplicates should be collapsed beforehand) were skipped."""
-    n = signatures.shape[0]
+    return candidate_pairs_from_keys(band_keys(signatures, banding), max_bucket)
+
+
+def candidate_pairs_from_keys(keys: np.ndarray, max_bucket: int = 5000) -> tuple[np.ndarray, int]:
+    """`candidate_pairs` from (n_docs x bands) band keys computed elsewhere (by workers, per shard)."""
+    n, bands = keys.shape
     if n < 2:
         return np.empty((0, 2), dtype=np.int64), 0
-    keys = band_keys(signatures, banding)
     frame = pl.DataFrame({
-        "band": np.repeat(np.arange(banding.bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
+        "band": np.repeat(np.arange(bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
         "key": keys.ravel(),
-        "doc": np.repeat(np.arange(n, dtype=np.int64), banding.bands),
+        "doc": np.repeat(np.arange(n, dtype=np.int64), bands),
     })
     buckets = frame.group_by("band", "key").agg(pl.col("doc").sort(), pl.len().alias("size")).filter(pl.col("size") > 1)
     skipped = buckets.filter(pl.col("size") > max_bucket).height
