@@ -99,3 +99,17 @@ def signatures(flat32, offsets, a, b):
                 if v < sig[k]:
                     sig[k] = v
     return out
+
+
+@njit(cache=True, nogil=True)
+def band_keys(sigs, bands, rows, mults):
+    """One key per band of `rows` signature slots: fmix64(sum_i slot_i * mults[i]), as
+    `audits.lsh.band_keys`."""
+    out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
+    for d in range(sigs.shape[0]):
+        for band in range(bands):
+            total = np.uint64(0)
+            for i in range(rows):
+                total += np.uint64(sigs[d, band * rows + i]) * mults[i]
+            out[d, band] = _fmix64(total)
+    return out

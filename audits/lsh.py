@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from audits.text import fmix64
+from audits import kernels
+from audits.text import fmix64, use_jit
 
 _ROW_MULT = np.array([(0x9E3779B97F4A7C15 * (2 * i + 1)) & ((1 << 64) - 1) for i in range(256)], dtype=np.uint64)
 
@@ -60,6 +61,8 @@ def datasketch_default_banding(num_perm: int, threshold: float) -> Banding:
 
 def band_keys(signatures: np.ndarray, banding: Banding) -> np.ndarray:
     """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""
+    if use_jit():
+        return kernels.band_keys(np.ascontiguousarray(signatures, dtype=np.uint32), banding.bands, banding.rows, _ROW_MULT)
     n = signatures.shape[0]
     used = signatures[:, : banding.bands * banding.rows].astype(np.uint64).reshape(n, banding.bands, banding.rows)
     return fmix64((used * _ROW_MULT[: banding.rows]).sum(axis=2, dtype=np.uint64))

@@ -61,10 +61,14 @@ def hash_shard(texts: Sequence[str], cached: np.ndarray, have: np.ndarray, s: Pa
     """Shingle `texts`, sign those without a cached signature (`have` False), band all of them."""
     words, word_offsets = hash_words(texts)
     flat, offsets = batch_ngrams(words, word_offsets, s.shingle_n)
-    sigs = np.array(cached, dtype=np.uint32, copy=True).reshape(len(texts), s.num_perm)
     missing = np.flatnonzero(~np.asarray(have, dtype=bool))
-    if len(missing):
-        sigs[missing] = MinHasher(s.num_perm, s.seed).signatures(*gather(flat, offsets, missing))
+    hasher = MinHasher(s.num_perm, s.seed)
+    if len(missing) == len(texts):  # nothing cached: no copy, no gather
+        sigs = hasher.signatures(flat, offsets)
+    else:
+        sigs = np.array(cached, dtype=np.uint32, copy=True).reshape(len(texts), s.num_perm)
+        if len(missing):
+            sigs[missing] = hasher.signatures(*gather(flat, offsets, missing))
     return Hashed(words, word_offsets, flat, offsets, sigs, band_keys(sigs, s.banding), ~np.asarray(have, dtype=bool))
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audits import kernels
-from audits.lsh import Banding, candidate_pairs, choose_banding, datasketch_default_banding
+from audits.lsh import Banding, band_keys, candidate_pairs, choose_banding, datasketch_default_banding
 from audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
 from audits.text import (batch_ngrams, hash_words, ngram_hashes, shingle_hash32, shingle_hash64, shingle_texts, tokens,
                          use_jit, word_hash)
@@ -187,8 +187,11 @@ def test_compiled_kernels_equal_the_numpy_path_on_mixed_documents() -> None:
             words, offsets = hash_words(texts)
             grams = {n: batch_ngrams(words, offsets, n) for n in (1, 2, 5, 13)}
             sigs = MinHasher(128, seed=5).signatures(*grams[5])
-            out[path] = (words, offsets, grams, sigs)
-    (w0, o0, g0, s0), (w1, o1, g1, s1) = out["numpy"], out["jit"]
+            keys = {b: band_keys(sigs, b) for b in (Banding(21, 6), Banding(9, 13), Banding(128, 1))}
+            out[path] = (words, offsets, grams, sigs, keys)
+    (w0, o0, g0, s0, k0), (w1, o1, g1, s1, k1) = out["numpy"], out["jit"]
+    for b in k0:
+        assert np.array_equal(k0[b], k1[b]), b
     assert np.array_equal(w0, w1) and np.array_equal(o0, o1) and len(w0) > 10000
     for n in g0:
         assert np.array_equal(g0[n][0], g1[n][0]) and np.array_equal(g0[n][1], g1[n][1]), n
