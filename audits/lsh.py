@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from audits.text import fmix64
+from audits import kernels
+from audits.text import fmix64, use_jit
 
 _ROW_MULT = np.array([(0x9E3779B97F4A7C15 * (2 * i + 1)) & ((1 << 64) - 1) for i in range(256)], dtype=np.uint64)
 
@@ -60,6 +61,8 @@ def datasketch_default_banding(num_perm: int, threshold: float) -> Banding:
 
 def band_keys(signatures: np.ndarray, banding: Banding) -> np.ndarray:
     """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""
+    if use_jit():
+        return kernels.band_keys(np.ascontiguousarray(signatures, dtype=np.uint32), banding.bands, banding.rows, _ROW_MULT)
     n = signatures.shape[0]
     used = signatures[:, : banding.bands * banding.rows].astype(np.uint64).reshape(n, banding.bands, banding.rows)
     return fmix64((used * _ROW_MULT[: banding.rows]).sum(axis=2, dtype=np.uint64))
@@ -68,14 +71,18 @@ def band_keys(signatures: np.ndarray, banding: Banding) -> np.ndarray:
 def candidate_pairs(signatures: np.ndarray, banding: Banding, max_bucket: int = 5000) -> tuple[np.ndarray, int]:
     """Unique document index pairs (i < j) sharing at least one band, and how many oversized
     buckets (> max_bucket members; exact duplicates should be collapsed beforehand) were skipped."""
-    n = signatures.shape[0]
+    return candidate_pairs_from_keys(band_keys(signatures, banding), max_bucket)
+
+
+def candidate_pairs_from_keys(keys: np.ndarray, max_bucket: int = 5000) -> tuple[np.ndarray, int]:
+    """`candidate_pairs` from (n_docs x bands) band keys computed elsewhere (by workers, per shard)."""
+    n, bands = keys.shape
     if n < 2:
         return np.empty((0, 2), dtype=np.int64), 0
-    keys = band_keys(signatures, banding)
     frame = pl.DataFrame({
-        "band": np.repeat(np.arange(banding.bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
+        "band": np.repeat(np.arange(bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
         "key": keys.ravel(),
-        "doc": np.repeat(np.arange(n, dtype=np.int64), banding.bands),
+        "doc": np.repeat(np.arange(n, dtype=np.int64), bands),
     })
     buckets = frame.group_by("band", "key").agg(pl.col("doc").sort(), pl.len().alias("size")).filter(pl.col("size") > 1)
     skipped = buckets.filter(pl.col("size") > max_bucket).height

@@ -2,9 +2,10 @@
 
 datasketch (>= 2.0) draws `a` (odd) and `b` from `numpy.random.RandomState(seed)`, pre-mixes each
 32-bit input hash with MurmurHash3's 32-bit finalizer and takes `min(a*h + b mod 2^32)`. We do the
-same arithmetic, one permutation at a time over a cache-sized chunk of many documents' shingles
-(two whole-array operations, then `np.minimum.reduceat` per document), instead of
-one Python object and loop per document. Given the same seed and the same 32-bit shingle hashes
+same arithmetic in one compiled loop per document (`audits.kernels.signatures`, SIMD over the
+permutations), or, without numba, one permutation at a time over a cache-sized chunk of many
+documents' shingles (two whole-array operations, then `np.minimum.reduceat` per document); both
+instead of one Python object and loop per document. Given the same seed and the same 32-bit shingle hashes
 the signatures are identical to `datasketch.MinHash.bulk(..., hashfunc=...)`; with datasketch's
 default SHA-1 shingle hash (`sha1_shingle_hashes`) they equal its defaults too.
 """
@@ -15,6 +16,9 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from audits import kernels
+from audits.text import use_jit
 
 SCHEME = "affine32"
 _MAX32 = np.uint32(0xFFFFFFFF)
@@ -73,6 +77,8 @@ class MinHasher:
     def signatures32(self, flat32: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Signatures from 32-bit shingle hashes laid out flat, document d at offsets[d]:offsets[d+1]."""
         offsets = np.asarray(offsets, dtype=np.int64)
+        if use_jit():
+            return kernels.signatures(np.ascontiguousarray(flat32, dtype=np.uint32), offsets, self._a, self._b)
         n_docs = len(offsets) - 1
         out = np.full((n_docs, self.num_perm), _MAX32, dtype=np.uint32)  # empty docs stay at max
         mixed = fmix32(np.asarray(flat32, dtype=np.uint32))

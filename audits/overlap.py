@@ -18,10 +18,12 @@ import pyarrow as pa
 from scipy import stats
 
 from audits.config import AuditParams
-from audits.lsh import Banding, candidate_pairs, choose_banding
-from audits.minhash import SCHEME, MinHasher, estimate_jaccard
+from audits.lsh import Banding, candidate_pairs_from_keys, choose_banding
+from audits.minhash import SCHEME, estimate_jaccard
+from audits.passes import Passes, PassSettings, run_local
 from audits.skeleton import skeleton_key
-from audits.text import NORMALIZER, batch_ngrams, hash_words, text_key, tokens
+from audits.store import signature_table
+from audits.text import NORMALIZER, batch_ngrams, text_key, tokens
 
 Lookup = Callable[[list[str], str, int], dict[str, np.ndarray]]
 
@@ -112,28 +114,15 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def _signatures(docs: pl.DataFrame, flat: np.ndarray, offsets: np.ndarray, p: AuditParams,
-                lookup: Lookup | None) -> tuple[np.ndarray, pa.Table | None, int]:
-    keys = docs["text_key"].to_list()
-    params_key = signature_params_key(p)
-    cached = lookup(keys, params_key, p.num_perm) if lookup else {}
-    missing = [i for i, k in enumerate(keys) if k not in cached]
-    sigs = np.empty((len(keys), p.num_perm), dtype=np.uint32)
+def _cached_signatures(keys: list[str], p: AuditParams, lookup: Lookup | None) -> tuple[np.ndarray, np.ndarray]:
+    """Signatures already in the cache (rows of zeros elsewhere) and which documents have one."""
+    cached = lookup(keys, signature_params_key(p), p.num_perm) if lookup else {}
+    sigs = np.zeros((len(keys), p.num_perm), dtype=np.uint32)
+    have = np.zeros(len(keys), dtype=bool)
     for i, k in enumerate(keys):
         if k in cached:
-            sigs[i] = cached[k]
-    new = None
-    if missing:
-        idx = np.array(missing, dtype=np.int64)
-        lens = offsets[idx + 1] - offsets[idx]
-        sub_off = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(lens, out=sub_off[1:])
-        sub_flat = np.concatenate([flat[offsets[i]:offsets[i + 1]] for i in idx]) if len(idx) else flat[:0]
-        computed = MinHasher(p.num_perm, p.minhash_seed).signatures(sub_flat, sub_off)
-        sigs[idx] = computed
-        from audits.store import signature_table
-        new = signature_table([keys[i] for i in missing], params_key, computed, lens)
-    return sigs, new, len(keys) - len(missing)
+            sigs[i], have[i] = cached[k], True
+    return sigs, have
 
 
 def _scope(train: np.ndarray, heldout: np.ndarray, a: int, b: int) -> tuple[str, int, int]:
@@ -145,16 +134,22 @@ def _scope(train: np.ndarray, heldout: np.ndarray, a: int, b: int) -> tuple[str,
     return ("train" if train[a] else "heldout"), a, b
 
 
-def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None) -> OverlapResult:
-    """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout)."""
+def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None, passes: Passes = run_local) -> OverlapResult:
+    """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout);
+    `passes` runs the shingle and signature passes (here, or on Ray: `audits.ray_passes`)."""
     ctx, docs = _docs(items)
     n_docs = docs.height
     texts = docs["context"].to_list()
-    words, word_offsets = hash_words(texts)
-    flat, offsets = batch_ngrams(words, word_offsets, p.shingle_n)
-    sigs, new_sigs, n_cached = _signatures(docs, flat, offsets, p, lookup)
+    keys = docs["text_key"].to_list()
     banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
-    cands, skipped = candidate_pairs(sigs, banding, p.max_bucket)
+    cached, have = _cached_signatures(keys, p, lookup)
+    hashed = passes(texts, cached, have, PassSettings(p.shingle_n, p.num_perm, p.minhash_seed, banding))
+    words, word_offsets, flat, offsets, sigs = hashed.words, hashed.word_offsets, hashed.flat, hashed.offsets, hashed.signatures
+    computed = np.flatnonzero(hashed.computed)
+    n_cached = n_docs - len(computed)
+    new_sigs = signature_table([keys[i] for i in computed], signature_params_key(p), sigs[computed],
+                               offsets[computed + 1] - offsets[computed]) if len(computed) else None
+    cands, skipped = candidate_pairs_from_keys(hashed.band_keys, p.max_bucket)
     train = docs["train"].to_numpy()
     heldout = docs["heldout"].to_numpy()
     get = _unique_sets(flat, offsets)

@@ -23,6 +23,7 @@ from audits.config import AuditParams
 from audits.features import item_features
 from audits.lsh import datasketch_default_banding
 from audits.overlap import OverlapResult, audit_overlap
+from audits.passes import Passes, run_local
 from audits.report import render_report
 from audits.summary import AuditSummary
 from audits.variants import variant_findings
@@ -174,8 +175,9 @@ def _conflict_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
 
 
 def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
-              params: AuditParams | None = None, progress: Progress | None = None) -> AuditSummary:
-    """Audit `train_where` against `heldout_where` (or within the train selection alone)."""
+              params: AuditParams | None = None, progress: Progress | None = None, passes: Passes = run_local) -> AuditSummary:
+    """Audit `train_where` against `heldout_where` (or within the train selection alone); `passes`
+    runs the shingle and signature passes (in this process, or `audits.ray_passes.RayPasses`)."""
     p = params or AuditParams()
     say = progress or (lambda _msg: None)
     timings: dict[str, float] = {}
@@ -202,7 +204,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
         lap("read")
         say("overlap (MinHash LSH, n-grams, skeletons)")
-        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n))
+        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n), passes=passes)
     finally:
         con.close()
     lap("overlap")

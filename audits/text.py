@@ -11,12 +11,22 @@ signatures (the tests check equality).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from typing import Sequence
 
 import numpy as np
 import polars as pl
+
+from audits import kernels
+
+
+def use_jit() -> bool:
+    """Whether the compiled kernels run (numba installed and not disabled by TOMFORGE_JIT=0);
+    read on every call so tests can compare both paths in one process."""
+    return kernels.AVAILABLE and os.environ.get("TOMFORGE_JIT", "1") != "0"
+
 
 _NON_WORD = re.compile(r"\W+")
 _MASK64 = (1 << 64) - 1
@@ -140,12 +150,26 @@ def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
     return have
 
 
-def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The texts normalized and joined by single spaces as one byte array (non-word bytes are
+    spaces, ASCII lower-cased), with each document's first byte and its size in bytes."""
     parts = [t if t.isascii() else normalize(t) for t in texts]
     sizes = np.fromiter((len(p) if p.isascii() else len(p.encode("utf-8")) for p in parts), dtype=np.int64, count=len(parts))
     data = np.frombuffer(" ".join(parts).encode("utf-8").translate(_BYTE_TABLE), dtype=np.uint8)
     doc_starts = np.zeros(len(parts), dtype=np.int64)
     np.cumsum(sizes[:-1] + 1, out=doc_starts[1:])
+    return data, doc_starts, sizes
+
+
+def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    data, doc_starts, sizes = _chunk_bytes(texts)
+    if use_jit():
+        return kernels.word_hashes(data, doc_starts, doc_starts + sizes, np.uint64(_BASE), np.uint64(_LEN_MULT))
+    return _hash_chunk_numpy(data, doc_starts)
+
+
+def _hash_chunk_numpy(data: np.ndarray, doc_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reference formulation: prefix sums of byte * BASE^i, read off at word boundaries."""
     is_word = np.zeros(len(data) + 2, dtype=np.int8)
     is_word[1:-1] = data != 32
     edges = np.flatnonzero(np.diff(is_word))
@@ -208,6 +232,8 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
+    if use_jit():
+        return kernels.ngram_hashes(words, word_offsets, offsets, n, _POSITION_MULT_NP), offsets
     out = np.empty(int(offsets[-1]), dtype=np.uint64)
     full = lengths >= n
     if full.any():

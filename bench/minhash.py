@@ -1,8 +1,13 @@
-"""MinHash benchmark: our vectorized signatures vs datasketch's `MinHash.bulk` (and rensa when
-installed), side by side in one run on one core; LSH recall/precision on planted near duplicates;
-and the whole audit of 100,000 items.
+"""MinHash benchmark: our signatures (compiled kernels, and the numpy path) vs datasketch's
+`MinHash.bulk` and rensa (`pip install -e '.[bench]'`), side by side in one run on one core, end to
+end from text; LSH recall/precision on planted near duplicates; the shingle and signature passes on
+a local Ray (throughput per worker); and the whole audit of N items with wall time, CPU time and
+peak RSS per phase, then a re-audit after adding 10% more items (only their signatures computed).
 
-    .venv/bin/python bench/minhash.py [--docs 4000] [--audit-items 100000] [--audit-data synthetic|generated] [--json out.json]
+    .venv/bin/python bench/minhash.py [--docs 4000] [--audit-items 100000] [--audit-data synthetic|generated]
+                                      [--ray-workers 2] [--json out.json]
+
+Figures are noisy on a shared machine: each comes with process CPU time and the load average.
 """
 from __future__ import annotations
 
@@ -12,11 +17,15 @@ for _var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "M
     os.environ.setdefault(_var, "1")  # one core, for the throughput figures
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
+import multiprocessing  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -57,23 +66,33 @@ def best_of(fn, reps: int = 3, cpu: dict | None = None) -> float:
     return min(times)
 
 
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def throughput(n_docs: int) -> dict:
+    """Docs per second end to end from text (tokenize, shingle, hash, permute, min), wall and CPU."""
     texts = stories(n_docs, 1)
     words = float(np.mean([len(tokens(t)) for t in texts]))
     hasher = MinHasher(128, 1)
-    ours_cpu, bulk_cpu = {}, {}
-    ours = best_of(lambda: hasher.signatures(*shingle_texts(texts, N)), reps=5, cpu=ours_cpu)
     sub = texts[: max(n_docs // 4, 200)]
+    out = {"docs": n_docs, "mean_words": round(words, 1), "load_average_1_5_15": load()}
+
+    def ours() -> None:
+        hasher.signatures(*shingle_texts(texts, N))
+
+    def measure(name: str, fn, n: int, reps: int) -> None:
+        cpu: dict = {}
+        out[f"{name}_docs_per_s"] = round(n / best_of(fn, reps=reps, cpu=cpu))
+        out[f"{name}_docs_per_cpu_s"] = round(n / cpu["s"])
+
+    ours()  # compile / load the cached kernels first
+    measure("ours", ours, n_docs, 5)
+    with jit_disabled():
+        measure("ours_numpy_path", ours, n_docs, 3)
     pre = [shingles(t) for t in sub]
-    ds_bulk = best_of(lambda: MinHash.bulk(pre, num_perm=128), reps=3, cpu=bulk_cpu)
-    ds_e2e = best_of(lambda: MinHash.bulk([shingles(t) for t in sub], num_perm=128), reps=2)
-    out = {"docs": n_docs, "mean_words": round(words, 1), "ours_docs_per_s": n_docs / ours,
-           "datasketch_bulk_docs_per_s (shingles given)": len(sub) / ds_bulk,
-           "datasketch_end_to_end_docs_per_s": len(sub) / ds_e2e,
-           "ours_docs_per_cpu_s": n_docs / ours_cpu["s"], "datasketch_bulk_docs_per_cpu_s": len(sub) / bulk_cpu["s"]}
-    out["speedup_vs_bulk"] = out["ours_docs_per_s"] / out["datasketch_bulk_docs_per_s (shingles given)"]
-    out["speedup_vs_bulk_cpu_time"] = out["ours_docs_per_cpu_s"] / out["datasketch_bulk_docs_per_cpu_s"]
-    out["speedup_vs_end_to_end"] = out["ours_docs_per_s"] / out["datasketch_end_to_end_docs_per_s"]
+    measure("datasketch_bulk_shingles_given", lambda: MinHash.bulk(pre, num_perm=128), len(sub), 3)
+    measure("datasketch_end_to_end", lambda: MinHash.bulk([shingles(t) for t in sub], num_perm=128), len(sub), 2)
     try:
         import rensa
 
@@ -83,15 +102,33 @@ def throughput(n_docs: int) -> dict:
                 m = rensa.RMinHash(num_perm=128, seed=1)
                 m.update([" ".join(words_[i:i + N]) for i in range(len(words_) - N + 1)])
                 m.digest()
-        out["rensa_end_to_end_docs_per_s"] = len(sub) / best_of(run_rensa, reps=2)
+        measure("rensa_end_to_end", run_rensa, len(sub), 2)
     except ImportError:
         out["rensa_end_to_end_docs_per_s"] = None
-    # the same signatures as datasketch given the same hash function
+    for ref in ("datasketch_end_to_end", "rensa_end_to_end", "ours_numpy_path"):
+        if out.get(f"{ref}_docs_per_s"):
+            out[f"speedup_vs_{ref}"] = round(out["ours_docs_per_s"] / out[f"{ref}_docs_per_s"], 1)
+            out[f"speedup_vs_{ref}_cpu_time"] = round(out["ours_docs_per_cpu_s"] / out[f"{ref}_docs_per_cpu_s"], 1)
+    # the same signatures as datasketch given the same hash function, on both of our paths
     flat, offsets = shingle_texts(sub[:50], N)
-    mine = hasher.signatures(flat, offsets)
     theirs = MinHash.bulk([shingles(t) for t in sub[:50]], num_perm=128, hashfunc=shingle_hash32)
-    out["identical_to_datasketch_with_same_hashfunc"] = all(np.array_equal(m.hashvalues, s) for m, s in zip(theirs, mine))
+    with jit_disabled():
+        numpy_path = hasher.signatures(*shingle_texts(sub[:50], N))
+    out["identical_to_datasketch_with_same_hashfunc"] = all(
+        np.array_equal(m.hashvalues, s) and np.array_equal(s, s2)
+        for m, s, s2 in zip(theirs, hasher.signatures(flat, offsets), numpy_path))
     return out
+
+
+@contextlib.contextmanager
+def jit_disabled():
+    """The numpy path (as without numba) for the duration of the block."""
+    before = os.environ.get("TOMFORGE_JIT")
+    os.environ["TOMFORGE_JIT"] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop("TOMFORGE_JIT") if before is None else os.environ.__setitem__("TOMFORGE_JIT", before)
 
 
 def estimate_agreement(n_pairs: int = 400) -> dict:
@@ -165,48 +202,143 @@ def planted_recall(n_base: int = 5000, n_near: int = 1000, n_hard: int = 1000) -
     return result
 
 
-def _synthetic_records(n_items: int) -> list[dict]:
+def _synthetic_records(n_items: int, seed: int = 1) -> list[dict]:
     orders = (0, 1, 2, 3)
     n_stories = n_items // len(orders)
     n_test = n_stories // 5
-    return clean_records(n_stories - n_test, seed=1, split="train", orders=orders, n_fillers=27) + \
-        clean_records(n_test, seed=2, split="test", orders=orders, n_fillers=27)
+    return clean_records(n_stories - n_test, seed=seed, split="train", orders=orders, n_fillers=27) + \
+        clean_records(n_test, seed=seed + 1000, split="test", orders=orders, n_fillers=27)
 
 
-def _generated_records(n_items: int) -> list[dict]:
+def _generated_records(n_items: int, seed: int = 1):
+    """generators output, streamed (a million records as dicts would not fit the memory goal)."""
     from generators import generate_splits
 
-    return [dict(r, split="train" if r["split"] == "train" else "test") for r in generate_splits(n_items, seed=1)]
+    return (dict(r, split="train" if r["split"] == "train" else "test") for r in generate_splits(n_items, seed=seed))
 
 
-def whole_audit(n_items: int, data: str = "synthetic") -> dict:
-    """Generate, ingest, then audit train against test twice (the second run reuses the cached
-    MinHash signatures); wall and CPU seconds."""
-    from audits.run import run_audit
+def _peak_rss_reset() -> None:
+    """Start a new peak-RSS window (Linux: writing 5 to clear_refs resets VmHWM)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_gb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1e6, 2)
+    return float("nan")
+
+
+class Phases:
+    """Wall seconds, CPU seconds of this process and peak RSS of each phase, in order."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.rows: list[dict] = []
+        self.quiet = quiet
+        self._open: tuple[str, float, float] | None = None
+
+    def start(self, name: str) -> None:
+        self.stop()
+        _peak_rss_reset()
+        self._open = (name, time.perf_counter(), time.process_time())
+
+    def stop(self) -> None:
+        if self._open:
+            name, wall, cpu = self._open
+            self.rows.append({"phase": name, "wall_s": round(time.perf_counter() - wall, 1),
+                              "cpu_s": round(time.process_time() - cpu, 1), "peak_rss_gb": _peak_rss_gb(), "load": load()})
+            self._open = None
+            if not self.quiet:
+                print(f"  {self.rows[-1]}", flush=True)
+
+    def audit_steps(self, prefix: str):
+        """run_audit's progress callback: each step it announces becomes a phase."""
+        return lambda msg: self.start(f"{prefix}: {msg.split(' (')[0]}")
+
+
+def _ingest_here(path: Path, data: str, n_items: int, seed: int, ref: str) -> tuple[int, dict]:
     from warehouse.load import ingest_records
     from warehouse.sources.base import AdapterInfo
 
-    with tempfile.TemporaryDirectory() as tmp:
+    phases = Phases(quiet=True)
+    phases.start(ref)
+    records = iter((_synthetic_records if data == "synthetic" else _generated_records)(n_items, seed))
+    first = next(records)
+    report = ingest_records(path, AdapterInfo(first["source"], first["source_version"], "CC0"), itertools.chain([first], records), ref)
+    phases.stop()
+    return report.loaded, phases.rows[0]
+
+
+def _ingest(phases: Phases, name: str, path: Path, data: str, n_items: int, seed: int) -> int:
+    """Generate and ingest in a child process, so that the audit starts with this process's memory
+    as it was (the generator's and the loader's peak is the child's, reported as its own phase)."""
+    phases.stop()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        loaded, row = pool.submit(_ingest_here, path, data, n_items, seed, name).result()
+    row["phase"] = f"{name} (child process)"
+    phases.rows.append(row)
+    print(f"  {row}", flush=True)
+    return loaded
+
+
+def whole_audit(n_items: int, data: str = "synthetic") -> dict:
+    """Generate and ingest `n_items`, audit train against test; add 10% more items and audit again
+    (only the new texts' signatures are computed); then audit once more with everything cached."""
+    from audits.run import run_audit
+
+    phases = Phases()
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TOMFORGE_BENCH_TMP")) as tmp:
         path = Path(tmp) / "w.duckdb"
-        start = time.perf_counter()
-        records = _synthetic_records(n_items) if data == "synthetic" else _generated_records(n_items)
-        gen = time.perf_counter() - start
-        n_contexts = len({r["context_id"] for r in records})
-        start = time.perf_counter()
-        ingest_records(path, AdapterInfo(records[0]["source"], records[0]["source_version"], "CC0"), records, data)
-        load = time.perf_counter() - start
-        del records
-        start, start_cpu = time.perf_counter(), time.process_time()
-        summary = run_audit(path, "split = 'train'", "split = 'test'", Path(tmp) / "report")
-        first, first_cpu = time.perf_counter() - start, time.process_time() - start_cpu
-        start, start_cpu = time.perf_counter(), time.process_time()
-        again = run_audit(path, "split = 'train'", "split = 'test'", Path(tmp) / "report2")
-        second, second_cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    return {"data": data, "items": n_items, "contexts": n_contexts, "generate_s": round(gen, 1), "ingest_s": round(load, 1),
-            "audit_s": round(first, 1), "audit_cpu_s": round(first_cpu, 1),
-            "audit_s_with_cached_signatures": round(second, 1), "audit_cpu_s_with_cached_signatures": round(second_cpu, 1),
-            "steps_s": summary.timings, "steps_s_cached": again.timings, "findings": summary.findings.height,
-            "findings_by_check": dict(summary.findings.group_by("check").len().iter_rows())}
+        loaded = _ingest(phases, "generate + ingest", path, data, n_items, 1)
+        first = run_audit(path, "split = 'train'", "split = 'test'", Path(tmp) / "report", progress=phases.audit_steps("audit"))
+        added = _ingest(phases, "generate + ingest 10% more", path, data, max(n_items // 10, 1), 2)
+        second = run_audit(path, "split = 'train'", "split = 'test'", Path(tmp) / "report2",
+                           progress=phases.audit_steps("re-audit +10%"))
+        phases.stop()
+    audit_rows = [r for r in phases.rows if r["phase"].startswith("audit:")]
+    again_rows = [r for r in phases.rows if r["phase"].startswith("re-audit")]
+    total = {"audit_wall_s": round(sum(r["wall_s"] for r in audit_rows), 1),
+             "audit_cpu_s": round(sum(r["cpu_s"] for r in audit_rows), 1),
+             "audit_peak_rss_gb": max(r["peak_rss_gb"] for r in audit_rows),
+             "reaudit_wall_s": round(sum(r["wall_s"] for r in again_rows), 1),
+             "reaudit_cpu_s": round(sum(r["cpu_s"] for r in again_rows), 1)}
+    return {"data": data, "items": loaded, "items_added": added, "contexts_docs": first.stats["docs"],
+            "signatures_computed_first": first.stats["signatures_computed"],
+            "signatures_computed_after_adding": second.stats["signatures_computed"],
+            "signatures_cached_after_adding": second.stats["signatures_cached"], **total,
+            "phases": phases.rows, "steps_s_first": first.timings, "steps_s_after_adding": second.timings,
+            "findings": first.findings.height}
+
+
+def ray_passes(n_docs: int, workers: int) -> dict:
+    """The shingle and signature passes over `n_docs` stories: one process vs Ray tasks over shards
+    on a local Ray of `workers` CPUs (docs/s overall and per worker; wall time includes shipping
+    texts and results through the object store, not Ray's start-up)."""
+    try:
+        import ray
+    except ImportError:
+        return {"ray": "not installed"}
+    from audits.lsh import choose_banding
+    from audits.passes import PassSettings, run_local
+    from audits.ray_passes import RayPasses
+
+    texts = stories(n_docs, 7)
+    settings = PassSettings(N, 128, 1, choose_banding(128, 0.8, 0.995))
+    cached, have = np.zeros((n_docs, 128), np.uint32), np.zeros(n_docs, bool)
+    run_local(texts[:100], cached[:100], have[:100], settings)
+    cpu: dict = {}
+    local = best_of(lambda: run_local(texts, cached, have, settings), reps=2, cpu=cpu)
+    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    try:
+        passes = RayPasses(shard_docs=max(n_docs // (4 * workers), 1000))
+        passes(texts[:4000], cached[:4000], have[:4000], settings)  # workers up and kernels loaded
+        spread = best_of(lambda: passes(texts, cached, have, settings), reps=2)
+    finally:
+        ray.shutdown()
+    return {"docs": n_docs, "workers": workers, "load_average_1_5_15": load(),
+            "one_process_docs_per_s": round(n_docs / local), "one_process_docs_per_cpu_s": round(n_docs / cpu["s"]),
+            "ray_docs_per_s": round(n_docs / spread), "ray_docs_per_s_per_worker": round(n_docs / spread / workers)}
 
 
 def main() -> None:
@@ -215,14 +347,22 @@ def main() -> None:
     ap.add_argument("--audit-items", type=int, default=100000)
     ap.add_argument("--audit-data", choices=("synthetic", "generated"), default="synthetic",
                     help="records of the whole-audit run: audits.synthetic's ~200-word stories or generators output")
+    ap.add_argument("--ray-workers", type=int, default=2, help="local Ray CPUs for the passes on Ray (0: skip)")
+    ap.add_argument("--ray-docs", type=int, default=100000)
+    ap.add_argument("--skip-throughput", action="store_true", help="only the Ray and whole-audit parts")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    results = {"throughput": throughput(args.docs)}
-    print(json.dumps(results["throughput"], indent=1), flush=True)
-    results["estimates"] = estimate_agreement()
-    print(json.dumps(results["estimates"], indent=1), flush=True)
-    results["planted"] = planted_recall()
-    print(json.dumps(results["planted"], indent=1), flush=True)
+    results: dict = {}
+    if not args.skip_throughput:
+        results["throughput"] = throughput(args.docs)
+        print(json.dumps(results["throughput"], indent=1), flush=True)
+        results["estimates"] = estimate_agreement()
+        print(json.dumps(results["estimates"], indent=1), flush=True)
+        results["planted"] = planted_recall()
+        print(json.dumps(results["planted"], indent=1), flush=True)
+    if args.ray_workers:
+        results["ray"] = ray_passes(args.ray_docs, args.ray_workers)
+        print(json.dumps(results["ray"], indent=1), flush=True)
     if args.audit_items:
         results["audit"] = whole_audit(args.audit_items, args.audit_data)
         print(json.dumps(results["audit"], indent=1), flush=True)

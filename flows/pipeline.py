@@ -16,8 +16,17 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import (AuditConfig, CleanConfig, Config, ConfigError, GenerateConfig, PublishConfig, SourceSpec,
-                          load_config)
+from flows.config import (
+    AuditConfig,
+    CleanConfig,
+    Config,
+    ConfigError,
+    GenerateConfig,
+    PublishConfig,
+    RunnerConfig,
+    SourceSpec,
+    load_config,
+)
 from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
 from warehouse import db
 from warehouse.load import LoadReport, write_staged
@@ -94,12 +103,25 @@ def submit_generate(config: Config) -> list:
     ]
 
 
+def audit_passes_of(runner: RunnerConfig | None) -> Any:
+    """The audit's shingle and signature passes: in this process, or Ray tasks over shards when
+    the runner is Ray (the cluster at `ray_address`, else a local Ray of `max_workers` CPUs)."""
+    if runner is None or runner.task_runner != "ray":
+        from audits.passes import run_local
+
+        return run_local
+    from audits.ray_passes import RayPasses
+
+    return RayPasses(address=runner.ray_address, num_cpus=None if runner.ray_address else runner.max_workers)
+
+
 @task(name="audit")
-def audit_task(warehouse: str, settings: AuditConfig) -> dict[str, Any]:
+def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | None = None) -> dict[str, Any]:
     """Overlap and template-artifact audit of train vs held-out; report under `settings.out`."""
     from audits.run import run_audit
 
-    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params)
+    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params,
+                        passes=audit_passes_of(runner))
     for line in summary.lines():
         get_run_logger().info(line)
     return {"run_id": summary.run_id, "n_flagged": summary.n_flagged, "summary": "\n".join(summary.lines()),
@@ -213,7 +235,7 @@ def stage_and_assemble(config: Config) -> list[dict[str, Any]]:
 def audit_clean_publish(config: Config, extra: dict[str, str]) -> dict[str, Any] | None:
     """The steps after ingest, as configured; adds their summaries to `extra`; returns the release."""
     warehouse = str(config.warehouse.path)
-    audit = audit_task(warehouse, config.audit) if config.audit.enabled else None
+    audit = audit_task(warehouse, config.audit, config.runner) if config.audit.enabled else None
     if audit:
         extra["audit"] = audit["summary"]
     if audit and config.clean.enabled:

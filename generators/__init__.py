@@ -4,8 +4,16 @@
 `tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
 independently and `generators.shortcuts` measures how far template heuristics get.
 """
-from generators.generate import (ADAPTER_INFO, DEFAULT_SOURCE, FORMATS, GENERATOR, GENERATOR_VERSION, generate_records,
-                                 generate_splits, generator_info)
+from generators.generate import (
+                                 ADAPTER_INFO,
+                                 DEFAULT_SOURCE,
+                                 FORMATS,
+                                 GENERATOR,
+                                 GENERATOR_VERSION,
+                                 generate_records,
+                                 generate_splits,
+                                 generator_info,
+)
 from generators.operators import OPERATORS
 from generators.templates import STYLES
 

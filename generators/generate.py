@@ -37,11 +37,11 @@ from typing import Any, Iterator, Sequence
 from generators.balance import Controller, Deck, Quota, deal
 from generators.beliefs import BeliefEngine
 from generators.chains import feasible, random_chain, random_set_bit
-from generators.entities import Pools, pools as entity_pools, surface
+from generators.entities import Pools, surface
+from generators.entities import pools as entity_pools
 from generators.operators import OPERATORS, apply_operators
 from generators.story import N_CONTAINERS, build_base
-from generators.templates import (HELD_OUT_VARIANTS, MAIN_VARIANTS, STYLES, render_question, render_story,
-                                  template_id)
+from generators.templates import HELD_OUT_VARIANTS, MAIN_VARIANTS, STYLES, render_question, render_story, template_id
 from generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
 from warehouse.record import build_record
 from warehouse.sources.base import AdapterInfo

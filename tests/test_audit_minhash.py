@@ -1,22 +1,56 @@
 """MinHash: exact equality with datasketch, estimate agreement, vectorized text hashing, LSH recall."""
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import re
 import unicodedata
+from typing import Iterator
 
 import numpy as np
+import pytest
 from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.lsh import Banding, candidate_pairs, choose_banding, datasketch_default_banding
+from audits import kernels
+from audits.lsh import Banding, band_keys, candidate_pairs, choose_banding, datasketch_default_banding
 from audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
-from audits.text import (batch_ngrams, hash_words, ngram_hashes, shingle_hash32, shingle_hash64, shingle_texts, tokens,
-                         word_hash)
+from audits.text import (
+    batch_ngrams,
+    hash_words,
+    ngram_hashes,
+    shingle_hash32,
+    shingle_hash64,
+    shingle_texts,
+    tokens,
+    use_jit,
+    word_hash,
+)
 
 DOCS = ["Anne put the ball in the box. Anne left the room!", "short doc", "", "one two three four five six seven",
         "Émile a mis la balle — dans «la boîte» ﬁn.", "Jack moved the apple to the green_bottle."]
+
+
+# every equality test runs on both paths: the compiled kernels (numba) and the numpy formulation
+PATHS = [pytest.param("numpy", id="numpy"),
+         pytest.param("jit", id="jit", marks=pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed"))]
+
+
+@contextlib.contextmanager
+def hashing_path(path: str) -> Iterator[None]:
+    """Run the block on one path (TOMFORGE_JIT is read on every call)."""
+    before = os.environ.get("TOMFORGE_JIT")
+    os.environ["TOMFORGE_JIT"] = "1" if path == "jit" else "0"
+    try:
+        assert use_jit() == (path == "jit")
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TOMFORGE_JIT", None)
+        else:
+            os.environ["TOMFORGE_JIT"] = before
 
 
 def shingle_bytes(words: list[str], n: int) -> list[bytes]:
@@ -24,19 +58,23 @@ def shingle_bytes(words: list[str], n: int) -> list[bytes]:
     return [" ".join(words[i:i + width]).encode() for i in range(len(words) - width + 1)] if words else []
 
 
-def test_signatures_equal_datasketch_with_the_same_hash_function() -> None:
-    flat, offsets = shingle_texts(DOCS, 5)
-    ours = MinHasher(128, seed=7).signatures(flat, offsets)
+@pytest.mark.parametrize("path", PATHS)
+def test_signatures_equal_datasketch_with_the_same_hash_function(path: str) -> None:
+    with hashing_path(path):
+        flat, offsets = shingle_texts(DOCS, 5)
+        ours = MinHasher(128, seed=7).signatures(flat, offsets)
     theirs = MinHash.bulk([shingle_bytes(tokens(d), 5) for d in DOCS], num_perm=128, seed=7, hashfunc=shingle_hash32)
     for i, m in enumerate(theirs):
         assert np.array_equal(m.hashvalues, ours[i]), DOCS[i]
 
 
-def test_signatures_equal_datasketch_defaults_with_sha1_shingles() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_signatures_equal_datasketch_defaults_with_sha1_shingles(path: str) -> None:
     words = [tokens(d) for d in DOCS]
     flat32 = np.concatenate([sha1_shingle_hashes(w, 3) for w in words])
     offsets = np.cumsum([0] + [len(sha1_shingle_hashes(w, 3)) for w in words])
-    ours = MinHasher(64, seed=1).signatures32(flat32, offsets)
+    with hashing_path(path):
+        ours = MinHasher(64, seed=1).signatures32(flat32, offsets)
     theirs = MinHash.bulk([shingle_bytes(w, 3) for w in words], num_perm=64)
     for i, m in enumerate(theirs):
         assert np.array_equal(m.hashvalues, ours[i])
@@ -73,15 +111,17 @@ def test_jaccard_estimates_agree_with_datasketch_defaults_statistically() -> Non
     assert np.std(errors) < 1.5 * np.sqrt(0.25 / 128)  # no worse than binomial error of 128 slots
 
 
+@pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5))
-def test_vectorized_word_hashes_match_reference(texts: list[str]) -> None:
-    flat, offsets = hash_words(texts)
+def test_vectorized_word_hashes_match_reference(path: str, texts: list[str]) -> None:
+    with hashing_path(path):
+        flat, offsets = hash_words(texts)
+        grams, goff = batch_ngrams(flat, offsets, 2)
     for i, text in enumerate(texts):
         words = tokens(text)
         assert words == re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower())
         assert flat[offsets[i]:offsets[i + 1]].tolist() == [word_hash(w) for w in words]
-        grams, goff = batch_ngrams(flat, offsets, 2)
         width = min(2, len(words))
         expect = [shingle_hash64(words[j:j + width]) for j in range(len(words) - width + 1)] if words else []
         assert grams[goff[i]:goff[i + 1]].tolist() == expect
@@ -118,9 +158,11 @@ def test_lsh_curve_is_monotone() -> None:
     assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
 
 
-def test_batch_shingles_and_chunked_signatures_match_per_document_references(monkeypatch) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_batch_shingles_and_chunked_signatures_match_per_document_references(monkeypatch, path: str) -> None:
     """The all-documents-long-enough fast path of `batch_ngrams`, and signatures over several
     cache-sized chunks (with empty documents among them), against per-document computations."""
+    monkeypatch.setenv("TOMFORGE_JIT", "1" if path == "jit" else "0")
     rng = random.Random(5)
     texts = [" ".join(rng.choices(["a", "b", "c", "dd", "é"], k=rng.randint(5, 400))) for _ in range(300)]
     words, offsets = hash_words(texts)
@@ -138,3 +180,29 @@ def test_batch_shingles_and_chunked_signatures_match_per_document_references(mon
         alone = hasher.signatures(flat[offs[d]:offs[d + 1]], np.array([0, offs[d + 1] - offs[d]]))
         assert np.array_equal(together[d], alone[0]), d
     assert (together[7] == np.iinfo(np.uint32).max).all()
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
+def test_compiled_kernels_equal_the_numpy_path_on_mixed_documents() -> None:
+    """Word hashes, n-grams of every size (documents shorter than n, empty ones, non-ASCII and
+    very long words among them) and signatures: the same arrays, bit for bit, from both paths."""
+    rng = random.Random(11)
+    vocab = ["Anne", "box", "green_bottle", "é", "naïve", "x" * 300, "Ünïcödé", "42", "a"]
+    texts = [" ".join(rng.choices(vocab, k=rng.randint(0, 60))) + rng.choice(["", ".", " —  ", "!?"]) for _ in range(400)]
+    texts[3:3] = ["", "   ", "one", "one two", "ﬁn «ﬂ»"]
+    out = {}
+    for path in ("numpy", "jit"):
+        with hashing_path(path):
+            words, offsets = hash_words(texts)
+            grams = {n: batch_ngrams(words, offsets, n) for n in (1, 2, 5, 13)}
+            sigs = MinHasher(128, seed=5).signatures(*grams[5])
+            keys = {b: band_keys(sigs, b) for b in (Banding(21, 6), Banding(9, 13), Banding(128, 1))}
+            out[path] = (words, offsets, grams, sigs, keys)
+    (w0, o0, g0, s0, k0), (w1, o1, g1, s1, k1) = out["numpy"], out["jit"]
+    for b in k0:
+        assert np.array_equal(k0[b], k1[b]), b
+    assert np.array_equal(w0, w1) and np.array_equal(o0, o1) and len(w0) > 10000
+    for n in g0:
+        assert np.array_equal(g0[n][0], g1[n][0]) and np.array_equal(g0[n][1], g1[n][1]), n
+    assert np.array_equal(s0, s1)
+    assert (s1[3] == np.iinfo(np.uint32).max).all()  # the empty document

@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.exit_codes import ExitCode
 from flows.config import ConfigError, load_config
+from flows.exit_codes import ExitCode
 
 
 def test_defaults_run_offline_on_own_samples() -> None:

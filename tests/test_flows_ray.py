@@ -28,3 +28,20 @@ def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(DISTINCT source) FROM items").fetchone()[0] == 3
         assert con.execute("SELECT count(*) FROM items WHERE source = 'tomforge_gen'").fetchone()[0] == 60
+
+
+def test_audit_passes_follow_the_runner_config(tmp_path: Path) -> None:
+    """A config naming a Ray cluster sends the audit's shingle and signature passes there; a local
+    Ray gets `max_workers` CPUs; the thread runner keeps them in this process."""
+    from audits.passes import run_local
+    from audits.ray_passes import RayPasses
+    from flows.config import load_config
+    from flows.pipeline import audit_passes_of
+
+    config = tmp_path / "tomforge.toml"
+    config.write_text('[runner]\ntask_runner = "ray"\nray_address = "ray://head:10001"\n', encoding="utf-8")
+    assert audit_passes_of(load_config(config).runner) == RayPasses(address="ray://head:10001", num_cpus=None)
+    config.write_text('[runner]\ntask_runner = "ray"\nmax_workers = 3\n', encoding="utf-8")
+    assert audit_passes_of(load_config(config).runner) == RayPasses(address="", num_cpus=3)
+    config.write_text('[runner]\ntask_runner = "threads"\n', encoding="utf-8")
+    assert audit_passes_of(load_config(config).runner) is run_local

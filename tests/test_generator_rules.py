@@ -13,8 +13,21 @@ import pytest
 from generators.beliefs import BeliefEngine
 from generators.chains import chain_signature, feasible, random_chain, random_set_bit, set_bits, sig_parts
 from generators.checker import TraceWorld
-from generators.world import (ENTER, EXIT, INIT, MOVE, SCENE, STAY, TELL, TRANSPARENT, Event, Story, StoryError,
-                              check_story, trace_of)
+from generators.world import (
+    ENTER,
+    EXIT,
+    INIT,
+    MOVE,
+    SCENE,
+    STAY,
+    TELL,
+    TRANSPARENT,
+    Event,
+    Story,
+    StoryError,
+    check_story,
+    trace_of,
+)
 
 ROOM, HALL = "kitchen", "hallway"
 BOXES = ("red box", "blue crate", "green basket", "white jar")

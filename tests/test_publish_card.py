@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 from pathlib import Path
 
 import duckdb

@@ -6,8 +6,8 @@ Expected answers are worked out by hand from the stories below, never by the cod
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 from pathlib import Path
 
 import pytest

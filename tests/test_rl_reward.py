@@ -7,8 +7,16 @@ import json
 import pytest
 
 from rl.columns import rl_columns
-from rl.reward import (RewardWeights, compute_score, format_ok, make_trl_rewards, normalize, reward,
-                       score_completion, trl_reward)
+from rl.reward import (
+    RewardWeights,
+    compute_score,
+    format_ok,
+    make_trl_rewards,
+    normalize,
+    reward,
+    score_completion,
+    trl_reward,
+)
 from warehouse.record import build_record
 
 

@@ -7,8 +7,15 @@ import shlex
 import pytest
 
 from rl import stage
-from rl.verl_backend import (VerlConfigError, VerlSettings, check_overrides, compose_overrides,
-                             expected_keys, hydra_value, override_args)
+from rl.verl_backend import (
+    VerlConfigError,
+    VerlSettings,
+    check_overrides,
+    compose_overrides,
+    expected_keys,
+    hydra_value,
+    override_args,
+)
 
 
 def settings(**kw) -> VerlSettings:

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from schemas import record_schema
-from warehouse.sources import exploretom
 from tests.source_helpers import source_error
+from warehouse.sources import exploretom
 from warehouse.sources.base import Reject
 from warehouse.sources.exploretom import ADAPTER, COLUMNS, typed
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from schemas import record_schema
-from warehouse.sources import get_adapter
 from tests.source_helpers import source_error
+from warehouse.sources import get_adapter
 from warehouse.sources.base import Reject
 from warehouse.sources.fantom import ADAPTER, parse_turns, perspective_chain
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 import schemas
-from warehouse.sources import get_adapter
 from tests.source_helpers import by_ref, read_all, source_error
+from warehouse.sources import get_adapter
 from warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from schemas import record_schema
-from warehouse.sources import get_adapter
 from tests.source_helpers import source_error
+from warehouse.sources import get_adapter
 from warehouse.sources.base import Reject
 from warehouse.sources.opentom import ADAPTER, perspective_chain
 

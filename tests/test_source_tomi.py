@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 import schemas
-from warehouse.sources import get_adapter
 from tests.source_helpers import by_ref, read_all, source_error
+from warehouse.sources import get_adapter
 from warehouse.sources.tomi import ADAPTER, split_of
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())

@@ -31,8 +31,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import (Adapter, Produced, RecordError, Reject, SourceError, read_text, refuse_lone_surrogates,
-                                    relative_name)
+from warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_text,
+    refuse_lone_surrogates,
+    relative_name,
+)
 from warehouse.vocabulary import question_type_of_order
 
 NAME = "fantom"

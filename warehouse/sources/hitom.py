@@ -20,7 +20,16 @@ import orjson
 
 from warehouse.batch import batched, expand
 from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_json, read_text, relative_name
+from warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_json,
+    read_text,
+    relative_name,
+)
 from warehouse.vocabulary import question_type_of_order
 
 NAME = "hitom"
