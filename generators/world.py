@@ -50,10 +50,6 @@ class Event:
         """`agent`, for a kind that has one (StoryError if it is missing: a builder or operator bug)."""
         return self._required("agent", self.agent)
 
-    def the_obj(self) -> str:
-        """`obj`, for a kind that has one (StoryError if it is missing)."""
-        return self._required("obj", self.obj)
-
     def the_container(self) -> str:
         """`container`, for a kind that has one (StoryError if it is missing)."""
         return self._required("container", self.container)
