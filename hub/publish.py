@@ -165,7 +165,8 @@ class Publisher:
                     return current  # an earlier attempt landed; its answer was lost
                 raise ConflictError(f"{self.repo_id}@{plan.branch} moved from {plan.parent} to {current} while "
                                     "publishing; run publish again to plan against the new head")
-            operations: list[CommitOperationAdd | CommitOperationDelete] = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add]
+            operations: list[CommitOperationAdd | CommitOperationDelete] = [
+                CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add]
             operations += [CommitOperationDelete(path_in_repo=path) for path in plan.delete]
             try:
                 info = self.api.create_commit(self.repo_id, operations, commit_message=message, repo_type=REPO_TYPE,
