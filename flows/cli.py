@@ -216,7 +216,7 @@ def print_variants(source: str, run) -> None:
     table = Table(title=f"oracle on {source} (rule set {run.checks[0].rule_set if run.checks else '-'})")
     for column in ("order", "items", "parsed", "agree", "disagree"):
         table.add_column(column, justify="right")
-    rows = Counter()
+    rows: Counter[tuple[int | str, str]] = Counter()  # (order or "memory", column)
     for check in run.checks:
         if check.source == source:
             key = "memory" if check.belief_order is None else check.belief_order
@@ -234,7 +234,7 @@ def print_variants(source: str, run) -> None:
     for name in sorted({n for n, _ in kinds}):
         table.add_row(name, str(kinds[(name, False)]), str(kinds[(name, True)]), str(kinds[(name, None)]))
     out.print(table)
-    roles = Counter()
+    roles: Counter[int | str] = Counter()
     for (order, _role), count in run.outcome.roles.items():
         roles[order] += count
     for order in sorted(roles, key=str):

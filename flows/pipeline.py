@@ -165,6 +165,8 @@ def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | No
     result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
                                private=settings.private, echo=get_run_logger().info)
     where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())
+    if result.manifest is None:  # publish_warehouse attaches the built release's manifest to every result
+        raise RuntimeError(f"{settings.repo}: the publish step returned no release manifest")
     return {"tag": result.tag, "where": where, "table": export.table,
             "ledger": "\n".join(ledger_lines(result.manifest["ledger"]))}
 
@@ -188,15 +190,18 @@ def rl_flow(dataset: str, revision: str | None = None, backend: str = "trl", mod
 def launch_rl(config: Config, release: dict[str, Any]) -> str:
     """Start the RL stage on the release just published: inline, or as the GPU deployment."""
     rl = config.rl
-    parameters = dict(dataset=rl.dataset or release["where"], revision=rl.revision or release["tag"],
+    parameters: dict[str, Any] = dict(dataset=rl.dataset or release["where"], revision=rl.revision or release["tag"],
                       backend=rl.backend, model=rl.model, train=rl.train, val=rl.val, gpus=rl.gpus,
                       ray_address=rl.ray_address, data_dir=rl.data_dir, dry_run=rl.dry_run, settings=rl.settings)
     if rl.launch == "inline":
         rl_flow(**parameters)
         return "ran inline"
+    from prefect.client.schemas.objects import FlowRun
     from prefect.deployments import run_deployment
 
     run = run_deployment("rl-stage/gpu", parameters=parameters, timeout=0)
+    if not isinstance(run, FlowRun):  # prefect returns a coroutine instead when called from async code
+        raise TypeError("launch_rl must be called from synchronous code (run_deployment returned a coroutine)")
     return f"submitted flow run {run.id} to rl-stage/gpu"
 
 

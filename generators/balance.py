@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from typing import Callable, Generic, Hashable, Iterable, Sequence, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 T = TypeVar("T")
+H = TypeVar("H", bound=Hashable)
 
 
 class Deck(Generic[T]):
@@ -44,20 +45,20 @@ class Deck(Generic[T]):
         return item
 
 
-class Cycle:
+class Cycle(Generic[H]):
     """Splits counts evenly over slots, handing the remainders out round-robin.
 
     Used across several splits (the formats of one order, say), the cycle goes on where it
     stopped, so the remainders of all of them together are spread evenly too: each slot's total
     stays within 1 of every other's."""
 
-    def __init__(self, slots: Sequence[Hashable]) -> None:
+    def __init__(self, slots: Sequence[H]) -> None:
         self.slots = list(slots)
         self.next = 0
 
-    def split(self, total: int) -> dict[Hashable, int]:
+    def split(self, total: int) -> dict[H, int]:
         k = len(self.slots)
-        counts: dict[Hashable, int] = {}
+        counts: dict[H, int] = {}
         for slot in self.slots:  # repeated slots (a weight of 3 = 3 slots) add up
             counts[slot] = counts.get(slot, 0) + total // k
         for _ in range(total % k):
@@ -94,17 +95,17 @@ def deal(total: int, formats: Sequence[str], roles: Sequence[str], labels: Calla
     return cells
 
 
-class Quota(Generic[T]):
+class Quota(Generic[T, H]):
     """Counts still to serve per cell of one stratum; `take` serves the available cell most behind.
 
     A cell's `need` (say, its gold role) is what a story must offer for the cell to be served;
     cells are grouped by need so a story is asked about each need once."""
 
-    def __init__(self, counts: dict[T, int], need: Callable[[T], Hashable]) -> None:
+    def __init__(self, counts: dict[T, int], need: Callable[[T], H]) -> None:
         self.total = dict(counts)
         self.remaining = dict(counts)
         self.need = {cell: need(cell) for cell in counts}
-        self.groups: dict[Hashable, list[T]] = {}
+        self.groups: dict[H, list[T]] = {}
         for cell, key in self.need.items():
             self.groups.setdefault(key, [])
             if counts[cell]:
@@ -112,7 +113,7 @@ class Quota(Generic[T]):
         self.left_by_need = {key: sum(counts[c] for c in cells) for key, cells in self.groups.items()}
         self.left = sum(counts.values())
 
-    def take(self, available: Callable[[Hashable], bool], rng: random.Random) -> T | None:
+    def take(self, available: Callable[[H], bool], rng: random.Random) -> T | None:
         """The available cell with the largest share of its count still to serve (ties at random), used."""
         best: list[T] = []
         best_share = 0.0
@@ -144,7 +145,7 @@ class Controller:
     def __init__(self) -> None:
         self.deviation: dict[Hashable, float] = defaultdict(float)
 
-    def choose(self, hits: dict[T, Sequence[bool]], items: Sequence[tuple[Hashable, int, float, float]],
+    def choose(self, hits: Mapping[T, Sequence[bool]], items: Sequence[tuple[Hashable, int, float, float]],
                rng: random.Random) -> T:
         """The candidate that brings the weighted squared deviations closest to zero (ties broken at
         random), committed. `hits[candidate][q]` says whether picking the candidate scores question

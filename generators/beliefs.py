@@ -105,30 +105,31 @@ class BeliefEngine:
             present = replay.present_before[i]
             if event.kind == INIT and event.obj == story.obj:
                 obs = self._mask(present)
-                effects.append(Effect(obs, obs, all_pairs, event.container, i))
+                effects.append(Effect(obs, obs, all_pairs, event.the_container(), i))
             elif event.kind == MOVE and event.obj == story.obj:
                 obs = self._mask(present)
-                effects.append(Effect(obs | self._mask(event.witnesses), obs, all_pairs, event.container, i))
+                effects.append(Effect(obs | self._mask(event.witnesses), obs, all_pairs, event.the_container(), i))
             elif event.kind == ENTER and event.room == story.room:
                 where = replay.location_before[i]
                 if where in transparent:  # a reveal: the entrant and those present see the object
-                    obs = self._mask(present) | self.bit[event.agent]
+                    obs = self._mask(present) | self.bit[event.the_agent()]
                     effects.append(Effect(obs, obs, all_pairs, where, i))
             elif event.kind == ENTER and event.room == story.gathering:
-                gathering.add(event.agent)
+                gathering.add(event.the_agent())
             elif event.kind == TELL and event.obj == story.obj:
-                hearers = set(event.listeners) | {event.agent} if not event.public else set(gathering)
-                speaker_exit = replay.last_exit[event.agent]
-                speaker = self.agents.index(event.agent)
+                teller = event.the_agent()
+                hearers = set(event.listeners) | {teller} if not event.public else set(gathering)
+                speaker_exit = replay.last_exit[teller]
+                speaker = self.agents.index(teller)
                 pairs = 0
                 for a in hearers:
-                    if a != event.agent and replay.last_exit[a] < speaker_exit:
+                    if a != teller and replay.last_exit[a] < speaker_exit:
                         listener = self.agents.index(a)
                         for p in range(n):  # ... L thinks: the claim, whoever is outside L
                             pairs |= 1 << (p * n + listener)
                         pairs |= 1 << (listener * n + speaker)  # ... L thinks S thinks: the claim
                 mask = self._mask(frozenset(hearers))
-                effects.append(Effect(mask, mask, pairs, event.container, i))
+                effects.append(Effect(mask, mask, pairs, event.the_container(), i))
             elif event.kind == "exit" and event.room == story.gathering:
                 gathering.discard(event.agent)
         return effects

@@ -196,8 +196,9 @@ def _in_order(chain: list[str], listed: tuple[str, ...]) -> bool:
     return all(a < b for a, b in zip(positions, positions[1:]))
 
 
-def expected_answer(record: dict[str, Any], rules: Rules = DEFAULT_RULES) -> str:
-    """The gold answer the record should carry, recomputed from its trace and question fields."""
+def expected_answer(record: dict[str, Any], rules: Rules = DEFAULT_RULES) -> str | None:
+    """The gold answer the record should carry, recomputed from its trace and question fields
+    (None when the trace never says where the object is: `check_record` reports the mismatch)."""
     world = TraceWorld(record["trace"], rules)
     meta = record["meta"]
     if record["question_type"] == "memory":

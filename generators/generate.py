@@ -169,7 +169,7 @@ class Generator:
         never = "never" if "lie" in self.operators else "intermediate"
         self.role_blocks = {0: ("initial", "final", "final", "final"), "belief": ("initial", "final", "intermediate", never),
                             "memory": ("initial",)}
-        self.quotas: dict[Any, Quota] = {}
+        self.quotas: dict[Any, Quota[tuple[str, str, Any], str]] = {}  # cells (format, role, label) by role
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
         self.story_no = 0
@@ -391,12 +391,14 @@ class Generator:
                 listed = next(e.things for e in story.events if e.kind == SCENE)
                 options, answer = [name(c) for c in listed], name(q.gold)
                 index = listed.index(q.gold)
-            elif q.fmt == "multiple_choice":
+            elif q.fmt == "multiple_choice" and q.position is not None:
                 others = [c for c in story.containers if c != q.gold]
                 rng.shuffle(others)
                 others.insert(q.position, q.gold)
                 options, answer, index = [name(c) for c in others], name(q.gold), q.position
             elif yes_no:
+                if q.asked is None:
+                    raise ValueError(f"story {story_no}: a yes/no question without the container it asks about")
                 meta["asked_container"] = name(q.asked)
                 options, answer, index = ["yes", "no"], "yes" if q.yes else "no", 0 if q.yes else 1
             else:

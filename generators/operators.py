@@ -228,7 +228,7 @@ def lie(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     """
     engine = BeliefEngine(story)
     told = _tell(story, rng, public=rng.random() < 0.5, engine=engine)
-    believed = engine.belief((told.agent,))
+    believed = engine.belief((told.the_agent(),))
     wrong = [c for c in story.containers if c != believed]
     never = [c for c in wrong if c not in engine.replay.visited]
     content = rng.choice(never if never and rng.random() < 0.9 else wrong)
@@ -274,7 +274,8 @@ def apply_operators(story: Story, names: list[str] | tuple[str, ...], rng: rando
     tells = [name for name in OPERATORS if name in names and name in TELL_OPERATORS]
     rng.shuffle(tells)
     for name in ordered + tells:
-        story = OPERATORS[name](story, rng, pools)
-        if story is None:
+        changed = OPERATORS[name](story, rng, pools)
+        if changed is None:
             return None
+        story = changed
     return story

@@ -128,11 +128,11 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
         kind = event.kind
         v = pick(variants)
         if kind == ENTER:
-            group = [event.agent]
+            group = [event.the_agent()]
             if style == "hitom":  # HiToM writes simultaneous enterings as one line
                 while i + 1 < len(events) and events[i + 1].kind == ENTER and events[i + 1].room == event.room:
                     i += 1
-                    group.append(events[i].agent)
+                    group.append(events[i].the_agent())
                     chosen.append(v)
             text = bank[ENTER][v].format(a=join_names(group), room=name(event.room))
         elif kind == EXIT or kind == STAY:
@@ -144,7 +144,7 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
             for witness in event.witnesses:
                 text += " " + bank["witness"][v].format(a=witness, room=name(story.room))
         elif kind == STATEMENT:
-            text = bank[event.polarity][v].format(a=event.agent, t=name(event.thing))
+            text = bank[event.the_polarity()][v].format(a=event.agent, t=name(event.thing))
         elif kind == TELL:
             template = bank["tell_public" if event.public else "tell_private"][v]
             text = template.format(a=event.agent, b=join_names(list(event.listeners)), obj=name(event.obj),
@@ -205,7 +205,11 @@ MEMORY_YN = ("Was the {o} in the {c} at the beginning?", "Was the {o} in the {c}
 def render_question(kind: str, yes_no: bool, variant: int, chain: Sequence[str], obj: str, container: str | None) -> str:
     """One question; `kind` is reality, memory or belief; names already in the story's surface."""
     if kind == "belief":
-        return BELIEF_YN[variant](chain, obj, container) if yes_no else BELIEF_WH[variant](chain, obj)
+        if not yes_no:
+            return BELIEF_WH[variant](chain, obj)
+        if container is None:
+            raise ValueError("a yes/no belief question needs the container it asks about")
+        return BELIEF_YN[variant](chain, obj, container)
     bank = {("reality", False): REALITY_WH, ("reality", True): REALITY_YN,
             ("memory", False): MEMORY_WH, ("memory", True): MEMORY_YN}[(kind, yes_no)]
     return bank[variant].format(o=obj, c=container)

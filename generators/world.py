@@ -46,6 +46,23 @@ class Event:
     thing: str | None = None
     things: tuple[str, ...] = ()
 
+    def the_agent(self) -> str:
+        """`agent`, for a kind that has one (StoryError if it is missing: a builder or operator bug)."""
+        return self._required("agent", self.agent)
+
+    def the_container(self) -> str:
+        """`container`, for a kind that has one (StoryError if it is missing)."""
+        return self._required("container", self.container)
+
+    def the_polarity(self) -> str:
+        """`polarity` of a statement (StoryError if it is missing)."""
+        return self._required("polarity", self.polarity)
+
+    def _required(self, name: str, value: str | None) -> str:
+        if value is None:
+            raise StoryError(f"a {self.kind} event without its {name}")
+        return value
+
     def mentioned_container(self, containers: frozenset[str]) -> str | None:
         """The one container this event's sentence names, if any (each template names at most one)."""
         if self.kind in (INIT, MOVE, TELL, TRANSPARENT):
@@ -123,20 +140,23 @@ class _World:
 
     def move(self, index: int, event: Event) -> None:
         where, location, room = self.where, self.location, self.story.room
-        if where.get(event.agent) != room:
-            raise StoryError(f"event {index}: {event.agent} moves {event.obj} from outside the room")
-        if event.obj not in location or location[event.obj] == event.container or event.container not in self.containers:
-            raise StoryError(f"event {index}: {event.obj} cannot move to {event.container}")
-        if event.witnesses and any(where.get(w) == room or w == event.agent for w in event.witnesses):
+        agent, obj, container = event.agent, event.obj, event.container
+        if agent is None or where.get(agent) != room:
+            raise StoryError(f"event {index}: {agent} moves {obj} from outside the room")
+        if (obj is None or container is None or obj not in location or location[obj] == container
+                or container not in self.containers):
+            raise StoryError(f"event {index}: {obj} cannot move to {container}")
+        if event.witnesses and any(where.get(w) == room or w == agent for w in event.witnesses):
             raise StoryError(f"event {index}: a secret witness must be outside the room")
-        location[event.obj] = event.container
-        if event.obj == self.story.obj and event.container not in self.visited:
-            self.visited.append(event.container)
+        location[obj] = container
+        if obj == self.story.obj and container not in self.visited:
+            self.visited.append(container)
 
     def enter(self, index: int, event: Event) -> None:
         story, agent = self.story, event.agent
-        if self.where.get(agent, "?") is not None:
-            raise StoryError(f"event {index}: {agent} enters {event.room} while in {self.where.get(agent)}")
+        if agent is None or self.where.get(agent, "?") is not None:
+            raise StoryError(f"event {index}: {agent} enters {event.room} while in "
+                             f"{self.where.get(agent) if agent is not None else None}")
         if event.room == story.room:
             transparent, obj, location = story.transparent, story.obj, self.location
             if transparent and obj in location and location[obj] not in transparent:
@@ -146,7 +166,7 @@ class _World:
 
     def exit(self, index: int, event: Event) -> None:
         agent = event.agent
-        if self.where.get(agent) != event.room:
+        if agent is None or self.where.get(agent) != event.room:
             raise StoryError(f"event {index}: {agent} exits {event.room} without being there")
         self.where[agent] = None
         if event.room == self.story.room:
@@ -154,19 +174,20 @@ class _World:
             self.present = self.present - {agent}
 
     def init(self, index: int, event: Event) -> None:
-        if event.obj in self.location or event.container not in self.containers:
-            raise StoryError(f"event {index}: bad init of {event.obj}")
-        self.location[event.obj] = event.container
-        if event.obj == self.story.obj:
-            self.visited.append(event.container)
+        obj, container = event.obj, event.container
+        if obj is None or obj in self.location or container is None or container not in self.containers:
+            raise StoryError(f"event {index}: bad init of {obj}")
+        self.location[obj] = container
+        if obj == self.story.obj:
+            self.visited.append(container)
 
     def stay(self, index: int, event: Event) -> None:
-        if self.where.get(event.agent) != event.room:
+        if event.agent is None or self.where.get(event.agent) != event.room:
             raise StoryError(f"event {index}: {event.agent} stays in {event.room} without being there")
 
     def tell(self, index: int, event: Event) -> None:
         where, gathering, agent = self.where, self.story.gathering, event.agent
-        if where.get(agent) != gathering or event.room != gathering:
+        if agent is None or where.get(agent) != gathering or event.room != gathering:
             raise StoryError(f"event {index}: tells happen in the {gathering}")
         if any(where.get(listener) != gathering or listener == agent for listener in event.listeners):
             raise StoryError(f"event {index}: a listener is not there")

@@ -7,7 +7,7 @@ what each config holds, counts per split, the audit summary, how to load a relea
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from warehouse.export import ALL_CONFIG, SplitExport
 
@@ -260,7 +260,7 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
-               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str] = (),
+               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: Sequence[str] = (),
                table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
     """The README.md text: YAML header from `DatasetCardData`, then the body."""
     from huggingface_hub import DatasetCard

@@ -12,7 +12,7 @@ from another, so an item lost anywhere on the way makes the check fail.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,7 @@ def read_back(root: Path, data_files: Iterable[str]) -> ReadBack:
     return out
 
 
-def ledger_rows(warehouse: Counter[Key], back: ReadBack) -> list[dict[str, Any]]:
+def ledger_rows(warehouse: Mapping[Key, int], back: ReadBack) -> list[dict[str, Any]]:
     """One row per (source, split) seen anywhere: warehouse, released, removed (by reason), not audited."""
     keys = sorted(set(warehouse) | set(back.released) | set(back.removed))
     return [{"source": source, "split": split, "warehouse": warehouse.get((source, split), 0),

@@ -149,9 +149,10 @@ class Publisher:
         plan.delete = sorted(p for p in remote if p not in HUB_MANAGED and p not in local)
         return plan
 
-    def commit(self, root: Path, plan: Plan, message: str, local_manifest: bytes) -> str:
+    def commit(self, root: Path, plan: Plan, message: str, local_manifest: bytes) -> str | None:
         """One commit with every addition and deletion, parent = the planned head. A transient
-        failure is retried; if the commit landed although its answer was lost, it is recognized."""
+        failure is retried; if the commit landed although its answer was lost, it is recognized.
+        None only when there is nothing to commit and the branch has no head (the caller refuses to tag)."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         if not plan.add and not plan.delete:
@@ -164,7 +165,8 @@ class Publisher:
                     return current  # an earlier attempt landed; its answer was lost
                 raise ConflictError(f"{self.repo_id}@{plan.branch} moved from {plan.parent} to {current} while "
                                     "publishing; run publish again to plan against the new head")
-            operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add]
+            operations: list[CommitOperationAdd | CommitOperationDelete] = [
+                CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add]
             operations += [CommitOperationDelete(path_in_repo=path) for path in plan.delete]
             try:
                 info = self.api.create_commit(self.repo_id, operations, commit_message=message, repo_type=REPO_TYPE,

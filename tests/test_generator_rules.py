@@ -134,6 +134,22 @@ def test_impossible_events_are_refused() -> None:
         check_story(story("AB", INIT_RED, put("A", BLUE, "B"), out("A"), out("B")))  # present "secret" witness
 
 
+def test_events_missing_a_field_their_kind_needs_are_refused() -> None:
+    # before the type check these passed the replay silently (an exit of nobody from nowhere, an
+    # init of no object) or failed later with a TypeError far from the event
+    with pytest.raises(StoryError, match="None exits None"):
+        check_story(story("AB", INIT_RED, Event(EXIT), out("A"), out("B")))
+    with pytest.raises(StoryError, match="bad init of None"):
+        check_story(story("AB", INIT_RED, Event(INIT, container=BLUE), out("A"), out("B")))
+    with pytest.raises(StoryError, match="None stays in None"):
+        check_story(story("AB", INIT_RED, Event(STAY), out("A"), out("B")))
+    with pytest.raises(StoryError, match="a move event without its agent"):
+        Event(MOVE, obj="apple", container=RED).the_agent()
+    with pytest.raises(StoryError, match="a tell event without its container"):
+        Event(TELL, agent="A", obj="apple").the_container()
+    assert put("A", BLUE).the_container() == BLUE
+
+
 def random_engine_story(seed: int) -> Story:
     from generators.entities import pools
     from generators.operators import OPERATORS, apply_operators

@@ -114,6 +114,13 @@ def test_validation_blocks_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert read_rows(path, "SELECT count(*) FROM items") == [(1,)]
 
 
+def test_one_row_returns_the_row_or_names_the_query_that_gave_none() -> None:
+    con = duckdb.connect()
+    assert db.one_row(con, "SELECT 2 + 3, 'x'") == (5, "x")
+    with pytest.raises(db.WarehouseError, match="no row, one expected: SELECT 1 WHERE false"):
+        db.one_row(con, "SELECT 1\n    WHERE false")
+
+
 def test_not_a_duckdb_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     path.write_text("hello")

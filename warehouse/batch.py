@@ -161,8 +161,8 @@ def _fragments(name: str, value: Any) -> str | list[str]:
         try:
             if name != "context":
                 return list(map(_encode_string, value))
-            memo: dict[str, str] = {}
-            return [memo.get(v) or memo.setdefault(v, _encode_string(v)) for v in value]
+            encoded: dict[str, str] = {}
+            return [encoded.get(v) or encoded.setdefault(v, _encode_string(v)) for v in value]
         except TypeError:  # a null (where allowed) or a wrong type (the row path will say which)
             return [_encode_string(v) if v.__class__ is str else _scalar_json(v) for v in value]
     return [str(v) if v.__class__ is int else _scalar_json(v) for v in value]

@@ -24,11 +24,22 @@ class WarehouseError(Exception):
     """The warehouse cannot be used or built (missing, not a DuckDB file, failed validation, a bad setting)."""
 
 
+def one_row(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> tuple[Any, ...]:
+    """The one row of a query that always yields one (an aggregate, a DML's row count).
+
+    DuckDB's `fetchone()` is typed as possibly None; a missing row here means the query is not
+    what the caller thinks, so it fails loudly, naming the query, instead of a `None[0]` TypeError."""
+    row = con.execute(statement, parameters).fetchone()
+    if row is None:
+        raise WarehouseError(f"query returned no row, one expected: {' '.join(statement.split())}")
+    return row
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the core tables (if missing) and (re)create every view in `warehouse/sql/`."""
     for statement in all_ddl():
         con.execute(statement)
-    has_ledger = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'loads'").fetchone()[0]
+    has_ledger = one_row(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'loads'")[0]
     con.execute(LOADS_DDL)
     if not has_ledger:
         con.execute(OPENING_BALANCE_SQL)
@@ -66,7 +77,7 @@ def validate(con: duckdb.DuckDBPyConnection) -> None:
             "SELECT count(*) FROM reconciliation WHERE NOT reconciled",
     }
     for problem, query in checks.items():
-        count = con.execute(query).fetchone()[0]
+        count = one_row(con, query)[0]
         if count:
             raise WarehouseError(f"validation failed: {count} x {problem}")
 

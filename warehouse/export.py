@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schemas import record_schema
-from warehouse.db import connect_readonly
+from warehouse.db import connect_readonly, one_row
 from warehouse.record import CONTEXT_FIELDS, UNSPLIT
 
 ALL_CONFIG = "all"
@@ -260,7 +260,7 @@ def audit_summary(con: duckdb.DuckDBPyConnection, max_rows: int = 200) -> dict[s
     tables = [row[0] for row in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'audit\\_%' ESCAPE '\\' "
         "OR table_name LIKE 'clean\\_%' ESCAPE '\\' ORDER BY table_name").fetchall()]
-    counts = {name: int(con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]) for name in tables}
+    counts = {name: int(one_row(con, f'SELECT count(*) FROM "{name}"')[0]) for name in tables}
     summary: dict[str, Any] = {"ran": any(name.startswith("audit_") for name in tables), "tables": counts}
     for section, (table, wanted) in AUDIT_SECTIONS.items():
         rows: list[dict[str, Any]] = []

@@ -153,7 +153,7 @@ def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], 
     batch: list[Produced] = []
     count = reported = 0
     for record in produced:
-        if record.__class__ is ColumnBatch:
+        if isinstance(record, ColumnBatch):
             collector.take(batch, count - len(batch) + 1)
             batch = []
             collector.take_columns(record, count + 1)
@@ -298,11 +298,12 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_sour
     con.register("new_items", staged.items)
     con.register("new_contexts", staged.contexts)
     con.register("new_rejects", staged.rejects)
-    report.new, report.changed = con.execute(
+    report.new, report.changed = db.one_row(
+        con,
         """SELECT count(*) FILTER (WHERE o.item_id IS NULL),
                   count(*) FILTER (WHERE o.item_id IS NOT NULL AND o.content_hash <> n.content_hash)
-           FROM new_items n LEFT JOIN items o USING (item_id)"""
-    ).fetchone()
+           FROM new_items n LEFT JOIN items o USING (item_id)""",
+    )
     report.unchanged = report.loaded - report.new - report.changed
     replaced = _deleted(con, "DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
     report.removed = _deleted(
@@ -339,7 +340,7 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_sour
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> int:
-    return con.execute(statement, parameters).fetchone()[0]
+    return int(db.one_row(con, statement, parameters)[0])
 
 
 def _vacuum_only_if_replaced(con: duckdb.DuckDBPyConnection, replaced: int) -> None:
@@ -354,7 +355,7 @@ def _vacuum_only_if_replaced(con: duckdb.DuckDBPyConnection, replaced: int) -> N
         if replaced:
             con.execute("SET VARIABLE tomforge_replaced_rows = true")
             con.execute("RESET max_vacuum_tasks")
-        elif con.execute("SELECT getvariable('tomforge_replaced_rows')").fetchone()[0] is None:
+        elif db.one_row(con, "SELECT getvariable('tomforge_replaced_rows')")[0] is None:
             con.execute("SET max_vacuum_tasks = 0")
     except duckdb.CatalogException:  # a DuckDB without this setting: only speed is at stake
         pass

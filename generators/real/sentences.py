@@ -15,7 +15,7 @@ Pattern = tuple[re.Pattern[str], Callable[[re.Match[str], dict[str, str]], list[
 
 def numbered_lines(context: str) -> list[str]:
     """'1 ...\\n2 ...' -> the sentences; numbering must run 1, 2, 3... (a gap means a broken story)."""
-    out = []
+    out: list[str] = []
     for raw in context.strip().splitlines():
         match = _NUMBERED.fullmatch(raw.strip())
         if match is None:

@@ -113,7 +113,8 @@ def check_consistency(story: ParsedStory) -> None:  # noqa: C901 (complexity deb
     rooms: dict[str, str] = {}
     where: dict[str, str] = {}  # object -> room it was placed in
     for event in story.events():
-        kind, agent, line = event["kind"], event.get("agent"), event["line"]
+        kind, line = event["kind"], event["line"]
+        agent: str = event.get("agent", "")  # every kind checked below has one; init has none and needs none
         if kind == "enter":
             rooms[agent] = event["room"]
         elif kind == "exit":

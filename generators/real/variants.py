@@ -246,7 +246,7 @@ def balanced(records: list[dict[str, Any]], skipped: Counter) -> list[dict[str, 
     rarest: dict[Any, int] = {}
     for (key, _), members in groups.items():
         rarest[key] = min(rarest.get(key, len(members)), len(members))
-    keep = set()
+    keep: set[str] = set()
     for (key, _), members in groups.items():
         chosen = sorted(members, key=lambda r: r["content_hash"])[: rarest[key]]
         keep.update(r["item_id"] for r in chosen)

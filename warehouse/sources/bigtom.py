@@ -63,7 +63,7 @@ _USED = (
 )
 
 
-def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str, str]]:
+def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str, str, str]]:
     """The items generate_conditions.py writes for one row, in its order.
 
     Yields `(key, variable, condition, story, question, gold, wrong)`; key is the original's

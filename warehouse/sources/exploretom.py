@@ -244,12 +244,18 @@ class _Table:
                 part = self.frame.slice(start, size)
                 yield start, [part.get_column(name).to_list() for name in part.columns]
             else:
-                yield start, [column[start:start + size] for column in self.columns]
+                yield start, [column[start:start + size] for column in self._lists()]
 
     def row(self, index: int) -> dict[str, Any]:
         if self.frame is not None:
             return dict(zip(self.header, self.frame.row(index)))
-        return {name: column[index] for name, column in zip(self.header, self.columns)}
+        return {name: column[index] for name, column in zip(self.header, self._lists())}
+
+    def _lists(self) -> list[list[Any]]:
+        """The csv module's columns, where there is no frame (a table has one or the other)."""
+        if self.columns is None:
+            raise ValueError("an ExploreToM table with neither a polars frame nor column lists")
+        return self.columns
 
 
 def _table(path: Path) -> _Table:
@@ -287,8 +293,9 @@ def _table_with_csv_module(path: Path) -> _Table:
                 continue
             if len(row) != width:
                 bad_width[len(rows)] = len(row)
-                row = (row + [None] * width)[:width]
-            rows.append(row)
+                rows.append((row + [None] * width)[:width])
+            else:
+                rows.append(row)
     except StopIteration:
         raise SourceError(path, "empty file: no header row") from None
     except csv.Error as exc:
@@ -352,7 +359,7 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
         ref = f"{file}#row{index}"
         question = questions.get((params, order))  # cached: a well-formed row with these cells was seen
         if (
-            question is None or question.__class__ is RecordError or index in bad_width
+            question is None or isinstance(question, RecordError) or index in bad_width
             or not (story and question_text and answer)  # one fused check on the hot path
             or story.isspace() or question_text.isspace() or answer.isspace()
         ):

@@ -151,19 +151,19 @@ class _Parser:
 
     def story(self, text: str) -> _Story:
         value = self.stories.get(text) or self.stories.setdefault(text, _attempt(parse_story, text))
-        if value.__class__ is RecordError:
+        if isinstance(value, RecordError):
             raise value
         return value
 
     def question(self, text: str) -> _Question:
         value = self.questions.get(text) or self.questions.setdefault(text, _attempt(parse_question, text))
-        if value.__class__ is RecordError:
+        if isinstance(value, RecordError):
             raise value
         return value
 
     def options(self, text: str) -> tuple[str, ...]:
         value = self.choices.get(text) or self.choices.setdefault(text, _attempt(parse_choices, text))
-        if value.__class__ is RecordError:
+        if isinstance(value, RecordError):
             raise value
         return value
 
@@ -250,14 +250,14 @@ def _json_row(parser: _Parser, name: str, index: int, row: Any) -> _Pending:
     if row.__class__ is not dict:
         raise RecordError("(record)", "row is not a JSON object")
     get = row.get
-    order = get("question_order")
     if not (  # one fused check on the hot path; the loop below only names the culprit
         str is get("prompting_type").__class__ is get("story").__class__ is get("question").__class__
         is get("choices").__class__ is get("answer").__class__
-        and int is order.__class__ is get("story_length").__class__ is get("sample_id").__class__
+        and int is get("question_order").__class__ is get("story_length").__class__ is get("sample_id").__class__
         and get("deception").__class__ is bool
     ):
         _check_types(row)
+    order: int = row["question_order"]  # an int: checked just above
     if order < 0:
         raise RecordError("question_order", f"negative order {order}")
     meta = row.copy()  # every source field but those with a place of their own in the record
