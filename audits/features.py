@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from audits.text import _POSITION_MULT_NP, fmix64, hash_words, norm_words
+from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, window_hashes
 
 _PLACE = re.compile(r"\b(?:in|into|to|on|onto|inside|at) the (\w+(?: \w+)?)")
 _COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
@@ -84,10 +84,7 @@ def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray
     if span <= 0 or not len(wanted):
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, np.empty(0, dtype=np.uint64)
-    total = words[:span] * _POSITION_MULT_NP[0]
-    for j in range(1, m):
-        total += words[j:j + span] * _POSITION_MULT_NP[j]
-    hashes = fmix64(total)
+    hashes = window_hashes(words, m)
     slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
     hit = np.nonzero(wanted[slot] == hashes)[0]
     doc = doc_of_word[hit]
@@ -111,7 +108,7 @@ def mention_stats(pairs: pl.DataFrame, stories: list[str]) -> pl.DataFrame:
         sel = np.nonzero(c_len == m)[0]
         total = np.zeros(len(sel), dtype=np.uint64)
         for j in range(int(m)):
-            total += c_words[c_offsets[sel] + j] * _POSITION_MULT_NP[j]
+            total += c_words[c_offsets[sel] + j] * POSITION_MULT[j]
         c_hash[sel] = fmix64(total)
     keyed = pairs.join(pl.DataFrame({"cand": cands, "_len": c_len, "_hash": c_hash}), on="cand")
     found = []

@@ -84,7 +84,9 @@ def _splitmix64(x: int) -> int:
 
 _MAX_N = 64
 _POSITION_MULT = [_splitmix64(i) | 1 for i in range(_MAX_N)]  # odd => invertible mod 2^64
-_POSITION_MULT_NP = np.array(_POSITION_MULT, dtype=np.uint64)
+# the same multipliers as an array: public, since other word-window hashes (audits.features) must
+# agree with the n-gram hash bit for bit
+POSITION_MULT = np.array(_POSITION_MULT, dtype=np.uint64)
 
 
 _BASE = 0x100000001B3  # odd, so invertible mod 2^64
@@ -213,11 +215,18 @@ def ngram_hashes(word_hashes: np.ndarray, n: int) -> np.ndarray:
     m = len(word_hashes)
     if m == 0:
         return np.empty(0, dtype=np.uint64)
-    width = min(n, m)
-    count = m - width + 1
-    total = np.zeros(count, dtype=np.uint64)
-    for i in range(width):
-        total += word_hashes[i:i + count] * _POSITION_MULT_NP[i]
+    return window_hashes(np.asarray(word_hashes, dtype=np.uint64), min(n, m))
+
+
+def window_hashes(words: np.ndarray, m: int) -> np.ndarray:
+    """The n-gram hash of every m-word window of a flat array of word hashes (windows may cross
+    document boundaries: callers drop those): fmix64 of sum_j words[i + j] * POSITION_MULT[j]."""
+    span = len(words) - m + 1
+    if span <= 0:
+        return np.empty(0, dtype=np.uint64)
+    total = words[:span] * POSITION_MULT[0]
+    for j in range(1, m):
+        total += words[j:j + span] * POSITION_MULT[j]
     return fmix64(total)
 
 
@@ -233,15 +242,12 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     if use_jit():
-        return kernels.ngram_hashes(words, word_offsets, offsets, n, _POSITION_MULT_NP), offsets
+        return kernels.ngram_hashes(words, word_offsets, offsets, n, POSITION_MULT), offsets
     out = np.empty(int(offsets[-1]), dtype=np.uint64)
     full = lengths >= n
     if full.any():
         span = len(words) - n + 1
-        total = words[:span] * _POSITION_MULT_NP[0]
-        for i in range(1, n):
-            total += words[i:i + span] * _POSITION_MULT_NP[i]
-        hashed = fmix64(total)
+        hashed = window_hashes(words, n)
         if full.all():  # drop the n - 1 windows that start near each document's end and cross it
             keep = np.ones(span, dtype=bool)
             crossing = (word_offsets[1:, None] - np.arange(1, n)[None, :]).ravel()
