@@ -127,8 +127,9 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
 
 
 def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, Any], arms: list[str],
-            limit: int | None, phase: str = "all") -> int:
-    """Convert the gguf once, then one process per arm (and `base`), all at once."""
+            limit: int | None, phase: str = "all", with_base: bool = True) -> int:
+    """Convert the gguf once, then one process per arm (and `base`, unless a later seed skips it: the
+    untrained model's greedy answers do not depend on the seed), all at once."""
     from rl.models import materialize
 
     work.mkdir(parents=True, exist_ok=True)
@@ -136,7 +137,7 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
     started = time.perf_counter()
     print("model folder:", materialize(model), f"({time.perf_counter() - started:.1f} s)", flush=True)
     procs = {}
-    names = arms if phase == "train" else ["base", *arms]
+    names = arms if phase == "train" or not with_base else ["base", *arms]
     for name in names:
         cmd = [sys.executable, "-m", "rl.experiment", "arm", "--name", name, "--release", release, "--model", model,
                "--work", str(work), "--recipe", json.dumps(recipe), "--phase", phase]
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="items per evaluation split (calibration runs)")
     parser.add_argument("--phase", choices=("all", "train", "eval"), default="all",
                         help="train (warm-up + RL) and eval in one go, or one of them (each fits a 10-minute call)")
+    parser.add_argument("--no-base", action="store_true", help="do not evaluate the untrained model (seeds after the first)")
     args = parser.parse_args(argv)
     recipe = {**RECIPE, **json.loads(args.recipe)}
     unknown = set(recipe) - set(RECIPE)
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         run_arm(args.name, args.release, args.model, Path(args.work), recipe, args.limit, args.phase)
         return 0
     return run_all(args.release, args.model, Path(args.work), Path(args.out), recipe,
-                   [a for a in args.arms.split(",") if a], args.limit, args.phase)
+                   [a for a in args.arms.split(",") if a], args.limit, args.phase, not args.no_base)
 
 
 if __name__ == "__main__":
