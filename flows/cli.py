@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, cast
 
 import typer
 from rich import box
@@ -37,6 +37,9 @@ from flows.query import (
     stream_rows,
 )
 from warehouse.db import DEFAULT_WAREHOUSE
+
+if TYPE_CHECKING:
+    from warehouse.load import Unreconciled
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -65,22 +68,31 @@ def given(**flags: Any) -> dict[str, Any]:
     return {name: value for name, value in flags.items() if value is not None}
 
 
+def _loaded_class(module: str, name: str) -> type[BaseException] | None:
+    """An error class, only if its module is already imported: a module never imported cannot have
+    raised it, and importing it here would make `train`/`eval` need the warehouse's dependencies
+    (jsonschema, pydantic...) on a GPU machine that has only the RL stage's."""
+    loaded = sys.modules.get(module)
+    return getattr(loaded, name, None) if loaded is not None else None
+
+
 @contextmanager
 def one_line_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
     reconcile: its counts, then exit 3)."""
-    from flows.config import ConfigError
-    from warehouse.db import WarehouseError
-    from warehouse.load import Unreconciled
-    from warehouse.sources.base import SourceError
-
     try:
         yield
-    except Unreconciled as exc:
-        print_reports([exc.report])
-        fail(str(exc), ExitCode.UNRECONCILED)
-    except (SourceError, WarehouseError, ConfigError) as exc:
-        fail(str(exc))
+    except Exception as exc:
+        unreconciled = _loaded_class("warehouse.load", "Unreconciled")
+        if unreconciled is not None and isinstance(exc, unreconciled):
+            print_reports([cast("Unreconciled", exc).report])
+            fail(str(exc), ExitCode.UNRECONCILED)
+        known = tuple(c for c in (_loaded_class("warehouse.sources.base", "SourceError"),
+                                  _loaded_class("warehouse.db", "WarehouseError"),
+                                  _loaded_class("flows.config", "ConfigError")) if c is not None)
+        if known and isinstance(exc, known):
+            fail(str(exc))
+        raise
 
 
 def progress_display() -> Progress:

@@ -8,6 +8,11 @@ The check `warehouse = released + removed` (per source and split) compares count
 the warehouse counted in SQL before anything is exported, the release counted by reading back the
 parquet files written, the removals counted by reading back the ledger file written. None is derived
 from another, so an item lost anywhere on the way makes the check fail.
+
+A derived release (`derived=True`: an experiment's table that re-splits warehouse items, one item in
+several splits) accounts for its table instead: the table counted in SQL = released, read back, with
+nothing removed, and every row must be a warehouse item with its content unchanged (same item_id and
+content_hash) so that a derived release can only re-select, never alter or invent, items.
 """
 from __future__ import annotations
 
@@ -53,6 +58,19 @@ def warehouse_counts(con: duckdb.DuckDBPyConnection) -> Counter[Key]:
         "SELECT source, split, count(*) FROM items GROUP BY ALL").fetchall()})
 
 
+def table_counts(con: duckdb.DuckDBPyConnection, table: str) -> Counter[Key]:
+    """Rows per (source, split) of a derived release's table (taken before any export)."""
+    return Counter({(source, split): int(n) for source, split, n in con.execute(
+        f"SELECT source, split, count(*) FROM {table} GROUP BY ALL").fetchall()})
+
+
+def altered_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """A derived table's rows that are not warehouse items as they are now (unknown id or other content)."""
+    n = con.execute(f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM items i "
+                    "WHERE i.item_id = t.item_id AND i.content_hash = t.content_hash)").fetchall()[0][0]
+    return [f"{table}: {n} rows are not warehouse items with unchanged content"] if n else []
+
+
 @dataclass
 class Selection:
     """The rows to publish (ordered by item_id, marked with their audit selection) and the removals."""
@@ -61,9 +79,10 @@ class Selection:
     removed: pa.Table
 
 
-def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool) -> Selection:
+def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool,
+                   derived: bool = False) -> Selection:
     """Rows of `table` (plus, with `include_unaudited`, every item outside the audit's selections),
-    and every other warehouse item with the reason it is not released."""
+    and every other warehouse item with the reason it is not released (none for a derived release)."""
     audited = _exists(con, "audit_items")
     rows = read_table(con, table)
     if include_unaudited:
@@ -85,7 +104,8 @@ def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited
         if stale:
             raise LedgerError(f"{table}: {stale} rows are not warehouse items any more (the audit and cleaning are "
                               "older than the warehouse); run `tomforge audit` and `tomforge clean` again")
-        removed = con.sql(_removed_sql(con, table, audited)).to_arrow_table().cast(LEDGER_SCHEMA)
+        removed = LEDGER_SCHEMA.empty_table() if derived else \
+            con.sql(_removed_sql(con, table, audited)).to_arrow_table().cast(LEDGER_SCHEMA)
     finally:
         con.unregister("_released_ids")
     return Selection(rows, removed)
@@ -137,10 +157,11 @@ def _keys(table: pa.Table) -> list[Key]:
     return list(zip(table.column("source").to_pylist(), table.column("split").to_pylist()))
 
 
-def read_back(root: Path, data_files: Iterable[str]) -> ReadBack:
-    """Count the release's rows per config, source and split, and its removals, from the files."""
+def read_back(root: Path, data_files: Iterable[str], derived: bool = False) -> ReadBack:
+    """Count the release's rows per config, source and split, and its removals, from the files. An item
+    is released once (once per split in a derived release)."""
     out = ReadBack()
-    released_ids: set[str] = set()
+    released_ids: set[Any] = set()
     for path in sorted(data_files):
         config = path.split("/")[1]
         wanted = ["source", "split", "item_id"] + ([MARK_COLUMN] if config == ALL_CONFIG else [])
@@ -148,7 +169,8 @@ def read_back(root: Path, data_files: Iterable[str]) -> ReadBack:
         out.per_config.setdefault(config, Counter()).update(_keys(part))
         if config != ALL_CONFIG:
             continue
-        ids = part.column("item_id").to_pylist()
+        ids = list(zip(part.column("item_id").to_pylist(), part.column("split").to_pylist())) if derived else \
+            part.column("item_id").to_pylist()
         repeated = len(ids) - len(set(ids)) + len(released_ids.intersection(ids))
         if repeated:
             out.problems.append(f"{path}: {repeated} items released more than once")
@@ -164,7 +186,7 @@ def read_back(root: Path, data_files: Iterable[str]) -> ReadBack:
     out.removed.update(_keys(removed))
     for key, reason in zip(_keys(removed), removed.column("reason").to_pylist()):
         out.reasons.setdefault(key, Counter())[reason or "(no reason)"] += 1
-    both = released_ids.intersection(removed.column("item_id").to_pylist())
+    both = {i[0] if derived else i for i in released_ids}.intersection(removed.column("item_id").to_pylist())
     if both:
         out.problems.append(f"{LEDGER_PATH}: {len(both)} items are both released and removed")
     unexplained = sum(n for reasons in out.reasons.values() for r, n in reasons.items() if r == "(no reason)")
@@ -209,6 +231,10 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, int]:
 def lines(ledger: dict[str, Any], problems: Iterable[str] = ()) -> list[str]:
     """The ledger as printed by publish and rebuild (from the manifest's `ledger` section)."""
     total, problems = ledger["totals"], list(problems)
+    if "derived_from" in ledger:
+        out = [f"ledger (derived release of table {ledger['derived_from']}): table {total['warehouse']} = released "
+               f"{total['released']}; reconciled: {'NO' if problems else 'yes'}"]
+        return out + [f"  problem: {problem}" for problem in problems]
     out = [(f"ledger: warehouse {total['warehouse']} = released {total['released']} + removed {total['removed']}"
             f" ({total['not_audited']} released items not audited); reconciled: {'NO' if problems else 'yes'}")]
     for row in ledger["rows"]:
@@ -221,8 +247,12 @@ def lines(ledger: dict[str, Any], problems: Iterable[str] = ()) -> list[str]:
 
 
 def build_ledger(warehouse: Counter[Key], root: Path, data_files: Iterable[str],
-                 unaudited: str) -> tuple[dict[str, Any], list[str]]:
-    """The manifest's `ledger` section and its problems, from the warehouse counts and the files as written."""
-    back = read_back(root, data_files)
+                 unaudited: str, derived_from: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The manifest's `ledger` section and its problems, from the warehouse counts (a derived release:
+    its table's counts) and the files as written."""
+    back = read_back(root, data_files, derived=derived_from is not None)
     rows = ledger_rows(warehouse, back)
-    return {"unaudited": unaudited, "rows": rows, "totals": totals(rows)}, problems_of(rows, back)
+    book = {"unaudited": unaudited, "rows": rows, "totals": totals(rows)}
+    if derived_from is not None:
+        book["derived_from"] = derived_from
+    return book, problems_of(rows, back)

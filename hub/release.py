@@ -38,6 +38,9 @@ class ReleaseOptions:
     # items outside the audit's selections, when the cleaned table is published: "publish" them
     # unchanged (marked not_audited) or "remove" them (ledger reason not_selected)
     unaudited: str = "publish"
+    # the table re-splits warehouse items (an experiment's splits; an item may sit in several): the ledger
+    # accounts for the table, and every row must be an unchanged warehouse item (hub/ledger.py)
+    derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,10 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     include_unaudited = options.unaudited == "publish" and table_name == ledger.CLEAN_TABLE
     con = connect_readonly(Path(warehouse))
     try:
-        counted = ledger.warehouse_counts(con)  # before anything is exported: the independent side
-        selection = ledger.select_release(con, table_name, include_unaudited)
+        # before anything is exported: the independent side
+        counted = ledger.table_counts(con, table_name) if options.derived else ledger.warehouse_counts(con)
+        altered = ledger.altered_rows(con, table_name) if options.derived else []
+        selection = ledger.select_release(con, table_name, include_unaudited, derived=options.derived)
         sources = source_facts(con, table_name, selection.table)
         generators = generator_facts(con, table_name, selection.table)
         audit = audit_summary(con)
@@ -96,7 +101,9 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
     n_rows[ledger.write_removed(selection.removed, out_dir)] = selection.removed.num_rows
     book, problems = ledger.build_ledger(counted, out_dir, [p for p in n_rows if p.startswith("data/")],
-                                         "published" if include_unaudited else "removed")
+                                         "published" if include_unaudited else "removed",
+                                         derived_from=table_name if options.derived else None)
+    problems = altered + problems
     if problems:
         raise ledger.LedgerError("the release does not account for every warehouse item: " + "; ".join(problems))
     report_files, report_pages = _copy_report(options.audit_report, out_dir)

@@ -58,7 +58,7 @@ def publish_warehouse(
                 _echo_ledger(release.manifest, echo)
                 return release
         release = publish_folder(warehouse, Path(target), options)
-        echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} items)")
+        echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} rows)")
         _echo_ledger(release.manifest, echo)
         return release
     from hub.remote import make_api

@@ -79,7 +79,7 @@ def _ledger(root: Path, manifest: dict[str, Any]) -> list[str]:
         return [] if manifest["manifest_version"] < 2 else ["manifest: no ledger"]
     data = [e["path"] for e in manifest["files"] if e["path"].startswith("data/") and (root / e["path"]).is_file()]
     try:
-        back = ledger.read_back(root, data)
+        back = ledger.read_back(root, data, derived="derived_from" in book)
     except (OSError, pa.ArrowException, KeyError) as exc:
         return [f"ledger: cannot read the release files back ({type(exc).__name__})"]
     listed = {(r["source"], r["split"]): r for r in book["rows"]}

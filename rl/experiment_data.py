@@ -131,7 +131,8 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), echo: Callable[[
     with db.building(warehouse) as con:
         counts = build_experiment_table(con, plan)
     release = publish_warehouse(warehouse, plan.repo_id, target=str(out / "release"),
-                                options=ReleaseOptions(plan.repo_id, export=ExportOptions(table=TABLE)), echo=echo)
+                                options=ReleaseOptions(plan.repo_id, export=ExportOptions(table=TABLE), derived=True),
+                                echo=echo)
     result = {"plan": asdict(plan), "loads": loads, "splits": counts, "release": str(out / "release"),
               "tag": release.tag}
     (out / "data.json").write_text(json.dumps(result, indent=1, sort_keys=True))

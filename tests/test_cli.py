@@ -400,3 +400,20 @@ def test_a_missing_model_is_one_line(tmp_path: Path, command: str) -> None:
 def test_which_locations_are_hub_ids(location: str, repo_id: str | None) -> None:
     """What `check_before_run` lets through to a download, the same rule `resolve_input` downloads by."""
     assert hub_id_of(location) == repo_id
+
+
+def test_eval_errors_need_no_warehouse_dependencies() -> None:
+    """The RL stage runs on GPU machines that lack the warehouse's libraries (seen on the H200: no jsonschema,
+    orjson, polars or prefect there): `eval`'s one-line errors must not import them."""
+    script = (
+        "import sys\n"
+        "for name in ('jsonschema', 'jsonschema_rs', 'orjson', 'polars', 'prefect'):\n"
+        "    sys.modules[name] = None\n"
+        "from flows.cli import app\n"
+        "app(['eval', '--model', '/nonexistent', '--dataset', '/nonexistent-release', '--split', 'a/b'])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: /nonexistent: model not found (give a saved model folder, e.g. var/rl, a .gguf file or a Hub model id "
+        "ORG/NAME)"]

@@ -267,3 +267,40 @@ def test_unreachable_hub_fails_at_once(tmp_path: Path, monkeypatch) -> None:
     assert result.exit_code == ExitCode.REMOTE and "retry" not in result.output, result.output
     assert len(error_lines(result.output)) == 1 and "cannot reach the Hub" in result.output
     assert "hf_notarealtokenatall" not in result.output
+
+
+def derived_table(warehouse: Path, sql: str) -> None:
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(f"CREATE OR REPLACE TABLE exp_items AS {sql}")
+
+
+RESPLIT = ("SELECT * REPLACE ('all_of_it' AS split) FROM items_full UNION ALL "
+           "SELECT * REPLACE ('first_two' AS split) FROM (SELECT * FROM items_full ORDER BY item_id LIMIT 2)")
+
+
+def test_a_derived_release_accounts_for_its_table_and_keeps_items_unchanged(tmp_path: Path) -> None:
+    """An experiment's table re-splits items (one item in two splits): the warehouse ledger cannot account for
+    it, the derived ledger does, and only while every row is an unchanged warehouse item."""
+    from hub.ledger import LedgerError
+
+    warehouse = release_one(tmp_path / "w.duckdb")
+    derived_table(warehouse, RESPLIT)
+    options = ReleaseOptions("org/tom", tag="v1", export=ExportOptions(table="exp_items"))
+    with pytest.raises(LedgerError, match="released more than once"):
+        publish_folder(warehouse, tmp_path / "plain", options)
+    root = publish_folder(warehouse, tmp_path / "rel", ReleaseOptions(**{**options.__dict__, "derived": True})).root
+    n_items = sum(sql_counts(warehouse).values())
+    released = file_counts(sorted((root / "data" / "all").glob("*.parquet")))
+    assert sum(released.values()) == n_items + 2  # worked by hand: every item once, plus the first two again
+    assert released == sql_counts(warehouse, "SELECT source, split, count(*) FROM exp_items GROUP BY ALL")
+    assert pq.read_table(root / "ledger/removed.parquet").num_rows == 0
+    assert run("verify", "--repo", root).exit_code == 0
+
+    derived_table(warehouse, RESPLIT.replace("REPLACE ('first_two' AS split)",
+                                             "REPLACE ('first_two' AS split, 'edited' AS content_hash)"))
+    with pytest.raises(LedgerError, match="exp_items: 2 rows are not warehouse items with unchanged content"):
+        publish_folder(warehouse, tmp_path / "rel", ReleaseOptions(**{**options.__dict__, "derived": True}))
+    derived_table(warehouse, RESPLIT.replace("'first_two'", "'all_of_it'"))  # the first two twice in one split
+    with pytest.raises(LedgerError, match="2 items released more than once"):
+        publish_folder(warehouse, tmp_path / "rel", ReleaseOptions(**{**options.__dict__, "derived": True}))
+    assert run("verify", "--repo", root).exit_code == 0  # the failed publishes left the release as it was

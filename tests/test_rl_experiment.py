@@ -172,3 +172,39 @@ def test_nonfinite_guard_drops_the_step() -> None:
         state.global_step += 1
     assert guard.skipped == [2]
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def _metrics(folder: Path, accs: dict[str, dict[str, float]], agree: float = 0.5) -> Path:
+    """A planted rl.experiment_report output: arm -> {set -> accuracy}."""
+    folder.mkdir(parents=True)
+    arms = [{"name": arm, "eval": {split: {"acc": acc} for split, acc in sets.items()},
+             "shortcut": {split: {"modal_position": {"agree": agree, "acc_when_right": 0.75, "acc_when_wrong": 0.25,
+                                                     "n_right": 4, "n_wrong": 12}} for split in sets}}
+            for arm, sets in accs.items()]
+    (folder / "metrics.json").write_text(json.dumps({"arms": arms}))
+    return folder
+
+
+def test_seed_summary_matches_hand_worked_means_and_paired_signs(tmp_path: Path) -> None:
+    from rl.experiment_seeds import main, summarize
+
+    runs = {"s0": _metrics(tmp_path / "s0", {"templated-gen": {"gen": 0.40, "tomi": 0.50},
+                                              "controlled-gen": {"gen": 0.30, "tomi": 0.50}, "base": {"gen": 0.0}}),
+            "s1": _metrics(tmp_path / "s1", {"templated-gen": {"gen": 0.20, "tomi": 0.60},
+                                              "controlled-gen": {"gen": 0.35, "tomi": 0.70}})}
+    summary = summarize(runs)
+    rows = {(r["arm"], r["split"]): r for r in summary["accuracy"]}
+    assert set(rows) == {("controlled-gen", "gen"), ("controlled-gen", "tomi"), ("templated-gen", "gen"),
+                         ("templated-gen", "tomi")}  # base is not in every seed
+    assert rows[("templated-gen", "gen")]["mean"] == pytest.approx(0.30)  # (0.40 + 0.20) / 2
+    assert (rows[("templated-gen", "gen")]["min"], rows[("templated-gen", "gen")]["max"]) == (0.20, 0.40)
+    diffs = {r["split"]: r for r in summary["differences"]}
+    assert diffs["gen"]["per_seed"] == {"s0": pytest.approx(-0.10), "s1": pytest.approx(0.15)}
+    assert diffs["gen"]["mean"] == pytest.approx(0.025)
+    assert (diffs["gen"]["ahead"], diffs["gen"]["behind"], diffs["gen"]["level"]) == (1, 1, 0)
+    assert (diffs["tomi"]["ahead"], diffs["tomi"]["behind"], diffs["tomi"]["level"]) == (1, 0, 1)
+    assert len(summary["shortcut"]) == 2 * 2 + 1 + 2 * 2  # seed0: 2 arms x 2 sets + base x 1 set; seed1: 2 x 2
+    assert main(["--run", f"s0={runs['s0']}", "--run", f"s1={runs['s1']}", "--out", str(tmp_path / "out")]) == 0
+    assert "| controlled-gen | gen | 0.300 | 0.350 | 0.325 | 0.050 |" in (tmp_path / "out" / "seeds.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["--run", f"s0={tmp_path / 'missing'}", "--out", str(tmp_path / "out")])
