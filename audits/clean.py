@@ -26,6 +26,7 @@ import polars as pl
 
 from audits import store
 from audits.config import CleaningPolicy
+from audits.freshness import require_fresh_audit
 from warehouse.db import WarehouseError, connect_readonly
 
 
@@ -64,6 +65,7 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
     try:
         if not store.table_exists(con, "audit_runs"):
             raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
+        require_fresh_audit(con, warehouse, "clean")  # old findings must not judge new content
         run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
         items = pl.from_arrow(con.sql(
             "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())

@@ -225,14 +225,15 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     lap("baselines")
     tables["audit_label_conflicts"] = conflicts
     both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
-    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())), size=8)
+    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(items["content_hash"].to_list()),
+                             *sorted(set(ov.contexts["text_key"].to_list())), size=8)  # new content => new run id
     run_id = hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
     tables["audit_overlap_pairs"] = ov.pairs.with_columns(pl.lit(run_id).alias("run_id"))
     tables["audit_contexts"] = ov.contexts
     tables["audit_ngram_overlap"] = ov.ngram if ov.ngram.height else pl.DataFrame(
         schema={"text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64, "flagged": pl.Boolean})
     tables["audit_null_calibration"] = ov.calibration
-    tables["audit_items"] = items.select("item_id", "side", "context_id").sort("side", "item_id")
+    tables["audit_items"] = items.select("item_id", "side", "context_id", "content_hash").sort("side", "item_id")
     ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
     curve = ov.banding.curve(41)
     tables["audit_lsh_curve"] = pl.DataFrame({

@@ -86,7 +86,7 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     con = connect_readonly(Path(warehouse))
     try:
         counted = ledger.warehouse_counts(con)  # before anything is exported: the independent side
-        selection = ledger.select_release(con, table_name, include_unaudited)
+        selection = ledger.select_release(con, table_name, include_unaudited, Path(warehouse))
         sources = source_facts(con, table_name, selection.table)
         generators = generator_facts(con, table_name, selection.table)
         audit = audit_summary(con)
