@@ -8,7 +8,8 @@ Steps, in order (an item leaves at the first step that removes it):
 2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`),
    and, with `quarantine_oracle`, items whose gold the oracle rejects (`oracle_rejects_gold`);
 3. train items whose context overlaps a held-out context above the policy thresholds leave train
-   (`overlap_exact`, `overlap_near_duplicate`, `overlap_ngram`, `overlap_structural`);
+   (`overlap_exact`, `overlap_near_duplicate`, `overlap_contained`, `overlap_ngram`, `overlap_structural`,
+   after the pair kinds of `audit_overlap_pairs`);
 4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
    smallest item id on each side (`duplicate`);
 5. multiple-choice options are re-ordered so gold positions are balanced per (side, number of
@@ -79,16 +80,17 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
 
 def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: CleaningPolicy) -> pl.DataFrame:
     """Train text keys to drop, with the reason of the strongest pair."""
+    above = ((pl.col("jaccard") >= policy.drop_cross_jaccard) | (pl.col("containment_a") >= policy.drop_cross_containment)
+             | (pl.col("containment_b") >= policy.drop_cross_containment))
     kinds = pairs.with_columns(
         pl.when(pl.col("kind") == "exact").then(pl.lit("overlap_exact"))
-        .when((pl.col("kind") == "near_duplicate") & ((pl.col("jaccard") >= policy.drop_cross_jaccard)
-                                                      | (pl.col("containment_a") >= policy.drop_cross_containment)
-                                                      | (pl.col("containment_b") >= policy.drop_cross_containment)))
-        .then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "near_duplicate") & above).then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "contained") & above).then(pl.lit("overlap_contained"))
         .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged)).then(pl.lit("overlap_ngram"))
         .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural)).then(pl.lit("overlap_structural"))
         .otherwise(None).alias("reason"))
-    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_ngram": 2, "overlap_structural": 3}
+    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_contained": 2, "overlap_ngram": 3,
+            "overlap_structural": 4}
     drops = kinds.drop_nulls("reason").with_columns(pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank"))
     drops = drops.sort("rank", "a_text_key", "b_context_id").unique("a_text_key", keep="first").select(
         pl.col("a_text_key").alias("text_key"), "reason",

@@ -86,8 +86,9 @@ def _overlap_findings(out: _Findings, ov: OverlapResult, p: AuditParams) -> None
                                    "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
                 f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
                 else f"conformal p <= {p.ngram_alpha} vs within-train null")
-    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"]) & (pl.col("kind") == "near_duplicate")).iter_rows(named=True):
-        match = "near duplicate" if r["jaccard"] >= p.jaccard_threshold else "contained"
+    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"])
+                          & pl.col("kind").is_in(["near_duplicate", "contained"])).iter_rows(named=True):
+        match = r["kind"].replace("_", " ")
         out.add("duplicate:within_side", "duplicate", r["scope"],
                 f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
                 f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
