@@ -13,7 +13,8 @@ Steps, in order (an item leaves at the first step that removes it):
 4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
    smallest item id on each side (`duplicate`);
 5. multiple-choice options are re-ordered so gold positions are balanced per (side, number of
-   options, belief order), deterministically under the policy seed.
+   options, belief order), deterministically under the policy seed; a re-ordered row's `content_hash`
+   is recomputed over its new content, so a released row's hash always describes that row.
 """
 from __future__ import annotations
 
@@ -23,12 +24,16 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import polars as pl
+import pyarrow as pa
 
 from audits import store
 from audits.config import CleaningPolicy
 from audits.freshness import require_fresh_audit
+from warehouse.columns import JSON_COLUMNS
 from warehouse.db import WarehouseError, connect_readonly
+from warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
 class CleaningError(Exception):
@@ -132,6 +137,32 @@ def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFram
     return out, changed
 
 
+def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
+    """`content_hash` of the re-ordered rows over their new options and gold index (the recipe of
+    `warehouse.record.content_hash`; context fields read from `contexts`, JSON fields parsed back)."""
+    changed = items.filter(pl.col("reshuffled"))
+    if not changed.height:
+        return items
+    con = connect_readonly(warehouse)
+    try:
+        con.register("_rehash_ids", pa.table({"context_id": changed["context_id"].unique().to_arrow()}))
+        contexts = pl.from_arrow(con.sql(f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts "
+                                         "JOIN _rehash_ids USING (context_id)").to_arrow_table())
+    finally:
+        con.close()
+    rows = changed.join(contexts, on="context_id", how="left").select("item_id", *CONTENT_FIELDS)
+    hashes = {}
+    for row in rows.iter_rows(named=True):
+        item_id = row.pop("item_id")
+        for name in JSON_COLUMNS:
+            row[name] = None if row[name] is None else orjson.loads(row[name])
+        hashes[item_id] = content_hash(row)
+    new = pl.DataFrame({"item_id": list(hashes), "_hash": list(hashes.values())},
+                       schema={"item_id": pl.Utf8, "_hash": pl.Utf8})
+    return items.join(new, on="item_id", how="left", maintain_order="left").with_columns(
+        pl.coalesce("_hash", "content_hash").alias("content_hash")).drop("_hash")
+
+
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()
@@ -179,6 +210,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     left = left.with_columns(pl.lit(False).alias("reshuffled"))
     if policy.reshuffle_options:
         left, n_reshuffled = _reshuffle(left, policy)
+        left = _rehash(warehouse, left)
     removed_df = pl.concat(removed) if removed else pl.DataFrame(
         schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
     removed_df = removed_df.sort("side", "reason", "item_id")
