@@ -62,8 +62,7 @@ class Selection:
     removed: pa.Table
 
 
-def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool,
-                   warehouse: Path = Path("var/warehouse.duckdb")) -> Selection:
+def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool, warehouse: Path) -> Selection:
     """Rows of `table` (plus, with `include_unaudited`, every item outside the audit's selections),
     and every other warehouse item with the reason it is not released. Refused (`StaleAuditError`)
     when the audit or its cleaning is older than the warehouse content (`warehouse` names the file
