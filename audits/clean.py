@@ -8,11 +8,13 @@ Steps, in order (an item leaves at the first step that removes it):
 2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`),
    and, with `quarantine_oracle`, items whose gold the oracle rejects (`oracle_rejects_gold`);
 3. train items whose context overlaps a held-out context above the policy thresholds leave train
-   (`overlap_exact`, `overlap_near_duplicate`, `overlap_ngram`, `overlap_structural`);
+   (`overlap_exact`, `overlap_near_duplicate`, `overlap_contained`, `overlap_ngram`, `overlap_structural`,
+   after the pair kinds of `audit_overlap_pairs`);
 4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
    smallest item id on each side (`duplicate`);
 5. multiple-choice options are re-ordered so gold positions are balanced per (side, number of
-   options, belief order), deterministically under the policy seed.
+   options, belief order), deterministically under the policy seed; a re-ordered row's `content_hash`
+   is recomputed over its new content, so a released row's hash always describes that row.
 """
 from __future__ import annotations
 
@@ -22,11 +24,16 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import polars as pl
+import pyarrow as pa
 
 from audits import store
 from audits.config import CleaningPolicy
+from audits.freshness import require_fresh_audit
+from warehouse.columns import JSON_COLUMNS
 from warehouse.db import WarehouseError, connect_readonly
+from warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
 class CleaningError(Exception):
@@ -64,6 +71,7 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
     try:
         if not store.table_exists(con, "audit_runs"):
             raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
+        require_fresh_audit(con, warehouse, "clean")  # old findings must not judge new content
         run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
         items = pl.from_arrow(con.sql(
             "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())
@@ -77,16 +85,17 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
 
 def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: CleaningPolicy) -> pl.DataFrame:
     """Train text keys to drop, with the reason of the strongest pair."""
+    above = ((pl.col("jaccard") >= policy.drop_cross_jaccard) | (pl.col("containment_a") >= policy.drop_cross_containment)
+             | (pl.col("containment_b") >= policy.drop_cross_containment))
     kinds = pairs.with_columns(
         pl.when(pl.col("kind") == "exact").then(pl.lit("overlap_exact"))
-        .when((pl.col("kind") == "near_duplicate") & ((pl.col("jaccard") >= policy.drop_cross_jaccard)
-                                                      | (pl.col("containment_a") >= policy.drop_cross_containment)
-                                                      | (pl.col("containment_b") >= policy.drop_cross_containment)))
-        .then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "near_duplicate") & above).then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "contained") & above).then(pl.lit("overlap_contained"))
         .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged)).then(pl.lit("overlap_ngram"))
         .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural)).then(pl.lit("overlap_structural"))
         .otherwise(None).alias("reason"))
-    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_ngram": 2, "overlap_structural": 3}
+    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_contained": 2, "overlap_ngram": 3,
+            "overlap_structural": 4}
     drops = kinds.drop_nulls("reason").with_columns(pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank"))
     drops = drops.sort("rank", "a_text_key", "b_context_id").unique("a_text_key", keep="first").select(
         pl.col("a_text_key").alias("text_key"), "reason",
@@ -126,6 +135,32 @@ def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFram
         pl.coalesce("_options", "options").alias("options"), pl.coalesce("_index", "answer_index").alias("answer_index"),
         pl.col("_options").is_not_null().alias("reshuffled")).drop("_options", "_index")
     return out, changed
+
+
+def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
+    """`content_hash` of the re-ordered rows over their new options and gold index (the recipe of
+    `warehouse.record.content_hash`; context fields read from `contexts`, JSON fields parsed back)."""
+    changed = items.filter(pl.col("reshuffled"))
+    if not changed.height:
+        return items
+    con = connect_readonly(warehouse)
+    try:
+        con.register("_rehash_ids", pa.table({"context_id": changed["context_id"].unique().to_arrow()}))
+        contexts = pl.from_arrow(con.sql(f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts "
+                                         "JOIN _rehash_ids USING (context_id)").to_arrow_table())
+    finally:
+        con.close()
+    rows = changed.join(contexts, on="context_id", how="left").select("item_id", *CONTENT_FIELDS)
+    hashes = {}
+    for row in rows.iter_rows(named=True):
+        item_id = row.pop("item_id")
+        for name in JSON_COLUMNS:
+            row[name] = None if row[name] is None else orjson.loads(row[name])
+        hashes[item_id] = content_hash(row)
+    new = pl.DataFrame({"item_id": list(hashes), "_hash": list(hashes.values())},
+                       schema={"item_id": pl.Utf8, "_hash": pl.Utf8})
+    return items.join(new, on="item_id", how="left", maintain_order="left").with_columns(
+        pl.coalesce("_hash", "content_hash").alias("content_hash")).drop("_hash")
 
 
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
@@ -175,6 +210,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     left = left.with_columns(pl.lit(False).alias("reshuffled"))
     if policy.reshuffle_options:
         left, n_reshuffled = _reshuffle(left, policy)
+        left = _rehash(warehouse, left)
     removed_df = pl.concat(removed) if removed else pl.DataFrame(
         schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
     removed_df = removed_df.sort("side", "reason", "item_id")

@@ -184,7 +184,8 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
             verified += 1
             if jac >= p.jaccard_threshold:
                 uf.union(int(a), int(b))
-            add("near_duplicate", int(a), int(b))
+            # one name per meaning (table, report, README): similar as a whole, or one held inside the other
+            add("near_duplicate" if jac >= p.jaccard_threshold else "contained", int(a), int(b))
     clusters = np.array([uf.find(i) for i in range(n_docs)], dtype=np.int64)
     docs = docs.with_columns(pl.Series("cluster", clusters))
     skeletons = [skeleton_key(t) for t in texts]

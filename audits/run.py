@@ -86,8 +86,9 @@ def _overlap_findings(out: _Findings, ov: OverlapResult, p: AuditParams) -> None
                                    "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
                 f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
                 else f"conformal p <= {p.ngram_alpha} vs within-train null")
-    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"]) & (pl.col("kind") == "near_duplicate")).iter_rows(named=True):
-        match = "near duplicate" if r["jaccard"] >= p.jaccard_threshold else "contained"
+    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"])
+                          & pl.col("kind").is_in(["near_duplicate", "contained"])).iter_rows(named=True):
+        match = r["kind"].replace("_", " ")
         out.add("duplicate:within_side", "duplicate", r["scope"],
                 f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
                 f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
@@ -225,14 +226,15 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     lap("baselines")
     tables["audit_label_conflicts"] = conflicts
     both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
-    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())), size=8)
+    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(items["content_hash"].to_list()),
+                             *sorted(set(ov.contexts["text_key"].to_list())), size=8)  # new content => new run id
     run_id = hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
     tables["audit_overlap_pairs"] = ov.pairs.with_columns(pl.lit(run_id).alias("run_id"))
     tables["audit_contexts"] = ov.contexts
     tables["audit_ngram_overlap"] = ov.ngram if ov.ngram.height else pl.DataFrame(
         schema={"text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64, "flagged": pl.Boolean})
     tables["audit_null_calibration"] = ov.calibration
-    tables["audit_items"] = items.select("item_id", "side", "context_id").sort("side", "item_id")
+    tables["audit_items"] = items.select("item_id", "side", "context_id", "content_hash").sort("side", "item_id")
     ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
     curve = ov.banding.curve(41)
     tables["audit_lsh_curve"] = pl.DataFrame({

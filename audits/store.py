@@ -19,6 +19,7 @@ from warehouse import db
 ITEM_COLUMNS = (
     "item_id", "context_id", "source", "source_ref", "split", "context", "question", "question_type", "belief_order",
     "answer_format", "options", "answer", "answer_index", "template_id", "n_agents", "is_false_belief",
+    "content_hash",  # recorded per audited item, so a later step can tell content the audit never saw
 )
 
 

@@ -21,6 +21,7 @@ from audits.evidence import context_refs, letter, mark_phrase, mark_words, md_es
 
 STATUSES = ("fail", "warn", "pass")
 MAX_EVIDENCE = 8
+SIMILAR_KINDS = ("near_duplicate", "contained")  # audit_overlap_pairs kinds: Jaccard, or containment only
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,9 @@ class AuditFacts:
         keys = self.tables["audit_contexts"].filter(pl.col(side))["text_key"]
         return keys.n_unique()
 
-    def cross_pairs(self, kind: str) -> pl.DataFrame:
+    def cross_pairs(self, *kinds: str) -> pl.DataFrame:
         pairs = self.tables["audit_overlap_pairs"]
-        return pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == kind))
+        return pairs.filter((pl.col("scope") == "cross") & pl.col("kind").is_in(kinds))
 
     def train_items_dropped(self, reason: str, policy: CleaningPolicy | None = None) -> int:
         """Train items `tomforge clean` drops for this overlap reason under the (default) policy."""
@@ -160,18 +161,19 @@ def near_duplicates(facts: AuditFacts) -> Verdict | None:
     if not facts.has_heldout:
         return None
     p = facts.params
-    pairs = facts.cross_pairs("near_duplicate").sort("jaccard", "b_context_id", descending=[True, False])
+    pairs = facts.cross_pairs(*SIMILAR_KINDS).sort("jaccard", "b_context_id", descending=[True, False])
     n = pairs.select("b_text_key").n_unique()
     return Verdict(
         "near duplicates", "fail" if n else "pass",
         f"{n} of {facts.stories('heldout')} held-out stories have a train story with Jaccard >= {p.jaccard_threshold:g} "
         f"or containment >= {p.containment_threshold:g} (0 expected)",
-        _drop_action(facts.train_items_dropped("overlap_near_duplicate"), facts) if n else "none",
+        _drop_action(facts.train_items_dropped("overlap_near_duplicate")
+                     + facts.train_items_dropped("overlap_contained"), facts) if n else "none",
         f"MinHash LSH candidates ({p.shingle_n}-word shingles) verified with exact Jaccard and containment; "
         f"a pair counts at Jaccard >= {p.jaccard_threshold:g} or when one story holds >= {p.containment_threshold:g} of "
         "the other's shingles.",
         [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `near_duplicate`, scope `cross`)"))
+        _more(pairs.height, "`tables/audit_overlap_pairs.csv` (kinds `near_duplicate` and `contained`, scope `cross`)"))
 
 
 @register
@@ -237,8 +239,8 @@ def structural_twins(facts: AuditFacts) -> Verdict | None:
 def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
     p = facts.params
     pairs = facts.tables["audit_overlap_pairs"].filter(pl.col("scope").is_in(["train", "heldout"])
-                                                      & (pl.col("kind") == "near_duplicate"))
-    pairs = pairs.with_columns((pl.col("jaccard") >= p.jaccard_threshold).alias("near"))
+                                                      & pl.col("kind").is_in(SIMILAR_KINDS))
+    pairs = pairs.with_columns((pl.col("kind") == "near_duplicate").alias("near"))
     parts = []
     for side in ("train", "heldout") if facts.has_heldout else ("train",):
         part = pairs.filter(pl.col("scope") == side)

@@ -360,6 +360,7 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
 @contextmanager
 def publish_errors() -> Iterator[None]:
     """Release and Hub errors as one redacted line each, with their own exit codes."""
+    from audits.freshness import StaleAuditError
     from hub.ledger import LedgerError
     from hub.manifest import ManifestError
     from hub.release import ReleaseError
@@ -368,6 +369,8 @@ def publish_errors() -> Iterator[None]:
 
     try:
         yield
+    except StaleAuditError as exc:
+        fail(str(exc), ExitCode.STALE_AUDIT)
     except LedgerError as exc:
         fail(str(exc), ExitCode.UNRECONCILED)
     except (ExportError, ManifestError, ReleaseError) as exc:
@@ -644,6 +647,7 @@ def clean(
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
     from audits.clean import CleaningError, apply_cleaning
     from audits.config import CleaningPolicy
+    from audits.freshness import StaleAuditError
 
     with one_line_errors(), audit_errors():
         policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
@@ -653,6 +657,8 @@ def clean(
             result = apply_cleaning(warehouse, policy)
         except CleaningError as exc:
             fail(str(exc), ExitCode.UNRECONCILED)
+        except StaleAuditError as exc:
+            fail(str(exc), ExitCode.STALE_AUDIT)
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 

@@ -8,6 +8,7 @@
     5  REMOTE        the Hugging Face Hub failed after retries
     6  CONFLICT      a publish conflict: the branch moved or the tag is taken
     7  FINDINGS      `audit --strict`: a check of the verdict failed
+    8  STALE_AUDIT   `clean`/`publish`: the audit (or cleaning) is older than the warehouse content
 """
 from __future__ import annotations
 
@@ -25,3 +26,4 @@ class ExitCode(IntEnum):
     REMOTE = 5
     CONFLICT = 6
     FINDINGS = 7
+    STALE_AUDIT = 8

@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from audits.freshness import require_fresh_audit
 from warehouse.export import ALL_CONFIG, read_table
 
 LEDGER_PATH = "ledger/removed.parquet"
@@ -79,11 +80,15 @@ class Selection:
     removed: pa.Table
 
 
-def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool,
+def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool, warehouse: Path,
                    derived: bool = False) -> Selection:
     """Rows of `table` (plus, with `include_unaudited`, every item outside the audit's selections),
-    and every other warehouse item with the reason it is not released (none for a derived release)."""
+    and every other warehouse item with the reason it is not released (none for a derived release).
+    Refused (`StaleAuditError`) when the audit or its cleaning is older than the warehouse content
+    (`warehouse` names the file in the message's fix)."""
     audited = _exists(con, "audit_items")
+    if audited:  # the audit's marks (and its cleaned table) must be about the content being published
+        require_fresh_audit(con, warehouse, "publish", with_cleaning=table == CLEAN_TABLE)
     rows = read_table(con, table)
     if include_unaudited:
         outside = "item_id NOT IN (SELECT item_id FROM audit_items)" if audited else \

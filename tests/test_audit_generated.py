@@ -67,7 +67,7 @@ def test_clean_generated_data_is_flagged_only_at_the_stated_rate(audited) -> Non
     summary, tables = audited
     checks = summary.findings["check"].to_list()
     assert not [c for c in checks if c.startswith(("artifact", "consistency"))], summary.lines()
-    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:structural"} & set(checks), summary.lines()
+    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), summary.lines()
     heldout_contexts = tables["audit_items"].filter(pl.col("side") == "heldout")["context_id"].n_unique()
     assert heldout_contexts >= 300
     assert checks.count("overlap:ngram") <= binom.ppf(0.999, heldout_contexts, FAST.ngram_alpha), summary.lines()

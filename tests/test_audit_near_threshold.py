@@ -131,7 +131,7 @@ def planted():
         rows.append({"context_id": f"t{index:05d}", "context": a, "side": "train"})
         rows.append({"context_id": f"h{index:05d}", "context": b, "side": "heldout"})
     result = audit_overlap(pl.DataFrame(rows), PARAMS)
-    near = result.pairs.filter(pl.col("kind") == "near_duplicate")
+    near = result.pairs.filter(pl.col("kind").is_in(["near_duplicate", "contained"]))
     reported = {(int(a[1:]), int(b[1:])) for a, b in near.select("a_context_id", "b_context_id").iter_rows()}
     return pairs, result, near, reported, hasher
 
@@ -172,6 +172,9 @@ def test_every_reported_pair_passes_the_exact_check(planted) -> None:
         jac, containment = exact(pairs[i][1], pairs[j][2])
         assert row["jaccard"] == pytest.approx(jac, abs=1e-12)
         assert jac >= PARAMS.jaccard_threshold or containment >= PARAMS.containment_threshold, (pairs[i][0], jac)
+        # one name per meaning (README): near_duplicate = Jaccard at the threshold; contained = containment only
+        assert row["kind"] == ("near_duplicate" if jac >= PARAMS.jaccard_threshold else "contained"), (row["kind"], jac)
+    assert set(near["kind"]) == {"near_duplicate", "contained"}, "the planted pairs straddle J = 0.8"
     kinds = {pairs[i][0] for i, _ in reported}
     assert kinds == {"near"}, "pairs below both thresholds, or sharing only one band, must not be reported"
 

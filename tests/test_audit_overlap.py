@@ -97,7 +97,7 @@ def test_clean_data_is_flagged_only_at_the_stated_rate(tmp_path: Path) -> None:
     ingest_records(path, ADAPTER_INFO, records, "generated")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     checks = summary.findings["check"].to_list()
-    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:structural"} & set(checks), summary.lines()
+    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), summary.lines()
     n_heldout = len({r["context_id"] for r in records if r["split"] == "test"})
     assert n_heldout >= 140
     n_flagged = checks.count("overlap:ngram")

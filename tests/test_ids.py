@@ -4,7 +4,9 @@ The recipe (README "The unified record", `warehouse/record.py`): `item_id` = bla
 digest, hex) of source and source key, each followed by the 0x1f separator; `context_id` = the
 same hash of the context with every whitespace run made one space and the ends stripped;
 `content_hash` = sha256 of the canonical JSON (sorted keys, no spaces, UTF-8, non-ASCII as is) of
-every field except `item_id` and `content_hash` themselves.
+the content fields: every field except the ids (`item_id`, `context_id`, `content_hash`), where the
+item was found (`source`, `source_version`, `source_ref`, `split`) and what made it (`generator`,
+`generator_version`). The list is written out here, not imported.
 """
 from __future__ import annotations
 
@@ -23,8 +25,12 @@ def blake(*parts: str) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+NOT_CONTENT = {"item_id", "context_id", "content_hash", "source", "source_version", "source_ref", "split",
+               "generator", "generator_version"}
+
+
 def recipe_content_hash(record: dict) -> str:
-    payload = {k: v for k, v in record.items() if k not in ("item_id", "content_hash")}
+    payload = {k: v for k, v in record.items() if k not in NOT_CONTENT}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -65,6 +71,28 @@ def test_content_hash_ignores_the_key_and_follows_the_content() -> None:
     assert toy(answer="den")["content_hash"] == recipe_content_hash(toy(answer="den")) != base["content_hash"]
     # key order of nested values does not matter (sorted keys)
     assert toy(meta={"a": "ü", "b": [1, 2]})["content_hash"] == base["content_hash"]
+
+
+def test_content_hash_covers_the_content_and_nothing_else() -> None:
+    """Filing the same question elsewhere keeps its hash; changing anything a model sees or is scored
+    against, or how a generated item was built, changes it."""
+    base = toy()
+    by_hand = hashlib.sha256(json.dumps(
+        {"answer": "box", "answer_format": "free_text", "answer_index": None, "answer_list": None, "belief_order": 0,
+         "context": "1 Zoé entered the den.\n2  The ball is in the box.\t", "context_kind": "story",
+         "is_false_belief": None, "meta": {"a": "ü", "b": [1, 2]}, "n_agents": None, "n_events": None,
+         "operators": [], "options": [], "perspective_chain": [], "question": "Where is the ball?",
+         "question_type": "reality", "seed": None, "template_id": None, "trace": None, "turns": None},
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest()
+    assert base["content_hash"] == by_hand
+    for moved in (dict(split="train"), dict(source_ref="elsewhere.json#1"), dict(source_version="2"),
+                  dict(source="toy_copy"), dict(generator="g", generator_version="9.9")):
+        assert toy(**moved)["content_hash"] == base["content_hash"], moved
+    for changed in (dict(context="1 Zoé left."), dict(question="Where was the ball?"), dict(answer="den"),
+                    dict(belief_order=1), dict(question_type="memory"), dict(meta={"a": "u"}), dict(seed=1),
+                    dict(template_id="t"), dict(operators=["lie"]), dict(trace=[{"kind": "init"}]),
+                    dict(answer_format="multiple_choice", options=["box", "den"])):
+        assert toy(**changed)["content_hash"] != base["content_hash"], changed
 
 
 def test_adapter_records_and_column_batches_follow_the_recipe(samples: Path) -> None:

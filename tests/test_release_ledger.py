@@ -3,6 +3,7 @@ item is released or removed with its reason, checked against counts taken here i
 warehouse, pyarrow on the files); planted losses make publish exit 3 and planted tampering makes verify exit 4."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import socket
@@ -103,6 +104,30 @@ def test_items_outside_the_selections_are_published_unchanged_and_marked(readme_
         assert (row["options"], row["answer_index"], row["content_hash"]) == (options, answer_index, content_hash)
         assert row["audit_selection"] == "not_audited"
     assert {item_id: row["audit_selection"] for item_id, row in published.items() if item_id in sides} == sides
+
+
+CONTENT_FIELDS_BY_HAND = ("context_kind", "context", "turns", "n_agents", "n_events", "question", "question_type",
+                          "belief_order", "perspective_chain", "is_false_belief", "answer_format", "options", "answer",
+                          "answer_index", "answer_list", "template_id", "seed", "operators", "trace", "meta")
+
+
+def recipe_hash(row: dict) -> str:
+    """README "The unified record": sha256 of the canonical JSON of the content fields (JSON fields as values)."""
+    payload = {name: json.loads(row[name]) if name in ("meta", "trace") and row[name] is not None else row[name]
+               for name in CONTENT_FIELDS_BY_HAND}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_every_released_row_carries_the_hash_of_its_own_content(readme_release) -> None:
+    """Rows whose options cleaning re-ordered included: their hash is recomputed, the warehouse keeps its own."""
+    warehouse, release, _ = readme_release
+    rows = pq.read_table(release / "data" / "all").to_pylist()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        stored = dict(con.execute("SELECT item_id, options FROM items").fetchall())
+    reordered = [row for row in rows if row["options"] != stored[row["item_id"]]]
+    assert len(reordered) > 50, "the generated multiple-choice items get their options re-ordered"
+    assert [row["item_id"] for row in rows if row["content_hash"] != recipe_hash(row)] == []
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ import pytest
 
 from schemas import record_schema
 from tests.source_helpers import source_error
+from warehouse.batch import expand
+from warehouse.load import stage
 from warehouse.sources import exploretom
 from warehouse.sources.base import Reject
 from warehouse.sources.exploretom import ADAPTER, COLUMNS, typed
@@ -176,6 +178,39 @@ def test_row_with_extra_field_is_rejected(samples: Path, tmp_path: Path) -> None
     rejects = [r for r in produced if isinstance(r, Reject)]
     assert len(produced) == 28
     assert [(r.field, r.record) for r in rejects] == [("row", "row2")]
+
+
+def _rejects_and_staged(path: Path) -> tuple[list[Reject], object]:
+    produced = list(ADAPTER.read_columns(path))
+    staged = stage(ADAPTER, produced, path.name, read=ADAPTER.count_input(path))
+    return [p for p in expand(produced) if isinstance(p, Reject)], staged
+
+
+def test_row_with_too_few_fields_is_rejected_on_both_paths(samples: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row cut short (its last 6 cells missing) is a Reject naming file, record and field, exactly as
+    the csv module's row-by-row path rejects it; polars alone would fill the missing cells with nulls.
+    A row whose last cell is merely empty (quoted "") still loads, on both paths."""
+    rows = _rows(samples / FIXTURE)
+    width = len(rows[0])
+    rows[1 + 4] = rows[1 + 4][:width - 6]  # data row 4
+    rows[1 + 7][-1] = ""  # data row 7: an empty last cell, not a short row
+    path = _write(tmp_path / "short.csv", rows)
+    on_polars, staged_polars = _rejects_and_staged(path)
+
+    def broken(*args, **kwargs):
+        raise pl.exceptions.ComputeError("forced")
+
+    monkeypatch.setattr(exploretom.pl, "read_csv", broken)
+    on_csv_module, staged_csv = _rejects_and_staged(path)
+    expected = [("exploretom", "short.csv#row4", "short.csv", "row4", "row", f"expected {width} fields, found {width - 6}")]
+    assert [(r.source, r.source_ref, r.file, r.record, r.field, r.reason) for r in on_polars] == expected
+    assert on_polars == on_csv_module
+    for staged in (staged_polars, staged_csv):
+        assert (staged.report.read, staged.report.loaded, staged.report.rejected) == (28, 27, 1)
+    assert staged_polars.items.equals(staged_csv.items) and staged_polars.rejects.equals(staged_csv.rejects)
+    empty_last = [r for r in expand(ADAPTER.read_columns(path)) if not isinstance(r, Reject) and r["source_ref"] == "short.csv#row7"]
+    assert len(empty_last) == 1 and empty_last[0]["meta"][rows[0][-1]] is None
 
 
 def test_split_column_is_used(samples: Path, tmp_path: Path) -> None:

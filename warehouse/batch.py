@@ -23,7 +23,15 @@ import pyarrow as pa
 
 from schemas import record_schema
 from warehouse.columns import arrow_type
-from warehouse.record import FIELDS, build_record, canonical_json, make_context_id, make_item_id, option_index
+from warehouse.record import (
+    CONTENT_FIELDS,
+    FIELDS,
+    build_record,
+    canonical_json,
+    make_context_id,
+    make_item_id,
+    option_index,
+)
 
 _SORTED = orjson.OPT_SORT_KEYS
 _DEFAULTS: dict[str, Any] = {  # build_record's own defaults
@@ -31,7 +39,7 @@ _DEFAULTS: dict[str, Any] = {  # build_record's own defaults
     if parameter.default is not parameter.empty
 }
 _LISTS = ("perspective_chain", "options", "operators")  # build_record stores list(value)
-_HASHED = tuple(sorted(name for name in FIELDS if name not in ("item_id", "content_hash")))
+_HASHED = tuple(sorted(CONTENT_FIELDS))  # content_hash's fields, in the canonical JSON's key order
 _REPEATING = ("context", "options", "perspective_chain")  # few distinct values per batch
 _JSON_TEXT = ("meta", "trace")  # stored as canonical JSON text
 _JSON_VALUED = ("meta", "trace", "turns")  # nested values: orjson with sorted keys

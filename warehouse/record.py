@@ -22,7 +22,16 @@ ITEM_FIELDS: tuple[str, ...] = tuple(name for name in FIELDS if name not in CONT
 UNSPLIT = "unsplit"
 """The split of a source that publishes none: one name in the warehouse and in releases (`datasets`
 refuses a split named "all", which stands for the union of every split there)."""
-_ID_FIELDS = ("item_id", "content_hash")
+NOT_CONTENT_FIELDS: tuple[str, ...] = (
+    "item_id", "context_id", "content_hash",  # ids (context_id is a hash of `context`, which is content)
+    "source", "source_version", "source_ref", "split",  # where the item was found and filed
+    "generator", "generator_version",  # which program (version) made it
+)
+"""Left out of `content_hash`: the same question moved to another split, file or source version, or
+made by a newer generator that writes the same thing, keeps its hash."""
+CONTENT_FIELDS: tuple[str, ...] = tuple(name for name in FIELDS if name not in NOT_CONTENT_FIELDS)
+"""What `content_hash` covers: the context, the question, the answer, how a generated item was built
+(template_id, seed, operators, trace) and every other source field (`meta`)."""
 _WS = re.compile(r"\s+")
 
 
@@ -58,12 +67,13 @@ def canonical_json(value: Any) -> str:
 
 
 def content_hash(record: dict[str, Any]) -> str:
-    """sha256 over every field but the hash itself and the item id (so a renamed key keeps its hash).
+    """sha256 over the canonical JSON of the record's `CONTENT_FIELDS`: equal content, equal hash,
+    whatever the ids, split, file, source version or generator version (README "The unified record").
 
-    The payload is a shallow copy minus the two id fields (a C-level copy, ~10x cheaper than a
+    The payload is a shallow copy minus the other fields (a C-level copy, ~10x cheaper than a
     filtering comprehension); sorted-key serialization makes the result independent of key order."""
     payload = record.copy()
-    for key in _ID_FIELDS:
+    for key in NOT_CONTENT_FIELDS:
         payload.pop(key, None)
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

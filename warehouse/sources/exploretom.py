@@ -23,9 +23,11 @@ Each row is one question on one generated story. The mapping, and why:
 Speed: this file is on the ingest hot path, so rows are parsed by polars (about 10x faster than
 the csv module here) and per-row work is dictionary look-ups of cached parses. polars cannot
 report a row with too many fields or a broken quote row by row, so on a polars parse error the
-file is re-read with the csv module, which rejects exactly the bad rows. A row with too few
-fields reads, under polars, as trailing empty cells (null in meta, or a Reject when a required
-column is empty).
+file is re-read with the csv module, which rejects exactly the bad rows. A row with too few fields
+polars reads without an error, filling the missing cells with nulls, which an empty cell also
+gives; but a short row always lacks the last column, so a file with any empty cell in its last
+column is re-read with the csv module too, which tells the two apart and rejects the short row
+(field `row`, "expected N fields, found M"). The published files fill the last column on every row.
 """
 from __future__ import annotations
 
@@ -276,6 +278,8 @@ def _table(path: Path) -> _Table:
     header = [name.lstrip("\ufeff") for name in frame.columns]
     _check_header(path, header)
     frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines
+    if frame.get_column(frame.columns[-1]).null_count():
+        return _table_with_csv_module(path)  # a row with too few fields, or an empty last cell: tell which
     return _Table(header, frame, None, {})
 
 
