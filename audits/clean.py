@@ -65,11 +65,11 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
         if not store.table_exists(con, "audit_runs"):
             raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
         run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
-        items = pl.from_arrow(con.sql(
+        items = store.frame_of(con.sql(
             "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())
-        contexts = pl.from_arrow(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
-        pairs = pl.from_arrow(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
-        conflicts = pl.from_arrow(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
+        contexts = store.frame_of(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
+        pairs = store.frame_of(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
+        conflicts = store.frame_of(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
     finally:
         con.close()
     return run, items, contexts, pairs, conflicts

@@ -238,9 +238,7 @@ def _read_selections(con: duckdb.DuckDBPyConnection, warehouse: Path, train_wher
     for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):
         if where is not None and frame.height == 0:
             raise store.SelectionError(f"{warehouse}: the {side} selection {where!r} matches no items; nothing audited")
-    conflicts = pl.from_arrow(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
-    if isinstance(conflicts, pl.Series):
-        conflicts = conflicts.to_frame()
+    conflicts = store.frame_of(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
     conflict_items = store.read_items(con, sorted({i for ids in conflicts["item_ids"].to_list() for i in ids}))
     items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
     return _Selections(train, heldout, items, conflicts, conflict_items)

@@ -64,7 +64,7 @@ def story_sides(stories: list[tuple[str, Any, Any]], share: float, seed: int) ->
 def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
     from generators import generate_records
 
-    common = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
+    common: dict[str, Any] = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
     return [
         (f"generate:split=train_controlled,n={plan.n_gen_train},orders=0..3,seed={plan.seed}",
          list(generate_records(plan.n_gen_train, split="train_controlled", **common))),
