@@ -388,8 +388,8 @@ def verify(
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
     from hub.steps import verify_release
 
-    with publish_errors():
-        report = verify_release(repo, revision)
+    with publish_errors(), RichProgress(console) as progress:
+        report = verify_release(repo, revision, progress=progress)
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:

@@ -90,12 +90,12 @@ def looks_like_path(repo: str) -> bool:
 
 
 def verify_release(repo: str, revision: str = "main", *, api: object = None,
-                   policy: RetryPolicy = RetryPolicy()) -> VerifyReport:
+                   policy: RetryPolicy = RetryPolicy(), progress: Progress = SILENT) -> VerifyReport:
     """A local release folder when `repo` is one (or looks like a path), else the Hub dataset repo at `revision`."""
     folder = Path(repo).expanduser()
     if folder.is_dir():
-        return verify_folder(folder)
+        return verify_folder(folder, progress=progress)
     if folder.exists() or looks_like_path(repo):
         raise ReleaseError(f"{repo}: no such release folder" + (" (a file, not a folder)" if folder.exists() else "")
                            + "; give a release folder or a Hub dataset id ORG/NAME")
-    return verify_remote(repo, revision, api=api, policy=policy)
+    return verify_remote(repo, revision, api=api, policy=policy, progress=progress)

@@ -15,7 +15,7 @@ from audits.synthetic import clean_records
 from flows.progress import RichProgress
 from generators import generate_records, generator_info
 from hub.release import ReleaseOptions
-from hub.steps import publish_warehouse
+from hub.steps import publish_warehouse, verify_release
 from tests.audit_data import FAST, load
 from tests.recording import Recording
 from tests.test_warehouse import INFO, toy_record
@@ -88,7 +88,7 @@ def test_a_failing_audit_phase_ends_as_failed(tmp_path: Path) -> None:
     assert [(s.name, s.ok) for s in progress.stages] == [("audit: read selections", False)]
 
 
-def test_publish_to_a_folder_reports_its_build_and_ledger(tmp_path: Path) -> None:
+def test_publish_and_verify_of_a_folder_report_their_stages(tmp_path: Path) -> None:
     records = clean_records(12, seed=1, split="train")
     path = load(tmp_path / "w.duckdb", records)
     progress = Recording()
@@ -98,6 +98,10 @@ def test_publish_to_a_folder_reports_its_build_and_ledger(tmp_path: Path) -> Non
     n = len(records)
     assert progress.lines[0] == f"wrote release v1 to {release.root} ({n} items)"
     assert progress.lines[1].startswith(f"ledger: warehouse {n} = released {n} + removed 0 ")
+    checking = Recording()
+    assert verify_release(str(release.root), progress=checking).ok
+    on_disk = [p for p in release.root.rglob("*") if p.is_file() and p.name != "manifest.json"]
+    assert (checking.only("check files").total, checking.only("check files").done) == (len(on_disk), len(on_disk))
 
 
 class FakeClock:
