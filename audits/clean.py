@@ -128,6 +128,22 @@ def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFram
     return out, changed
 
 
+def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.DataFrame:
+    """`clean_summary`: per side the items the audit selected, kept and removed, and removed per reason."""
+    reasons = sorted(removed["reason"].unique().to_list())
+    rows = []
+    selected_by_audit = {"train": run["n_train"], "heldout": run["n_heldout"]}  # counted by the audit, before cleaning
+    for side in ("train", "heldout"):
+        selected = int(selected_by_audit[side] or 0)
+        if not selected:
+            continue
+        gone = removed.filter(pl.col("side") == side)
+        row = {"side": side, "selected": selected, "kept": kept.filter(pl.col("side") == side).height, "removed": gone.height}
+        row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()
@@ -178,18 +194,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     removed_df = pl.concat(removed) if removed else pl.DataFrame(
         schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
     removed_df = removed_df.sort("side", "reason", "item_id")
-    reasons = sorted(removed_df["reason"].unique().to_list())
-    summary_rows = []
-    selected_by_audit = {"train": run["n_train"], "heldout": run["n_heldout"]}  # counted by the audit, before cleaning
-    for side in ("train", "heldout"):
-        selected = int(selected_by_audit[side] or 0)
-        if not selected:
-            continue
-        gone = removed_df.filter(pl.col("side") == side)
-        row = {"side": side, "selected": selected, "kept": left.filter(pl.col("side") == side).height, "removed": gone.height}
-        row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
-        summary_rows.append(row)
-    summary = pl.DataFrame(summary_rows)
+    summary = _summary_frame(run, left, removed_df)
     result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
     if not result.reconciled:
         raise CleaningError("cleaning counts do not reconcile (selected by the audit != kept + removed): "
