@@ -11,6 +11,7 @@ contexts, paired with the majority-class baseline on the same resamples.
 from __future__ import annotations
 
 import warnings
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -44,7 +45,7 @@ def _targets(df: pl.DataFrame, fmt: str) -> np.ndarray:
 
 def _chance(df: pl.DataFrame, fmt: str, n_classes: int) -> float:
     if fmt == "multiple_choice":
-        return float((1.0 / df["options"].list.len()).mean())
+        return float(cast(float, (1.0 / df["options"].list.len()).mean()))  # a float column's mean
     return 1.0 / max(n_classes, 1)
 
 

@@ -73,11 +73,11 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
             raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
         require_fresh_audit(con, warehouse, "clean")  # old findings must not judge new content
         run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
-        items = pl.from_arrow(con.sql(
+        items = store.frame_of(con.sql(
             "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())
-        contexts = pl.from_arrow(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
-        pairs = pl.from_arrow(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
-        conflicts = pl.from_arrow(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
+        contexts = store.frame_of(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
+        pairs = store.frame_of(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
+        conflicts = store.frame_of(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
     finally:
         con.close()
     return run, items, contexts, pairs, conflicts
@@ -163,6 +163,22 @@ def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("_hash", "content_hash").alias("content_hash")).drop("_hash")
 
 
+def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.DataFrame:
+    """`clean_summary`: per side the items the audit selected, kept and removed, and removed per reason."""
+    reasons = sorted(removed["reason"].unique().to_list())
+    rows = []
+    selected_by_audit = {"train": run["n_train"], "heldout": run["n_heldout"]}  # counted by the audit, before cleaning
+    for side in ("train", "heldout"):
+        selected = int(selected_by_audit[side] or 0)
+        if not selected:
+            continue
+        gone = removed.filter(pl.col("side") == side)
+        row = {"side": side, "selected": selected, "kept": kept.filter(pl.col("side") == side).height, "removed": gone.height}
+        row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()
@@ -214,18 +230,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     removed_df = pl.concat(removed) if removed else pl.DataFrame(
         schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
     removed_df = removed_df.sort("side", "reason", "item_id")
-    reasons = sorted(removed_df["reason"].unique().to_list())
-    summary_rows = []
-    selected_by_audit = {"train": run["n_train"], "heldout": run["n_heldout"]}  # counted by the audit, before cleaning
-    for side in ("train", "heldout"):
-        selected = int(selected_by_audit[side] or 0)
-        if not selected:
-            continue
-        gone = removed_df.filter(pl.col("side") == side)
-        row = {"side": side, "selected": selected, "kept": left.filter(pl.col("side") == side).height, "removed": gone.height}
-        row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
-        summary_rows.append(row)
-    summary = pl.DataFrame(summary_rows)
+    summary = _summary_frame(run, left, removed_df)
     result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
     if not result.reconciled:
         raise CleaningError("cleaning counts do not reconcile (selected by the audit != kept + removed): "

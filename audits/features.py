@@ -118,14 +118,14 @@ def mention_stats(pairs: pl.DataFrame, stories: list[str]) -> pl.DataFrame:
         hits = pl.DataFrame({"_ctx": doc.astype(np.uint32), "_hash": hashes, "pos": start})
         found.append(wanted.join(hits, on=["_ctx", "_hash"]).group_by("_ctx", "cand").agg(
             pl.col("pos").min().alias("first"), pl.col("pos").max().alias("last"), pl.len().cast(pl.Int64).alias("count")))
-    schema = {"_ctx": pl.UInt32, "cand": pl.Utf8, "first": pl.Int64, "last": pl.Int64, "count": pl.Int64}
+    schema = pl.Schema({"_ctx": pl.UInt32, "cand": pl.Utf8, "first": pl.Int64, "last": pl.Int64, "count": pl.Int64})
     return pl.concat([f.cast(schema) for f in found]) if found else pl.DataFrame(schema=schema)
 
 
 def item_features(items: pl.DataFrame) -> pl.DataFrame:
     """One row per item (in input order): candidates, heuristic picks and whether each is right,
     answer role and structural features; whole-column operations, no Python per item."""
-    world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8, "trace_first_container": pl.Utf8}
+    world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8(), "trace_first_container": pl.Utf8()}
     base = items.select(*_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()])
     ctx = _context_table(base)
     base = base.with_row_index("_row").join(ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left")
@@ -193,9 +193,9 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     import duckdb
     import orjson
 
-    from audits.store import ITEM_COLUMNS, WORLD_COLUMNS_SQL
+    from audits.store import ITEM_COLUMNS, WORLD_COLUMNS_SQL, frame_of
 
-    dtypes = {"belief_order": pl.Int64, "answer_index": pl.Int64, "n_agents": pl.Int64, "is_false_belief": pl.Boolean,
+    dtypes = {"belief_order": pl.Int64(), "answer_index": pl.Int64(), "n_agents": pl.Int64(), "is_false_belief": pl.Boolean(),
               "options": pl.List(pl.Utf8)}
     rows = [{**{c: r.get(c) for c in ITEM_COLUMNS}, "meta_json": orjson.dumps(r.get("meta") or {}).decode(),
              "trace_json": orjson.dumps(r["trace"]).decode() if r.get("trace") is not None else None} for r in records]
@@ -204,7 +204,7 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
         con.register("records", frame.to_arrow())
         sql = (f"SELECT {', '.join(ITEM_COLUMNS)}, {WORLD_COLUMNS_SQL} FROM "
                "(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records) ORDER BY item_id")
-        return pl.from_arrow(con.sql(sql).to_arrow_table())
+        return frame_of(con.sql(sql).to_arrow_table())
 
 
 STRUCTURAL = ("answer_is_first", "answer_is_last", "answer_is_most", "ends_where_started", "communication",

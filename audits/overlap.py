@@ -289,7 +289,7 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
     null_rate = null_twins / n_null if n_null else 0.0
     # conformal p-value of "has a twin in train" for one exchangeable held-out context
     doc_p = (1 + null_twins) / (1 + n_null)
-    pairs = []
+    pairs: list[tuple] = []
     n_twins = 0
     for doc, cluster, train_docs, train_clusters in ho.select("doc", "cluster", "train_docs", "train_clusters").iter_rows():
         if not train_docs:

@@ -102,7 +102,7 @@ def ngram_null_figure(ngram: pl.DataFrame, p: AuditParams) -> Figure:
     """"Held-out stories share no more long n-grams with train than train stories share with each
     other": the two coverage distributions, the test's threshold."""
     fig, ax = plt.subplots(figsize=(5.5, 3.4), layout="constrained")
-    bins = np.linspace(0, 1, 41)
+    bins = np.linspace(0, 1, 41).tolist()
     null = ngram.filter(pl.col("side") == "train_null")["coverage"].to_numpy()
     obs = ngram.filter(pl.col("side") == "heldout")["coverage"].to_numpy()
     if len(null):

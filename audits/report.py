@@ -143,11 +143,11 @@ def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: Audit
     lines += ["## Full tables", "", "Every table in full: " + ", ".join(
         f"[{name}](tables/{name}.csv)" for name in sorted(tables)) + ". The first rows of each follow.", ""]
     for name, title, text in SECTIONS:
-        frame = tables.get(name)
-        if frame is None:
+        table = tables.get(name)
+        if table is None:
             continue
-        lines += [f"### {title}", "", text, "", f"Table `{name}` ({frame.height} rows; full: `tables/{name}.csv`).", "",
-                  markdown_table(frame, drop=("run_id",)), ""]
+        lines += [f"### {title}", "", text, "", f"Table `{name}` ({table.height} rows; full: `tables/{name}.csv`).", "",
+                  markdown_table(table, drop=("run_id",)), ""]
     lines += ["## Parameters", "", markdown_table(pl.DataFrame(
         {"parameter": list(p.as_dict()), "value": [str(v) for v in p.as_dict().values()]}), limit=100),
         "## Run statistics", "", markdown_table(pl.DataFrame(

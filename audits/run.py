@@ -7,10 +7,10 @@ report. Outputs are deterministic: no timestamps in tables or report, ids derive
 from __future__ import annotations
 
 import json
-import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+import duckdb
 import polars as pl
 
 from audits import (
@@ -29,11 +29,11 @@ from audits.summary import AuditSummary
 from audits.variants import variant_findings
 from audits.verdict import AuditFacts, verdict_frame, verdicts
 from warehouse.db import connect_readonly
+from warehouse.progress import SILENT, Progress, Timer
 from warehouse.record import hex_digest
 from warehouse.versions import tool_versions as versions_of
 
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
-Progress = Callable[[str], None]
 
 
 def tool_versions() -> dict[str, str]:
@@ -175,41 +175,79 @@ def _conflict_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
                 {"item_ids": r["item_ids"], "answers": r["answers"], "sources": r["sources"]}, "one answer per context and question")
 
 
+@dataclass
+class _Selections:
+    """What the audit reads: both sides (`heldout` is empty without a held-out side), their items
+    together (`side` and `selection` columns), and the label conflicts of the whole warehouse."""
+
+    train: pl.DataFrame
+    heldout: pl.DataFrame
+    items: pl.DataFrame
+    conflicts: pl.DataFrame
+    conflict_items: pl.DataFrame
+
+
 def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
-              params: AuditParams | None = None, progress: Progress | None = None, passes: Passes = run_local) -> AuditSummary:
+              params: AuditParams | None = None, progress: Progress = SILENT, passes: Passes = run_local) -> AuditSummary:
     """Audit `train_where` against `heldout_where` (or within the train selection alone); `passes`
-    runs the shingle and signature passes (in this process, or `audits.ray_passes.RayPasses`)."""
+    runs the shingle and signature passes (in this process, or `audits.ray_passes.RayPasses`).
+    Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
     p = params or AuditParams()
-    say = progress or (lambda _msg: None)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[name] = round(now - clock, 3)
-        clock = now
-
-    say("reading selections")
+    timer = Timer(progress)
     con = connect_readonly(Path(warehouse))
     try:
-        train = store.read_selection(con, train_where)
-        heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
-        for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):
-            if where is not None and frame.height == 0:
-                raise store.SelectionError(f"{warehouse}: the {side} selection {where!r} matches no items; nothing audited")
-        conflicts = pl.from_arrow(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
-        if isinstance(conflicts, pl.Series):
-            conflicts = conflicts.to_frame()
-        conflict_items = store.read_items(con, sorted({i for ids in conflicts["item_ids"].to_list() for i in ids}))
-        items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
-        lap("read")
-        say("overlap (MinHash LSH, n-grams, skeletons)")
-        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n), passes=passes)
+        with timer("read", "audit: read selections"):
+            sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
+        with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
+            ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
+                               passes=passes)
     finally:
         con.close()
-    lap("overlap")
-    say("template artifacts")
+    with timer("artifacts", "audit: template artifacts"):
+        tables, scores = _artifact_tables(sel.items, p)
+    with timer("baselines", "audit: partial-input baselines"):
+        tables["audit_partial_input"] = baselines.partial_input_baselines(
+            sel.train, sel.heldout if heldout_where else None, p)
+    with timer("findings", "audit: findings and verdicts"):
+        tables["audit_label_conflicts"] = sel.conflicts
+        run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
+        tables |= _overlap_tables(ov, p, run_id, sel.items)
+        findings = pl.concat([_findings(ov, tables, p), variant_findings(
+            Path(warehouse), sel.train["item_id"].to_list(), sel.heldout["item_id"].to_list() if heldout_where else [])])
+        tables["audit_findings"] = findings
+        checked = verdicts(AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores))
+        tables["audit_verdicts"] = verdict_frame(checked)
+        stats = _stats(ov, p)
+        both = set(sel.train["item_id"].to_list()) & set(sel.heldout["item_id"].to_list()) if heldout_where else set()
+        tables["audit_runs"] = _runs_table(run_id, train_where, heldout_where, sel, len(both), findings.height, p, stats)
+    with timer("write", "audit: write tables"):
+        store.write_tables(Path(warehouse), tables, drop_prefixes=("audit_",), append={
+            store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None)
+    summary = AuditSummary(run_id, train_where, heldout_where, sel.train.height, sel.heldout.height, len(both), findings,
+                           stats, Path(out_dir) if out_dir else None, timer.seconds, checked)
+    if out_dir:
+        with timer("report", "audit: report"):
+            render_report(Path(out_dir), tables, summary, p)
+    return summary
+
+
+def _read_selections(con: duckdb.DuckDBPyConnection, warehouse: Path, train_where: str,
+                     heldout_where: str | None) -> _Selections:
+    """Both selections (an empty one is an error: nothing to audit) and the label conflicts."""
+    train = store.read_selection(con, train_where)
+    heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
+    for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):
+        if where is not None and frame.height == 0:
+            raise store.SelectionError(f"{warehouse}: the {side} selection {where!r} matches no items; nothing audited")
+    conflicts = store.frame_of(con.sql(artifacts.LABEL_CONFLICTS_SQL).to_arrow_table())
+    conflict_items = store.read_items(con, sorted({i for ids in conflicts["item_ids"].to_list() for i in ids}))
+    items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
+    return _Selections(train, heldout, items, conflicts, conflict_items)
+
+
+def _artifact_tables(items: pl.DataFrame, p: AuditParams) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """Position bias, answer priors, feature associations and heuristic baselines; with the
+    heuristics' per-item scores (the verdict reads them)."""
     feats = item_features(items.unique("item_id", keep="first", maintain_order=True))
     df = items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(pl.col("belief_order").cast(pl.Int64))
     scores = artifacts.heuristic_scores(df)
@@ -220,51 +258,50 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         "audit_heuristics": artifacts.baselines_from_scores(scores, p),
         "audit_heuristics_by_format": artifacts.baselines_from_scores(scores, p, by_format=True),
     }
-    lap("artifacts")
-    say("partial-input baselines")
-    tables["audit_partial_input"] = baselines.partial_input_baselines(train, heldout if heldout_where else None, p)
-    lap("baselines")
-    tables["audit_label_conflicts"] = conflicts
-    both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
+    return tables, scores
+
+
+def _run_id(train_where: str, heldout_where: str | None, p: AuditParams, items: pl.DataFrame,
+            ov: OverlapResult) -> str:
+    """Derived from the selections, the parameters and the data audited: same inputs, same id."""
     data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(items["content_hash"].to_list()),
                              *sorted(set(ov.contexts["text_key"].to_list())), size=8)  # new content => new run id
-    run_id = hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
-    tables["audit_overlap_pairs"] = ov.pairs.with_columns(pl.lit(run_id).alias("run_id"))
-    tables["audit_contexts"] = ov.contexts
-    tables["audit_ngram_overlap"] = ov.ngram if ov.ngram.height else pl.DataFrame(
-        schema={"text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64, "flagged": pl.Boolean})
-    tables["audit_null_calibration"] = ov.calibration
-    tables["audit_items"] = items.select("item_id", "side", "context_id", "content_hash").sort("side", "item_id")
+    return hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
+
+
+def _overlap_tables(ov: OverlapResult, p: AuditParams, run_id: str, items: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The overlap audit's tables, the audited items and the LSH detection curve (ours and datasketch's default)."""
     ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
     curve = ov.banding.curve(41)
-    tables["audit_lsh_curve"] = pl.DataFrame({
-        "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
-        "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]})
-    findings = _findings(ov, tables, p)
-    findings = pl.concat([findings, variant_findings(Path(warehouse), train["item_id"].to_list(),
-                                                     heldout["item_id"].to_list() if heldout_where else [])])
-    tables["audit_findings"] = findings
-    checked = verdicts(AuditFacts(tables, items, conflict_items, p, heldout_where is not None, scores))
-    tables["audit_verdicts"] = verdict_frame(checked)
-    stats = ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
-                        "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
-                        "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold))}
-    tables["audit_runs"] = pl.DataFrame([{
-        "run_id": run_id, "train_where": train_where, "heldout_where": heldout_where, "n_train": train.height,
-        "n_heldout": heldout.height, "n_in_both": len(both), "n_findings": findings.height,
+    return {
+        "audit_overlap_pairs": ov.pairs.with_columns(pl.lit(run_id).alias("run_id")),
+        "audit_contexts": ov.contexts,
+        "audit_ngram_overlap": ov.ngram if ov.ngram.height else pl.DataFrame(schema={
+            "text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64,
+            "flagged": pl.Boolean}),
+        "audit_null_calibration": ov.calibration,
+        "audit_items": items.select("item_id", "side", "context_id", "content_hash").sort("side", "item_id"),
+        "audit_lsh_curve": pl.DataFrame({
+            "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
+            "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]}),
+    }
+
+
+def _stats(ov: OverlapResult, p: AuditParams) -> dict:
+    """The overlap figures, with the banding's detection probability at the threshold next to datasketch's default."""
+    ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
+    return ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
+                       "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
+                       "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold))}
+
+
+def _runs_table(run_id: str, train_where: str, heldout_where: str | None, sel: _Selections, n_in_both: int,
+                n_findings: int, p: AuditParams, stats: dict) -> pl.DataFrame:
+    """`audit_runs`: one row saying what was audited, with which parameters and tools, and what it found."""
+    return pl.DataFrame([{
+        "run_id": run_id, "train_where": train_where, "heldout_where": heldout_where, "n_train": sel.train.height,
+        "n_heldout": sel.heldout.height, "n_in_both": n_in_both, "n_findings": n_findings,
         "params": json.dumps(p.as_dict(), sort_keys=True), "tools": json.dumps(tool_versions(), sort_keys=True),
         "stats": json.dumps(stats, sort_keys=True)}], schema={"run_id": pl.Utf8, "train_where": pl.Utf8, "heldout_where": pl.Utf8,
                                                               "n_train": pl.Int64, "n_heldout": pl.Int64, "n_in_both": pl.Int64,
                                                               "n_findings": pl.Int64, "params": pl.Utf8, "tools": pl.Utf8, "stats": pl.Utf8})
-    lap("findings")
-    say("writing tables")
-    store.write_tables(Path(warehouse), tables, append={store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None,
-                       drop_prefixes=("audit_",))
-    lap("write")
-    summary = AuditSummary(run_id, train_where, heldout_where, train.height, heldout.height, len(both), findings, stats,
-                           Path(out_dir) if out_dir else None, timings, checked)
-    if out_dir:
-        say("report")
-        render_report(Path(out_dir), tables, summary, p)
-        lap("report")
-    return summary

@@ -39,13 +39,20 @@ class SelectionError(ValueError):
     """A --train/--heldout condition that DuckDB cannot evaluate."""
 
 
+def frame_of(table: pa.Table) -> pl.DataFrame:
+    """An Arrow table (a DuckDB result) as a polars frame (`pl.from_arrow` is typed to return a
+    Series too, which a table never gives)."""
+    frame = pl.from_arrow(table)
+    return frame if isinstance(frame, pl.DataFrame) else frame.to_frame()
+
+
 def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
     cols = ", ".join(ITEM_COLUMNS)
     try:
         table = con.sql(f"SELECT {cols}, {WORLD_COLUMNS_SQL} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
-    return pl.from_arrow(table)
+    return frame_of(table)
 
 
 def read_items(con: duckdb.DuckDBPyConnection, item_ids: list[str]) -> pl.DataFrame:
@@ -56,7 +63,7 @@ def read_items(con: duckdb.DuckDBPyConnection, item_ids: list[str]) -> pl.DataFr
                         "JOIN wanted_items USING (item_id) ORDER BY item_id").to_arrow_table()
     finally:
         con.unregister("wanted_items")
-    return pl.from_arrow(table)
+    return frame_of(table)
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:

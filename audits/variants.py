@@ -40,10 +40,10 @@ def variant_findings(warehouse: Path, train_ids: list[str], heldout_ids: list[st
     con = connect_readonly(Path(warehouse))
     try:
         con.register("selected", selected)
-        stories = pl.from_arrow(con.sql(STORY_SQL).to_arrow_table())
+        stories = store.frame_of(con.sql(STORY_SQL).to_arrow_table())
         oracle = None
         if store.table_exists(con, "oracle_checks"):
-            oracle = pl.from_arrow(con.sql(
+            oracle = store.frame_of(con.sql(
                 "SELECT o.* FROM oracle_checks o SEMI JOIN selected USING (item_id) ORDER BY o.source, o.item_id"
             ).to_arrow_table())
     finally:
@@ -85,8 +85,8 @@ def oracle_rejected(warehouse: Path) -> pl.DataFrame:
     try:
         if not store.table_exists(con, "oracle_checks"):
             return pl.DataFrame(schema={"item_id": pl.Utf8, "explanation": pl.Utf8})
-        return pl.from_arrow(con.sql("SELECT item_id, explanation FROM oracle_checks WHERE agrees = false "
-                                     "ORDER BY item_id").to_arrow_table())
+        return store.frame_of(con.sql("SELECT item_id, explanation FROM oracle_checks WHERE agrees = false "
+                                      "ORDER BY item_id").to_arrow_table())
     finally:
         con.close()
 

@@ -38,6 +38,7 @@ from audits.lsh import candidate_pairs, choose_banding, datasketch_default_bandi
 from audits.minhash import MinHasher, estimate_jaccard  # noqa: E402
 from audits.synthetic import clean_records, story  # noqa: E402
 from audits.text import shingle_hash32, shingle_texts, tokens  # noqa: E402
+from warehouse.progress import Progress, Stage  # noqa: E402
 
 N = 5
 
@@ -252,9 +253,14 @@ class Phases:
             if not self.quiet:
                 print(f"  {self.rows[-1]}", flush=True)
 
-    def audit_steps(self, prefix: str):
-        """run_audit's progress callback: each step it announces becomes a phase."""
-        return lambda msg: self.start(f"{prefix}: {msg.split(' (')[0]}")
+    def audit_steps(self, prefix: str) -> Progress:
+        """run_audit's progress: each stage it starts ("audit: overlap (...)") becomes a phase ("<prefix>: overlap")."""
+        phases = self
+
+        class Steps(Progress):
+            def started(self, stage: Stage) -> None:
+                phases.start(f"{prefix}: {stage.name.removeprefix('audit: ').split(' (')[0]}")
+        return Steps()
 
 
 def _ingest_here(path: Path, data: str, n_items: int, seed: int, ref: str) -> tuple[int, dict]:

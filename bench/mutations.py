@@ -50,7 +50,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return self.read == self.loaded + self.rejected", "return True",
              ACCOUNTING_TESTS, "LoadReport.reconciled is true whatever the counts: exit 3 never happens"),
     Mutation("accounting.read_not_counted_apart", "warehouse/parallel.py",
-             "return replace(staged, read=adapter.count_input(Path(root)))", "return staged",
+             "read = adapter.count_input(Path(root))", "read = staged.read",
              ACCOUNTING_TESTS, "read is what the parser yielded again: a record lost in parsing goes unnoticed"),
     Mutation("accounting.swap_ignores_the_view", "warehouse/db.py",
              '"SELECT count(*) FROM reconciliation WHERE NOT reconciled"', '"SELECT 0"',
@@ -177,6 +177,18 @@ MUTATIONS: tuple[Mutation, ...] = (
              "             if replay.present_before[p] and everyone - replay.present_before[p]]\n    if True:",
              ("tests/test_generator_properties.py",),
              "an operator that never applies: the property tests skip every story using it"),
+    # issue 16: the one progress path (tests by helper "arch2")
+    Mutation("progress.last_chunk_not_reported", "warehouse/load.py",
+             "    if progress is not None and count > reported:", "    if False:",
+             ("tests/test_progress.py",), "a bar stops short of the records staged (the last partial chunk is never shown)"),
+    Mutation("progress.lines_not_rate_limited", "warehouse/progress.py",
+             "if now - since >= self.interval:", "if True:",
+             ("tests/test_progress.py",), "a flow's log gets a line per 5000 records instead of one per interval"),
+    Mutation("progress.upload_without_total", "hub/publish.py",
+             "    with progress.stage(\"upload\", total=len(plan.add)) as uploading:",
+             "    with progress.stage(\"upload\", total=None) as uploading:",
+             ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
+             "the upload shows no total: a spinner where a bar of the files could be"),
 )
 
 

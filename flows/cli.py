@@ -16,18 +16,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, cast
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from flows.exit_codes import ExitCode
+from flows.progress import RichProgress
 from flows.query import (
     PREVIEW_ROWS,
     OutputFormat,
@@ -51,7 +44,7 @@ def literal_console(**options: Any) -> Console:
     return Console(markup=False, emoji=False, highlight=False, **options)
 
 
-console = literal_console(stderr=True)   # messages, errors, progress
+console = literal_console(stderr=True)   # messages, errors, progress (RichProgress: bars on a terminal only)
 stdout_console = literal_console()       # tables
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
@@ -95,12 +88,6 @@ def one_line_errors() -> Iterator[None]:
         raise
 
 
-def progress_display() -> Progress:
-    """Live progress on a terminal; nothing when output is captured (logs, tests, pipes)."""
-    return Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
-
-
 def print_reports(reports: list) -> bool:
     """Print read = loaded + rejected per input; return whether every one reconciles."""
     names = ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "removed", "ok")
@@ -133,9 +120,8 @@ def ingest(
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from warehouse.ingest import ingest as ingest_source
 
-    with one_line_errors(), progress_display() as bar:
-        task = bar.add_task(f"ingest {source}", total=None)
-        report = ingest_source(warehouse, source, path, progress=lambda n: bar.advance(task, n))
+    with one_line_errors(), RichProgress(console) as progress:
+        report = ingest_source(warehouse, source, path, progress=progress)
     if not print_reports([report]):
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
@@ -174,10 +160,9 @@ def generate(
                               held_out=None if held_out else False, source=source)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
                  f"styles={','.join(style_names)},held_out={held_out}")
-    with one_line_errors(), progress_display() as bar:
-        task = bar.add_task("generate", total=n)
-        report = ingest_records(warehouse, generator_info(source), records, input_ref,
-                                progress=lambda k: bar.advance(task, k), read=n, replace_source=True)
+    with one_line_errors(), RichProgress(console) as progress:
+        report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
+                                replace_source=True)
     if not print_reports([report]):
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
@@ -210,8 +195,7 @@ def variants(
         fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
     if source not in ("hitom", "tomi", "exploretom"):
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
-    with one_line_errors(), progress_display() as bar:
-        bar.add_task(f"variants of {source}", total=None)
+    with one_line_errors(), RichProgress(console) as progress, progress.stage(f"variants of {source}"):
         settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
                                                      balance_roles=balance_roles))
         run = run_variants(warehouse, source, settings)
@@ -402,13 +386,13 @@ def publish(
     from hub.steps import choose_table, publish_warehouse
     from warehouse.export import ExportOptions
 
-    with one_line_errors(), publish_errors():
+    with one_line_errors(), publish_errors(), RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
-        console.print(f"exporting {export.table} from {warehouse}", highlight=False, soft_wrap=True)
+        progress.info(f"exporting {export.table} from {warehouse}")
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
                                  unaudited="remove" if only_audited or table else "publish")
         publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
-                          echo=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
+                          progress=progress)
 
 
 @app.command()
@@ -419,8 +403,8 @@ def verify(
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
     from hub.steps import verify_release
 
-    with publish_errors():
-        report = verify_release(repo, revision)
+    with publish_errors(), RichProgress(console) as progress:
+        report = verify_release(repo, revision, progress=progress)
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
@@ -616,12 +600,10 @@ def audit(
     from audits.config import AuditParams
     from audits.run import run_audit
 
-    with one_line_errors(), audit_errors(), progress_display() as bar:
-        task = bar.add_task("audit", total=None)
+    with one_line_errors(), audit_errors(), RichProgress(console) as progress:
         params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
                                      seed=seed))
-        summary = run_audit(warehouse, train_where, heldout_where, out, params,
-                            progress=lambda msg: bar.update(task, description=f"audit: {msg}"))
+        summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and any(v.status == "fail" for v in summary.verdicts):
         raise typer.Exit(ExitCode.FINDINGS)

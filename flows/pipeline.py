@@ -30,6 +30,15 @@ from flows.config import (
 from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
 from warehouse import db
 from warehouse.load import LoadReport, write_staged
+from warehouse.progress import Lines
+
+PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
+
+
+def run_progress() -> Lines:
+    """Progress of a step inside a flow: lines in the task's (or flow's) run log, no bars; a long
+    stage logs its count every PROGRESS_INTERVAL seconds, and every stage its count and time at the end."""
+    return Lines(get_run_logger().info, interval=PROGRESS_INTERVAL)
 
 
 def _folder_key(folder: Path) -> str:
@@ -47,7 +56,7 @@ def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
       retries=2, retry_delay_seconds=[2, 10], task_run_name="stage-{source}")
 def stage_task(staging: str, source: str, location: str) -> str:
     """Parse + validate one source (retried: a Hub id downloads over the network)."""
-    return str(stage_source(Path(staging), source, location))
+    return str(stage_source(Path(staging), source, location, run_progress()))
 
 
 def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
@@ -58,16 +67,17 @@ def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
       task_run_name="generate-{split}")
 def generate_task(staging: str, settings: GenerateConfig, split: str) -> str:
     """Generate one split; cached on every generator argument and the generator's version."""
-    return str(stage_generated(Path(staging), settings, split))
+    return str(stage_generated(Path(staging), settings, split, run_progress()))
 
 
 @task(name="assemble-warehouse")
 def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
     """Write every staged source into a fresh warehouse, swapped in only if all of it succeeds."""
     reports: list[LoadReport] = []
+    progress = run_progress()
     with db.building(Path(warehouse), fresh=True) as con:
         for folder in folders:
-            reports.append(write_staged(con, open_staged(Path(folder))))
+            reports.append(write_staged(con, open_staged(Path(folder)), progress=progress))
     return [vars(r) | {"reconciled": r.reconciled} for r in reports]
 
 
@@ -121,7 +131,7 @@ def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | Non
     from audits.run import run_audit
 
     summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params,
-                        passes=audit_passes_of(runner))
+                        progress=run_progress(), passes=audit_passes_of(runner))
     for line in summary.lines():
         get_run_logger().info(line)
     return {"run_id": summary.run_id, "n_flagged": summary.n_flagged, "summary": "\n".join(summary.lines()),
@@ -163,7 +173,7 @@ def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | No
     options = ReleaseOptions(settings.repo, tag=settings.tag or None, export=export,
                              audit_report=Path(audit_report) if audit_report else None)
     result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
-                               private=settings.private, echo=get_run_logger().info)
+                               private=settings.private, progress=run_progress())
     where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())
     if result.manifest is None:  # publish_warehouse attaches the built release's manifest to every result
         raise RuntimeError(f"{settings.repo}: the publish step returned no release manifest")

@@ -14,6 +14,7 @@ from schemas import SCHEMA_DIR
 from warehouse.fingerprint import fingerprint
 from warehouse.load import STAGED_FORMAT, Staged, info_of, stage
 from warehouse.parallel import stage_input
+from warehouse.progress import SILENT, Progress
 from warehouse.sources import get_adapter, resolve_input
 
 if TYPE_CHECKING:
@@ -42,12 +43,13 @@ def is_staged(folder: Path) -> bool:
     return (folder / _COMPLETE).is_file()
 
 
-def stage_source(staging: Path, source: str, location: str) -> Path:
+def stage_source(staging: Path, source: str, location: str, progress: Progress = SILENT) -> Path:
     """Read and validate one source into its staging folder (written aside, then renamed), the way
     `tomforge ingest` stages it: a big single-file input is split over worker processes."""
     adapter = get_adapter(source)
     root = resolve_input(location, adapter)
-    return _save(_folder_of(staging, source, adapter, root), stage_input(info_of(adapter), adapter, root, location))
+    return _save(_folder_of(staging, source, adapter, root),
+                 stage_input(info_of(adapter), adapter, root, location, progress))
 
 
 def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> Path:
@@ -60,7 +62,7 @@ def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> P
     return Path(staging) / f"tomforge_gen-{split}-{key[:24]}"
 
 
-def stage_generated(staging: Path, settings: "GenerateConfig", split: str) -> Path:
+def stage_generated(staging: Path, settings: "GenerateConfig", split: str, progress: Progress = SILENT) -> Path:
     """Generate one split (deterministic under the seed) into its staging folder."""
     from generators import ADAPTER_INFO, generate_records
 
@@ -69,7 +71,7 @@ def stage_generated(staging: Path, settings: "GenerateConfig", split: str) -> Pa
                                operators=settings.operator_names, styles=settings.styles,
                                held_out=None if settings.held_out_test else False)
     input_ref = f"generate:{split}:n={size},max_order={settings.max_order},seed={settings.seed}"
-    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, read=size))
+    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, progress, read=size))
 
 
 def _save(folder: Path, staged: Staged) -> Path:

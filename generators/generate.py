@@ -230,38 +230,20 @@ class Generator:
                 story.params.update(style=style, story_no=self.story_no - 1)
                 return story, story_seed
 
-    def select(self, story: Story, engine: BeliefEngine, rng: random.Random) -> list[Question]:  # noqa: C901 (complexity debt, issue 16)
+    def select(self, story: Story, engine: BeliefEngine, rng: random.Random) -> list[Question]:
         """At most one question per order (and one memory question), each meeting its balance targets."""
         replay = engine.replay
         initial, final, visited = replay.initial_location, replay.final_location, replay.visited
         roles = {c: role_of(c, initial, final, visited) for c in story.containers}
-        by_role: dict[str, int] = {}
-        if any(quota.left for key, quota in self.quotas.items() if key not in (0, "memory")):
-            for container, bits in engine.answers().items():  # only belief questions need them
-                by_role[roles[container]] = by_role.get(roles[container], 0) | bits
-                by_role[ANY_ROLE] = by_role.get(ANY_ROLE, 0) | bits
-        n = len(story.agents)
+        by_role = self._answers_by_role(engine, roles)
         questions = []
         for key, quota in self.quotas.items():
             if not quota.left:
                 continue
-            chain: tuple[str, ...] = ()
-            if key == "memory":
-                cell = quota.take(lambda role: True, self.rng)
-                gold = initial
-            elif key == 0:
-                cell = quota.take(lambda role: role in (roles[final], ANY_ROLE), self.rng)
-                gold = final
-            else:
-                reach = feasible(n, key)
-                cell = quota.take(lambda role: bool(by_role.get(role, 0) & reach), self.rng)  # noqa: B023 (called here)
-                if cell is not None:
-                    index = random_set_bit(by_role[cell[1]] & reach, rng)
-                    chain = tuple(story.agents[i] for i in random_chain(n, index, key, rng))
-                    gold = engine.belief(chain)
-            if cell is None:
+            taken = self._take(key, quota, story, engine, roles, by_role, rng)
+            if taken is None:
                 continue
-            fmt, role, label = cell
+            (fmt, role, label), chain, gold = taken
             q = Question(key, chain, gold, roles[gold] if role == ANY_ROLE else role, fmt, rng.choice(self.variants))
             if fmt == "multiple_choice":
                 q.position = label
@@ -269,25 +251,60 @@ class Generator:
                 q.yes = label
             questions.append(q)
         for q in questions:
-            if q.fmt != "yes_no":
-                continue
-            if not self.controls:  # any container, so "no" is the natural majority
-                q.asked = rng.choice(story.containers)
-                q.yes = q.asked == q.gold
-                continue
-            if q.yes:
-                q.asked = q.gold
-                continue
-            # which wrong container a "no" question asks about: the first container in a third of the
-            # cases where it can be (gold elsewhere), so "yes iff it is the first container" scores
-            # 1/2: yes items hit when the gold role is initial (1/4), "no" items with an initial gold
-            # always hit (1/4), the others hit 2 times in 3 (1/2 * (1/4 + 1/4 + 3/4 * 2/3) = 1/2)
-            others = [c for c in story.containers if c != q.gold]
-            if q.gold != initial and self.ask_first_decks[q.key].draw():
-                q.asked = initial
-            else:
-                q.asked = rng.choice([c for c in others if c != initial])
+            if q.fmt == "yes_no":
+                self._ask_yes_no(q, story, initial, rng)
         return questions
+
+    def _answers_by_role(self, engine: BeliefEngine, roles: dict[str, str]) -> dict[str, int]:
+        """Per gold role (and ANY_ROLE), the bit set of belief chains whose answer plays it; empty when
+        no belief order has quota left (only belief questions need them)."""
+        by_role: dict[str, int] = {}
+        if any(quota.left for key, quota in self.quotas.items() if key not in (0, "memory")):
+            for container, bits in engine.answers().items():
+                by_role[roles[container]] = by_role.get(roles[container], 0) | bits
+                by_role[ANY_ROLE] = by_role.get(ANY_ROLE, 0) | bits
+        return by_role
+
+    def _take(self, key: Any, quota: Quota[tuple[str, str, Any], str], story: Story, engine: BeliefEngine,
+              roles: dict[str, str], by_role: dict[str, int], rng: random.Random,
+              ) -> tuple[tuple[str, str, Any], tuple[str, ...], str] | None:
+        """The cell (format, role, label) that `key`'s quota serves with this story, the question's
+        perspective chain and its gold container; None when the story can serve none of its cells."""
+        replay = engine.replay
+        if key == "memory":
+            cell = quota.take(lambda role: True, self.rng)
+            return None if cell is None else (cell, (), replay.initial_location)
+        if key == 0:
+            final = replay.final_location
+            cell = quota.take(lambda role: role in (roles[final], ANY_ROLE), self.rng)
+            return None if cell is None else (cell, (), final)
+        n = len(story.agents)
+        reach = feasible(n, key)
+        cell = quota.take(lambda role: bool(by_role.get(role, 0) & reach), self.rng)
+        if cell is None:
+            return None
+        index = random_set_bit(by_role[cell[1]] & reach, rng)
+        chain = tuple(story.agents[i] for i in random_chain(n, index, key, rng))
+        return cell, chain, engine.belief(chain)
+
+    def _ask_yes_no(self, q: Question, story: Story, initial: str, rng: random.Random) -> None:
+        """Which container a yes/no question asks about (`q.asked`; without controls also `q.yes`)."""
+        if not self.controls:  # any container, so "no" is the natural majority
+            q.asked = rng.choice(story.containers)
+            q.yes = q.asked == q.gold
+            return
+        if q.yes:
+            q.asked = q.gold
+            return
+        # which wrong container a "no" question asks about: the first container in a third of the
+        # cases where it can be (gold elsewhere), so "yes iff it is the first container" scores
+        # 1/2: yes items hit when the gold role is initial (1/4), "no" items with an initial gold
+        # always hit (1/4), the others hit 2 times in 3 (1/2 * (1/4 + 1/4 + 3/4 * 2/3) = 1/2)
+        others = [c for c in story.containers if c != q.gold]
+        if q.gold != initial and self.ask_first_decks[q.key].draw():
+            q.asked = initial
+        else:
+            q.asked = rng.choice([c for c in others if c != initial])
 
     def pad(self, story: Story, questions: list[Question], rng: random.Random) -> Story:
         """Choose the first-, last- and most-mentioned containers (balanced) and make them so: the

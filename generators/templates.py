@@ -10,10 +10,10 @@ them once), so mention counts taken from the events equal counts taken from the 
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from generators.entities import surface
-from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Story
+from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Event, Story
 
 STYLES = ("hitom", "exploretom")
 MAIN_VARIANTS = (0, 1, 2)
@@ -114,7 +114,7 @@ def join_names(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def render_story(story: Story, style: str, variants: Sequence[int], rng: random.Random) -> tuple[str, list[int]]:  # noqa: C901 (complexity debt, issue 16)
+def render_story(story: Story, style: str, variants: Sequence[int], rng: random.Random) -> tuple[str, list[int]]:
     """The story text and the phrasing variant of each event (in event order)."""
     bank = EVENTS[style]
     name = (lambda x: x.replace(" ", "_")) if style == "hitom" else (lambda x: x)
@@ -125,9 +125,8 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
     pick = rng.choice
     while i < len(events):
         event = events[i]
-        kind = event.kind
         v = pick(variants)
-        if kind == ENTER:
+        if event.kind == ENTER:
             group = [event.the_agent()]
             if style == "hitom":  # HiToM writes simultaneous enterings as one line
                 while i + 1 < len(events) and events[i + 1].kind == ENTER and events[i + 1].room == event.room:
@@ -135,33 +134,41 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
                     group.append(events[i].the_agent())
                     chosen.append(v)
             text = bank[ENTER][v].format(a=join_names(group), room=name(event.room))
-        elif kind == EXIT or kind == STAY:
-            text = bank[kind][v].format(a=event.agent, room=name(event.room))
-        elif kind == INIT:
-            text = bank[INIT][v].format(obj=name(event.obj), c=name(event.container), room=name(story.room))
-        elif kind == MOVE:
-            text = bank[MOVE][v].format(a=event.agent, obj=name(event.obj), c=name(event.container), room=name(story.room))
-            for witness in event.witnesses:
-                text += " " + bank["witness"][v].format(a=witness, room=name(story.room))
-        elif kind == STATEMENT:
-            text = bank[event.the_polarity()][v].format(a=event.agent, t=name(event.thing))
-        elif kind == TELL:
-            template = bank["tell_public" if event.public else "tell_private"][v]
-            text = template.format(a=event.agent, b=join_names(list(event.listeners)), obj=name(event.obj),
-                                   c=name(event.container), room=name(event.room))
-        elif kind == SCENE:
-            listed = join_names([f"the {name(c)}" for c in event.things])
-            text = bank[SCENE][v].format(room=name(event.room), list=listed)
-        elif kind == TRANSPARENT:
-            text = bank[TRANSPARENT][v].format(c=name(event.container), room=name(story.room))
         else:
-            raise ValueError(f"no template for {kind}")
+            text = _sentence(bank, event, v, name, story.room)
         sentences.append(text)
         chosen.append(v)
         i += 1
     if style == "hitom":
         return "\n".join(f"{n} {s}" for n, s in enumerate(sentences, start=1)), chosen
     return " ".join(sentences), chosen
+
+
+def _sentence(bank: dict[str, tuple[str, ...]], event: Event, v: int, name: Callable[[Any], str], room: str) -> str:
+    """One event other than an entering as phrasing `v` of the bank (`room`: the story's room). `name`
+    takes Any: an event's fields are optional in the dataclass but set for each kind that uses them."""
+    kind = event.kind
+    if kind == EXIT or kind == STAY:
+        return bank[kind][v].format(a=event.agent, room=name(event.room))
+    if kind == INIT:
+        return bank[INIT][v].format(obj=name(event.obj), c=name(event.container), room=name(room))
+    if kind == MOVE:
+        text = bank[MOVE][v].format(a=event.agent, obj=name(event.obj), c=name(event.container), room=name(room))
+        for witness in event.witnesses:
+            text += " " + bank["witness"][v].format(a=witness, room=name(room))
+        return text
+    if kind == STATEMENT:
+        return bank[event.the_polarity()][v].format(a=event.agent, t=name(event.thing))
+    if kind == TELL:
+        template = bank["tell_public" if event.public else "tell_private"][v]
+        return template.format(a=event.agent, b=join_names(list(event.listeners)), obj=name(event.obj),
+                               c=name(event.container), room=name(event.room))
+    if kind == SCENE:
+        listed = join_names([f"the {name(c)}" for c in event.things])
+        return bank[SCENE][v].format(room=name(event.room), list=listed)
+    if kind == TRANSPARENT:
+        return bank[TRANSPARENT][v].format(c=name(event.container), room=name(room))
+    raise ValueError(f"no template for {kind}")
 
 
 # Question phrasings. A belief question names a chain (a1, ..., ak) outermost first.

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from hub.manifest import MANIFEST_NAME, load_manifest
 from hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
+from warehouse.progress import SILENT, Progress
 
 HUB_MANAGED = frozenset({".gitattributes"})  # the Hub writes it; every other file the release lacks is deleted
 REPO_TYPE = "dataset"
@@ -87,15 +88,15 @@ def _same(local: LocalFile, remote: Any) -> bool:
 
 
 class Publisher:
-    """One publish run against one repo (the api, retry policy and logger travel together)."""
+    """One publish run against one repo (the api, retry policy and progress travel together)."""
 
     def __init__(self, api: Any, repo_id: str, *, policy: RetryPolicy = RetryPolicy(),
-                 echo: Callable[[str], None] = print) -> None:
-        self.api, self.repo_id, self.policy, self.echo = api, repo_id, policy, echo
+                 progress: Progress = SILENT) -> None:
+        self.api, self.repo_id, self.policy, self.progress = api, repo_id, policy, progress
         self.token = api.token if isinstance(getattr(api, "token", None), str) else None
 
     def _call(self, action: str, call: Callable[[], Any]) -> Any:
-        return with_retries(action, call, self.policy, self.token, on_retry=self.echo)
+        return with_retries(action, call, self.policy, self.token, on_retry=self.progress.info)
 
     def _missing(self, action: str, call: Callable[[], Any]) -> Any:
         """Run a read that may answer 404 (repo or revision absent): None then."""
@@ -193,8 +194,9 @@ class Publisher:
 
 def publish_release(root: Path, repo_id: str, *, api: Any = None, tag: str | None = None, branch: str = "main",
                     private: bool = False, dry_run: bool = False, policy: RetryPolicy = RetryPolicy(),
-                    echo: Callable[[str], None] = print) -> PublishResult:
-    """Upload the release folder `root` (as built by `hub.release.build_release`) and tag it."""
+                    progress: Progress = SILENT) -> PublishResult:
+    """Upload the release folder `root` (as built by `hub.release.build_release`) and tag it: the plan
+    and the outcome as info lines, the commit as the stage "upload" (files added)."""
     from hub.remote import make_api
 
     root = Path(root)
@@ -202,26 +204,28 @@ def publish_release(root: Path, repo_id: str, *, api: Any = None, tag: str | Non
     tag = tag or manifest["release"]["tag"]
     if tag != manifest["release"]["tag"]:
         raise PublishError(f"tag {tag!r} differs from the manifest's {manifest['release']['tag']!r}; rebuild with it")
-    publisher = Publisher(api if api is not None else make_api(), repo_id, policy=policy, echo=echo)
+    publisher = Publisher(api if api is not None else make_api(), repo_id, policy=policy, progress=progress)
     local = local_files(root)
     plan = publisher.plan(local, tag, branch)
     for line in plan.lines():
-        echo(line)
+        progress.info(line)
     if dry_run:
         return PublishResult(plan, None, tag, dry_run=True)
     local_manifest = (root / MANIFEST_NAME).read_bytes()
     if plan.tag_target is not None:
         if publisher.remote_manifest(plan.tag_target) == local_manifest:
-            echo(f"tag {tag} already holds this release; nothing to do")
+            progress.info(f"tag {tag} already holds this release; nothing to do")
             return PublishResult(plan, plan.tag_target, tag, dry_run=False, already_published=True)
         raise ConflictError(f"tag {tag} already exists on {repo_id} with a different release; choose another tag")
     if not plan.repo_exists:
         publisher._call("create the repo", lambda: publisher.api.create_repo(
             repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True))
         plan = publisher.plan(local, tag, branch)
-    commit = publisher.commit(root, plan, f"Release {tag}", local_manifest)
+    with progress.stage("upload", total=len(plan.add)) as uploading:
+        commit = publisher.commit(root, plan, f"Release {tag}", local_manifest)
+        uploading.advance(len(plan.add))  # one commit carries them all
     if commit is None:
         raise PublishError(f"{repo_id}: no commit to tag")
     publisher.tag(tag, commit)
-    echo(f"published {repo_id}@{tag} (commit {commit})")
+    progress.info(f"published {repo_id}@{tag} (commit {commit})")
     return PublishResult(plan, commit, tag, dry_run=False)

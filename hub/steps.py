@@ -4,7 +4,6 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from hub.ledger import lines as ledger_lines
 from hub.publish import Publisher, PublishResult, publish_release
@@ -13,6 +12,7 @@ from hub.remote import RetryPolicy
 from hub.verify import VerifyReport, verify_folder, verify_remote
 from warehouse.db import connect_readonly
 from warehouse.export import ExportOptions
+from warehouse.progress import SILENT, Progress
 from warehouse.record import ITEM_FIELDS
 
 CLEAN_TABLE = "clean_items"
@@ -43,40 +43,45 @@ def publish_warehouse(
     private: bool = False,
     api: object = None,
     policy: RetryPolicy = RetryPolicy(),
-    echo: Callable[[str], None] = print,
+    progress: Progress = SILENT,
 ) -> Release | PublishResult:
     """Build the release from the warehouse; write it to a local folder (`target` is a path) or
-    upload it to `repo_id` on the Hub (`target` == "hub")."""
+    upload it to `repo_id` on the Hub (`target` == "hub"). Reported: the stage "build release",
+    then where it went and its ledger as info lines (and the upload, `publish_release`)."""
     options = options or ReleaseOptions(repo_id)
     if options.repo_id != repo_id:
         options = replace(options, repo_id=repo_id)
     if target != "hub":
         if dry_run:
             with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
-                release = build_release(warehouse, Path(tmp) / "release", options)
-                echo(f"would write release {release.tag} to {target}: {len(release.manifest['files']) + 1} files")
-                _echo_ledger(release.manifest, echo)
+                with progress.stage("build release"):
+                    release = build_release(warehouse, Path(tmp) / "release", options)
+                progress.info(f"would write release {release.tag} to {target}: "
+                              f"{len(release.manifest['files']) + 1} files")
+                _ledger_lines(release.manifest, progress)
                 return release
-        release = publish_folder(warehouse, Path(target), options)
-        echo(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} rows)")
-        _echo_ledger(release.manifest, echo)
+        with progress.stage("build release"):
+            release = publish_folder(warehouse, Path(target), options)
+        progress.info(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} rows)")
+        _ledger_lines(release.manifest, progress)
         return release
     from hub.remote import make_api
 
     api = api if api is not None else make_api()
-    Publisher(api, repo_id, policy=policy, echo=echo).head("main")  # an unreachable Hub fails before the build
+    Publisher(api, repo_id, policy=policy, progress=progress).head("main")  # an unreachable Hub fails first
     with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
-        release = build_release(warehouse, Path(tmp) / "release", options)
-        _echo_ledger(release.manifest, echo)
+        with progress.stage("build release"):
+            release = build_release(warehouse, Path(tmp) / "release", options)
+        _ledger_lines(release.manifest, progress)
         result = publish_release(release.root, repo_id, api=api, tag=release.tag, private=private, dry_run=dry_run,
-                                 policy=policy, echo=echo)
+                                 policy=policy, progress=progress)
         result.manifest = release.manifest
         return result
 
 
-def _echo_ledger(manifest: dict, echo: Callable[[str], None]) -> None:
+def _ledger_lines(manifest: dict, progress: Progress) -> None:
     for line in ledger_lines(manifest["ledger"]):
-        echo(line)
+        progress.info(line)
 
 
 def looks_like_path(repo: str) -> bool:
@@ -85,12 +90,12 @@ def looks_like_path(repo: str) -> bool:
 
 
 def verify_release(repo: str, revision: str = "main", *, api: object = None,
-                   policy: RetryPolicy = RetryPolicy()) -> VerifyReport:
+                   policy: RetryPolicy = RetryPolicy(), progress: Progress = SILENT) -> VerifyReport:
     """A local release folder when `repo` is one (or looks like a path), else the Hub dataset repo at `revision`."""
     folder = Path(repo).expanduser()
     if folder.is_dir():
-        return verify_folder(folder)
+        return verify_folder(folder, progress=progress)
     if folder.exists() or looks_like_path(repo):
         raise ReleaseError(f"{repo}: no such release folder" + (" (a file, not a folder)" if folder.exists() else "")
                            + "; give a release folder or a Hub dataset id ORG/NAME")
-    return verify_remote(repo, revision, api=api, policy=policy)
+    return verify_remote(repo, revision, api=api, policy=policy, progress=progress)

@@ -20,6 +20,7 @@ from hub import ledger
 from hub.manifest import MANIFEST_NAME, ManifestError, content_id, load_manifest, sha256_file
 from hub.publish import HUB_MANAGED, REPO_TYPE
 from hub.remote import PublishError, RetryPolicy, with_retries
+from warehouse.progress import SILENT, Progress
 
 DOWNLOAD_BOOKKEEPING = ".cache/huggingface/"  # what snapshot_download(local_dir=...) adds; not the release's
 
@@ -97,8 +98,9 @@ def _ledger(root: Path, manifest: dict[str, Any]) -> list[str]:
     return problems
 
 
-def verify_folder(root: Path, where: str | None = None, downloaded: bool = False) -> VerifyReport:
-    """Compare the files under `root` with `root/manifest.json`."""
+def verify_folder(root: Path, where: str | None = None, downloaded: bool = False,
+                  progress: Progress = SILENT) -> VerifyReport:
+    """Compare the files under `root` with `root/manifest.json` (the stage "check files": one per listed file)."""
     root = Path(root)
     report = VerifyReport(where or str(root))
     try:
@@ -108,15 +110,11 @@ def verify_folder(root: Path, where: str | None = None, downloaded: bool = False
         return report
     report.tag = manifest["release"]["tag"]
     listed = {entry["path"]: entry for entry in manifest["files"]}
-    for path, entry in sorted(listed.items()):
-        target = root / path
-        report.checked += 1
-        if not target.is_file():
-            report.problems.append(f"{path}: missing")
-        elif target.stat().st_size != entry["size"]:
-            report.problems.append(f"{path}: size {target.stat().st_size} != {entry['size']} in the manifest")
-        elif sha256_file(target) != entry["sha256"]:
-            report.problems.append(f"{path}: sha256 differs from the manifest")
+    with progress.stage("check files", total=len(listed)) as checking:
+        for path, entry in sorted(listed.items()):
+            report.problems += _file_problems(root, path, entry)
+            report.checked += 1
+            checking.advance()
     files_intact = not report.problems
     report.problems += _unlisted(root, set(listed), downloaded)
     if files_intact:  # counts are read from the files only once they are the files the manifest lists
@@ -126,9 +124,22 @@ def verify_folder(root: Path, where: str | None = None, downloaded: bool = False
     return report
 
 
-def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: RetryPolicy = RetryPolicy()) -> VerifyReport:
+def _file_problems(root: Path, path: str, entry: dict[str, Any]) -> list[str]:
+    """A listed file that is missing, or whose size or sha256 differs from its manifest entry."""
+    target = root / path
+    if not target.is_file():
+        return [f"{path}: missing"]
+    if target.stat().st_size != entry["size"]:
+        return [f"{path}: size {target.stat().st_size} != {entry['size']} in the manifest"]
+    if sha256_file(target) != entry["sha256"]:
+        return [f"{path}: sha256 differs from the manifest"]
+    return []
+
+
+def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: RetryPolicy = RetryPolicy(),
+                  progress: Progress = SILENT) -> VerifyReport:
     """Download `repo_id@revision` into a fresh temporary folder (never a cache that could hide a
-    change) and verify it."""
+    change; the stage "download") and verify it."""
     from hub.remote import make_api
 
     api = api if api is not None else make_api()
@@ -141,5 +152,6 @@ def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: Retry
                 return api.snapshot_download(repo_id, repo_type=REPO_TYPE, revision=revision, local_dir=tmp)
             except (RepositoryNotFoundError, RevisionNotFoundError):
                 raise PublishError(f"{repo_id}@{revision}: no such dataset repo or revision") from None
-        with_retries(f"download {repo_id}@{revision}", download, policy, token)
-        return verify_folder(Path(tmp), where=f"{repo_id}@{revision}", downloaded=True)
+        with progress.stage("download"):
+            with_retries(f"download {repo_id}@{revision}", download, policy, token)
+        return verify_folder(Path(tmp), where=f"{repo_id}@{revision}", downloaded=True, progress=progress)

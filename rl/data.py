@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from warehouse.progress import Lines, Progress
 
 HIGHER_ORDER_SPLIT = "test_higher_order"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -53,9 +55,10 @@ def _higher_order_records(plan: DataPlan) -> list[dict[str, Any]]:
 
 
 def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
-                  echo: Callable[[str], None] = print) -> dict[str, Any]:
+                  progress: Progress | None = None) -> dict[str, Any]:
     """Generate, ingest and publish into `root` (a fresh warehouse at `warehouse`); returns the
-    release tag and row counts per config/split. Same plan => byte-identical release files."""
+    release tag and row counts per config/split. Same plan => byte-identical release files.
+    `progress`: the publish step's lines (default: printed)."""
     from generators import ADAPTER_INFO, generate_splits
     from hub.release import ReleaseOptions
     from hub.steps import publish_warehouse
@@ -78,7 +81,8 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
         if report.rejected:
             raise ValueError(f"{report.source} ({report.input_ref}): {report.rejected} records rejected")
     release = publish_warehouse(warehouse, plan.repo_id, target=str(root),
-                                options=ReleaseOptions(plan.repo_id, tag=plan.tag), echo=echo)
+                                options=ReleaseOptions(plan.repo_id, tag=plan.tag),
+                                progress=Lines(print) if progress is None else progress)
     counts = {f"{config}/{split}": read_split(Path(root), SplitRef(config, split)).num_rows
               for config, splits in list_splits(Path(root)).items() for split in splits}
     return {"tag": release.tag, "counts": counts, "plan": plan.__dict__ | {"samples": list(plan.samples)}}

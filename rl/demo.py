@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one size setting, e.g. --set rl_steps=300 --set rl_lr=1e-4")
     args = parser.parse_args(argv)
-    cfg = dict(SIZES[args.size])
+    cfg: dict[str, Any] = dict(SIZES[args.size])
     for item in args.set:
         key, _, value = item.partition("=")
         if key not in cfg:

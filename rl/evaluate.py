@@ -97,8 +97,8 @@ def _load_cached(model_path: str, stamp: int) -> tuple[Any, Any]:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
-    return model, AutoTokenizer.from_pretrained(model_path)
+    model: Any = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)  # its class depends on the checkpoint
+    return model.to(device), AutoTokenizer.from_pretrained(model_path)
 
 
 def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
@@ -222,6 +222,7 @@ def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, columns in summary["by_order"].items():
@@ -230,7 +231,9 @@ def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by 
             if xs:
                 style = "-" if "in_distribution" in column else "--"
                 ax.plot(xs, [orders[str(x)] for x in xs], style, marker="o", label=f"{label}: {column}")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    locator = ax.xaxis.get_major_locator()
+    assert isinstance(locator, MaxNLocator)  # an axis' default, AutoLocator, is one
+    locator.set_params(integer=True)
     ax.set_xlabel("belief order")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1.02)

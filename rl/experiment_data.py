@@ -26,7 +26,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from warehouse.progress import Lines, Progress
 
 REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 TABLE = "experiment_items"
@@ -62,7 +64,7 @@ def story_sides(stories: list[tuple[str, Any, Any]], share: float, seed: int) ->
 def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
     from generators import generate_records
 
-    common = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
+    common: dict[str, Any] = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
     return [
         (f"generate:split=train_controlled,n={plan.n_gen_train},orders=0..3,seed={plan.seed}",
          list(generate_records(plan.n_gen_train, split="train_controlled", **common))),
@@ -107,8 +109,9 @@ def build_experiment_table(con: Any, plan: ExperimentData) -> dict[str, int]:
     return {name: n for name, n in rows}
 
 
-def prepare(out: Path, plan: ExperimentData = ExperimentData(), echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Warehouse `out/data.duckdb` + release folder `out/release`; returns what was loaded and published."""
+def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progress | None = None) -> dict[str, Any]:
+    """Warehouse `out/data.duckdb` + release folder `out/release`; returns what was loaded and published.
+    `progress`: its lines (default: printed)."""
     from generators import ADAPTER_INFO
     from hub.release import ReleaseOptions
     from hub.steps import publish_warehouse
@@ -117,6 +120,7 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), echo: Callable[[
     from warehouse.ingest import ingest
     from warehouse.load import ingest_records
 
+    progress = Lines(print) if progress is None else progress
     out = Path(out)
     warehouse = out / "data.duckdb"
     for stale in (warehouse, warehouse.with_name(warehouse.name + ".wal")):
@@ -126,13 +130,13 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), echo: Callable[[
     loads = [{"source": r.source, "input": r.input_ref, "read": r.read, "loaded": r.loaded, "rejected": r.rejected}
              for r in reports]
     for load in loads:
-        echo(f"{load['source']} ({load['input']}): read {load['read']} = loaded {load['loaded']} + "
-             f"rejected {load['rejected']}")
+        progress.info(f"{load['source']} ({load['input']}): read {load['read']} = loaded {load['loaded']} + "
+                      f"rejected {load['rejected']}")
     with db.building(warehouse) as con:
         counts = build_experiment_table(con, plan)
     release = publish_warehouse(warehouse, plan.repo_id, target=str(out / "release"),
                                 options=ReleaseOptions(plan.repo_id, export=ExportOptions(table=TABLE), derived=True),
-                                echo=echo)
+                                progress=progress)
     result = {"plan": asdict(plan), "loads": loads, "splits": counts, "release": str(out / "release"),
               "tag": release.tag}
     (out / "data.json").write_text(json.dumps(result, indent=1, sort_keys=True))

@@ -18,7 +18,7 @@ import argparse
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -142,7 +142,7 @@ def evaluate_arm(rows: pl.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
         part = rows.filter((pl.col("config") == config) & (pl.col("split") == split))
         if part.height == 0:
             continue
-        entry = accuracy(part) | {"format_rate": round(float(part["format_ok"].mean()), 4)}
+        entry = accuracy(part) | {"format_rate": round(float(cast(float, part["format_ok"].mean())), 4)}
         entry["by_order"] = {str(o): accuracy(part.filter(pl.col("belief_order") == o))
                              for o in sorted(part["belief_order"].drop_nulls().unique().to_list())}
         evals[name] = entry
@@ -230,12 +230,14 @@ def plots(metrics: dict[str, Any], out: Path) -> None:
 
 
 def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    from audits.store import frame_of
+
     out.mkdir(parents=True, exist_ok=True)
     stored = merge_eval(warehouse, work)
     con = duckdb.connect(str(warehouse), read_only=True)
     features = item_frame(con)
-    results = pl.from_arrow(con.sql("SELECT label, config, split, item_id, belief_order, answer_format, format_ok, "
-                                    "correct, extracted FROM eval_results").to_arrow_table())
+    results = frame_of(con.sql("SELECT label, config, split, item_id, belief_order, answer_format, format_ok, "
+                               "correct, extracted FROM eval_results").to_arrow_table())
     con.close()
     joined = results.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
     run = {p.stem: json.loads(p.read_text()) for p in sorted(work.glob("run*.json"))}

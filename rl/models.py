@@ -59,7 +59,7 @@ def load_gguf(path: str | os.PathLike[str], dtype: Any = None) -> tuple[Any, Any
     config = copy.deepcopy(loaded.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # else the saved folder would ask for the GGUF quantizer again
-    plain = type(loaded)(config)  # the same architecture class, e.g. LlamaForCausalLM
+    plain: Any = type(loaded)(config)  # the same architecture class, e.g. LlamaForCausalLM (known at run time)
     plain.load_state_dict(loaded.state_dict(), strict=True)
     plain.to(dtype or torch.float32)
     plain.generation_config = loaded.generation_config

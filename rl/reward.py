@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from rl.columns import decode_ground_truth
 
@@ -249,5 +249,5 @@ def trl_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [reward(completion_text(c), t) for c, t in zip(completions, _truths(len(completions), kwargs))]
 
 
-__all__: Iterable[str] = ("RewardWeights", "Scored", "score_completion", "reward", "compute_score",
-                          "trl_reward", "make_trl_rewards", "normalize", "format_ok", "extract_answer")
+__all__ = ("RewardWeights", "Scored", "score_completion", "reward", "compute_score",
+           "trl_reward", "make_trl_rewards", "normalize", "format_ok", "extract_answer")

@@ -108,9 +108,9 @@ def launch(settings: trl_backend.TrlSettings | verl_backend.VerlSettings, datase
     outcome: dict[str, Any] = {"backend": plan.backend, "plan": plan.describe(), "dry_run": dry_run}
     if dry_run:
         return outcome
-    if plan.backend == "trl" and gpus == 1:
+    if isinstance(settings, trl_backend.TrlSettings) and gpus == 1:  # (the plan's backend is "trl")
         outcome.update(run_trl_here(settings, dataset, revision, train), exit_code=0)
-    elif plan.backend == "verl" and not ray_address:
+    elif isinstance(settings, verl_backend.VerlSettings) and not ray_address:
         outcome["exit_code"] = run_verl_here(settings, dataset, revision, train, val, data_dir)
     else:
         outcome["exit_code"] = execute(plan)

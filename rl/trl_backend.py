@@ -57,7 +57,7 @@ class TrlSettings:
     use_vllm: bool = False
     gradient_checkpointing: bool = False
     report_to: str = "none"
-    reward_weights: dict[str, float] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))
+    reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,7 +141,8 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
             last[0] = now
 
     weights = RewardWeights(**s.reward_weights)
-    funcs = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
+    # TRL types a reward function as returning list[float | None] (None: not applicable); ours always score
+    funcs: list[Any] = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
     trainer_cls = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
     guard = nonfinite_guard()
     trainer = trainer_cls(model=model if model is not None else materialize(s.model), reward_funcs=funcs,

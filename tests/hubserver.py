@@ -445,7 +445,7 @@ class FakeHub:
             raise HubError(404, "object not found")
         return JSONResponse({})
 
-    def _commit_ndjson(self, repo: Repo, revision: str, body: bytes, base: str) -> Response:  # noqa: C901 (complexity debt, issue 16)
+    def _commit_ndjson(self, repo: Repo, revision: str, body: bytes, base: str) -> Response:
         branch = unquote(revision)
         if branch not in repo.branches:
             raise HubError(404, f"Invalid rev id: {branch}", "RevisionNotFound")
@@ -459,32 +459,35 @@ class FakeHub:
             raise HubError(412, "A commit has happened since. Please refresh and try again.")
         files = dict(repo.commits[head].files)
         for line in lines[1:]:
-            key, value = line["key"], line["value"]
-            path = value["path"].strip("/")
-            if key == "file":
-                files[path] = Blob(base64.b64decode(value["content"]), False)
-            elif key == "lfsFile":
-                data = self.lfs_store.get(value["oid"])
-                if data is None:
-                    raise HubError(422, f"Your push was rejected because an LFS pointer pointed to a file that does "
-                                        f"not exist. For instance: {path}")
-                files[path] = Blob(data, True)
-            elif key == "deletedFile":
-                if files.pop(path, None) is None:
-                    raise HubError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
-            elif key == "deletedFolder":
-                doomed = [p for p in files if p.startswith(path + "/")]
-                if not doomed:
-                    raise HubError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
-                for p in doomed:
-                    del files[p]
-            else:
-                raise HubError(400, f"unknown operation {key}")
+            self._apply(files, line["key"], line["value"])
         commit = self._new_commit(repo, head, header.get("summary", ""), files)
         repo.branches[branch] = commit.oid
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         return JSONResponse({"success": True, "commitOid": commit.oid, "hookOutput": "", "pullRequestUrl": None,
                              "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{commit.oid}"})
+
+    def _apply(self, files: dict[str, Blob], key: str, value: dict[str, Any]) -> None:
+        """One operation line of a commit applied to the files of the commit being built."""
+        path = value["path"].strip("/")
+        if key == "file":
+            files[path] = Blob(base64.b64decode(value["content"]), False)
+        elif key == "lfsFile":
+            data = self.lfs_store.get(value["oid"])
+            if data is None:
+                raise HubError(422, f"Your push was rejected because an LFS pointer pointed to a file that does "
+                                    f"not exist. For instance: {path}")
+            files[path] = Blob(data, True)
+        elif key == "deletedFile":
+            if files.pop(path, None) is None:
+                raise HubError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
+        elif key == "deletedFolder":
+            doomed = [p for p in files if p.startswith(path + "/")]
+            if not doomed:
+                raise HubError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
+            for p in doomed:
+                del files[p]
+        else:
+            raise HubError(400, f"unknown operation {key}")
 
     def _validate_yaml(self, payload: dict[str, Any]) -> Response:
         try:
@@ -513,7 +516,7 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _card_errors(meta: dict[str, Any]) -> list[str]:  # noqa: C901 (complexity debt, issue 16)
+def _card_errors(meta: dict[str, Any]) -> list[str]:
     """The checks the Hub makes on a dataset card's metadata that matter for releases."""
     errors = []
     for name in _as_list(meta.get("license", [])):
@@ -528,6 +531,12 @@ def _card_errors(meta: dict[str, Any]) -> list[str]:  # noqa: C901 (complexity d
     configs = meta.get("configs", [])
     if not isinstance(configs, list):
         return errors + ['"configs" must be a list']
+    return errors + _config_errors(configs)
+
+
+def _config_errors(configs: list[Any]) -> list[str]:
+    """The checks on the `configs` list: named, unique, at most one default, data files with a split."""
+    errors = []
     names, defaults = set(), 0
     for config in configs:
         if not isinstance(config, dict) or not isinstance(config.get("config_name"), str):

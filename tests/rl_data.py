@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rl.data import DataPlan, build_release
+from warehouse.progress import SILENT
 
 SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)
 
@@ -12,5 +13,5 @@ SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)
 def small_release(base: Path, plan: DataPlan = SMALL_PLAN) -> Path:
     """Release folder under `base` (its warehouse beside it)."""
     root = base / "release"
-    build_release(root, base / "data.duckdb", plan, echo=lambda line: None)
+    build_release(root, base / "data.duckdb", plan, progress=SILENT)
     return root

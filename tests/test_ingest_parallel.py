@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import warehouse.parallel as parallel
+from tests.recording import Recording
 from tests.test_cli import assert_one_line_error, run
 from warehouse.ingest import ingest
 from warehouse.load import info_of, stage
@@ -55,10 +56,10 @@ def test_split_staging_equals_one_pass(source: str, samples: Path, tmp_path: Pat
     adapter = get_adapter(source)
     one = stage(info_of(adapter), adapter.read(path), "in")
     assert one.rejects.num_rows >= 1 and one.items.num_rows >= 290
-    ticks: list[int] = []
-    split = parallel.stage_input(info_of(adapter), adapter, path, "in", ticks.append, workers=3, min_bytes=0)
+    progress = Recording()
+    split = parallel.stage_input(info_of(adapter), adapter, path, "in", progress, workers=3, min_bytes=0)
     assert_same(one, split)
-    assert sum(ticks) == 301
+    assert progress.only(f"stage {source} in 3 processes").done == 301
     assert split.items.column("source_ref").to_pylist() == one.items.column("source_ref").to_pylist()
 
 

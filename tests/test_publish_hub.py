@@ -23,7 +23,9 @@ from hub.remote import ConflictError, PublishError, RetryPolicy, make_api
 from hub.steps import publish_warehouse, verify_release
 from tests.hubserver import FakeHub, HubServer, forbid_internet, point_clients_at
 from tests.publish_fixtures import release_one, release_two
+from tests.recording import Recording
 from warehouse.export import ExportOptions
+from warehouse.progress import Lines
 
 TOKEN = "hf_tomforgeFAKEtoken0123456789abcdefXYZ"
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
@@ -71,7 +73,7 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def publish(warehouse: Path, repo: str, tag: str | None, lines: list[str] | None = None, **kwargs):
     options = ReleaseOptions(repo, tag=tag, export=SMALL)
     return publish_warehouse(warehouse, repo, options=options, policy=kwargs.pop("policy", FAST),
-                             echo=(lines if lines is not None else []).append, **kwargs)
+                             progress=Lines((lines if lines is not None else []).append), **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def built(warehouses: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactor
 
 
 def push(root: Path, repo: str, lines: list[str] | None = None):
-    return publish_release(root, repo, policy=FAST, echo=(lines if lines is not None else []).append)
+    return publish_release(root, repo, policy=FAST, progress=Lines((lines if lines is not None else []).append))
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +210,7 @@ def test_concurrent_commit_makes_publish_fail_not_overwrite(built: Path, warehou
 
     options = ReleaseOptions("org/race", tag="v2", export=SMALL)
     with pytest.raises(ConflictError, match="moved"):
-        publish_warehouse(warehouses[1], "org/race", options=options, policy=FAST, echo=echo)
+        publish_warehouse(warehouses[1], "org/race", options=options, policy=FAST, progress=Lines(echo))
     repo = hub.repos[("dataset", "org/race")]
     assert hub.files("org/race")["NOTES.md"] == b"theirs" and "v2" not in repo.tags
     assert json.loads(hub.files("org/race")["manifest.json"])["release"]["tag"] == "v1"
@@ -231,7 +233,7 @@ def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub:
 
     release = build_release(warehouses[1], tmp_path / "two", ReleaseOptions("org/stale", tag="v2", export=SMALL))
     with pytest.raises(ConflictError, match="another commit landed first"):
-        publish_release(release.root, "org/stale", policy=FAST, echo=echo)
+        publish_release(release.root, "org/stale", policy=FAST, progress=Lines(echo))
     commits = [r for r in hub.requests if r["path"].startswith("/api/datasets/org/stale/commit/")]
     assert commits[-1]["status"] == 412 and hub.files("org/stale")["NOTES.md"] == b"theirs"
 
@@ -248,12 +250,24 @@ def test_tags_are_immutable_and_republishing_is_idempotent(built: Path, warehous
     assert set(same_data.plan.unchanged) >= {p for p in hub.files("org/tags", "v1") if p.startswith("data/")}
 
 
+def test_upload_reports_the_files_it_commits(built: Path, hub: FakeHub) -> None:
+    progress = Recording()
+    publish_release(built, "org/progress", policy=FAST, progress=progress)
+    files = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()}
+    upload = progress.only("upload")
+    assert (upload.total, upload.done, upload.ok) == (len(files), len(files), True)
+    assert files <= set(hub.files("org/progress"))
+    again = Recording()
+    publish_release(built, "org/progress", policy=FAST, progress=again)
+    assert again.names() == [] and "tag v1 already holds this release; nothing to do" in again.lines
+
+
 def test_server_validates_the_card_before_upload(warehouses, hub: FakeHub, tmp_path: Path) -> None:
     release = build_release(warehouses[0], tmp_path / "rel", ReleaseOptions("org/badcard", tag="v1", export=SMALL))
     readme = release.root / "README.md"
     readme.write_text(readme.read_text(encoding="utf-8").replace("- mit\n", "- not-a-license\n"), encoding="utf-8")
     with pytest.raises(PublishError, match="Invalid metadata in README.md"):
-        publish_release(release.root, "org/badcard", policy=FAST, echo=lambda line: None)
+        publish_release(release.root, "org/badcard", policy=FAST)
     uploads = [r for r in hub.requests if r["path"].startswith("/datasets/org/badcard.git/")]
     assert uploads == [] and "v1" not in hub.repos[("dataset", "org/badcard")].tags
 

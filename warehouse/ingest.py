@@ -8,17 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from warehouse import db
-from warehouse.load import LoadReport, Progress, info_of, write_staged
+from warehouse.load import LoadReport, info_of, write_staged
 from warehouse.parallel import stage_input
+from warehouse.progress import SILENT, Progress
 from warehouse.sources import get_adapter, resolve_input
 
 
-def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress | None = None) -> LoadReport:
+def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress = SILENT) -> LoadReport:
     """Read one source (local path or Hub id) with its adapter and load it atomically.
 
     A big input whose adapter can read it in parts is staged by several processes at once
-    (`warehouse.parallel`); the result is the same as staging it here in one pass."""
+    (`warehouse.parallel`); the result is the same as staging it here in one pass. Stages reported:
+    "stage <source>" (records parsed and validated), "count <source>" (the input counted apart),
+    "write <source>" (rows written)."""
     adapter = get_adapter(source)
     root = resolve_input(location, adapter)
     with db.building(Path(warehouse)) as con:
-        return write_staged(con, stage_input(info_of(adapter), adapter, root, str(location), progress))
+        return write_staged(con, stage_input(info_of(adapter), adapter, root, str(location), progress),
+                            progress=progress)

@@ -19,7 +19,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -30,12 +30,12 @@ from warehouse import db
 from warehouse.batch import BatchError, ColumnBatch
 from warehouse.columns import JSON_COLUMNS, arrow_schema
 from warehouse.db import WarehouseError
+from warehouse.progress import SILENT, Progress, Stage
 from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
 from warehouse.sources.base import AdapterInfo, Produced, Reject
 from warehouse.validate import are_valid, first_error, is_valid
 from warehouse.validate_columns import invalid_mask
 
-Progress = Callable[[int], None]
 _CHUNK_ROWS = 8192  # records converted to Arrow at a time, so their dicts are freed (and memory reused) early
 _VALIDATE_ROWS = 1024  # records per call of the compiled validator (measured best: ~0.4 us less per record)
 STAGED_FORMAT = "2"  # the layout of a saved `Staged` (2: `read` counted apart); part of staging cache keys
@@ -135,21 +135,23 @@ def gc_paused() -> Iterator[None]:
 
 
 def stage(
-    info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress | None = None,
+    info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress = SILENT,
     *, read: int | None = None,
 ) -> Staged:
     """Validate every produced record; keep the valid ones, turn the rest into rejects.
 
     `read`: how many records the input holds, counted apart from `produced` (an adapter's
-    `count_input`, the size asked of a generator); by default, how many `produced` yielded."""
-    with gc_paused():
+    `count_input`, the size asked of a generator); by default, how many `produced` yielded.
+    Reported as the stage "stage <source>", advancing per record (of `read`, when given)."""
+    with gc_paused(), progress.stage(f"stage {info.name}", total=read) as staging:
         collector = Collector(info)
-        count = collect(collector, produced, progress)
+        count = collect(collector, produced, staging)
         return collector.staged(input_ref, count if read is None else read)
 
 
-def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], progress: Progress | None) -> int:
-    """Feed every produced record (or batch of records) to `collector`; returns how many records there were."""
+def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], progress: Stage | None) -> int:
+    """Feed every produced record (or batch of records) to `collector`; returns how many records there
+    were. `progress` advances by the records fed, every 5000 or so (a call per record costs)."""
     batch: list[Produced] = []
     count = reported = 0
     for record in produced:
@@ -165,11 +167,11 @@ def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], 
                 collector.take(batch, count - len(batch) + 1)
                 batch = []
         if progress is not None and count - reported >= 5000:
-            progress(count - reported)
+            progress.advance(count - reported)
             reported = count
     collector.take(batch, count - len(batch) + 1)
     if progress is not None and count > reported:
-        progress(count - reported)
+        progress.advance(count - reported)
     return count
 
 
@@ -281,20 +283,31 @@ def _rejects_table(rejects: list[Reject]) -> pa.Table:
     return pa.table({name: pa.array([getattr(r, name) for r in rejects], type=pa.string()) for name in names})
 
 
-def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_source: bool = False) -> LoadReport:
+def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_source: bool = False,
+                 progress: Progress = SILENT) -> LoadReport:
     """Upsert staged tables into an open (private, being-built) warehouse connection.
 
     Refused (`Unreconciled`, nothing written) when read != loaded + rejected. With `replace_source`
     the load replaces every earlier item, reject and input of its source (a new generated run
     replaces the last one); otherwise only the items it loads again, as any re-ingest does.
+    Reported as the stage "write <source>", advancing by the rows written (items and rejects)."""
+    report = staged.report
+    if not report.reconciled:
+        raise Unreconciled(report)
+    with progress.stage(f"write {staged.info.name}") as writing:
+        _upsert(con, staged, report, replace_source)
+        writing.advance(report.loaded + report.rejected)
+    return report
+
+
+def _upsert(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport, replace_source: bool) -> None:
+    """The writes of `write_staged`, counting new / changed / unchanged / removed items into `report`.
 
     Items go in with one INSERT after staging. Streaming each staged batch into DuckDB from a
     second thread while staging went on was measured no faster (250k HiToM rows, 2 CPUs, three
     interleaved runs, 2026-12-03: 10.2-10.7 s against 9.0-11.4 s) for ~1.5 s more CPU: per-batch
     inserts cost DuckDB more than one bulk insert, and the inserting thread slows staging."""
-    info, input_ref, report = staged.info, staged.input_ref, staged.report
-    if not report.reconciled:
-        raise Unreconciled(report)
+    info, input_ref = staged.info, staged.input_ref
     con.register("new_items", staged.items)
     con.register("new_contexts", staged.contexts)
     con.register("new_rejects", staged.rejects)
@@ -336,7 +349,6 @@ def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_sour
     )
     for view in ("new_items", "new_contexts", "new_rejects"):
         con.unregister(view)
-    return report
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> int:
@@ -366,13 +378,14 @@ def load_into(
     info: AdapterInfo,
     produced: Iterable[Produced],
     input_ref: str,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
     *,
     read: int | None = None,
     replace_source: bool = False,
 ) -> LoadReport:
     """Validate and upsert into an open (private, being-built) warehouse connection."""
-    return write_staged(con, stage(info, produced, input_ref, progress, read=read), replace_source=replace_source)
+    return write_staged(con, stage(info, produced, input_ref, progress, read=read), replace_source=replace_source,
+                        progress=progress)
 
 
 def ingest_records(
@@ -380,7 +393,7 @@ def ingest_records(
     info: AdapterInfo,
     produced: Iterable[Produced],
     input_ref: str,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
     *,
     read: int | None = None,
     replace_source: bool = False,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -35,13 +34,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from warehouse.db import WarehouseError
-from warehouse.load import Collector, Progress, Staged, collect, gc_paused, info_of, stage
+from warehouse.load import Collector, Staged, collect, gc_paused, info_of, stage
+from warehouse.progress import SILENT, Progress, Stage
 from warehouse.sources import get_adapter
 from warehouse.sources.base import Adapter, AdapterInfo
 
 MIN_BYTES = 64 << 20  # inputs smaller than this are staged in one process
 WORKERS_ENV = "TOMFORGE_INGEST_WORKERS"  # processes per staging (1: never split)
-_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -69,7 +68,7 @@ def stage_input(
     adapter: Adapter,
     root: Path,
     input_ref: str,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
     *,
     workers: int | None = None,
     min_bytes: int | None = None,
@@ -77,12 +76,16 @@ def stage_input(
     """`stage(info, adapter.read(root), ...)`, split over `workers` processes when the input allows it
     (an adapter whose `split_input` names one input file of at least `min_bytes`, default `MIN_BYTES`).
     `read` is the adapter's own count of the input (`count_input`), taken after parsing succeeded
-    (so a file it cannot read is reported by the parser's clear error first)."""
+    (so a file it cannot read is reported by the parser's clear error first): the stage
+    "count <source>"."""
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
     staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
     if staged is None:
         staged = stage(info, adapter.read_columns(root), input_ref, progress)
-    return replace(staged, read=adapter.count_input(Path(root)))
+    with progress.stage(f"count {info.name}") as counting:
+        read = adapter.count_input(Path(root))
+        counting.advance(read)
+    return replace(staged, read=read)
 
 
 def staging_processes(adapter: Adapter, root: Path, *, workers: int | None = None, min_bytes: int | None = None) -> int:
@@ -95,7 +98,17 @@ def staging_processes(adapter: Adapter, root: Path, *, workers: int | None = Non
 
 
 def _stage_split(
-    info: AdapterInfo, adapter: Adapter, root: Path, input_ref: str, progress: Progress | None, parts: int
+    info: AdapterInfo, adapter: Adapter, root: Path, input_ref: str, progress: Progress, parts: int
+) -> Staged | None:
+    """Slice 0 staged here, the others by worker processes; None when a worker cannot start or fails
+    (the caller then stages the input in one pass). The stage "stage <source> in N processes"
+    advances by slice 0's records as they come, then by each other slice's when it is joined."""
+    with progress.stage(f"stage {info.name} in {parts} processes") as staging:
+        return _run_parts(info, adapter, root, input_ref, progress, staging, parts)
+
+
+def _run_parts(
+    info: AdapterInfo, adapter: Adapter, root: Path, input_ref: str, progress: Progress, staging: Stage, parts: int
 ) -> Staged | None:
     with tempfile.TemporaryDirectory(prefix="tomforge-stage-") as tmp:
         folders = [Path(tmp) / f"part-{part}" for part in range(parts)]
@@ -111,20 +124,20 @@ def _stage_split(
                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                     ))
         except OSError as exc:
-            _log.warning("cannot start a staging worker (%s); staging %s in one process", exc, root)
+            progress.info(f"cannot start a staging worker ({exc}); staging {root} in one process")
             _stop(workers)
             return None
         try:
-            results = [_stage_part(info, adapter, root, 0, parts, progress)]
+            results = [_stage_part(info, adapter, root, 0, parts, staging)]
             for part, worker in enumerate(workers, start=1):
                 if worker.wait() != 0:
                     message = (Path(tmp) / f"part-{part}.err").read_text("utf-8", "replace").strip().splitlines()
-                    _log.warning("staging worker %d of %s failed (%s); staging it in one process", part, root,
-                                 message[-1] if message else f"exit status {worker.returncode}")
+                    progress.info(f"staging worker {part} of {root} failed "
+                                  f"({message[-1] if message else f'exit status {worker.returncode}'}); "
+                                  "staging it in one process")
                     return None
                 results.append(_read_part(folders[part]))
-                if progress is not None:
-                    progress(results[-1].count)
+                staging.advance(results[-1].count)
         finally:
             _stop(workers)
         return _join(info, input_ref, results)
@@ -138,7 +151,7 @@ def _stop(workers: list[subprocess.Popen]) -> None:
 
 
 def _stage_part(
-    info: AdapterInfo, adapter: Adapter, root: Path, part: int, parts: int, progress: Progress | None = None
+    info: AdapterInfo, adapter: Adapter, root: Path, part: int, parts: int, progress: Stage | None = None
 ) -> _Part:
     trail = bytearray()
     collector = Collector(info, trail)

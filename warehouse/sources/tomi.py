@@ -56,7 +56,7 @@ def split_of(path: Path) -> str:
     return _SPLIT_NAMES[match.group(1)] if match else UNSPLIT
 
 
-def parse_examples(path: Path, text: str) -> list[Example]:  # noqa: C901 (complexity debt, issue 16)
+def parse_examples(path: Path, text: str) -> list[Example]:
     """Group numbered lines into examples; record (not raise) problems inside an example."""
     lines = text.splitlines()
     first = next((line for line in lines if line.strip()), None)
@@ -84,22 +84,26 @@ def parse_examples(path: Path, text: str) -> list[Example]:  # noqa: C901 (compl
         if match is None:
             current.fail("line", f"line {lineno}: not a numbered line")
             continue
-        expected = len(current.story) + 1
-        if number != expected:
-            current.fail("line", f"line {lineno}: numbered {number}, expected {expected}")
-        body = match.group(2)
-        if "\t" in body or body.rstrip().endswith("?"):  # a question line, perhaps missing its answer
-            question, *rest = body.split("\t")
-            current.question = question.strip()
-            current.answer = rest[0].strip() if rest else ""
-            current.support = [part.strip() for part in rest[1:]]
-            if not current.answer:
-                current.fail("answer", f"line {lineno}: question line has no answer")
-        else:
-            current.story.append(line.strip())
+        _add_line(current, lineno, int(match.group(1)), match.group(2), line)
     if current is not None and current.question is None:
         current.fail("question", "example ends without a question line (truncated file?)")
     return examples
+
+
+def _add_line(current: Example, lineno: int, number: int, body: str, line: str) -> None:
+    """One numbered line of `current`: a story line, or its question line (perhaps missing its answer)."""
+    expected = len(current.story) + 1
+    if number != expected:
+        current.fail("line", f"line {lineno}: numbered {number}, expected {expected}")
+    if "\t" in body or body.rstrip().endswith("?"):
+        question, *rest = body.split("\t")
+        current.question = question.strip()
+        current.answer = rest[0].strip() if rest else ""
+        current.support = [part.strip() for part in rest[1:]]
+        if not current.answer:
+            current.fail("answer", f"line {lineno}: question line has no answer")
+    else:
+        current.story.append(line.strip())
 
 
 def read_trace(path: Path, examples: int, story_file: Path) -> list[list[str]] | None:
