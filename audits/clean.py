@@ -146,8 +146,8 @@ def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
     con = connect_readonly(warehouse)
     try:
         con.register("_rehash_ids", pa.table({"context_id": changed["context_id"].unique().to_arrow()}))
-        contexts = pl.from_arrow(con.sql(f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts "
-                                         "JOIN _rehash_ids USING (context_id)").to_arrow_table())
+        contexts = store.frame_of(con.sql(f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts "
+                                          "JOIN _rehash_ids USING (context_id)").to_arrow_table())
     finally:
         con.close()
     rows = changed.join(contexts, on="context_id", how="left").select("item_id", *CONTENT_FIELDS)
