@@ -181,9 +181,10 @@ def variants(
                                        help="Seed: the same warehouse and arguments give the same variants."),
     n_per_story: Optional[int] = typer.Option(None, "--n-per-story", min=0, show_default="1",
                                               help="Chains per new order and adversarial variants per story."),
-    balance_roles: Optional[bool] = typer.Option(None, "--balance-roles/--all-roles", show_default="--all-roles",
-                                                 help="Per order, keep as many variants of each gold role (initial, "
-                                                      "final, intermediate, never) as of the rarest."),
+    balance: Optional[bool] = typer.Option(None, "--balance/--no-balance", show_default="--balance",
+                                           help="Keep the variants whose gold role (first container, true "
+                                                "location) is at chance per order, and add statements that put "
+                                                "the first, last and most mentioned container at chance."),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -201,7 +202,7 @@ def variants(
     with one_line_errors(), progress_display() as bar:
         bar.add_task(f"variants of {source}", total=None)
         settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
-                                                     balance_roles=balance_roles))
+                                                     balance=balance))
         run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):

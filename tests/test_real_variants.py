@@ -37,6 +37,7 @@ def hitom_items(tmp_path: Path) -> list[dict]:
 
 
 def variants_of(records: list[dict], source: str, operator: str, **settings) -> list[dict]:
+    settings.setdefault("balance", False)  # the operator alone (balance may add statements and drop variants)
     outcome = build_variants(source, records, Settings(operators=[operator], max_order=0, **settings))
     assert not [reason for reason in outcome.skipped if "re-check" in reason], outcome.skipped
     made = [r for r in outcome.records if r["operators"] == [operator]]
@@ -176,7 +177,8 @@ def test_same_seed_same_variants(hitom_items) -> None:
 
 
 def test_gold_positions_follow_a_deck(hitom_items) -> None:
-    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[]))
+    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[],
+                                                                   balance=False))
     assert {tuple(r["operators"]) for r in outcome.records} == {("higher_order",)}  # operators=[]: none
     for order in range(3, 7):
         counts = Counter(r["answer_index"] for r in outcome.records if r["belief_order"] == order)
@@ -258,16 +260,6 @@ def role_from_text(record: dict) -> str:
     if gold == places[0]:
         return "initial"
     return "final" if gold == places[-1] else "intermediate" if gold in places else "never"
-
-
-def test_balance_roles_keeps_each_role_equally_often(hitom_items) -> None:
-    outcome = build_variants("hitom", hitom_items, Settings(n_per_story=7, balance_roles=True))
-    per_order: dict = {}
-    for record in outcome.records:
-        per_order.setdefault(record["belief_order"], Counter())[role_from_text(record)] += 1
-    assert per_order and all(len(set(c.values())) == 1 for c in per_order.values()), per_order
-    unbalanced = build_variants("hitom", hitom_items, Settings(n_per_story=7))
-    assert len(unbalanced.records) - len(outcome.records) == outcome.skipped["dropped for gold-role balance"] > 0
 
 
 def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) -> None:

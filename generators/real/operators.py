@@ -60,7 +60,8 @@ def free(story: ParsedStory, position: int) -> bool:
     return position >= len(story.lines) or not story.lines[position].modifies_previous
 
 
-def _insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+def insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+    """`story` with one new line (its events, `added_by=name`) before line `position`, checked as a world."""
     if not free(story, position):
         raise ValueError(f"position {position} splits a sentence from the one it modifies")
     lines = list(story.lines)
@@ -72,7 +73,7 @@ def _insert(story: ParsedStory, position: int, text: str, events: list[dict], na
 
 def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
     text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
-    return _insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
+    return insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
 
 
 def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
@@ -128,7 +129,7 @@ def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedS
         position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if free(new, p)])
         agent = rng.choice(agents)
         sentence = style.sentence(story.source, "likes", a=agent, c=container)
-        new = _insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
+        new = insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
                                                  "thing": container}], "remention")
     return new
 
@@ -158,7 +159,7 @@ def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, 
         listener = rng.choice([a for a in agents if a != speaker])
         event["listeners"] = [listener]
         text = style.sentence(story.source, "private_tell", b=listener, **fields)
-    return _insert(story, len(story.lines), text, [event], name)
+    return insert(story, len(story.lines), text, [event], name)
 
 
 def private_tell(story, target, rng):
