@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from typing import Any, Hashable, Protocol, Sequence
+from typing import Any, Hashable, Protocol, Sequence, TypeVar
 
 from generators.balance import Controller, Quota, deal
 from generators.generate import MAX_PADDING
@@ -40,9 +40,17 @@ Stratum = tuple[Any, str, int]  # (order or "memory", answer format, options the
 class Candidate(Protocol):
     """What the selection needs of a candidate variant."""
 
-    role: str  # initial, final, intermediate or never
-    slot: Hashable  # candidates sharing a slot are alternatives: at most `per_slot` of them are kept
-    stratum: Stratum
+    @property
+    def role(self) -> str: ...  # initial, final, intermediate or never
+
+    @property
+    def slot(self) -> Hashable: ...  # candidates sharing a slot are alternatives: at most `per_slot` are kept
+
+    @property
+    def stratum(self) -> Stratum: ...
+
+
+C = TypeVar("C", bound=Candidate)
 
 
 def role_block(key: Any, k: int, available: set[str]) -> tuple[str, ...] | None:
@@ -60,10 +68,10 @@ def role_block(key: Any, k: int, available: set[str]) -> tuple[str, ...] | None:
     return tuple(group for group in block if group in available)
 
 
-def _slots(candidates: Sequence[Candidate], rng: random.Random) -> list[dict[str, list[Candidate]]]:
+def _slots(candidates: Sequence[C], rng: random.Random) -> list[dict[str, list[C]]]:
     """The candidates of one stratum by slot and role group; slots offering fewer groups first (they have
     no alternative), ties in a shuffled order."""
-    by_slot: dict[Hashable, dict[str, list[Candidate]]] = {}
+    by_slot: dict[Hashable, dict[str, list[C]]] = {}
     for candidate in candidates:
         by_slot.setdefault(candidate.slot, defaultdict(list))[GROUPS[candidate.role]].append(candidate)
     slots = list(by_slot.values())
@@ -71,12 +79,12 @@ def _slots(candidates: Sequence[Candidate], rng: random.Random) -> list[dict[str
     return sorted(slots, key=len)
 
 
-def _fill(slots: list[dict[str, list[Candidate]]], cells: dict, per_slot: int,
-          rng: random.Random) -> tuple[list[Candidate], int]:
+def _fill(slots: list[dict[str, list[C]]], cells: dict, per_slot: int,
+          rng: random.Random) -> tuple[list[C], int]:
     """Serve the dealt counts from the slots (generators.balance.Quota: the group most behind first);
     returns the chosen candidates and how many counts were left unserved."""
     quota: Quota = Quota(cells, lambda cell: cell[1])
-    kept: list[Candidate] = []
+    kept: list[C] = []
     for slot in slots:
         offered = {group: list(members) for group, members in slot.items()}
         for _ in range(per_slot):
@@ -89,7 +97,7 @@ def _fill(slots: list[dict[str, list[Candidate]]], cells: dict, per_slot: int,
     return kept, quota.left
 
 
-def select_stratum(stratum: Stratum, candidates: Sequence[Candidate], per_slot: int, seed: Any) -> list[Candidate]:
+def select_stratum(stratum: Stratum, candidates: Sequence[C], per_slot: int, seed: Any) -> list[C]:
     """The largest balanced choice from one stratum's candidates (all of them for memory questions)."""
     key, fmt, k = stratum
     slots = _slots(candidates, random.Random(f"{seed}:{stratum}:slots"))
@@ -113,9 +121,9 @@ def select_stratum(stratum: Stratum, candidates: Sequence[Candidate], per_slot: 
     return []
 
 
-def select(candidates: Sequence[Candidate], per_slot: int, seed: Any) -> list[Candidate]:
+def select(candidates: Sequence[C], per_slot: int, seed: Any) -> list[C]:
     """Every stratum's balanced choice (see the module docstring), in the candidates' order."""
-    strata: dict[Stratum, list[Candidate]] = defaultdict(list)
+    strata: dict[Stratum, list[C]] = defaultdict(list)
     for candidate in candidates:
         strata[candidate.stratum].append(candidate)
     chosen = {id(c) for stratum in sorted(strata, key=str) for c in select_stratum(stratum, strata[stratum],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable
 
 from generators.checker import RULE_SETS, TraceWorld
 from generators.real import style
@@ -178,8 +178,8 @@ def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, 
         container = rng.choice(choices)
     fields = {"a": speaker, "obj": target.obj, "c": container}
     room = story.gathering or _room_at(story, position, speaker)
-    event = {"kind": "tell", "agent": speaker, "room": room, "public": public, "obj": target.obj,
-             "container": container}
+    event: dict[str, Any] = {"kind": "tell", "agent": speaker, "room": room, "public": public, "obj": target.obj,
+                             "container": container}
     if public:
         text = style.sentence(story.source, "public_tell", **fields)
     else:
