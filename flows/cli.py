@@ -246,6 +246,10 @@ def print_variants(source: str, run) -> None:
         where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
         label = "memory" if order == "memory" else f"order {order}"
         out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False, soft_wrap=True)
+    if run.outcome.padded or run.outcome.candidates != len(run.outcome.records):
+        out.print(f"balance: {len(run.outcome.records)} of {run.outcome.candidates} candidate variants kept; "
+                  f"{run.outcome.padded} statements added so the first, last and most mentioned container "
+                  "hit at chance", highlight=False, soft_wrap=True)
     for reason, count in sorted(run.outcome.skipped.items()):
         out.print(f"not made: {count} x {reason}", highlight=False, soft_wrap=True)
 

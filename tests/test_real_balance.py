@@ -19,8 +19,10 @@ from audits.artifacts import heuristic_baselines
 from audits.config import AuditParams
 from audits.features import item_features, records_frame
 from generators.real.balance import role_block, select
+from generators.real.report import read_records
 from generators.real.variants import Settings, build_variants
 from tests.source_helpers import read_all
+from tests.test_real_oracle import REAL
 from warehouse.sources import get_adapter
 
 
@@ -144,3 +146,17 @@ def test_balanced_variants_are_deterministic_and_pass_the_checker(tmp_path: Path
     again = build_variants("tomi", records, Settings(seed=seed)).records
     assert [(r["item_id"], r["content_hash"]) for r in first] == [(r["item_id"], r["content_hash"]) for r in again]
     assert first and all(check_item(r).agrees for r in first)
+
+
+@pytest.mark.skipif(not (REAL / "hitom" / "Hi-ToM_data.json").exists(), reason="no real HiToM release here")
+def test_real_hitom_variants_at_chance() -> None:
+    """The full HiToM release (README figures): every mention and first-container rule at its chance of
+    1 in 15 per order by the audit's test and within two-sided binomial bounds; without balance, flagged."""
+    records = read_records("hitom", REAL / "hitom" / "Hi-ToM_data.json")
+    skewed = audit_table(build_variants("hitom", records, Settings(balance=False)).records)
+    assert skewed.filter(pl.col("belief_order") == "all")["above_chance"].all()  # each rule, pooled
+    table = audit_table(build_variants("hitom", records, Settings()).records)
+    for row in table.iter_rows(named=True):
+        assert row["chance"] == pytest.approx(1 / 15) and not row["above_chance"], row
+        low, high = stats.binom.ppf(0.0005, row["n"], row["chance"]), stats.binom.isf(0.0005, row["n"], row["chance"])
+        assert low <= row["correct"] <= high, row
