@@ -7,6 +7,7 @@ balance must fail that test (so the check can fail).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +134,7 @@ def test_planted_skewed_pool_is_balanced_by_default(tmp_path: Path) -> None:
             assert row["correct"] <= high, row
     for record in outcome.records:  # the statements the balance adds are ToMi's own noise sentences
         added = record["meta"]["balance_statements"]
-        noise = [line for line in record["context"].splitlines() if " likes the " in line or " dislikes the " in line]
+        noise = [line for line in record["context"].splitlines() if re.search(r" (?:dis)?likes the | loves the | hates the ", line)]
         assert len(noise) >= added and all(not line.endswith(".") for line in noise)
 
 

@@ -180,8 +180,10 @@ class MentionControls:
 
     @staticmethod
     def _say(story: ParsedStory, position: int, container: str, rng: random.Random) -> ParsedStory:
-        """A statement naming `container` at `position`, in the source's sentence (likes or dislikes)."""
-        polarity = rng.choice([p for p in ("likes", "dislikes") if p in style.SENTENCES[story.source]])
+        """A statement naming `container` at `position`, in one of the source's noise sentences (ToMi's
+        name things and rooms, never a container: the only way to change mention counts without changing
+        the world, as the remention operator does)."""
+        polarity = rng.choice([p for p in ("likes", "dislikes", "loves", "hates") if p in style.SENTENCES[story.source]])
         agent = rng.choice(story.agents())
         text = style.sentence(story.source, polarity, a=agent, c=container)
         return insert(story, position, text, [{"kind": "statement", "agent": agent, "polarity": polarity,

@@ -21,6 +21,8 @@ SENTENCES: dict[str, dict[str, str]] = {
         "public_tell": "{a} said that the {obj} is in the {c}.",  # declaratives, heard by A's room
         "likes": "{a} likes the {c}",  # ToMi's noise sentences have no full stop
         "dislikes": "{a} dislikes the {c}",
+        "loves": "{a} loves the {c}",
+        "hates": "{a} hates the {c}",
     },
     "exploretom": {
         "move": "{a} moved the {obj} to the {c}, which is also located in the {room}.",
