@@ -6,9 +6,12 @@ applied to the real story and asked every question the source asked on it. A var
 of the item it comes from (`meta.variant_of`), names its operators and the shortcut they break, and says
 whether its gold differs from the oracle's answer to the original question (`meta.gold_changed`).
 Every variant is re-read from its own text by the source's parser and must agree with the checker, so
-its sentences are the source's sentences. Balance: higher-order chains are picked so each gold role
-(initial, final, intermediate, never visited) is served in turn per order, and multiple-choice options
-are re-dealt so the gold's position follows a shuffled deck per order. Same records + seed = same variants.
+its sentences are the source's sentences. Balance (`Settings.balance`, on by default): every possible
+variant is a `Candidate` (one higher-order chain per gold role and order); `generators.real.balance`
+chooses among them by gold role and pads the chosen stories so the mention rules hit at chance, and
+multiple-choice options are re-dealt so the gold's position follows a shuffled deck per order. Without
+balance, higher-order chains serve the gold roles in turn and every candidate is kept.
+Same records + seed = same variants.
 """
 from __future__ import annotations
 
