@@ -178,9 +178,10 @@ def variants(
                                        help="Seed: the same warehouse and arguments give the same variants."),
     n_per_story: Optional[int] = typer.Option(None, "--n-per-story", min=0, show_default="1",
                                               help="Chains per new order and adversarial variants per story."),
-    balance_roles: Optional[bool] = typer.Option(None, "--balance-roles/--all-roles", show_default="--all-roles",
-                                                 help="Per order, keep as many variants of each gold role (initial, "
-                                                      "final, intermediate, never) as of the rarest."),
+    balance: Optional[bool] = typer.Option(None, "--balance/--no-balance", show_default="--balance",
+                                           help="Keep the variants whose gold role (first container, true "
+                                                "location) is at chance per order, and add statements that put "
+                                                "the first, last and most mentioned container at chance."),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -197,7 +198,7 @@ def variants(
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
     with one_line_errors(), RichProgress(console) as progress, progress.stage(f"variants of {source}"):
         settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
-                                                     balance_roles=balance_roles))
+                                                     balance=balance))
         run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):
@@ -241,6 +242,10 @@ def print_variants(source: str, run) -> None:
         where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
         label = "memory" if order == "memory" else f"order {order}"
         out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False, soft_wrap=True)
+    if run.outcome.padded or run.outcome.candidates != len(run.outcome.records):
+        out.print(f"balance: {len(run.outcome.records)} of {run.outcome.candidates} candidate variants kept; "
+                  f"{run.outcome.padded} statements added so the first, last and most mentioned container "
+                  "hit at chance", highlight=False, soft_wrap=True)
     for reason, count in sorted(run.outcome.skipped.items()):
         out.print(f"not made: {count} x {reason}", highlight=False, soft_wrap=True)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from audits.config import AuditParams, CleaningPolicy
 from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
 from generators.operators import selected_operators
+from generators.real.variants import Settings as VariantSettings
 from generators.templates import STYLES
 from warehouse.sources import SOURCE_NAMES, hub_id_of
 
@@ -87,6 +88,44 @@ class GenerateConfig(Section):
         return split_sizes(self.n, self.split_fractions)
 
 
+class VariantsConfig(Section):
+    """Variants of real stories (`tomforge variants`) after the warehouse is assembled, so they are
+    audited, cleaned and published with the rest. `sources`: the configured sources to make variants of
+    (default: every configured one with a story parser: hitom, tomi, exploretom); `settings`:
+    `generators.real.variants.Settings` (a key left out keeps its default there)."""
+
+    enabled: bool = True
+    sources: list[str] | None = None
+    settings: VariantSettings = Field(default_factory=VariantSettings)
+
+    @field_validator("sources")
+    @classmethod
+    def _parsed(cls, names: list[str] | None) -> list[str] | None:
+        from generators.real.oracle import SOURCE_RULES
+
+        unknown = [name for name in names or () if name not in SOURCE_RULES]
+        if unknown:
+            raise ValueError(f"no story parser for {', '.join(unknown)}; variants exist for {', '.join(sorted(SOURCE_RULES))}")
+        return names
+
+    @field_validator("settings")
+    @classmethod
+    def _operators(cls, settings: VariantSettings) -> VariantSettings:
+        from generators.real.operators import OPERATORS
+
+        unknown = sorted(set(settings.operators or ()) - set(OPERATORS))
+        if unknown:
+            raise ValueError(f"unknown operators {', '.join(unknown)}; choose from {', '.join(OPERATORS)}")
+        return settings
+
+    def chosen(self, configured: list[str]) -> list[str]:
+        """The sources to make variants of, in configuration order, each once."""
+        from generators.real.oracle import SOURCE_RULES
+
+        wanted = self.sources if self.sources is not None else [name for name in configured if name in SOURCE_RULES]
+        return list(dict.fromkeys(wanted))
+
+
 class AuditConfig(Section):
     """Train vs held-out audit (SQL conditions on `items_full`); `params`: `audits.config.AuditParams`
     (a key left out keeps its default there; an unknown or ill-typed key fails on load)."""
@@ -146,6 +185,7 @@ class Config(Section):
     warehouse: WarehouseConfig = Field(default_factory=WarehouseConfig)
     sources: list[SourceSpec] = Field(default_factory=list)
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    variants: VariantsConfig = Field(default_factory=VariantsConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     clean: CleanConfig = Field(default_factory=CleanConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
@@ -196,6 +236,10 @@ def check_before_run(config: Config, origin: Path | None = None) -> None:
         if not Path(spec.resolved).exists() and hub_id_of(spec.resolved) is None:
             raise ConfigError(f"{where}: sources[{index}] ({spec.name}): {spec.location}: path not found "
                               "(give a local file or folder, \"@samples/<name>\", or a Hub dataset id ORG/NAME)")
+    configured = [spec.name for spec in config.sources]
+    for name in (config.variants.sources or []) if config.variants.enabled else []:
+        if name not in configured:
+            raise ConfigError(f"{where}: variants.sources: {name} is not a configured source (add a [[sources]] entry)")
     if config.audit.enabled:
         for field in ("train", "heldout"):
             problem = selection_problem(getattr(config.audit, field))

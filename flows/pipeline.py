@@ -25,6 +25,7 @@ from flows.config import (
     PublishConfig,
     RunnerConfig,
     SourceSpec,
+    VariantsConfig,
     load_config,
 )
 from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
@@ -79,6 +80,29 @@ def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
         for folder in folders:
             reports.append(write_staged(con, open_staged(Path(folder)), progress=progress))
     return [vars(r) | {"reconciled": r.reconciled} for r in reports]
+
+
+@task(name="variants", task_run_name="variants-{source}")
+def variants_task(warehouse: str, source: str, settings: VariantsConfig) -> dict[str, Any]:
+    """Oracle checks and variants of one real source (`tomforge variants`), one atomic rebuild."""
+    from generators.real.store import run_variants
+
+    run = run_variants(Path(warehouse), source, settings.settings)
+    report = run.report
+    get_run_logger().info("%s: %d variants of %d candidates; oracle rejects %d of %d golds", report.source,
+                          report.loaded, run.outcome.candidates,
+                          sum(c.agrees is False for c in run.checks if c.source == source),
+                          sum(c.source == source for c in run.checks))
+    return vars(report) | {"reconciled": report.reconciled}
+
+
+def run_variants_step(config: Config) -> list[dict[str, Any]]:
+    """The variants of every chosen source, one after the other (each rebuilds the warehouse file)."""
+    if not config.variants.enabled:
+        return []
+    warehouse = str(config.warehouse.path)
+    return [variants_task(warehouse, source, config.variants)
+            for source in config.variants.chosen([spec.name for spec in config.sources])]
 
 
 def task_runner_of(config: Config) -> Any:
@@ -275,9 +299,11 @@ def publish_flow(config_path: str | None = None) -> dict[str, Any] | None:
 
 @flow(name="rebuild", log_prints=True)
 def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
-    """The scheduled rebuild: ingest + generate -> audit -> clean -> publish -> (optionally) RL."""
+    """The scheduled rebuild: ingest + generate -> variants of real stories -> audit -> clean -> publish ->
+    (optionally) RL."""
     config = load_config(Path(config_path) if config_path else None)
     reports = run_ingest(config)
+    reports += run_variants_step(config)
     if not all(r["reconciled"] for r in reports):
         raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
     extra = {"warehouse": str(config.warehouse.path.resolve())}

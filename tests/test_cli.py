@@ -307,6 +307,8 @@ def _config(tmp_path: Path, text: str) -> Path:
     ('[generate]\nstyles = ["sonnet"]\n', ["generate", "unknown styles", "sonnet"]),
     ('[audit]\ntrain = "splt = \'train\'"\n', ["audit.train", "splt"]),
     ('[rl]\nlaunch = "inline"\nsettings = { max_stepz = 3 }\n', ["rl.settings", "max_stepz"]),
+    ('[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[variants]\nsources = ["hitom"]\n',
+     ["variants.sources", "hitom is not a configured source"]),
 ])
 def test_rebuild_checks_the_config_before_prefect_starts(tmp_path: Path, monkeypatch, text: str,
                                                          needles: list[str]) -> None:

@@ -37,7 +37,7 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
       "drop_structural": "drop_structural", "reshuffle": "reshuffle_options", "seed": "seed",
       "quarantine_oracle": "quarantine_oracle"}),
     ("variants", {f.name: f.default for f in dataclasses.fields(Settings)},
-     {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance_roles": "balance_roles"}),
+     {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance": "balance"}),
     ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE},
      {"max_order": "max_order", "styles": "styles", "source": "source"}),
 ])

@@ -36,6 +36,9 @@ def test_a_user_file_replaces_the_sections_it_names(tmp_path: Path) -> None:
     ('[publish]\nrepo = "no slash"\n', "publish.repo"),
     ('[rl]\nlaunch = "sometimes"\n', "rl.launch"),
     ("[generate\n", "invalid TOML"),
+    ('[variants]\nsources = ["fantom"]\n', "variants.sources: no story parser for fantom"),
+    ('[variants]\nsettings = { max_orders = 3 }\n', "max_orders"),
+    ('[variants]\nsettings = { operators = ["teleport"] }\n', "unknown operators teleport"),
 ])
 def test_bad_config_is_one_line_naming_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "c.toml"
@@ -51,3 +54,19 @@ def test_bad_config_is_one_line_naming_file_and_field(tmp_path: Path, text: str,
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_variants_section_defaults_and_sources(tmp_path: Path) -> None:
+    from flows.config import check_before_run
+    from generators.real.variants import Settings
+
+    config = load_config()
+    assert config.variants.enabled and config.variants.settings == Settings()  # the step's own defaults
+    assert config.variants.chosen([s.name for s in config.sources]) == ["hitom", "exploretom", "tomi"]
+    path = tmp_path / "c.toml"
+    path.write_text('[variants]\nsources = ["tomi"]\nsettings = { max_order = 3, balance = false }\n'
+                    '[[sources]]\nname = "hitom"\nlocation = "@samples/hitom"\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.variants.settings == Settings(max_order=3, balance=False)
+    with pytest.raises(ConfigError, match="variants.sources: tomi is not a configured source"):
+        check_before_run(config, path)

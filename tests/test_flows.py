@@ -69,7 +69,8 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     state = rebuild_flow(str(config), return_state=True)
     assert state.is_completed()
     first = state.result()
-    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom", "tomforge_gen"}
+    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom", "tomforge_gen", "hitom_variants",
+                                                       "tomi_variants"}  # [variants]: on by default
     counts = count_items(tmp_path / "w.duckdb")
     assert counts["tomforge_gen"] == 100
     loaded: dict[str, int] = {}
@@ -103,6 +104,10 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     assert states["generate-train"] == ["Completed", "Cached", "Cached"]
     assert states["assemble-warehouse"] == ["Completed"] * 3
     assert count_items(tmp_path / "w.duckdb") == counts  # the warehouse is assembled every time
+    assert states["variants-tomi"] == ["Completed"] * 3  # and its variants made again from it
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        checked = dict(con.execute("SELECT source, count(*) FROM oracle_checks GROUP BY 1").fetchall())
+    assert checked == {name: counts[name] for name in ("hitom", "tomi", "hitom_variants", "tomi_variants")}
 
     # a deleted staging folder is a side effect the cache owes: the task runs again
     for folder in (tmp_path / "staging").glob("bigtom-*"):

@@ -37,6 +37,7 @@ def hitom_items(tmp_path: Path) -> list[dict]:
 
 
 def variants_of(records: list[dict], source: str, operator: str, **settings) -> list[dict]:
+    settings.setdefault("balance", False)  # the operator alone (balance may add statements and drop variants)
     outcome = build_variants(source, records, Settings(operators=[operator], max_order=0, **settings))
     assert not [reason for reason in outcome.skipped if "re-check" in reason], outcome.skipped
     made = [r for r in outcome.records if r["operators"] == [operator]]
@@ -146,13 +147,14 @@ def tomi_items(tmp_path: Path, name: str = "tomi_test") -> list[dict]:
 
 def test_tomi_operators_and_higher_orders_in_tomi_wording(tmp_path: Path) -> None:
     items = tomi_items(tmp_path)
-    assert supported("tomi", "free_text") == ["unobserved_move", "return", "remention"]
-    outcome = build_variants("tomi", items, Settings(max_order=4, n_per_story=3))
+    every = ["unobserved_move", "return", "remention", "private_tell", "public_tell", "lie"]
+    assert supported("tomi", "free_text") == every
+    outcome = build_variants("tomi", items, Settings(max_order=4, n_per_story=6, balance=False))
     made = Counter(r["operators"][0] for r in outcome.records)
-    assert set(made) == {"higher_order", "unobserved_move", "return", "remention"}, outcome.skipped
+    assert set(made) == {"higher_order", *every}, outcome.skipped
     for variant in outcome.records:
         tomi.parse_story(variant["context"])  # every sentence is one of ToMi's
-        assert "told" not in variant["context"]
+        assert "privately" not in variant["context"] and "publicly" not in variant["context"]
     higher = [r for r in outcome.records if r["operators"] == ["higher_order"]]
     assert {r["belief_order"] for r in higher} == {0, 3, 4}  # the fixture asks orders 1 and 2 only
     assert [r["question"] for r in higher if r["belief_order"] == 0] == ["Where is the kiwi really?"]
@@ -167,6 +169,36 @@ def test_tomi_operators_and_higher_orders_in_tomi_wording(tmp_path: Path) -> Non
     assert all(re.search(r"^\d+ \w+ likes the \w+$", r["context"], re.M) for r in remention)  # no full stop
 
 
+# The sentence shapes of each source, written by hand from its published stories (ToMi's tells: the two
+# shapes tomforge adds in ToMi's terse style). A variant line must have one of its own source's shapes.
+SHAPES = {
+    "tomi": [r"\w+ entered the \w+\.", r"\w+ exited the \w+\.", r"The \w+ is in the \w+\.",
+             r"\w+ moved the \w+ to the \w+\.", r"\w+ (?:likes|dislikes|loves|hates) the \w+",
+             r"\w+ told \w+ that the \w+ is in the \w+\.", r"\w+ said that the \w+ is in the \w+\."],
+    "hitom": [r"\w+(?:(?:, | and )\w+)* entered the \w+\.", r"\w+ exited the \w+\.", r"The \w+ is in the \w+\.",
+              r"\w+ moved the \w+ to the \w+\.", r"\w+ made no movements and stayed in the \w+ for 1 minute\.",
+              r"\w+ privately told \w+ that the \w+ is in the \w+\.", r"\w+ publicly claimed that \w+ is in the \w+\.",
+              r"\w+ (?:likes|dislikes) the \w+\.", r"\w+ (?:saw an? \w+|lost his \w+)\."],
+}
+
+
+def shape_of(line: str, source: str) -> str | None:
+    return next((shape for shape in SHAPES[source] if re.fullmatch(shape, line)), None)
+
+
+def test_style_variant_sentences_have_their_sources_shapes(tmp_path: Path, hitom_items) -> None:
+    hitom_tell = "Kim privately told Max that the fig is in the blue_jar."
+    assert shape_of(hitom_tell, "tomi") is None and shape_of("Max publicly claimed that fig is in the red_tin.", "tomi") is None
+    assert shape_of("Ann told Bob that the kiwi is in the red_box.", "hitom") is None  # and the other way round
+    for source, items in (("tomi", tomi_items(tmp_path / "t")), ("hitom", hitom_items)):
+        outcome = build_variants(source, items, Settings(max_order=4, n_per_story=7))
+        tells = [r for r in outcome.records if r["operators"][0] in ("private_tell", "public_tell", "lie")]
+        assert tells, (source, outcome.skipped)
+        for variant in outcome.records:
+            for line in story_lines(variant):
+                assert shape_of(line, source), (source, line)
+
+
 def test_same_seed_same_variants(hitom_items) -> None:
     def key(seed: int) -> list[tuple[str, str]]:
         return [(r["item_id"], r["content_hash"]) for r in build_variants(
@@ -176,7 +208,8 @@ def test_same_seed_same_variants(hitom_items) -> None:
 
 
 def test_gold_positions_follow_a_deck(hitom_items) -> None:
-    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[]))
+    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[],
+                                                                   balance=False))
     assert {tuple(r["operators"]) for r in outcome.records} == {("higher_order",)}  # operators=[]: none
     for order in range(3, 7):
         counts = Counter(r["answer_index"] for r in outcome.records if r["belief_order"] == order)
@@ -260,16 +293,6 @@ def role_from_text(record: dict) -> str:
     return "final" if gold == places[-1] else "intermediate" if gold in places else "never"
 
 
-def test_balance_roles_keeps_each_role_equally_often(hitom_items) -> None:
-    outcome = build_variants("hitom", hitom_items, Settings(n_per_story=7, balance_roles=True))
-    per_order: dict = {}
-    for record in outcome.records:
-        per_order.setdefault(record["belief_order"], Counter())[role_from_text(record)] += 1
-    assert per_order and all(len(set(c.values())) == 1 for c in per_order.values()), per_order
-    unbalanced = build_variants("hitom", hitom_items, Settings(n_per_story=7))
-    assert len(unbalanced.records) - len(outcome.records) == outcome.skipped["dropped for gold-role balance"] > 0
-
-
 def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) -> None:
     from generators.real import exploretom
 
@@ -291,3 +314,23 @@ def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) ->
     third = [r for r in outcome.records if r["belief_order"] == 3]
     assert third and all(re.fullmatch(r"In which container does \w+ think that \w+ thinks that \w+ will search for "
                                       r"the brass key\?", r["question"]) for r in third)
+
+
+def test_tomi_tells_where_and_what(tmp_path: Path) -> None:
+    """TOMI_TXT by hand: Ann leaves (line 4) before Bob moves the kiwi to the blue_bag; Bob leaves, Ann comes
+    back and (ToMi's rules) sees it there. At the end only Ann is in a room: a private tell is hers, said
+    last; a public tell needs two in a room: lines 2-3 (after line 3, the kiwi in the red_box, is the last
+    such point). Bob left after Ann, so he does not trust her: no tell changes a gold here."""
+    items = tomi_items(tmp_path)
+    tell = re.compile(r"(\w+) (?:told (\w+)|said) that the kiwi is in the (\w+)\.")
+    for operator in ("private_tell", "public_tell", "lie"):
+        for variant in variants_of(items, "tomi", operator, n_per_story=4):
+            [(index, line)] = added_lines(variant, items[0]["context"])
+            speaker, listener, container = tell.fullmatch(line).groups()
+            if listener:  # private: Ann to Bob, last
+                assert (index, speaker, listener) == (7, "Ann", "Bob")
+                assert container == ("red_box" if operator == "lie" else "blue_bag")
+            else:  # public: after the kiwi is placed, both still there
+                assert index == 3 and speaker in ("Ann", "Bob")
+                assert container == ("blue_bag" if operator == "lie" else "red_box")
+            assert variant["answer"] == "blue_bag" and variant["meta"]["gold_changed"] is False

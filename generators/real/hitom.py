@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, split_names
+from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, split_names, tell
 from generators.real.story import ParsedStory, ParseError, check_consistency
 from warehouse.sources import hitom as adapter
 
@@ -24,18 +24,6 @@ def _enter(match: re.Match[str], rooms: dict[str, str]) -> list[dict[str, Any]]:
     return [{"kind": "enter", "agent": name, "room": match.group(2)} for name in split_names(match.group(1))]
 
 
-def _tell(public: bool):
-    def build(match: re.Match[str], rooms: dict[str, str]) -> list[dict[str, Any]]:
-        speaker = match.group(1)
-        event = {"kind": "tell", "agent": speaker, "room": rooms.get(speaker), "public": public}
-        if public:
-            event.update(obj=match.group(2), container=match.group(3))
-        else:
-            event.update(listeners=[match.group(2)], obj=match.group(3), container=match.group(4))
-        return [event]
-    return build
-
-
 PATTERNS: list[Pattern] = [
     (re.compile(rf"({NAME}(?:(?:, | and ){NAME})*) entered the {_T}\."), _enter),
     (re.compile(rf"({NAME}) exited the {_T}\."), lambda m, r: [{"kind": "exit", "agent": m.group(1), "room": m.group(2)}]),
@@ -44,8 +32,8 @@ PATTERNS: list[Pattern] = [
      lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}]),
     (re.compile(rf"({NAME}) made no movements and stayed in the {_T} for 1 minute\."),
      lambda m, r: [{"kind": "stay", "agent": m.group(1), "room": m.group(2)}]),
-    (re.compile(rf"({NAME}) privately told ({NAME}) that the {_T} is in the {_T}\."), _tell(public=False)),
-    (re.compile(rf"({NAME}) publicly claimed that {_T} is in the {_T}\."), _tell(public=True)),
+    (re.compile(rf"({NAME}) privately told ({NAME}) that the {_T} is in the {_T}\."), tell(public=False)),
+    (re.compile(rf"({NAME}) publicly claimed that {_T} is in the {_T}\."), tell(public=True)),
     (re.compile(rf"({NAME}) (likes|dislikes) the {_T}\."),
      lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}]),
     (re.compile(rf"({NAME}) (?:saw an? \S+|lost his \S+)\."), lambda m, r: [{"kind": "noise", "agent": m.group(1)}]),

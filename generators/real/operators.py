@@ -3,13 +3,14 @@
 Each operator takes (story, question, rng, context) and returns a new ParsedStory (inserted lines carry
 `added_by`) or None when the story offers no place for it. Like `generators.operators`, each one breaks
 a shortcut (said in its docstring); the oracle then gives the variant's gold, and `variants.py` labels
-whether it changed. Tells exist only where the source has a gathering room and tell sentences (HiToM).
+whether it changed. Tells are said in the gathering room where the source has one (HiToM), else late in
+the story by someone in a room (ToMi, in its own terse sentences).
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable
 
 from generators.checker import RULE_SETS, TraceWorld
 from generators.real import style
@@ -60,7 +61,8 @@ def free(story: ParsedStory, position: int) -> bool:
     return position >= len(story.lines) or not story.lines[position].modifies_previous
 
 
-def _insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+def insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+    """`story` with one new line (its events, `added_by=name`) before line `position`, checked as a world."""
     if not free(story, position):
         raise ValueError(f"position {position} splits a sentence from the one it modifies")
     lines = list(story.lines)
@@ -72,7 +74,7 @@ def _insert(story: ParsedStory, position: int, text: str, events: list[dict], na
 
 def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
     text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
-    return _insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
+    return insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
 
 
 def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
@@ -128,19 +130,44 @@ def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedS
         position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if free(new, p)])
         agent = rng.choice(agents)
         sentence = style.sentence(story.source, "likes", a=agent, c=container)
-        new = _insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
+        new = insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
                                                  "thing": container}], "remention")
     return new
 
 
+def _speakers(story: ParsedStory, public: bool) -> tuple[int, list[str]]:
+    """Where a tell goes and who may say it. With a gathering room (HiToM): at the end, anyone (all meet
+    there). Otherwise (ToMi): the last point where someone is in a room, with another agent for a public
+    tell (the room hears it); a private tell needs no room, but its speaker must be somewhere."""
+    if story.gathering is not None:
+        return len(story.lines), story.agents()
+    rooms: dict[str, str] = {}
+    best: tuple[int, list[str]] = (-1, [])
+    for position in range(len(story.lines) + 1):
+        if position and free(story, position) or position == len(story.lines):
+            speakers = sorted(a for a, room in rooms.items()
+                              if not public or any(b != a and r == room for b, r in rooms.items()))
+            if speakers:
+                best = (position, speakers)
+        if position < len(story.lines):
+            for event in story.lines[position].events:
+                if event["kind"] == "enter":
+                    rooms[event["agent"]] = event["room"]
+                elif event["kind"] == "exit":
+                    rooms.pop(event["agent"], None)
+    return best
+
+
 def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, lie: bool,
           name: str) -> ParsedStory | None:
-    if story.gathering is None or "private_tell" not in style.SENTENCES[story.source]:
+    if "private_tell" not in style.SENTENCES[story.source]:
         return None
-    agents = story.agents()
-    world = TraceWorld(story.trace_for(target.obj), RULE_SETS[target.rule_set])
-    speaker = rng.choice(agents)
-    believed = world.belief([speaker])
+    position, speakers = _speakers(story, public)
+    before = replace(story, lines=story.lines[:position])
+    if not speakers or target.obj not in before.objects():
+        return None
+    speaker = rng.choice(speakers)
+    believed = TraceWorld(before.trace_for(target.obj), RULE_SETS[target.rule_set]).belief([speaker])
     if believed is None:
         return None
     container = believed
@@ -150,15 +177,26 @@ def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, 
             return None
         container = rng.choice(choices)
     fields = {"a": speaker, "obj": target.obj, "c": container}
-    event = {"kind": "tell", "agent": speaker, "room": story.gathering, "public": public, "obj": target.obj,
-             "container": container}
+    room = story.gathering or _room_at(story, position, speaker)
+    event: dict[str, Any] = {"kind": "tell", "agent": speaker, "room": room, "public": public, "obj": target.obj,
+                             "container": container}
     if public:
         text = style.sentence(story.source, "public_tell", **fields)
     else:
-        listener = rng.choice([a for a in agents if a != speaker])
+        listener = rng.choice([a for a in before.agents() if a != speaker] or [a for a in story.agents() if a != speaker])
         event["listeners"] = [listener]
         text = style.sentence(story.source, "private_tell", b=listener, **fields)
-    return _insert(story, len(story.lines), text, [event], name)
+    return insert(story, position, text, [event], name)
+
+
+def _room_at(story: ParsedStory, position: int, agent: str) -> str | None:
+    """The room `agent` is in just before line `position`."""
+    room = None
+    for line in story.lines[:position]:
+        for event in line.events:
+            if event.get("agent") == agent and event["kind"] in ("enter", "exit"):
+                room = event["room"] if event["kind"] == "enter" else None
+    return room
 
 
 def private_tell(story, target, rng):

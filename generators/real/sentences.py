@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from generators.real.story import Line, ParseError
 
@@ -26,6 +26,20 @@ def numbered_lines(context: str) -> list[str]:
     if not out:
         raise ParseError("no story lines")
     return out
+
+
+def tell(public: bool) -> Callable[[re.Match[str], dict[str, str]], list[dict[str, Any]]]:
+    """The event of a tell sentence: groups (speaker, obj, container) when public, (speaker, listener, obj,
+    container) when private; said in the room the speaker is in (`rooms`: agent -> room so far)."""
+    def build(match: re.Match[str], rooms: dict[str, str]) -> list[dict[str, Any]]:
+        speaker = match.group(1)
+        event = {"kind": "tell", "agent": speaker, "room": rooms.get(speaker), "public": public}
+        if public:
+            event.update(obj=match.group(2), container=match.group(3))
+        else:
+            event.update(listeners=[match.group(2)], obj=match.group(3), container=match.group(4))
+        return [event]
+    return build
 
 
 def split_names(text: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Each source's own sentences and question forms, for what variants add to a real story.
 
-Only templates the source itself uses (ToMi has no sentence for a tell, so tells are HiToM-only);
+Only templates the source itself uses, except ToMi's tells (it has none): written in its own terse
+declaratives, 'A told B that the X is in the C.' (private) and 'A said that the X is in the C.' (public);
 questions of orders the source does not ask extend its own pattern ("Where does A think B thinks C
 thinks D thinks E thinks the X is?"; "Where does A think that B thinks that C searches for the X?").
 """
@@ -12,10 +13,16 @@ SENTENCES: dict[str, dict[str, str]] = {
         "private_tell": "{a} privately told {b} that the {obj} is in the {c}.",
         "public_tell": "{a} publicly claimed that {obj} is in the {c}.",
         "likes": "{a} likes the {c}.",
+        "dislikes": "{a} dislikes the {c}.",
     },
     "tomi": {
         "move": "{a} moved the {obj} to the {c}.",
+        "private_tell": "{a} told {b} that the {obj} is in the {c}.",  # ToMi tells nothing: its terse
+        "public_tell": "{a} said that the {obj} is in the {c}.",  # declaratives, heard by A's room
         "likes": "{a} likes the {c}",  # ToMi's noise sentences have no full stop
+        "dislikes": "{a} dislikes the {c}",
+        "loves": "{a} loves the {c}",
+        "hates": "{a} hates the {c}",
     },
     "exploretom": {
         "move": "{a} moved the {obj} to the {c}, which is also located in the {room}.",

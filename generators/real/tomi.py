@@ -1,7 +1,9 @@
 """ToMi stories (bAbI `.txt` with the aligned `.trace`) -> the world model.
 
 Sentences: 'A entered the R.', 'A exited the R.', 'The X is in the C.', 'A moved the X to the C.' and
-noise ('A likes the T', no full stop, as published). The `.trace` line (kept by the adapter in
+noise ('A likes the T', no full stop, as published). ToMi has no tells; variants add them in its terse
+style: 'A told B that the X is in the C.' (private: B alone hears it) and 'A said that the X is in the C.'
+(public: everyone in A's room hears it). The `.trace` line (kept by the adapter in
 `meta.events`) lists the story's event abstractions; the parse must state the same number of
 enterings, exits and moves, so a sentence read the wrong way cannot pass unnoticed.
 """
@@ -11,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines
+from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, tell
 from generators.real.story import ParsedStory, ParseError, check_consistency
 from warehouse.sources import tomi as adapter
 
@@ -24,6 +26,9 @@ PATTERNS: list[Pattern] = [
     (re.compile(rf"The {_T} is in the {_T}\."), lambda m, r: [{"kind": "init", "obj": m.group(1), "container": m.group(2)}]),
     (re.compile(rf"({NAME}) moved the {_T} to the {_T}\."),
      lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}]),
+    # no ToMi story tells anything; variants do, in its terse declaratives (tomforge's own sentences)
+    (re.compile(rf"({NAME}) told ({NAME}) that the {_T} is in the {_T}\."), tell(public=False)),
+    (re.compile(rf"({NAME}) said that the {_T} is in the {_T}\."), tell(public=True)),
     (re.compile(rf"({NAME}) (likes|dislikes|loves|hates) the {_T}"),
      lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}]),
 ]

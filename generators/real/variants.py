@@ -6,9 +6,12 @@ applied to the real story and asked every question the source asked on it. A var
 of the item it comes from (`meta.variant_of`), names its operators and the shortcut they break, and says
 whether its gold differs from the oracle's answer to the original question (`meta.gold_changed`).
 Every variant is re-read from its own text by the source's parser and must agree with the checker, so
-its sentences are the source's sentences. Balance: higher-order chains are picked so each gold role
-(initial, final, intermediate, never visited) is served in turn per order, and multiple-choice options
-are re-dealt so the gold's position follows a shuffled deck per order. Same records + seed = same variants.
+its sentences are the source's sentences. Balance (`Settings.balance`, on by default): every possible
+variant is a `Candidate` (one higher-order chain per gold role and order); `generators.real.balance`
+chooses among them by gold role and pads the chosen stories so the mention rules hit at chance, and
+multiple-choice options are re-dealt so the gold's position follows a shuffled deck per order. Without
+balance, higher-order chains serve the gold roles in turn and every candidate is kept.
+Same records + seed = same variants.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import Any
 
 from generators.checker import RULE_SETS, TraceWorld
 from generators.real import style
+from generators.real.balance import MentionControls, select
 from generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
 from generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
 from generators.real.story import ParsedStory, ParseError
@@ -38,7 +42,7 @@ class Settings:
     operators: list[str] | None = None  # None: every operator the source supports
     seed: int = 0
     n_per_story: int = 1
-    balance_roles: bool = False  # keep, per order, as many variants of each gold role as of the rarest one
+    balance: bool = True  # gold role, mentions and position at chance (`generators.real.balance`)
 
 
 @dataclass
@@ -47,6 +51,36 @@ class Outcome:
     skipped: Counter = field(default_factory=Counter)  # reason -> count (stories or questions not turned into variants)
     roles: Counter = field(default_factory=Counter)  # (order or "memory", role) of the kept variants
     positions: Counter = field(default_factory=Counter)  # (order, gold position)
+    candidates: int = 0  # candidate variants before the balanced choice
+    padded: int = 0  # statements added for the mention balance
+
+
+@dataclass(eq=False)
+class Candidate:
+    """One possible variant: a story (original or changed by an operator) and a question on it, with the
+    checker's gold; `slot` groups alternatives (the chains of one new order on one story)."""
+
+    original: dict[str, Any]
+    story: ParsedStory
+    kind: str
+    chain: tuple[str, ...]
+    obj: str
+    operators: list[str]
+    number: int
+    original_answer: str | None
+    answer: str
+    role: str
+    slot: tuple
+    stratum: tuple[Any, str, int]
+
+    @property
+    def options(self) -> list[str]:
+        return list(self.original["options"]) if self.original["answer_format"] == "multiple_choice" else []
+
+    @property
+    def containers(self) -> list[str]:
+        """What the audit's chance counts: the options, else the story's containers."""
+        return self.options or self.story.containers()
 
 
 def role_of(world: TraceWorld, answer: str | None) -> str:
@@ -114,6 +148,10 @@ def _containers(story: ParsedStory, obj: str, records: list[dict[str, Any]]) -> 
     return tuple(pool)
 
 
+def order_key(record: dict[str, Any]) -> Any:
+    return "memory" if record["question_type"] == "memory" else record["belief_order"]
+
+
 class Builder:
     """Turns one source's records into variant records (see the module docstring)."""
 
@@ -126,66 +164,89 @@ class Builder:
         self.dealer = Dealer(random.Random(f"{settings.seed}:positions"))
         self.role_counts: Counter = Counter()
 
-    def record(self, original: dict[str, Any], story: ParsedStory, kind: str, chain: tuple[str, ...], obj: str,
-               operators: list[str], number: int, original_answer: str | None) -> None:
-        """Build, re-check from its own text and keep one variant record."""
+    def candidate(self, original: dict[str, Any], story: ParsedStory, kind: str, chain: tuple[str, ...], obj: str,
+                  operators: list[str], number: int, original_answer: str | None, slot: tuple) -> Candidate | None:
+        """The question on `story` with the checker's gold, or None (the reason counted) when it has none."""
         world = TraceWorld(story.trace_for(obj), self.rules)
-        question = ParsedQuestion(story, kind, chain, obj)
-        answer, _ = answer_of(question, world)
+        answer, _ = answer_of(ParsedQuestion(story, kind, chain, obj), world)
         if answer is None:
             self.outcome.skipped["no belief for the chain"] += 1
-            return
-        order = len(chain)
+            return None
         fmt = original["answer_format"]
-        options: list[str] = []
-        if fmt == "multiple_choice":
-            if answer not in original["options"]:
-                self.outcome.skipped["gold not among the options"] += 1
-                return
-            options = list(original["options"])  # dealt at the end, once the kept variants are known
-        text = style.question(self.source, kind, chain, obj)
-        tag = "+".join(operators)
-        meta = {"variant_of": original["item_id"], "operators": operators, "variant_kind":
-                "higher_order" if operators == ["higher_order"] else "adversarial",
-                "gold_changed": None if original_answer is None else answer != original_answer,
-                "original_answer": original_answer, "rule_set": self.rule_set,
-                "shortcut": [SHORTCUTS.get(name, "orders the source never asks") for name in operators]}
+        if fmt == "multiple_choice" and answer not in original["options"]:
+            self.outcome.skipped["gold not among the options"] += 1
+            return None
+        key = "memory" if kind == "memory" else len(chain)
+        found = Candidate(original, story, kind, chain, obj, operators, number, original_answer, answer,
+                          role_of(world, answer), slot, (key, fmt, 0))
+        found.stratum = (key, fmt, len(found.containers))
+        return found
+
+    def record(self, candidate: Candidate, story: ParsedStory) -> dict[str, Any] | None:
+        """The variant record of `candidate` told as `story` (its own story, perhaps padded), re-checked
+        from its own text; None (the reason counted) when the re-check disagrees."""
+        c = candidate
+        original, order = c.original, len(c.chain)
+        world = TraceWorld(story.trace_for(c.obj), self.rules)
+        text = style.question(self.source, c.kind, c.chain, c.obj)
+        tag = "+".join(c.operators)
+        meta = {"variant_of": original["item_id"], "operators": c.operators, "variant_kind":
+                "higher_order" if c.operators == ["higher_order"] else "adversarial",
+                "gold_changed": None if c.original_answer is None else c.answer != c.original_answer,
+                "original_answer": c.original_answer, "rule_set": self.rule_set,
+                "shortcut": [SHORTCUTS.get(name, "orders the source never asks") for name in c.operators],
+                "object": c.obj, "candidates": c.containers, "gold_role": c.role,
+                "balance_statements": sum(line.added_by == "balance" for line in story.lines)}
         record = build_record(
             source=f"{self.source}_variants", source_version=GENERATOR_VERSION,
-            source_key=f"{original['item_id']}|{tag}|{number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{number}",
+            source_key=f"{original['item_id']}|{tag}|{c.number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{c.number}",
             split=original["split"], context=story.text(), question=text,
-            question_type=question_type_of_order(order, memory=kind == "memory"),
-            belief_order=None if kind == "memory" else order, perspective_chain=chain,
-            is_false_belief=None if order == 0 or kind == "memory" else answer != world.reality,
-            answer=answer, answer_format=fmt, options=options, n_agents=len(story.agents()),
+            question_type=question_type_of_order(order, memory=c.kind == "memory"),
+            belief_order=None if c.kind == "memory" else order, perspective_chain=c.chain,
+            is_false_belief=None if order == 0 or c.kind == "memory" else c.answer != world.reality,
+            answer=c.answer, answer_format=original["answer_format"], options=c.options, n_agents=len(story.agents()),
             n_events=len(story.lines), generator=GENERATOR, generator_version=GENERATOR_VERSION,
-            seed=self.settings.seed, operators=operators, trace=story.trace_for(obj), meta=meta)
+            seed=self.settings.seed, operators=c.operators, trace=story.trace_for(c.obj), meta=meta)
         check = check_item(record, self.rule_set)
         if not check.agrees:  # its own text, re-parsed by the source's parser, must give the same gold
             self.outcome.skipped[f"variant fails its re-check: {check.explanation[:60]}"] += 1
-            return
-        record["meta"]["gold_role"] = role_of(world, answer)
-        self.outcome.records.append(record)
+            return None
+        return record
 
-    def higher_orders(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random) -> None:
+    def higher_orders(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random) -> list[Candidate]:
+        """Per order the source does not ask on this story: up to `n_per_story` chains of each gold role
+        (the balanced choice picks among them), or, unbalanced, `n_per_story` chains serving the gold
+        roles in turn."""
         asked = {len(p.chain) for _, p in group if p.kind == "belief"}
         original, parsed = max(group, key=lambda item: (len(item[1].chain), item[0]["item_id"]))
         story, obj = parsed.story, parsed.obj
         world = TraceWorld(story.trace_for(obj), self.rules)
         agents = [a for a in story.agents() if any(a in e.perceivers for e in world.events)]
+        out: list[Candidate] = []
+        per_story = self.settings.n_per_story
         for order in range(self.settings.max_order + 1):
             if order in asked or (order > 0 and len(agents) < 2):
                 continue
+            by_role: dict[str, list[tuple[str, ...]]] = defaultdict(list)
             scored = []
             for chain in chains(agents, order, rng):
                 answer = world.belief(chain)
                 if answer is not None:
+                    by_role[role_of(world, answer)].append(chain)
                     scored.append((self.role_counts[(order, role_of(world, answer))], rng.random(), chain))
-            for number, (_, _, chain) in enumerate(sorted(scored)[: self.settings.n_per_story]):
-                self.role_counts[(order, role_of(world, world.belief(chain)))] += 1
-                self.record(original, story, "belief", chain, obj, ["higher_order"], number, None)
+            if self.settings.balance:
+                picked = [chain for role in ROLES for chain in by_role[role][:per_story]]
+            else:
+                picked = [chain for _, _, chain in sorted(scored)[:per_story]]
+                for chain in picked:
+                    self.role_counts[(order, role_of(world, world.belief(chain)))] += 1
+            for number, chain in enumerate(picked):
+                found = self.candidate(original, story, "belief", chain, obj, ["higher_order"], number, None,
+                                       (original["context_id"], obj, order))
+                out += [found] if found else []
+        return out
 
-    def adversarial(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random, index: int) -> None:
+    def adversarial(self, group: list[tuple[dict, ParsedQuestion]], rng: random.Random, index: int) -> list[Candidate]:
         original, parsed = group[0]
         fmt = original["answer_format"]
         chosen = list(OPERATORS) if self.settings.operators is None else self.settings.operators
@@ -195,7 +256,7 @@ class Builder:
                 if name not in names:
                     self.outcome.skipped[f"{name}: not expressible in {self.source}'s sentences or answer format"] += 1
         if not names:
-            return
+            return []
         story, obj = parsed.story, parsed.obj
         questions: dict[str, tuple[dict, ParsedQuestion]] = {}
         for record, question in group:
@@ -203,6 +264,7 @@ class Builder:
         golds = [answer_of(q, world_of(q, self.rule_set))[0] for _, q in questions.values()]
         target = Target(obj, _containers(story, obj, [r for r, _ in group]), self.rule_set,
                         tuple(sorted(g for g in golds if g)))
+        out: list[Candidate] = []
         for number in range(self.settings.n_per_story):
             name = names[(index + number) % len(names)]
             new = OPERATORS[name](story, target, rng)
@@ -211,15 +273,45 @@ class Builder:
                 continue
             for record, question in questions.values():
                 before, _ = answer_of(question, world_of(question, self.rule_set))
-                self.record(record, new, question.kind, question.chain, obj, [name], number, before)
+                found = self.candidate(record, new, question.kind, question.chain, obj, [name], number, before,
+                                       (record["item_id"], name, number))
+                out += [found] if found else []
+        return out
+
+    def padded(self, kept: list[Candidate]) -> dict[int, ParsedStory]:
+        """Each kept story (by identity) with the mention-balance statements (`MentionControls`)."""
+        by_story: dict[int, list[Candidate]] = defaultdict(list)
+        for candidate in kept:
+            by_story[id(candidate.story)].append(candidate)
+        controls = MentionControls()
+        out = {}
+        for members in by_story.values():
+            head = members[0]
+            rng = random.Random(f"{self.settings.seed}:pad:{head.original['item_id']}:{head.operators}:{head.number}")
+            questions = [(c.stratum[0], c.answer, 1.0 / len(c.containers)) for c in members]
+            out[id(head.story)] = controls.pad(head.story, questions, head.containers, rng,
+                                               fixed=head.operators == ["remention"])
+        return out
 
     def run(self, records: list[dict[str, Any]]) -> Outcome:
+        candidates: list[Candidate] = []
         for index, ((context_id, obj), group) in enumerate(sorted(_groups(records, self.outcome).items())):
             rng = random.Random(f"{self.settings.seed}:{context_id}:{obj}")
-            self.higher_orders(group, rng)
-            self.adversarial(group, rng, index)
-        if self.settings.balance_roles:
-            self.outcome.records = balanced(self.outcome.records, self.outcome.skipped)
+            candidates += self.higher_orders(group, rng)
+            candidates += self.adversarial(group, rng, index)
+        self.outcome.candidates = len(candidates)
+        if self.settings.balance:
+            kept = select(candidates, self.settings.n_per_story, self.settings.seed)
+            if len(kept) < len(candidates):
+                self.outcome.skipped["candidates left out by the balanced choice"] += len(candidates) - len(kept)
+            stories = self.padded(kept)
+        else:
+            kept, stories = candidates, {id(c.story): c.story for c in candidates}
+        for candidate in kept:
+            record = self.record(candidate, stories[id(candidate.story)])
+            if record is not None:
+                self.outcome.records.append(record)
+        self.outcome.padded = sum(line.added_by == "balance" for story in stories.values() for line in story.lines)
         for record in self.outcome.records:
             if record["answer_format"] == "multiple_choice":
                 record["options"] = self.dealer.deal(order_key(record), record["options"], record["answer"])
@@ -231,29 +323,6 @@ class Builder:
             if record["answer_index"] is not None:
                 self.outcome.positions[(key, record["answer_index"])] += 1
         return self.outcome
-
-
-def order_key(record: dict[str, Any]) -> Any:
-    return "memory" if record["question_type"] == "memory" else record["belief_order"]
-
-
-def balanced(records: list[dict[str, Any]], skipped: Counter) -> list[dict[str, Any]]:
-    """Per order, as many variants of each gold role present as of the rarest one (the surplus dropped in
-    content-hash order, so the choice is deterministic and unrelated to the story order)."""
-    groups: dict[tuple[Any, str], list[dict[str, Any]]] = defaultdict(list)
-    for record in records:
-        groups[(order_key(record), record["meta"]["gold_role"])].append(record)
-    rarest: dict[Any, int] = {}
-    for (key, _), members in groups.items():
-        rarest[key] = min(rarest.get(key, len(members)), len(members))
-    keep: set[str] = set()
-    for (key, _), members in groups.items():
-        chosen = sorted(members, key=lambda r: r["content_hash"])[: rarest[key]]
-        keep.update(r["item_id"] for r in chosen)
-    dropped = len(records) - len(keep)
-    if dropped:
-        skipped["dropped for gold-role balance"] += dropped
-    return [r for r in records if r["item_id"] in keep]
 
 
 def build_variants(source: str, records: list[dict[str, Any]], settings: Settings) -> Outcome:
