@@ -40,6 +40,7 @@ class Mutation:
 
 ACCOUNTING_TESTS = ("tests/test_warehouse.py", "tests/test_batch.py", "tests/test_cli.py", "tests/test_reconciliation.py")
 LEDGER_TESTS = ("tests/test_release_ledger.py",)
+REAL_TESTS = ("tests/test_real_balance.py", "tests/test_real_variants.py")
 
 MUTATIONS: tuple[Mutation, ...] = (
     # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
@@ -70,6 +71,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    reconcile: its counts, then exit 3).\"\"\"\n    try:\n",
              "    reconcile: its counts, then exit 3).\"\"\"\n    import warehouse.load  # noqa: F401\n    try:\n",
              ("tests/test_cli.py",), "eval's error handler imports jsonschema/orjson: eval fails on the GPU machine"),
+    # issue 14: variants of real stories balanced by default (tests by helper "variants2")
+    Mutation("variants.balance_off_by_default", "generators/real/variants.py",
+             "    balance: bool = True", "    balance: bool = False",
+             REAL_TESTS, "variants keep the source's shortcuts: the first-container rule far above chance"),
+    Mutation("variants.mentions_not_padded", "generators/real/balance.py",
+             "        if \"likes\" not in style.SENTENCES.get(story.source, {}) or not questions or len(containers) < 2:\n",
+             "        if True:\n",
+             REAL_TESTS, "no mention-balancing sentences: first/last/most-mentioned rules stay above chance"),
+    Mutation("variants.tomi_tells_not_parsed", "generators/real/tomi.py",
+             "    (re.compile(rf\"({NAME}) told ({NAME}) that the {_T} is in the {_T}\\.\"), tell(public=False)),\n", "",
+             REAL_TESTS, "ToMi's private tells are not read back: the checker's gold ignores them"),
     # item 2: overlap audit
     Mutation("overlap.half_the_lsh_bands", "audits/lsh.py",
              '    """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""\n',
