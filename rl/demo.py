@@ -75,7 +75,8 @@ def plot_reward_curve(curve: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _settings(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line and the chosen size's settings with `--set` overrides applied."""
     parser = argparse.ArgumentParser(prog="python -m rl.demo")
     parser.add_argument("--size", choices=sorted(SIZES), default="gpu")
     parser.add_argument("--work", default="out/demo", help="release, checkpoints and warehouse go here")
@@ -92,20 +93,122 @@ def main(argv: list[str] | None = None) -> int:
         if key not in cfg:
             parser.error(f"--set {item}: unknown setting {key!r} (known: {', '.join(sorted(cfg))})")
         cfg[key] = type(cfg[key])(float(value)) if isinstance(cfg[key], int) else float(value)
-    work, metrics_dir = Path(args.work), Path(args.metrics)
+    return args, cfg
+
+
+def _release_and_model(args: argparse.Namespace, cfg: dict[str, Any], metrics: dict[str, Any]) -> tuple[Path, Any, Any]:
+    """Phases 1-2: the release (given or built), its training split and a tokenizer + random model saved
+    under `work/base`; returns (release, training split, tokenizer)."""
+    from rl.data import TRAIN_REF, DataPlan, build_release, eval_refs
+    from rl.release import SplitRef, load_split
+    from rl.sft import target_completion
+    from rl.tiny import build_model, build_tokenizer
+
+    work = Path(args.work)
+    if args.release:
+        release = Path(args.release)
+        manifest = json.loads((release / "manifest.json").read_text())
+        metrics["release"] = {"path": str(release), "tag": manifest["release"]["tag"], "counts": manifest["counts"]}
+    else:
+        release = work / "release"
+        plan = DataPlan(n=cfg["n"], max_order=cfg["max_order"], n_higher=cfg["n_higher"], seed=args.seed)
+        metrics["release"] = build_release(release, work / "data.duckdb", plan)
+    train_ds = load_split(release, SplitRef.parse(TRAIN_REF))
+    metrics["train_split"], metrics["eval_splits"] = TRAIN_REF, eval_refs(release)
+    texts = [m["content"] for row in train_ds for m in row["prompt"]] + [target_completion(r) for r in train_ds]
+    tokenizer = build_tokenizer(texts, vocab_size=cfg["vocab"])
+    model = build_model(tokenizer, hidden_size=cfg["hidden"], num_layers=cfg["layers"], num_heads=cfg["heads"],
+                        num_kv_heads=cfg["kv"], seed=args.seed)
+    model.save_pretrained(work / "base")
+    tokenizer.save_pretrained(work / "base")
+    metrics["model"] = {"architecture": "Qwen2ForCausalLM", "parameters": sum(p.numel() for p in model.parameters()),
+                        "vocab": len(tokenizer), "hidden": cfg["hidden"], "layers": cfg["layers"]}
+    return release, train_ds, tokenizer
+
+
+def _sft(args: argparse.Namespace, cfg: dict[str, Any], gpu: bool, train_ds: Any, tokenizer: Any) -> dict[str, Any]:
+    """Phase 3: the supervised warm-up from `work/base` into `work/sft`."""
+    from rl.sft import sft_warmup
+
+    _peak_gb()
+    sft = sft_warmup(str(Path(args.work) / "base"), tokenizer, train_ds, str(Path(args.work) / "sft"),
+                     max_steps=cfg["sft_steps"], learning_rate=cfg["sft_lr"], batch_size=cfg["sft_batch"], bf16=gpu,
+                     seed=args.seed, extra=None if gpu else {"use_cpu": True})
+    return {"steps": sft["steps"], "seconds": round(sft["seconds"], 2), "train_loss": sft["train_loss"],
+            "steps_per_s": round(sft["steps"] / sft["seconds"], 3), "peak_gpu_gb": _peak_gb(),
+            "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in sft["log_history"] if "loss" in h]}
+
+
+def _rl(args: argparse.Namespace, cfg: dict[str, Any], gpu: bool, train_ds: Any, tokenizer: Any,
+        metrics_dir: Path) -> dict[str, Any]:
+    """Phase 4: RLOO (the REINFORCE++ preset) from `work/sft` into `work/rl`, with its reward curve plot."""
+    from rl.trl_backend import TrlSettings, train_trl
+
+    work = Path(args.work)
+    settings = TrlSettings(model=str(work / "sft"), output_dir=str(work / "rl"), algorithm="rloo",
+                           max_steps=cfg["rl_steps"], learning_rate=cfg["rl_lr"], num_generations=cfg["generations"],
+                           per_device_train_batch_size=cfg["rl_batch"], max_completion_length=cfg["completion"],
+                           save_steps=10**6, bf16=gpu and bool(cfg["rl_bf16"]), seed=args.seed,
+                           extra={} if gpu else {"use_cpu": True})
+    rl = train_trl(settings, train_ds, tokenizer=tokenizer)
+    curve = reward_curve(rl["log_history"])
+    total_tokens = curve[-1].get("num_tokens", 0) if curve else 0
+    completion_tokens = sum(c.get("completions/mean_length", 0) * cfg["rl_batch"] for c in curve)
+    plot_reward_curve(curve, metrics_dir / "reward_curve.png")
+    return {
+        "algorithm": "RLOO (normalize_advantages, KL in reward) ~ REINFORCE++", "steps": rl["steps"],
+        "seconds": round(rl["seconds"], 2), "steps_per_s": round(rl["steps"] / rl["seconds"], 3),
+        "tokens_per_s": round(total_tokens / rl["seconds"], 1),
+        "completion_tokens_per_s": round(completion_tokens / rl["seconds"], 1),
+        "prompts_per_step": cfg["rl_batch"] // cfg["generations"], "completions_per_step": cfg["rl_batch"],
+        "peak_gpu_gb": _peak_gb(), "settings": {k: v for k, v in vars(settings).items() if k != "extra"},
+        "reward_first10": _mean(curve[:10], "reward"), "reward_last10": _mean(curve[-10:], "reward"),
+        "curve": curve,
+    }
+
+
+def _eval(args: argparse.Namespace, cfg: dict[str, Any], release: Path, metrics: dict[str, Any],
+          save: Any) -> list[dict[str, Any]]:
+    """Phase 5: `tomforge eval` of the warm-up and the RL model into `work/warehouse.duckdb`; their rows."""
+    import duckdb
+
+    from flows.cli import app
+    from rl.data import IN_DISTRIBUTION
+
+    work, rows = Path(args.work), []
+    metrics["eval"] = {}
+    for label in ("sft", "rl"):
+        out = work / f"eval_{label}"
+        eval_args = ["eval", "--model", str(work / label), "--dataset", str(release),
+                     *[a for ref in metrics["eval_splits"] for a in ("--split", ref)],
+                     *[a for ref in IN_DISTRIBUTION for a in ("--in-distribution", ref)], "--label", label,
+                     "--batch-size", str(cfg["eval_batch"]), "--max-new-tokens", str(cfg["completion"]),
+                     "--generator", "hf", "--warehouse", str(work / "warehouse.duckdb"), "--out", str(out)]
+        started = time.perf_counter()
+        app(eval_args, standalone_mode=False)
+        summary = json.loads((out / "summary.json").read_text())
+        metrics["eval"][label] = {"command": "tomforge " + " ".join(eval_args),
+                                  "seconds": round(time.perf_counter() - started, 2),
+                                  "generation": summary["generation"], "peak_gpu_gb": _peak_gb()}
+        save()
+        con = duckdb.connect(str(work / "warehouse.duckdb"), read_only=True)
+        cursor = con.execute("SELECT * FROM eval_results WHERE label = ?", [label])
+        names = [d[0] for d in cursor.description]
+        rows += [dict(zip(names, r)) for r in cursor.fetchall()]
+        con.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, cfg = _settings(argv)
+    metrics_dir = Path(args.metrics)
     metrics_dir.mkdir(parents=True, exist_ok=True)
 
     import torch
     import transformers
     import trl
 
-    from flows.cli import app
-    from rl.data import IN_DISTRIBUTION, TRAIN_REF, DataPlan, build_release, eval_refs
     from rl.evaluate import plot_by_order, summarize
-    from rl.release import SplitRef, load_split
-    from rl.sft import sft_warmup, target_completion
-    from rl.tiny import build_model, build_tokenizer
-    from rl.trl_backend import TrlSettings, train_trl
 
     gpu = torch.cuda.is_available()
     metrics: dict[str, Any] = {
@@ -116,91 +219,20 @@ def main(argv: list[str] | None = None) -> int:
                      "python": platform.python_version()},
     }
     t0 = time.perf_counter()
-    if args.release:
-        release = Path(args.release)
-        manifest = json.loads((release / "manifest.json").read_text())
-        metrics["release"] = {"path": str(release), "tag": manifest["release"]["tag"], "counts": manifest["counts"]}
-    else:
-        release = work / "release"
-        plan = DataPlan(n=cfg["n"], max_order=cfg["max_order"], n_higher=cfg["n_higher"], seed=args.seed)
-        metrics["release"] = build_release(release, work / "data.duckdb", plan)
-    train_ds = load_split(release, SplitRef.parse(TRAIN_REF))
-    refs = eval_refs(release)
-    metrics["train_split"], metrics["eval_splits"] = TRAIN_REF, refs
-
-    texts = [m["content"] for row in train_ds for m in row["prompt"]] + [target_completion(r) for r in train_ds]
-    tokenizer = build_tokenizer(texts, vocab_size=cfg["vocab"])
-    model = build_model(tokenizer, hidden_size=cfg["hidden"], num_layers=cfg["layers"], num_heads=cfg["heads"],
-                        num_kv_heads=cfg["kv"], seed=args.seed)
-    base_dir = work / "base"
-    model.save_pretrained(base_dir)
-    tokenizer.save_pretrained(base_dir)
-    metrics["model"] = {"architecture": "Qwen2ForCausalLM", "parameters": sum(p.numel() for p in model.parameters()),
-                        "vocab": len(tokenizer), "hidden": cfg["hidden"], "layers": cfg["layers"]}
-    del model
+    release, train_ds, tokenizer = _release_and_model(args, cfg, metrics)
     metrics["setup_seconds"] = round(time.perf_counter() - t0, 2)
     save = _saver(metrics, metrics_dir / "metrics.json")  # after every phase: a run cut short keeps its figures
-
-    _peak_gb()
-    sft_dir = str(work / "sft")
-    sft = sft_warmup(str(base_dir), tokenizer, train_ds, sft_dir, max_steps=cfg["sft_steps"],
-                     learning_rate=cfg["sft_lr"], batch_size=cfg["sft_batch"], bf16=gpu, seed=args.seed,
-                     extra=None if gpu else {"use_cpu": True})
-    metrics["sft"] = {"steps": sft["steps"], "seconds": round(sft["seconds"], 2), "train_loss": sft["train_loss"],
-                      "steps_per_s": round(sft["steps"] / sft["seconds"], 3), "peak_gpu_gb": _peak_gb(),
-                      "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in sft["log_history"] if "loss" in h]}
+    metrics["sft"] = _sft(args, cfg, gpu, train_ds, tokenizer)
     save()
-
-    settings = TrlSettings(model=sft_dir, output_dir=str(work / "rl"), algorithm="rloo", max_steps=cfg["rl_steps"],
-                           learning_rate=cfg["rl_lr"], num_generations=cfg["generations"],
-                           per_device_train_batch_size=cfg["rl_batch"], max_completion_length=cfg["completion"],
-                           save_steps=10**6, bf16=gpu and bool(cfg["rl_bf16"]), seed=args.seed, extra={} if gpu else {"use_cpu": True})
-    rl = train_trl(settings, train_ds, tokenizer=tokenizer)
-    curve = reward_curve(rl["log_history"])
-    total_tokens = curve[-1].get("num_tokens", 0) if curve else 0
-    completion_tokens = sum(c.get("completions/mean_length", 0) * cfg["rl_batch"] for c in curve)
-    metrics["rl"] = {
-        "algorithm": "RLOO (normalize_advantages, KL in reward) ~ REINFORCE++", "steps": rl["steps"],
-        "seconds": round(rl["seconds"], 2), "steps_per_s": round(rl["steps"] / rl["seconds"], 3),
-        "tokens_per_s": round(total_tokens / rl["seconds"], 1),
-        "completion_tokens_per_s": round(completion_tokens / rl["seconds"], 1),
-        "prompts_per_step": cfg["rl_batch"] // cfg["generations"], "completions_per_step": cfg["rl_batch"],
-        "peak_gpu_gb": _peak_gb(), "settings": {k: v for k, v in vars(settings).items() if k != "extra"},
-        "reward_first10": _mean(curve[:10], "reward"), "reward_last10": _mean(curve[-10:], "reward"),
-        "curve": curve,
-    }
-    plot_reward_curve(curve, metrics_dir / "reward_curve.png")
+    metrics["rl"] = _rl(args, cfg, gpu, train_ds, tokenizer, metrics_dir)
     save()
-
-    warehouse = work / "warehouse.duckdb"
-    rows: list[dict[str, Any]] = []
-    metrics["eval"] = {}
-    for label, path in (("sft", sft_dir), ("rl", settings.output_dir)):
-        out = work / f"eval_{label}"
-        eval_args = ["eval", "--model", path, "--dataset", str(release), *[a for ref in refs for a in ("--split", ref)],
-                     *[a for ref in IN_DISTRIBUTION for a in ("--in-distribution", ref)], "--label", label,
-                     "--batch-size", str(cfg["eval_batch"]), "--max-new-tokens", str(cfg["completion"]),
-                     "--generator", "hf", "--warehouse", str(warehouse), "--out", str(out)]
-        started = time.perf_counter()
-        app(eval_args, standalone_mode=False)
-        summary = json.loads((out / "summary.json").read_text())
-        metrics["eval"][label] = {"command": "tomforge " + " ".join(eval_args),
-                                  "seconds": round(time.perf_counter() - started, 2),
-                                  "generation": summary["generation"], "peak_gpu_gb": _peak_gb()}
-        save()
-        import duckdb
-
-        con = duckdb.connect(str(warehouse), read_only=True)
-        cursor = con.execute("SELECT * FROM eval_results WHERE label = ?", [label])
-        names = [d[0] for d in cursor.description]
-        rows += [dict(zip(names, r)) for r in cursor.fetchall()]
-        con.close()
-    combined = summarize(rows)
+    combined = summarize(_eval(args, cfg, release, metrics, save))
     metrics["eval_matrix"] = combined["matrix"]
     metrics["eval_format_rate"] = combined["format_rate"]
     metrics["eval_by_order"] = combined["by_order"]
     metrics["eval_n"] = combined["n"]
-    plot_by_order(combined, metrics_dir / "accuracy_by_order.png", title="generated ToM (trained on orders 0-%d): accuracy by belief order" % cfg["max_order"])
+    plot_by_order(combined, metrics_dir / "accuracy_by_order.png",
+                  title="generated ToM (trained on orders 0-%d): accuracy by belief order" % cfg["max_order"])
     metrics["total_seconds"] = round(time.perf_counter() - t0, 2)
     save()
     print(json.dumps({k: metrics[k] for k in ("eval_matrix", "total_seconds")}, indent=1))

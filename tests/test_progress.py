@@ -96,7 +96,7 @@ def test_publish_and_verify_of_a_folder_report_their_stages(tmp_path: Path) -> N
                                 options=ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=5)))
     assert progress.names() == ["build release"]
     n = len(records)
-    assert progress.lines[0] == f"wrote release v1 to {release.root} ({n} items)"
+    assert progress.lines[0] == f"wrote release v1 to {release.root} ({n} rows)"
     assert progress.lines[1].startswith(f"ledger: warehouse {n} = released {n} + removed 0 ")
     checking = Recording()
     assert verify_release(str(release.root), progress=checking).ok
