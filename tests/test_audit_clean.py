@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from audits.clean import CleaningError, apply_cleaning
 from audits.config import CleaningPolicy
 from audits.run import run_audit
+from audits.synthetic import clean_records
 from flows.cli import app
 from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records, variant
@@ -133,8 +134,6 @@ def test_an_original_is_never_removed_for_its_own_variant(tmp_path) -> None:
     something new, and two variants repeating each other's new question. Expected by hand: the original
     stays; the exact re-asking goes as a `duplicate` of its original; the new question stays; of the two
     repeats the smaller item id stays (the ordinary rule between items that are not originals)."""
-    from audits.synthetic import clean_records
-
     records = clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test")
     original = next(r for r in records if r["split"] == "train")
     of_original = {"variant_of": original["item_id"]}
