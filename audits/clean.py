@@ -10,8 +10,11 @@ Steps, in order (an item leaves at the first step that removes it):
 3. train items whose context overlaps a held-out context above the policy thresholds leave train
    (`overlap_exact`, `overlap_near_duplicate`, `overlap_contained`, `overlap_ngram`, `overlap_structural`,
    after the pair kinds of `audit_overlap_pairs`);
-4. duplicates (same question and answer on the same or a near-duplicate context) collapse to the
-   smallest item id on each side (`duplicate`);
+4. duplicates (same question and answer on the same or a near-duplicate context) collapse to one item
+   on each side (`duplicate`): an original before any variant (`meta.variant_of`), then the smallest
+   item id. A variant re-asks its original's story on purpose, so the original is never removed because
+   of its own variant; a variant that repeats its original's question and answer exactly adds nothing
+   and goes as a duplicate of the original;
 5. multiple-choice options are re-ordered so gold positions are balanced per (side, number of
    options, belief order), deterministically under the policy seed; a re-ordered row's `content_hash`
    is recomputed over its new content, so a released row's hash always describes that row.
@@ -217,9 +220,11 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     if policy.collapse_duplicates:
         keyed = left.join(contexts.select("context_id", "cluster"), on="context_id", how="left").with_columns(
             pl.col("question").str.to_lowercase().str.replace_all(r"\W+", " ").str.strip_chars().alias("_q"),
-            pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"))
-        keyed = keyed.with_columns(pl.col("item_id").min().over("side", "cluster", "_q", "_a").alias("_keep"))
-        left = keyed.drop("cluster", "_q", "_a")
+            pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"),
+            pl.col("meta").str.json_path_match("$.variant_of").is_not_null().alias("_variant"))
+        keyed = keyed.with_columns(pl.col("item_id").sort_by("_variant", "item_id").first()
+                                   .over("side", "cluster", "_q", "_a").alias("_keep"))
+        left = keyed.drop("cluster", "_q", "_a", "_variant")
         take(pl.col("item_id") != pl.col("_keep"), "duplicate", pl.format("duplicate of {}", pl.col("_keep")))
         left = left.drop("_keep")
     n_reshuffled = 0

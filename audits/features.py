@@ -3,7 +3,9 @@ generated records, from the world facts `audits.store.read_selection` extracts f
 
 Candidates are the options of a multiple-choice item; otherwise (free text, and the containers a
 yes/no question could ask about) the record's own container list (`meta.candidates`) when it has
-one, else the places the story names ("in/into/to/on/inside the X"). For each candidate we find its
+one, else the places the story names ("in/into/to/on/inside the X", read from the text as written: a
+name is one or two words on one line, ending at punctuation, so it never takes the next sentence's
+first word or a numbered story's next line number, ToMi's "green_bucket 4"). For each candidate we find its
 first and last mention and its mention count in the normalized story; the heuristic rules and the
 "answer role" features come from these:
 - `first` / `last` / `most`: the candidate mentioned first / last / most often (ties: listed first);
@@ -22,20 +24,22 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, window_hashes
+from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, tokens, window_hashes
 
-_PLACE = re.compile(r"\b(?:in|into|to|on|onto|inside|at) the (\w+(?: \w+)?)")
+_GAP = r"[^\S\r\n]+"  # spaces within one line: a place name never spans a line break (numbered stories)
+_PLACE = re.compile(rf"\b(?:in|into|to|on|onto|inside|at){_GAP}the{_GAP}(\w+(?:(?:{_GAP}|-)\w+)?)")
 _COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
                             r"mention\w*|shar(?:ed|es)|lied|lies|announc\w*|asked|asks)\b")
 LENGTH_BINS = (50, 100, 200, 400)
 
 
-def places(story_norm: str) -> list[str]:
-    """The places a normalized story names, in order of first mention (Python's regex: the
-    reference for non-ASCII stories)."""
+def places(context: str) -> list[str]:
+    """The places a story names, normalized, in order of first mention. Matched on the text as
+    written (lower case), not the normalized story, whose lost punctuation and line breaks let a name
+    run into the next sentence (Python's regex: the reference for non-ASCII stories)."""
     seen: dict[str, None] = {}
-    for match in _PLACE.finditer(story_norm):
-        seen.setdefault(match.group(1), None)
+    for match in _PLACE.finditer(context.lower()):
+        seen.setdefault(" ".join(tokens(match.group(1))), None)
     return list(seen)
 
 
@@ -53,21 +57,23 @@ _SCHEMA = {
 
 def _context_table(items: pl.DataFrame) -> pl.DataFrame:
     """One row per context: normalized story, places it names, communication, word count. Polars
-    regexes on ASCII stories; the Python reference (`places`, `_COMMUNICATION`) on the others."""
+    regexes on ASCII texts; the Python reference (`places`, `_COMMUNICATION`) on the others (ASCII as
+    written, not once normalized: NFKC turns "ﬁ" into "fi", which polars' byte rules would not)."""
     ctx = items.select("context_id", "context").unique("context_id", keep="first", maintain_order=True)
     story = norm_words(ctx["context"])
     ctx = ctx.with_columns(story.alias("story")).with_row_index("_ctx").with_columns(
-        (pl.col("story").str.len_bytes() == pl.col("story").str.len_chars()).alias("_ascii"),
+        (pl.col("context").fill_null("").str.len_bytes() == pl.col("context").fill_null("").str.len_chars()).alias("_ascii"),
         pl.when(pl.col("story") == "").then(0).otherwise(pl.col("story").str.count_matches(" ", literal=True) + 1)
         .cast(pl.Int64).alias("n_words"))
     ctx = ctx.with_columns(
-        pl.col("story").str.extract_all(_PLACE.pattern)  # whole matches: "in the X"
-        .list.eval(pl.element().str.replace(r"^[a-z]+ the ", "")).list.unique(maintain_order=True).alias("places"),
+        pl.col("context").str.to_lowercase().str.extract_all(_PLACE.pattern)  # whole matches: "in the X"
+        .list.eval(pl.element().str.replace(rf"^[a-z]+{_GAP}the{_GAP}", "").str.replace_all(r"[^a-z0-9_]+", " "))
+        .list.unique(maintain_order=True).alias("places"),  # an ASCII name normalized as `norm_words` does
         pl.col("story").str.contains(_COMMUNICATION.pattern).alias("communication"))
-    other = ctx.filter(~pl.col("_ascii")).select("_ctx", "story")
+    other = ctx.filter(~pl.col("_ascii")).select("_ctx", "context", "story")
     if other.height:
         stories = other["story"].to_list()
-        python = pl.DataFrame({"_ctx": other["_ctx"], "_places": [places(t) for t in stories],
+        python = pl.DataFrame({"_ctx": other["_ctx"], "_places": [places(t) for t in other["context"].to_list()],
                                "_communication": [bool(_COMMUNICATION.search(t)) for t in stories]},
                               schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean})
         ctx = ctx.join(python, on="_ctx", how="left", maintain_order="left").with_columns(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.db import WarehouseError
+from warehouse.db import WarehouseError, one_row
 
 
 class StaleAuditError(WarehouseError):
@@ -74,12 +74,6 @@ class Freshness:
                 f"{self.run_id}; run `tomforge clean -w {_quoted(str(warehouse))}`")
 
 
-def _row(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[object] | None = None) -> tuple:
-    """The one row of an aggregate, fetched to the end (DuckDB refuses `con.sql` on a connection whose
-    last `execute` result was not fully fetched)."""
-    return con.execute(statement, parameters).fetchall()[0]
-
-
 def _quoted(text: str) -> str:
     """A shell word a user can paste: as is, in double quotes (SQL's single quotes stay readable), or shlex's."""
     if re.fullmatch(r"[\w./:=-]+", text):
@@ -92,7 +86,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(_row(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name])[0])
+    return bool(one_row(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name])[0])
 
 
 def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
@@ -112,11 +106,11 @@ def audit_freshness(con: duckdb.DuckDBPyConnection) -> Freshness | None:
     """How the latest audit compares with the warehouse now; None when there is no audit."""
     if not (_exists(con, "audit_runs") and _exists(con, "audit_items")):
         return None
-    run_id, train_where, heldout_where = _row(con, "SELECT run_id, train_where, heldout_where FROM audit_runs")
+    run_id, train_where, heldout_where = one_row(con, "SELECT run_id, train_where, heldout_where FROM audit_runs")
     hashes = "content_hash" in _columns(con, "audit_items")
     audited_hash = "a.content_hash" if hashes else "i.content_hash"
     try:
-        removed, content, selection = _row(con, f"""
+        removed, content, selection = one_row(con, f"""
             WITH audited AS (SELECT DISTINCT item_id, side{', content_hash' if hashes else ''} FROM audit_items),
                  now AS ({_selected_now(train_where, heldout_where)}),
                  moved AS (SELECT item_id FROM (SELECT item_id, side FROM now ANTI JOIN audited USING (item_id, side))
@@ -137,7 +131,7 @@ def audit_freshness(con: duckdb.DuckDBPyConnection) -> Freshness | None:
                               f"warehouse: {str(exc).splitlines()[0]}") from None
     clean_run_id = None
     if _exists(con, "clean_items") and "audit_run_id" in _columns(con, "clean_items"):
-        clean_run_id = _row(con, "SELECT any_value(audit_run_id) FROM clean_items")[0]
+        clean_run_id = one_row(con, "SELECT any_value(audit_run_id) FROM clean_items")[0]
     return Freshness(run_id, train_where, heldout_where, int(removed), int(content), int(selection), hashes,
                      clean_run_id)
 

@@ -189,6 +189,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "             if replay.present_before[p] and everyone - replay.present_before[p]]\n    if True:",
              ("tests/test_generator_properties.py",),
              "an operator that never applies: the property tests skip every story using it"),
+    # helper "audfix": place names of numbered stories, duplicates vs variants
+    Mutation("features.places_on_the_normalized_story", "audits/features.py",
+             'pl.col("context").str.to_lowercase().str.extract_all(_PLACE.pattern)',
+             'pl.col("story").str.extract_all(_PLACE.pattern)',
+             ("tests/test_audit_features.py",),
+             "ToMi's numbered lines give candidates like 'green_bucket 4': most items unscorable, the last one always right"),
+    Mutation("clean.variant_kept_over_its_original", "audits/clean.py",
+             'pl.col("item_id").sort_by("_variant", "item_id").first()', 'pl.col("item_id").min()',
+             ("tests/test_audit_clean.py::test_an_original_is_never_removed_for_its_own_variant",),
+             "cleaning removes an original as a duplicate of its own variant (smallest item id kept)"),
     # issue 16: the one progress path (tests by helper "arch2")
     Mutation("progress.last_chunk_not_reported", "warehouse/load.py",
              "    if progress is not None and count > reported:", "    if False:",

@@ -72,7 +72,7 @@ def reference_item_features(items: pl.DataFrame) -> pl.DataFrame:
         yes_no = item["answer_format"] == "yes_no"
         listed = item.get("meta_candidates")
         if yes_no or not (item["options"] and len(item["options"]) >= 2):
-            cands = [norm(c) for c in listed] if listed else features.places(story)
+            cands = [norm(c) for c in listed] if listed else features.places(item["context"] or "")
         else:
             cands = [norm(o) for o in item["options"]]
         picks = heuristic_choices(cands, story)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from audits.clean import CleaningError, apply_cleaning
 from audits.config import CleaningPolicy
 from audits.run import run_audit
+from audits.synthetic import clean_records
 from flows.cli import app
 from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records, variant
@@ -125,3 +126,31 @@ def test_cli_audit_and_clean(tmp_path) -> None:
     assert res.exit_code == ExitCode.BAD_INPUT
     res = runner.invoke(app, ["clean", "-w", str(tmp_path / "missing.duckdb")])
     assert res.exit_code == ExitCode.BAD_INPUT
+
+
+def test_an_original_is_never_removed_for_its_own_variant(tmp_path) -> None:
+    """A variant (`meta.variant_of`) re-asks its original's story. Planted: an exact re-asking whose item
+    id sorts before its original's (the old smallest-id rule removed the original), a variant asking
+    something new, and two variants repeating each other's new question. Expected by hand: the original
+    stays; the exact re-asking goes as a `duplicate` of its original; the new question stays; of the two
+    repeats the smaller item id stays (the ordinary rule between items that are not originals)."""
+    records = clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test")
+    original = next(r for r in records if r["split"] == "train")
+    of_original = {"variant_of": original["item_id"]}
+    same = next(v for k in range(100) if (v := variant(original, f"re-ask-{k}", "train", meta=of_original))["item_id"]
+                < original["item_id"])
+    new_q = {"question": "Which container did the story name last?", "answer": original["answer"]}
+    asks_new = variant(original, "new-question", "train", meta=of_original, question="Which container held it first?")
+    repeat_a = variant(original, "repeat-a", "train", meta=of_original, **new_q)
+    repeat_b = variant(original, "repeat-b", "train", meta=of_original, **new_q)
+    path = load(tmp_path / "w.duckdb", [*records, same, asks_new, repeat_a, repeat_b])
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    apply_cleaning(path, CleaningPolicy(seed=3))
+    with duckdb.connect(str(path), read_only=True) as con:
+        removed = {r[0]: (r[1], r[2]) for r in con.sql("SELECT item_id, reason, detail FROM clean_removed").fetchall()}
+        kept = {r[0] for r in con.sql("SELECT item_id FROM clean_items").fetchall()}
+    first, second = sorted([repeat_a["item_id"], repeat_b["item_id"]])
+    assert original["item_id"] in kept and original["item_id"] not in removed
+    assert removed[same["item_id"]][0] == "duplicate" and original["item_id"] in removed[same["item_id"]][1]
+    assert {asks_new["item_id"], first} <= kept
+    assert removed[second] == ("duplicate", f"duplicate of {first}")

@@ -14,7 +14,7 @@ from audits.text import tokens
 from tests.audit_reference import reference_item_features
 
 PLACES = ["box", "green box", "red_box", "green", "Box lid", "café", "ﬁn jar", "", "—"]
-WORDS = ["Ann", "told", "the", "in", "to", "at", "inside", "moved", "apple", "and", "Émile", "x", ".", ",", "—", "asked"]
+WORDS = ["Ann", "told", "the", "in", "to", "at", "inside", "moved", "apple", "and", "Émile", "x", ".", ",", "—", "asked", "\n4", "-"]
 FORMATS = ["multiple_choice", "yes_no", "free_text"]
 
 
@@ -83,3 +83,65 @@ def test_feature_label_counts_match_a_direct_count() -> None:
         assert r["n_feature"] == len(having), r
         assert r["n_label_and_feature"] == sum(str(x["answer_index"]) == r["label"] for x in having), r
         assert r["n"] == len(family)
+
+
+# A story in ToMi's published layout (numbered lines, question line with answer and support), written for
+# this test. Containers named by "in/to the X": green_bucket (line 3), red_box (line 4), blue_crate (line 7);
+# whole-word mentions: green_bucket 1, red_box 2 (line 5 names it again), blue_crate 1. So by hand:
+# first = green_bucket, last = blue_crate, most = red_box, 3 candidates (chance 1/3).
+NUMBERED_STORY = """1 Mia entered the kitchen.
+2 Noah entered the kitchen.
+3 The plum is in the green_bucket.
+4 The pear is in the red_box.
+5 Noah dislikes the red_box.
+6 Mia exited the kitchen.
+7 Noah moved the plum to the blue_crate.
+8 Noah exited the kitchen.
+"""
+NUMBERED_QUESTIONS = {"Where was the plum at the beginning?": "green_bucket", "Where is the plum really?": "blue_crate",
+                      "Where will Mia look for the plum?": "green_bucket"}
+
+
+def test_numbered_story_candidates_are_the_containers_not_the_next_line_number(tmp_path) -> None:
+    """Numbered ToMi lines: a place name ends at its line's full stop; it never takes the next line's
+    number ("green_bucket 4"), which made the gold answer no candidate and the item unscorable."""
+    from audits.features import places, records_frame
+    from tests.source_helpers import read_all
+    from warehouse.sources.tomi import ADAPTER
+
+    text = "".join(NUMBERED_STORY + f"9 {q}\t{a}\t3\n" for q, a in NUMBERED_QUESTIONS.items())
+    (tmp_path / "mine_test.txt").write_text(text, encoding="utf-8")
+    records, rejects = read_all(ADAPTER, tmp_path)
+    assert not rejects and len(records) == 3
+    assert places(records[0]["context"]) == ["green_bucket", "red_box", "blue_crate"]
+    out = item_features(records_frame(records)).sort("gold_norm")
+    gold_of = {r["question"]: r["answer"] for r in records}
+    assert [gold_of[q] for q in NUMBERED_QUESTIONS] == list(NUMBERED_QUESTIONS.values())
+    for row in out.iter_rows(named=True):
+        assert (row["n_candidates"], row["scorable"], row["chance"]) == (3, True, 1 / 3)
+        assert (row["pick_first"], row["pick_last"], row["pick_most"]) == ("green_bucket", "blue_crate", "red_box")
+        assert row["pick_first_container"] == "green_bucket"  # no world trace: the first mentioned
+        assert row["hit_first"] == (row["gold_norm"] == "green_bucket")
+        assert row["hit_last"] == (row["gold_norm"] == "blue_crate")
+        assert not row["hit_most"]
+    assert sorted(out["gold_norm"]) == ["blue_crate", "green_bucket", "green_bucket"]
+
+
+def test_unnumbered_story_keeps_two_word_places_and_stops_at_the_sentence() -> None:
+    """The running-text form (generated stories, HiToM-like wording without numbers): two-word names
+    stay whole ("green bucket"), and a name still ends at its sentence."""
+    from audits.features import places
+
+    story = ("Ava entered the hall. The key is in the green bucket. Ava moved the key into the red box.\n"
+             "Ben put the cup on the shelf. Ben waited at the door.")
+    assert places(story) == ["green bucket", "red box", "shelf", "door"]
+    frame_ = pl.DataFrame({"item_id": ["a", "b"], "context_id": ["c", "c"], "context": [story, story],
+                           "options": [None, None], "answer": ["green bucket", "shelf"],
+                           "answer_format": ["free_text", "free_text"], "question": ["Where?", "Where?"],
+                           "n_agents": [2, 2], "template_id": [None, None]},
+                          schema_overrides={"options": pl.List(pl.Utf8), "template_id": pl.Utf8})
+    out = item_features(frame_)
+    assert out["n_candidates"].to_list() == [4, 4]
+    assert out["pick_first"].to_list() == ["green bucket"] * 2
+    assert out["pick_last"].to_list() == ["door"] * 2
+    assert out["scorable"].to_list() == [True, True]

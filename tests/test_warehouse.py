@@ -121,6 +121,15 @@ def test_one_row_returns_the_row_or_names_the_query_that_gave_none() -> None:
         db.one_row(con, "SELECT 1\n    WHERE false")
 
 
+def test_one_row_leaves_the_connection_free_for_the_next_query() -> None:
+    """DuckDB refuses any `con.sql` while an `execute` result is unfinished (ResourceInUseException):
+    `one_row` must consume its result, as every caller goes on using the connection."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 7 AS a")
+    assert db.one_row(con, "SELECT count(*) FROM t WHERE a = ?", [7]) == (1,)
+    assert con.sql("SELECT a FROM t").fetchall() == [(7,)]
+
+
 def test_not_a_duckdb_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     path.write_text("hello")

@@ -27,12 +27,13 @@ class WarehouseError(Exception):
 def one_row(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> tuple[Any, ...]:
     """The one row of a query that always yields one (an aggregate, a DML's row count).
 
-    DuckDB's `fetchone()` is typed as possibly None; a missing row here means the query is not
-    what the caller thinks, so it fails loudly, naming the query, instead of a `None[0]` TypeError."""
-    row = con.execute(statement, parameters).fetchone()
-    if row is None:
+    Fetched to the end (`fetchall`, not `fetchone`): DuckDB refuses any later `con.sql` on a
+    connection whose last `execute` result is unfinished. A missing row means the query is not what
+    the caller thinks, so it fails loudly, naming the query, instead of an IndexError."""
+    rows = con.execute(statement, parameters).fetchall()
+    if not rows:
         raise WarehouseError(f"query returned no row, one expected: {' '.join(statement.split())}")
-    return row
+    return rows[0]
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
