@@ -21,7 +21,7 @@ from audits.config import AuditParams
 from audits.lsh import Banding, candidate_pairs_from_keys, choose_banding
 from audits.minhash import SCHEME, estimate_jaccard
 from audits.passes import Passes, PassSettings, run_local
-from audits.skeleton import skeleton_key
+from audits.skeleton import skeleton_keys
 from audits.store import signature_table
 from audits.text import NORMALIZER, batch_ngrams, text_key, tokens
 
@@ -187,7 +187,7 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
             add("near_duplicate", int(a), int(b))
     clusters = np.array([uf.find(i) for i in range(n_docs)], dtype=np.int64)
     docs = docs.with_columns(pl.Series("cluster", clusters))
-    skeletons = [skeleton_key(t) for t in texts]
+    skeletons = skeleton_keys(texts)
     docs = docs.with_columns(pl.Series("skeleton_key", skeletons))
 
     calibration: list[dict] = []

@@ -76,6 +76,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("overlap.no_exact_jaccard_check", "audits/overlap.py",
              "if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:", "if True:",
              ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py"), "every LSH candidate is reported as a near duplicate"),
+    # issue 17: compiled skeletons (tests by helper "scale2")
+    Mutation("skeleton.kernel_names_never_at_sentence_start", "audits/kernels.py",
+             "if flags[w] & SKEL_NAME and (not sentence_start or seen_stamp[low_id[w]] != d):",
+             "if flags[w] & SKEL_NAME and not sentence_start:",
+             ("tests/test_audit_skeleton.py",),
+             "the compiled skeleton misses names that only open sentences: structural twins keyed differently from the reference"),
+    Mutation("skeleton.kernel_two_word_things", "audits/kernels.py",
+             "    while j < hi and j - i < 3:\n", "    while j < hi and j - i < 2:\n",
+             ("tests/test_audit_skeleton.py",),
+             "thing phrases cut at two words in the compiled skeleton: 'the big old chest' keyed unlike the reference"),
     # item 3: reward
     Mutation("reward.no_then_yes", "rl/reward.py",
              'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
