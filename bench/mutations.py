@@ -96,6 +96,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("ngram.best_match_ignores_doc_frequency", "audits/ngram.py",
              "pl.len().over(\"gram\") <= max_doc_freq", "pl.len().over(\"gram\") >= 0",
              ("tests/test_audit_ngram.py",), "best train match counts boilerplate grams shared by many train contexts"),
+    Mutation("baselines.eval_sample_never_taken", "audits/baselines.py",
+             "    if df.height <= limit:\n        return df, \"\"", "    if True:\n        return df, \"\"",
+             ("tests/test_audit_baselines_sample.py",), "baseline_max_eval ignored: every held-out item scored"),
+    Mutation("baselines.eval_sample_one_story_short", "audits/baselines.py",
+             "limit, side=\"left\")) + 1", "limit, side=\"left\"))",
+             ("tests/test_audit_baselines_sample.py",), "the held-out sample stops one story short of its size"),
     # item 3: reward
     Mutation("reward.no_then_yes", "rl/reward.py",
              'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
