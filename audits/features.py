@@ -193,7 +193,7 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     import duckdb
     import orjson
 
-    from audits.store import ITEM_COLUMNS, WORLD_COLUMNS_SQL
+    from audits.store import ITEM_COLUMNS, world_selection_sql
 
     dtypes = {"belief_order": pl.Int64, "answer_index": pl.Int64, "n_agents": pl.Int64, "is_false_belief": pl.Boolean,
               "options": pl.List(pl.Utf8)}
@@ -202,8 +202,8 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema={c: dtypes.get(c, pl.Utf8) for c in ITEM_COLUMNS} | {"meta_json": pl.Utf8, "trace_json": pl.Utf8})
     with duckdb.connect() as con:
         con.register("records", frame.to_arrow())
-        sql = (f"SELECT {', '.join(ITEM_COLUMNS)}, {WORLD_COLUMNS_SQL} FROM "
-               "(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records) ORDER BY item_id")
+        sql = world_selection_sql("(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records)", "true",
+                                  ", ".join(ITEM_COLUMNS))
         return pl.from_arrow(con.sql(sql).to_arrow_table())
 
 
