@@ -204,10 +204,12 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         items = pl.concat([_with_side(train, "train"), _with_side(heldout, "heldout")])
         lap("read")
         say("overlap (MinHash LSH, n-grams, skeletons)")
-        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n), passes=passes)
+        ov = audit_overlap(items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n), passes=passes,
+                           progress=say)
     finally:
         con.close()
     lap("overlap")
+    timings.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
     say("template artifacts")
     feats = item_features(items.unique("item_id", keep="first", maintain_order=True))
     df = items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(pl.col("belief_order").cast(pl.Int64))
