@@ -225,6 +225,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     say("partial-input baselines")
     tables["audit_partial_input"] = baselines.partial_input_baselines(train, heldout if heldout_where else None, p)
     lap("baselines")
+    say("findings and verdicts")
     tables["audit_label_conflicts"] = conflicts
     both = set(train["item_id"].to_list()) & set(heldout["item_id"].to_list()) if heldout_where else set()
     data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(set(ov.contexts["text_key"].to_list())), size=8)

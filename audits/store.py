@@ -60,7 +60,7 @@ def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
                           f"(SELECT context_id FROM items_full WHERE ({where}))").to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
-    frame = pl.from_arrow(items).join(pl.from_arrow(stories), on="context_id", how="left", maintain_order="left")
+    frame = pl.DataFrame(items).join(pl.DataFrame(stories), on="context_id", how="left", maintain_order="left")
     return frame.select(*ITEM_COLUMNS, *WORLD_COLUMNS)
 
 
