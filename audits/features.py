@@ -22,7 +22,8 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, window_hashes
+from audits import kernels
+from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, use_jit, window_hashes
 
 _PLACE = re.compile(r"\b(?:in|into|to|on|onto|inside|at) the (\w+(?: \w+)?)")
 _COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
@@ -84,6 +85,8 @@ def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray
     if span <= 0 or not len(wanted):
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, np.empty(0, dtype=np.uint64)
+    if use_jit():  # one loop, no array of every window's hash
+        return kernels.window_hits(words, offsets, m, POSITION_MULT, wanted)
     hashes = window_hashes(words, m)
     slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
     hit = np.nonzero(wanted[slot] == hashes)[0]

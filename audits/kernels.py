@@ -309,3 +309,36 @@ def gram_coverage(flat, offsets, train, heldout_only, cluster, shift):
                     obs_hits[doc] += 1
             k = e
     return null_hits, obs_hits
+
+
+@njit(cache=True, nogil=True)
+def window_hits(words, offsets, m, mults, wanted):
+    """Every m-word window inside a document whose n-gram hash (as `ngram_hashes`) is in the
+    sorted array `wanted`: (doc, start word within the doc, hash), in document and word order."""
+    cap = 1024
+    docs = np.empty(cap, dtype=np.int64)
+    starts = np.empty(cap, dtype=np.int64)
+    hashes = np.empty(cap, dtype=np.uint64)
+    n = 0
+    for d in range(len(offsets) - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        for j in range(lo, hi - m + 1):
+            total = np.uint64(0)
+            for i in range(m):
+                total += words[j + i] * mults[i]
+            h = _fmix64(total)
+            k = np.searchsorted(wanted, h)
+            if k < len(wanted) and wanted[k] == h:
+                if n == cap:
+                    cap *= 2
+                    docs, starts, hashes = _grown(docs, cap), _grown(starts, cap), _grown(hashes, cap)
+                docs[n], starts[n], hashes[n] = d, j - lo, h
+                n += 1
+    return docs[:n], starts[:n], hashes[:n]
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, cap):
+    out = np.empty(cap, dtype=a.dtype)
+    out[:len(a)] = a
+    return out

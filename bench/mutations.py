@@ -102,6 +102,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("baselines.eval_sample_one_story_short", "audits/baselines.py",
              "limit, side=\"left\")) + 1", "limit, side=\"left\"))",
              ("tests/test_audit_baselines_sample.py",), "the held-out sample stops one story short of its size"),
+    Mutation("features.kernel_window_hits_skip_last_window", "audits/kernels.py",
+             "        for j in range(lo, hi - m + 1):\n            total = np.uint64(0)\n            for i in range(m):\n",
+             "        for j in range(lo, hi - m):\n            total = np.uint64(0)\n            for i in range(m):\n",
+             ("tests/test_audit_features.py",), "a candidate named in a story's last words is never counted as mentioned"),
     # item 3: reward
     Mutation("reward.no_then_yes", "rl/reward.py",
              'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
