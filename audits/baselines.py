@@ -3,14 +3,18 @@ or the story without the question? A model that beats the majority class on such
 template artifact.
 
 Targets: the gold position for multiple choice, the answer text otherwise (small answer spaces
-only). Models are fitted on the train side and scored on the held-out side; without a held-out side,
+only). Models are fitted on the train side (a seeded sample of `baseline_max_train` items) and
+scored on the held-out side (whole stories in a seeded order until `baseline_max_eval` items: at a
+million items the CI is already tight at that size, and the evaluation column says it sampled); without a held-out side,
 out-of-fold predictions of a group k-fold by context stand in (no story is in both folds). Train-side
 group k-fold accuracy is reported as well. Confidence intervals come from a cluster bootstrap over
 contexts, paired with the majority-class baseline on the same resamples.
 """
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
 import numpy as np
@@ -102,13 +106,36 @@ def _subsample(df: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
     return df.sample(n=limit, seed=seed).sort("item_id")
 
 
-def _cv_predictions(df: pl.DataFrame, x, y: np.ndarray, folds: int) -> np.ndarray:
+def _sample_stories(df: pl.DataFrame, limit: int, seed: int) -> tuple[pl.DataFrame, str]:
+    """Whole contexts in a seeded random order until `limit` items (a cluster sample, so the
+    cluster bootstrap stays valid), and a note saying so; all of `df` when it is no larger."""
+    if df.height <= limit:
+        return df, ""
+    per_story = df.group_by("context_id").len().sort("context_id")
+    order = np.random.default_rng(seed).permutation(per_story.height)
+    k = int(np.searchsorted(np.cumsum(per_story["len"].to_numpy()[order]), limit, side="left")) + 1
+    sample = df.filter(pl.col("context_id").is_in(per_story["context_id"].gather(order[:k]).implode()))
+    return sample, f" (seeded sample: {sample.height} of {df.height} items, {k} of {per_story.height} stories)"
+
+
+def _workers() -> int:
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+def _fits(x_tr, y_tr: np.ndarray, jobs: list[tuple[np.ndarray | None, object]]) -> list[np.ndarray]:
+    """Predictions of each (train rows or None for all, matrix to predict) job, fitted on threads:
+    SGD's loop releases the GIL, and every fit is seeded, so the result does not depend on order."""
+    def run(job: tuple[np.ndarray | None, object]) -> np.ndarray:
+        rows, x_pred = job
+        return _fit_predict(x_tr if rows is None else x_tr[rows], y_tr if rows is None else y_tr[rows], x_pred)
+    with ThreadPoolExecutor(min(_workers(), len(jobs))) as pool:
+        return list(pool.map(run, jobs))
+
+
+def _cv_splits(df: pl.DataFrame, y: np.ndarray, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
     groups = df["context_id"].to_numpy()
     k = min(folds, len(np.unique(groups)))
-    pred = np.empty(len(y), dtype=object)
-    for train_idx, test_idx in GroupKFold(n_splits=k).split(np.zeros(len(y)), y, groups):
-        pred[test_idx] = _fit_predict(x[train_idx], y[train_idx], x[test_idx])
-    return pred
+    return list(GroupKFold(n_splits=k).split(np.zeros(len(y)), y, groups))
 
 
 def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> pl.DataFrame:
@@ -137,13 +164,20 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
     for fmt, kind, tr, ho, n_classes in plan:
         tr_fit = _subsample(tr, p.baseline_max_train, p.seed)
         x_tr, y_tr = _vectorize(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
-        cv_pred = _cv_predictions(tr_fit, x_tr, y_tr, p.folds)
+        splits = _cv_splits(tr_fit, y_tr, p.folds)
+        ho_eval, note = _sample_stories(ho, p.baseline_max_eval, p.seed) if ho is not None else (None, "")
+        jobs: list[tuple[np.ndarray | None, object]] = [(train_idx, x_tr[test_idx]) for train_idx, test_idx in splits]
+        if ho_eval is not None:
+            jobs.append((None, _vectorize(_texts(ho_eval, kind))))
+        preds = _fits(x_tr, y_tr, jobs)
+        cv_pred = np.empty(len(y_tr), dtype=object)
+        for (_, test_idx), fold_pred in zip(splits, preds):
+            cv_pred[test_idx] = fold_pred
         cv_acc = float(np.mean(cv_pred == y_tr))
         values, counts = np.unique(y_tr, return_counts=True)
         majority = values[np.argmax(counts)]
-        if ho is not None:
-            pred = _fit_predict(x_tr, y_tr, _vectorize(_texts(ho, kind)))
-            y_eval, eval_df, evaluation = _targets(ho, fmt).astype(object), ho, "train->heldout"
+        if ho_eval is not None:
+            pred, y_eval, eval_df, evaluation = preds[-1], _targets(ho_eval, fmt).astype(object), ho_eval, "train->heldout" + note
         else:
             pred, y_eval, eval_df, evaluation = cv_pred, y_tr, tr_fit, f"group {p.folds}-fold (train)"
         correct = pred == y_eval

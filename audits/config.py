@@ -33,6 +33,7 @@ class AuditParams:
     bootstrap: int = 1000
     folds: int = 5
     baseline_max_train: int = 20000
+    baseline_max_eval: int = 20000  # held-out items scored (whole stories, seeded) by the partial-input baselines
     min_group_items: int = 30
     seed: int = 0
 

@@ -24,7 +24,8 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, tokens, window_hashes
+from audits import kernels
+from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, tokens, use_jit, window_hashes
 
 _GAP = r"[^\S\r\n]+"  # spaces within one line: a place name never spans a line break (numbered stories)
 _PLACE = re.compile(rf"\b(?:in|into|to|on|onto|inside|at){_GAP}the{_GAP}(\w+(?:(?:{_GAP}|-)\w+)?)")
@@ -90,6 +91,8 @@ def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray
     if span <= 0 or not len(wanted):
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, np.empty(0, dtype=np.uint64)
+    if use_jit():  # one loop, no array of every window's hash
+        return kernels.window_hits(words, offsets, m, POSITION_MULT, wanted)
     hashes = window_hashes(words, m)
     slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
     hit = np.nonzero(wanted[slot] == hashes)[0]
@@ -199,7 +202,7 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     import duckdb
     import orjson
 
-    from audits.store import ITEM_COLUMNS, WORLD_COLUMNS_SQL, frame_of
+    from audits.store import ITEM_COLUMNS, frame_of, world_selection_sql
 
     dtypes = {"belief_order": pl.Int64(), "answer_index": pl.Int64(), "n_agents": pl.Int64(), "is_false_belief": pl.Boolean(),
               "options": pl.List(pl.Utf8)}
@@ -208,8 +211,8 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema={c: dtypes.get(c, pl.Utf8) for c in ITEM_COLUMNS} | {"meta_json": pl.Utf8, "trace_json": pl.Utf8})
     with duckdb.connect() as con:
         con.register("records", frame.to_arrow())
-        sql = (f"SELECT {', '.join(ITEM_COLUMNS)}, {WORLD_COLUMNS_SQL} FROM "
-               "(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records) ORDER BY item_id")
+        sql = world_selection_sql("(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records)", "true",
+                                  ", ".join(ITEM_COLUMNS))
         return frame_of(con.sql(sql).to_arrow_table())
 
 

@@ -113,3 +113,232 @@ def band_keys(sigs, bands, rows, mults):
                 total += np.uint64(sigs[d, band * rows + i]) * mults[i]
             out[d, band] = _fmix64(total)
     return out
+
+
+# word flags of `skeletons` (one bit each, per vocabulary entry)
+SKEL_NAME, SKEL_LOWER, SKEL_END, SKEL_DET, SKEL_STOP, SKEL_DIGIT = 1, 2, 4, 8, 16, 32
+_AGENT = np.frombuffer(b"AGENT", dtype=np.uint8)
+_ENT = np.frombuffer(b"ENT", dtype=np.uint8)
+_NUM = np.frombuffer(b"NUM", dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _room(buf, pos, need):
+    """`buf` with space for `need` more bytes after `pos` (doubled when full)."""
+    if pos + need <= len(buf):
+        return buf
+    grown = np.empty(max(2 * len(buf), pos + need), dtype=np.uint8)
+    grown[:pos] = buf[:pos]
+    return grown
+
+
+@njit(cache=True, nogil=True)
+def _put_token(buf, pos, first, src, lo, hi, number):
+    """Append a space (unless first), src[lo:hi], then `number` in decimal when >= 0."""
+    buf = _room(buf, pos, hi - lo + 22)
+    if not first:
+        buf[pos] = 32
+        pos += 1
+    for k in range(lo, hi):
+        buf[pos] = src[k]
+        pos += 1
+    if number >= 0:
+        digits = 1
+        rest = number
+        while rest >= 10:
+            rest //= 10
+            digits += 1
+        for k in range(digits - 1, -1, -1):
+            buf[pos + k] = 48 + number % 10
+            number //= 10
+        pos += digits
+    return buf, pos
+
+
+@njit(cache=True, nogil=True)
+def _mark_names(ids, lo, hi, d, flags, low_id, self_low, seen_stamp, name_stamp):
+    """name_stamp[w] = d for the names of document d: capitalized words away from a sentence
+    start, or at one when their lower case never occurs in the document (`audits.skeleton._names`)."""
+    for i in range(lo, hi):
+        if flags[ids[i]] & SKEL_LOWER:
+            seen_stamp[self_low[ids[i]]] = d
+    sentence_start = True
+    for i in range(lo, hi):
+        w = ids[i]
+        if flags[w] & SKEL_END:
+            sentence_start = True
+            continue
+        if flags[w] & SKEL_NAME and (not sentence_start or seen_stamp[low_id[w]] != d):
+            name_stamp[w] = d
+        sentence_start = False
+
+
+@njit(cache=True, nogil=True)
+def _thing_end(ids, i, hi, d, flags, name_stamp):
+    """End of the thing phrase (up to three words) after a determiner at i - 1 (i when none)."""
+    j = i
+    while j < hi and j - i < 3:
+        nxt = ids[j]
+        if flags[nxt] & (SKEL_END | SKEL_STOP) or name_stamp[nxt] == d:
+            break
+        j += 1
+    return j
+
+
+@njit(cache=True, nogil=True)
+def _thing_role(ids, i, j, low_id, ent_keys, n_ents):
+    """Role number (from 1) of the phrase ids[i:j] by its lower-case words, and the count of
+    roles after adding it when new."""
+    k0 = low_id[ids[i]]
+    k1 = low_id[ids[i + 1]] if j - i > 1 else -1
+    k2 = low_id[ids[i + 2]] if j - i > 2 else -1
+    for e in range(n_ents):
+        if ent_keys[e, 0] == k0 and ent_keys[e, 1] == k1 and ent_keys[e, 2] == k2:
+            return e + 1, n_ents
+    ent_keys[n_ents, 0], ent_keys[n_ents, 1], ent_keys[n_ents, 2] = k0, k1, k2
+    return n_ents + 1, n_ents + 1
+
+
+@njit(cache=True, nogil=True)
+def skeletons(ids, offsets, flags, low_id, self_low, low_bytes, low_offsets):
+    """Each document's skeleton (`audits.skeleton.skeleton`) as UTF-8 bytes: one buffer and
+    offsets. `ids` are vocabulary indices of the documents' tokens; per vocabulary entry `flags`
+    (SKEL_* bits: a possible name, islower, sentence end, determiner, stop word for a thing
+    phrase, isdigit), `low_id` (its lower case in the lower-case vocabulary, whose UTF-8 bytes are
+    `low_bytes[low_offsets[i]:low_offsets[i + 1]]`) and `self_low` (itself there, when lower case)."""
+    n_docs, n_vocab = len(offsets) - 1, len(flags)
+    name_stamp = np.full(n_vocab, -1, dtype=np.int64)
+    agent_stamp = np.full(n_vocab, -1, dtype=np.int64)
+    agent_num = np.zeros(n_vocab, dtype=np.int64)
+    seen_stamp = np.full(len(low_offsets) - 1, -1, dtype=np.int64)
+    ent_keys = np.empty((max(1, np.max(np.diff(offsets)) if n_docs else 1), 3), dtype=np.int64)
+    buf = np.empty(max(1024, 8 * len(ids)), dtype=np.uint8)
+    out_offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    pos = 0
+    for d in range(n_docs):
+        lo, hi = offsets[d], offsets[d + 1]
+        _mark_names(ids, lo, hi, d, flags, low_id, self_low, seen_stamp, name_stamp)
+        n_agents, n_ents, first, i = 0, 0, True, lo
+        while i < hi:
+            w = ids[i]
+            if name_stamp[w] == d:
+                if agent_stamp[w] != d:
+                    n_agents += 1
+                    agent_stamp[w], agent_num[w] = d, n_agents
+                buf, pos = _put_token(buf, pos, first, _AGENT, 0, len(_AGENT), agent_num[w])
+            elif flags[w] & SKEL_DIGIT:
+                buf, pos = _put_token(buf, pos, first, _NUM, 0, len(_NUM), -1)
+            else:
+                buf, pos = _put_token(buf, pos, first, low_bytes, low_offsets[low_id[w]], low_offsets[low_id[w] + 1], -1)
+            first = False
+            i += 1
+            if name_stamp[w] != d and flags[w] & SKEL_DET:
+                j = _thing_end(ids, i, hi, d, flags, name_stamp)
+                if j > i:
+                    role, n_ents = _thing_role(ids, i, j, low_id, ent_keys, n_ents)
+                    buf, pos = _put_token(buf, pos, False, _ENT, 0, len(_ENT), role)
+                    i = j
+        out_offsets[d + 1] = pos
+    return buf[:pos], out_offsets
+
+
+@njit(cache=True, nogil=True)
+def doc_unique(flat, offsets):
+    """Each document's distinct values, sorted: (flat values, offsets)."""
+    out = np.empty(len(flat), dtype=flat.dtype)
+    out_offsets = np.zeros(len(offsets), dtype=np.int64)
+    pos = 0
+    for d in range(len(offsets) - 1):
+        seg = np.sort(flat[offsets[d]:offsets[d + 1]])
+        for k in range(len(seg)):
+            if k == 0 or seg[k] != seg[k - 1]:
+                out[pos] = seg[k]
+                pos += 1
+        out_offsets[d + 1] = pos
+    return out[:pos], out_offsets
+
+
+@njit(cache=True, nogil=True)
+def _bucket_by_top_bits(flat, offsets, shift):
+    """The (value, document) pairs laid out by the top bits of the value (a counting sort on
+    them), and where each bucket starts."""
+    n_buckets = (1 << (64 - shift)) if shift > 0 else 1
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(len(flat)):
+        starts[np.int64(flat[i] >> np.uint64(shift)) + 1] += 1
+    for b in range(n_buckets):
+        starts[b + 1] += starts[b]
+    fill = starts[:-1].copy()
+    values = np.empty(len(flat), dtype=flat.dtype)
+    docs = np.empty(len(flat), dtype=np.int64)
+    for d in range(len(offsets) - 1):
+        for i in range(offsets[d], offsets[d + 1]):
+            b = np.int64(flat[i] >> np.uint64(shift))
+            values[fill[b]], docs[fill[b]] = flat[i], d
+            fill[b] += 1
+    return values, docs, starts
+
+
+@njit(cache=True, nogil=True)
+def gram_coverage(flat, offsets, train, heldout_only, cluster, shift):
+    """Per document, over its distinct grams (`flat`/`offsets` as from `doc_unique`): how many
+    are shared by train documents of at least two clusters (counted for train documents) and how
+    many by at least one train document (counted for held-out-only documents)."""
+    values, docs, starts = _bucket_by_top_bits(flat, offsets, shift)
+    n_docs = len(offsets) - 1
+    null_hits = np.zeros(n_docs, dtype=np.int64)
+    obs_hits = np.zeros(n_docs, dtype=np.int64)
+    for b in range(len(starts) - 1):
+        lo, hi = starts[b], starts[b + 1]
+        order = np.argsort(values[lo:hi]) + lo
+        k = 0
+        while k < hi - lo:
+            gram, e = values[order[k]], k
+            n_train, cmin, cmax = 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min
+            while e < hi - lo and values[order[e]] == gram:
+                doc = docs[order[e]]
+                if train[doc]:
+                    n_train += 1
+                    cmin, cmax = min(cmin, cluster[doc]), max(cmax, cluster[doc])
+                e += 1
+            for m in range(k, e):
+                doc = docs[order[m]]
+                if train[doc] and cmin != cmax:
+                    null_hits[doc] += 1
+                elif heldout_only[doc] and n_train > 0:
+                    obs_hits[doc] += 1
+            k = e
+    return null_hits, obs_hits
+
+
+@njit(cache=True, nogil=True)
+def window_hits(words, offsets, m, mults, wanted):
+    """Every m-word window inside a document whose n-gram hash (as `ngram_hashes`) is in the
+    sorted array `wanted`: (doc, start word within the doc, hash), in document and word order."""
+    cap = 1024
+    docs = np.empty(cap, dtype=np.int64)
+    starts = np.empty(cap, dtype=np.int64)
+    hashes = np.empty(cap, dtype=np.uint64)
+    n = 0
+    for d in range(len(offsets) - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        for j in range(lo, hi - m + 1):
+            total = np.uint64(0)
+            for i in range(m):
+                total += words[j + i] * mults[i]
+            h = _fmix64(total)
+            k = np.searchsorted(wanted, h)
+            if k < len(wanted) and wanted[k] == h:
+                if n == cap:
+                    cap *= 2
+                    docs, starts, hashes = _grown(docs, cap), _grown(starts, cap), _grown(hashes, cap)
+                docs[n], starts[n], hashes[n] = d, j - lo, h
+                n += 1
+    return docs[:n], starts[:n], hashes[:n]
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, cap):
+    out = np.empty(cap, dtype=a.dtype)
+    out[:len(a)] = a
+    return out

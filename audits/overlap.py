@@ -8,9 +8,11 @@ rate among independent train contexts, so templated data is not flagged wholesal
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import polars as pl
@@ -20,10 +22,12 @@ from scipy import stats
 from audits.config import AuditParams
 from audits.lsh import Banding, candidate_pairs_from_keys, choose_banding
 from audits.minhash import SCHEME, estimate_jaccard
-from audits.passes import Passes, PassSettings, run_local
-from audits.skeleton import skeleton_key
+from audits.ngram import ngram_test
+from audits.passes import Hashed, Passes, PassSettings, run_local
+from audits.skeleton import skeleton_keys
 from audits.store import signature_table
-from audits.text import NORMALIZER, batch_ngrams, text_key, tokens
+from audits.text import NORMALIZER, text_keys, tokens
+from warehouse.progress import SILENT, Progress
 
 Lookup = Callable[[list[str], str, int], dict[str, np.ndarray]]
 
@@ -37,6 +41,7 @@ class OverlapResult:
     banding: Banding
     new_signatures: pa.Table | None
     stats: dict = field(default_factory=dict)
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: wall_s, cpu_s (not stored)
 
 
 def signature_params_key(p: AuditParams) -> str:
@@ -50,7 +55,7 @@ def _docs(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         (pl.col("side") == "train").sum().alias("n_train_items"),
         (pl.col("side") == "heldout").sum().alias("n_heldout_items"),
     ).sort("context_id"))
-    ctx = ctx.with_columns(pl.Series("text_key", [text_key(t) for t in ctx["context"]]))
+    ctx = ctx.with_columns(pl.Series("text_key", text_keys(ctx["context"]), dtype=pl.Utf8))
     docs = (ctx.group_by("text_key").agg(
         pl.col("context").first(), pl.col("context_id").sort(),
         pl.col("n_train_items").sum(), pl.col("n_heldout_items").sum(),
@@ -134,145 +139,151 @@ def _scope(train: np.ndarray, heldout: np.ndarray, a: int, b: int) -> tuple[str,
     return ("train" if train[a] else "heldout"), a, b
 
 
-def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None, passes: Passes = run_local) -> OverlapResult:
-    """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout);
-    `passes` runs the shingle and signature passes (here, or on Ray: `audits.ray_passes`)."""
-    ctx, docs = _docs(items)
-    n_docs = docs.height
-    texts = docs["context"].to_list()
+class PhaseTimer:
+    """Wall and CPU seconds of each named phase (the result's `timings`), each run as a stage of
+    `progress` (the CLI draws it, a flow logs it, the bench turns it into a phase with its peak RSS)."""
+
+    def __init__(self, prefix: str, progress: Progress = SILENT) -> None:
+        self.prefix, self.progress = prefix, progress
+        self.seconds: dict[str, dict[str, float]] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            with self.progress.stage(f"{self.prefix}: {name}"):
+                yield
+        finally:
+            self.seconds[name] = {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+
+
+@dataclass
+class _Signed:
+    """The shingle and signature passes' output with what the caller needs from the cache."""
+
+    hashed: Hashed
+    banding: Banding
+    new_signatures: pa.Table | None
+    n_cached: int
+
+
+def _sign(docs: pl.DataFrame, p: AuditParams, lookup: Lookup | None, passes: Passes) -> _Signed:
+    """Word and shingle hashes of every doc; signatures from the cache or computed; band keys."""
     keys = docs["text_key"].to_list()
     banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
     cached, have = _cached_signatures(keys, p, lookup)
-    hashed = passes(texts, cached, have, PassSettings(p.shingle_n, p.num_perm, p.minhash_seed, banding))
-    words, word_offsets, flat, offsets, sigs = hashed.words, hashed.word_offsets, hashed.flat, hashed.offsets, hashed.signatures
+    hashed = passes(docs["context"].to_list(), cached, have, PassSettings(p.shingle_n, p.num_perm, p.minhash_seed, banding))
     computed = np.flatnonzero(hashed.computed)
-    n_cached = n_docs - len(computed)
-    new_sigs = signature_table([keys[i] for i in computed], signature_params_key(p), sigs[computed],
+    offsets = hashed.offsets
+    new_sigs = signature_table([keys[i] for i in computed], signature_params_key(p), hashed.signatures[computed],
                                offsets[computed + 1] - offsets[computed]) if len(computed) else None
-    cands, skipped = candidate_pairs_from_keys(hashed.band_keys, p.max_bucket)
-    train = docs["train"].to_numpy()
-    heldout = docs["heldout"].to_numpy()
-    get = _unique_sets(flat, offsets)
-    rows: list[dict] = []
-    uf = _UnionFind(n_docs)
-    word_cache: dict[int, list[str]] = {}
+    return _Signed(hashed, banding, new_sigs, docs.height - len(computed))
 
-    def words_of(d: int) -> list[str]:
-        if d not in word_cache:
-            word_cache[d] = tokens(texts[d])
-        return word_cache[d]
 
-    def add(kind: str, a: int, b: int, extra: dict | None = None) -> None:
-        scope, a, b = _scope(train, heldout, a, b)
-        jac, c_a, c_b, inter = _exact(get, a, b)
-        rows.append({
-            "kind": kind, "scope": scope, "a_text_key": docs["text_key"][a], "b_text_key": docs["text_key"][b],
-            "a_context_id": docs["context_id"][a][0], "b_context_id": docs["context_id"][b][0],
-            "est_jaccard": float(estimate_jaccard(sigs[a], sigs[b])), "jaccard": jac, "containment_a": c_a,
-            "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": (extra or {}).get("shared_ngrams"),
-            "p_value": (extra or {}).get("p_value"),
-            "spans": json.dumps(matched_spans(words_of(a), words_of(b), (extra or {}).get("span_n", p.shingle_n), p.max_spans)),
+class _Evidence:
+    """The rows of `audit_overlap_pairs`: each pair oriented (train side first), with its exact
+    and estimated Jaccard, containments and matched spans."""
+
+    def __init__(self, docs: pl.DataFrame, hashed: Hashed, p: AuditParams) -> None:
+        self.p, self.sigs = p, hashed.signatures
+        self.texts = docs["context"].to_list()
+        self.keys = docs["text_key"].to_list()
+        self.first_context = docs["context_id"].list.first().to_list()
+        self.train, self.heldout = docs["train"].to_numpy(), docs["heldout"].to_numpy()
+        self.get = _unique_sets(hashed.flat, hashed.offsets)
+        self.rows: list[dict] = []
+        self._words: dict[int, list[str]] = {}
+
+    def words_of(self, d: int) -> list[str]:
+        if d not in self._words:
+            self._words[d] = tokens(self.texts[d])
+        return self._words[d]
+
+    def add(self, kind: str, a: int, b: int, extra: dict | None = None) -> None:
+        scope, a, b = _scope(self.train, self.heldout, a, b)
+        jac, c_a, c_b, inter = _exact(self.get, a, b)
+        extra = extra or {}
+        self.rows.append({
+            "kind": kind, "scope": scope, "a_text_key": self.keys[a], "b_text_key": self.keys[b],
+            "a_context_id": self.first_context[a], "b_context_id": self.first_context[b],
+            "est_jaccard": float(estimate_jaccard(self.sigs[a], self.sigs[b])), "jaccard": jac, "containment_a": c_a,
+            "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": extra.get("shared_ngrams"),
+            "p_value": extra.get("p_value"),
+            "spans": json.dumps(matched_spans(self.words_of(a), self.words_of(b), extra.get("span_n", self.p.shingle_n),
+                                              self.p.max_spans)),
         })
 
-    # a doc used by both sides is an exact overlap
-    for d in np.nonzero(train & heldout)[0]:
-        add("exact", int(d), int(d))
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.rows, schema=_PAIR_SCHEMA).sort("kind", "scope", "a_text_key", "b_text_key")
+
+
+_PAIR_SCHEMA = {
+    "kind": pl.Utf8, "scope": pl.Utf8, "a_text_key": pl.Utf8, "b_text_key": pl.Utf8, "a_context_id": pl.Utf8,
+    "b_context_id": pl.Utf8, "est_jaccard": pl.Float64, "jaccard": pl.Float64, "containment_a": pl.Float64,
+    "containment_b": pl.Float64, "shared_shingles": pl.Int64, "shared_ngrams": pl.Int64, "p_value": pl.Float64, "spans": pl.Utf8,
+}
+
+
+def _near_duplicates(ev: _Evidence, band_keys: np.ndarray, p: AuditParams) -> tuple[np.ndarray, dict]:
+    """Exact copies across sides and verified LSH candidates as pairs; the clusters of docs
+    joined by Jaccard >= threshold (union-find) and the counts for the run's stats."""
+    for d in np.nonzero(ev.train & ev.heldout)[0]:  # a doc used by both sides is an exact overlap
+        ev.add("exact", int(d), int(d))
+    cands, skipped = candidate_pairs_from_keys(band_keys, p.max_bucket)
+    uf = _UnionFind(len(ev.keys))
     verified = 0
     for a, b in cands:
-        jac, c_a, c_b, _ = _exact(get, int(a), int(b))
+        jac, c_a, c_b, _ = _exact(ev.get, int(a), int(b))
         if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:
             verified += 1
             if jac >= p.jaccard_threshold:
                 uf.union(int(a), int(b))
             # one name per meaning (table, report, README): similar as a whole, or one held inside the other
-            add("near_duplicate" if jac >= p.jaccard_threshold else "contained", int(a), int(b))
-    clusters = np.array([uf.find(i) for i in range(n_docs)], dtype=np.int64)
-    docs = docs.with_columns(pl.Series("cluster", clusters))
-    skeletons = [skeleton_key(t) for t in texts]
-    docs = docs.with_columns(pl.Series("skeleton_key", skeletons))
+            ev.add("near_duplicate" if jac >= p.jaccard_threshold else "contained", int(a), int(b))
+    clusters = np.array([uf.find(i) for i in range(len(ev.keys))], dtype=np.int64)
+    return clusters, {"lsh_candidates": len(cands), "verified_pairs": verified, "oversized_buckets": skipped}
 
+
+def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None, passes: Passes = run_local,
+                  progress: Progress = SILENT) -> OverlapResult:
+    """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout);
+    `passes` runs the shingle and signature passes (here, or on Ray: `audits.ray_passes`);
+    each phase is a stage of `progress` (their times are in the result's `timings`)."""
+    timer = PhaseTimer("audit: overlap", progress)
+    with timer.phase("distinct texts"):
+        ctx, docs = _docs(items)
+    with timer.phase("shingles and signatures"):
+        signed = _sign(docs, p, lookup, passes)
+    with timer.phase("near duplicates"):
+        ev = _Evidence(docs, signed.hashed, p)
+        clusters, counts = _near_duplicates(ev, signed.hashed.band_keys, p)
+    with timer.phase("skeletons"):
+        docs = docs.with_columns(pl.Series("cluster", clusters), pl.Series("skeleton_key", skeleton_keys(ev.texts)))
     calibration: list[dict] = []
     ngram = pl.DataFrame()
-    if heldout.any() and train.any():
-        ngram, ngram_pairs, calib = _ngram_test(docs, words, word_offsets, p)
-        calibration += calib
-        for b, a, shared, pval in ngram_pairs:
-            add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
-        struct_pairs, calib = _structural(docs, p)
-        calibration += calib
-        for a, b, pval in struct_pairs:
-            add("structural", a, b, {"p_value": pval})
-        calibration += _near_dup_rates(rows, train, heldout, p)
-
-    pairs = pl.DataFrame(rows, schema={
-        "kind": pl.Utf8, "scope": pl.Utf8, "a_text_key": pl.Utf8, "b_text_key": pl.Utf8, "a_context_id": pl.Utf8,
-        "b_context_id": pl.Utf8, "est_jaccard": pl.Float64, "jaccard": pl.Float64, "containment_a": pl.Float64,
-        "containment_b": pl.Float64, "shared_shingles": pl.Int64, "shared_ngrams": pl.Int64,
-        "p_value": pl.Float64, "spans": pl.Utf8,
-    }).sort("kind", "scope", "a_text_key", "b_text_key")
+    if ev.heldout.any() and ev.train.any():
+        with timer.phase("13-gram test"):
+            ngram, ngram_pairs, calib = ngram_test(docs, signed.hashed.words, signed.hashed.word_offsets, p)
+            calibration += calib
+            for b, a, shared, pval in ngram_pairs:
+                ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
+        with timer.phase("structural twins"):
+            struct_pairs, calib = _structural(docs, p)
+            calibration += calib
+            for a, b, pval in struct_pairs:
+                ev.add("structural", a, b, {"p_value": pval})
+            calibration += _near_dup_rates(ev.rows, ev.train, ev.heldout, p)
     contexts = ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items").join(
         docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key").sort("context_id")
-    st = {"contexts": ctx.height, "docs": n_docs, "signatures_cached": n_cached, "signatures_computed": n_docs - n_cached,
-          "lsh_candidates": len(cands), "verified_pairs": verified, "oversized_buckets": skipped,
-          "bands": banding.bands, "rows": banding.rows}
-    return OverlapResult(contexts, pairs, ngram, pl.DataFrame(calibration, schema=_CALIB_SCHEMA), banding, new_sigs, st)
+    st = {"contexts": ctx.height, "docs": docs.height, "signatures_cached": signed.n_cached,
+          "signatures_computed": docs.height - signed.n_cached, **counts, "bands": signed.banding.bands,
+          "rows": signed.banding.rows}
+    return OverlapResult(contexts, ev.frame(), ngram, pl.DataFrame(calibration, schema=_CALIB_SCHEMA), signed.banding,
+                         signed.new_signatures, st, timer.seconds)
 
 
 _CALIB_SCHEMA = {"check": pl.Utf8, "statistic": pl.Utf8, "observed": pl.Float64, "null": pl.Float64,
                  "n_observed": pl.Int64, "n_null": pl.Int64, "p_value": pl.Float64, "flagged": pl.Boolean, "note": pl.Utf8}
-
-
-def _ngram_test(docs: pl.DataFrame, words: np.ndarray, word_offsets: np.ndarray, p: AuditParams):
-    """Conformal test per held-out doc: coverage of its n-grams by train, against the coverage of
-    each train doc by the *other* train clusters (leave-cluster-out null)."""
-    flat, offsets = batch_ngrams(words, word_offsets, p.ngram_n)
-    lens = np.diff(offsets)
-    grams = pl.DataFrame({"doc": np.repeat(np.arange(docs.height, dtype=np.int64), lens), "gram": flat}).unique()
-    meta = docs.select("doc", "cluster", "train", "heldout")
-    grams = grams.join(meta, on="doc")
-    freq = grams.filter(pl.col("train")).group_by("gram").agg(
-        pl.col("cluster").n_unique().alias("n_clusters"), pl.col("doc").n_unique().alias("n_train_docs"))
-    g = grams.join(freq, on="gram", how="left").with_columns(pl.col("n_clusters").fill_null(0), pl.col("n_train_docs").fill_null(0))
-    null = (g.filter(pl.col("train")).group_by("doc").agg((pl.col("n_clusters") >= 2).mean().alias("coverage"),
-                                                         pl.len().alias("n_grams")).sort("doc"))
-    obs = (g.filter(pl.col("heldout") & ~pl.col("train")).group_by("doc")
-           .agg((pl.col("n_clusters") >= 1).mean().alias("coverage"), pl.len().alias("n_grams")).sort("doc"))
-    null_cov = np.sort(null["coverage"].to_numpy())
-    n_null = len(null_cov)
-    obs_cov = obs["coverage"].to_numpy()
-    # p = (1 + #{null >= obs}) / (1 + n_null)
-    ge = n_null - np.searchsorted(null_cov, obs_cov - 1e-12, side="left")
-    pvals = (1 + ge) / (1 + n_null)
-    flagged = (pvals <= p.ngram_alpha) & (obs_cov > 0)
-    obs = obs.with_columns(pl.Series("p_value", pvals), pl.Series("flagged", flagged), pl.lit("heldout").alias("side"))
-    null = null.with_columns(pl.lit(None, dtype=pl.Float64).alias("p_value"), pl.lit(False).alias("flagged"),
-                             pl.lit("train_null").alias("side"))
-    table = pl.concat([obs, null]).join(docs.select("doc", "text_key"), on="doc").select(
-        "text_key", "side", "n_grams", "coverage", "p_value", "flagged").sort("side", "text_key")
-    # best train match of each flagged held-out doc, by shared informative grams
-    pairs = []
-    flagged_docs = obs.filter(pl.col("flagged")).select("doc", "p_value")
-    if flagged_docs.height:
-        train_grams = g.filter(pl.col("train") & (pl.col("n_train_docs") <= p.ngram_max_doc_freq)).select(
-            pl.col("doc").alias("train_doc"), "gram")
-        hits = (g.join(flagged_docs, on="doc").select("doc", "gram", "p_value").join(train_grams, on="gram")
-                .group_by("doc", "train_doc").agg(pl.len().alias("shared"), pl.col("p_value").first())
-                .sort(["doc", "shared", "train_doc"], descending=[False, True, False])
-                .group_by("doc", maintain_order=True).first())
-        pairs = [(int(r[0]), int(r[1]), int(r[2]), float(r[3])) for r in hits.iter_rows()]
-    naive_null = float((null_cov > 0).mean()) if n_null else 0.0
-    naive_obs = float((obs_cov > 0).mean()) if len(obs_cov) else 0.0
-    q = float(np.quantile(null_cov, 1 - p.ngram_alpha)) if n_null else float("nan")
-    calib = [
-        {"check": f"{p.ngram_n}-gram overlap", "statistic": "share of contexts sharing any n-gram (naive rule)",
-         "observed": naive_obs, "null": naive_null, "n_observed": len(obs_cov), "n_null": n_null, "p_value": None,
-         "flagged": False, "note": "what 'any shared n-gram means contaminated' would flag: held-out vs independent train contexts"},
-        {"check": f"{p.ngram_n}-gram overlap", "statistic": f"coverage threshold (null quantile {1 - p.ngram_alpha:g})",
-         "observed": float(np.mean(obs_cov)) if len(obs_cov) else 0.0, "null": q, "n_observed": len(obs_cov),
-         "n_null": n_null, "p_value": None, "flagged": bool(flagged.any()),
-         "note": f"conformal test per held-out context; {int(flagged.sum())} flagged; expected false positives <= {p.ngram_alpha:g} x {len(obs_cov)}"},
-    ]
-    return table, pairs, calib
 
 
 def _structural(docs: pl.DataFrame, p: AuditParams):

@@ -200,9 +200,10 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
             sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
         with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
             ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
-                               passes=passes)
+                               passes=passes, progress=progress)
     finally:
         con.close()
+    timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
     with timer("artifacts", "audit: template artifacts"):
         tables, scores = _artifact_tables(sel.items, p)
     with timer("baselines", "audit: partial-input baselines"):

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+
+from audits import kernels
+from audits.text import use_jit
 
 _WORD = re.compile(r"\w+|[.!?]")
 _DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "your", "our", "some", "this", "that"}
@@ -105,4 +112,74 @@ def skeleton(text: str) -> str:
 
 
 def skeleton_key(text: str) -> str:
-    return hashlib.blake2b(skeleton(text).encode("utf-8"), digest_size=16).hexdigest()
+    return _digest(skeleton(text).encode("utf-8"))
+
+
+def _digest(data: bytes | memoryview) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+_BATCH = 20000
+
+
+def skeleton_keys(texts: Sequence[str]) -> list[str]:
+    """`skeleton_key` of every text. Compiled path (`audits.kernels.skeletons`): tokens from one
+    polars regex over the column (Python's `re` for non-ASCII texts, whose `\\w` differs), each
+    distinct token's properties worked out once in Python, the scan in one loop per document; the
+    same keys as `skeleton_key` (tests compare). Without numba (or TOMFORGE_JIT=0) `skeleton_key`
+    per text."""
+    if not use_jit():
+        return [skeleton_key(t) for t in texts]
+    keys: list[str] = []
+    for start in range(0, len(texts), _BATCH):
+        keys.extend(_compiled_keys(texts[start:start + _BATCH]))
+    return keys
+
+
+def _token_ids(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every text's `_WORD` tokens as indices into a vocabulary: (flat ids, offsets, vocabulary)."""
+    column = pl.Series(list(texts), dtype=pl.Utf8).fill_null("")
+    toks = column.str.extract_all(_WORD.pattern)
+    ascii_ = column.str.len_bytes() == column.str.len_chars()
+    if not ascii_.all():
+        python: list[list[str] | None] = [None] * len(column)
+        for i in (~ascii_).arg_true().to_list():
+            python[i] = _WORD.findall(column[i])
+        toks = pl.select(pl.when(ascii_).then(toks).otherwise(pl.Series(python, dtype=pl.List(pl.Utf8)))).to_series()
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(toks.list.len().fill_null(0).to_numpy(), out=offsets[1:])
+    flat = toks.explode().drop_nulls()
+    vocab = flat.unique(maintain_order=True)
+    ids = flat.cast(pl.Enum(vocab)).to_physical().to_numpy().astype(np.int64)
+    return ids, offsets, vocab.to_list()
+
+
+def _vocab_tables(vocab: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per token: the SKEL_* flags, its lower case and itself (when lower case) in a lower-case
+    vocabulary, and that vocabulary's UTF-8 bytes with offsets: every rule of `_scan` that looks
+    at one word, decided once per distinct word."""
+    lows: dict[str, int] = {}
+    flags = np.zeros(len(vocab), dtype=np.int64)
+    low_id = np.zeros(len(vocab), dtype=np.int64)
+    self_low = np.full(len(vocab), -1, dtype=np.int64)
+    for i, word in enumerate(vocab):
+        low = word.lower()
+        low_id[i] = lows.setdefault(low, len(lows))
+        if word.islower():
+            self_low[i] = lows.setdefault(word, len(lows))
+        flags[i] = ((kernels.SKEL_NAME if word[:1].isupper() and low not in _SENTENCE_WORDS else 0)
+                    | (kernels.SKEL_LOWER if word.islower() else 0) | (kernels.SKEL_END if word in _ENDS else 0)
+                    | (kernels.SKEL_DET if low in _DETERMINERS else 0)
+                    | (kernels.SKEL_STOP if low in _FUNCTION or low in _DETERMINERS else 0)
+                    | (kernels.SKEL_DIGIT if word.isdigit() else 0))
+    encoded = [w.encode("utf-8") for w in lows]
+    low_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=low_offsets[1:])
+    return flags, low_id, self_low, np.frombuffer(b"".join(encoded) or b"\0", dtype=np.uint8), low_offsets
+
+
+def _compiled_keys(texts: Sequence[str]) -> list[str]:
+    ids, offsets, vocab = _token_ids(texts)
+    buf, out = kernels.skeletons(ids, offsets, *_vocab_tables(vocab))
+    view = memoryview(buf.tobytes())
+    return [_digest(view[out[d]:out[d + 1]]) for d in range(len(texts))]

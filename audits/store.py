@@ -26,12 +26,23 @@ ITEM_COLUMNS = (
 # What the heuristic baselines need from a generated record's `meta` and world `trace` (null for
 # records without them): the story's containers, the container a yes/no question asks about, and
 # the asked object's first container (its `init` event). Shared with `audits.features.records_frame`.
-WORLD_COLUMNS_SQL = """
-TRY_CAST(json_extract(meta, '$.candidates') AS VARCHAR[]) AS meta_candidates,
-json_extract_string(meta, '$.asked_container') AS meta_asked,
-list_filter(json_transform(trace, '[{"kind": "VARCHAR", "obj": "VARCHAR", "container": "VARCHAR"}]'),
-            lambda e: e.kind = 'init' AND e.obj = json_extract_string(meta, '$.object'))[1].container AS trace_first_container
+# A trace is parsed once per distinct trace (the items of a story share it), not once per item.
+def world_selection_sql(source: str, where: str, columns: str) -> str:
+    """`columns` and the world columns of the rows of `source` (a relation with `meta` and `trace`)
+    matching `where`, by item_id."""
+    names = ", ".join(f"sel.{c.strip()}" for c in columns.split(","))
+    return f"""
+WITH sel AS (SELECT {columns}, meta, trace FROM {source} WHERE ({where})),
+inits AS (SELECT trace, list_filter(json_transform(trace, '[{{"kind": "VARCHAR", "obj": "VARCHAR", "container": "VARCHAR"}}]'),
+                                    lambda e: e.kind = 'init') AS inits
+          FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL))
+SELECT {names}, TRY_CAST(json_extract(sel.meta, '$.candidates') AS VARCHAR[]) AS meta_candidates,
+       json_extract_string(sel.meta, '$.asked_container') AS meta_asked,
+       list_filter(inits.inits, lambda e: e.obj = json_extract_string(sel.meta, '$.object'))[1].container AS trace_first_container
+FROM sel LEFT JOIN inits ON sel.trace = inits.trace ORDER BY sel.item_id
 """
+
+
 WORLD_COLUMNS = ("meta_candidates", "meta_asked", "trace_first_container")
 
 
@@ -47,12 +58,18 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
 
 
 def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
-    cols = ", ".join(ITEM_COLUMNS)
+    """The selected items (`ITEM_COLUMNS` + `WORLD_COLUMNS`, by item_id). Each story is read once and
+    joined to its items in polars, whose string views then point at the one copy: a million items
+    of ~140k stories carry ~140k story texts, not a million."""
+    cols = ", ".join(c for c in ITEM_COLUMNS if c != "context")
     try:
-        table = con.sql(f"SELECT {cols}, {WORLD_COLUMNS_SQL} FROM items_full WHERE ({where}) ORDER BY item_id").to_arrow_table()
+        items = con.sql(world_selection_sql("items_full", where, cols)).to_arrow_table()
+        stories = con.sql(f"SELECT context_id, context FROM contexts WHERE context_id IN "
+                          f"(SELECT context_id FROM items_full WHERE ({where}))").to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
-    return frame_of(table)
+    frame = pl.DataFrame(items).join(pl.DataFrame(stories), on="context_id", how="left", maintain_order="left")
+    return frame.select(*ITEM_COLUMNS, *WORLD_COLUMNS)
 
 
 def read_items(con: duckdb.DuckDBPyConnection, item_ids: list[str]) -> pl.DataFrame:

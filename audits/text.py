@@ -75,6 +75,12 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(" ".join(tokens(text)).encode("utf-8"), digest_size=16).hexdigest()
 
 
+def text_keys(texts: pl.Series) -> list[str]:
+    """`text_key` of every text: the normalized words from `norm_words` (a whole column at once),
+    then one blake2b call per text."""
+    return [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in norm_words(texts).to_list()]
+
+
 def _splitmix64(x: int) -> int:
     x = (x + 0x9E3779B97F4A7C15) & _MASK64
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64

@@ -49,6 +49,9 @@ def variant_findings(warehouse: Path, train_ids: list[str], heldout_ids: list[st
     finally:
         con.close()
     rows = []
+    # only stories with a variant and items on both sides can leak: filtered in polars, so that the
+    # loop below does not visit every story of a million items
+    stories = stories.filter(pl.col("is_variant").any().over("story") & (pl.col("side").n_unique().over("story") == 2))
     if stories.height:
         for story, group in sorted(stories.group_by("story"), key=lambda kv: kv[0][0]):
             sides = set(group["side"])

@@ -145,3 +145,31 @@ def test_unnumbered_story_keeps_two_word_places_and_stops_at_the_sentence() -> N
     assert out["pick_first"].to_list() == ["green bucket"] * 2
     assert out["pick_last"].to_list() == ["door"] * 2
     assert out["scorable"].to_list() == [True, True]
+
+
+def test_compiled_window_hits_equal_the_numpy_path(monkeypatch) -> None:
+    """`_gram_hashes` (the candidate-mention search): compiled loop == numpy windows, on documents
+    shorter and longer than the window, with wanted hashes taken from windows, across document
+    boundaries and at random."""
+    import numpy as np
+
+    from audits import features
+    from audits.text import hash_words, use_jit, window_hashes
+
+    if not use_jit():
+        return
+    rng = random.Random(3)
+    docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) for _ in range(60)]
+    words, offsets = hash_words(docs)
+    doc_of_word = np.repeat(np.arange(len(docs), dtype=np.int64), np.diff(offsets))
+    for m in (1, 2, 3):
+        every = window_hashes(words, m)  # includes windows crossing documents: must not be reported
+        wanted = np.unique(np.concatenate([rng.sample(list(every), min(len(every), 40)),
+                                           np.array([rng.getrandbits(64) for _ in range(5)], dtype=np.uint64)]))
+        fast = features._gram_hashes(words, offsets, doc_of_word, m, wanted)
+        monkeypatch.setenv("TOMFORGE_JIT", "0")
+        slow = features._gram_hashes(words, offsets, doc_of_word, m, wanted)
+        monkeypatch.delenv("TOMFORGE_JIT")
+        assert len(slow[0]) > 0
+        for a, b in zip(fast, slow):
+            assert np.array_equal(a, b)

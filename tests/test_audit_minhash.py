@@ -9,6 +9,7 @@ import unicodedata
 from typing import Iterator
 
 import numpy as np
+import polars as pl
 import pytest
 from datasketch import MinHash
 from hypothesis import given, settings
@@ -24,6 +25,8 @@ from audits.text import (
     shingle_hash32,
     shingle_hash64,
     shingle_texts,
+    text_key,
+    text_keys,
     tokens,
     use_jit,
     word_hash,
@@ -125,6 +128,12 @@ def test_vectorized_word_hashes_match_reference(path: str, texts: list[str]) -> 
         width = min(2, len(words))
         expect = [shingle_hash64(words[j:j + width]) for j in range(len(words) - width + 1)] if words else []
         assert grams[goff[i]:goff[i + 1]].tolist() == expect
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5))
+def test_batch_text_keys_equal_the_per_text_key(texts: list[str]) -> None:
+    assert text_keys(pl.Series(texts + DOCS, dtype=pl.Utf8)) == [text_key(t) for t in texts + DOCS]
 
 
 def test_banding_is_chosen_for_recall() -> None:

@@ -61,7 +61,10 @@ def test_a_rejected_load_ends_its_stage_and_writes_nothing(tmp_path: Path) -> No
     assert [(s.name, s.total, s.done, s.ok) for s in progress.stages] == [("stage toy", 5, 4, True)]
 
 
-AUDIT_PHASES = ["read", "overlap", "artifacts", "baselines", "findings", "write", "report"]
+OVERLAP_PHASES = ["distinct texts", "shingles and signatures", "near duplicates", "skeletons", "13-gram test",
+                  "structural twins"]  # audits/overlap.py audit_overlap, in the order it runs them
+AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHASES], "artifacts", "baselines",
+                "findings", "write", "report"]
 
 
 def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
@@ -71,7 +74,8 @@ def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
     progress = Recording()
     summary = run_audit(path, "split = 'train'", "split = 'test'", tmp_path / "audit", FAST, progress=progress)
     assert [s.name.split(" (")[0] for s in progress.stages] == [
-        "audit: read selections", "audit: overlap", "audit: template artifacts", "audit: partial-input baselines",
+        "audit: read selections", "audit: overlap", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES],
+        "audit: template artifacts", "audit: partial-input baselines",
         "audit: findings and verdicts", "audit: write tables", "audit: report"]
     assert all(s.ok for s in progress.stages)
     assert list(summary.timings) == AUDIT_PHASES and all(t >= 0 for t in summary.timings.values())
@@ -180,7 +184,8 @@ def test_flow_tasks_log_their_stages_to_the_run_logger(tmp_path: Path, monkeypat
     pipeline.audit_task.fn(str(path), AuditConfig(out=tmp_path / "audit", params=FAST, heldout="split = 'test'"))
     ends = [line for line in logged if line.startswith("audit: ")]
     assert [line.split(" (")[0].split(": done in")[0] for line in ends] == [
-        "audit: read selections", "audit: overlap", "audit: template artifacts", "audit: partial-input baselines",
+        "audit: read selections", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES], "audit: overlap",
+        "audit: template artifacts", "audit: partial-input baselines",
         "audit: findings and verdicts", "audit: write tables", "audit: report"]
     assert all(": done in " in line for line in ends)
 
