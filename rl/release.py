@@ -49,7 +49,13 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
             raise ReleaseError(f"{local}: no data/ folder (expected data/<config>/<split>-NNNNN-of-NNNNN.parquet)")
         return local
     from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+    try:
+        validate_repo_id(dataset)
+    except HFValidationError:  # a path that is not there, not a Hub id: say so rather than "download failed"
+        raise ReleaseError(f"{local}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
+                           ) from None
     try:
         path = snapshot_download(repo_id=dataset, repo_type="dataset", revision=revision,
                                  cache_dir=None if cache_dir is None else str(cache_dir),

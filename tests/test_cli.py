@@ -421,3 +421,14 @@ def test_eval_errors_need_no_warehouse_dependencies(tmp_path: Path) -> None:
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: no/such-release@main: "), done.stderr
+
+
+def test_eval_of_a_missing_release_folder_names_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    missing = tmp_path / "no-such-release"
+    result = CliRunner().invoke(app, ["eval", "--model", str(tmp_path / "model"), "--dataset", str(missing),
+                                      "--split", "a/b"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
+        f"error: {missing}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"]
