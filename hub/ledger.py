@@ -53,14 +53,9 @@ def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
         "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall()}
 
 
-def warehouse_counts(con: duckdb.DuckDBPyConnection) -> Counter[Key]:
-    """Items per (source, split), straight from the `items` table (taken before any export)."""
-    return Counter({(source, split): int(n) for source, split, n in con.execute(
-        "SELECT source, split, count(*) FROM items GROUP BY ALL").fetchall()})
-
-
-def table_counts(con: duckdb.DuckDBPyConnection, table: str) -> Counter[Key]:
-    """Rows per (source, split) of a derived release's table (taken before any export)."""
+def table_counts(con: duckdb.DuckDBPyConnection, table: str = "items") -> Counter[Key]:
+    """Rows per (source, split) of `table`, taken before any export: the warehouse's items, or a
+    derived release's table."""
     return Counter({(source, split): int(n) for source, split, n in con.execute(
         f"SELECT source, split, count(*) FROM {table} GROUP BY ALL").fetchall()})
 

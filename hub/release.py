@@ -89,7 +89,7 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     con = connect_readonly(Path(warehouse))
     try:
         # before anything is exported: the independent side
-        counted = ledger.table_counts(con, table_name) if options.derived else ledger.warehouse_counts(con)
+        counted = ledger.table_counts(con, table_name if options.derived else "items")
         altered = ledger.altered_rows(con, table_name) if options.derived else []
         selection = ledger.select_release(con, table_name, include_unaudited, Path(warehouse), derived=options.derived)
         sources = source_facts(con, table_name, selection.table)
