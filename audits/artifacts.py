@@ -99,6 +99,24 @@ def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
     return matrix, vocab["tok"].to_numpy()
 
 
+def _structural_matrix(df: pl.DataFrame) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """One-hot (row x `name=value`) matrix of the `STRUCTURAL` columns, columns sorted by that text.
+    Each column's few distinct values are named and sorted once, then mapped back by a join: no
+    10-million-row table of feature strings."""
+    names = [name for name in STRUCTURAL if name in df.columns]
+    values = [df.select(pl.col(name).cast(pl.Utf8).fill_null("null").alias("value")) for name in names]
+    vocab = pl.concat([v.unique().with_columns(pl.lit(name).alias("name")) for name, v in zip(names, values)]
+                      or [pl.DataFrame(schema={"value": pl.Utf8, "name": pl.Utf8})])
+    vocab = vocab.with_columns((pl.col("name") + "=" + pl.col("value")).alias("feature")).sort("feature").with_row_index("_v")
+    cols = [v.join(vocab.filter(pl.col("name") == name).select("value", "_v"), on="value", how="left",
+                   maintain_order="left")["_v"].to_numpy() for name, v in zip(names, values)]
+    rows = np.tile(np.arange(df.height, dtype=np.int64), len(cols))
+    data = np.ones(len(rows), dtype=np.int64)
+    matrix = sparse.csr_matrix((data, (rows, np.concatenate(cols).astype(np.int64) if cols else rows)),
+                               shape=(df.height, vocab.height))
+    return matrix, vocab["feature"].to_numpy().astype(object)
+
+
 def _feature_matrices(df: pl.DataFrame, p: AuditParams) -> tuple[list[tuple[sparse.csr_matrix, sparse.csr_matrix | None]], np.ndarray]:
     """The features of every row of `df` as sparse blocks (row selector, matrix): question tokens
     (`q:`), story tokens (`s:`, one row per context), structural features (`name=value`). Only the
@@ -119,21 +137,11 @@ def _feature_matrices(df: pl.DataFrame, p: AuditParams) -> tuple[list[tuple[spar
     keep = counts.filter(pl.col("len") >= p.min_feature_count).sort(["len", "feature"], descending=[True, False]).head(
         p.max_token_features)["_i"].to_numpy()
     q_keep, s_keep = np.sort(keep[keep < len(q_names)]), np.sort(keep[keep >= len(q_names)]) - len(q_names)
-    structural = [df.select((pl.lit(f"{name}=") + pl.col(name).cast(pl.Utf8).fill_null("null")).alias("feature"))
-                  .with_row_index("_r") for name in STRUCTURAL if name in df.columns]
-    if structural:
-        pairs = pl.concat(structural)
-        vocab = pairs.select("feature").unique().sort("feature").with_row_index("_v")
-        pairs = pairs.join(vocab, on="feature")
-        st_matrix = sparse.csr_matrix((np.ones(pairs.height, dtype=np.int64), (pairs["_r"].to_numpy(), pairs["_v"].to_numpy())),
-                                      shape=(n_rows, vocab.height))
-        st_names = vocab["feature"].to_numpy()
-    else:
-        st_matrix, st_names = sparse.csr_matrix((n_rows, 0), dtype=np.int64), np.array([], dtype=object)
+    st_matrix, st_names = _structural_matrix(df)
     ctx_selector = sparse.csr_matrix((np.ones(n_rows, dtype=np.int64), (np.arange(n_rows), row_ctx)), shape=(n_rows, ctx.height))
     blocks = [(None, q_matrix[:, q_keep]), (ctx_selector, s_matrix[:, s_keep]), (None, st_matrix)]
     names = np.concatenate([np.array(["q:" + t for t in q_names[q_keep]], dtype=object),
-                            np.array(["s:" + t for t in s_names[s_keep]], dtype=object), st_names.astype(object)])
+                            np.array(["s:" + t for t in s_names[s_keep]], dtype=object), st_names])
     return blocks, names
 
 
@@ -278,11 +286,14 @@ def baselines_from_scores(scores: pl.DataFrame, p: AuditParams, by_format: bool 
     (trend test) and a rule that beats chance on the higher orders pooled (`higher_orders_test`):
     a rule that never beats chance only gets less wrong, which is no shortcut."""
     group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
-    # a fixed row order, so float means do not depend on how joins happened to order the items
-    scores = scores.sort([*group, "stratum", "chance", "hit"], nulls_last=True)
-    agg = (pl.len().alias("n"), pl.col("hit").sum().alias("correct"), pl.col("chance").mean().alias("chance"))
-    per = scores.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"]).agg(*agg)
-    total = scores.group_by(group).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
+    # counts per distinct chance first (a few rows per group), then the mean chance summed over them in
+    # sorted order: a float mean that does not depend on how joins happened to order the items
+    counted = scores.group_by([*group, "stratum", "chance"]).agg(pl.len().alias("n"), pl.col("hit").sum().alias("correct"))
+    counted = counted.sort([*group, "stratum", "chance"], nulls_last=True)
+    agg = (pl.col("n").sum(), pl.col("correct").sum(),
+           ((pl.col("chance") * pl.col("n")).sum() / pl.col("n").filter(pl.col("chance").is_not_null()).sum()).alias("chance"))
+    per = counted.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"], maintain_order=True).agg(*agg)
+    total = counted.group_by(group, maintain_order=True).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
     table = pl.concat([total.select(per.columns), per])
     rank = {h: i for i, h in enumerate(HEURISTICS)}
     rows = []

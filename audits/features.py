@@ -25,7 +25,16 @@ import numpy as np
 import polars as pl
 
 from audits import kernels
-from audits.text import POSITION_MULT, fmix64, hash_words, norm_words, tokens, use_jit, window_hashes
+from audits.text import (
+    POSITION_MULT,
+    fmix64,
+    hash_normalized_words,
+    hash_words,
+    norm_words,
+    tokens,
+    use_jit,
+    window_hashes,
+)
 
 _GAP = r"[^\S\r\n]+"  # spaces within one line: a place name never spans a line break (numbered stories)
 _PLACE = re.compile(rf"\b(?:in|into|to|on|onto|inside|at){_GAP}the{_GAP}(\w+(?:(?:{_GAP}|-)\w+)?)")
@@ -83,8 +92,7 @@ def _context_table(items: pl.DataFrame) -> pl.DataFrame:
     return ctx.select("context_id", "_ctx", "story", "n_words", "places", "communication")
 
 
-def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray, m: int,
-                 wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gram_hashes(words: np.ndarray, offsets: np.ndarray, m: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every m-word window inside a document whose hash is in `wanted` (sorted, unique): (doc,
     start word within the doc, hash)."""
     span = len(words) - m + 1
@@ -96,19 +104,18 @@ def _gram_hashes(words: np.ndarray, offsets: np.ndarray, doc_of_word: np.ndarray
     hashes = window_hashes(words, m)
     slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
     hit = np.nonzero(wanted[slot] == hashes)[0]
-    doc = doc_of_word[hit]
+    doc = np.searchsorted(offsets, hit, side="right") - 1  # the document holding each window's first word
     start = hit - offsets[doc]
     inside = start + m <= offsets[doc + 1] - offsets[doc]
     return doc[inside], start[inside], hashes[hit[inside]]
 
 
-def mention_stats(pairs: pl.DataFrame, stories: list[str]) -> pl.DataFrame:
+def mention_stats(pairs: pl.DataFrame, stories: pl.Series) -> pl.DataFrame:
     """(first, last, count) of each (`_ctx`, `cand`) pair's whole-word occurrences in the normalized
     story `stories[_ctx]`, first/last as word positions (ordered like the character offsets of
     `_mentions`). Phrases are matched by 64-bit hashes of word windows (`audits.text`'s n-gram
     hash), one numpy pass per phrase length, instead of a Python search per item and candidate."""
-    words, offsets = hash_words(stories)
-    doc_of_word = np.repeat(np.arange(len(stories), dtype=np.int64), np.diff(offsets))
+    words, offsets = hash_normalized_words(stories)
     cands = pairs["cand"].unique().sort()
     c_words, c_offsets = hash_words(cands.to_list())
     c_len = np.diff(c_offsets)
@@ -123,7 +130,7 @@ def mention_stats(pairs: pl.DataFrame, stories: list[str]) -> pl.DataFrame:
     found = []
     for m in np.unique(c_len[c_len > 0]):
         wanted = keyed.filter(pl.col("_len") == int(m))
-        doc, start, hashes = _gram_hashes(words, offsets, doc_of_word, int(m), np.unique(wanted["_hash"].to_numpy()))
+        doc, start, hashes = _gram_hashes(words, offsets, int(m), np.unique(wanted["_hash"].to_numpy()))
         hits = pl.DataFrame({"_ctx": doc.astype(np.uint32), "_hash": hashes, "pos": start})
         found.append(wanted.join(hits, on=["_ctx", "_hash"]).group_by("_ctx", "cand").agg(
             pl.col("pos").min().alias("first"), pl.col("pos").max().alias("last"), pl.len().cast(pl.Int64).alias("count")))
@@ -150,7 +157,7 @@ def item_features(items: pl.DataFrame) -> pl.DataFrame:
     placed = placed.explode("cand", "_cpos").drop_nulls("cand")
     cands = pl.concat([listed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64)),
                        placed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64))])
-    stats = mention_stats(cands.select("_ctx", "cand").unique(), ctx["story"].to_list())
+    stats = mention_stats(cands.select("_ctx", "cand").unique(), ctx["story"])
     cands = cands.join(stats, on=["_ctx", "cand"], how="left")
     seen = cands.filter(pl.col("count") > 0)
     picks = seen.group_by("_row").agg(

@@ -314,7 +314,12 @@ def gram_coverage(flat, offsets, train, heldout_only, cluster, shift):
 @njit(cache=True, nogil=True)
 def window_hits(words, offsets, m, mults, wanted):
     """Every m-word window inside a document whose n-gram hash (as `ngram_hashes`) is in the
-    sorted array `wanted`: (doc, start word within the doc, hash), in document and word order."""
+    sorted array `wanted`: (doc, start word within the doc, hash), in document and word order. A
+    bitset of the wanted hashes' top 20 bits rejects almost every window before the binary search."""
+    seen = np.zeros(1 << 14, dtype=np.uint64)  # 2^20 bits: 128 KiB, cache-resident
+    for h in wanted:
+        top = h >> np.uint64(44)
+        seen[top >> np.uint64(6)] |= np.uint64(1) << (top & np.uint64(63))
     cap = 1024
     docs = np.empty(cap, dtype=np.int64)
     starts = np.empty(cap, dtype=np.int64)
@@ -327,6 +332,9 @@ def window_hits(words, offsets, m, mults, wanted):
             for i in range(m):
                 total += words[j + i] * mults[i]
             h = _fmix64(total)
+            top = h >> np.uint64(44)
+            if (seen[top >> np.uint64(6)] >> (top & np.uint64(63))) & np.uint64(1) == 0:
+                continue
             k = np.searchsorted(wanted, h)
             if k < len(wanted) and wanted[k] == h:
                 if n == cap:
@@ -342,3 +350,36 @@ def _grown(a, cap):
     out = np.empty(cap, dtype=a.dtype)
     out[:len(a)] = a
     return out
+
+
+@njit(cache=True, nogil=True)
+def normalize_ascii(data, offsets, table):
+    """`audits.text.norm_words` of each text (byte ranges of `data` by `offsets`): `table` maps a
+    byte to itself lower-cased when it is a word byte ([A-Za-z0-9_]) and to 0 otherwise; runs of
+    other bytes become one space, with none leading or trailing. Returns the output bytes, their
+    offsets, and which texts hold a non-ASCII byte (the caller replaces those by the Unicode rule)."""
+    n = len(offsets) - 1
+    out = np.empty(offsets[n] - offsets[0], dtype=np.uint8)  # the output is never longer than the input
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    non_ascii = np.zeros(n, dtype=np.bool_)
+    pos = 0
+    for d in range(n):
+        out_offsets[d] = pos
+        start = pos
+        gap = False
+        high = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            c = table[data[i]]
+            high |= data[i]
+            if c == 0:
+                gap = True
+                continue
+            if gap and pos > start:
+                out[pos] = _SPACE
+                pos += 1
+            out[pos] = c
+            pos += 1
+            gap = False
+        non_ascii[d] = high >= 128
+    out_offsets[n] = pos
+    return out[:pos], out_offsets, non_ascii

@@ -18,6 +18,8 @@ from typing import Sequence
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from audits import kernels
 
@@ -36,6 +38,7 @@ _BYTE_TABLE = bytes(
     (c + 32 if 65 <= c <= 90 else c) if (c >= 128 or c in _WORD_ASCII) else 32 for c in range(256)
 )
 _STR_TABLE = {c: " " for c in range(128) if c not in _WORD_ASCII}
+_WORD_BYTES = np.array([(c + 32 if 65 <= c <= 90 else c) if c in _WORD_ASCII else 0 for c in range(256)], dtype=np.uint8)
 
 
 def normalize(text: str) -> str:
@@ -57,11 +60,35 @@ def norm_words(texts: pl.Series) -> pl.Series:
     string kernels for ASCII texts (where `normalize` is lower case plus a byte table), the Python
     reference for the rest (NFKC and Unicode word rules differ between Python and Rust regexes)."""
     texts = texts.cast(pl.Utf8).fill_null("")
-    out = texts.str.to_lowercase().str.replace_all(r"[^a-z0-9_]+", " ").str.strip_chars(" ")
-    other = (texts.str.len_bytes() != texts.str.len_chars()).arg_true()
+    if use_jit():
+        out, other = _norm_words_compiled(texts)
+    else:
+        out = texts.str.to_lowercase().str.replace_all(r"[^a-z0-9_]+", " ").str.strip_chars(" ")
+        other = (texts.str.len_bytes() != texts.str.len_chars()).arg_true()
     if len(other):
         out = out.scatter(other, pl.Series([" ".join(tokens(t)) for t in texts.gather(other).to_list()], dtype=pl.Utf8))
     return out
+
+
+def _norm_words_compiled(texts: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The ASCII rule of `norm_words` in one compiled pass over the column's Arrow buffers (the
+    polars regexes take ~15 ns a byte: 2 s for 140k stories), and the rows with non-ASCII bytes."""
+    data, offsets = _utf8_buffers(texts)
+    out, out_offsets, non_ascii = kernels.normalize_ascii(data, offsets, _WORD_BYTES)
+    normalized = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(out_offsets), pa.py_buffer(out))
+    return pl.Series(texts.name, normalized, dtype=pl.Utf8), pl.Series(np.flatnonzero(non_ascii))
+
+
+def _utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A string column (no nulls) as its UTF-8 bytes and the int64 offsets of each text, without a
+    Python string per text."""
+    arr = texts.rechunk().to_arrow()
+    if not isinstance(arr, pa.LargeStringArray):
+        arr = pa.compute.cast(arr, pa.large_string())
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, dtype=np.uint8)
+    return data, offsets
 
 
 def token_sets(texts: pl.Series) -> pl.Series:
@@ -212,6 +239,18 @@ def hash_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     if counts:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
     return flat, offsets
+
+
+def hash_normalized_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """`hash_words` of texts already in `norm_words` form (words and single spaces): one compiled
+    pass over the column's bytes, no Python string per text."""
+    if not use_jit():
+        return hash_words(normalized.to_list())
+    data, offsets = _utf8_buffers(normalized.fill_null(""))
+    hashes, counts = kernels.word_hashes(data, offsets[:-1], offsets[1:], np.uint64(_BASE), np.uint64(_LEN_MULT))
+    word_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=word_offsets[1:])
+    return hashes, word_offsets
 
 
 def ngram_hashes(word_hashes: np.ndarray, n: int) -> np.ndarray:

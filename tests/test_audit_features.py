@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import polars as pl
+import pytest
 
 from audits.artifacts import feature_association
 from audits.config import AuditParams
@@ -161,15 +162,39 @@ def test_compiled_window_hits_equal_the_numpy_path(monkeypatch) -> None:
     rng = random.Random(3)
     docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) for _ in range(60)]
     words, offsets = hash_words(docs)
-    doc_of_word = np.repeat(np.arange(len(docs), dtype=np.int64), np.diff(offsets))
     for m in (1, 2, 3):
         every = window_hashes(words, m)  # includes windows crossing documents: must not be reported
         wanted = np.unique(np.concatenate([rng.sample(list(every), min(len(every), 40)),
                                            np.array([rng.getrandbits(64) for _ in range(5)], dtype=np.uint64)]))
-        fast = features._gram_hashes(words, offsets, doc_of_word, m, wanted)
+        fast = features._gram_hashes(words, offsets, m, wanted)
         monkeypatch.setenv("TOMFORGE_JIT", "0")
-        slow = features._gram_hashes(words, offsets, doc_of_word, m, wanted)
+        slow = features._gram_hashes(words, offsets, m, wanted)
         monkeypatch.delenv("TOMFORGE_JIT")
         assert len(slow[0]) > 0
         for a, b in zip(fast, slow):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_norm_words_equals_the_python_tokens_on_both_paths(monkeypatch, jit: bool) -> None:
+    """`norm_words` (a compiled pass over the Arrow buffers, or polars regexes) == the Python
+    reference `" ".join(tokens(t))`, on planted edge cases (punctuation runs, underscores, digits,
+    leading/trailing junk, nulls, non-ASCII texts that take the Unicode rule) and a random corpus."""
+    import numpy as np
+    import polars as pl
+
+    from audits.text import hash_normalized_words, hash_words, norm_words, tokens, use_jit
+
+    if jit and not use_jit():
+        pytest.skip("numba not installed")
+    monkeypatch.setenv("TOMFORGE_JIT", "1" if jit else "0")
+    rng = random.Random(5)
+    alphabet = "aZ09_ .,;!?-\n\t'\"()é"
+    texts = ["", None, "Ab,, c!", "  x__y  ", "Ünïcode café", "a\nb\t1", "ﬁ ok", "A-B", "...", "x", "END."] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(300)]
+    got = norm_words(pl.Series("t", texts)).to_list()
+    assert got == [" ".join(tokens(t or "")) for t in texts]
+    assert norm_words(pl.Series("t", texts[2:5])[1:]).to_list() == ["x__y", "ünïcode café"]  # a sliced column
+    words, offsets = hash_normalized_words(pl.Series("t", got))  # word hashes read off the normalized column's bytes
+    ref_words, ref_offsets = hash_words([t or "" for t in texts])
+    assert np.array_equal(words, ref_words) and np.array_equal(offsets, ref_offsets)
