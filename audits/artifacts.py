@@ -12,7 +12,7 @@ from scipy import sparse, stats
 
 from audits.config import AuditParams
 from audits.features import STRUCTURAL
-from audits.text import token_sets
+from audits.text import distinct_words, norm_words, token_sets, use_jit
 
 CONTAINER_HEURISTICS = ("first", "last", "most", "first_container")
 HEURISTICS = (*CONTAINER_HEURISTICS, "modal_position")
@@ -90,7 +90,16 @@ def answer_prior(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
 
 
 def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
-    """Binary (text x token) matrix of each text's distinct `tokens`, and the token names."""
+    """Binary (text x token) matrix of each text's distinct `tokens`, and the token names (sorted):
+    one compiled pass over the normalized bytes, or polars lists (the reference, without numba)."""
+    if use_jit():
+        ids, id_offsets, names = distinct_words(norm_words(texts))
+        order = np.argsort(names, kind="stable")  # code-point order of str = byte order of UTF-8, as polars sorts
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        matrix = sparse.csr_matrix((np.ones(len(ids), dtype=np.int64), rank[ids], id_offsets), shape=(len(texts), len(names)))
+        matrix.sort_indices()
+        return matrix, names[order]
     pairs = pl.DataFrame({"_t": np.arange(len(texts), dtype=np.int64), "tok": token_sets(texts)}).explode("tok").drop_nulls("tok")
     vocab = pairs.select("tok").unique().sort("tok").with_row_index("_v")
     pairs = pairs.join(vocab, on="tok")

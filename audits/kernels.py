@@ -383,3 +383,51 @@ def normalize_ascii(data, offsets, table):
         non_ascii[d] = high >= 128
     out_offsets[n] = pos
     return out[:pos], out_offsets, non_ascii
+
+
+@njit(cache=True, nogil=True)
+def distinct_words(data, offsets, base, len_mult, size):
+    """Each text's distinct words (normalized texts: words separated by single spaces), as ids into
+    a vocabulary of first occurrences: returns per-text id lists (flat ids, offsets) and, per id, the
+    byte range of its first occurrence (to name it). Words are told apart by `word_hashes`' 64-bit
+    hash in an open-addressing table of `size` slots (a power of 2), kept at most half full: with
+    more distinct words it returns None, and the caller calls again with a larger table."""
+    mask = np.uint64(size - 1)
+    keys = np.zeros(size, dtype=np.uint64)
+    slots = np.full(size, -1, dtype=np.int64)
+    first_start = np.empty(size // 2, dtype=np.int64)
+    first_len = np.empty(size // 2, dtype=np.int64)
+    last_text = np.full(size // 2, -1, dtype=np.int64)
+    ids = np.empty(len(data) // 2 + 1, dtype=np.int64)
+    id_offsets = np.zeros(len(offsets), dtype=np.int64)
+    n_vocab = 0
+    n = 0
+    for d in range(len(offsets) - 1):
+        i, end = offsets[d], offsets[d + 1]
+        while i < end:
+            start = i
+            total = np.uint64(0)
+            power = np.uint64(1)
+            while i < end and data[i] != _SPACE:
+                total += np.uint64(data[i]) * power
+                power *= base
+                i += 1
+            if i > start:
+                h = _fmix64(total + np.uint64(i - start) * len_mult)
+                slot = h & mask
+                while slots[slot] >= 0 and keys[slot] != h:
+                    slot = (slot + np.uint64(1)) & mask
+                if slots[slot] < 0:
+                    if n_vocab == size // 2:
+                        return None
+                    keys[slot], slots[slot] = h, n_vocab
+                    first_start[n_vocab], first_len[n_vocab] = start, i - start
+                    n_vocab += 1
+                v = slots[slot]
+                if last_text[v] != d:
+                    last_text[v] = d
+                    ids[n] = v
+                    n += 1
+            i += 1  # the space
+        id_offsets[d + 1] = n
+    return ids[:n], id_offsets, first_start[:n_vocab], first_len[:n_vocab]

@@ -253,6 +253,19 @@ def hash_normalized_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray
     return hashes, word_offsets
 
 
+def distinct_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each text's distinct words as ids (flat, with offsets per text) into a vocabulary of names,
+    for texts in `norm_words` form: one compiled pass, words told apart by their 64-bit hash, no
+    Python string per word (compiled kernels only: see `use_jit`)."""
+    data, offsets = _utf8_buffers(normalized.fill_null(""))
+    size = 1 << 16
+    while (found := kernels.distinct_words(data, offsets, np.uint64(_BASE), np.uint64(_LEN_MULT), size)) is None:
+        size *= 8  # more than size / 2 distinct words
+    ids, id_offsets, starts, sizes = found
+    names = np.array([bytes(data[a:a + n]).decode("utf-8") for a, n in zip(starts, sizes)], dtype=object)
+    return ids, id_offsets, names
+
+
 def ngram_hashes(word_hashes: np.ndarray, n: int) -> np.ndarray:
     """64-bit hashes of every word n-gram of one document (the whole document if shorter than n)."""
     if n < 1 or n > _MAX_N:

@@ -198,3 +198,27 @@ def test_norm_words_equals_the_python_tokens_on_both_paths(monkeypatch, jit: boo
     words, offsets = hash_normalized_words(pl.Series("t", got))  # word hashes read off the normalized column's bytes
     ref_words, ref_offsets = hash_words([t or "" for t in texts])
     assert np.array_equal(words, ref_words) and np.array_equal(offsets, ref_offsets)
+
+
+def test_token_matrix_compiled_equals_the_polars_lists(monkeypatch) -> None:
+    """The feature counts' (text x token) matrix from the compiled distinct-word pass == the polars
+    list path, on texts with repeated, non-ASCII and one-letter words, empty and null texts, and
+    more distinct words (40,000) than the kernel's first table holds (it must retry, not drop)."""
+
+    from audits.artifacts import _token_matrix
+    from audits.text import use_jit
+
+    if not use_jit():
+        pytest.skip("numba not installed")
+    rng = random.Random(8)
+    many = [f"w{i}" for i in range(40_000)]
+    texts = ["", None, "a a a", "Émile put the café in the box. The box!", "x_y x-y"] + [
+        " ".join(rng.choice(WORDS + many[:50]) for _ in range(rng.randint(0, 30))) for _ in range(400)] + [
+        " ".join(many[i:i + 100]) for i in range(0, len(many), 100)]
+    series = pl.Series("t", texts)
+    fast, fast_names = _token_matrix(series)
+    monkeypatch.setenv("TOMFORGE_JIT", "0")
+    slow, slow_names = _token_matrix(series)
+    assert fast.shape == slow.shape and fast.shape[1] > 40_000
+    assert (fast != slow).nnz == 0 and list(fast_names) == list(slow_names)
+    assert fast[2].sum() == 1 and fast[0].sum() == 0  # "a a a" counts "a" once; "" has none
