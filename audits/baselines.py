@@ -59,9 +59,9 @@ def _vectorize(texts: list[str]):
     so the matrix is the same as transforming every row)."""
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == len(texts):
-        return hashed_ngrams(texts)
+        return hashed_ngrams(texts, workers=_workers())
     position = {t: i for i, t in enumerate(distinct)}
-    return hashed_ngrams(distinct)[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
+    return hashed_ngrams(distinct, workers=_workers())[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
 
 
 def _fit_predict(x_train, y_train: np.ndarray, x_test) -> np.ndarray:

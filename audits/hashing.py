@@ -12,6 +12,7 @@ TOMFORGE_JIT=0) every text does.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -30,9 +31,9 @@ def reference(n_features: int = N_FEATURES) -> HashingVectorizer:
     return HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2")
 
 
-def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES) -> sp.csr_matrix:
-    """`reference(n_features).transform(texts)`: ASCII texts through the compiled kernel, the rest
-    through sklearn."""
+def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES, workers: int = 1) -> sp.csr_matrix:
+    """`reference(n_features).transform(texts)`: ASCII texts through the compiled kernel (chunks of
+    them on up to `workers` threads: the kernel releases the GIL), the rest through sklearn."""
     texts = list(texts)
     if not texts:
         raise ValueError("hashed_ngrams: no texts to vectorize")
@@ -40,11 +41,11 @@ def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES) -> sp.csr_
         return reference(n_features).transform(texts)
     fast = np.fromiter((isinstance(t, str) and t.isascii() for t in texts), dtype=bool, count=len(texts))
     if fast.all():
-        return _compiled(texts, n_features)
+        return _compiled(texts, n_features, workers)
     if not fast.any():
         return reference(n_features).transform(texts)
     n_fast = int(fast.sum())
-    stacked = sp.vstack([_compiled([t for t, f in zip(texts, fast) if f], n_features),
+    stacked = sp.vstack([_compiled([t for t, f in zip(texts, fast) if f], n_features, workers),
                          reference(n_features).transform([t for t, f in zip(texts, fast) if not f])], format="csr")
     order = np.empty(len(texts), dtype=np.int64)  # input row -> row of `stacked`
     order[fast] = np.arange(n_fast)
@@ -52,16 +53,17 @@ def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES) -> sp.csr_
     return stacked[order]
 
 
-def _compiled(texts: list[str], n_features: int) -> sp.csr_matrix:
-    """The rows of pure-ASCII texts, one chunk of bytes at a time; index dtypes as sklearn picks
-    them (int32 unless the entries outgrow it)."""
-    cols, vals, per_row = [], [], []
-    for chunk in text_chunks(texts):
-        data, starts, sizes = chunk_bytes(chunk)
-        c, v, n = kernels.hashed_ngram_rows(data, starts, starts + sizes, n_features)
-        cols.append(c)
-        vals.append(v)
-        per_row.append(n)
+def _chunk_rows(texts: list[str], n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data, starts, sizes = chunk_bytes(texts)
+    return kernels.hashed_ngram_rows(data, starts, starts + sizes, n_features)
+
+
+def _compiled(texts: list[str], n_features: int, workers: int) -> sp.csr_matrix:
+    """The rows of pure-ASCII texts, one chunk of bytes at a time (in order whatever the threads);
+    index dtypes as sklearn picks them (int32 unless the entries outgrow it)."""
+    chunks = list(text_chunks(texts))
+    with ThreadPoolExecutor(max(1, min(workers, len(chunks)))) as pool:
+        cols, vals, per_row = zip(*pool.map(lambda chunk: _chunk_rows(chunk, n_features), chunks))
     counts = np.concatenate(per_row)
     index_dtype = np.int32 if counts.sum() <= _INT32_MAX else np.int64
     indptr = np.zeros(len(texts) + 1, dtype=index_dtype)

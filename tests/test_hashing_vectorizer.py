@@ -17,6 +17,7 @@ from sklearn.utils import murmurhash3_32
 
 from audits import kernels
 from audits.hashing import N_FEATURES, hashed_ngrams
+from audits.text import text_chunks
 
 needs_jit = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
 
@@ -136,9 +137,14 @@ def test_seeded_random_corpus_equals_sklearn() -> None:
 
 @needs_jit
 def test_corpus_larger_than_one_chunk_equals_sklearn() -> None:
-    """Several byte chunks (`audits.text.text_chunks`), joined back into one matrix."""
-    texts = [" ".join(f"Word{i}_{j % 50} a b{j % 7}" for j in range(60)) for i in range(3000)]
-    assert_same_matrix(hashed_ngrams(texts), sklearn_rows(texts))
+    """Several byte chunks (`audits.text.text_chunks`), joined back into one matrix in order, on one
+    thread and on several; non-ASCII rows among them."""
+    texts = [" ".join(f"Word{i}_{j % 50} a b{j % 7}" for j in range(60)) for i in range(6000)]
+    texts[1234] += " naïve"
+    assert len(list(text_chunks(texts))) >= 3
+    expected = sklearn_rows(texts)
+    assert_same_matrix(hashed_ngrams(texts), expected)
+    assert_same_matrix(hashed_ngrams(texts, workers=3), expected)
 
 
 @needs_jit
