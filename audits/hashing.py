@@ -32,8 +32,9 @@ def reference(n_features: int = N_FEATURES) -> HashingVectorizer:
 
 
 def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES, workers: int = 1) -> sp.csr_matrix:
-    """`reference(n_features).transform(texts)`: ASCII texts through the compiled kernel (chunks of
-    them on up to `workers` threads: the kernel releases the GIL), the rest through sklearn."""
+    """`reference(n_features).transform(texts)` (a csr_matrix: sklearn's default sparse interface):
+    ASCII texts through the compiled kernel (chunks of them on up to `workers` threads: the kernel
+    releases the GIL), the rest through sklearn."""
     texts = list(texts)
     if not texts:
         raise ValueError("hashed_ngrams: no texts to vectorize")

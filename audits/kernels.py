@@ -501,4 +501,4 @@ def hashed_ngram_rows(data, doc_starts, doc_ends, n_features):
         for k in range(row_start, pos):
             out_vals[k] /= norm
         per_row[d] = pos - row_start
-    return out_cols[:pos], out_vals[:pos], per_row
+    return out_cols[:pos].copy(), out_vals[:pos].copy(), per_row  # copies: the buffers are sized for the worst case
