@@ -19,11 +19,11 @@ from typing import cast
 
 import numpy as np
 import polars as pl
-from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import GroupKFold
 
 from audits.config import AuditParams
+from audits.hashing import hashed_ngrams
 
 INPUTS = ("question_only", "options_only", "story_without_question")
 _SCHEMA = {"input": pl.Utf8, "answer_format": pl.Utf8, "evaluation": pl.Utf8, "n_train": pl.Int64, "n_eval": pl.Int64,
@@ -53,17 +53,15 @@ def _chance(df: pl.DataFrame, fmt: str, n_classes: int) -> float:
     return 1.0 / max(n_classes, 1)
 
 
-_VECTORIZER = HashingVectorizer(n_features=1 << 18, ngram_range=(1, 2), alternate_sign=False, norm="l2")
-
-
 def _vectorize(texts: list[str]):
-    """Hashed 1-2-gram rows, each distinct text analysed once (a story carries several questions;
-    the vectorizer is stateless and row-wise, so the matrix is the same as transforming every row)."""
+    """Hashed 1-2-gram rows (sklearn's HashingVectorizer, compiled: `audits.hashing`), each distinct
+    text analysed once (a story carries several questions; the vectorizer is stateless and row-wise,
+    so the matrix is the same as transforming every row)."""
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == len(texts):
-        return _VECTORIZER.transform(texts)
+        return hashed_ngrams(texts, workers=_workers())
     position = {t: i for i, t in enumerate(distinct)}
-    return _VECTORIZER.transform(distinct)[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
+    return hashed_ngrams(distinct, workers=_workers())[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
 
 
 def _fit_predict(x_train, y_train: np.ndarray, x_test) -> np.ndarray:

@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import unicodedata
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import polars as pl
@@ -185,7 +185,7 @@ def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
     return have
 
 
-def _chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The texts normalized and joined by single spaces as one byte array (non-word bytes are
     spaces, ASCII lower-cased), with each document's first byte and its size in bytes."""
     parts = [t if t.isascii() else normalize(t) for t in texts]
@@ -197,7 +197,7 @@ def _chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    data, doc_starts, sizes = _chunk_bytes(texts)
+    data, doc_starts, sizes = chunk_bytes(texts)
     if use_jit():
         return kernels.word_hashes(data, doc_starts, doc_starts + sizes, np.uint64(_BASE), np.uint64(_LEN_MULT))
     return _hash_chunk_numpy(data, doc_starts)
@@ -219,18 +219,24 @@ def _hash_chunk_numpy(data: np.ndarray, doc_starts: np.ndarray) -> tuple[np.ndar
     return hashes, np.diff(np.append(first_word, len(starts)))
 
 
-def hash_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Word hashes of many documents: (flat uint64 hashes, offsets of length n_docs + 1)."""
-    pieces, counts, chunk, size = [], [], [], 0
+def text_chunks(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Consecutive runs of the texts of about `_CHUNK_BYTES` characters each: a chunk's bytes and a
+    kernel's scratch arrays stay small however many texts there are."""
+    chunk, size = [], 0
     for text in texts:
         chunk.append(text)
         size += len(text) + 1
         if size >= _CHUNK_BYTES:
-            hashes, per_doc = _hash_chunk(chunk)
-            pieces.append(hashes)
-            counts.append(per_doc)
+            yield chunk
             chunk, size = [], 0
     if chunk:
+        yield chunk
+
+
+def hash_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Word hashes of many documents: (flat uint64 hashes, offsets of length n_docs + 1)."""
+    pieces, counts = [], []
+    for chunk in text_chunks(texts):
         hashes, per_doc = _hash_chunk(chunk)
         pieces.append(hashes)
         counts.append(per_doc)

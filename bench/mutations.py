@@ -126,6 +126,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "        for j in range(lo, hi - m + 1):\n            total = np.uint64(0)\n            for i in range(m):\n",
              "        for j in range(lo, hi - m):\n            total = np.uint64(0)\n            for i in range(m):\n",
              ("tests/test_audit_features.py",), "a candidate named in a story's last words is never counted as mentioned"),
+    Mutation("hashing.kernel_keeps_one_letter_words", "audits/kernels.py",
+             "        if i - start >= 2:\n", "        if i - start >= 1:\n",
+             ("tests/test_hashing_vectorizer.py",),
+             "the compiled vectorizer keeps one-letter words: baselines differ from sklearn's HashingVectorizer"),
     # item 3: reward
     Mutation("reward.no_then_yes", "rl/reward.py",
              'if says_no and not any(w in _YES for w in words[1:]):', "if says_no:",
