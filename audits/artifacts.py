@@ -110,20 +110,23 @@ def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
 
 def _structural_matrix(df: pl.DataFrame) -> tuple[sparse.csr_matrix, np.ndarray]:
     """One-hot (row x `name=value`) matrix of the `STRUCTURAL` columns, columns sorted by that text.
-    Each column's few distinct values are named and sorted once, then mapped back by a join: no
-    10-million-row table of feature strings."""
+    Each column's few distinct values are named and sorted once and looked up by binary search;
+    every row has one entry per column, so the CSR arrays are written directly."""
     names = [name for name in STRUCTURAL if name in df.columns]
-    values = [df.select(pl.col(name).cast(pl.Utf8).fill_null("null").alias("value")) for name in names]
-    vocab = pl.concat([v.unique().with_columns(pl.lit(name).alias("name")) for name, v in zip(names, values)]
-                      or [pl.DataFrame(schema={"value": pl.Utf8, "name": pl.Utf8})])
-    vocab = vocab.with_columns((pl.col("name") + "=" + pl.col("value")).alias("feature")).sort("feature").with_row_index("_v")
-    cols = [v.join(vocab.filter(pl.col("name") == name).select("value", "_v"), on="value", how="left",
-                   maintain_order="left")["_v"].to_numpy() for name, v in zip(names, values)]
-    rows = np.tile(np.arange(df.height, dtype=np.int64), len(cols))
-    data = np.ones(len(rows), dtype=np.int64)
-    matrix = sparse.csr_matrix((data, (rows, np.concatenate(cols).astype(np.int64) if cols else rows)),
-                               shape=(df.height, vocab.height))
-    return matrix, vocab["feature"].to_numpy().astype(object)
+    values = [df[name].cast(pl.Utf8).fill_null("null") for name in names]
+    distinct = [v.unique().sort() for v in values]
+    features = np.array([f"{name}={value}" for name, d in zip(names, distinct) for value in d.to_list()], dtype=object)
+    order = np.argsort(features, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    starts = np.cumsum([0] + [len(d) for d in distinct])
+    cols = np.empty((df.height, len(names)), dtype=np.int64)
+    for k, (v, d) in enumerate(zip(values, distinct)):
+        cols[:, k] = rank[starts[k] + d.search_sorted(v).to_numpy()]
+    indptr = np.arange(0, df.height * len(names) + 1, max(len(names), 1)) if names else np.zeros(df.height + 1, dtype=np.int64)
+    matrix = sparse.csr_matrix((np.ones(cols.size, dtype=np.int64), cols.ravel(), indptr), shape=(df.height, len(features)))
+    matrix.sort_indices()
+    return matrix, features[order]
 
 
 def _feature_matrices(df: pl.DataFrame, p: AuditParams) -> tuple[list[tuple[sparse.csr_matrix, sparse.csr_matrix | None]], np.ndarray]:

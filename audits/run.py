@@ -219,17 +219,17 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
         tables |= _overlap_tables(ov, p, run_id, sel.items)
         findings = pl.concat([_findings(ov, tables, p), variant_findings(
-            Path(warehouse), sel.train["item_id"].to_list(), sel.heldout["item_id"].to_list() if heldout_where else [])])
+            Path(warehouse), sel.train["item_id"], sel.heldout["item_id"])])
         tables["audit_findings"] = findings
         checked = verdicts(AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores))
         tables["audit_verdicts"] = verdict_frame(checked)
         stats = _stats(ov, p)
-        both = set(sel.train["item_id"].to_list()) & set(sel.heldout["item_id"].to_list()) if heldout_where else set()
-        tables["audit_runs"] = _runs_table(run_id, train_where, heldout_where, sel, len(both), findings.height, p, stats)
+        n_both = int(sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum())  # items selected on both sides
+        tables["audit_runs"] = _runs_table(run_id, train_where, heldout_where, sel, n_both, findings.height, p, stats)
     with timer("write", "audit: write tables"):
         store.write_tables(Path(warehouse), tables, drop_prefixes=("audit_",), append={
             store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None)
-    summary = AuditSummary(run_id, train_where, heldout_where, sel.train.height, sel.heldout.height, len(both), findings,
+    summary = AuditSummary(run_id, train_where, heldout_where, sel.train.height, sel.heldout.height, n_both, findings,
                            stats, Path(out_dir) if out_dir else None, timer.seconds, checked)
     if out_dir:
         with timer("report", "audit: report"):
@@ -277,8 +277,8 @@ def _artifact_tables(items: pl.DataFrame, p: AuditParams) -> tuple[dict[str, pl.
 def _run_id(train_where: str, heldout_where: str | None, p: AuditParams, items: pl.DataFrame,
             ov: OverlapResult) -> str:
     """Derived from the selections, the parameters and the data audited: same inputs, same id."""
-    data_digest = hex_digest(*sorted(items["item_id"].to_list()), *sorted(items["content_hash"].to_list()),
-                             *sorted(set(ov.contexts["text_key"].to_list())), size=8)  # new content => new run id
+    data_digest = hex_digest(*items["item_id"].sort().to_list(), *items["content_hash"].sort().to_list(),
+                             *ov.contexts["text_key"].unique().sort().to_list(), size=8)  # new content => new run id
     return hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
 
 

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 
 from audits import store
 from warehouse.db import connect_readonly
@@ -33,10 +32,10 @@ def _finding(check: str, severity: str, selection: str, message: str, evidence: 
             "evidence": json.dumps(evidence, sort_keys=True), "baseline": baseline}
 
 
-def variant_findings(warehouse: Path, train_ids: list[str], heldout_ids: list[str]) -> pl.DataFrame:
+def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Series) -> pl.DataFrame:
     """Variant leaks across the split and oracle disagreements per source, as audit findings."""
-    selected = pa.table({"item_id": train_ids + heldout_ids,
-                         "side": ["train"] * len(train_ids) + ["heldout"] * len(heldout_ids)})
+    selected = pl.concat([ids.cast(pl.Utf8).alias("item_id").to_frame().with_columns(pl.lit(side).alias("side"))
+                          for side, ids in (("train", train_ids), ("heldout", heldout_ids))]).to_arrow()
     con = connect_readonly(Path(warehouse))
     try:
         con.register("selected", selected)

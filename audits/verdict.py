@@ -49,18 +49,20 @@ class AuditFacts:
     params: AuditParams
     has_heldout: bool
     scores: pl.DataFrame | None = None  # per-item heuristic hits (`artifacts.heuristic_scores`)
-    _refs: dict[str, dict[str, str]] = field(default_factory=dict)
+    _refs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def ref(self, context_id: str, side: str | None = None) -> str:
         """Where a reader finds a story: a source_ref of one of its items on `side` (any side, or a
-        label conflict's item, when None)."""
-        key = side or "any"
+        label conflict's item, when None). Looked up per story shown (a few per verdict), not for
+        every story of a million items."""
+        key = (side or "any", context_id)
         if key not in self._refs:
             cols = ("context_id", "source_ref", "item_id")
-            frame = self.items.filter(pl.col("side") == side).select(cols) if side else pl.concat(
-                [self.items.select(cols), self.conflict_items.select(cols)])
-            self._refs[key] = context_refs(frame)
-        return md_escape(self._refs[key].get(context_id, "?"))
+            story = pl.col("context_id") == context_id
+            frame = self.items.filter(story & (pl.col("side") == side)).select(cols) if side else pl.concat(
+                [self.items.filter(story).select(cols), self.conflict_items.filter(story).select(cols)])
+            self._refs[key] = context_refs(frame).get(context_id, "?")
+        return md_escape(self._refs[key])
 
     def context_text(self, context_id: str) -> str:
         rows = self.items.filter(pl.col("context_id") == context_id).select("context").head(1)
