@@ -161,3 +161,27 @@ def test_audit_params_key_names_what_signatures_depend_on() -> None:
     for change in ({"shingle_n": 4}, {"num_perm": 64}, {"minhash_seed": 2}):
         assert signature_params_key(AuditParams(**change)) != base
     assert text_key("Anne, the BOX!") == text_key("anne the box")
+
+
+def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_tables(tmp_path: Path, monkeypatch) -> None:
+    """The partial-input baselines run on a thread of their own beside the overlap and artifact
+    phases: their error must surface as the audit's error, and the audit tables of the previous run
+    must stay as they were (nothing half-written)."""
+    from audits import baselines
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    first = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    with duckdb.connect(str(path), read_only=True) as con:
+        before = {name: con.execute(f'SELECT * FROM "{name}"').fetchall() for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()}
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("planted failure in the baselines")
+
+    monkeypatch.setattr(baselines, "partial_input_baselines", broken)
+    with pytest.raises(RuntimeError, match="planted failure in the baselines"):
+        run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    with duckdb.connect(str(path), read_only=True) as con:
+        after = {name: con.execute(f'SELECT * FROM "{name}"').fetchall() for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()}
+    assert after == before and first.run_id in {row[0] for row in before["audit_runs"]}
+    assert "baselines: own thread" in first.timings and first.timings["baselines"] <= first.timings["baselines: own thread"] + 0.5
