@@ -1,12 +1,14 @@
-"""Compiled (numba) loops for the three MinHash passes: word hashes, n-gram hashes, signatures.
+"""Compiled (numba) loops of the audit's hot paths: the three MinHash passes (word hashes, n-gram
+hashes, signatures), band keys, story skeletons, the 13-gram counts, text normalization, each
+text's distinct words, the candidate-mention search and sklearn's hashed 1-2-grams.
 
 Why: the numpy formulations in `audits.text` and `audits.minhash` make several whole-array passes
 over 8-byte temporaries per input byte or shingle; one fused loop per document does the same
 arithmetic in one pass, in registers (the permutation loop vectorizes with SIMD). Every kernel
 computes exactly the values of the numpy path (tests compare them): uint64/uint32 arithmetic wraps
 the same way in both. numba compiles from PyPI wheels with no compiler step; when it is missing,
-`AVAILABLE` is False and callers use the numpy path (as they do under `TOMFORGE_JIT=0`:
-`audits.text.use_jit`).
+`AVAILABLE` is False and callers use the numpy path (polars or sklearn for the newer kernels, as they
+do under `TOMFORGE_JIT=0`: `audits.text.use_jit`).
 """
 from __future__ import annotations
 

@@ -80,3 +80,19 @@ def test_clean_data_passes_every_artifact_check(tmp_path) -> None:
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     artifacts = summary.findings.filter(pl.col("check").str.starts_with("artifact") | pl.col("check").str.starts_with("consistency"))
     assert artifacts.height == 0, summary.lines()
+
+
+def test_heuristic_accuracy_and_chance_are_item_means() -> None:
+    """Worked by hand: 3 items with 2 options (chance 0.5) and 1 with 4 (0.25), 2 of them right:
+    accuracy 2/4 and chance (0.5 + 0.5 + 0.5 + 0.25) / 4 = 0.4375, whatever the row order."""
+    import polars as pl
+
+    from audits.artifacts import baselines_from_scores
+    from audits.config import AuditParams
+
+    scores = pl.DataFrame({"item_id": ["a", "b", "c", "d"], "selection": ["train"] * 4, "stratum": ["1"] * 4,
+                           "answer_format": ["multiple_choice"] * 4, "heuristic": ["first"] * 4,
+                           "hit": [True, False, True, False], "chance": [0.5, 0.25, 0.5, 0.5]})
+    for frame in (scores, scores.reverse()):
+        row = baselines_from_scores(frame, AuditParams(min_group_items=1)).filter(pl.col("belief_order") == "all").row(0, named=True)
+        assert (row["n"], row["correct"], row["accuracy"], row["chance"]) == (4, 2, 0.5, 0.4375)
