@@ -198,22 +198,26 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
     p = params or AuditParams()
     timer = Timer(progress)
-    # the baselines need only the selections: they run on a thread of their own while the overlap
-    # and artifact phases (mostly one core: compiled loops and polars) use the other
-    with ThreadPoolExecutor(1, thread_name_prefix="audit-baselines") as side:
+    # the baselines and then the template artifacts need only the selections: they run one after the
+    # other on a thread of their own while the overlap (mostly one core: compiled loops) runs on this
+    # one. One side thread, not two: the artifacts beside the overlap's largest phases would pass 6 GB
+    # at a million items
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-side") as side:
         with closing(connect_readonly(Path(warehouse))) as con:
             with timer("read", "audit: read selections"):
                 sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
             baselines_job = side.submit(_timed, baselines.partial_input_baselines, sel.train,
                                         sel.heldout if heldout_where else None, p)
+            artifacts_job = side.submit(_timed, _artifact_tables, sel.items, p)  # queued: runs after the baselines
             with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
                 ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
                                    passes=passes, progress=progress)
         timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
-        with timer("artifacts", "audit: template artifacts"):
-            tables, scores = _artifact_tables(sel.items, p)
         with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
-            tables["audit_partial_input"], timer.seconds["baselines: own thread"] = baselines_job.result()
+            partial_input, timer.seconds["baselines: own thread"] = baselines_job.result()
+        with timer("artifacts", "audit: template artifacts (waiting for their thread)"):
+            (tables, scores), timer.seconds["artifacts: own thread"] = artifacts_job.result()
+        tables["audit_partial_input"] = partial_input
     with timer("findings", "audit: findings and verdicts"):
         tables["audit_label_conflicts"] = sel.conflicts
         run_id = _run_id(train_where, heldout_where, p, sel.items, ov)

@@ -63,8 +63,8 @@ def test_a_rejected_load_ends_its_stage_and_writes_nothing(tmp_path: Path) -> No
 
 OVERLAP_PHASES = ["distinct texts", "shingles and signatures", "near duplicates", "skeletons", "13-gram test",
                   "structural twins"]  # audits/overlap.py audit_overlap, in the order it runs them
-AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHASES], "artifacts", "baselines",
-                "findings", "write", "report"]
+AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHASES],  # then what the side thread ran
+                "baselines: own thread", "baselines", "artifacts: own thread", "artifacts", "findings", "write", "report"]
 
 
 def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
     summary = run_audit(path, "split = 'train'", "split = 'test'", tmp_path / "audit", FAST, progress=progress)
     assert [s.name.split(" (")[0] for s in progress.stages] == [
         "audit: read selections", "audit: overlap", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES],
-        "audit: template artifacts", "audit: partial-input baselines",
+        "audit: partial-input baselines", "audit: template artifacts",  # waits for the side thread, in its order
         "audit: findings and verdicts", "audit: write tables", "audit: report"]
     assert all(s.ok for s in progress.stages)
     assert list(summary.timings) == AUDIT_PHASES and all(t >= 0 for t in summary.timings.values())
@@ -185,7 +185,7 @@ def test_flow_tasks_log_their_stages_to_the_run_logger(tmp_path: Path, monkeypat
     ends = [line for line in logged if line.startswith("audit: ")]
     assert [line.split(" (")[0].split(": done in")[0] for line in ends] == [
         "audit: read selections", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES], "audit: overlap",
-        "audit: template artifacts", "audit: partial-input baselines",
+        "audit: partial-input baselines", "audit: template artifacts",  # waits for the side thread, in its order
         "audit: findings and verdicts", "audit: write tables", "audit: report"]
     assert all(": done in " in line for line in ends)
 
