@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import duckdb
 import polars as pl
@@ -37,6 +37,7 @@ from warehouse.progress import SILENT, Progress, Timer
 from warehouse.record import hex_digest
 from warehouse.versions import tool_versions as versions_of
 
+T = TypeVar("T")
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
 
 
@@ -241,7 +242,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     return summary
 
 
-def _timed(step: Callable[..., pl.DataFrame], *args: object) -> tuple[pl.DataFrame, float]:
+def _timed(step: Callable[..., T], *args: object) -> tuple[T, float]:
     """`step(*args)` and its wall seconds on the thread that ran it."""
     start = time.perf_counter()
     result = step(*args)
