@@ -245,10 +245,12 @@ def _near_duplicates(ev: _Evidence, band_keys: np.ndarray, p: AuditParams) -> tu
 
 
 def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None, passes: Passes = run_local,
-                  progress: Progress = SILENT) -> OverlapResult:
+                  progress: Progress = SILENT, largest_done: Callable[[], None] = lambda: None) -> OverlapResult:
     """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout);
     `passes` runs the shingle and signature passes (here, or on Ray: `audits.ray_passes`);
-    each phase is a stage of `progress` (their times are in the result's `timings`)."""
+    each phase is a stage of `progress` (their times are in the result's `timings`).
+    `largest_done` is called once the phases that hold the most memory (up to the 13-gram test)
+    are over, so that a caller can start memory-heavy work beside the rest."""
     timer = PhaseTimer("audit: overlap", progress)
     with timer.phase("distinct texts"):
         ctx, docs = _docs(items)
@@ -257,16 +259,20 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
     with timer.phase("near duplicates"):
         ev = _Evidence(docs, signed.hashed, p)
         clusters, counts = _near_duplicates(ev, signed.hashed.band_keys, p)
-    with timer.phase("skeletons"):
-        docs = docs.with_columns(pl.Series("cluster", clusters), pl.Series("skeleton_key", skeleton_keys(ev.texts)))
+    docs = docs.with_columns(pl.Series("cluster", clusters))
     calibration: list[dict] = []
     ngram = pl.DataFrame()
-    if ev.heldout.any() and ev.train.any():
+    both_sides = bool(ev.heldout.any() and ev.train.any())
+    if both_sides:
         with timer.phase("13-gram test"):
             ngram, ngram_pairs, calib = ngram_test(docs, signed.hashed.words, signed.hashed.word_offsets, p)
             calibration += calib
             for b, a, shared, pval in ngram_pairs:
                 ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
+    largest_done()
+    with timer.phase("skeletons"):
+        docs = docs.with_columns(pl.Series("skeleton_key", skeleton_keys(ev.texts)))
+    if both_sides:
         with timer.phase("structural twins"):
             struct_pairs, calib = _structural(docs, p)
             calibration += calib

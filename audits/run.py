@@ -7,6 +7,7 @@ report. Outputs are deterministic: no timestamps in tables or report, ids derive
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -201,18 +202,22 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
     timer = Timer(progress)
     # the baselines and then the template artifacts need only the selections: they run one after the
     # other on a thread of their own while the overlap (mostly one core: compiled loops) runs on this
-    # one. One side thread, not two: the artifacts beside the overlap's largest phases would pass 6 GB
-    # at a million items
+    # one. The artifacts wait until the overlap's largest phases are over: beside them a million
+    # items would pass 6 GB
+    largest_done = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="audit-side") as side:
         with closing(connect_readonly(Path(warehouse))) as con:
             with timer("read", "audit: read selections"):
                 sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
             baselines_job = side.submit(_timed, baselines.partial_input_baselines, sel.train,
                                         sel.heldout if heldout_where else None, p)
-            artifacts_job = side.submit(_timed, _artifact_tables, sel.items, p)  # queued: runs after the baselines
-            with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
-                ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
-                                   passes=passes, progress=progress)
+            artifacts_job = side.submit(_after(largest_done, _timed), _artifact_tables, sel.items, p)
+            try:
+                with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
+                    ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
+                                       passes=passes, progress=progress, largest_done=largest_done.set)
+            finally:
+                largest_done.set()  # an overlap that failed must not leave the side thread waiting
         timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
         with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
             partial_input, timer.seconds["baselines: own thread"] = baselines_job.result()
@@ -240,6 +245,14 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         with timer("report", "audit: report"):
             render_report(Path(out_dir), tables, summary, p)
     return summary
+
+
+def _after(event: threading.Event, step: Callable[..., T]) -> Callable[..., T]:
+    """`step`, started once `event` is set."""
+    def run(*args: object) -> T:
+        event.wait()
+        return step(*args)
+    return run
 
 
 def _timed(step: Callable[..., T], *args: object) -> tuple[T, float]:

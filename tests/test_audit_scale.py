@@ -185,3 +185,40 @@ def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_ta
         after = {name: con.execute(f'SELECT * FROM "{name}"').fetchall() for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()}
     assert after == before and first.run_id in {row[0] for row in before["audit_runs"]}
     assert "baselines: own thread" in first.timings and first.timings["baselines"] <= first.timings["baselines: own thread"] + 0.5
+
+
+def test_artifacts_wait_for_the_overlaps_largest_phases_and_a_failed_overlap_does_not_hang(tmp_path: Path, monkeypatch) -> None:
+    """The side thread starts the template artifacts only once the overlap's 13-gram test is over
+    (beside it a million items pass 6 GB); an overlap that fails before that point must fail the
+    audit, not leave the side thread waiting forever."""
+    import time
+
+    from audits import overlap, run
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    log: list[str] = []
+    real_ngram, real_artifacts = overlap.ngram_test, run._artifact_tables
+
+    def slow_ngram(*args, **kwargs):
+        log.append("13-gram start")
+        time.sleep(1.0)  # long enough for the side thread to start the artifacts, were it not held back
+        result = real_ngram(*args, **kwargs)
+        log.append("13-gram end")
+        return result
+
+    def logged_artifacts(*args, **kwargs):
+        log.append("artifacts start")
+        return real_artifacts(*args, **kwargs)
+
+    monkeypatch.setattr(overlap, "ngram_test", slow_ngram)
+    monkeypatch.setattr(run, "_artifact_tables", logged_artifacts)
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    assert log == ["13-gram start", "13-gram end", "artifacts start"]
+
+    def failing_ngram(*_args, **_kwargs):
+        raise RuntimeError("planted failure in the overlap")
+
+    monkeypatch.setattr(overlap, "ngram_test", failing_ngram)
+    with pytest.raises(RuntimeError, match="planted failure in the overlap"):  # returns: the side thread was released
+        run_audit(path, "split = 'train'", "split = 'test'", None, FAST)

@@ -61,7 +61,7 @@ def test_a_rejected_load_ends_its_stage_and_writes_nothing(tmp_path: Path) -> No
     assert [(s.name, s.total, s.done, s.ok) for s in progress.stages] == [("stage toy", 5, 4, True)]
 
 
-OVERLAP_PHASES = ["distinct texts", "shingles and signatures", "near duplicates", "skeletons", "13-gram test",
+OVERLAP_PHASES = ["distinct texts", "shingles and signatures", "near duplicates", "13-gram test", "skeletons",
                   "structural twins"]  # audits/overlap.py audit_overlap, in the order it runs them
 AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHASES],  # then what the side thread ran
                 "baselines: own thread", "baselines", "artifacts: own thread", "artifacts", "findings", "write", "report"]
