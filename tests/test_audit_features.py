@@ -222,3 +222,20 @@ def test_token_matrix_compiled_equals_the_polars_lists(monkeypatch) -> None:
     assert fast.shape == slow.shape and fast.shape[1] > 40_000
     assert (fast != slow).nnz == 0 and list(fast_names) == list(slow_names)
     assert fast[2].sum() == 1 and fast[0].sum() == 0  # "a a a" counts "a" once; "" has none
+
+
+def test_structural_matrix_names_each_column_by_its_value() -> None:
+    """Worked by hand: each row has one entry per structural column, under `name=value` (nulls as
+    "null"), with the columns sorted by that text."""
+    from audits.artifacts import _structural_matrix
+
+    df = pl.DataFrame({"communication": [True, False, None], "n_candidates": [2, 3, 2], "answer_is_first": [False, False, True],
+                       "ends_where_started": [True, True, True]})  # STRUCTURAL lists it before "communication"
+    matrix, names = _structural_matrix(df)
+    assert list(names) == ["answer_is_first=false", "answer_is_first=true", "communication=false", "communication=null",
+                           "communication=true", "ends_where_started=true", "n_candidates=2", "n_candidates=3"]
+    rows = [sorted(names[j] for j in matrix[i].indices) for i in range(3)]
+    assert rows == [["answer_is_first=false", "communication=true", "ends_where_started=true", "n_candidates=2"],
+                    ["answer_is_first=false", "communication=false", "ends_where_started=true", "n_candidates=3"],
+                    ["answer_is_first=true", "communication=null", "ends_where_started=true", "n_candidates=2"]]
+    assert matrix.sum() == 12 and matrix.max() == 1
