@@ -56,9 +56,10 @@ def tokens(text: str) -> list[str]:
 
 
 def norm_words(texts: pl.Series) -> pl.Series:
-    """Each text's `tokens` joined by single spaces (null -> ""), a whole column at once: polars
-    string kernels for ASCII texts (where `normalize` is lower case plus a byte table), the Python
-    reference for the rest (NFKC and Unicode word rules differ between Python and Rust regexes)."""
+    """Each text's `tokens` joined by single spaces (null -> ""), a whole column at once: for ASCII
+    texts (where `normalize` is lower case plus a byte table) a compiled pass over the bytes, or
+    polars string kernels without numba; the Python reference for the rest (NFKC and Unicode word
+    rules differ between Python and Rust regexes)."""
     texts = texts.cast(pl.Utf8).fill_null("")
     if use_jit():
         out, other = _norm_words_compiled(texts)
