@@ -89,14 +89,21 @@ def answer_prior(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     return out.with_columns((pl.col("p_value").fill_null(1.0) <= p.alpha / m).alias("flagged"))
 
 
+def _sorted_order(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order that sorts `names` (code-point order of str = byte order of UTF-8, as polars sorts)
+    and each name's rank in it, to renumber matrix columns so that they come out sorted by name."""
+    order = np.argsort(names, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return order, rank
+
+
 def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Binary (text x token) matrix of each text's distinct `tokens`, and the token names (sorted):
     one compiled pass over the normalized bytes, or polars lists (the reference, without numba)."""
     if use_jit():
         ids, id_offsets, names = distinct_words(norm_words(texts))
-        order = np.argsort(names, kind="stable")  # code-point order of str = byte order of UTF-8, as polars sorts
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
+        order, rank = _sorted_order(names)
         matrix = sparse.csr_matrix((np.ones(len(ids), dtype=np.int64), rank[ids], id_offsets), shape=(len(texts), len(names)))
         matrix.sort_indices()
         return matrix, names[order]
@@ -116,9 +123,7 @@ def _structural_matrix(df: pl.DataFrame) -> tuple[sparse.csr_matrix, np.ndarray]
     values = [df[name].cast(pl.Utf8).fill_null("null") for name in names]
     distinct = [v.unique().sort() for v in values]
     features = np.array([f"{name}={value}" for name, d in zip(names, distinct) for value in d.to_list()], dtype=object)
-    order = np.argsort(features, kind="stable")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
+    order, rank = _sorted_order(features)
     starts = np.cumsum([0] + [len(d) for d in distinct])
     cols = np.empty((df.height, len(names)), dtype=np.int64)
     for k, (v, d) in enumerate(zip(values, distinct)):

@@ -38,6 +38,20 @@ def _fmix64(h):
 
 
 @njit(cache=True, nogil=True)
+def _word_hash(data, i, end, base, len_mult):
+    """The hash of the word starting at data[i] (it ends at the next space or at `end`), and where
+    it ends: the polynomial sum(byte * base^k), its length mixed in, finalized."""
+    start = i
+    total = np.uint64(0)
+    power = np.uint64(1)
+    while i < end and data[i] != _SPACE:
+        total += np.uint64(data[i]) * power
+        power *= base
+        i += 1
+    return _fmix64(total + np.uint64(i - start) * len_mult), i
+
+
+@njit(cache=True, nogil=True)
 def word_hashes(data, doc_starts, doc_ends, base, len_mult):
     """Hashes of the words of each document's byte range (non-word bytes are spaces), and the
     number of words per document: the polynomial sum(byte * base^i) of `audits.text.word_hash`."""
@@ -50,14 +64,7 @@ def word_hashes(data, doc_starts, doc_ends, base, len_mult):
             if data[i] == _SPACE:
                 i += 1
                 continue
-            total = np.uint64(0)
-            power = np.uint64(1)
-            start = i
-            while i < end and data[i] != _SPACE:
-                total += np.uint64(data[i]) * power
-                power *= base
-                i += 1
-            out[n] = _fmix64(total + np.uint64(i - start) * len_mult)
+            out[n], i = _word_hash(data, i, end, base, len_mult)
             n += 1
             counts[d] += 1
     return out[:n], counts
@@ -408,14 +415,8 @@ def distinct_words(data, offsets, base, len_mult, size):
         i, end = offsets[d], offsets[d + 1]
         while i < end:
             start = i
-            total = np.uint64(0)
-            power = np.uint64(1)
-            while i < end and data[i] != _SPACE:
-                total += np.uint64(data[i]) * power
-                power *= base
-                i += 1
+            h, i = _word_hash(data, i, end, base, len_mult)
             if i > start:
-                h = _fmix64(total + np.uint64(i - start) * len_mult)
                 slot = h & mask
                 while slots[slot] >= 0 and keys[slot] != h:
                     slot = (slot + np.uint64(1)) & mask
