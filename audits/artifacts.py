@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 from scipy import sparse, stats
 
-from audits.config import AuditParams
-from audits.features import STRUCTURAL
-from audits.text import distinct_words, norm_words, token_sets, use_jit
+from tomforge.audits.config import AuditParams
+from tomforge.audits.features import STRUCTURAL
+from tomforge.audits.text import distinct_words, norm_words, token_sets, use_jit
 
 CONTAINER_HEURISTICS = ("first", "last", "most", "first_container")
 HEURISTICS = (*CONTAINER_HEURISTICS, "modal_position")

@@ -22,8 +22,8 @@ import polars as pl
 from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import GroupKFold
 
-from audits.config import AuditParams
-from audits.hashing import hashed_ngrams
+from tomforge.audits.config import AuditParams
+from tomforge.audits.hashing import hashed_ngrams
 
 INPUTS = ("question_only", "options_only", "story_without_question")
 _SCHEMA = {"input": pl.Utf8, "answer_format": pl.Utf8, "evaluation": pl.Utf8, "n_train": pl.Int64, "n_eval": pl.Int64,

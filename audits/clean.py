@@ -31,12 +31,12 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
-from audits import store
-from audits.config import CleaningPolicy
-from audits.freshness import require_fresh_audit
-from warehouse.columns import JSON_COLUMNS
-from warehouse.db import WarehouseError, connect_readonly
-from warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
+from tomforge.audits import store
+from tomforge.audits.config import CleaningPolicy
+from tomforge.audits.freshness import require_fresh_audit
+from tomforge.warehouse.columns import JSON_COLUMNS
+from tomforge.warehouse.db import WarehouseError, connect_readonly
+from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
 class CleaningError(Exception):
@@ -206,7 +206,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
         ids = conflicts.explode("item_ids")["item_ids"]
         take(pl.col("item_id").is_in(ids.implode()), "label_conflict", "same context and question, different gold answers")
     if policy.quarantine_oracle:
-        from audits.variants import oracle_rejected
+        from tomforge.audits.variants import oracle_rejected
 
         rejected = oracle_rejected(warehouse)
         left = left.join(rejected.rename({"explanation": "_oracle"}), on="item_id", how="left")

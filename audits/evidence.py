@@ -11,7 +11,7 @@ import re
 
 import polars as pl
 
-from audits.text import normalize
+from tomforge.audits.text import normalize
 
 EXCERPT_CHARS = 220
 _LEAD = 50

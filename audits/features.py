@@ -24,8 +24,8 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from audits import kernels
-from audits.text import (
+from tomforge.audits import kernels
+from tomforge.audits.text import (
     POSITION_MULT,
     fmix64,
     hash_normalized_words,
@@ -209,7 +209,7 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
     import duckdb
     import orjson
 
-    from audits.store import ITEM_COLUMNS, frame_of, world_selection_sql
+    from tomforge.audits.store import ITEM_COLUMNS, frame_of, world_selection_sql
 
     dtypes = {"belief_order": pl.Int64(), "answer_index": pl.Int64(), "n_agents": pl.Int64(), "is_false_belief": pl.Boolean(),
               "options": pl.List(pl.Utf8)}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.db import WarehouseError, one_row
+from tomforge.warehouse.db import WarehouseError, one_row
 
 
 class StaleAuditError(WarehouseError):

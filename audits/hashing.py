@@ -19,8 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
-from audits import kernels
-from audits.text import chunk_bytes, text_chunks, use_jit
+from tomforge.audits import kernels
+from tomforge.audits.text import chunk_bytes, text_chunks, use_jit
 
 N_FEATURES = 1 << 18
 _INT32_MAX = np.iinfo(np.int32).max

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from audits import kernels
-from audits.text import fmix64, use_jit
+from tomforge.audits import kernels
+from tomforge.audits.text import fmix64, use_jit
 
 _ROW_MULT = np.array([(0x9E3779B97F4A7C15 * (2 * i + 1)) & ((1 << 64) - 1) for i in range(256)], dtype=np.uint64)
 

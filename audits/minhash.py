@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from audits import kernels
-from audits.text import use_jit
+from tomforge.audits import kernels
+from tomforge.audits.text import use_jit
 
 SCHEME = "affine32"
 _MAX32 = np.uint32(0xFFFFFFFF)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from audits import kernels
-from audits.config import AuditParams
-from audits.text import batch_ngrams, use_jit
+from tomforge.audits import kernels
+from tomforge.audits.config import AuditParams
+from tomforge.audits.text import batch_ngrams, use_jit
 
 
 def distinct_grams(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,15 +19,15 @@ import polars as pl
 import pyarrow as pa
 from scipy import stats
 
-from audits.config import AuditParams
-from audits.lsh import Banding, candidate_pairs_from_keys, choose_banding
-from audits.minhash import SCHEME, estimate_jaccard
-from audits.ngram import ngram_test
-from audits.passes import Hashed, Passes, PassSettings, run_local
-from audits.skeleton import skeleton_keys
-from audits.store import signature_table
-from audits.text import NORMALIZER, text_keys, tokens
-from warehouse.progress import SILENT, Progress
+from tomforge.audits.config import AuditParams
+from tomforge.audits.lsh import Banding, candidate_pairs_from_keys, choose_banding
+from tomforge.audits.minhash import SCHEME, estimate_jaccard
+from tomforge.audits.ngram import ngram_test
+from tomforge.audits.passes import Hashed, Passes, PassSettings, run_local
+from tomforge.audits.skeleton import skeleton_keys
+from tomforge.audits.store import signature_table
+from tomforge.audits.text import NORMALIZER, text_keys, tokens
+from tomforge.warehouse.progress import SILENT, Progress
 
 Lookup = Callable[[list[str], str, int], dict[str, np.ndarray]]
 

@@ -12,9 +12,9 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from audits.lsh import Banding, band_keys
-from audits.minhash import MinHasher
-from audits.text import batch_ngrams, hash_words
+from tomforge.audits.lsh import Banding, band_keys
+from tomforge.audits.minhash import MinHasher
+from tomforge.audits.text import batch_ngrams, hash_words
 
 
 @dataclass(frozen=True)

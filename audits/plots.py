@@ -14,9 +14,9 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS
-from audits.config import AuditParams
-from audits.evidence import letter
+from tomforge.audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS
+from tomforge.audits.config import AuditParams
+from tomforge.audits.evidence import letter
 
 SIDE_STYLE = {"train": {"color": "#1f5fa8", "ls": "-", "marker": "o", "label": "train"},
               "heldout": {"color": "#d9480f", "ls": "--", "marker": "s", "label": "held-out"}}

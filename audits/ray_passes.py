@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from audits.passes import Hashed, PassSettings, concat, hash_shard
+from tomforge.audits.passes import Hashed, PassSettings, concat, hash_shard
 
 DEFAULT_SHARD_DOCS = 20_000  # ~0.3 s of work per shard at ~70k docs/s: task overhead stays small
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import polars as pl
 
-from audits import plots
-from audits.config import AuditParams
-from audits.html import write_html
-from audits.summary import AuditSummary
-from audits.verdict import Verdict
+from tomforge.audits import plots
+from tomforge.audits.config import AuditParams
+from tomforge.audits.html import write_html
+from tomforge.audits.summary import AuditSummary
+from tomforge.audits.verdict import Verdict
 
 MAX_ROWS = 25
 STATUS_TEXT = {"fail": "FAIL", "warn": "warn", "pass": "pass"}

@@ -18,25 +18,25 @@ from typing import Callable, TypeVar
 import duckdb
 import polars as pl
 
-from audits import (
+from tomforge.audits import (
     artifacts,
     baselines,
     store,
     variant_checks,  # noqa: F401  (registers the variant lines of the verdict)
 )
-from audits.config import AuditParams
-from audits.features import item_features
-from audits.lsh import datasketch_default_banding
-from audits.overlap import OverlapResult, audit_overlap
-from audits.passes import Passes, run_local
-from audits.report import render_report
-from audits.summary import AuditSummary
-from audits.variants import variant_findings
-from audits.verdict import AuditFacts, verdict_frame, verdicts
-from warehouse.db import connect_readonly
-from warehouse.progress import SILENT, Progress, Timer
-from warehouse.record import hex_digest
-from warehouse.versions import tool_versions as versions_of
+from tomforge.audits.config import AuditParams
+from tomforge.audits.features import item_features
+from tomforge.audits.lsh import datasketch_default_banding
+from tomforge.audits.overlap import OverlapResult, audit_overlap
+from tomforge.audits.passes import Passes, run_local
+from tomforge.audits.report import render_report
+from tomforge.audits.summary import AuditSummary
+from tomforge.audits.variants import variant_findings
+from tomforge.audits.verdict import AuditFacts, verdict_frame, verdicts
+from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.progress import SILENT, Progress, Timer
+from tomforge.warehouse.record import hex_digest
+from tomforge.warehouse.versions import tool_versions as versions_of
 
 T = TypeVar("T")
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")

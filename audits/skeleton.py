@@ -14,8 +14,8 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from audits import kernels
-from audits.text import use_jit
+from tomforge.audits import kernels
+from tomforge.audits.text import use_jit
 
 _WORD = re.compile(r"\w+|[.!?]")
 _DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "your", "our", "some", "this", "that"}

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from warehouse import db
+from tomforge.warehouse import db
 
 ITEM_COLUMNS = (
     "item_id", "context_id", "source", "source_ref", "split", "context", "question", "question_type", "belief_order",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from audits.verdict import Verdict
+from tomforge.audits.verdict import Verdict
 
 
 @dataclass

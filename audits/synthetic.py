@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from warehouse.record import build_record
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAMES = [
     "Abigail", "Alexander", "Amelia", "Aria", "Avery", "Benjamin", "Carter", "Charlotte", "Chloe", "Daniel",

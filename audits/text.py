@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from audits import kernels
+from tomforge.audits import kernels
 
 
 def use_jit() -> bool:

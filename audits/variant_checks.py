@@ -11,8 +11,8 @@ import json
 
 import polars as pl
 
-from audits.evidence import md_escape
-from audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict, register
+from tomforge.audits.evidence import md_escape
+from tomforge.audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict, register
 
 
 def _findings_of(facts: AuditFacts, check: str) -> list[dict]:

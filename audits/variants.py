@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from audits import store
-from warehouse.db import connect_readonly
+from tomforge.audits import store
+from tomforge.warehouse.db import connect_readonly
 
 FINDING_SCHEMA = {"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8,
                   "evidence": pl.Utf8, "baseline": pl.Utf8}

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import polars as pl
 from scipy import stats
 
-from audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS
-from audits.config import AuditParams, CleaningPolicy
-from audits.evidence import context_refs, letter, mark_phrase, mark_words, md_escape
+from tomforge.audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS
+from tomforge.audits.config import AuditParams, CleaningPolicy
+from tomforge.audits.evidence import context_refs, letter, mark_phrase, mark_words, md_escape
 
 STATUSES = ("fail", "warn", "pass")
 MAX_EVIDENCE = 8
@@ -81,7 +81,7 @@ class AuditFacts:
 
     def train_items_dropped(self, reason: str, policy: CleaningPolicy | None = None) -> int:
         """Train items `tomforge clean` drops for this overlap reason under the (default) policy."""
-        from audits.clean import _overlap_drops
+        from tomforge.audits.clean import _overlap_drops
 
         pairs = self.tables["audit_overlap_pairs"].filter(pl.col("scope") == "cross")
         drops = _overlap_drops(pairs, self.tables["audit_contexts"], policy or CleaningPolicy())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generators import generate_records  # noqa: E402
+from tomforge.generators import generate_records  # noqa: E402
 
 
 def rate(n: int, **kwargs) -> tuple[float, float]:

@@ -29,9 +29,9 @@ import duckdb
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from warehouse.ingest import ingest  # noqa: E402
-from warehouse.parallel import staging_processes  # noqa: E402
-from warehouse.sources import get_adapter  # noqa: E402
+from tomforge.warehouse.ingest import ingest  # noqa: E402
+from tomforge.warehouse.parallel import staging_processes  # noqa: E402
+from tomforge.warehouse.sources import get_adapter  # noqa: E402
 
 SAMPLES = REPO / "warehouse" / "samples"
 

@@ -34,13 +34,13 @@ from datasketch import MinHash  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from audits.config import AuditParams  # noqa: E402
-from audits.hashing import hashed_ngrams, reference  # noqa: E402
-from audits.lsh import candidate_pairs, choose_banding, datasketch_default_banding  # noqa: E402
-from audits.minhash import MinHasher, estimate_jaccard  # noqa: E402
-from audits.synthetic import clean_records, story  # noqa: E402
-from audits.text import shingle_hash32, shingle_texts, tokens  # noqa: E402
-from warehouse.progress import Progress, Stage  # noqa: E402
+from tomforge.audits.config import AuditParams  # noqa: E402
+from tomforge.audits.hashing import hashed_ngrams, reference  # noqa: E402
+from tomforge.audits.lsh import candidate_pairs, choose_banding, datasketch_default_banding  # noqa: E402
+from tomforge.audits.minhash import MinHasher, estimate_jaccard  # noqa: E402
+from tomforge.audits.synthetic import clean_records, story  # noqa: E402
+from tomforge.audits.text import shingle_hash32, shingle_texts, tokens  # noqa: E402
+from tomforge.warehouse.progress import Progress, Stage  # noqa: E402
 
 N = 5
 
@@ -230,7 +230,7 @@ def _synthetic_records(n_items: int, seed: int = 1) -> list[dict]:
 
 def _generated_records(n_items: int, seed: int = 1):
     """generators output, streamed (a million records as dicts would not fit the memory goal)."""
-    from generators import generate_splits
+    from tomforge.generators import generate_splits
 
     return (dict(r, split="train" if r["split"] == "train" else "test") for r in generate_splits(n_items, seed=seed))
 
@@ -281,8 +281,8 @@ class Phases:
 
 
 def _ingest_here(path: Path, data: str, n_items: int, seed: int, ref: str) -> tuple[int, dict]:
-    from warehouse.load import ingest_records
-    from warehouse.sources.base import AdapterInfo
+    from tomforge.warehouse.load import ingest_records
+    from tomforge.warehouse.sources.base import AdapterInfo
 
     phases = Phases(quiet=True)
     phases.start(ref)
@@ -309,9 +309,9 @@ def _warm_up() -> None:
     """A tiny audit, so that the timed one measures the audit and not numba compiling the kernels
     (once per machine after `audits/kernels.py` changes) or loading them from its cache (each new
     process); its time is printed as a phase of its own, outside the audit's total."""
-    from audits.run import run_audit
-    from warehouse.load import ingest_records
-    from warehouse.sources.base import AdapterInfo
+    from tomforge.audits.run import run_audit
+    from tomforge.warehouse.load import ingest_records
+    from tomforge.warehouse.sources.base import AdapterInfo
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "warm.duckdb"
@@ -321,7 +321,7 @@ def _warm_up() -> None:
 
 
 def _audit_here(path: Path, out: Path, prefix: str) -> tuple[list[dict], dict]:
-    from audits.run import run_audit
+    from tomforge.audits.run import run_audit
 
     phases = Phases()
     phases.start(f"warm-up before the {prefix} (tiny audit: numba kernels compiled or loaded from cache)")
@@ -387,9 +387,9 @@ def ray_passes(n_docs: int, workers: int) -> dict:
         import ray
     except ImportError:
         return {"ray": "not installed"}
-    from audits.lsh import choose_banding
-    from audits.passes import PassSettings, run_local
-    from audits.ray_passes import RayPasses
+    from tomforge.audits.lsh import choose_banding
+    from tomforge.audits.passes import PassSettings, run_local
+    from tomforge.audits.ray_passes import RayPasses
 
     texts = stories(n_docs, 7)
     settings = PassSettings(N, 128, 1, choose_banding(128, 0.8, 0.995))

@@ -69,7 +69,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              LEDGER_TESTS, "a derived release may carry rows whose content differs from the warehouse's"),
     Mutation("cli.errors_import_the_warehouse", "flows/cli.py",
              "    reconcile: its counts, then exit 3).\"\"\"\n    try:\n",
-             "    reconcile: its counts, then exit 3).\"\"\"\n    import warehouse.load  # noqa: F401\n    try:\n",
+             "    reconcile: its counts, then exit 3).\"\"\"\n    import tomforge.warehouse.load  # noqa: F401\n    try:\n",
              ("tests/test_cli.py",), "eval's error handler imports jsonschema/orjson: eval fails on the GPU machine"),
     # issue 14: variants of real stories balanced by default (tests by helper "variants2")
     Mutation("variants.balance_off_by_default", "generators/real/variants.py",
@@ -272,7 +272,11 @@ def copy_repository(dest: Path) -> None:
                              cwd=REPO, check=True, capture_output=True).stdout.decode("utf-8").split("\0")
     for name in filter(None, listing):
         source = REPO / name
-        if source.is_file():
+        if source.is_symlink():  # tomforge/<package> -> ../<package>: the copy links to its own folders
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(source), target)
+        elif source.is_file():
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flows.exit_codes import ExitCode
-from flows.progress import RichProgress
-from flows.query import (
+from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.progress import RichProgress
+from tomforge.flows.query import (
     PREVIEW_ROWS,
     OutputFormat,
     QueryError,
@@ -29,10 +29,10 @@ from flows.query import (
     print_preview,
     stream_rows,
 )
-from warehouse.db import DEFAULT_WAREHOUSE
+from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
 if TYPE_CHECKING:
-    from warehouse.load import Unreconciled
+    from tomforge.warehouse.load import Unreconciled
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -76,13 +76,13 @@ def one_line_errors() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        unreconciled = _loaded_class("warehouse.load", "Unreconciled")
+        unreconciled = _loaded_class("tomforge.warehouse.load", "Unreconciled")
         if unreconciled is not None and isinstance(exc, unreconciled):
             print_reports([cast("Unreconciled", exc).report])
             fail(str(exc), ExitCode.UNRECONCILED)
-        known = tuple(c for c in (_loaded_class("warehouse.sources.base", "SourceError"),
-                                  _loaded_class("warehouse.db", "WarehouseError"),
-                                  _loaded_class("flows.config", "ConfigError")) if c is not None)
+        known = tuple(c for c in (_loaded_class("tomforge.warehouse.sources.base", "SourceError"),
+                                  _loaded_class("tomforge.warehouse.db", "WarehouseError"),
+                                  _loaded_class("tomforge.flows.config", "ConfigError")) if c is not None)
         if known and isinstance(exc, known):
             fail(str(exc))
         raise
@@ -118,7 +118,7 @@ def ingest(
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
-    from warehouse.ingest import ingest as ingest_source
+    from tomforge.warehouse.ingest import ingest as ingest_source
 
     with one_line_errors(), RichProgress(console) as progress:
         report = ingest_source(warehouse, source, path, progress=progress)
@@ -143,10 +143,10 @@ def generate(
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
-    from generators import STYLES, generate_records, generate_splits, generator_info
-    from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
-    from generators.operators import selected_operators
-    from warehouse.load import ingest_records
+    from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
+    from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
+    from tomforge.generators.operators import selected_operators
+    from tomforge.warehouse.load import ingest_records
 
     max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
     source = DEFAULT_SOURCE if source is None else source
@@ -186,9 +186,9 @@ def variants(
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
     adversarial variants of its stories as source <NAME>_variants."""
-    from generators.real.operators import OPERATORS
-    from generators.real.store import run_variants
-    from generators.real.variants import Settings
+    from tomforge.generators.real.operators import OPERATORS
+    from tomforge.generators.real.store import run_variants
+    from tomforge.generators.real.variants import Settings
 
     names = {"all": None, "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
     unknown = set(names or ()) - set(OPERATORS)
@@ -260,7 +260,7 @@ def sql(
                                         help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."),
 ) -> None:
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
-    from warehouse.db import connect_readonly
+    from tomforge.warehouse.db import connect_readonly
 
     with one_line_errors():
         con = connect_readonly(warehouse, sandboxed=True)
@@ -305,9 +305,9 @@ class UserErrorTracebacks(logging.Filter):
 @contextmanager
 def without_user_error_tracebacks() -> Iterator[None]:
     """Install `UserErrorTracebacks` on the console handlers Prefect set up, for the duration."""
-    from flows.config import ConfigError
-    from warehouse.db import WarehouseError
-    from warehouse.sources.base import SourceError
+    from tomforge.flows.config import ConfigError
+    from tomforge.warehouse.db import WarehouseError
+    from tomforge.warehouse.sources.base import SourceError
 
     quiet = UserErrorTracebacks((SourceError, WarehouseError, ConfigError))
     handlers = [h for name in ("", "prefect") for h in logging.getLogger(name).handlers
@@ -324,7 +324,7 @@ def without_user_error_tracebacks() -> Iterator[None]:
 @app.command()
 def rebuild(config: Optional[Path] = ConfigOption) -> None:
     """Run the main job (the Prefect `rebuild` flow, in-process) on the config or embedded defaults."""
-    from flows.config import ConfigError, check_before_run, load_config
+    from tomforge.flows.config import ConfigError, check_before_run, load_config
 
     try:
         settings = load_config(config)
@@ -332,8 +332,8 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     except ConfigError as exc:
         fail(str(exc))
     prefect_defaults()
-    from flows.pipeline import rebuild_flow, where_things_are
-    from warehouse.load import LoadReport
+    from tomforge.flows.pipeline import rebuild_flow, where_things_are
+    from tomforge.warehouse.load import LoadReport
 
     with one_line_errors(), publish_errors(), without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
@@ -349,12 +349,12 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
 @contextmanager
 def publish_errors() -> Iterator[None]:
     """Release and Hub errors as one redacted line each, with their own exit codes."""
-    from audits.freshness import StaleAuditError
-    from hub.ledger import LedgerError
-    from hub.manifest import ManifestError
-    from hub.release import ReleaseError
-    from hub.remote import ConflictError, PublishError
-    from warehouse.export import ExportError
+    from tomforge.audits.freshness import StaleAuditError
+    from tomforge.hub.ledger import LedgerError
+    from tomforge.hub.manifest import ManifestError
+    from tomforge.hub.release import ReleaseError
+    from tomforge.hub.remote import ConflictError, PublishError
+    from tomforge.warehouse.export import ExportError
 
     try:
         yield
@@ -387,9 +387,9 @@ def publish(
                                       "the other items go to the removal ledger as not_selected."),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
-    from hub.release import ReleaseOptions
-    from hub.steps import choose_table, publish_warehouse
-    from warehouse.export import ExportOptions
+    from tomforge.hub.release import ReleaseOptions
+    from tomforge.hub.steps import choose_table, publish_warehouse
+    from tomforge.warehouse.export import ExportOptions
 
     with one_line_errors(), publish_errors(), RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
@@ -406,7 +406,7 @@ def verify(
     revision: str = typer.Option("main", "--revision", help="Release tag, branch or commit."),
 ) -> None:
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
-    from hub.steps import verify_release
+    from tomforge.hub.steps import verify_release
 
     with publish_errors(), RichProgress(console) as progress:
         report = verify_release(repo, revision, progress=progress)
@@ -438,7 +438,7 @@ def require_rl_extras(*modules: str) -> None:
 def check_model(model: str) -> None:
     """A model is a saved folder (with config.json), a `.gguf` file or a Hub model id; a path that is
     none of these fails here."""
-    from rl.models import is_gguf
+    from tomforge.rl.models import is_gguf
 
     path = Path(model).expanduser()
     if is_gguf(model):
@@ -454,8 +454,8 @@ def check_model(model: str) -> None:
 @contextmanager
 def rl_errors() -> Iterator[None]:
     """Release layout and verl config errors, and an RL extra missing deeper down, as one line, exit 2."""
-    from rl.release import ReleaseError
-    from rl.verl_backend import VerlConfigError
+    from tomforge.rl.release import ReleaseError
+    from tomforge.rl.verl_backend import VerlConfigError
 
     try:
         yield
@@ -499,7 +499,7 @@ def train(
     if backend is Backend.trl and not dry_run:
         require_rl_extras("torch", "trl", "accelerate")
         check_model(model)
-    from rl import stage
+    from tomforge.rl import stage
 
     with rl_errors():
         if backend is Backend.trl:
@@ -542,7 +542,7 @@ def eval_(
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix."""
-    from rl.evaluate import (
+    from tomforge.rl.evaluate import (
         GenerationStats,
         evaluate,
         format_matrix,
@@ -551,7 +551,7 @@ def eval_(
         summarize,
         write_summary,
     )
-    from rl.release import SplitRef, fetch_release
+    from tomforge.rl.release import SplitRef, fetch_release
 
     require_rl_extras("torch", "matplotlib")
     check_model(model)
@@ -602,8 +602,8 @@ def audit(
     strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
-    from audits.config import AuditParams
-    from audits.run import run_audit
+    from tomforge.audits.config import AuditParams
+    from tomforge.audits.run import run_audit
 
     with one_line_errors(), audit_errors(), RichProgress(console) as progress:
         params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
@@ -632,9 +632,9 @@ def clean(
                                                      help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
-    from audits.clean import CleaningError, apply_cleaning
-    from audits.config import CleaningPolicy
-    from audits.freshness import StaleAuditError
+    from tomforge.audits.clean import CleaningError, apply_cleaning
+    from tomforge.audits.config import CleaningPolicy
+    from tomforge.audits.freshness import StaleAuditError
 
     with one_line_errors(), audit_errors():
         policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,

@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from audits.config import AuditParams, CleaningPolicy
-from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
-from generators.operators import selected_operators
-from generators.real.variants import Settings as VariantSettings
-from generators.templates import STYLES
-from warehouse.sources import SOURCE_NAMES, hub_id_of
+from tomforge.audits.config import AuditParams, CleaningPolicy
+from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
+from tomforge.generators.operators import selected_operators
+from tomforge.generators.real.variants import Settings as VariantSettings
+from tomforge.generators.templates import STYLES
+from tomforge.warehouse.sources import SOURCE_NAMES, hub_id_of
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default_config.toml"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -76,14 +76,14 @@ class GenerateConfig(Section):
     @model_validator(mode="after")
     def _known_names(self) -> "GenerateConfig":
         """Unknown operators or styles fail here, on load, not in the middle of a run."""
-        from generators import generate_records
+        from tomforge.generators import generate_records
 
         generate_records(1, operators=self.operator_names, styles=self.styles)  # checks its arguments only
         return self
 
     def split_sizes(self) -> dict[str, int]:
         """Questions per split, exactly as `generate_splits` divides them."""
-        from generators.generate import split_sizes
+        from tomforge.generators.generate import split_sizes
 
         return split_sizes(self.n, self.split_fractions)
 
@@ -101,7 +101,7 @@ class VariantsConfig(Section):
     @field_validator("sources")
     @classmethod
     def _parsed(cls, names: list[str] | None) -> list[str] | None:
-        from generators.real.oracle import SOURCE_RULES
+        from tomforge.generators.real.oracle import SOURCE_RULES
 
         unknown = [name for name in names or () if name not in SOURCE_RULES]
         if unknown:
@@ -111,7 +111,7 @@ class VariantsConfig(Section):
     @field_validator("settings")
     @classmethod
     def _operators(cls, settings: VariantSettings) -> VariantSettings:
-        from generators.real.operators import OPERATORS
+        from tomforge.generators.real.operators import OPERATORS
 
         unknown = sorted(set(settings.operators or ()) - set(OPERATORS))
         if unknown:
@@ -120,7 +120,7 @@ class VariantsConfig(Section):
 
     def chosen(self, configured: list[str]) -> list[str]:
         """The sources to make variants of, in configuration order, each once."""
-        from generators.real.oracle import SOURCE_RULES
+        from tomforge.generators.real.oracle import SOURCE_RULES
 
         wanted = self.sources if self.sources is not None else [name for name in configured if name in SOURCE_RULES]
         return list(dict.fromkeys(wanted))
@@ -246,7 +246,7 @@ def check_before_run(config: Config, origin: Path | None = None) -> None:
             if problem:
                 raise ConfigError(f"{where}: audit.{field}: {problem}")
     if config.rl.launch != "none":
-        from rl.stage import make_settings
+        from tomforge.rl.stage import make_settings
 
         try:
             make_settings(config.rl.backend, config.rl.model, config.rl.settings, gpus=config.rl.gpus)
@@ -258,7 +258,7 @@ def selection_problem(condition: str) -> str | None:
     """Why `condition` is not a valid filter on `items_full` (bound against an empty warehouse), or None."""
     import duckdb
 
-    from warehouse.db import create_schema
+    from tomforge.warehouse.db import create_schema
 
     con = duckdb.connect(":memory:")
     try:

@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import (
+from tomforge.flows.config import (
     AuditConfig,
     CleanConfig,
     Config,
@@ -28,10 +28,17 @@ from flows.config import (
     VariantsConfig,
     load_config,
 )
-from flows.staging import generated_folder, is_staged, open_staged, stage_generated, stage_source, staged_folder
-from warehouse import db
-from warehouse.load import LoadReport, write_staged
-from warehouse.progress import Lines
+from tomforge.flows.staging import (
+    generated_folder,
+    is_staged,
+    open_staged,
+    stage_generated,
+    stage_source,
+    staged_folder,
+)
+from tomforge.warehouse import db
+from tomforge.warehouse.load import LoadReport, write_staged
+from tomforge.warehouse.progress import Lines
 
 PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
 
@@ -85,7 +92,7 @@ def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
 @task(name="variants", task_run_name="variants-{source}")
 def variants_task(warehouse: str, source: str, settings: VariantsConfig) -> dict[str, Any]:
     """Oracle checks and variants of one real source (`tomforge variants`), one atomic rebuild."""
-    from generators.real.store import run_variants
+    from tomforge.generators.real.store import run_variants
 
     run = run_variants(Path(warehouse), source, settings.settings)
     report = run.report
@@ -141,10 +148,10 @@ def audit_passes_of(runner: RunnerConfig | None) -> Any:
     """The audit's shingle and signature passes: in this process, or Ray tasks over shards when
     the runner is Ray (the cluster at `ray_address`, else a local Ray of `max_workers` CPUs)."""
     if runner is None or runner.task_runner != "ray":
-        from audits.passes import run_local
+        from tomforge.audits.passes import run_local
 
         return run_local
-    from audits.ray_passes import RayPasses
+    from tomforge.audits.ray_passes import RayPasses
 
     return RayPasses(address=runner.ray_address, num_cpus=None if runner.ray_address else runner.max_workers)
 
@@ -152,7 +159,7 @@ def audit_passes_of(runner: RunnerConfig | None) -> Any:
 @task(name="audit")
 def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | None = None) -> dict[str, Any]:
     """Overlap and template-artifact audit of train vs held-out; report under `settings.out`."""
-    from audits.run import run_audit
+    from tomforge.audits.run import run_audit
 
     summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params,
                         progress=run_progress(), passes=audit_passes_of(runner))
@@ -165,7 +172,7 @@ def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | Non
 @task(name="clean")
 def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
     """Apply the cleaning policy to the latest audit (clean_items, clean_removed, clean_summary)."""
-    from audits.clean import apply_cleaning
+    from tomforge.audits.clean import apply_cleaning
 
     summary = apply_cleaning(Path(warehouse), settings.policy)
     if not summary.reconciled:
@@ -176,7 +183,7 @@ def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
 def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
     """Retry the publish task only when the Hub kept failing (5xx, 429, timeouts after the step's own
     retries); never for a conflict, an unreachable Hub, bad input or a ledger that does not add up."""
-    from hub.remote import ConflictError, PublishError, UnreachableError
+    from tomforge.hub.remote import ConflictError, PublishError, UnreachableError
 
     try:
         exc = state.result(raise_on_failure=False)
@@ -188,10 +195,10 @@ def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
 @task(name="publish", retries=2, retry_delay_seconds=[10, 60], retry_condition_fn=_hub_still_failing)
 def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | None) -> dict[str, Any]:
     """Export the cleaned tables as a tagged release to a local folder or the Hub (retried: network)."""
-    from hub.ledger import lines as ledger_lines
-    from hub.release import ReleaseOptions
-    from hub.steps import choose_table, publish_warehouse
-    from warehouse.export import ExportOptions
+    from tomforge.hub.ledger import lines as ledger_lines
+    from tomforge.hub.release import ReleaseOptions
+    from tomforge.hub.steps import choose_table, publish_warehouse
+    from tomforge.warehouse.export import ExportOptions
 
     export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)
     options = ReleaseOptions(settings.repo, tag=settings.tag or None, export=export,
@@ -210,7 +217,7 @@ def rl_flow(dataset: str, revision: str | None = None, backend: str = "trl", mod
             train: str = "all/train", val: str = "all/test", gpus: int = 1, ray_address: str = "",
             data_dir: str = "var/rl-data", dry_run: bool = False, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The GPU RL stage on a published release (deployed on the GPU work pool)."""
-    from rl import stage
+    from tomforge.rl import stage
 
     backend_settings = stage.make_settings(backend, model, settings, gpus=gpus)
     outcome = stage.launch(backend_settings, dataset, revision, train, val, gpus=gpus,

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Bars
 
-from warehouse.progress import Progress, Stage
+from tomforge.warehouse.progress import Progress, Stage
 
 
 class RichProgress(Progress):

@@ -10,15 +10,15 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schemas import SCHEMA_DIR
-from warehouse.fingerprint import fingerprint
-from warehouse.load import STAGED_FORMAT, Staged, info_of, stage
-from warehouse.parallel import stage_input
-from warehouse.progress import SILENT, Progress
-from warehouse.sources import get_adapter, resolve_input
+from tomforge.schemas import SCHEMA_DIR
+from tomforge.warehouse.fingerprint import fingerprint
+from tomforge.warehouse.load import STAGED_FORMAT, Staged, info_of, stage
+from tomforge.warehouse.parallel import stage_input
+from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.warehouse.sources import get_adapter, resolve_input
 
 if TYPE_CHECKING:
-    from flows.config import GenerateConfig
+    from tomforge.flows.config import GenerateConfig
 
 _COMPLETE = "staged.json"
 
@@ -54,7 +54,7 @@ def stage_source(staging: Path, source: str, location: str, progress: Progress =
 
 def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> Path:
     """Staging folder of one generated split: named by every argument and the generator version."""
-    from generators import GENERATOR_VERSION
+    from tomforge.generators import GENERATOR_VERSION
 
     key = hashlib.sha256(
         "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version(), STAGED_FORMAT]).encode("utf-8")
@@ -64,7 +64,7 @@ def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> P
 
 def stage_generated(staging: Path, settings: "GenerateConfig", split: str, progress: Progress = SILENT) -> Path:
     """Generate one split (deterministic under the seed) into its staging folder."""
-    from generators import ADAPTER_INFO, generate_records
+    from tomforge.generators import ADAPTER_INFO, generate_records
 
     size = settings.split_sizes()[split]
     records = generate_records(size, max_order=settings.max_order, seed=settings.seed, split=split,

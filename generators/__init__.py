@@ -4,7 +4,7 @@
 `tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
 independently and `generators.shortcuts` measures how far template heuristics get.
 """
-from generators.generate import (
+from tomforge.generators.generate import (
                                  ADAPTER_INFO,
                                  DEFAULT_SOURCE,
                                  FORMATS,
@@ -14,8 +14,8 @@ from generators.generate import (
                                  generate_splits,
                                  generator_info,
 )
-from generators.operators import OPERATORS
-from generators.templates import STYLES
+from tomforge.generators.operators import OPERATORS
+from tomforge.generators.templates import STYLES
 
 __all__ = ["ADAPTER_INFO", "DEFAULT_SOURCE", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "OPERATORS", "STYLES",
            "generate_records", "generate_splits", "generator_info"]

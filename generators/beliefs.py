@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from generators.world import ENTER, INIT, MOVE, TELL, Replay, Story, check_story
+from tomforge.generators.world import ENTER, INIT, MOVE, TELL, Replay, Story, check_story
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,18 +34,25 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any, Iterator, Sequence
 
-from generators.balance import Controller, Deck, Quota, deal
-from generators.beliefs import BeliefEngine
-from generators.chains import feasible, random_chain, random_set_bit
-from generators.entities import Pools, surface
-from generators.entities import pools as entity_pools
-from generators.operators import OPERATORS, apply_operators
-from generators.story import N_CONTAINERS, build_base
-from generators.templates import HELD_OUT_VARIANTS, MAIN_VARIANTS, STYLES, render_question, render_story, template_id
-from generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
-from warehouse.record import build_record
-from warehouse.sources.base import AdapterInfo
-from warehouse.vocabulary import question_type_of_order
+from tomforge.generators.balance import Controller, Deck, Quota, deal
+from tomforge.generators.beliefs import BeliefEngine
+from tomforge.generators.chains import feasible, random_chain, random_set_bit
+from tomforge.generators.entities import Pools, surface
+from tomforge.generators.entities import pools as entity_pools
+from tomforge.generators.operators import OPERATORS, apply_operators
+from tomforge.generators.story import N_CONTAINERS, build_base
+from tomforge.generators.templates import (
+    HELD_OUT_VARIANTS,
+    MAIN_VARIANTS,
+    STYLES,
+    render_question,
+    render_story,
+    template_id,
+)
+from tomforge.generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources.base import AdapterInfo
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""

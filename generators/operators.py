@@ -11,9 +11,21 @@ from __future__ import annotations
 import random
 from typing import Callable, Sequence
 
-from generators.beliefs import BeliefEngine
-from generators.entities import Pools
-from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, TELL, TRANSPARENT, Event, Story, check_story
+from tomforge.generators.beliefs import BeliefEngine
+from tomforge.generators.entities import Pools
+from tomforge.generators.world import (
+    ENTER,
+    EXIT,
+    INIT,
+    MOVE,
+    SCENE,
+    STATEMENT,
+    TELL,
+    TRANSPARENT,
+    Event,
+    Story,
+    check_story,
+)
 
 Operator = Callable[[Story, random.Random, Pools], "Story | None"]
 

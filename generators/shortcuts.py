@@ -39,9 +39,9 @@ def shortcut_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (belief order or "memory", answer format): n, chance and each heuristic's accuracy."""
     import polars as pl
 
-    from audits.artifacts import heuristic_baselines
-    from audits.config import AuditParams
-    from audits.features import item_features, records_frame
+    from tomforge.audits.artifacts import heuristic_baselines
+    from tomforge.audits.config import AuditParams
+    from tomforge.audits.features import item_features, records_frame
 
     items = records_frame(records).with_columns(pl.lit("generated").alias("selection"))
     df = items.join(item_features(items), on="item_id", how="left")
@@ -99,10 +99,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m generators.shortcuts [N]
+if __name__ == "__main__":  # python -m tomforge.generators.shortcuts [N]
     import sys
 
-    from generators import generate_records
+    from tomforge.generators import generate_records
 
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     table = shortcut_table(generate_records(size, seed=0))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from generators.entities import Pools
-from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, Event, Story
+from tomforge.generators.entities import Pools
+from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, Event, Story
 
 N_CONTAINERS = 4
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Sequence
 
-from generators.entities import surface
-from generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Event, Story
+from tomforge.generators.entities import surface
+from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Event, Story
 
 STYLES = ("hitom", "exploretom")
 MAIN_VARIANTS = (0, 1, 2)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from warehouse.export import ALL_CONFIG, SplitExport
+from tomforge.warehouse.export import ALL_CONFIG, SplitExport
 
 # Hub license identifiers (https://huggingface.co/docs/hub/repositories-licenses) the sources use.
 HUB_LICENSES = frozenset({

@@ -26,8 +26,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from audits.freshness import require_fresh_audit
-from warehouse.export import ALL_CONFIG, read_table
+from tomforge.audits.freshness import require_fresh_audit
+from tomforge.warehouse.export import ALL_CONFIG, read_table
 
 LEDGER_PATH = "ledger/removed.parquet"
 CLEAN_TABLE = "clean_items"

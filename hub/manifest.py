@@ -13,9 +13,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
-from schemas import load_schema
-from warehouse.export import ALL_CONFIG, SplitExport
-from warehouse.versions import tool_versions as versions_of
+from tomforge.schemas import load_schema
+from tomforge.warehouse.export import ALL_CONFIG, SplitExport
+from tomforge.warehouse.versions import tool_versions as versions_of
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: the release ledger (warehouse = released + removed per source and split)
@@ -91,7 +91,7 @@ def build_manifest(
     created_at: str | None = None,
 ) -> dict[str, Any]:
     """Assemble and validate the manifest of a release (every input is already deterministic)."""
-    from hub.card import hub_license
+    from tomforge.hub.card import hub_license
 
     everything = [e for e in exports if e.config == ALL_CONFIG]
     manifest = {

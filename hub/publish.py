@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from hub.manifest import MANIFEST_NAME, load_manifest
-from hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
-from warehouse.progress import SILENT, Progress
+from tomforge.hub.manifest import MANIFEST_NAME, load_manifest
+from tomforge.hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
+from tomforge.warehouse.progress import SILENT, Progress
 
 HUB_MANAGED = frozenset({".gitattributes"})  # the Hub writes it; every other file the release lacks is deleted
 REPO_TYPE = "dataset"
@@ -197,7 +197,7 @@ def publish_release(root: Path, repo_id: str, *, api: Any = None, tag: str | Non
                     progress: Progress = SILENT) -> PublishResult:
     """Upload the release folder `root` (as built by `hub.release.build_release`) and tag it: the plan
     and the outcome as info lines, the commit as the stage "upload" (files added)."""
-    from hub.remote import make_api
+    from tomforge.hub.remote import make_api
 
     root = Path(root)
     manifest = load_manifest(root / MANIFEST_NAME)

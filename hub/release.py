@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hub import ledger
-from hub.card import build_card
-from hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
-from warehouse.db import connect_readonly
-from warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
+from tomforge.hub import ledger
+from tomforge.hub.card import build_card
+from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
+from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
 
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

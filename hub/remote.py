@@ -41,7 +41,7 @@ def make_api(endpoint: str | None = None, token: str | None = None):
     """An HfApi for HF_ENDPOINT as set now (not at import) and the resolved token."""
     from huggingface_hub import HfApi
 
-    from hub.manifest import producer_version
+    from tomforge.hub.manifest import producer_version
 
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
     return HfApi(endpoint=endpoint, token=token or resolve_token(), library_name="tomforge",

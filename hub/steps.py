@@ -5,15 +5,15 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from hub.ledger import lines as ledger_lines
-from hub.publish import Publisher, PublishResult, publish_release
-from hub.release import REPO_PATTERN, Release, ReleaseError, ReleaseOptions, build_release, publish_folder
-from hub.remote import RetryPolicy
-from hub.verify import VerifyReport, verify_folder, verify_remote
-from warehouse.db import connect_readonly
-from warehouse.export import ExportOptions
-from warehouse.progress import SILENT, Progress
-from warehouse.record import ITEM_FIELDS
+from tomforge.hub.ledger import lines as ledger_lines
+from tomforge.hub.publish import Publisher, PublishResult, publish_release
+from tomforge.hub.release import REPO_PATTERN, Release, ReleaseError, ReleaseOptions, build_release, publish_folder
+from tomforge.hub.remote import RetryPolicy
+from tomforge.hub.verify import VerifyReport, verify_folder, verify_remote
+from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.export import ExportOptions
+from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.warehouse.record import ITEM_FIELDS
 
 CLEAN_TABLE = "clean_items"
 DEFAULT_TABLE = ExportOptions().table
@@ -65,7 +65,7 @@ def publish_warehouse(
         progress.info(f"wrote release {release.tag} to {release.root} ({release.manifest['counts']['n_items']} rows)")
         _ledger_lines(release.manifest, progress)
         return release
-    from hub.remote import make_api
+    from tomforge.hub.remote import make_api
 
     api = api if api is not None else make_api()
     Publisher(api, repo_id, policy=policy, progress=progress).head("main")  # an unreachable Hub fails first

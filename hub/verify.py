@@ -16,11 +16,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hub import ledger
-from hub.manifest import MANIFEST_NAME, ManifestError, content_id, load_manifest, sha256_file
-from hub.publish import HUB_MANAGED, REPO_TYPE
-from hub.remote import PublishError, RetryPolicy, with_retries
-from warehouse.progress import SILENT, Progress
+from tomforge.hub import ledger
+from tomforge.hub.manifest import MANIFEST_NAME, ManifestError, content_id, load_manifest, sha256_file
+from tomforge.hub.publish import HUB_MANAGED, REPO_TYPE
+from tomforge.hub.remote import PublishError, RetryPolicy, with_retries
+from tomforge.warehouse.progress import SILENT, Progress
 
 DOWNLOAD_BOOKKEEPING = ".cache/huggingface/"  # what snapshot_download(local_dir=...) adds; not the release's
 
@@ -140,7 +140,7 @@ def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: Retry
                   progress: Progress = SILENT) -> VerifyReport:
     """Download `repo_id@revision` into a fresh temporary folder (never a cache that could hide a
     change; the stage "download") and verify it."""
-    from hub.remote import make_api
+    from tomforge.hub.remote import make_api
 
     api = api if api is not None else make_api()
     token = api.token if isinstance(getattr(api, "token", None), str) else None

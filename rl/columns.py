@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
-from rl.prompts import build_messages, option_labels
+from tomforge.rl.prompts import build_messages, option_labels
 
 ABILITY = "theory_of_mind"
 REWARD_STYLE = "rule"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warehouse.progress import Lines, Progress
+from tomforge.warehouse.progress import Lines, Progress
 
 HIGHER_ORDER_SPLIT = "test_higher_order"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -45,7 +45,7 @@ def _higher_order_records(plan: DataPlan) -> list[dict[str, Any]]:
     """Generated questions of orders above `max_order` only, on held-out entities and phrasings.
     The generator asks one question per order per story (plus memory), so asking for
     (orders + 2) questions per wanted one and keeping the high orders gives about `n_higher`."""
-    from generators import generate_records
+    from tomforge.generators import generate_records
 
     top = plan.max_order + plan.extra_orders
     per_story = top + 2
@@ -59,12 +59,12 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     """Generate, ingest and publish into `root` (a fresh warehouse at `warehouse`); returns the
     release tag and row counts per config/split. Same plan => byte-identical release files.
     `progress`: the publish step's lines (default: printed)."""
-    from generators import ADAPTER_INFO, generate_splits
-    from hub.release import ReleaseOptions
-    from hub.steps import publish_warehouse
-    from rl.release import SplitRef, list_splits, read_split
-    from warehouse.ingest import ingest
-    from warehouse.load import ingest_records
+    from tomforge.generators import ADAPTER_INFO, generate_splits
+    from tomforge.hub.release import ReleaseOptions
+    from tomforge.hub.steps import publish_warehouse
+    from tomforge.rl.release import SplitRef, list_splits, read_split
+    from tomforge.warehouse.ingest import ingest
+    from tomforge.warehouse.load import ingest_records
 
     warehouse = Path(warehouse)
     for stale in (warehouse, warehouse.with_name(warehouse.name + ".wal")):
@@ -91,7 +91,7 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
 def eval_refs(root: Path) -> list[str]:
     """The splits to evaluate: the generated test split (in-distribution), then every held-out
     split of the release (the mixed `all` config left out)."""
-    from rl.release import list_splits
+    from tomforge.rl.release import list_splits
 
     found = [f"{config}/{split}" for config, splits in list_splits(Path(root)).items() if config != "all"
              for split in splits]
@@ -99,11 +99,11 @@ def eval_refs(root: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rl.data --out DIR`: build the release folder (e.g. here, then carry it to a GPU machine)."""
+    """`python -m tomforge.rl.data --out DIR`: build the release folder (e.g. here, then carry it to a GPU machine)."""
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m rl.data")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.data")
     parser.add_argument("--out", required=True, help="release folder to write")
     parser.add_argument("--warehouse", default=None, help="warehouse file to build (default: beside --out)")
     for name, default in DataPlan().__dict__.items():

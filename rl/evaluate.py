@@ -17,9 +17,9 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
-from rl.models import materialize
-from rl.release import SplitRef, read_split
-from rl.reward import score_completion
+from tomforge.rl.models import materialize
+from tomforge.rl.release import SplitRef, read_split
+from tomforge.rl.reward import score_completion
 
 EVAL_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("label", pa.string()), ("dataset", pa.string()),
@@ -178,7 +178,7 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
 def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
     """Write the rows into `eval_results` atomically (build-validate-swap); a run evaluated
     again replaces its earlier rows (same run_id)."""
-    from warehouse import db
+    from tomforge.warehouse import db
 
     table = pa.Table.from_pylist(rows, schema=EVAL_COLUMNS)
     run_ids = sorted(set(table.column("run_id").to_pylist()))

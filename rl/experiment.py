@@ -1,7 +1,7 @@
 """The templated-vs-controlled experiment, GPU side: every arm trained and evaluated with the same
 budget, all arms at once on one GPU (a 135M model leaves an H200 mostly idle).
 
-    python -m rl.experiment run --release out/exp/release --model SmolLM2-135M-Instruct.Q4_1.gguf \
+    python -m tomforge.rl.experiment run --release out/exp/release --model SmolLM2-135M-Instruct.Q4_1.gguf \
         --work /tmp/exp --out OUT
 
 For each trained arm, in its own process: a short supervised warm-up on the answer format
@@ -68,7 +68,7 @@ def train_args(model: str, release: str, split: str, out: Path, recipe: dict[str
 
 
 def _tomforge(args: list[str]) -> tuple[str, float]:
-    from flows.cli import app
+    from tomforge.flows.cli import app
 
     started = time.perf_counter()
     app(args, standalone_mode=False)
@@ -81,7 +81,7 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
     both ("all"); `base` has only the eval. A later phase adds to the arm's `arm.json`."""
     import torch
 
-    from rl.models import materialize
+    from tomforge.rl.models import materialize
 
     gpu = torch.cuda.is_available()
     folder = work / name
@@ -94,8 +94,8 @@ def run_arm(name: str, release: str, model: str, work: Path, recipe: dict[str, A
     if name != "base" and phase in ("all", "train"):
         from transformers import AutoTokenizer
 
-        from rl.release import SplitRef, load_split
-        from rl.sft import sft_warmup
+        from tomforge.rl.release import SplitRef, load_split
+        from tomforge.rl.sft import sft_warmup
 
         base = materialize(model)
         train = load_split(Path(release), SplitRef.parse(ARMS[name]))
@@ -130,7 +130,7 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
             limit: int | None, phase: str = "all", with_base: bool = True) -> int:
     """Convert the gguf once, then one process per arm (and `base`, unless a later seed skips it: the
     untrained model's greedy answers do not depend on the seed), all at once."""
-    from rl.models import materialize
+    from tomforge.rl.models import materialize
 
     work.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,7 +139,7 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
     procs = {}
     names = arms if phase == "train" or not with_base else ["base", *arms]
     for name in names:
-        cmd = [sys.executable, "-m", "rl.experiment", "arm", "--name", name, "--release", release, "--model", model,
+        cmd = [sys.executable, "-m", "tomforge.rl.experiment", "arm", "--name", name, "--release", release, "--model", model,
                "--work", str(work), "--recipe", json.dumps(recipe), "--phase", phase]
         cmd += ["--limit", str(limit)] if limit else []
         log = (out / f"{name}-{phase}.log").open("w")
@@ -179,7 +179,7 @@ def _brief(path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rl.experiment")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment")
     parser.add_argument("mode", choices=("run", "arm"))
     parser.add_argument("--release", required=True)
     parser.add_argument("--model", required=True, help="the untrained model: a .gguf file, folder or Hub id")

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from warehouse.progress import Lines, Progress
+from tomforge.warehouse.progress import Lines, Progress
 
 REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 TABLE = "experiment_items"
@@ -62,7 +62,7 @@ def story_sides(stories: list[tuple[str, Any, Any]], share: float, seed: int) ->
 
 
 def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
-    from generators import generate_records
+    from tomforge.generators import generate_records
 
     common: dict[str, Any] = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
     return [
@@ -112,13 +112,13 @@ def build_experiment_table(con: Any, plan: ExperimentData) -> dict[str, int]:
 def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progress | None = None) -> dict[str, Any]:
     """Warehouse `out/data.duckdb` + release folder `out/release`; returns what was loaded and published.
     `progress`: its lines (default: printed)."""
-    from generators import ADAPTER_INFO
-    from hub.release import ReleaseOptions
-    from hub.steps import publish_warehouse
-    from warehouse import db
-    from warehouse.export import ExportOptions
-    from warehouse.ingest import ingest
-    from warehouse.load import ingest_records
+    from tomforge.generators import ADAPTER_INFO
+    from tomforge.hub.release import ReleaseOptions
+    from tomforge.hub.steps import publish_warehouse
+    from tomforge.warehouse import db
+    from tomforge.warehouse.export import ExportOptions
+    from tomforge.warehouse.ingest import ingest
+    from tomforge.warehouse.load import ingest_records
 
     progress = Lines(print) if progress is None else progress
     out = Path(out)
@@ -144,10 +144,10 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progre
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rl.experiment_data --out out/exp`: the warehouse and release the GPU run reads."""
+    """`python -m tomforge.rl.experiment_data --out out/exp`: the warehouse and release the GPU run reads."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rl.experiment_data")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment_data")
     parser.add_argument("--out", default="out/exp")
     defaults = ExperimentData()
     for name in ("hitom", "tomi", "n_gen_train", "n_gen_test", "tomi_per_order", "seed"):

@@ -1,7 +1,7 @@
 """The templated-vs-controlled experiment, CPU side after the GPU run: the arms' eval warehouses are
 merged into the experiment's warehouse (`eval_results`), then `metrics.json` and the plots.
 
-    python -m rl.experiment_report --warehouse out/exp/data.duckdb --work RUN_WORK --out docs/runs/RUN
+    python -m tomforge.rl.experiment_report --warehouse out/exp/data.duckdb --work RUN_WORK --out docs/runs/RUN
 
 Per arm and evaluation set: accuracy overall and by belief order with n and a 95% Wilson interval,
 the format rate, and the shortcut diagnostic: for each heuristic of the artifact audit (first-
@@ -23,20 +23,20 @@ from typing import Any, cast
 import duckdb
 import polars as pl
 
-from rl.experiment import ARMS, EVAL_SPLITS
-from rl.prompts import option_labels
-from rl.reward import choice_index, texts_match, yes_no
+from tomforge.rl.experiment import ARMS, EVAL_SPLITS
+from tomforge.rl.prompts import option_labels
+from tomforge.rl.reward import choice_index, texts_match, yes_no
 
 PARAMETERS = 134_515_008  # SmolLM2-135M-Instruct, counted from the converted model's safetensors
 PEAK_FLOPS = 989e12  # H200 dense bf16 (spec sheet); the device notes measure about 790e12 in practice
 HEURISTICS = ("first", "last", "most", "first_container", "modal_position")
 REPEAT = [  # docs/runs/README.md (h200-run4-experiment) says how the model and wheels get to the GPU machine
-    "python -m rl.experiment_data --out out/exp",
-    "GPU: python -m rl.experiment run --phase train --arms templated-real,templated-real-stories --release release "
+    "python -m tomforge.rl.experiment_data --out out/exp",
+    "GPU: python -m tomforge.rl.experiment run --phase train --arms templated-real,templated-real-stories --release release "
     "--model /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf --work /tmp/exp/work --out $OUT/logs",
-    "GPU: python -m rl.experiment run --phase train --arms templated-gen,controlled-gen (same arguments)",
-    "GPU: python -m rl.experiment run --phase eval (same arguments)",
-    "python -m rl.experiment_report --warehouse out/exp/data.duckdb --work WORK --out docs/runs/RUN",
+    "GPU: python -m tomforge.rl.experiment run --phase train --arms templated-gen,controlled-gen (same arguments)",
+    "GPU: python -m tomforge.rl.experiment run --phase eval (same arguments)",
+    "python -m tomforge.rl.experiment_report --warehouse out/exp/data.duckdb --work WORK --out docs/runs/RUN",
 ]
 ORDER = ("base", *ARMS)
 
@@ -58,7 +58,7 @@ def accuracy(rows: pl.DataFrame) -> dict[str, Any]:
 
 def merge_eval(warehouse: Path, work: Path) -> int:
     """Every arm's eval rows into the experiment warehouse's `eval_results` (same run replaced)."""
-    from rl.evaluate import store_results
+    from tomforge.rl.evaluate import store_results
 
     total = 0
     for name in ORDER:
@@ -76,8 +76,8 @@ def merge_eval(warehouse: Path, work: Path) -> int:
 
 def item_frame(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Audit features of every evaluated item (one row per item id)."""
-    from audits.features import item_features
-    from audits.store import read_selection
+    from tomforge.audits.features import item_features
+    from tomforge.audits.store import read_selection
 
     items = read_selection(con, "item_id IN (SELECT DISTINCT item_id FROM eval_results)")
     return items.join(item_features(items), on="item_id", how="left")
@@ -114,7 +114,7 @@ def agrees(row: dict[str, Any], heuristic: str, text: str | None, index: int | N
 def shortcut(rows: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """Per heuristic: agree share, the heuristic's own accuracy, and the model's accuracy when the
     heuristic is right vs wrong (items the audit can score the heuristic on)."""
-    from audits.artifacts import modal_position_labels
+    from tomforge.audits.artifacts import modal_position_labels
 
     modal = modal_position_labels(rows.with_columns(pl.lit("eval").alias("selection")))
     out: dict[str, dict[str, Any]] = {}
@@ -230,7 +230,7 @@ def plots(metrics: dict[str, Any], out: Path) -> None:
 
 
 def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    from audits.store import frame_of
+    from tomforge.audits.store import frame_of
 
     out.mkdir(parents=True, exist_ok=True)
     stored = merge_eval(warehouse, work)
@@ -264,7 +264,7 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rl.experiment_report")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment_report")
     parser.add_argument("--warehouse", default="out/exp/data.duckdb")
     parser.add_argument("--work", required=True, help="the GPU run's work folder (arm.json, eval.duckdb per arm)")
     parser.add_argument("--out", required=True, help="docs/runs/<run>")

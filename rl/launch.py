@@ -1,4 +1,4 @@
-"""`python -m rl.launch trl|verl ...`: the process that trains, on the GPU machine.
+"""`python -m tomforge.rl.launch trl|verl ...`: the process that trains, on the GPU machine.
 
 Kept apart from the `tomforge` CLI so that `accelerate launch` (one process per GPU) and a Ray
 job's entrypoint can start it with nothing but this repository and the RL extra installed.
@@ -9,13 +9,13 @@ import argparse
 import json
 import sys
 
-from rl import stage
-from rl.trl_backend import TrlSettings
-from rl.verl_backend import VerlSettings
+from tomforge.rl import stage
+from tomforge.rl.trl_backend import TrlSettings
+from tomforge.rl.verl_backend import VerlSettings
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rl.launch")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.launch")
     sub = parser.add_subparsers(dest="backend", required=True)
     for name in ("trl", "verl"):
         p = sub.add_parser(name)

@@ -104,10 +104,10 @@ def materialize(spec: str, cache_dir: str | os.PathLike[str] | None = None) -> s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rl.models FILE.gguf [--cache DIR]`: convert once, print the model folder."""
+    """`python -m tomforge.rl.models FILE.gguf [--cache DIR]`: convert once, print the model folder."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rl.models")
+    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.models")
     parser.add_argument("gguf")
     parser.add_argument("--cache", default=None, help=f"folder for converted models (default ${CACHE_ENV} or {DEFAULT_CACHE})")
     args = parser.parse_args(argv)

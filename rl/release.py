@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rl.columns import RL_COLUMNS, with_rl_columns
+from tomforge.rl.columns import RL_COLUMNS, with_rl_columns
 
 SHARD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_.\-]+?)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 

@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from rl.columns import decode_ground_truth
+from tomforge.rl.columns import decode_ground_truth
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)

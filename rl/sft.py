@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rl.prompts import option_labels
+from tomforge.rl.prompts import option_labels
 
 
 def target_answer(ground_truth: str) -> str:
@@ -55,7 +55,7 @@ def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, 
                        save_strategy="no", report_to="none", lr_scheduler_type="cosine", warmup_steps=10,
                        completion_only_loss=True, gradient_checkpointing=gradient_checkpointing,
                        **(extra or {}))
-    from rl.trl_backend import nonfinite_guard
+    from tomforge.rl.trl_backend import nonfinite_guard
 
     guard = nonfinite_guard()
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset), processing_class=tokenizer,

@@ -1,6 +1,6 @@
 """The RL stage as plain functions: plan a training run (command + config, what the dry run
 prints), run it here, or hand it to `accelerate launch` / a Ray cluster. The CLI (`tomforge
-train`), `python -m rl.launch` and the Prefect GPU deployment all call these.
+train`), `python -m tomforge.rl.launch` and the Prefect GPU deployment all call these.
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rl import trl_backend, verl_backend
-from rl.models import is_gguf
-from rl.release import SplitRef, fetch_release, load_split, write_rl_parquet
+from tomforge.rl import trl_backend, verl_backend
+from tomforge.rl.models import is_gguf
+from tomforge.rl.release import SplitRef, fetch_release, load_split, write_rl_parquet
 
 
 @dataclass
@@ -88,7 +88,7 @@ def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = N
     overrides = dict(overrides or {})
     if backend != "trl" and is_gguf(model):
         raise ValueError(f"{model}: a .gguf model runs with the trl backend; for verl convert it to a folder first "
-                         "(python -m rl.models FILE.gguf)")
+                         "(python -m tomforge.rl.models FILE.gguf)")
     if backend == "trl":
         return trl_backend.TrlSettings(model=model, **overrides)
     overrides.setdefault("n_gpus_per_node", gpus)

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from rl.models import materialize
-from rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
+from tomforge.rl.models import materialize
+from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
 ALGORITHMS = ("rloo", "grpo")
 
@@ -165,7 +165,7 @@ def trl_launch_command(s: TrlSettings, dataset: str, revision: str | None, train
                        accelerate_config: str | None = None) -> list[str]:
     """The command line that runs this training: plain python on one GPU, `accelerate launch`
     with one process per GPU on several (the same script; TRL shards generation and the batch)."""
-    args = ["-m", "rl.launch", "trl", "--dataset", dataset, "--train", train,
+    args = ["-m", "tomforge.rl.launch", "trl", "--dataset", dataset, "--train", train,
             "--settings-json", json.dumps(asdict(s), sort_keys=True)]
     if revision:
         args += ["--revision", revision]

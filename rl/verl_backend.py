@@ -3,7 +3,7 @@
 verl is not installed with tomforge (it needs GPUs, vLLM or SGLang and pins its own
 transformers): this module only composes the command and checks every key against the list of
 keys verl's PPO trainer config has (`verl_keys.txt`, read off verl's own config file), so a
-typo fails here, not an hour into a cluster job. The job itself runs `python -m rl.launch verl`
+typo fails here, not an hour into a cluster job. The job itself runs `python -m tomforge.rl.launch verl`
 on the cluster: it downloads the release there, writes the RL parquet files, then starts
 `verl.trainer.main_ppo` with these overrides.
 """
@@ -158,7 +158,7 @@ def ray_submit_command(entrypoint: list[str], address: str, working_dir: str = "
 def stage_entrypoint(dataset: str, revision: str | None, train: str, val: str, s: VerlSettings,
                      data_dir: str) -> list[str]:
     """What runs on the cluster: download the release, write RL parquet, start verl."""
-    cmd = ["python3", "-m", "rl.launch", "verl", "--dataset", dataset, "--train", train, "--val", val,
+    cmd = ["python3", "-m", "tomforge.rl.launch", "verl", "--dataset", dataset, "--train", train, "--val", val,
            "--data-dir", data_dir, "--settings-json", json.dumps(asdict(s), sort_keys=True)]
     if revision:
         cmd += ["--revision", revision]

@@ -5,12 +5,12 @@ import random
 import re
 from pathlib import Path
 
-from audits.config import AuditParams
-from audits.synthetic import clean_records
 from tests.audit_reference import heuristic_choices, norm
-from warehouse.load import ingest_records
-from warehouse.record import build_record
-from warehouse.sources.base import AdapterInfo
+from tomforge.audits.config import AuditParams
+from tomforge.audits.synthetic import clean_records
+from tomforge.warehouse.load import ingest_records
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources.base import AdapterInfo
 
 INFO = AdapterInfo("synth", "synth-1", "CC0")
 FAST = AuditParams(bootstrap=200, folds=3)

@@ -6,8 +6,8 @@ from typing import Any
 
 import polars as pl
 
-from audits import features
-from audits.text import normalize
+from tomforge.audits import features
+from tomforge.audits.text import normalize
 
 
 def norm(text: str) -> str:

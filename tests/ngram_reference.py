@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from audits.config import AuditParams
-from audits.text import batch_ngrams
+from tomforge.audits.config import AuditParams
+from tomforge.audits.text import batch_ngrams
 
 
 def reference_ngram_test(docs: pl.DataFrame, words: np.ndarray, word_offsets: np.ndarray, p: AuditParams):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.load import ingest_records
-from warehouse.record import build_record
-from warehouse.sources.base import AdapterInfo
+from tomforge.warehouse.load import ingest_records
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources.base import AdapterInfo
 
 ALPHA = AdapterInfo("alpha", "alpha-1", "MIT (evaluation only)")
 BETA = AdapterInfo("beta", "beta-2", "CC BY-NC 4.0 (not for training)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from warehouse.progress import Progress, Stage
+from tomforge.warehouse.progress import Progress, Stage
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rl.data import DataPlan, build_release
-from warehouse.progress import SILENT
+from tomforge.rl.data import DataPlan, build_release
+from tomforge.warehouse.progress import SILENT
 
 SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)
 

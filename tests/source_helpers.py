@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from warehouse.sources.base import Reject, SourceError
+from tomforge.warehouse.sources.base import Reject, SourceError
 
 
 def read_all(adapter: Any, root: Path) -> tuple[list[dict], list[Reject]]:

@@ -6,12 +6,12 @@ from typing import Iterator
 
 import pytest
 
-from warehouse import parallel
-from warehouse.load import info_of
-from warehouse.record import build_record
-from warehouse.sources import SOURCE_NAMES, get_adapter
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject
-from warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
+from tomforge.warehouse import parallel
+from tomforge.warehouse.load import info_of
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
+from tomforge.warehouse.sources.base import Adapter, Produced, RecordError, Reject
+from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 
 class TwoLineAdapter(Adapter):

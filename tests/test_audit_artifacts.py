@@ -6,11 +6,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from audits.artifacts import _trend
-from audits.run import run_audit
-from generators import ADAPTER_INFO, generate_records
 from tests.audit_data import FAST, load, shortcut_records
-from warehouse.load import ingest_records
+from tomforge.audits.artifacts import _trend
+from tomforge.audits.run import run_audit
+from tomforge.generators import ADAPTER_INFO, generate_records
+from tomforge.warehouse.load import ingest_records
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,8 @@ def test_heuristic_accuracy_and_chance_are_item_means() -> None:
     accuracy 2/4 and chance (0.5 + 0.5 + 0.5 + 0.25) / 4 = 0.4375, whatever the row order."""
     import polars as pl
 
-    from audits.artifacts import baselines_from_scores
-    from audits.config import AuditParams
+    from tomforge.audits.artifacts import baselines_from_scores
+    from tomforge.audits.config import AuditParams
 
     scores = pl.DataFrame({"item_id": ["a", "b", "c", "d"], "selection": ["train"] * 4, "stratum": ["1"] * 4,
                            "answer_format": ["multiple_choice"] * 4, "heuristic": ["first"] * 4,

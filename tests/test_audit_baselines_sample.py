@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import polars as pl
 
-from audits.baselines import _sample_stories, partial_input_baselines
-from audits.features import records_frame
-from audits.synthetic import clean_records
 from tests.audit_data import FAST, variant
+from tomforge.audits.baselines import _sample_stories, partial_input_baselines
+from tomforge.audits.features import records_frame
+from tomforge.audits.synthetic import clean_records
 
 
 def _cued(records: list[dict], split: str, seed: int) -> list[dict]:

@@ -8,13 +8,13 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from audits.clean import CleaningError, apply_cleaning
-from audits.config import CleaningPolicy
-from audits.run import run_audit
-from audits.synthetic import clean_records
-from flows.cli import app
-from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records, variant
+from tomforge.audits.clean import CleaningError, apply_cleaning
+from tomforge.audits.config import CleaningPolicy
+from tomforge.audits.run import run_audit
+from tomforge.audits.synthetic import clean_records
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_counts_reconcile(cleaned) -> None:
 def test_an_item_lost_in_cleaning_fails_it(tmp_path, monkeypatch) -> None:
     """`selected` is the audit's own count, so an item lost between the audit and the cleaned
     tables (here: dropped when cleaning reads the selections) makes cleaning fail, exit 3."""
-    from audits import clean
+    from tomforge.audits import clean
 
     records, _ = planted_overlap_records()
     path = load(tmp_path / "w.duckdb", records)

@@ -8,11 +8,11 @@ import random
 import polars as pl
 import pytest
 
-from audits.artifacts import feature_association
-from audits.config import AuditParams
-from audits.features import item_features
-from audits.text import tokens
 from tests.audit_reference import reference_item_features
+from tomforge.audits.artifacts import feature_association
+from tomforge.audits.config import AuditParams
+from tomforge.audits.features import item_features
+from tomforge.audits.text import tokens
 
 PLACES = ["box", "green box", "red_box", "green", "Box lid", "café", "ﬁn jar", "", "—"]
 WORDS = ["Ann", "told", "the", "in", "to", "at", "inside", "moved", "apple", "and", "Émile", "x", ".", ",", "—", "asked", "\n4", "-"]
@@ -106,9 +106,9 @@ NUMBERED_QUESTIONS = {"Where was the plum at the beginning?": "green_bucket", "W
 def test_numbered_story_candidates_are_the_containers_not_the_next_line_number(tmp_path) -> None:
     """Numbered ToMi lines: a place name ends at its line's full stop; it never takes the next line's
     number ("green_bucket 4"), which made the gold answer no candidate and the item unscorable."""
-    from audits.features import places, records_frame
     from tests.source_helpers import read_all
-    from warehouse.sources.tomi import ADAPTER
+    from tomforge.audits.features import places, records_frame
+    from tomforge.warehouse.sources.tomi import ADAPTER
 
     text = "".join(NUMBERED_STORY + f"9 {q}\t{a}\t3\n" for q, a in NUMBERED_QUESTIONS.items())
     (tmp_path / "mine_test.txt").write_text(text, encoding="utf-8")
@@ -131,7 +131,7 @@ def test_numbered_story_candidates_are_the_containers_not_the_next_line_number(t
 def test_unnumbered_story_keeps_two_word_places_and_stops_at_the_sentence() -> None:
     """The running-text form (generated stories, HiToM-like wording without numbers): two-word names
     stay whole ("green bucket"), and a name still ends at its sentence."""
-    from audits.features import places
+    from tomforge.audits.features import places
 
     story = ("Ava entered the hall. The key is in the green bucket. Ava moved the key into the red box.\n"
              "Ben put the cup on the shelf. Ben waited at the door.")
@@ -154,8 +154,8 @@ def test_compiled_window_hits_equal_the_numpy_path(monkeypatch) -> None:
     boundaries and at random."""
     import numpy as np
 
-    from audits import features
-    from audits.text import hash_words, use_jit, window_hashes
+    from tomforge.audits import features
+    from tomforge.audits.text import hash_words, use_jit, window_hashes
 
     if not use_jit():
         return
@@ -183,7 +183,7 @@ def test_norm_words_equals_the_python_tokens_on_both_paths(monkeypatch, jit: boo
     import numpy as np
     import polars as pl
 
-    from audits.text import hash_normalized_words, hash_words, norm_words, tokens, use_jit
+    from tomforge.audits.text import hash_normalized_words, hash_words, norm_words, tokens, use_jit
 
     if jit and not use_jit():
         pytest.skip("numba not installed")
@@ -205,8 +205,8 @@ def test_token_matrix_compiled_equals_the_polars_lists(monkeypatch) -> None:
     list path, on texts with repeated, non-ASCII and one-letter words, empty and null texts, and
     more distinct words (40,000) than the kernel's first table holds (it must retry, not drop)."""
 
-    from audits.artifacts import _token_matrix
-    from audits.text import use_jit
+    from tomforge.audits.artifacts import _token_matrix
+    from tomforge.audits.text import use_jit
 
     if not use_jit():
         pytest.skip("numba not installed")
@@ -227,7 +227,7 @@ def test_token_matrix_compiled_equals_the_polars_lists(monkeypatch) -> None:
 def test_structural_matrix_names_each_column_by_its_value() -> None:
     """Worked by hand: each row has one entry per structural column, under `name=value` (nulls as
     "null"), with the columns sorted by that text."""
-    from audits.artifacts import _structural_matrix
+    from tomforge.audits.artifacts import _structural_matrix
 
     df = pl.DataFrame({"communication": [True, False, None], "n_candidates": [2, 3, 2], "answer_is_first": [False, False, True],
                        "ends_where_started": [True, True, True]})  # STRUCTURAL lists it before "communication"

@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 
-from audits.run import run_audit
-from generators import ADAPTER_INFO, generate_splits
 from tests.audit_data import FAST
-from warehouse.load import ingest_records
+from tomforge.audits.run import run_audit
+from tomforge.generators import ADAPTER_INFO, generate_splits
+from tomforge.warehouse.load import ingest_records
 
 N_ITEMS = int(os.environ.get("TOMFORGE_AUDIT_GEN_N", "20000"))
 MAX_ORDER = 6

@@ -15,10 +15,10 @@ from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits import kernels
-from audits.lsh import Banding, band_keys, candidate_pairs, choose_banding, datasketch_default_banding
-from audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
-from audits.text import (
+from tomforge.audits import kernels
+from tomforge.audits.lsh import Banding, band_keys, candidate_pairs, choose_banding, datasketch_default_banding
+from tomforge.audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
+from tomforge.audits.text import (
     batch_ngrams,
     hash_words,
     ngram_hashes,
@@ -181,7 +181,7 @@ def test_batch_shingles_and_chunked_signatures_match_per_document_references(mon
             expect = ngram_hashes(words[offsets[d]:offsets[d + 1]], n)
             assert np.array_equal(grams[goff[d]:goff[d + 1]], expect)
     texts[7] = texts[150] = ""
-    monkeypatch.setattr("audits.minhash._CHUNK_SHINGLES", 1000)  # dozens of chunks, some inside one long document
+    monkeypatch.setattr("tomforge.audits.minhash._CHUNK_SHINGLES", 1000)  # dozens of chunks, some inside one long document
     flat, offs = shingle_texts(texts, 5)
     hasher = MinHasher(64, seed=3)
     together = hasher.signatures(flat, offs)

@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 
-from audits.config import AuditParams
-from audits.minhash import MinHasher
-from audits.overlap import audit_overlap
-from audits.text import shingle_texts
+from tomforge.audits.config import AuditParams
+from tomforge.audits.minhash import MinHasher
+from tomforge.audits.overlap import audit_overlap
+from tomforge.audits.text import shingle_texts
 
 PARAMS = AuditParams()
 N = PARAMS.shingle_n

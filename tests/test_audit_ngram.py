@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from audits import ngram
-from audits.config import AuditParams
-from audits.synthetic import clean_records
-from audits.text import hash_words, text_key, use_jit
-from generators import generate_records
 from tests.ngram_reference import reference_ngram_test
+from tomforge.audits import ngram
+from tomforge.audits.config import AuditParams
+from tomforge.audits.synthetic import clean_records
+from tomforge.audits.text import hash_words, text_key, use_jit
+from tomforge.generators import generate_records
 
 
 def _corpus(seed: int) -> tuple[list[str], list[bool], list[bool], list[int], dict[int, int]]:

@@ -9,10 +9,10 @@ import duckdb
 import pytest
 from scipy.stats import binom
 
-from audits.run import run_audit
-from generators import ADAPTER_INFO, generate_records
 from tests.audit_data import FAST, load, planted_overlap_records
-from warehouse.load import ingest_records
+from tomforge.audits.run import run_audit
+from tomforge.generators import ADAPTER_INFO, generate_records
+from tomforge.warehouse.load import ingest_records
 
 
 @pytest.fixture(scope="module")

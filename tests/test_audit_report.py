@@ -15,14 +15,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from audits.artifacts import baselines_from_scores
-from audits.config import AuditParams
-from audits.plots import heuristics_figure, positions_figure
-from audits.run import run_audit
-from audits.store import SelectionError
-from flows.cli import app
-from flows.exit_codes import ExitCode
 from tests.audit_data import FAST, load, planted_overlap_records, shortcut_records
+from tomforge.audits.artifacts import baselines_from_scores
+from tomforge.audits.config import AuditParams
+from tomforge.audits.plots import heuristics_figure, positions_figure
+from tomforge.audits.run import run_audit
+from tomforge.audits.store import SelectionError
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +100,8 @@ def test_report_starts_with_the_verdict_and_shows_evidence_by_source_ref(planted
 
 
 def test_clean_generated_data_passes_every_check(tmp_path: Path) -> None:
-    from generators import ADAPTER_INFO, generate_records
-    from warehouse.load import ingest_records
+    from tomforge.generators import ADAPTER_INFO, generate_records
+    from tomforge.warehouse.load import ingest_records
 
     records = [*generate_records(800, max_order=3, seed=21, split="train"),
                *generate_records(300, max_order=3, seed=22, split="test")]
@@ -212,7 +212,7 @@ def test_html_report_shows_the_verdict_table_in_a_headless_browser(planted, tmp_
 
 
 def test_release_card_links_the_html_report(planted, tmp_path: Path) -> None:
-    from hub.release import ReleaseOptions, build_release
+    from tomforge.hub.release import ReleaseOptions, build_release
 
     *_, path, _, out = planted
     release = build_release(path, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", audit_report=out))

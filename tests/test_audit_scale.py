@@ -12,14 +12,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from audits.config import AuditParams
-from audits.lsh import candidate_pairs, candidate_pairs_from_keys, choose_banding
-from audits.minhash import MinHasher
-from audits.passes import PassSettings, concat, gather, hash_shard, run_local
-from audits.run import run_audit
-from audits.synthetic import clean_records
-from audits.text import shingle_texts, text_key, tokens
 from tests.audit_data import FAST, load, planted_overlap_records
+from tomforge.audits.config import AuditParams
+from tomforge.audits.lsh import candidate_pairs, candidate_pairs_from_keys, choose_banding
+from tomforge.audits.minhash import MinHasher
+from tomforge.audits.passes import PassSettings, concat, gather, hash_shard, run_local
+from tomforge.audits.run import run_audit
+from tomforge.audits.synthetic import clean_records
+from tomforge.audits.text import shingle_texts, text_key, tokens
 
 SETTINGS = PassSettings(5, 64, 3, choose_banding(64, 0.8, 0.995))
 AUDIT_TABLES_SQL = "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'audit_%' ORDER BY 1"
@@ -128,7 +128,7 @@ def test_reaudit_after_adding_items_signs_only_the_new_texts(tmp_path: Path, mon
 
 def test_passes_on_local_ray_equal_the_single_process_path(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
-    from audits.ray_passes import RayPasses
+    from tomforge.audits.ray_passes import RayPasses
 
     records, _ = planted_overlap_records()
     local = load(tmp_path / "local.duckdb", records)
@@ -155,7 +155,7 @@ def test_passes_on_local_ray_equal_the_single_process_path(tmp_path: Path) -> No
 
 def test_audit_params_key_names_what_signatures_depend_on() -> None:
     """A cached signature is reused only under the same shingle size, permutations, seed and normalizer."""
-    from audits.overlap import signature_params_key
+    from tomforge.audits.overlap import signature_params_key
 
     base = signature_params_key(AuditParams())
     for change in ({"shingle_n": 4}, {"num_perm": 64}, {"minhash_seed": 2}):
@@ -167,7 +167,7 @@ def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_ta
     """The partial-input baselines run on a thread of their own beside the overlap and artifact
     phases: their error must surface as the audit's error, and the audit tables of the previous run
     must stay as they were (nothing half-written)."""
-    from audits import baselines
+    from tomforge.audits import baselines
 
     records, _ = planted_overlap_records()
     path = load(tmp_path / "w.duckdb", records)
@@ -193,7 +193,7 @@ def test_artifacts_wait_for_the_overlaps_largest_phases_and_a_failed_overlap_doe
     audit, not leave the side thread waiting forever."""
     import time
 
-    from audits import overlap, run
+    from tomforge.audits import overlap, run
 
     records, _ = planted_overlap_records()
     path = load(tmp_path / "w.duckdb", records)

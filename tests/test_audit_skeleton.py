@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from audits import skeleton as sk
-from audits.synthetic import clean_records
-from audits.text import use_jit
-from generators import generate_records
+from tomforge.audits import skeleton as sk
+from tomforge.audits.synthetic import clean_records
+from tomforge.audits.text import use_jit
+from tomforge.generators import generate_records
 
 RULES = [
     "",

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse.batch import BatchError, ColumnBatch, batched, expand
-from warehouse.load import _to_arrow, info_of, stage
-from warehouse.record import FIELDS
-from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject
+from tomforge.warehouse.batch import BatchError, ColumnBatch, batched, expand
+from tomforge.warehouse.load import _to_arrow, info_of, stage
+from tomforge.warehouse.record import FIELDS
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import Reject
 
 CONSTANTS = {"source": "hitom", "source_version": "v1", "split": "unsplit", "question_type": "reality"}
 text = st.text(min_size=1, max_size=12)  # any code point but lone surrogates (orjson refuses those)

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import flows.cli
-import flows.query as query_module
-from flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
-from flows.exit_codes import ExitCode
+import tomforge.flows.cli as flows_cli
+import tomforge.flows.query as query_module
 from tests.test_warehouse import INFO, toy_record
-from warehouse.load import LoadReport, ingest_records
-from warehouse.sources import hub_id_of
-from warehouse.sources.base import SourceError
+from tomforge.flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
+from tomforge.flows.exit_codes import ExitCode
+from tomforge.warehouse.load import LoadReport, ingest_records
+from tomforge.warehouse.sources import hub_id_of
+from tomforge.warehouse.sources.base import SourceError
 
 runner = CliRunner()
 
@@ -61,7 +61,7 @@ def test_sql_formats_and_read_only(tmp_path: Path) -> None:
 
 
 def test_console_script_runs() -> None:
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "tomforge.flows.cli", "--help"], capture_output=True, text=True, check=True)
     for command in ("ingest", "sql", "rebuild"):
         assert command in out.stdout
 
@@ -243,7 +243,7 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
 
 def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
-    monkeypatch.setattr(flows.cli, "stdout_console", flows.cli.literal_console(width=80))
+    monkeypatch.setattr(flows_cli, "stdout_console", flows_cli.literal_console(width=80))
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
     assert result.exit_code == 0, result.output
@@ -312,12 +312,12 @@ def _config(tmp_path: Path, text: str) -> Path:
 ])
 def test_rebuild_checks_the_config_before_prefect_starts(tmp_path: Path, monkeypatch, text: str,
                                                          needles: list[str]) -> None:
-    import flows.pipeline
+    import tomforge.flows.pipeline as flows_pipeline
 
     def must_not_start(*args, **kwargs):
         raise AssertionError("the flow started")
 
-    monkeypatch.setattr(flows.pipeline, "rebuild_flow", must_not_start)
+    monkeypatch.setattr(flows_pipeline, "rebuild_flow", must_not_start)
     missing = str(tmp_path / "no" / "Hi-ToM_data.json")
     config = _config(tmp_path, text.replace("{missing}", missing))
     result = run("rebuild", "--config", str(config))
@@ -342,7 +342,7 @@ def test_prefect_console_drops_tracebacks_of_user_errors_only() -> None:
 
 
 def test_rebuild_installs_the_filter_on_prefects_console_only_while_it_runs() -> None:
-    import flows.pipeline  # noqa: F401  (sets up Prefect's logging, as `rebuild` does)
+    import tomforge.flows.pipeline  # noqa: F401  (sets up Prefect's logging, as `rebuild` does)
 
     console = [h for h in logging.getLogger().handlers if type(h).__name__ == "PrefectConsoleHandler"]
     assert console, logging.getLogger().handlers
@@ -364,12 +364,12 @@ def test_train_without_rl_extras_is_one_line(monkeypatch) -> None:
 
 
 def test_an_rl_extra_missing_deeper_down_is_one_line(monkeypatch) -> None:
-    import rl.stage
+    import tomforge.rl.stage as rl_stage
 
     def launch(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'accelerate'", name="accelerate")
 
-    monkeypatch.setattr(rl.stage, "launch", launch)
+    monkeypatch.setattr(rl_stage, "launch", launch)
     result = run("train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run")
     assert_one_line_error(result, "pip install -e '.[rl]'", "accelerate")
 
@@ -414,7 +414,7 @@ def test_eval_errors_need_no_warehouse_dependencies(tmp_path: Path) -> None:
         "import sys\n"
         "for name in ('jsonschema', 'jsonschema_rs', 'orjson', 'polars', 'prefect'):\n"
         "    sys.modules[name] = None\n"
-        "from flows.cli import app\n"
+        "from tomforge.flows.cli import app\n"
         f"app(['eval', '--model', {str(tmp_path / 'model')!r}, '--dataset', 'no/such-release', '--split', 'a/b'])\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[1], env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import typer.main
 
-from audits.config import AuditParams, CleaningPolicy
-from flows.cli import app, given
-from generators import STYLES
-from generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
-from generators.real.variants import Settings
+from tomforge.audits.config import AuditParams, CleaningPolicy
+from tomforge.flows.cli import app, given
+from tomforge.generators import STYLES
+from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
+from tomforge.generators.real.variants import Settings
 
 COMMANDS = typer.main.get_command(app).commands
 
@@ -57,8 +57,8 @@ def test_given_keeps_only_the_flags_set() -> None:
 
 
 def test_operator_selections_read_the_same_in_the_cli_and_the_config() -> None:
-    from flows.config import GenerateConfig
-    from generators.operators import OPERATORS, selected_operators
+    from tomforge.flows.config import GenerateConfig
+    from tomforge.generators.operators import OPERATORS, selected_operators
 
     every = list(OPERATORS)
     cases = {"all": every, "none": [], "lie, distractor": ["lie", "distractor"], "lie,none": ["lie"], "": []}

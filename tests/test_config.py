@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.config import ConfigError, load_config
-from flows.exit_codes import ExitCode
+from tomforge.flows.cli import app
+from tomforge.flows.config import ConfigError, load_config
+from tomforge.flows.exit_codes import ExitCode
 
 
 def test_defaults_run_offline_on_own_samples() -> None:
@@ -57,8 +57,8 @@ def test_missing_config_file(tmp_path: Path) -> None:
 
 
 def test_variants_section_defaults_and_sources(tmp_path: Path) -> None:
-    from flows.config import check_before_run
-    from generators.real.variants import Settings
+    from tomforge.flows.config import check_before_run
+    from tomforge.generators.real.variants import Settings
 
     config = load_config()
     assert config.variants.enabled and config.variants.settings == Settings()  # the step's own defaults

@@ -1,7 +1,7 @@
 """The exit codes are an interface (scripts and schedulers branch on them): pinned by hand here."""
 from __future__ import annotations
 
-from flows.exit_codes import ExitCode
+from tomforge.flows.exit_codes import ExitCode
 
 
 def test_exit_codes_keep_their_documented_values() -> None:

@@ -12,8 +12,8 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.testing.utilities import prefect_test_harness
 
-from flows import pipeline
-from flows.pipeline import rebuild_flow, where_things_are
+from tomforge.flows import pipeline
+from tomforge.flows.pipeline import rebuild_flow, where_things_are
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,7 +9,7 @@ from prefect.testing.utilities import prefect_test_harness
 
 pytest.importorskip("prefect_ray")
 
-from flows.pipeline import ingest_flow  # noqa: E402
+from tomforge.flows.pipeline import ingest_flow  # noqa: E402
 
 
 def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
@@ -33,10 +33,10 @@ def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
 def test_audit_passes_follow_the_runner_config(tmp_path: Path) -> None:
     """A config naming a Ray cluster sends the audit's shingle and signature passes there; a local
     Ray gets `max_workers` CPUs; the thread runner keeps them in this process."""
-    from audits.passes import run_local
-    from audits.ray_passes import RayPasses
-    from flows.config import load_config
-    from flows.pipeline import audit_passes_of
+    from tomforge.audits.passes import run_local
+    from tomforge.audits.ray_passes import RayPasses
+    from tomforge.flows.config import load_config
+    from tomforge.flows.pipeline import audit_passes_of
 
     config = tmp_path / "tomforge.toml"
     config.write_text('[runner]\ntask_runner = "ray"\nray_address = "ray://head:10001"\n', encoding="utf-8")

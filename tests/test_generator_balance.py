@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.artifacts import heuristic_baselines
-from audits.config import AuditParams
-from audits.features import item_features, records_frame
-from generators import FORMATS, generate_records, generate_splits
-from generators.balance import Quota, deal
-from generators.story import N_CONTAINERS
+from tomforge.audits.artifacts import heuristic_baselines
+from tomforge.audits.config import AuditParams
+from tomforge.audits.features import item_features, records_frame
+from tomforge.generators import FORMATS, generate_records, generate_splits
+from tomforge.generators.balance import Quota, deal
+from tomforge.generators.story import N_CONTAINERS
 
 ISSUE_HEURISTICS = ("first_container", "last", "most", "modal_position")  # the audit's names for issue 3's rules
 ORDERS = [str(o) for o in range(7)]

@@ -6,8 +6,8 @@ from pathlib import Path
 import duckdb
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.exit_codes import ExitCode
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
 
 runner = CliRunner()
 

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from generators.beliefs import BeliefEngine
-from generators.entities import pools
-from generators.operators import OPERATORS, apply_operators, lie, private_tell
-from generators.story import build_base
-from generators.world import ENTER, EXIT, INIT, MOVE, TELL, TRANSPARENT, Story, check_story
+from tomforge.generators.beliefs import BeliefEngine
+from tomforge.generators.entities import pools
+from tomforge.generators.operators import OPERATORS, apply_operators, lie, private_tell
+from tomforge.generators.story import build_base
+from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, TELL, TRANSPARENT, Story, check_story
 
 POOL = pools(False)
 SEEDS = range(40)

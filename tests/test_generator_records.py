@@ -12,12 +12,20 @@ from collections import Counter
 
 import pytest
 
-from generators import ADAPTER_INFO, GENERATOR, GENERATOR_VERSION, OPERATORS, STYLES, generate_records, generate_splits
-from generators.checker import check_record
-from generators.entities import pools, surface
-from generators.shortcuts import HEURISTICS, balance_summary, mentions, shortcut_table
-from generators.templates import BELIEF_WH, BELIEF_YN, EVENTS, MEMORY_WH, MEMORY_YN, REALITY_WH, REALITY_YN
-from warehouse.validate import first_error, is_valid
+from tomforge.generators import (
+    ADAPTER_INFO,
+    GENERATOR,
+    GENERATOR_VERSION,
+    OPERATORS,
+    STYLES,
+    generate_records,
+    generate_splits,
+)
+from tomforge.generators.checker import check_record
+from tomforge.generators.entities import pools, surface
+from tomforge.generators.shortcuts import HEURISTICS, balance_summary, mentions, shortcut_table
+from tomforge.generators.templates import BELIEF_WH, BELIEF_YN, EVENTS, MEMORY_WH, MEMORY_YN, REALITY_WH, REALITY_YN
+from tomforge.warehouse.validate import first_error, is_valid
 
 N_CHECK = int(os.environ.get("TOMFORGE_GEN_CHECK_N", "20000"))
 MAX_ORDER = 6

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-from generators.beliefs import BeliefEngine
-from generators.chains import chain_signature, feasible, random_chain, random_set_bit, set_bits, sig_parts
-from generators.checker import TraceWorld
-from generators.world import (
+from tomforge.generators.beliefs import BeliefEngine
+from tomforge.generators.chains import chain_signature, feasible, random_chain, random_set_bit, set_bits, sig_parts
+from tomforge.generators.checker import TraceWorld
+from tomforge.generators.world import (
     ENTER,
     EXIT,
     INIT,
@@ -151,9 +151,9 @@ def test_events_missing_a_field_their_kind_needs_are_refused() -> None:
 
 
 def random_engine_story(seed: int) -> Story:
-    from generators.entities import pools
-    from generators.operators import OPERATORS, apply_operators
-    from generators.story import build_base
+    from tomforge.generators.entities import pools
+    from tomforge.generators.operators import OPERATORS, apply_operators
+    from tomforge.generators.story import build_base
 
     rng = random.Random(seed)
     while True:

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.utils import murmurhash3_32
 
-from audits import kernels
-from audits.hashing import N_FEATURES, hashed_ngrams
-from audits.text import text_chunks
+from tomforge.audits import kernels
+from tomforge.audits.hashing import N_FEATURES, hashed_ngrams
+from tomforge.audits.text import text_chunks
 
 needs_jit = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
 

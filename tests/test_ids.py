@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 from tests.source_helpers import read_all
-from warehouse.batch import ColumnBatch
-from warehouse.record import build_record
-from warehouse.sources import get_adapter
+from tomforge.warehouse.batch import ColumnBatch
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources import get_adapter
 
 
 def blake(*parts: str) -> str:

@@ -18,7 +18,7 @@ def module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return ".".join(["tomforge", *parts])  # the folders install under the tomforge namespace
 
 
 def project_modules() -> dict[str, Path]:

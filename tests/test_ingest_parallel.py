@@ -9,12 +9,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import warehouse.parallel as parallel
+import tomforge.warehouse.parallel as parallel
 from tests.recording import Recording
 from tests.test_cli import assert_one_line_error, run
-from warehouse.ingest import ingest
-from warehouse.load import info_of, stage
-from warehouse.sources import get_adapter
+from tomforge.warehouse.ingest import ingest
+from tomforge.warehouse.load import info_of, stage
+from tomforge.warehouse.sources import get_adapter
 
 
 def hitom_input(samples: Path, folder: Path, rows: int) -> Path:

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from audits.synthetic import clean_records
-from flows.progress import RichProgress
-from generators import generate_records, generator_info
-from hub.release import ReleaseOptions
-from hub.steps import publish_warehouse, verify_release
 from tests.audit_data import FAST, load
 from tests.recording import Recording
 from tests.test_warehouse import INFO, toy_record
-from warehouse.export import ExportOptions
-from warehouse.ingest import ingest
-from warehouse.load import ingest_records
-from warehouse.progress import Lines, Progress, Timer
+from tomforge.audits.synthetic import clean_records
+from tomforge.flows.progress import RichProgress
+from tomforge.generators import generate_records, generator_info
+from tomforge.hub.release import ReleaseOptions
+from tomforge.hub.steps import publish_warehouse, verify_release
+from tomforge.warehouse.export import ExportOptions
+from tomforge.warehouse.ingest import ingest
+from tomforge.warehouse.load import ingest_records
+from tomforge.warehouse.progress import Lines, Progress, Timer
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -53,7 +53,7 @@ def test_generated_records_report_the_size_asked(tmp_path: Path) -> None:
 
 
 def test_a_rejected_load_ends_its_stage_and_writes_nothing(tmp_path: Path) -> None:
-    from warehouse.load import Unreconciled
+    from tomforge.warehouse.load import Unreconciled
 
     progress = Recording()
     with pytest.raises(Unreconciled):
@@ -68,7 +68,7 @@ AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHAS
 
 
 def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
-    from audits.run import run_audit
+    from tomforge.audits.run import run_audit
 
     path = load(tmp_path / "w.duckdb", clean_records(60, seed=1, split="train") + clean_records(20, seed=2, split="test"))
     progress = Recording()
@@ -82,8 +82,8 @@ def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
 
 
 def test_a_failing_audit_phase_ends_as_failed(tmp_path: Path) -> None:
-    from audits.run import run_audit
-    from audits.store import SelectionError
+    from tomforge.audits.run import run_audit
+    from tomforge.audits.store import SelectionError
 
     path = load(tmp_path / "w.duckdb", clean_records(10, seed=1, split="train"))
     progress = Recording()
@@ -170,8 +170,8 @@ def test_rich_progress_draws_bars_on_a_terminal() -> None:
 
 
 def test_flow_tasks_log_their_stages_to_the_run_logger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows import pipeline
-    from flows.config import AuditConfig
+    from tomforge.flows import pipeline
+    from tomforge.flows.config import AuditConfig
 
     path = load(tmp_path / "w.duckdb", clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test"))
     logged: list[str] = []

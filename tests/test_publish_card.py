@@ -10,11 +10,11 @@ import duckdb
 import pytest
 from huggingface_hub import DatasetCard
 
-from hub.card import hub_license, size_category
-from hub.manifest import ManifestError, content_id, validate_manifest
-from hub.release import ReleaseOptions, build_release
 from tests.publish_fixtures import release_one
-from warehouse.export import ExportOptions
+from tomforge.hub.card import hub_license, size_category
+from tomforge.hub.manifest import ManifestError, content_id, validate_manifest
+from tomforge.hub.release import ReleaseOptions, build_release
+from tomforge.warehouse.export import ExportOptions
 
 OPTIONS = ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=3))
 

@@ -9,9 +9,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hub.steps import choose_table
 from tests.publish_fixtures import item_ids, release_one
-from warehouse.export import ExportError, ExportOptions, export_parquet, export_table, hub_split_name, read_table
+from tomforge.hub.steps import choose_table
+from tomforge.warehouse.export import (
+    ExportError,
+    ExportOptions,
+    export_parquet,
+    export_table,
+    hub_split_name,
+    read_table,
+)
 
 
 @pytest.fixture(scope="module")

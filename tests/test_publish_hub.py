@@ -15,17 +15,17 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.exit_codes import ExitCode
-from hub.publish import publish_release
-from hub.release import ReleaseOptions, build_release
-from hub.remote import ConflictError, PublishError, RetryPolicy, make_api
-from hub.steps import publish_warehouse, verify_release
 from tests.hubserver import FakeHub, HubServer, forbid_internet, point_clients_at
 from tests.publish_fixtures import release_one, release_two
 from tests.recording import Recording
-from warehouse.export import ExportOptions
-from warehouse.progress import Lines
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.publish import publish_release
+from tomforge.hub.release import ReleaseOptions, build_release
+from tomforge.hub.remote import ConflictError, PublishError, RetryPolicy, make_api
+from tomforge.hub.steps import publish_warehouse, verify_release
+from tomforge.warehouse.export import ExportOptions
+from tomforge.warehouse.progress import Lines
 
 TOKEN = "hf_tomforgeFAKEtoken0123456789abcdefXYZ"
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
@@ -220,7 +220,7 @@ def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub:
                                                     tmp_path: Path) -> None:
     """The parent commit travels with the commit: even if our own head check were fooled, the
     Hub answers 412 and nothing is overwritten."""
-    from hub.publish import Publisher
+    from tomforge.hub.publish import Publisher
 
     push(built, "org/stale")
     planned = hub.head("org/stale")

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.exit_codes import ExitCode
-from hub.release import ReleaseError, ReleaseOptions, publish_folder
-from hub.steps import verify_release
 from tests.hubserver import forbid_internet
 from tests.publish_fixtures import item_ids, release_one, release_two
-from warehouse.export import ExportError, ExportOptions
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.release import ReleaseError, ReleaseOptions, publish_folder
+from tomforge.hub.steps import verify_release
+from tomforge.warehouse.export import ExportError, ExportOptions
 
 SMALL = ExportOptions(max_rows_per_shard=3)
 

@@ -16,15 +16,15 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from audits.artifacts import heuristic_baselines
-from audits.config import AuditParams
-from audits.features import item_features, records_frame
-from generators.real.balance import role_block, select
-from generators.real.report import read_records
-from generators.real.variants import Settings, build_variants
 from tests.source_helpers import read_all
 from tests.test_real_oracle import REAL
-from warehouse.sources import get_adapter
+from tomforge.audits.artifacts import heuristic_baselines
+from tomforge.audits.config import AuditParams
+from tomforge.audits.features import item_features, records_frame
+from tomforge.generators.real.balance import role_block, select
+from tomforge.generators.real.report import read_records
+from tomforge.generators.real.variants import Settings, build_variants
+from tomforge.warehouse.sources import get_adapter
 
 
 @dataclass(eq=False)
@@ -140,7 +140,7 @@ def test_planted_skewed_pool_is_balanced_by_default(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_balanced_variants_are_deterministic_and_pass_the_checker(tmp_path: Path, seed: int) -> None:
-    from generators.real.oracle import check_item
+    from tomforge.generators.real.oracle import check_item
 
     records = planted_tomi(tmp_path, 12)
     first = build_variants("tomi", records, Settings(seed=seed)).records

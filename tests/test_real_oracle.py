@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from generators.checker import RULE_SETS, Rules, TraceWorld
-from generators.real import hitom
-from generators.real.oracle import check_item
-from generators.real.report import conflicting_pairs, read_records
-from generators.real.story import ParseError
 from tests.source_helpers import read_all
-from warehouse.sources import get_adapter
+from tomforge.generators.checker import RULE_SETS, Rules, TraceWorld
+from tomforge.generators.real import hitom
+from tomforge.generators.real.oracle import check_item
+from tomforge.generators.real.report import conflicting_pairs, read_records
+from tomforge.generators.real.story import ParseError
+from tomforge.warehouse.sources import get_adapter
 
 # A HiToM story in the release's sentences (own names and things). Exit order: Kim, Lou, Max.
 HITOM_STORY = """1 Kim, Lou and Max entered the attic.

@@ -13,15 +13,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from audits.clean import apply_cleaning
-from audits.config import CleaningPolicy
-from audits.run import run_audit
-from generators.real import hitom, tomi
-from generators.real.operators import supported
-from generators.real.oracle import check_item
-from generators.real.variants import Settings, build_variants
 from tests.test_cli import assert_one_line_error, run
 from tests.test_real_oracle import TOMI_TRACE, TOMI_TXT, exploretom_records, hitom_records, hitom_row
+from tomforge.audits.clean import apply_cleaning
+from tomforge.audits.config import CleaningPolicy
+from tomforge.audits.run import run_audit
+from tomforge.generators.real import hitom, tomi
+from tomforge.generators.real.operators import supported
+from tomforge.generators.real.oracle import check_item
+from tomforge.generators.real.variants import Settings, build_variants
 
 # Hand-worked beliefs at the end of HITOM_STORY under HiToM's rules: Kim and Lou left before Max and
 # adopt his public claim (red_tin); Max saw the last move (green_pot) and does not trust Kim.
@@ -135,7 +135,7 @@ def test_variants_inherit_split_and_point_at_their_original(tmp_path: Path) -> N
 
 def tomi_items(tmp_path: Path, name: str = "tomi_test") -> list[dict]:
     from tests.source_helpers import read_all
-    from warehouse.sources import get_adapter
+    from tomforge.warehouse.sources import get_adapter
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / f"{name}.txt").write_text(TOMI_TXT)
@@ -294,7 +294,7 @@ def role_from_text(record: dict) -> str:
 
 
 def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) -> None:
-    from generators.real import exploretom
+    from tomforge.generators.real import exploretom
 
     items = exploretom_records(tmp_path)
     outcome = build_variants("exploretom", items, Settings(max_order=3, n_per_story=4))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_batch import hitom_with_problems
-from warehouse.sources import SOURCE_NAMES, get_adapter
+from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
 
 # Questions in each own sample, by hand: HiToM 20 JSON rows + 10 text files; ExploreToM 28 CSV rows;
 # FANToM 4 sets of 1 fact + 3 belief + 1 list + 2 binary + 1 list + 2 binary questions, less one list

@@ -16,18 +16,18 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from audits.clean import apply_cleaning
-from audits.run import run_audit
-from audits.synthetic import clean_records
-from flows.cli import app
-from flows.exit_codes import ExitCode
-from hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
-from hub.release import ReleaseOptions, publish_folder
-from hub.remote import PublishError, RetryPolicy, make_api, with_retries
 from tests.audit_data import FAST, load, planted_overlap_records
 from tests.hubserver import forbid_internet
 from tests.publish_fixtures import release_one
-from warehouse.export import ExportOptions
+from tomforge.audits.clean import apply_cleaning
+from tomforge.audits.run import run_audit
+from tomforge.audits.synthetic import clean_records
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
+from tomforge.hub.release import ReleaseOptions, publish_folder
+from tomforge.hub.remote import PublishError, RetryPolicy, make_api, with_retries
+from tomforge.warehouse.export import ExportOptions
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -182,10 +182,10 @@ def test_an_item_lost_on_the_way_fails_publish_and_keeps_the_release(planted, tm
     target = tmp_path / "rel"
     assert run("publish", "-w", warehouse, "--repo", "org/tom", "--target", target).exit_code == 0
     before = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
-    import hub.release
+    import tomforge.hub.release as hub_release
 
-    real = hub.release.export_table
-    monkeypatch.setattr(hub.release, "export_table", lambda table, *a, **k: real(table.slice(1), *a, **k))
+    real = hub_release.export_table
+    monkeypatch.setattr(hub_release, "export_table", lambda table, *a, **k: real(table.slice(1), *a, **k))
     lost = run("publish", "-w", warehouse, "--repo", "org/tom", "--target", target, "--tag", "v2")
     assert lost.exit_code == ExitCode.UNRECONCILED, lost.output
     assert len(error_lines(lost.output)) == 1
@@ -306,7 +306,7 @@ RESPLIT = ("SELECT * REPLACE ('all_of_it' AS split) FROM items_full UNION ALL "
 def test_a_derived_release_accounts_for_its_table_and_keeps_items_unchanged(tmp_path: Path) -> None:
     """An experiment's table re-splits items (one item in two splits): the warehouse ledger cannot account for
     it, the derived ledger does, and only while every row is an unchanged warehouse item."""
-    from hub.ledger import LedgerError
+    from tomforge.hub.ledger import LedgerError
 
     warehouse = release_one(tmp_path / "w.duckdb")
     derived_table(warehouse, RESPLIT)

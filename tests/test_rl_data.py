@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rl.data import HIGHER_ORDER_SPLIT, DataPlan, eval_refs
-from rl.evaluate import evaluate
-from rl.release import SplitRef, list_splits, read_split
-from rl.reward import reward
-from rl.sft import target_completion
 from tests.rl_data import SMALL_PLAN, small_release
+from tomforge.rl.data import HIGHER_ORDER_SPLIT, DataPlan, eval_refs
+from tomforge.rl.evaluate import evaluate
+from tomforge.rl.release import SplitRef, list_splits, read_split
+from tomforge.rl.reward import reward
+from tomforge.rl.sft import target_completion
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_same_plan_same_bytes(release: Path, tmp_path: Path) -> None:
 
 
 def test_in_distribution_names_a_config_or_one_split(release: Path, monkeypatch) -> None:
-    import rl.evaluate as ev
+    import tomforge.rl.evaluate as ev
 
     # stands in for generation: every split is scored, no model needed
     monkeypatch.setattr(ev, "generate", lambda model_path, prompts, **kw: ["<answer>no</answer>"] * len(prompts))

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 pytest.importorskip("torch")
 
-from flows.cli import app  # noqa: E402
-from rl.evaluate import summarize  # noqa: E402
-from rl.reward import score_completion  # noqa: E402
-from rl.tiny import build_model, build_tokenizer  # noqa: E402
 from tests.rl_data import small_release  # noqa: E402
+from tomforge.flows.cli import app  # noqa: E402
+from tomforge.rl.evaluate import summarize  # noqa: E402
+from tomforge.rl.reward import score_completion  # noqa: E402
+from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
 
 runner = CliRunner()
 SPLITS = ("tomforge_gen/test", "tomforge_gen/test_higher_order")
@@ -102,7 +102,7 @@ def test_eval_scores_each_completion_against_its_own_item(setup, tmp_path: Path,
             out.append(f"<think>checking</think><answer>{answer}</answer>")
         return out
 
-    monkeypatch.setattr("rl.evaluate.generate", scripted)
+    monkeypatch.setattr("tomforge.rl.evaluate.generate", scripted)
     warehouse = tmp_path / "w.duckdb"
     result = runner.invoke(app, ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
                                  "--split", "tomforge_gen/test_higher_order", "--in-distribution", "tomforge_gen/test",

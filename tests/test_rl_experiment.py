@@ -11,11 +11,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from generators import generate_records
-from generators.checker import check_record
-from generators.shortcuts import shortcut_table, worst_gap
-from rl.experiment_data import ExperimentData, build_experiment_table, story_sides
-from rl.experiment_report import shortcut, wilson
+from tomforge.generators import generate_records
+from tomforge.generators.checker import check_record
+from tomforge.generators.shortcuts import shortcut_table, worst_gap
+from tomforge.rl.experiment_data import ExperimentData, build_experiment_table, story_sides
+from tomforge.rl.experiment_report import shortcut, wilson
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -52,18 +52,18 @@ def test_story_sides_split_stories_per_cell() -> None:
 def experiment_warehouse(tmp_path_factory) -> Path:
     """The sample HiToM file holds two stories in two (length, deception) cells: the stories are
     divided alternately here (story_sides itself is tested above), so both sides exist."""
-    import rl.experiment_data as experiment_data
-    from generators import ADAPTER_INFO
-    from warehouse import db
-    from warehouse.ingest import ingest
-    from warehouse.load import ingest_records
+    import tomforge.rl.experiment_data as experiment_data
+    from tomforge.generators import ADAPTER_INFO
+    from tomforge.warehouse import db
+    from tomforge.warehouse.ingest import ingest
+    from tomforge.warehouse.load import ingest_records
 
     base = tmp_path_factory.mktemp("exp")
     warehouse = base / "data.duckdb"
     ingest(warehouse, "hitom", SAMPLES / "hitom" / "Hi-ToM_data.json")
     ingest(warehouse, "tomi", SAMPLES / "tomi")
     plan = ExperimentData(n_gen_train=40, n_gen_test=21, tomi_per_order=2)
-    from rl.experiment_data import _generated
+    from tomforge.rl.experiment_data import _generated
 
     for ref, records in _generated(plan):
         ingest_records(warehouse, ADAPTER_INFO, records, ref)
@@ -108,9 +108,9 @@ def test_wilson_interval_matches_the_textbook_value() -> None:
 
 def _eval_rows(records: list[dict], answer: str) -> pl.DataFrame:
     """Eval rows for a model that always answers `answer` ('first': the first-mentioned candidate, 'gold')."""
-    from audits.features import item_features, records_frame
-    from rl.prompts import option_labels
-    from rl.reward import score_completion
+    from tomforge.audits.features import item_features, records_frame
+    from tomforge.rl.prompts import option_labels
+    from tomforge.rl.reward import score_completion
 
     items = records_frame(records)
     df = items.join(item_features(items), on="item_id", how="left")
@@ -153,7 +153,7 @@ def test_nonfinite_guard_drops_the_step() -> None:
     pytest.importorskip("transformers")
     from transformers import TrainerControl, TrainerState
 
-    from rl.trl_backend import nonfinite_guard
+    from tomforge.rl.trl_backend import nonfinite_guard
 
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
@@ -186,7 +186,7 @@ def _metrics(folder: Path, accs: dict[str, dict[str, float]], agree: float = 0.5
 
 
 def test_seed_summary_matches_hand_worked_means_and_paired_signs(tmp_path: Path) -> None:
-    from rl.experiment_seeds import main, summarize
+    from tomforge.rl.experiment_seeds import main, summarize
 
     runs = {"s0": _metrics(tmp_path / "s0", {"templated-gen": {"gen": 0.40, "tomi": 0.50},
                                               "controlled-gen": {"gen": 0.30, "tomi": 0.50}, "base": {"gen": 0.0}}),

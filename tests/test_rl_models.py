@@ -17,11 +17,11 @@ pytest.importorskip("trl")
 
 import torch  # noqa: E402
 
-from flows.cli import app  # noqa: E402
-from rl import stage  # noqa: E402
-from rl.models import MARKER, load_gguf, materialize  # noqa: E402
 from tests.gguf_tiny import write_tiny_gguf  # noqa: E402
 from tests.rl_data import small_release  # noqa: E402
+from tomforge.flows.cli import app  # noqa: E402
+from tomforge.rl import stage  # noqa: E402
+from tomforge.rl.models import MARKER, load_gguf, materialize  # noqa: E402
 
 runner = CliRunner()
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rl.columns import rl_columns
-from rl.reward import (
+from tomforge.rl.columns import rl_columns
+from tomforge.rl.reward import (
     RewardWeights,
     compute_score,
     format_ok,
@@ -17,7 +17,7 @@ from rl.reward import (
     score_completion,
     trl_reward,
 )
-from warehouse.record import build_record
+from tomforge.warehouse.record import build_record
 
 
 def truth(fmt: str, answer: str, options=(), index=None, answer_list=None) -> str:

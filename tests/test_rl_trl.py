@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from rl import stage  # noqa: E402
-from rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
-from rl.reward import completion_text, make_trl_rewards  # noqa: E402
-from rl.tiny import build_model, build_tokenizer  # noqa: E402
-from rl.trl_backend import TrlSettings, train_trl  # noqa: E402
 from tests.rl_data import small_release  # noqa: E402
+from tomforge.rl import stage  # noqa: E402
+from tomforge.rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
+from tomforge.rl.reward import completion_text, make_trl_rewards  # noqa: E402
+from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tomforge.rl.trl_backend import TrlSettings, train_trl  # noqa: E402
 
 
 def well_formed(text: str) -> bool:
@@ -76,7 +76,7 @@ def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorit
 def test_trl_plan_single_and_multi_gpu() -> None:
     settings = TrlSettings(model="Qwen/Qwen2.5-0.5B-Instruct", num_generations=4, per_device_train_batch_size=16)
     one = stage.plan_trl(settings, "org/tom", "v1", "tomforge_gen/train")
-    assert one.command[1:4] == ["-m", "rl.launch", "trl"] and "--revision" in one.command
+    assert one.command[1:4] == ["-m", "tomforge.rl.launch", "trl"] and "--revision" in one.command
     assert one.config["trl_config"]["normalize_advantages"] is True and one.config["trainer"] == "RLOOTrainer"
     many = stage.plan_trl(settings, "org/tom", "v1", "tomforge_gen/train", n_gpus=4)
     assert many.command[:4] == ["accelerate", "launch", "--num_processes", "4"]

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from rl import stage
-from rl.verl_backend import (
+from tomforge.rl import stage
+from tomforge.rl.verl_backend import (
     VerlConfigError,
     VerlSettings,
     check_overrides,
@@ -55,7 +55,7 @@ def test_hydra_rendering() -> None:
 def test_plan_local_and_ray() -> None:
     s = settings(n_gpus_per_node=4)
     local = stage.plan_verl(s, "org/tom", "v1.0", "tomforge_gen/train", "tomforge_gen/test", data_dir="/shared/tom")
-    assert local.command[:4] == ["python3", "-m", "rl.launch", "verl"]
+    assert local.command[:4] == ["python3", "-m", "tomforge.rl.launch", "verl"]
     assert local.config["overrides"]["data.train_files"] == ["/shared/tom/tomforge_gen/train.parquet"]
     assert local.verl_command[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "algorithm.adv_estimator=reinforce_plus_plus" in local.verl_command

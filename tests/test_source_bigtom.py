@@ -7,10 +7,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from schemas import record_schema
 from tests.source_helpers import source_error
-from warehouse.sources.base import Reject
-from warehouse.sources.bigtom import ADAPTER, FIELDS, ITEMS_PER_ROW, ordered_options
+from tomforge.schemas import record_schema
+from tomforge.warehouse.sources.base import Reject
+from tomforge.warehouse.sources.bigtom import ADAPTER, FIELDS, ITEMS_PER_ROW, ordered_options
 
 FIXTURE = "bigtom/bigtom-sample.csv"
 # Fixture row 0, split on "." as the original does.

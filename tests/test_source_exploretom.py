@@ -10,13 +10,13 @@ import jsonschema
 import polars as pl
 import pytest
 
-from schemas import record_schema
 from tests.source_helpers import source_error
-from warehouse.batch import expand
-from warehouse.load import stage
-from warehouse.sources import exploretom
-from warehouse.sources.base import Reject
-from warehouse.sources.exploretom import ADAPTER, COLUMNS, typed
+from tomforge.schemas import record_schema
+from tomforge.warehouse.batch import expand
+from tomforge.warehouse.load import stage
+from tomforge.warehouse.sources import exploretom
+from tomforge.warehouse.sources.base import Reject
+from tomforge.warehouse.sources.exploretom import ADAPTER, COLUMNS, typed
 
 FIXTURE = "exploretom/exploretom-sample.csv"
 

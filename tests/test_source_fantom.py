@@ -9,11 +9,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from schemas import record_schema
 from tests.source_helpers import source_error
-from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject
-from warehouse.sources.fantom import ADAPTER, parse_turns, perspective_chain
+from tomforge.schemas import record_schema
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import Reject
+from tomforge.warehouse.sources.fantom import ADAPTER, parse_turns, perspective_chain
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import schemas
 from tests.source_helpers import by_ref, read_all, source_error
-from warehouse.sources import get_adapter
-from warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
+from tomforge import schemas
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
 
@@ -246,7 +246,7 @@ def separator_rows(own_json_rows: list[dict]) -> list[dict]:
 def test_stories_ending_with_a_separator_load_on_both_paths(
     tmp_path: Path, own_json_rows: list[dict], path: str
 ) -> None:
-    from warehouse.batch import expand
+    from tomforge.warehouse.batch import expand
 
     file = write_rows(tmp_path, separator_rows(own_json_rows))
     produced = list(ADAPTER.read(file) if path == "rows" else expand(ADAPTER.read_columns(file)))
@@ -284,7 +284,7 @@ REAL_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" 
 
 @pytest.mark.skipif(not REAL_DATA.is_file(), reason=f"the full HiToM release is not at {REAL_DATA}")
 def test_the_whole_real_release_loads_on_both_paths() -> None:
-    from warehouse.load import info_of, stage
+    from tomforge.warehouse.load import info_of, stage
 
     expected = len(json.loads(REAL_DATA.read_text(encoding="utf-8"))["data"])  # 1,200 as published
     assert expected == 1200

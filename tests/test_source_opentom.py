@@ -10,11 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from schemas import record_schema
 from tests.source_helpers import source_error
-from warehouse.sources import get_adapter
-from warehouse.sources.base import Reject
-from warehouse.sources.opentom import ADAPTER, perspective_chain
+from tomforge.schemas import record_schema
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import Reject
+from tomforge.warehouse.sources.opentom import ADAPTER, perspective_chain
 
 QUESTIONS_PER_STORY = {  # as published: 23 questions per story
     "location_cg_fo.json": 2, "location_cg_so.json": 2, "location_fg_fo_new.json": 4,

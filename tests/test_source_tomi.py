@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import schemas
 from tests.source_helpers import by_ref, read_all, source_error
-from warehouse.sources import get_adapter
-from warehouse.sources.tomi import ADAPTER, split_of
+from tomforge import schemas
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.tomi import ADAPTER, split_of
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
 

@@ -17,8 +17,8 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.exit_codes import ExitCode
+from tomforge.flows.cli import app
+from tomforge.flows.exit_codes import ExitCode
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 TRAIN, HELDOUT = "split = 'train'", "split = 'test'"

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas import record_schema
-from warehouse.load import _to_arrow
-from warehouse.record import FIELDS, build_record
-from warehouse.validate_columns import UnsupportedSchema, compile_checks, invalid_mask
+from tomforge.schemas import record_schema
+from tomforge.warehouse.load import _to_arrow
+from tomforge.warehouse.record import FIELDS, build_record
+from tomforge.warehouse.validate_columns import UnsupportedSchema, compile_checks, invalid_mask
 
 RS = jsonschema_rs.Draft202012Validator(record_schema())
 PY = jsonschema.Draft202012Validator(record_schema())

@@ -6,13 +6,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from schemas import record_schema
-from warehouse import db
-from warehouse.ddl import table_columns
-from warehouse.ingest import ingest
-from warehouse.load import ingest_records
-from warehouse.record import build_record
-from warehouse.sources.base import AdapterInfo, Reject, SourceError
+from tomforge.schemas import record_schema
+from tomforge.warehouse import db
+from tomforge.warehouse.ddl import table_columns
+from tomforge.warehouse.ingest import ingest
+from tomforge.warehouse.load import ingest_records
+from tomforge.warehouse.record import build_record
+from tomforge.warehouse.sources.base import AdapterInfo, Reject, SourceError
 
 INFO = AdapterInfo("toy", "toy-1", "CC0")
 
@@ -182,8 +182,8 @@ def hitom_copy(samples: Path, folder: Path) -> tuple[Path, int]:
 
 def plant(monkeypatch: pytest.MonkeyPatch, damage) -> None:
     """Make the adapter's records pass through `damage` on their way from the parser to the loader."""
-    from warehouse.batch import expand
-    from warehouse.sources.hitom import HiToMAdapter
+    from tomforge.warehouse.batch import expand
+    from tomforge.warehouse.sources.hitom import HiToMAdapter
 
     original = HiToMAdapter.read_columns
     monkeypatch.setattr(HiToMAdapter, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root)))))
@@ -200,7 +200,7 @@ def plant(monkeypatch: pytest.MonkeyPatch, damage) -> None:
 def test_a_load_that_does_not_reconcile_is_refused_with_its_counts(
     tmp_path: Path, samples: Path, monkeypatch: pytest.MonkeyPatch, damage, loaded: int, rejected: int
 ) -> None:
-    from warehouse.load import Unreconciled
+    from tomforge.warehouse.load import Unreconciled
 
     path, questions = hitom_copy(samples, tmp_path / "in")
     warehouse = tmp_path / "w.duckdb"
@@ -217,7 +217,7 @@ def test_a_load_that_does_not_reconcile_is_refused_with_its_counts(
 
 
 def test_records_handed_in_are_counted_apart_from_what_is_kept(tmp_path: Path) -> None:
-    from warehouse.load import Unreconciled
+    from tomforge.warehouse.load import Unreconciled
 
     path = tmp_path / "w.duckdb"
     with pytest.raises(Unreconciled, match="read 5 != loaded 4"):  # a generator asked for 5 gave 4
@@ -258,7 +258,7 @@ def test_the_swap_is_refused_when_items_do_not_match_the_ledger(tmp_path: Path) 
 
 
 def test_a_warehouse_from_before_the_ledger_gets_an_opening_balance(tmp_path: Path) -> None:
-    from warehouse.ddl import OPENING_BALANCE
+    from tomforge.warehouse.ddl import OPENING_BALANCE
 
     path = tmp_path / "w.duckdb"
     ingest_records(path, INFO, [toy_record(i) for i in range(3)], "toy.json")

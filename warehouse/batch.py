@@ -21,9 +21,9 @@ from typing import Any, Iterable, Iterator
 import orjson
 import pyarrow as pa
 
-from schemas import record_schema
-from warehouse.columns import arrow_type
-from warehouse.record import (
+from tomforge.schemas import record_schema
+from tomforge.warehouse.columns import arrow_type
+from tomforge.warehouse.record import (
     CONTENT_FIELDS,
     FIELDS,
     build_record,

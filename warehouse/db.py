@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
+from tomforge.warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import record_schema
+from tomforge.schemas import record_schema
 
 TURN_TYPE = 'STRUCT(speaker VARCHAR, "text" VARCHAR)[]'
 _SCALARS = {"string": "VARCHAR", "integer": "BIGINT", "boolean": "BOOLEAN", "number": "DOUBLE"}

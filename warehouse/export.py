@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas import record_schema
-from warehouse.db import connect_readonly, one_row
-from warehouse.record import CONTEXT_FIELDS, UNSPLIT
+from tomforge.schemas import record_schema
+from tomforge.warehouse.db import connect_readonly, one_row
+from tomforge.warehouse.record import CONTEXT_FIELDS, UNSPLIT
 
 ALL_CONFIG = "all"
 RESERVED_SPLITS = frozenset({"all"})  # `datasets` reserves "all" for the union of every split
@@ -128,7 +128,7 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str, where: str | None = N
 
 
 def _with_rl(table: pa.Table) -> pa.Table:
-    from rl.columns import with_rl_columns  # the RL stage owns these columns
+    from tomforge.rl.columns import with_rl_columns  # the RL stage owns these columns
 
     return with_rl_columns(table)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from warehouse import db
-from warehouse.load import LoadReport, info_of, write_staged
-from warehouse.parallel import stage_input
-from warehouse.progress import SILENT, Progress
-from warehouse.sources import get_adapter, resolve_input
+from tomforge.warehouse import db
+from tomforge.warehouse.load import LoadReport, info_of, write_staged
+from tomforge.warehouse.parallel import stage_input
+from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.warehouse.sources import get_adapter, resolve_input
 
 
 def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress = SILENT) -> LoadReport:

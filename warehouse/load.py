@@ -26,15 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from warehouse import db
-from warehouse.batch import BatchError, ColumnBatch
-from warehouse.columns import JSON_COLUMNS, arrow_schema
-from warehouse.db import WarehouseError
-from warehouse.progress import SILENT, Progress, Stage
-from warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
-from warehouse.sources.base import AdapterInfo, Produced, Reject
-from warehouse.validate import are_valid, first_error, is_valid
-from warehouse.validate_columns import invalid_mask
+from tomforge.warehouse import db
+from tomforge.warehouse.batch import BatchError, ColumnBatch
+from tomforge.warehouse.columns import JSON_COLUMNS, arrow_schema
+from tomforge.warehouse.db import WarehouseError
+from tomforge.warehouse.progress import SILENT, Progress, Stage
+from tomforge.warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
+from tomforge.warehouse.sources.base import AdapterInfo, Produced, Reject
+from tomforge.warehouse.validate import are_valid, first_error, is_valid
+from tomforge.warehouse.validate_columns import invalid_mask
 
 _CHUNK_ROWS = 8192  # records converted to Arrow at a time, so their dicts are freed (and memory reused) early
 _VALIDATE_ROWS = 1024  # records per call of the compiled validator (measured best: ~0.4 us less per record)

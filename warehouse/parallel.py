@@ -33,11 +33,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from warehouse.db import WarehouseError
-from warehouse.load import Collector, Staged, collect, gc_paused, info_of, stage
-from warehouse.progress import SILENT, Progress, Stage
-from warehouse.sources import get_adapter
-from warehouse.sources.base import Adapter, AdapterInfo
+from tomforge.warehouse.db import WarehouseError
+from tomforge.warehouse.load import Collector, Staged, collect, gc_paused, info_of, stage
+from tomforge.warehouse.progress import SILENT, Progress, Stage
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import Adapter, AdapterInfo
 
 MIN_BYTES = 64 << 20  # inputs smaller than this are staged in one process
 WORKERS_ENV = "TOMFORGE_INGEST_WORKERS"  # processes per staging (1: never split)

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from schemas import record_schema
+from tomforge.schemas import record_schema
 
 FIELDS: tuple[str, ...] = tuple(record_schema()["properties"])
 CONTEXT_FIELDS: tuple[str, ...] = tuple(

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 
-from schemas import record_schema
+from tomforge.schemas import record_schema
 
 
 @lru_cache(maxsize=1)

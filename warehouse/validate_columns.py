@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import record_schema
-from warehouse.columns import JSON_COLUMNS, arrow_type
+from tomforge.schemas import record_schema
+from tomforge.warehouse.columns import JSON_COLUMNS, arrow_type
 
 Column = Union[pa.Array, pa.ChunkedArray]
 Check = Callable[[Column], Column]  # a column -> True where its value breaks the subschema, else False or null

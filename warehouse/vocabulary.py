@@ -8,7 +8,7 @@ higher_order_belief, 0 asks about the world" is written once (see the README, "b
 """
 from __future__ import annotations
 
-from schemas import record_schema
+from tomforge.schemas import record_schema
 
 QUESTION_TYPES: tuple[str, ...] = tuple(record_schema()["properties"]["question_type"]["enum"])
 ANSWER_FORMATS: tuple[str, ...] = tuple(record_schema()["properties"]["answer_format"]["enum"])

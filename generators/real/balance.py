@@ -26,12 +26,12 @@ import random
 from collections import Counter, defaultdict
 from typing import Any, Hashable, Protocol, Sequence, TypeVar
 
-from generators.balance import Controller, Quota, deal
-from generators.generate import MAX_PADDING
-from generators.real import style
-from generators.real.operators import free, insert
-from generators.real.story import ParsedStory
-from generators.shortcuts import mentions
+from tomforge.generators.balance import Controller, Quota, deal
+from tomforge.generators.generate import MAX_PADDING
+from tomforge.generators.real import style
+from tomforge.generators.real.operators import free, insert
+from tomforge.generators.real.story import ParsedStory
+from tomforge.generators.shortcuts import mentions
 
 GROUPS = {"initial": "initial", "final": "final", "intermediate": "other", "never": "other"}
 Stratum = tuple[Any, str, int]  # (order or "memory", answer format, options the audit's chance counts)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from generators.real.story import Line, ParsedStory, ParseError, check_consistency
+from tomforge.generators.real.story import Line, ParsedStory, ParseError, check_consistency
 
 SOURCE = "exploretom"
 _SENTENCE = re.compile(r"(?<=\.) (?=[A-Z])")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, split_names, tell
-from generators.real.story import ParsedStory, ParseError, check_consistency
-from warehouse.sources import hitom as adapter
+from tomforge.generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, split_names, tell
+from tomforge.generators.real.story import ParsedStory, ParseError, check_consistency
+from tomforge.warehouse.sources import hitom as adapter
 
 SOURCE = "hitom"
 GATHERING = "waiting_room"

@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from generators.checker import RULE_SETS, TraceWorld
-from generators.real import style
-from generators.real.story import Line, ParsedStory, check_consistency
+from tomforge.generators.checker import RULE_SETS, TraceWorld
+from tomforge.generators.real import style
+from tomforge.generators.real.story import Line, ParsedStory, check_consistency
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generators.checker import RULE_SETS, Perceived, TraceWorld
-from generators.real import exploretom, hitom, tomi
-from generators.real.story import ParsedStory, ParseError
+from tomforge.generators.checker import RULE_SETS, Perceived, TraceWorld
+from tomforge.generators.real import exploretom, hitom, tomi
+from tomforge.generators.real.story import ParsedStory, ParseError
 
 PARSERS = {"hitom": hitom, "tomi": tomi, "exploretom": exploretom}
 SOURCE_RULES = {"hitom": "hitom", "tomi": "tomi", "exploretom": "tomforge"}

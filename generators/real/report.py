@@ -1,7 +1,7 @@
 """Measure the oracle on a real release: parse coverage, agreement per order under each rule set,
 HiToM's conflicting prompt-style pairs, and the table of every disagreement with its explanation.
 
-    python -m generators.real.report --source hitom --path ../shared/real-data/hitom/Hi-ToM_data.json \\
+    python -m tomforge.generators.real.report --source hitom --path ../shared/real-data/hitom/Hi-ToM_data.json \\
         --out docs/oracle/hitom.md
 
 Reads the release through the source's adapter (the same records `tomforge ingest` loads).
@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from generators.real.oracle import DEFECTS, SOURCE_RULES, OracleCheck, check_all
-from warehouse.sources import get_adapter
+from tomforge.generators.real.oracle import DEFECTS, SOURCE_RULES, OracleCheck, check_all
+from tomforge.warehouse.sources import get_adapter
 
 
 def read_records(source: str, path: Path) -> list[dict[str, Any]]:

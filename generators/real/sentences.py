@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from generators.real.story import Line, ParseError
+from tomforge.generators.real.story import Line, ParseError
 
 NAME = r"[A-Z][a-z]+"
 NAMES = re.compile(r",\s*|\s+and\s+")

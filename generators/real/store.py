@@ -14,18 +14,18 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from generators.real.oracle import OracleCheck, check_all
-from generators.real.variants import (
+from tomforge.generators.real.oracle import OracleCheck, check_all
+from tomforge.generators.real.variants import (
     GENERATOR_VERSION,
     Outcome,
     Settings,
     build_variants,
 )
-from warehouse import db
-from warehouse.db import WarehouseError
-from warehouse.load import LoadReport, load_into
-from warehouse.sources import get_adapter
-from warehouse.sources.base import AdapterInfo
+from tomforge.warehouse import db
+from tomforge.warehouse.db import WarehouseError
+from tomforge.warehouse.load import LoadReport, load_into
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import AdapterInfo
 
 ORACLE_TABLE = """CREATE TABLE IF NOT EXISTS oracle_checks (
     item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, parsed BOOLEAN NOT NULL,

@@ -13,9 +13,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, tell
-from generators.real.story import ParsedStory, ParseError, check_consistency
-from warehouse.sources import tomi as adapter
+from tomforge.generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, tell
+from tomforge.generators.real.story import ParsedStory, ParseError, check_consistency
+from tomforge.warehouse.sources import tomi as adapter
 
 SOURCE = "tomi"
 _T = r"(\S+)"

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from generators.checker import RULE_SETS, TraceWorld
-from generators.real import style
-from generators.real.balance import MentionControls, select
-from generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
-from generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
-from generators.real.story import ParsedStory, ParseError
-from warehouse.record import build_record, content_hash
-from warehouse.vocabulary import question_type_of_order
+from tomforge.generators.checker import RULE_SETS, TraceWorld
+from tomforge.generators.real import style
+from tomforge.generators.real.balance import MentionControls, select
+from tomforge.generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
+from tomforge.generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
+from tomforge.generators.real.story import ParsedStory, ParseError
+from tomforge.warehouse.record import build_record, content_hash
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_variants"
 GENERATOR_VERSION = "0.1.0"

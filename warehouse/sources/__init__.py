@@ -5,7 +5,7 @@ import importlib
 import re
 from pathlib import Path
 
-from warehouse.sources.base import Adapter, SourceError
+from tomforge.warehouse.sources.base import Adapter, SourceError
 
 SOURCE_NAMES: tuple[str, ...] = ("hitom", "exploretom", "fantom", "opentom", "tomi", "bigtom")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -15,7 +15,7 @@ def get_adapter(name: str) -> Adapter:
     """The adapter of a source name, or a SourceError listing the known names."""
     if name not in SOURCE_NAMES:
         raise SourceError(name, f"unknown source; choose one of {', '.join(SOURCE_NAMES)}")
-    module = importlib.import_module(f"warehouse.sources.{name}")
+    module = importlib.import_module(f"tomforge.warehouse.sources.{name}")
     return module.ADAPTER
 
 

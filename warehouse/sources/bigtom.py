@@ -38,9 +38,17 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_text,
+    relative_name,
+)
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "bigtom"
 FIELDS: tuple[str, ...] = (

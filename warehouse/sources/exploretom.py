@@ -41,10 +41,18 @@ from typing import Any, Iterator
 
 import polars as pl
 
-from warehouse.batch import batched, expand
-from warehouse.record import UNSPLIT
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.batch import batched, expand
+from tomforge.warehouse.record import UNSPLIT
+from tomforge.warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_text,
+    relative_name,
+)
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "exploretom"
 COLUMNS: tuple[str, ...] = (

@@ -30,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import (
+from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.warehouse.sources.base import (
     Adapter,
     Produced,
     RecordError,
@@ -41,7 +41,7 @@ from warehouse.sources.base import (
     refuse_lone_surrogates,
     relative_name,
 )
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "fantom"
 FILE_NAME = "fantom_v1.json"

@@ -18,9 +18,9 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from warehouse.batch import batched, expand
-from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import (
+from tomforge.warehouse.batch import batched, expand
+from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.warehouse.sources.base import (
     Adapter,
     Produced,
     RecordError,
@@ -30,7 +30,7 @@ from warehouse.sources.base import (
     read_text,
     relative_name,
 )
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "hitom"
 JSON_NAME = "Hi-ToM_data.json"

@@ -19,8 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_json, relative_name
+from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_json,
+    relative_name,
+)
 
 NAME = "opentom"
 META_FILES = ("meta_data.json", "metadata.json")  # the Hub copy renamed it; the GitHub one did not

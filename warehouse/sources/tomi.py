@@ -12,9 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from warehouse.record import UNSPLIT, build_record
-from warehouse.sources.base import Adapter, Produced, RecordError, Reject, SourceError, read_text, relative_name
-from warehouse.vocabulary import question_type_of_order
+from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.warehouse.sources.base import (
+    Adapter,
+    Produced,
+    RecordError,
+    Reject,
+    SourceError,
+    read_text,
+    relative_name,
+)
+from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "tomi"
 STORY_TYPES = frozenset({"true_belief", "false_belief", "second_order_false_belief"})
