@@ -263,6 +263,15 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 29: one error hierarchy, one handler (tests by helper "cleanup")
+    Mutation("errors.handler_ignores_class_code", "flows/cli.py",
+             "fail(str(exc), exc.exit_code)", "fail(str(exc))",
+             ("tests/test_errors.py", "tests/test_stale_audit.py"),
+             "every user error exits 2: a stale audit, a Hub conflict or an unreconciled load look like bad input"),
+    Mutation("errors.internal_errors_lose_traceback", "flows/cli.py",
+             "        if exc.exit_code is ExitCode.INTERNAL:\n            raise", "        if False:\n            raise",
+             ("tests/test_errors.py",),
+             "a bug inside the generator or the column validator is printed as a user's bad input, without a traceback"),
 )
 
 

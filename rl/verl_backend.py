@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tomforge.errors import TomforgeError
+
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("reward.py")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +54,7 @@ class VerlSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class VerlConfigError(ValueError):
+class VerlConfigError(TomforgeError, ValueError):
     """An override names a key verl's trainer config does not have."""
 
 
