@@ -11,9 +11,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from tomforge.audits.shortcuts import shortcut_table, worst_gap
 from tomforge.generators import generate_records
 from tomforge.generators.checker import check_record
-from tomforge.generators.shortcuts import shortcut_table, worst_gap
 from tomforge.rl.experiment_data import ExperimentData, build_experiment_table, story_sides
 from tomforge.rl.experiment_report import shortcut, wilson
 

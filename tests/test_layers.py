@@ -1,0 +1,68 @@
+"""Imports follow ARCHITECTURE.md's layers: a module imports its own layer or a lower one, never a higher one.
+
+The cycle test (`test_import_cycles.py`) allows A -> B as long as B never leads back to A; this test also
+fixes the direction. The layer of each module is written out below, in the order of ARCHITECTURE.md's
+"Layers" table (the longest matching prefix wins), and every project module must have one, so a new
+module is placed deliberately. Imports inside functions count, as in the cycle test.
+"""
+from __future__ import annotations
+
+from tests.test_import_cycles import imported_modules, project_modules
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
+    ("record contract", ("tomforge.errors", "tomforge.schemas", "tomforge.warehouse.record", "tomforge.warehouse.columns",
+                         "tomforge.warehouse.ddl", "tomforge.warehouse.vocabulary", "tomforge.warehouse.progress",
+                         "tomforge.warehouse.versions", "tomforge.rl.columns", "tomforge.rl.prompts")),
+    ("reading sources", ("tomforge.warehouse.sources", "tomforge.warehouse.batch", "tomforge.generators")),
+    ("storage", ("tomforge.warehouse", "tomforge.generators.real.store")),
+    ("analysis", ("tomforge.audits",)),
+    ("release", ("tomforge.warehouse.export", "tomforge.hub")),
+    ("training", ("tomforge.rl",)),
+    ("front ends", ("tomforge.flows",)),
+)
+# the one documented exception: the RL stage stores its evaluation rows in the warehouse (`eval_results`)
+ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db")}
+# training reads a release (a folder or the Hub), never the warehouse, the audit or the generator
+TRAINING_NEVER_IMPORTS = ("reading sources", "storage", "analysis")
+# experiment scripts still inside rl/ until they move to experiments/ (outside the package)
+PENDING_MOVE = {f"tomforge.rl.{name}" for name in ("data", "demo", "experiment", "experiment_data",
+                                                    "experiment_report", "experiment_seeds")}
+
+
+def layer_of(module: str) -> int:
+    best, found = "", -1
+    for rank, (_name, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, found = prefix, rank
+    return found
+
+
+def violations() -> list[str]:
+    modules = project_modules()
+    known = set(modules)
+    names = [name for name, _ in LAYERS]
+    found = []
+    for name, path in sorted(modules.items()):
+        mine = layer_of(name)
+        for target in sorted(imported_modules(name, path, known)):
+            theirs = layer_of(target)
+            if (name, target) in ALLOWED_UPWARD or name in PENDING_MOVE:
+                continue
+            if theirs > mine or (names[mine] == "training" and names[theirs] in TRAINING_NEVER_IMPORTS):
+                found.append(f"{name} ({names[mine]}) imports {target} ({names[theirs]})")
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in project_modules() if layer_of(m) < 0] == []
+
+
+def test_no_import_against_the_layers() -> None:
+    assert violations() == []
+
+
+def test_the_check_sees_an_upward_import() -> None:
+    """A planted upward edge is reported (the rule is not vacuous)."""
+    assert layer_of("tomforge.warehouse.record") < layer_of("tomforge.flows.cli")
+    assert layer_of("tomforge.warehouse.export") > layer_of("tomforge.warehouse.db")  # longest prefix wins
