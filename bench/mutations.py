@@ -272,6 +272,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "        if exc.exit_code is ExitCode.INTERNAL:\n            raise", "        if False:\n            raise",
              ("tests/test_errors.py",),
              "a bug inside the generator or the column validator is printed as a user's bad input, without a traceback"),
+    Mutation("layers.upward_import", "audits/shortcuts.py",
+             "from tomforge.generators.shortcuts import HEURISTICS\n",
+             "from tomforge.generators.shortcuts import HEURISTICS\nfrom tomforge.hub import remote  # noqa: F401\n",
+             ("tests/test_layers.py",), "the analysis layer imports the release layer: the layers stop meaning anything"),
 )
 
 
