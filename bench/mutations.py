@@ -276,6 +276,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              "from tomforge.generators.shortcuts import HEURISTICS\n",
              "from tomforge.generators.shortcuts import HEURISTICS\nfrom tomforge.hub import remote  # noqa: F401\n",
              ("tests/test_layers.py",), "the analysis layer imports the release layer: the layers stop meaning anything"),
+    Mutation("cli_defaults.train_batch_size_drifts", "flows/cli.py",
+             'show_default="trl 32, verl 64"', 'show_default="64"',
+             ("tests/test_cli_defaults.py",), "train --help promises a batch size the TRL run does not use"),
+    Mutation("cli_defaults.eval_declares_its_own", "flows/cli.py",
+             'max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"',
+             'max_new_tokens: Optional[int] = typer.Option(512, "--max-new-tokens"',
+             ("tests/test_cli_defaults.py",),
+             "eval generates 512 new tokens where its help and evaluate() say 256"),
 )
 
 

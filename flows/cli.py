@@ -452,45 +452,55 @@ def train(
     model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Path = typer.Option(Path("var/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
-    algorithm: str = typer.Option("rloo", "--algorithm", help="TRL: rloo (default) or grpo, both set up as REINFORCE++."),
-    max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
-    epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
-    num_generations: int = typer.Option(8, "--num-generations", min=2, help="Samples per prompt."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="TRL: micro-batches per optimizer step (one "
-                                   "generation of batch-size x grad-accum completions serves them; less GPU memory)."),
-    learning_rate: float = typer.Option(1e-6, "--learning-rate", "--lr"),
-    beta: float = typer.Option(0.001, "--kl-coef", help="KL coefficient against the reference model."),
-    max_completion_length: int = typer.Option(512, "--max-completion-length"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", show_default="var/rl",
+                                              help="Checkpoints and logs."),
+    algorithm: Optional[str] = typer.Option(None, "--algorithm", show_default="rloo",
+                                            help="TRL: rloo or grpo, both set up as REINFORCE++."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, show_default="200", help="TRL optimizer steps."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, show_default="5", help="verl epochs."),
+    num_generations: Optional[int] = typer.Option(None, "--num-generations", min=2, show_default="8",
+                                                  help="Samples per prompt."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="trl 32, verl 64",
+                                             help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
+    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", min=1, show_default="1",
+                                             help="TRL: micro-batches per optimizer step (one generation of "
+                                                  "batch-size x grad-accum completions serves them; less GPU memory)."),
+    learning_rate: Optional[float] = typer.Option(None, "--learning-rate", "--lr", show_default="trl 1e-06, verl 3e-07"),
+    beta: Optional[float] = typer.Option(None, "--kl-coef", show_default="0.001",
+                                         help="KL coefficient against the reference model."),
+    max_completion_length: Optional[int] = typer.Option(None, "--max-completion-length",
+                                                        show_default="trl 256, verl 1024"),
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
-    bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
-    seed: int = typer.Option(0, "--seed", help="TRL: seed of sampling and data order (repeat a run with others)."),
+    bf16: Optional[bool] = typer.Option(None, "--bf16/--no-bf16", show_default="--no-bf16", help="TRL: bfloat16."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
+                                       help="TRL: seed of sampling and data order (repeat a run with others)."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
-    data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", show_default="var/rl-data",
+                                           help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
 ) -> None:
-    """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
+    """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
+    take the backend's settings (`TrlSettings`, `VerlSettings`)."""
     if backend is Backend.trl and not dry_run:
         require_rl_extras("torch", "trl", "accelerate")
         check_model(model)
     from tomforge.rl import stage
 
     if backend is Backend.trl:
-        overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
-                         num_generations=num_generations, per_device_train_batch_size=batch_size,
-                         learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum, seed=seed,
-                         max_completion_length=max_completion_length)
+        overrides = given(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
+                          num_generations=num_generations, per_device_train_batch_size=batch_size,
+                          learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
+                          seed=seed, max_completion_length=max_completion_length)
     else:
-        overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
-                         learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
-                         output_dir=str(output_dir))
+        overrides = given(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
+                          learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
+                          output_dir=output_dir and str(output_dir))
     settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
     outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
-                           accelerate_config=accelerate_config, ray_address=ray_address, data_dir=data_dir,
-                           dry_run=dry_run)
+                           accelerate_config=accelerate_config, ray_address=ray_address, dry_run=dry_run,
+                           **given(data_dir=data_dir))
     if dry_run:
         sys.stdout.write(outcome["plan"] + "\n")
         return
@@ -510,9 +520,10 @@ def eval_(
                                               "(repeatable); the rest count as held-out."),
     label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1),
-    max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
-    generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed), hf or vllm."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="64"),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, show_default="256"),
+    generator: Optional[str] = typer.Option(None, "--generator", show_default="auto",
+                                            help="auto (vLLM when installed), hf or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
@@ -536,8 +547,8 @@ def eval_(
     stats = GenerationStats()
     try:
         rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
-                        label=label, limit=limit, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                        backend=generator, stats=stats)
+                        label=label, limit=limit, stats=stats,
+                        **given(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator))
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         fail(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
     if store:

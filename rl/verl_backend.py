@@ -47,7 +47,7 @@ class VerlSettings:
     temperature: float = 1.0
     project_name: str = "tomforge"
     experiment_name: str = "tom-reinforce-pp"
-    output_dir: str = "out/rl-verl"
+    output_dir: str = "var/rl"
     save_freq: int = 50
     test_freq: int = 25
     logger: list[str] = field(default_factory=lambda: ["console"])
