@@ -251,7 +251,7 @@ def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
 def modal_position_labels(df: pl.DataFrame) -> pl.DataFrame:
     """The rows the modal-position rule scores, with `label` (gold option index as text, or yes/no),
     `k` (options) and `mode` (the rule's answer: the most frequent label of the row's selection,
-    stratum, format and k). Also what compares a model's answers with the rule (rl.experiment_report)."""
+    stratum, format and k). Also what compares a model's answers with the rule (experiments.experiment_report)."""
     if "stratum" not in df.columns:
         df = df.with_columns(_strata_expr())
     mc = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() \

@@ -34,13 +34,16 @@ import pyarrow as pa
 from tomforge.audits import store
 from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.freshness import require_fresh_audit
+from tomforge.errors import ExitCode, TomforgeError
 from tomforge.warehouse.columns import JSON_COLUMNS
 from tomforge.warehouse.db import WarehouseError, connect_readonly
 from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
-class CleaningError(Exception):
+class CleaningError(TomforgeError):
     """Cleaning lost or invented items: the audit's selections do not equal kept + removed."""
+
+    exit_code = ExitCode.UNRECONCILED
 
 
 @dataclass

@@ -20,11 +20,14 @@ from pathlib import Path
 
 import duckdb
 
+from tomforge.errors import ExitCode
 from tomforge.warehouse.db import WarehouseError, one_row
 
 
 class StaleAuditError(WarehouseError):
     """The audit or the cleaning is older than the warehouse content (exit 8)."""
+
+    exit_code = ExitCode.STALE_AUDIT
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from tomforge.errors import TomforgeError
 from tomforge.warehouse import db
 
 ITEM_COLUMNS = (
@@ -46,7 +47,7 @@ FROM sel LEFT JOIN inits ON sel.trace = inits.trace ORDER BY sel.item_id
 WORLD_COLUMNS = ("meta_candidates", "meta_asked", "trace_first_container")
 
 
-class SelectionError(ValueError):
+class SelectionError(TomforgeError, ValueError):
     """A --train/--heldout condition that DuckDB cannot evaluate."""
 
 

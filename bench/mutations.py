@@ -68,8 +68,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    return []",
              LEDGER_TESTS, "a derived release may carry rows whose content differs from the warehouse's"),
     Mutation("cli.errors_import_the_warehouse", "flows/cli.py",
-             "    reconcile: its counts, then exit 3).\"\"\"\n    try:\n",
-             "    reconcile: its counts, then exit 3).\"\"\"\n    import tomforge.warehouse.load  # noqa: F401\n    try:\n",
+             "    try:\n        yield\n    except TomforgeError as exc:\n",
+             "    import tomforge.warehouse.load  # noqa: F401\n    try:\n        yield\n    except TomforgeError as exc:\n",
              ("tests/test_cli.py",), "eval's error handler imports jsonschema/orjson: eval fails on the GPU machine"),
     # issue 14: variants of real stories balanced by default (tests by helper "variants2")
     Mutation("variants.balance_off_by_default", "generators/real/variants.py",
@@ -263,6 +263,27 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 29: one error hierarchy, one handler (tests by helper "cleanup")
+    Mutation("errors.handler_ignores_class_code", "flows/cli.py",
+             "fail(str(exc), exc.exit_code)", "fail(str(exc))",
+             ("tests/test_errors.py", "tests/test_stale_audit.py"),
+             "every user error exits 2: a stale audit, a Hub conflict or an unreconciled load look like bad input"),
+    Mutation("errors.internal_errors_lose_traceback", "flows/cli.py",
+             "        if exc.exit_code is ExitCode.INTERNAL:\n            raise", "        if False:\n            raise",
+             ("tests/test_errors.py",),
+             "a bug inside the generator or the column validator is printed as a user's bad input, without a traceback"),
+    Mutation("layers.upward_import", "audits/shortcuts.py",
+             "from tomforge.generators.shortcuts import HEURISTICS\n",
+             "from tomforge.generators.shortcuts import HEURISTICS\nfrom tomforge.hub import remote  # noqa: F401\n",
+             ("tests/test_layers.py",), "the analysis layer imports the release layer: the layers stop meaning anything"),
+    Mutation("cli_defaults.train_batch_size_drifts", "flows/cli.py",
+             'show_default="trl 32, verl 64"', 'show_default="64"',
+             ("tests/test_cli_defaults.py",), "train --help promises a batch size the TRL run does not use"),
+    Mutation("cli_defaults.eval_declares_its_own", "flows/cli.py",
+             'max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"',
+             'max_new_tokens: Optional[int] = typer.Option(512, "--max-new-tokens"',
+             ("tests/test_cli_defaults.py",),
+             "eval generates 512 new tokens where its help and evaluate() say 256"),
 )
 
 

@@ -1,6 +1,8 @@
 """The `tomforge` command line: one subcommand per pipeline step.
 
-Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...).
+Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...). Errors become
+them in one place, `user_errors`, which every subcommand runs inside (`UserErrorGroup`): a `TomforgeError`
+(`tomforge/errors.py`) is one line and its class's exit code.
 """
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
+from tomforge.errors import TomforgeError
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.flows.query import (
     PREVIEW_ROWS,
     OutputFormat,
-    QueryError,
     check_statement,
     print_preview,
     stream_rows,
@@ -34,8 +37,19 @@ from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 if TYPE_CHECKING:
     from tomforge.warehouse.load import Unreconciled
 
+
+
+class UserErrorGroup(TyperGroup):
+    """The `tomforge` group: every subcommand runs inside `user_errors`, so a new command (and a new
+    error class) needs no handler of its own."""
+
+    def invoke(self, ctx: Any) -> Any:
+        with user_errors(ctx):
+            return super().invoke(ctx)
+
+
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False, add_completion=False, cls=UserErrorGroup)
 
 
 def literal_console(**options: Any) -> Console:
@@ -62,30 +76,41 @@ def given(**flags: Any) -> dict[str, Any]:
 
 
 def _loaded_class(module: str, name: str) -> type[BaseException] | None:
-    """An error class, only if its module is already imported: a module never imported cannot have
-    raised it, and importing it here would make `train`/`eval` need the warehouse's dependencies
+    """A class, only if its module is already imported: a module never imported cannot have raised
+    it, and importing it here would make `train`/`eval` need the warehouse's dependencies
     (jsonschema, pydantic...) on a GPU machine that has only the RL stage's."""
     loaded = sys.modules.get(module)
     return getattr(loaded, name, None) if loaded is not None else None
 
 
+# Commands whose settings or SQL conditions are built from flags by libraries that raise a plain ValueError
+# (pydantic's ValidationError, the TRL settings' own checks, an audit condition): bad input there.
+VALUE_ERRORS_ARE_INPUT = frozenset({"audit", "clean", "train", "eval"})
+RL_COMMANDS = frozenset({"train", "eval"})
+
+
 @contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
-    reconcile: its counts, then exit 3)."""
+def user_errors(ctx: Any) -> Iterator[None]:
+    """The one handler: a `TomforgeError` is one line on stderr and exits with its class's `exit_code`
+    (a load whose counts do not reconcile first prints its counts); INTERNAL ones keep their traceback.
+    Besides: a missing RL extra in `train`/`eval`, and a ValueError in `VALUE_ERRORS_ARE_INPUT`, exit 2."""
     try:
         yield
-    except Exception as exc:
+    except TomforgeError as exc:
+        if exc.exit_code is ExitCode.INTERNAL:
+            raise
         unreconciled = _loaded_class("tomforge.warehouse.load", "Unreconciled")
         if unreconciled is not None and isinstance(exc, unreconciled):
             print_reports([cast("Unreconciled", exc).report])
-            fail(str(exc), ExitCode.UNRECONCILED)
-        known = tuple(c for c in (_loaded_class("tomforge.warehouse.sources.base", "SourceError"),
-                                  _loaded_class("tomforge.warehouse.db", "WarehouseError"),
-                                  _loaded_class("tomforge.flows.config", "ConfigError")) if c is not None)
-        if known and isinstance(exc, known):
-            fail(str(exc))
-        raise
+        fail(str(exc), exc.exit_code)
+    except ModuleNotFoundError as exc:
+        if ctx.invoked_subcommand not in RL_COMMANDS or (exc.name or "").split(".")[0] not in RL_EXTRAS:
+            raise
+        fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
+    except ValueError as exc:
+        if ctx.invoked_subcommand not in VALUE_ERRORS_ARE_INPUT:
+            raise
+        fail(str(exc))
 
 
 def print_reports(reports: list) -> bool:
@@ -120,7 +145,7 @@ def ingest(
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from tomforge.warehouse.ingest import ingest as ingest_source
 
-    with one_line_errors(), RichProgress(console) as progress:
+    with RichProgress(console) as progress:
         report = ingest_source(warehouse, source, path, progress=progress)
     if not print_reports([report]):
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
@@ -160,7 +185,7 @@ def generate(
                               held_out=None if held_out else False, source=source)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
                  f"styles={','.join(style_names)},held_out={held_out}")
-    with one_line_errors(), RichProgress(console) as progress:
+    with RichProgress(console) as progress:
         report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
                                 replace_source=True)
     if not print_reports([report]):
@@ -196,7 +221,7 @@ def variants(
         fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
     if source not in ("hitom", "tomi", "exploretom"):
         fail(f"no story parser for source {source!r}; the oracle reads hitom, tomi and exploretom")
-    with one_line_errors(), RichProgress(console) as progress, progress.stage(f"variants of {source}"):
+    with RichProgress(console) as progress, progress.stage(f"variants of {source}"):
         settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
                                                      balance=balance))
         run = run_variants(warehouse, source, settings)
@@ -262,16 +287,13 @@ def sql(
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from tomforge.warehouse.db import connect_readonly
 
-    with one_line_errors():
-        con = connect_readonly(warehouse, sandboxed=True)
+    con = connect_readonly(warehouse, sandboxed=True)
     try:
         check_statement(con, query)
         if fmt is OutputFormat.table:
             print_preview(con, query, stdout_console, limit, notes=console)
         else:
             stream_rows(con, query, fmt, sys.stdout, limit)
-    except QueryError as exc:
-        fail(str(exc))
     finally:
         con.close()
 
@@ -288,16 +310,18 @@ ConfigOption = typer.Option(None, "--config", "-c", help="TOML config (defaults:
 
 
 class UserErrorTracebacks(logging.Filter):
-    """Prefect logs a failed task or flow with its traceback; for a user error (a bad input file, a
-    warehouse that cannot be used) the message already names the problem, so the console shows it
-    without the traceback. Other exceptions keep theirs; Prefect's API log keeps every traceback."""
+    """Prefect logs a failed task or flow with its traceback; for a user error (a `TomforgeError` that is
+    not INTERNAL: a bad input file, a warehouse that cannot be used) the message already names the
+    problem, so the console shows it without the traceback. Other exceptions keep theirs; Prefect's API
+    log keeps every traceback. (A log filter, not an exit code: `user_errors` decides those.)"""
 
-    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+    def __init__(self, kinds: tuple[type[BaseException], ...] = (TomforgeError,)) -> None:
         super().__init__()
         self.kinds = kinds
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], self.kinds):
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, self.kinds) and getattr(error, "exit_code", None) is not ExitCode.INTERNAL:
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -305,11 +329,7 @@ class UserErrorTracebacks(logging.Filter):
 @contextmanager
 def without_user_error_tracebacks() -> Iterator[None]:
     """Install `UserErrorTracebacks` on the console handlers Prefect set up, for the duration."""
-    from tomforge.flows.config import ConfigError
-    from tomforge.warehouse.db import WarehouseError
-    from tomforge.warehouse.sources.base import SourceError
-
-    quiet = UserErrorTracebacks((SourceError, WarehouseError, ConfigError))
+    quiet = UserErrorTracebacks()
     handlers = [h for name in ("", "prefect") for h in logging.getLogger(name).handlers
                 if isinstance(h, logging.StreamHandler)]
     for handler in handlers:
@@ -324,18 +344,15 @@ def without_user_error_tracebacks() -> Iterator[None]:
 @app.command()
 def rebuild(config: Optional[Path] = ConfigOption) -> None:
     """Run the main job (the Prefect `rebuild` flow, in-process) on the config or embedded defaults."""
-    from tomforge.flows.config import ConfigError, check_before_run, load_config
+    from tomforge.flows.config import check_before_run, load_config
 
-    try:
-        settings = load_config(config)
-        check_before_run(settings, config)  # the whole config and every source path, before Prefect starts
-    except ConfigError as exc:
-        fail(str(exc))
+    settings = load_config(config)
+    check_before_run(settings, config)  # the whole config and every source path, before Prefect starts
     prefect_defaults()
     from tomforge.flows.pipeline import rebuild_flow, where_things_are
     from tomforge.warehouse.load import LoadReport
 
-    with one_line_errors(), publish_errors(), without_user_error_tracebacks():
+    with without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport(**{k: v for k, v in r.items() if k != "reconciled"}) for r in result["sources"]]
     ok = print_reports(reports)
@@ -344,30 +361,6 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     if not ok:
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
-
-
-@contextmanager
-def publish_errors() -> Iterator[None]:
-    """Release and Hub errors as one redacted line each, with their own exit codes."""
-    from tomforge.audits.freshness import StaleAuditError
-    from tomforge.hub.ledger import LedgerError
-    from tomforge.hub.manifest import ManifestError
-    from tomforge.hub.release import ReleaseError
-    from tomforge.hub.remote import ConflictError, PublishError
-    from tomforge.warehouse.export import ExportError
-
-    try:
-        yield
-    except StaleAuditError as exc:
-        fail(str(exc), ExitCode.STALE_AUDIT)
-    except LedgerError as exc:
-        fail(str(exc), ExitCode.UNRECONCILED)
-    except (ExportError, ManifestError, ReleaseError) as exc:
-        fail(str(exc))
-    except ConflictError as exc:
-        fail(str(exc), ExitCode.CONFLICT)
-    except PublishError as exc:
-        fail(str(exc), ExitCode.REMOTE)
 
 
 @app.command()
@@ -391,7 +384,7 @@ def publish(
     from tomforge.hub.steps import choose_table, publish_warehouse
     from tomforge.warehouse.export import ExportOptions
 
-    with one_line_errors(), publish_errors(), RichProgress(console) as progress:
+    with RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
@@ -408,7 +401,7 @@ def verify(
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
     from tomforge.hub.steps import verify_release
 
-    with publish_errors(), RichProgress(console) as progress:
+    with RichProgress(console) as progress:
         report = verify_release(repo, revision, progress=progress)
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
@@ -451,22 +444,6 @@ def check_model(model: str) -> None:
         fail(f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or a Hub model id ORG/NAME)")
 
 
-@contextmanager
-def rl_errors() -> Iterator[None]:
-    """Release layout and verl config errors, and an RL extra missing deeper down, as one line, exit 2."""
-    from tomforge.rl.release import ReleaseError
-    from tomforge.rl.verl_backend import VerlConfigError
-
-    try:
-        yield
-    except (ReleaseError, VerlConfigError, ValueError) as exc:
-        fail(str(exc))
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in RL_EXTRAS:
-            raise
-        fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
-
-
 @app.command()
 def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
@@ -475,46 +452,55 @@ def train(
     model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Path = typer.Option(Path("var/rl"), "--output-dir", "-o", help="Checkpoints and logs."),
-    algorithm: str = typer.Option("rloo", "--algorithm", help="TRL: rloo (default) or grpo, both set up as REINFORCE++."),
-    max_steps: int = typer.Option(200, "--max-steps", min=1, help="TRL optimizer steps."),
-    epochs: int = typer.Option(5, "--epochs", min=1, help="verl epochs."),
-    num_generations: int = typer.Option(8, "--num-generations", min=2, help="Samples per prompt."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="TRL: micro-batches per optimizer step (one "
-                                   "generation of batch-size x grad-accum completions serves them; less GPU memory)."),
-    learning_rate: float = typer.Option(1e-6, "--learning-rate", "--lr"),
-    beta: float = typer.Option(0.001, "--kl-coef", help="KL coefficient against the reference model."),
-    max_completion_length: int = typer.Option(512, "--max-completion-length"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", show_default="var/rl",
+                                              help="Checkpoints and logs."),
+    algorithm: Optional[str] = typer.Option(None, "--algorithm", show_default="rloo",
+                                            help="TRL: rloo or grpo, both set up as REINFORCE++."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, show_default="200", help="TRL optimizer steps."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, show_default="5", help="verl epochs."),
+    num_generations: Optional[int] = typer.Option(None, "--num-generations", min=2, show_default="8",
+                                                  help="Samples per prompt."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="trl 32, verl 64",
+                                             help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
+    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", min=1, show_default="1",
+                                             help="TRL: micro-batches per optimizer step (one generation of "
+                                                  "batch-size x grad-accum completions serves them; less GPU memory)."),
+    learning_rate: Optional[float] = typer.Option(None, "--learning-rate", "--lr", show_default="trl 1e-06, verl 3e-07"),
+    beta: Optional[float] = typer.Option(None, "--kl-coef", show_default="0.001",
+                                         help="KL coefficient against the reference model."),
+    max_completion_length: Optional[int] = typer.Option(None, "--max-completion-length",
+                                                        show_default="trl 256, verl 1024"),
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
-    bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
-    seed: int = typer.Option(0, "--seed", help="TRL: seed of sampling and data order (repeat a run with others)."),
+    bf16: Optional[bool] = typer.Option(None, "--bf16/--no-bf16", show_default="--no-bf16", help="TRL: bfloat16."),
+    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
+                                       help="TRL: seed of sampling and data order (repeat a run with others)."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
-    data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", show_default="var/rl-data",
+                                           help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
 ) -> None:
-    """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
+    """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
+    take the backend's settings (`TrlSettings`, `VerlSettings`)."""
     if backend is Backend.trl and not dry_run:
         require_rl_extras("torch", "trl", "accelerate")
         check_model(model)
     from tomforge.rl import stage
 
-    with rl_errors():
-        if backend is Backend.trl:
-            overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
-                             num_generations=num_generations, per_device_train_batch_size=batch_size,
-                             learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum, seed=seed,
-                             max_completion_length=max_completion_length)
-        else:
-            overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
-                             learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
-                             output_dir=str(output_dir))
-        settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
-        outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
-                               accelerate_config=accelerate_config, ray_address=ray_address, data_dir=data_dir,
-                               dry_run=dry_run)
+    if backend is Backend.trl:
+        overrides = given(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
+                          num_generations=num_generations, per_device_train_batch_size=batch_size,
+                          learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
+                          seed=seed, max_completion_length=max_completion_length)
+    else:
+        overrides = given(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
+                          learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
+                          output_dir=output_dir and str(output_dir))
+    settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
+    outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
+                           accelerate_config=accelerate_config, ray_address=ray_address, dry_run=dry_run,
+                           **given(data_dir=data_dir))
     if dry_run:
         sys.stdout.write(outcome["plan"] + "\n")
         return
@@ -534,9 +520,10 @@ def eval_(
                                               "(repeatable); the rest count as held-out."),
     label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1),
-    max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
-    generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed), hf or vllm."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="64"),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, show_default="256"),
+    generator: Optional[str] = typer.Option(None, "--generator", show_default="auto",
+                                            help="auto (vLLM when installed), hf or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
@@ -555,19 +542,18 @@ def eval_(
 
     require_rl_extras("torch", "matplotlib")
     check_model(model)
-    with rl_errors(), one_line_errors():
-        refs = [SplitRef.parse(s) for s in splits]
-        root = fetch_release(dataset, revision)
-        stats = GenerationStats()
-        try:
-            rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
-                            label=label, limit=limit, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                            backend=generator, stats=stats)
-        except OSError as exc:  # what transformers raises for a model it cannot find or download
-            fail(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
-        if store:
-            stored = store_results(warehouse, rows)
-            console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
+    refs = [SplitRef.parse(s) for s in splits]
+    root = fetch_release(dataset, revision)
+    stats = GenerationStats()
+    try:
+        rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
+                        label=label, limit=limit, stats=stats,
+                        **given(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator))
+    except OSError as exc:  # what transformers raises for a model it cannot find or download
+        fail(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+    if store:
+        stored = store_results(warehouse, rows)
+        console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     summary = summarize(rows)
     summary["generation"] = {"sequences": stats.n_sequences, "new_tokens": stats.new_tokens,
                              "seconds": round(stats.seconds, 3), "tokens_per_s": round(stats.tokens_per_s, 1)}
@@ -575,15 +561,6 @@ def eval_(
     plot_by_order(summary, out / "accuracy_by_order.png")
     sys.stdout.write(format_matrix(summary) + "\n")
 
-
-
-@contextmanager
-def audit_errors() -> Iterator[None]:
-    """A bad --train/--heldout condition or bad parameters are bad input (exit 2)."""
-    try:
-        yield
-    except ValueError as exc:
-        fail(str(exc))
 
 
 @app.command()
@@ -605,7 +582,7 @@ def audit(
     from tomforge.audits.config import AuditParams
     from tomforge.audits.run import run_audit
 
-    with one_line_errors(), audit_errors(), RichProgress(console) as progress:
+    with RichProgress(console) as progress:
         params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
                                      seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)
@@ -632,20 +609,13 @@ def clean(
                                                      help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
-    from tomforge.audits.clean import CleaningError, apply_cleaning
+    from tomforge.audits.clean import apply_cleaning
     from tomforge.audits.config import CleaningPolicy
-    from tomforge.audits.freshness import StaleAuditError
 
-    with one_line_errors(), audit_errors():
-        policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
-                                        drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
-                                        quarantine_oracle=quarantine_oracle))
-        try:
-            result = apply_cleaning(warehouse, policy)
-        except CleaningError as exc:
-            fail(str(exc), ExitCode.UNRECONCILED)
-        except StaleAuditError as exc:
-            fail(str(exc), ExitCode.STALE_AUDIT)
+    policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
+                                    drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
+                                    quarantine_oracle=quarantine_oracle))
+    result = apply_cleaning(warehouse, policy)
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
+from tomforge.errors import TomforgeError
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
 from tomforge.generators.operators import selected_operators
 from tomforge.generators.real.variants import Settings as VariantSettings
@@ -23,7 +24,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "default_config.toml"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 
-class ConfigError(Exception):
+class ConfigError(TomforgeError):
     """A configuration file that cannot be used; one line naming the file and the field."""
 
 

@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from tomforge.errors import TomforgeError
+
 PREVIEW_ROWS = 50
 NARROWEST = 12           # characters a preview column keeps however narrow the terminal
 WIDEST = 40              # characters a preview column shows at most
@@ -31,7 +33,7 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-class QueryError(ValueError):
+class QueryError(TomforgeError, ValueError):
     """A query that cannot run (empty, several statements, refused or failing); one line."""
 
 

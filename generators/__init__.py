@@ -2,7 +2,7 @@
 
 `generate_records(n, max_order, seed, operators, styles, ...)` yields unified records (source
 `tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
-independently and `generators.shortcuts` measures how far template heuristics get.
+independently and `audits.shortcuts` measures how far template heuristics get.
 """
 from tomforge.generators.generate import (
                                  ADAPTER_INFO,

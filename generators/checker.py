@@ -7,7 +7,7 @@ rules it follows are the numbered rules in the docstring of `generators.beliefs`
 
 Real datasets follow slightly different conventions; `Rules` names each one, so that a real gold
 answer can be checked under its source's own rules (`RULE_SETS`) and a disagreement then means a
-label error, not a convention (see `generators/real/` and the README, "Variants of real stories"):
+label error, not a convention (see `generators/real/` and docs/variants.md):
 
 - `entry_reveals`: whoever enters the object's room sees where it is, as if every container were
   transparent (ToMi: "assume all containers are not enclosed"; HiToM: "agent knows location of

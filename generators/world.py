@@ -11,14 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tomforge.errors import ExitCode, TomforgeError
+
 # Event kinds. `scene` lists the room's containers; `transparent` says a container is see-through.
 ENTER, EXIT, INIT, MOVE, STAY, STATEMENT, TELL, SCENE, TRANSPARENT = (
     "enter", "exit", "init", "move", "stay", "statement", "tell", "scene", "transparent")
 KINDS = (ENTER, EXIT, INIT, MOVE, STAY, STATEMENT, TELL, SCENE, TRANSPARENT)
 
 
-class StoryError(ValueError):
+class StoryError(TomforgeError, ValueError):
     """An event that cannot happen in the world as it stands (a bug in a builder or operator)."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 @dataclass(frozen=True, slots=True)

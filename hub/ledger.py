@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tomforge.audits.freshness import require_fresh_audit
+from tomforge.errors import ExitCode, TomforgeError
 from tomforge.warehouse.export import ALL_CONFIG, read_table
 
 LEDGER_PATH = "ledger/removed.parquet"
@@ -40,8 +41,10 @@ LEDGER_SCHEMA = pa.schema([("item_id", pa.string()), ("source", pa.string()), ("
 Key = tuple[str, str]  # (source, split as the source names it)
 
 
-class LedgerError(Exception):
+class LedgerError(TomforgeError):
     """The release does not account for every warehouse item (exit 3: counts do not reconcile)."""
+
+    exit_code = ExitCode.UNRECONCILED
 
 
 def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:

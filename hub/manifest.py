@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
+from tomforge.errors import TomforgeError
 from tomforge.schemas import load_schema
 from tomforge.warehouse.export import ALL_CONFIG, SplitExport
 from tomforge.warehouse.versions import tool_versions as versions_of
@@ -23,7 +24,7 @@ CONTENT_PREFIXES = ("data/", "audit/", "ledger/")  # the files `content_id` (and
 _TOOLS = ("duckdb", "pyarrow", "huggingface_hub", "datasets", "polars")
 
 
-class ManifestError(Exception):
+class ManifestError(TomforgeError):
     """A manifest that does not match its schema (or cannot be read)."""
 
 

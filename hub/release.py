@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tomforge.errors import TomforgeError
 from tomforge.hub import ledger
 from tomforge.hub.card import build_card
 from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
@@ -21,7 +22,7 @@ REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _REPORT_SUFFIXES = (".md", ".html")
 
 
-class ReleaseError(Exception):
+class ReleaseError(TomforgeError):
     """The release cannot be built or written as asked."""
 
 

@@ -13,17 +13,23 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from tomforge.errors import ExitCode, TomforgeError
+
 T = TypeVar("T")
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _TOKEN_SHAPE = re.compile(r"\bhf_[A-Za-z0-9]{8,}\b")
 
 
-class PublishError(Exception):
+class PublishError(TomforgeError):
     """A remote step failed for good (after retries); the message is redacted."""
+
+    exit_code = ExitCode.REMOTE
 
 
 class ConflictError(PublishError):
     """Someone else changed the repo (parent commit moved) or the tag holds another release."""
+
+    exit_code = ExitCode.CONFLICT
 
 
 class UnreachableError(PublishError):

@@ -19,13 +19,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tomforge.errors import TomforgeError
+
 GGUF_SUFFIX = ".gguf"
 CACHE_ENV = "TOMFORGE_MODEL_CACHE"
 DEFAULT_CACHE = Path("var/models")
 MARKER = "tomforge_model.json"  # written last: a folder without it is an interrupted conversion
 
 
-class ModelSourceError(ValueError):
+class ModelSourceError(TomforgeError, ValueError):
     """A model path that cannot be used (missing gguf, unreadable file); one line for the CLI."""
 
 

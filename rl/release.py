@@ -14,12 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tomforge.errors import TomforgeError
 from tomforge.rl.columns import RL_COLUMNS, with_rl_columns
 
 SHARD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_.\-]+?)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 
 
-class ReleaseError(Exception):
+class ReleaseReadError(TomforgeError):
     """The release cannot be found or does not have the expected layout."""
 
 
@@ -34,7 +35,7 @@ class SplitRef:
     def parse(cls, text: str) -> "SplitRef":
         config, sep, split = text.partition("/")
         if not sep or not config or not split:
-            raise ReleaseError(f"{text!r}: expected CONFIG/SPLIT, e.g. default/test")
+            raise ReleaseReadError(f"{text!r}: expected CONFIG/SPLIT, e.g. default/test")
         return cls(config, split)
 
     def __str__(self) -> str:
@@ -46,7 +47,7 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
     local = Path(dataset).expanduser()
     if local.is_dir():
         if not (local / "data").is_dir():
-            raise ReleaseError(f"{local}: no data/ folder (expected data/<config>/<split>-NNNNN-of-NNNNN.parquet)")
+            raise ReleaseReadError(f"{local}: no data/ folder (expected data/<config>/<split>-NNNNN-of-NNNNN.parquet)")
         return local
     from huggingface_hub import snapshot_download
     from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -54,14 +55,14 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
     try:
         validate_repo_id(dataset)
     except HFValidationError:  # a path that is not there, not a Hub id: say so rather than "download failed"
-        raise ReleaseError(f"{local}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
+        raise ReleaseReadError(f"{local}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
                            ) from None
     try:
         path = snapshot_download(repo_id=dataset, repo_type="dataset", revision=revision,
                                  cache_dir=None if cache_dir is None else str(cache_dir),
                                  allow_patterns=["data/**", "*.md", "*.json"])
     except Exception as exc:  # the hub client raises many types; the CLI wants one line
-        raise ReleaseError(f"{dataset}@{revision or 'main'}: download failed: {exc}") from exc
+        raise ReleaseReadError(f"{dataset}@{revision or 'main'}: download failed: {exc}") from exc
     return Path(path)
 
 
@@ -80,7 +81,7 @@ def shard_files(root: Path, ref: SplitRef) -> list[Path]:
     files = sorted(p for p in folder.glob(f"{ref.split}-*.parquet")
                    if (m := SHARD_RE.match(p.name)) and m["split"] == ref.split)
     if not files:
-        raise ReleaseError(f"{root}: no shards for {ref} (have: {list_splits(Path(root))})")
+        raise ReleaseReadError(f"{root}: no shards for {ref} (have: {list_splits(Path(root))})")
     return files
 
 

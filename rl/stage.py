@@ -98,7 +98,7 @@ def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = N
 
 def launch(settings: trl_backend.TrlSettings | verl_backend.VerlSettings, dataset: str, revision: str | None,
            train: str, val: str, *, gpus: int = 1, accelerate_config: str | None = None,
-           ray_address: str | None = None, data_dir: str = "out/verl-data", dry_run: bool = False) -> dict[str, Any]:
+           ray_address: str | None = None, data_dir: str = "var/rl-data", dry_run: bool = False) -> dict[str, Any]:
     """Plan and run one training: TRL here (one GPU) or under accelerate (several), verl here or as
     a Ray job. Returns what happened; `dry_run` only plans (the plan's text is in "plan")."""
     if isinstance(settings, trl_backend.TrlSettings):

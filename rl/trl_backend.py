@@ -39,7 +39,7 @@ class TrlSettings:
     """Everything a TRL run needs; serializable, printed by the dry run."""
 
     model: str
-    output_dir: str = "out/rl-trl"
+    output_dir: str = "var/rl"
     algorithm: str = "rloo"
     max_steps: int = 200
     learning_rate: float = 1e-6

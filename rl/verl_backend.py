@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tomforge.errors import TomforgeError
+
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("reward.py")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -45,14 +47,14 @@ class VerlSettings:
     temperature: float = 1.0
     project_name: str = "tomforge"
     experiment_name: str = "tom-reinforce-pp"
-    output_dir: str = "out/rl-verl"
+    output_dir: str = "var/rl"
     save_freq: int = 50
     test_freq: int = 25
     logger: list[str] = field(default_factory=lambda: ["console"])
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class VerlConfigError(ValueError):
+class VerlConfigError(TomforgeError, ValueError):
     """An override names a key verl's trainer config does not have."""
 
 

@@ -38,3 +38,13 @@ def real_samples() -> Path:
 def samples() -> Path:
     """The project's own sample files in the real formats (shipped defaults of `tomforge rebuild`)."""
     return SAMPLES
+
+
+SLOW_FILES = ("test_flows.py", "test_deployments.py", "test_flows_ray.py")  # Prefect's harness and servers
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slowest tests `slow` in one place (`pytest -m "not slow"` for a quick run)."""
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

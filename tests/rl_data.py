@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tomforge.rl.data import DataPlan, build_release
+from experiments.data import DataPlan, build_release
 from tomforge.warehouse.progress import SILENT
 
 SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)

@@ -67,3 +67,120 @@ def test_operator_selections_read_the_same_in_the_cli_and_the_config() -> None:
     assert GenerateConfig(operators=["all"]).operator_names == every
     assert GenerateConfig(operators=["none"]).operator_names == []
     assert GenerateConfig(operators=["lie"]).operator_names == ["lie"]
+
+
+def _fields(cls: type) -> dict[str, object]:
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+def _defaults_of(function: object) -> dict[str, object]:
+    import inspect
+
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()}
+
+
+def _rl_expected() -> dict[str, dict[str, str]]:
+    """What `train` and `eval` --help must show, read from the RL stage's own settings and functions."""
+    from tomforge.rl import stage
+    from tomforge.rl.evaluate import evaluate
+    from tomforge.rl.trl_backend import TrlSettings
+    from tomforge.rl.verl_backend import VerlSettings
+
+    trl, verl = _fields(TrlSettings), _fields(VerlSettings)
+
+    def one(trl_name: str, verl_name: str | None = None) -> str:
+        if verl_name is not None:
+            assert trl[trl_name] == verl[verl_name], (trl_name, verl_name)  # one value shown for both backends
+        return str(trl[trl_name])
+
+    def both(trl_name: str, verl_name: str) -> str:
+        return f"trl {trl[trl_name]}, verl {verl[verl_name]}"
+
+    train = {"output_dir": one("output_dir", "output_dir"), "algorithm": one("algorithm"),
+             "max_steps": one("max_steps"), "epochs": str(verl["total_epochs"]),
+             "num_generations": one("num_generations", "rollout_n"),
+             "batch_size": both("per_device_train_batch_size", "train_batch_size"),
+             "grad_accum": one("gradient_accumulation_steps"), "learning_rate": both("learning_rate", "learning_rate"),
+             "beta": one("beta", "kl_coef"), "max_completion_length": both("max_completion_length", "max_response_length"),
+             "bf16": "--bf16" if trl["bf16"] else "--no-bf16", "seed": one("seed"),
+             "data_dir": str(_defaults_of(stage.launch)["data_dir"])}
+    evaluated = _defaults_of(evaluate)
+    eval_ = {"batch_size": str(evaluated["batch_size"]), "max_new_tokens": str(evaluated["max_new_tokens"]),
+             "generator": str(evaluated["backend"])}
+    return {"train": train, "eval": eval_}
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_rl_flags_defer_to_the_backend_settings(command: str) -> None:
+    params = shown(command)
+    for flag, expected in _rl_expected()[command].items():
+        value, help_default, _opts, _secondary = params[flag]
+        assert value is None, (command, flag)
+        assert help_default == expected, (command, flag)
+
+
+def test_train_without_flags_runs_on_the_settings_defaults() -> None:
+    """The dry run's config is the settings class's own (nothing of the CLI's in between)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from tomforge.rl.trl_backend import TrlSettings
+
+    result = CliRunner().invoke(app, ["train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct",
+                                      "--dry-run"])
+    assert result.exit_code == 0, result.output
+    start = result.stdout.index("{")
+    printed, _ = json.JSONDecoder().raw_decode(result.stdout[start:])
+    expected = dataclasses.asdict(TrlSettings(model="Qwen/Qwen2.5-0.5B-Instruct"))
+    assert {k: printed[k] for k in expected if k in printed} == {k: v for k, v in expected.items() if k in printed}
+    assert {"per_device_train_batch_size", "max_completion_length", "bf16", "output_dir"} <= set(printed)
+
+
+# Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.
+def _mirrored() -> dict[tuple[str, str], object]:
+    from tomforge.generators.generate import generate_records
+    from tomforge.hub.steps import publish_warehouse, verify_release
+    from tomforge.rl import stage
+    from tomforge.warehouse.db import DEFAULT_WAREHOUSE
+    from tomforge.warehouse.export import ExportOptions
+
+    mirrored: dict[tuple[str, str], object] = {(name, "warehouse"): DEFAULT_WAREHOUSE for name in COMMANDS}
+    mirrored.update({("generate", "seed"): _defaults_of(generate_records)["seed"],
+                     ("publish", "max_rows"): ExportOptions().max_rows_per_shard,
+                     ("publish", "target"): _defaults_of(publish_warehouse)["target"],
+                     ("verify", "revision"): _defaults_of(verify_release)["revision"],
+                     ("train", "gpus"): _defaults_of(stage.make_settings)["gpus"],
+                     ("train", "nnodes"): _defaults_of(stage.make_settings)["nnodes"]})
+    return mirrored
+
+
+# Flags that choose what the command does (no step has a default for them): the CLI owns their defaults.
+CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval", "in_distribution"), ("eval", "store"),
+             ("eval", "out"), ("generate", "operators"), ("generate", "held_out"), ("publish", "dry_run"),
+             ("publish", "private"), ("publish", "only_audited"), ("sql", "fmt"), ("train", "backend"),
+             ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators")}
+CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above compare with a settings class
+    "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
+    "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
+    "variants": {"max_order", "seed", "n_per_story", "balance"},
+    "generate": {"max_order", "styles", "source"},
+}
+
+
+def test_every_flag_of_every_command_is_accounted_for() -> None:
+    mirrored = _mirrored()
+    checked = {name: set(flags) for name, flags in CHECKED_ELSEWHERE.items()}
+    for name, flags in _rl_expected().items():
+        checked[name] = set(flags)
+    for command in COMMANDS:
+        for flag, (value, help_default, _opts, _secondary) in shown(command).items():
+            param = next(p for p in COMMANDS[command].params if p.name == flag)
+            if param.required:
+                continue
+            if value is None:  # deferred: a shown default must be one a test compares with its settings
+                assert not isinstance(help_default, str) or flag in checked.get(command, set()), (command, flag)
+            elif (command, flag) in mirrored:
+                assert value == mirrored[(command, flag)], (command, flag)
+            else:
+                assert (command, flag) in CLI_OWNED, f"{command} --{flag}: a literal default no test checks"

@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 
+from tomforge.audits.shortcuts import shortcut_table
 from tomforge.generators import (
     ADAPTER_INFO,
     GENERATOR,
@@ -23,7 +24,7 @@ from tomforge.generators import (
 )
 from tomforge.generators.checker import check_record
 from tomforge.generators.entities import pools, surface
-from tomforge.generators.shortcuts import HEURISTICS, balance_summary, mentions, shortcut_table
+from tomforge.generators.shortcuts import HEURISTICS, balance_summary, mentions
 from tomforge.generators.templates import BELIEF_WH, BELIEF_YN, EVENTS, MEMORY_WH, MEMORY_YN, REALITY_WH, REALITY_YN
 from tomforge.warehouse.validate import first_error, is_valid
 

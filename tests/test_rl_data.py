@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments.data import HIGHER_ORDER_SPLIT, DataPlan, eval_refs
 from tests.rl_data import SMALL_PLAN, small_release
-from tomforge.rl.data import HIGHER_ORDER_SPLIT, DataPlan, eval_refs
 from tomforge.rl.evaluate import evaluate
 from tomforge.rl.release import SplitRef, list_splits, read_split
 from tomforge.rl.reward import reward

@@ -11,11 +11,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from experiments.experiment_data import ExperimentData, build_experiment_table, story_sides
+from experiments.experiment_report import shortcut, wilson
+from tomforge.audits.shortcuts import shortcut_table, worst_gap
 from tomforge.generators import generate_records
 from tomforge.generators.checker import check_record
-from tomforge.generators.shortcuts import shortcut_table, worst_gap
-from tomforge.rl.experiment_data import ExperimentData, build_experiment_table, story_sides
-from tomforge.rl.experiment_report import shortcut, wilson
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -52,7 +52,7 @@ def test_story_sides_split_stories_per_cell() -> None:
 def experiment_warehouse(tmp_path_factory) -> Path:
     """The sample HiToM file holds two stories in two (length, deception) cells: the stories are
     divided alternately here (story_sides itself is tested above), so both sides exist."""
-    import tomforge.rl.experiment_data as experiment_data
+    import experiments.experiment_data as experiment_data
     from tomforge.generators import ADAPTER_INFO
     from tomforge.warehouse import db
     from tomforge.warehouse.ingest import ingest
@@ -63,7 +63,7 @@ def experiment_warehouse(tmp_path_factory) -> Path:
     ingest(warehouse, "hitom", SAMPLES / "hitom" / "Hi-ToM_data.json")
     ingest(warehouse, "tomi", SAMPLES / "tomi")
     plan = ExperimentData(n_gen_train=40, n_gen_test=21, tomi_per_order=2)
-    from tomforge.rl.experiment_data import _generated
+    from experiments.experiment_data import _generated
 
     for ref, records in _generated(plan):
         ingest_records(warehouse, ADAPTER_INFO, records, ref)
@@ -186,7 +186,7 @@ def _metrics(folder: Path, accs: dict[str, dict[str, float]], agree: float = 0.5
 
 
 def test_seed_summary_matches_hand_worked_means_and_paired_signs(tmp_path: Path) -> None:
-    from tomforge.rl.experiment_seeds import main, summarize
+    from experiments.experiment_seeds import main, summarize
 
     runs = {"s0": _metrics(tmp_path / "s0", {"templated-gen": {"gen": 0.40, "tomi": 0.50},
                                               "controlled-gen": {"gen": 0.30, "tomi": 0.50}, "base": {"gen": 0.0}}),

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 import pyarrow as pa
 
+from tomforge.errors import ExitCode, TomforgeError
 from tomforge.schemas import record_schema
 from tomforge.warehouse.columns import arrow_type
 from tomforge.warehouse.record import (
@@ -49,9 +50,11 @@ _STRINGS = frozenset(  # string (or enum) fields, nullable or not
 )
 
 
-class BatchError(ValueError):
+class BatchError(TomforgeError, ValueError):
     """A value Arrow cannot hold in its column (e.g. a number where text belongs): the caller
     falls back to the row path, whose validation names the field."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 @dataclass

@@ -14,13 +14,14 @@ from typing import Any, Iterator
 
 import duckdb
 
+from tomforge.errors import TomforgeError
 from tomforge.warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"
 
 
-class WarehouseError(Exception):
+class WarehouseError(TomforgeError):
     """The warehouse cannot be used or built (missing, not a DuckDB file, failed validation, a bad setting)."""
 
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tomforge.errors import TomforgeError
 from tomforge.schemas import record_schema
 from tomforge.warehouse.db import connect_readonly, one_row
 from tomforge.warehouse.record import CONTEXT_FIELDS, UNSPLIT
@@ -30,7 +31,7 @@ _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 _TURN = pa.struct([("speaker", pa.string()), ("text", pa.string())])
 
 
-class ExportError(Exception):
+class ExportError(TomforgeError):
     """The warehouse cannot be exported as asked (unknown table, clashing names, no rows)."""
 
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tomforge.errors import ExitCode
 from tomforge.warehouse import db
 from tomforge.warehouse.batch import BatchError, ColumnBatch
 from tomforge.warehouse.columns import JSON_COLUMNS, arrow_schema
@@ -65,6 +66,8 @@ class LoadReport:
 class Unreconciled(WarehouseError):
     """A load whose counts do not add up (a record lost or doubled between parsing and loading):
     nothing of it is written. Carries the report, so the counts can be shown."""
+
+    exit_code = ExitCode.UNRECONCILED
 
     def __init__(self, report: LoadReport) -> None:
         self.report = report

@@ -68,7 +68,7 @@ def canonical_json(value: Any) -> str:
 
 def content_hash(record: dict[str, Any]) -> str:
     """sha256 over the canonical JSON of the record's `CONTENT_FIELDS`: equal content, equal hash,
-    whatever the ids, split, file, source version or generator version (README "The unified record").
+    whatever the ids, split, file, source version or generator version (docs/sources.md, "The unified record").
 
     The payload is a shallow copy minus the other fields (a C-level copy, ~10x cheaper than a
     filtering comprehension); sorted-key serialization makes the result independent of key order."""

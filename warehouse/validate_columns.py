@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tomforge.errors import ExitCode, TomforgeError
 from tomforge.schemas import record_schema
 from tomforge.warehouse.columns import JSON_COLUMNS, arrow_type
 
@@ -29,8 +30,10 @@ _TYPES = frozenset({"string", "integer", "boolean", "array", "object", "null"})
 _JSON_PREFIXES = {"object": "{", "array": "["}  # first character of canonical JSON text of that type
 
 
-class UnsupportedSchema(ValueError):
+class UnsupportedSchema(TomforgeError, ValueError):
     """The schema uses a keyword (or layout) the columnar checks cannot reproduce exactly."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 @dataclass(frozen=True)

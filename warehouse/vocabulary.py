@@ -4,7 +4,7 @@ belief order to its question type.
 The vocabularies are read from `schemas/record.schema.json` (the schema is the contract; this only
 names it for Python). Every adapter and generator that asks where someone thinks something is
 classifies the question here, so "order 1 is first_order_belief, 2 and more are
-higher_order_belief, 0 asks about the world" is written once (see the README, "belief_order").
+higher_order_belief, 0 asks about the world" is written once (see docs/sources.md, "belief_order").
 """
 from __future__ import annotations
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tomforge.errors import TomforgeError
 
-class ParseError(ValueError):
+
+class ParseError(TomforgeError, ValueError):
     """A story or question the world model cannot represent; the message says where and why."""
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
+from tomforge.errors import TomforgeError
 
-class SourceError(Exception):
+
+class SourceError(TomforgeError):
     """An input that cannot be read at all; the message is one line naming the file (and record)."""
 
     def __init__(self, file: str | Path, problem: str, record: str | None = None) -> None:
@@ -95,7 +97,7 @@ class Adapter(AdapterInfo, ABC):
         raise NotImplementedError(f"{self.name}: split_input returned a file but read_part is not implemented")
 
 
-class RecordError(Exception):
+class RecordError(TomforgeError):
     """One malformed input record: the input field at fault and why. Adapters raise it while parsing
     a record and turn it into that record's `Reject` (it never escapes an adapter)."""
 

@@ -144,10 +144,10 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progre
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tomforge.rl.experiment_data --out out/exp`: the warehouse and release the GPU run reads."""
+    """`python -m experiments.experiment_data --out out/exp`: the warehouse and release the GPU run reads."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment_data")
+    parser = argparse.ArgumentParser(prog="python -m experiments.experiment_data")
     parser.add_argument("--out", default="out/exp")
     defaults = ExperimentData()
     for name in ("hitom", "tomi", "n_gen_train", "n_gen_test", "tomi_per_order", "seed"):

@@ -1,8 +1,8 @@
-"""End-to-end RL smoke run on one GPU, with nothing downloaded: `python -m tomforge.rl.demo`.
+"""End-to-end RL smoke run on one GPU, with nothing downloaded: `python -m experiments.demo`.
 
 1. the project's own data through the project's own pipeline (`rl.data.build_release`):
    generated questions + ToMi/HiToM-format samples -> warehouse -> published release folder;
-   or `--release DIR`, a release folder built beforehand (`python -m tomforge.rl.data --out DIR`);
+   or `--release DIR`, a release folder built beforehand (`python -m experiments.data --out DIR`);
 2. a byte-level BPE tokenizer trained on `tomforge_gen/train` and a Qwen2-architecture model
    built from a config (random weights);
 3. a short supervised warm-up on the training answers (format and a starting policy);
@@ -77,7 +77,7 @@ def plot_reward_curve(curve: list[dict[str, Any]], out: Path) -> None:
 
 def _settings(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:
     """The command line and the chosen size's settings with `--set` overrides applied."""
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.demo")
+    parser = argparse.ArgumentParser(prog="python -m experiments.demo")
     parser.add_argument("--size", choices=sorted(SIZES), default="gpu")
     parser.add_argument("--work", default="out/demo", help="release, checkpoints and warehouse go here")
     parser.add_argument("--metrics", default="docs/runs/demo", help="small metrics file and plots go here")
@@ -99,7 +99,7 @@ def _settings(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any
 def _release_and_model(args: argparse.Namespace, cfg: dict[str, Any], metrics: dict[str, Any]) -> tuple[Path, Any, Any]:
     """Phases 1-2: the release (given or built), its training split and a tokenizer + random model saved
     under `work/base`; returns (release, training split, tokenizer)."""
-    from tomforge.rl.data import TRAIN_REF, DataPlan, build_release, eval_refs
+    from experiments.data import TRAIN_REF, DataPlan, build_release, eval_refs
     from tomforge.rl.release import SplitRef, load_split
     from tomforge.rl.sft import target_completion
     from tomforge.rl.tiny import build_model, build_tokenizer
@@ -172,8 +172,8 @@ def _eval(args: argparse.Namespace, cfg: dict[str, Any], release: Path, metrics:
     """Phase 5: `tomforge eval` of the warm-up and the RL model into `work/warehouse.duckdb`; their rows."""
     import duckdb
 
+    from experiments.data import IN_DISTRIBUTION
     from tomforge.flows.cli import app
-    from tomforge.rl.data import IN_DISTRIBUTION
 
     work, rows = Path(args.work), []
     metrics["eval"] = {}
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gpu = torch.cuda.is_available()
     metrics: dict[str, Any] = {
-        "command": "python -m tomforge.rl.demo " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m experiments.demo " + " ".join(argv if argv is not None else sys.argv[1:]),
         "size": args.size, "config": cfg,
         "device": torch.cuda.get_device_name(0) if gpu else platform.processor() or "cpu",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,

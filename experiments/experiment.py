@@ -1,7 +1,7 @@
 """The templated-vs-controlled experiment, GPU side: every arm trained and evaluated with the same
 budget, all arms at once on one GPU (a 135M model leaves an H200 mostly idle).
 
-    python -m tomforge.rl.experiment run --release out/exp/release --model SmolLM2-135M-Instruct.Q4_1.gguf \
+    python -m experiments.experiment run --release out/exp/release --model SmolLM2-135M-Instruct.Q4_1.gguf \
         --work /tmp/exp --out OUT
 
 For each trained arm, in its own process: a short supervised warm-up on the answer format
@@ -139,7 +139,7 @@ def run_all(release: str, model: str, work: Path, out: Path, recipe: dict[str, A
     procs = {}
     names = arms if phase == "train" or not with_base else ["base", *arms]
     for name in names:
-        cmd = [sys.executable, "-m", "tomforge.rl.experiment", "arm", "--name", name, "--release", release, "--model", model,
+        cmd = [sys.executable, "-m", "experiments.experiment", "arm", "--name", name, "--release", release, "--model", model,
                "--work", str(work), "--recipe", json.dumps(recipe), "--phase", phase]
         cmd += ["--limit", str(limit)] if limit else []
         log = (out / f"{name}-{phase}.log").open("w")
@@ -179,7 +179,7 @@ def _brief(path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment")
+    parser = argparse.ArgumentParser(prog="python -m experiments.experiment")
     parser.add_argument("mode", choices=("run", "arm"))
     parser.add_argument("--release", required=True)
     parser.add_argument("--model", required=True, help="the untrained model: a .gguf file, folder or Hub id")

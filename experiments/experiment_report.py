@@ -1,7 +1,7 @@
 """The templated-vs-controlled experiment, CPU side after the GPU run: the arms' eval warehouses are
 merged into the experiment's warehouse (`eval_results`), then `metrics.json` and the plots.
 
-    python -m tomforge.rl.experiment_report --warehouse out/exp/data.duckdb --work RUN_WORK --out docs/runs/RUN
+    python -m experiments.experiment_report --warehouse out/exp/data.duckdb --work RUN_WORK --out docs/runs/RUN
 
 Per arm and evaluation set: accuracy overall and by belief order with n and a 95% Wilson interval,
 the format rate, and the shortcut diagnostic: for each heuristic of the artifact audit (first-
@@ -23,7 +23,7 @@ from typing import Any, cast
 import duckdb
 import polars as pl
 
-from tomforge.rl.experiment import ARMS, EVAL_SPLITS
+from experiments.experiment import ARMS, EVAL_SPLITS
 from tomforge.rl.prompts import option_labels
 from tomforge.rl.reward import choice_index, texts_match, yes_no
 
@@ -31,12 +31,12 @@ PARAMETERS = 134_515_008  # SmolLM2-135M-Instruct, counted from the converted mo
 PEAK_FLOPS = 989e12  # H200 dense bf16 (spec sheet); the device notes measure about 790e12 in practice
 HEURISTICS = ("first", "last", "most", "first_container", "modal_position")
 REPEAT = [  # docs/runs/README.md (h200-run4-experiment) says how the model and wheels get to the GPU machine
-    "python -m tomforge.rl.experiment_data --out out/exp",
-    "GPU: python -m tomforge.rl.experiment run --phase train --arms templated-real,templated-real-stories --release release "
+    "python -m experiments.experiment_data --out out/exp",
+    "GPU: python -m experiments.experiment run --phase train --arms templated-real,templated-real-stories --release release "
     "--model /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf --work /tmp/exp/work --out $OUT/logs",
-    "GPU: python -m tomforge.rl.experiment run --phase train --arms templated-gen,controlled-gen (same arguments)",
-    "GPU: python -m tomforge.rl.experiment run --phase eval (same arguments)",
-    "python -m tomforge.rl.experiment_report --warehouse out/exp/data.duckdb --work WORK --out docs/runs/RUN",
+    "GPU: python -m experiments.experiment run --phase train --arms templated-gen,controlled-gen (same arguments)",
+    "GPU: python -m experiments.experiment run --phase eval (same arguments)",
+    "python -m experiments.experiment_report --warehouse out/exp/data.duckdb --work WORK --out docs/runs/RUN",
 ]
 ORDER = ("base", *ARMS)
 
@@ -264,7 +264,7 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment_report")
+    parser = argparse.ArgumentParser(prog="python -m experiments.experiment_report")
     parser.add_argument("--warehouse", default="out/exp/data.duckdb")
     parser.add_argument("--work", required=True, help="the GPU run's work folder (arm.json, eval.duckdb per arm)")
     parser.add_argument("--out", required=True, help="docs/runs/<run>")

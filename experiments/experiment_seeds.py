@@ -7,7 +7,7 @@ difference between two arms within each seed (same seed, same evaluation items) 
 seeds it has each sign; and the modal-position shortcut per seed (share of answers at the evaluation
 set's most frequent gold position, and accuracy where that rule is right vs wrong).
 
-    python -m tomforge.rl.experiment_seeds --run seed0=docs/runs/h200-run4-experiment --run seed1=DIR ... --out DIR
+    python -m experiments.experiment_seeds --run seed0=docs/runs/h200-run4-experiment --run seed1=DIR ... --out DIR
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def _run_arg(text: str) -> tuple[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.experiment_seeds")
+    parser = argparse.ArgumentParser(prog="python -m experiments.experiment_seeds")
     parser.add_argument("--run", type=_run_arg, action="append", required=True,
                         help="NAME=FOLDER of one seed's rl.experiment_report output (repeat per seed)")
     parser.add_argument("--out", required=True, help="folder for seeds.json and seeds.md")

@@ -99,11 +99,11 @@ def eval_refs(root: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tomforge.rl.data --out DIR`: build the release folder (e.g. here, then carry it to a GPU machine)."""
+    """`python -m experiments.data --out DIR`: build the release folder (e.g. here, then carry it to a GPU machine)."""
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m tomforge.rl.data")
+    parser = argparse.ArgumentParser(prog="python -m experiments.data")
     parser.add_argument("--out", required=True, help="release folder to write")
     parser.add_argument("--warehouse", default=None, help="warehouse file to build (default: beside --out)")
     for name, default in DataPlan().__dict__.items():

@@ -1,0 +1,136 @@
+"""One error hierarchy: every exception class of the project is a `TomforgeError` with the exit code the
+command has always given it, and the CLI's one handler turns each into that code.
+
+The expected codes are written out by hand from the contract the handlers had before they became one
+(`one_line_errors`, `publish_errors`, `rl_errors`, `audit_errors` and the inline try/excepts of
+`clean`, `sql` and `rebuild`), not read from the classes."""
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tomforge.errors import ExitCode, TomforgeError
+from tomforge.flows.cli import UserErrorGroup
+from tomforge.warehouse.load import LoadReport
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("audits", "flows", "generators", "hub", "rl", "schemas", "warehouse")
+EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps its traceback)
+    "audits.clean.CleaningError": 3,
+    "audits.freshness.StaleAuditError": 8,
+    "audits.store.SelectionError": 2,
+    "flows.config.ConfigError": 2,
+    "flows.query.QueryError": 2,
+    "generators.real.story.ParseError": 2,
+    "generators.world.StoryError": 1,
+    "hub.ledger.LedgerError": 3,
+    "hub.manifest.ManifestError": 2,
+    "hub.release.ReleaseError": 2,
+    "hub.remote.ConflictError": 6,
+    "hub.remote.PublishError": 5,
+    "hub.remote.UnreachableError": 5,
+    "rl.models.ModelSourceError": 2,
+    "rl.release.ReleaseReadError": 2,
+    "rl.verl_backend.VerlConfigError": 2,
+    "warehouse.batch.BatchError": 1,
+    "warehouse.db.WarehouseError": 2,
+    "warehouse.export.ExportError": 2,
+    "warehouse.load.Unreconciled": 3,
+    "warehouse.sources.base.RecordError": 2,
+    "warehouse.sources.base.SourceError": 2,
+    "warehouse.validate_columns.UnsupportedSchema": 1,
+}
+EXCEPTION_BASES = {"Exception", "ValueError", "RuntimeError", "KeyError", "TypeError", "OSError", "TomforgeError"}
+
+
+def _declared_exception_classes() -> set[str]:
+    """Every class in the project's source whose bases name an exception (read from the files, so a new
+    exception class without an entry in EXPECTED fails here)."""
+    names = {key.rsplit(".", 1)[1] for key in EXPECTED} | EXCEPTION_BASES
+    found = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and any(
+                        isinstance(base, ast.Name) and base.id in names for base in node.bases):
+                    found.add(f"{module}.{node.name}")
+    return found
+
+
+def _class(key: str) -> type[BaseException]:
+    module, name = key.rsplit(".", 1)
+    return getattr(importlib.import_module(f"tomforge.{module}"), name)
+
+
+def test_every_exception_class_is_listed() -> None:
+    assert _declared_exception_classes() == set(EXPECTED)
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_class_derives_from_tomforge_error_with_its_code(key: str) -> None:
+    cls = _class(key)
+    assert issubclass(cls, TomforgeError)
+    assert cls.exit_code == EXPECTED[key]
+
+
+def test_error_class_names_are_unique() -> None:
+    names = [key.rsplit(".", 1)[1] for key in EXPECTED]
+    assert len(names) == len(set(names))
+
+
+def _planted(cls: type[BaseException]) -> BaseException:
+    if cls.__name__ == "Unreconciled":
+        return cls(LoadReport("hitom", "planted.json", read=3, loaded=1, rejected=1))
+    error = cls.__new__(cls)
+    Exception.__init__(error, "planted.json, record 7: planted problem")
+    return error
+
+
+def _run(command: str, error: BaseException) -> object:
+    app = typer.Typer(cls=UserErrorGroup, pretty_exceptions_enable=False)
+
+    @app.command(command)
+    def _raise() -> None:
+        raise error
+
+    @app.command("other")
+    def _other() -> None:  # a group of one command would not be a group
+        pass
+
+    return CliRunner().invoke(app, [command])
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_the_one_handler_gives_each_class_its_exit_code(key: str) -> None:
+    error = _planted(_class(key))
+    result = _run("publish", error)
+    assert result.exit_code == EXPECTED[key]
+    if EXPECTED[key] == ExitCode.INTERNAL:
+        assert result.exception is error  # kept for its traceback
+        return
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == f"error: {error}"
+    if key.endswith("Unreconciled"):  # its counts come first
+        assert "read = loaded + rejected" in result.stdout and "NO" in result.stdout
+
+
+def test_value_errors_are_bad_input_only_where_flags_build_settings() -> None:
+    assert _run("audit", ValueError("jaccard must be <= 1")).exit_code == ExitCode.BAD_INPUT
+    assert _run("train", ValueError("algorithm must be rloo or grpo")).exit_code == ExitCode.BAD_INPUT
+    elsewhere = _run("publish", ValueError("a bug"))
+    assert elsewhere.exit_code == ExitCode.INTERNAL and isinstance(elsewhere.exception, ValueError)
+
+
+def test_missing_rl_extra_is_one_line_in_the_rl_commands_only() -> None:
+    missing = _run("eval", ModuleNotFoundError("No module named 'trl'", name="trl"))
+    assert missing.exit_code == ExitCode.BAD_INPUT
+    assert "pip install -e '.[rl]'" in missing.stderr and "missing: trl" in missing.stderr
+    other = _run("eval", ModuleNotFoundError("No module named 'nothere'", name="nothere"))
+    assert other.exit_code == ExitCode.INTERNAL
+    assert _run("sql", ModuleNotFoundError("x", name="trl")).exit_code == ExitCode.INTERNAL
