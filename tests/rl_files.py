@@ -40,7 +40,7 @@ def _row(source: str, prompt: Any, truth: Any, extra: dict[str, Any] | None, dif
 # (row, expected context, question, answer, answer_format, prompt_split) or (row, rejected field)
 VERL_CASES: list[tuple[dict, tuple]] = [
     (_row("tomi_rl", _user("Story: Ann put the apple in the basket. Ann left. Bob moved the apple to the box.\n"
-                          "Question: Where will Ann look for the apple?\nAnswer in one word."),
+                          "Question: Where will Ann look for the apple?\n\nAnswer in one word."),
           "basket", {"index": 0, "order": 1, "id": "a"}),
      ("Ann put the apple in the basket. Ann left. Bob moved the apple to the box.",
       "Where will Ann look for the apple?", "basket", "free_text", "story_and_question")),
@@ -59,8 +59,11 @@ VERL_CASES: list[tuple[dict, tuple]] = [
     (_row("dialogue", _user("Dialogue:\nGus: I left the cake here.\nHal: I ate it.\n\nQuestion: Who ate the cake?"),
           "Hal", {"index": 4, "order": 2, "id": "e"}),
      ("Gus: I left the cake here.\nHal: I ate it.", "Who ate the cake?", "Hal", "free_text", "story_and_question")),
-    (_row("noprompt", None, "box", {"index": 5, "order": 1, "id": "f"}), ("prompt",)),
-    (_row("notruth", _user("Story: Ivy ran.\nQuestion: Who ran?"), None, {"index": 6, "order": 1, "id": "g"}),
+    (_row("two_lines", _user("Story: Jan saw Kai.\nQuestion: Target: Who saw Kai?\nDoes Kai know?\n\nSay yes or no."),
+          "yes", {"index": 5, "order": 1, "id": "f"}),
+     ("Jan saw Kai.", "Target: Who saw Kai?\nDoes Kai know?", "yes", "yes_no", "story_and_question")),
+    (_row("noprompt", None, "box", {"index": 6, "order": 1, "id": "g"}), ("prompt",)),
+    (_row("notruth", _user("Story: Ivy ran.\nQuestion: Who ran?"), None, {"index": 7, "order": 1, "id": "h"}),
      ("reward_model.ground_truth",)),
 ]
 

@@ -29,13 +29,13 @@ def test_verl_rows_become_the_hand_worked_records(tmp_path: Path) -> None:
     expected = [want for _, want in VERL_CASES if len(want) > 1]
     assert [(r["context"], r["question"], r["answer"], r["answer_format"], r["meta"]["tomforge_rl"]["prompt_split"])
             for r in records] == expected
-    assert [(j.record, j.field) for j in rejects] == [("row5", "prompt"), ("row6", "reward_model.ground_truth")]
+    assert [(j.record, j.field) for j in rejects] == [("row6", "prompt"), ("row7", "reward_model.ground_truth")]
     assert all(j.file == "train.parquet" for j in rejects)
     assert ADAPTER.count_input(path) == len(VERL_CASES) == len(records) + len(rejects)
     assert {r["split"] for r in records} == {"train"}
     assert [r["question_type"] for r in records] == [
-        "first_order_belief", "reality", "unknown", "unknown", "higher_order_belief"]
-    assert [r["belief_order"] for r in records] == [1, 0, None, None, 2]
+        "first_order_belief", "reality", "unknown", "unknown", "higher_order_belief", "first_order_belief"]
+    assert [r["belief_order"] for r in records] == [1, 0, None, None, 2, 1]
     assert records[1]["answer_list"] == ["jar", "table"]
     dialogue = records[4]
     assert dialogue["context_kind"] == "dialogue"
@@ -128,15 +128,15 @@ def test_ingest_prints_how_many_prompts_were_not_split(tmp_path: Path) -> None:
     progress = Recording()
     warehouse = tmp_path / "w.duckdb"
     report = ingest(warehouse, "rlfiles", path, progress=progress)
-    assert (report.read, report.loaded, report.rejected) == (7, 5, 2)
+    assert (report.read, report.loaded, report.rejected) == (8, 6, 2)
     (line,) = [line for line in progress.lines if "whole prompt" in line]
-    assert line.startswith("rlfiles: 1 of 5 loaded rows keep the whole prompt as their context")
-    assert "4 split at story and question markers" in line
+    assert line.startswith("rlfiles: 1 of 6 loaded rows keep the whole prompt as their context")
+    assert "5 split at story and question markers" in line
     with duckdb.connect(str(warehouse), read_only=True) as con:
         queried = con.execute("SELECT count(*) FROM items WHERE meta->'tomforge_rl'->>'prompt_split' = 'none'").fetchall()
         rejects = con.sql("SELECT file, record, field FROM rejects ORDER BY record").fetchall()
     assert queried == [(1,)]
-    assert rejects == [("train.parquet", "row5", "prompt"), ("train.parquet", "row6", "reward_model.ground_truth")]
+    assert rejects == [("train.parquet", "row6", "prompt"), ("train.parquet", "row7", "reward_model.ground_truth")]
 
 
 def test_cli_flags(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_cli_flags(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["ingest", "-s", "rlfiles", "-p", str(path), "--warehouse", str(warehouse),
                                       "--split", "rl_mix", "--question-marker", "Question:", "--end-marker", "Options:"])
     assert result.exit_code == 0, result.output
-    assert "1 of 5 loaded rows keep the whole prompt" in result.output
+    assert "1 of 6 loaded rows keep the whole prompt" in result.output
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.sql("SELECT DISTINCT split FROM items").fetchall() == [("rl_mix",)]
         # --end-marker replaced the defaults: "Answer:" no longer ends a question
@@ -169,4 +169,4 @@ def test_read_in_batches_not_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = write_verl(tmp_path / "train.parquet")
     monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read the whole file at once"))
     records, _ = read_all(ADAPTER, path)
-    assert len(records) == 5
+    assert len(records) == 6

@@ -4,7 +4,8 @@ RL files carry the benchmark item inside a prompt written for a model: a list of
 (verl, TRL "conversational") or one string (TRL "standard"). The story and the question are found
 by markers (`PromptMarkers`): the last story marker ("Story:", "Dialogue:", ...) opens the story,
 the first question marker after it ("Question:") closes the story and opens the question, and the
-question runs to the end of its line or the first end marker ("Options:", "Answer:", ...). That covers the
+question runs to the first blank line or end marker ("Options:", "Answer:", ...): a question may
+span lines (FANToM's answerability questions do), so a line break alone does not end it. That covers the
 common "Story: ... Question: ..." shape and the prompt tomforge's own `rl/prompts.py` writes
 ("Story:\\n...\\n\\nQuestion: ...\\n\\nOptions:\\n..."). Without a story marker the text before the
 question marker is the story ("question_only"). A prompt the markers do not split keeps the
@@ -26,6 +27,7 @@ from tomforge.warehouse.sources.base import RecordError
 SPLIT_BOTH = "story_and_question"
 SPLIT_QUESTION_ONLY = "question_only"
 SPLIT_NONE = "none"
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,12 @@ def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
 
 
 def _question_end(text: str, start: int, markers: PromptMarkers) -> int:
-    """Where the question stops: the end of its line or the first end marker after `start`, else the end."""
+    """Where the question stops: the first blank line or end marker after `start`, else the end."""
     body_start = start + (len(text[start:]) - len(text[start:].lstrip()))
     ends = [len(text)]
-    line_end = text.find("\n", body_start)
-    if line_end >= 0:
-        ends.append(line_end)
+    blank = _BLANK_LINE.search(text, body_start)
+    if blank:
+        ends.append(blank.start())
     if markers.end:
         marker = _pattern(markers.end).search(text, body_start)
         if marker:
