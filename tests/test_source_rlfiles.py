@@ -170,3 +170,30 @@ def test_read_in_batches_not_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read the whole file at once"))
     records, _ = read_all(ADAPTER, path)
     assert len(records) == 6
+
+
+def test_a_hub_dataset_id_on_the_loopback_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ingest --path ORG/NAME` downloads the repo's data files with huggingface_hub (no network but
+    loopback) and reads them like a local folder: shards of two splits, a README left out."""
+    from huggingface_hub import HfApi
+
+    from tests.hubserver import FakeHub, HubServer, forbid_internet, point_clients_at
+
+    token = "hf_rlfilesFAKEtoken0123456789abcdef"
+    with HubServer(FakeHub(token=token)) as running:
+        forbid_internet(monkeypatch)
+        point_clients_at(monkeypatch, running.url, tmp_path / "hf_home", token)
+        local = tmp_path / "repo"
+        write_verl(local / "data" / "train-00000-of-00001.parquet")
+        write_trl(local / "data" / "test-00000-of-00001.jsonl")
+        (local / "README.md").write_text("---\nlicense: mit\n---\n# RL mix\n", encoding="utf-8")
+        api = HfApi(endpoint=running.url, token=token)
+        api.create_repo("someone/tom-rl", repo_type="dataset")
+        api.upload_folder(folder_path=str(local), repo_id="someone/tom-rl", repo_type="dataset")
+        report = ingest(tmp_path / "w.duckdb", "rlfiles", "someone/tom-rl")
+    assert (report.read, report.loaded, report.rejected) == (len(VERL_CASES) + 5, 6 + 3, 2 + 2)
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        splits = con.execute("SELECT split, count(*) FROM items GROUP BY 1 ORDER BY 1").fetchall()
+        refs = con.execute("SELECT DISTINCT file FROM rejects ORDER BY 1").fetchall()
+    assert splits == [("test", 3), ("train", 6)]
+    assert refs == [("data/test-00000-of-00001.jsonl",), ("data/train-00000-of-00001.parquet",)]
