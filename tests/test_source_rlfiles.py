@@ -17,8 +17,8 @@ from tomforge.flows.rl_ingest_options import rl_adapter
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.sources import get_adapter
 from tomforge.warehouse.sources.rl_prompt import PromptMarkers
-from tomforge.warehouse.sources.rlfiles import RLFileOptions
 from tomforge.warehouse.sources.rl_rows import split_of
+from tomforge.warehouse.sources.rlfiles import RLFileOptions
 
 ADAPTER = get_adapter("rlfiles")
 
