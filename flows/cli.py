@@ -119,7 +119,8 @@ def ingest(
     split: Optional[str] = typer.Option(None, "--split", show_default="from the file name, else train",
                                         help="rlfiles: the split the rows are filed under."),
     answer_field: Optional[str] = typer.Option(None, "--answer-field", show_default="reward_model.ground_truth, "
-                                               "answer, ground_truth, solution, completion",
+                                               "answer, ground_truth, solution, completion, extra_info.answer, "
+                                               "extra_info.ground_truth",
                                                help="rlfiles: the column (dotted path) holding the answer."),
     story_marker: Optional[list[str]] = typer.Option(None, "--story-marker", show_default="Story: Dialogue: "
                                                      "Context: Passage:", help="rlfiles: opens the story (repeat)."),

@@ -197,3 +197,21 @@ def test_a_hub_dataset_id_on_the_loopback_hub(tmp_path: Path, monkeypatch: pytes
         refs = con.execute("SELECT DISTINCT file FROM rejects ORDER BY 1").fetchall()
     assert splits == [("test", 3), ("train", 6)]
     assert refs == [("data/test-00000-of-00001.jsonl",), ("data/train-00000-of-00001.parquet",)]
+
+
+def test_other_message_shapes(tmp_path: Path) -> None:
+    """ShareGPT {from, value} turns, a prompt stored as the JSON text of its messages, a tool-call turn
+    without content, and the answer inside extra_info."""
+    rows = [
+        {"prompt": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Story: Ro ran.\nQuestion: Who ran?"}],
+         "answer": "Ro"},
+        {"prompt": json.dumps([{"role": "assistant", "content": None},
+                               {"role": "user", "content": "Story: Su sang.\nQuestion: Who sang?"}]),
+         "extra_info": {"answer": "Su"}},
+    ]
+    path = tmp_path / "shapes.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    records, rejects = read_all(ADAPTER, path)
+    assert not rejects
+    assert [(r["context"], r["question"], r["answer"], r["meta"]["tomforge_rl"]["answer_field"]) for r in records] == [
+        ("Ro ran.", "Who ran?", "Ro", "answer"), ("Su sang.", "Who sang?", "Su", "extra_info.answer")]

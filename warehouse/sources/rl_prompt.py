@@ -64,8 +64,14 @@ def _pattern(markers: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"(?:(?<=\s)|^)({alternatives})")
 
 
+USER_ROLES = frozenset({"user", "human"})
+
+
 def message_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of a multimodal content list."""
+    """A message's text: a string, the text parts of a multimodal content list, or "" for none
+    (an assistant turn that only calls a tool)."""
+    if content is None:
+        return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -74,18 +80,33 @@ def message_text(content: Any) -> str:
     raise RecordError("prompt", f"message content is {type(content).__name__}, not text")
 
 
+def _messages(prompt: str) -> list[Any] | None:
+    """A prompt stored as the JSON text of its messages (some releases do), else None."""
+    if not prompt.lstrip().startswith("[{"):
+        return None
+    try:
+        decoded = json.loads(prompt)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, list) and all(isinstance(m, dict) for m in decoded) else None
+
+
 def user_texts(prompt: Any) -> list[str]:
-    """The user messages of a chat prompt, in order (a plain string prompt is one user message)."""
+    """The user messages of a chat prompt, in order (a plain string prompt is one user message).
+    Messages are {role, content} (OpenAI, verl, TRL) or {from, value} (ShareGPT); role user or human."""
     if isinstance(prompt, str):
-        return [prompt] if prompt.strip() else []
+        decoded = _messages(prompt)
+        if decoded is None:
+            return [prompt] if prompt.strip() else []
+        prompt = decoded
     if not isinstance(prompt, list):
         raise RecordError("prompt", f"expected chat messages or a string, found {type(prompt).__name__}")
     texts = []
     for number, message in enumerate(prompt):
-        if not isinstance(message, dict) or "content" not in message:
+        if not isinstance(message, dict) or not ({"content", "value"} & set(message)):
             raise RecordError("prompt", f"message {number} is not a {{role, content}} object")
-        if message.get("role") == "user":
-            text = message_text(message["content"])
+        if message.get("role", message.get("from")) in USER_ROLES:
+            text = message_text(message["content"] if "content" in message else message["value"])
             if text.strip():
                 texts.append(text)
     return texts

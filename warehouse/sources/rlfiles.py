@@ -43,7 +43,8 @@ from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 NAME = "rlfiles"
 DEFAULT_SPLIT = "train"
-ANSWER_FIELDS = ("reward_model.ground_truth", "answer", "ground_truth", "solution", "completion")
+ANSWER_FIELDS = ("reward_model.ground_truth", "answer", "ground_truth", "solution", "completion",
+                 "extra_info.answer", "extra_info.ground_truth")
 ORDER_FIELDS = ("belief_order", "order", "question_order", "tom_order")
 UNKNOWN_TYPE = "unknown"
 SPLIT_COLUMNS = "columns"
