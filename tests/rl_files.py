@@ -62,6 +62,10 @@ VERL_CASES: list[tuple[dict, tuple]] = [
     (_row("two_lines", _user("Story: Jan saw Kai.\nQuestion: Target: Who saw Kai?\nDoes Kai know?\n\nSay yes or no."),
           "yes", {"index": 5, "order": 1, "id": "f"}),
      ("Jan saw Kai.", "Target: Who saw Kai?\nDoes Kai know?", "yes", "yes_no", "story_and_question")),
+    (_row("question_first", _user("Question: Where will Lea look for the cup?\nStory: Lea left the cup on the desk. "
+                                  "Max moved it.\nAnswer: think first."), "desk", None),
+     ("Lea left the cup on the desk. Max moved it.", "Where will Lea look for the cup?", "desk", "free_text",
+      "story_and_question")),
     (_row("noprompt", None, "box", {"index": 6, "order": 1, "id": "g"}), ("prompt",)),
     (_row("notruth", _user("Story: Ivy ran.\nQuestion: Who ran?"), None, {"index": 7, "order": 1, "id": "h"}),
      ("reward_model.ground_truth",)),

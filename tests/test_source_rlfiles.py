@@ -29,13 +29,13 @@ def test_verl_rows_become_the_hand_worked_records(tmp_path: Path) -> None:
     expected = [want for _, want in VERL_CASES if len(want) > 1]
     assert [(r["context"], r["question"], r["answer"], r["answer_format"], r["meta"]["tomforge_rl"]["prompt_split"])
             for r in records] == expected
-    assert [(j.record, j.field) for j in rejects] == [("row6", "prompt"), ("row7", "reward_model.ground_truth")]
+    assert [(j.record, j.field) for j in rejects] == [("row7", "prompt"), ("row8", "reward_model.ground_truth")]
     assert all(j.file == "train.parquet" for j in rejects)
     assert ADAPTER.count_input(path) == len(VERL_CASES) == len(records) + len(rejects)
     assert {r["split"] for r in records} == {"train"}
     assert [r["question_type"] for r in records] == [
-        "first_order_belief", "reality", "unknown", "unknown", "higher_order_belief", "first_order_belief"]
-    assert [r["belief_order"] for r in records] == [1, 0, None, None, 2, 1]
+        "first_order_belief", "reality", "unknown", "unknown", "higher_order_belief", "first_order_belief", "unknown"]
+    assert [r["belief_order"] for r in records] == [1, 0, None, None, 2, 1, None]
     assert records[1]["answer_list"] == ["jar", "table"]
     dialogue = records[4]
     assert dialogue["context_kind"] == "dialogue"
@@ -128,15 +128,15 @@ def test_ingest_prints_how_many_prompts_were_not_split(tmp_path: Path) -> None:
     progress = Recording()
     warehouse = tmp_path / "w.duckdb"
     report = ingest(warehouse, "rlfiles", path, progress=progress)
-    assert (report.read, report.loaded, report.rejected) == (8, 6, 2)
+    assert (report.read, report.loaded, report.rejected) == (9, 7, 2)
     (line,) = [line for line in progress.lines if "whole prompt" in line]
-    assert line.startswith("rlfiles: 1 of 6 loaded rows keep the whole prompt as their context")
-    assert "5 split at story and question markers" in line
+    assert line.startswith("rlfiles: 1 of 7 loaded rows keep the whole prompt as their context")
+    assert "6 split at story and question markers" in line
     with duckdb.connect(str(warehouse), read_only=True) as con:
         queried = con.execute("SELECT count(*) FROM items WHERE meta->'tomforge_rl'->>'prompt_split' = 'none'").fetchall()
         rejects = con.sql("SELECT file, record, field FROM rejects ORDER BY record").fetchall()
     assert queried == [(1,)]
-    assert rejects == [("train.parquet", "row6", "prompt"), ("train.parquet", "row7", "reward_model.ground_truth")]
+    assert rejects == [("train.parquet", "row7", "prompt"), ("train.parquet", "row8", "reward_model.ground_truth")]
 
 
 def test_cli_flags(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_cli_flags(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["ingest", "-s", "rlfiles", "-p", str(path), "--warehouse", str(warehouse),
                                       "--split", "rl_mix", "--question-marker", "Question:", "--end-marker", "Options:"])
     assert result.exit_code == 0, result.output
-    assert "1 of 6 loaded rows keep the whole prompt" in result.output
+    assert "1 of 7 loaded rows keep the whole prompt" in result.output
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.sql("SELECT DISTINCT split FROM items").fetchall() == [("rl_mix",)]
         # --end-marker replaced the defaults: "Answer:" no longer ends a question
@@ -169,7 +169,7 @@ def test_read_in_batches_not_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = write_verl(tmp_path / "train.parquet")
     monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read the whole file at once"))
     records, _ = read_all(ADAPTER, path)
-    assert len(records) == 6
+    assert len(records) == 7
 
 
 def test_a_hub_dataset_id_on_the_loopback_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,11 +191,11 @@ def test_a_hub_dataset_id_on_the_loopback_hub(tmp_path: Path, monkeypatch: pytes
         api.create_repo("someone/tom-rl", repo_type="dataset")
         api.upload_folder(folder_path=str(local), repo_id="someone/tom-rl", repo_type="dataset")
         report = ingest(tmp_path / "w.duckdb", "rlfiles", "someone/tom-rl")
-    assert (report.read, report.loaded, report.rejected) == (len(VERL_CASES) + 5, 6 + 3, 2 + 2)
+    assert (report.read, report.loaded, report.rejected) == (len(VERL_CASES) + 5, 7 + 3, 2 + 2)
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         splits = con.execute("SELECT split, count(*) FROM items GROUP BY 1 ORDER BY 1").fetchall()
         refs = con.execute("SELECT DISTINCT file FROM rejects ORDER BY 1").fetchall()
-    assert splits == [("test", 3), ("train", 6)]
+    assert splits == [("test", 3), ("train", 7)]
     assert refs == [("data/test-00000-of-00001.jsonl",), ("data/train-00000-of-00001.parquet",)]
 
 

@@ -5,7 +5,8 @@ RL files carry the benchmark item inside a prompt written for a model: a list of
 by markers (`PromptMarkers`): the last story marker ("Story:", "Dialogue:", ...) opens the story,
 the first question marker after it ("Question:") closes the story and opens the question, and the
 question runs to the first blank line or end marker ("Options:", "Answer:", ...): a question may
-span lines (FANToM's answerability questions do), so a line break alone does not end it. That covers the
+span lines (FANToM's answerability questions do), so a line break alone does not end it. A
+question asked before its story ("Question: ... Story: ...") is read the other way round. That covers the
 common "Story: ... Question: ..." shape and the prompt tomforge's own `rl/prompts.py` writes
 ("Story:\\n...\\n\\nQuestion: ...\\n\\nOptions:\\n..."). Without a story marker the text before the
 question marker is the story ("question_only"). A prompt the markers do not split keeps the
@@ -124,6 +125,8 @@ def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
         found = list(questions.finditer(text))
         closing = found[-1] if found else None
         story = text[:closing.start()] if closing else ""
+    if opening is not None and closing is None:
+        return _question_first(text, opening, questions, markers)
     if closing is None or not story.strip():
         return None
     question = text[closing.end():_question_end(text, closing.end(), markers)].strip()
@@ -133,6 +136,23 @@ def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
     how = SPLIT_BOTH if opening else SPLIT_QUESTION_ONLY
     context = story.strip()
     return SplitPrompt(context, question, how, marker, dialogue_turns(context) if marker == "Dialogue:" else None)
+
+
+def _question_first(text: str, opening: re.Match[str], questions: re.Pattern[str],
+                    markers: PromptMarkers) -> SplitPrompt | None:
+    """"Question: ... Story: ..." (the question asked before the story): the question runs from the
+    last question marker before the story marker to it, the story from there to the first end
+    marker (else the end of the text)."""
+    before = list(questions.finditer(text, 0, opening.start()))
+    if not before:
+        return None
+    question = text[before[-1].end():opening.start()].strip()
+    end = _pattern(markers.end).search(text, opening.end()) if markers.end else None
+    story = text[opening.end():end.start() if end else len(text)].strip()
+    if not question or not story:
+        return None
+    marker = opening.group(1)
+    return SplitPrompt(story, question, SPLIT_BOTH, marker, dialogue_turns(story) if marker == "Dialogue:" else None)
 
 
 def _question_end(text: str, start: int, markers: PromptMarkers) -> int:
