@@ -215,3 +215,26 @@ def test_other_message_shapes(tmp_path: Path) -> None:
     assert not rejects
     assert [(r["context"], r["question"], r["answer"], r["meta"]["tomforge_rl"]["answer_field"]) for r in records] == [
         ("Ro ran.", "Who ran?", "Ro", "answer"), ("Su sang.", "Who sang?", "Su", "extra_info.answer")]
+
+
+def test_marker_search_agrees_with_a_regex_reference() -> None:
+    """first_mark / last_mark (plain string search) against the regex they replace, on random texts
+    of marker pieces, whitespace and letters (markers glued to a word must not count)."""
+    import random
+    import re
+
+    from tomforge.warehouse.sources.rl_prompt import first_mark, last_mark
+
+    markers = ("Story:", "Q:", "Question:", "S")
+    pattern = re.compile(r"(?:(?<=\s)|^)(" + "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True)) + ")")
+    rng = random.Random(7)
+    pieces = ["Story:", "Q:", "Question:", "S", " ", "\n", "x", "ory:", "Que"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        start = rng.randint(0, len(text))
+        found = list(pattern.finditer(text, start))
+        first, last = first_mark(text, markers, start), last_mark(text, markers, start)
+        assert (first and (first.start, first.marker)) == (found and (found[0].start(), found[0].group(1))) or (
+            first is None and not found), text
+        assert (last and (last.start, last.marker)) == (found and (found[-1].start(), found[-1].group(1))) or (
+            last is None and not found), text

@@ -60,9 +60,45 @@ class SplitPrompt:
     turns: list[dict[str, str]] | None = field(default=None)
 
 
-def _pattern(markers: tuple[str, ...]) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(marker) for marker in sorted(markers, key=len, reverse=True))
-    return re.compile(rf"(?:(?<=\s)|^)({alternatives})")
+@dataclass(frozen=True)
+class Mark:
+    """One marker found in a text: where it starts and ends, and which it was."""
+
+    start: int
+    end: int
+    marker: str
+
+
+def _at_boundary(text: str, index: int) -> bool:
+    return index == 0 or text[index - 1].isspace()
+
+
+def first_mark(text: str, markers: tuple[str, ...], start: int = 0, stop: int | None = None) -> Mark | None:
+    """The first of `markers` in text[start:stop] that starts the text or follows whitespace (at one
+    place, the longest marker). Plain string search: a regex with a look-behind per position was
+    the slowest step of reading a file."""
+    stop = len(text) if stop is None else stop
+    best: Mark | None = None
+    for marker in markers:
+        index = text.find(marker, start, stop)
+        while index >= 0 and not _at_boundary(text, index):
+            index = text.find(marker, index + 1, stop)
+        if index >= 0 and (best is None or (index, -len(marker)) < (best.start, -len(best.marker))):
+            best = Mark(index, index + len(marker), marker)
+    return best
+
+
+def last_mark(text: str, markers: tuple[str, ...], start: int = 0, stop: int | None = None) -> Mark | None:
+    """The last of `markers` in text[start:stop] at a boundary, as `first_mark` (at one place, the longest)."""
+    stop = len(text) if stop is None else stop
+    best: Mark | None = None
+    for marker in markers:
+        index = text.rfind(marker, start, stop)
+        while index >= 0 and not _at_boundary(text, index):
+            index = text.rfind(marker, start, index + len(marker) - 1)
+        if index >= 0 and (best is None or (index, len(marker)) > (best.start, len(best.marker))):
+            best = Mark(index, index + len(marker), marker)
+    return best
 
 
 USER_ROLES = frozenset({"user", "human"})
@@ -115,57 +151,54 @@ def user_texts(prompt: Any) -> list[str]:
 
 def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
     """Story and question of one text by `markers`, or None when the markers do not split it."""
-    story_at = list(_pattern(markers.story).finditer(text)) if markers.story else []
-    opening = story_at[-1] if story_at else None
-    questions = _pattern(markers.question)
+    opening = last_mark(text, markers.story)
     if opening is not None:
-        closing = questions.search(text, opening.end())
-        story = text[opening.end():closing.start()] if closing else ""
+        closing = first_mark(text, markers.question, opening.end)
+        if closing is None:
+            return _question_first(text, opening, markers)
+        story = text[opening.end:closing.start]
     else:
-        found = list(questions.finditer(text))
-        closing = found[-1] if found else None
-        story = text[:closing.start()] if closing else ""
-    if opening is not None and closing is None:
-        return _question_first(text, opening, questions, markers)
+        closing = last_mark(text, markers.question)
+        story = text[:closing.start] if closing else ""
     if closing is None or not story.strip():
         return None
-    question = text[closing.end():_question_end(text, closing.end(), markers)].strip()
+    question = text[closing.end:_question_end(text, closing.end, markers)].strip()
     if not question:
         return None
-    marker = opening.group(1) if opening else None
+    marker = opening.marker if opening else None
     how = SPLIT_BOTH if opening else SPLIT_QUESTION_ONLY
     context = story.strip()
     return SplitPrompt(context, question, how, marker, dialogue_turns(context) if marker == "Dialogue:" else None)
 
 
-def _question_first(text: str, opening: re.Match[str], questions: re.Pattern[str],
-                    markers: PromptMarkers) -> SplitPrompt | None:
+def _question_first(text: str, opening: Mark, markers: PromptMarkers) -> SplitPrompt | None:
     """"Question: ... Story: ..." (the question asked before the story): the question runs from the
     last question marker before the story marker to it, the story from there to the first end
     marker (else the end of the text)."""
-    before = list(questions.finditer(text, 0, opening.start()))
-    if not before:
+    before = last_mark(text, markers.question, 0, opening.start)
+    if before is None:
         return None
-    question = text[before[-1].end():opening.start()].strip()
-    end = _pattern(markers.end).search(text, opening.end()) if markers.end else None
-    story = text[opening.end():end.start() if end else len(text)].strip()
+    question = text[before.end:opening.start].strip()
+    end = first_mark(text, markers.end, opening.end)
+    story = text[opening.end:end.start if end else len(text)].strip()
     if not question or not story:
         return None
-    marker = opening.group(1)
+    marker = opening.marker
     return SplitPrompt(story, question, SPLIT_BOTH, marker, dialogue_turns(story) if marker == "Dialogue:" else None)
 
 
 def _question_end(text: str, start: int, markers: PromptMarkers) -> int:
     """Where the question stops: the first blank line or end marker after `start`, else the end."""
-    body_start = start + (len(text[start:]) - len(text[start:].lstrip()))
+    body_start = start
+    while body_start < len(text) and text[body_start].isspace():
+        body_start += 1
     ends = [len(text)]
     blank = _BLANK_LINE.search(text, body_start)
     if blank:
         ends.append(blank.start())
-    if markers.end:
-        marker = _pattern(markers.end).search(text, body_start)
-        if marker:
-            ends.append(marker.start())
+    marker = first_mark(text, markers.end, body_start)
+    if marker:
+        ends.append(marker.start)
     return min(ends)
 
 

@@ -77,6 +77,8 @@ def field_value(row: dict[str, Any], path: str) -> Any:
 
 def jsonable(value: Any) -> Any:
     """A row value as JSON can hold it: bytes as base64, decimals as text, dates as ISO text."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
     if isinstance(value, dict):
         return {str(key): jsonable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -154,17 +156,18 @@ class RLFilesAdapter(Adapter):
         prompt = field_value(row, self.options.prompt_field)
         if not _present(prompt):
             raise RecordError(self.options.prompt_field, "no prompt (null or empty) and no story/question columns")
-        return split_prompt(jsonable(prompt), self.options.markers)
+        return split_prompt(prompt, self.options.markers)
 
     def _answer_of(self, row: dict[str, Any]) -> tuple[str, Answer]:
         names = (self.options.answer_field,) if self.options.answer_field else ANSWER_FIELDS
         for name in names:
             value = field_value(row, name)
             if _present(value) or self.options.answer_field:
-                return name, answer_of(jsonable(value), name)
+                return name, answer_of(value, name)
         raise RecordError(names[0], f"no answer: none of {', '.join(names)} holds a value")
 
     def _record(self, row: dict[str, Any], ref: str, split: str) -> dict[str, Any]:
+        row = jsonable(row)  # once: meta keeps it, and prompt and answer are read from it
         text = self._text_of(row)
         answer_field, answer = self._answer_of(row)
         extra = field_value(row, "extra_info")
@@ -174,7 +177,7 @@ class RLFilesAdapter(Adapter):
         named_type = extra.get("question_type")
         question_type = (named_type if named_type in QUESTION_TYPES
                          else question_type_of_order(order) if order is not None else UNKNOWN_TYPE)
-        meta = jsonable(row)
+        meta = dict(row)
         meta["tomforge_rl"] = {"prompt_split": text.how, "answer_field": answer_field, "story_marker": text.marker}
         return build_record(
             source=NAME, source_version=self.version, source_key=ref, source_ref=ref, split=split,
