@@ -238,3 +238,20 @@ def test_marker_search_agrees_with_a_regex_reference() -> None:
             first is None and not found), text
         assert (last and (last.start, last.marker)) == (found and (found[-1].start(), found[-1].group(1))) or (
             last is None and not found), text
+
+
+def test_help_shows_the_defaults_the_code_uses() -> None:
+    """The ingest flags' shown defaults are written out in flows/cli.py (the CLI stays light to import):
+    they must name what rlfiles.py and rl_prompt.py really use."""
+    import typer.main
+
+    from tomforge.flows.cli import app
+    from tomforge.warehouse.sources.rlfiles import ANSWER_FIELDS, DEFAULT_SPLIT
+
+    params = {p.name: p for p in typer.main.get_command(app).commands["ingest"].params}  # type: ignore[attr-defined]
+    markers = PromptMarkers()
+    assert params["answer_field"].show_default == ", ".join(ANSWER_FIELDS)
+    assert params["story_marker"].show_default == " ".join(markers.story)
+    assert params["question_marker"].show_default == " ".join(markers.question)
+    assert params["end_marker"].show_default == " ".join(markers.end)
+    assert params["split"].show_default == f"from the file name, else {DEFAULT_SPLIT}"

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tomforge.warehouse.sources.base import SourceError
 
 SUFFIXES = (".parquet", ".jsonl", ".json", ".arrow")
-BOOKKEEPING = frozenset({"dataset_info.json", "state.json", "dataset_dict.json"})
+BOOKKEEPING = frozenset({"dataset_info.json", "dataset_infos.json", "state.json", "dataset_dict.json"})
 BATCH_ROWS = 1024
 _SHARD_NAME = re.compile(r"^(?P<split>[A-Za-z_][\w.]*?)-\d{5}-of-\d{5}")
 SPLIT_WORDS = frozenset({"train", "test", "validation", "valid", "val", "dev", "eval", "evaluation"})
