@@ -128,6 +128,8 @@ def ingest(
                                                         help="rlfiles: opens the question (repeat)."),
     end_marker: Optional[list[str]] = typer.Option(None, "--end-marker", show_default="Options: Choices: Answer:",
                                                    help="rlfiles: ends the question, as a blank line does (repeat)."),
+    prompt_field: Optional[str] = typer.Option(None, "--prompt-field", show_default="prompt",
+                                               help="rlfiles: the column holding the chat messages or prompt text."),
 ) -> None:
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from tomforge.flows.rl_ingest_options import rl_adapter
@@ -136,7 +138,7 @@ def ingest(
     with one_line_errors(), RichProgress(console) as progress:
         try:
             adapter = rl_adapter(source, split=split, answer_field=answer_field, story_markers=story_marker,
-                                 question_markers=question_marker, end_markers=end_marker)
+                                 question_markers=question_marker, end_markers=end_marker, prompt_field=prompt_field)
         except ValueError as exc:
             fail(str(exc))
             return

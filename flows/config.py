@@ -44,6 +44,7 @@ class RLFilesConfig(Section):
     story_markers: list[str] | None = None
     question_markers: list[str] | None = None
     end_markers: list[str] | None = None
+    prompt_field: str | None = None
 
     def flags(self) -> dict[str, Any]:
         """The options given, as `flows.rl_ingest_options.rl_adapter` takes them."""

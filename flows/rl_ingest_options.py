@@ -13,12 +13,12 @@ from tomforge.warehouse.sources.base import Adapter
 
 def rl_adapter(source: str, *, split: Optional[str] = None, answer_field: Optional[str] = None,
                story_markers: Optional[list[str]] = None, question_markers: Optional[list[str]] = None,
-               end_markers: Optional[list[str]] = None) -> Adapter | None:
+               end_markers: Optional[list[str]] = None, prompt_field: Optional[str] = None) -> Adapter | None:
     """The `rlfiles` adapter with the flags given (a marker flag, repeated, replaces that default list),
     or None for another source given no RL flag. ValueError (a one-line user error) for an RL flag
     given with another source, an empty marker or an empty split name."""
     given = {"--split": split, "--answer-field": answer_field, "--story-marker": story_markers,
-             "--question-marker": question_markers, "--end-marker": end_markers}
+             "--question-marker": question_markers, "--end-marker": end_markers, "--prompt-field": prompt_field}
     named = [flag for flag, value in given.items() if value]
     if source != "rlfiles":
         if named:
@@ -33,4 +33,5 @@ def rl_adapter(source: str, *, split: Optional[str] = None, answer_field: Option
     markers = replace(markers, **{kind: tuple(values) for kind, values in
                                   (("story", story_markers), ("question", question_markers), ("end", end_markers))
                                   if values})
-    return ADAPTER.configured(RLFileOptions(split=split, answer_field=answer_field or None, markers=markers))
+    prompt = {"prompt_field": prompt_field} if prompt_field else {}
+    return ADAPTER.configured(RLFileOptions(split=split, answer_field=answer_field or None, markers=markers, **prompt))

@@ -84,11 +84,24 @@ def test_options_split_answer_field_and_markers(tmp_path: Path) -> None:
 
 def test_story_and_question_columns_win_over_the_prompt(tmp_path: Path) -> None:
     path = tmp_path / "cols.jsonl"
-    path.write_text(json.dumps({"prompt": "anything", "story": "Pia left.", "question": "Who left?", "answer": "Pia"})
-                    + "\n", encoding="utf-8")
-    (record,), _ = read_all(ADAPTER, path)
-    assert (record["context"], record["question"], record["meta"]["tomforge_rl"]["prompt_split"]) == (
-        "Pia left.", "Who left?", "columns")
+    rows = [{"prompt": "anything", "story": "Pia left.", "question": "Who left?", "answer": "Pia"},
+            {"prompt": "Story: x\nQuestion: y", "extra_info": {"story": "Rex hid.", "question": "Who hid?"}, "answer": "Rex"},
+            {"prompt": "Story: Sam sat.\nQuestion: Who sat?", "story": "", "question": "Who?", "answer": "Sam"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    records, _ = read_all(ADAPTER, path)
+    assert [(r["context"], r["question"], r["meta"]["tomforge_rl"]["prompt_split"]) for r in records] == [
+        ("Pia left.", "Who left?", "columns"), ("Rex hid.", "Who hid?", "columns"),
+        ("Sam sat.", "Who sat?", "story_and_question")]  # an empty story column: the prompt
+
+
+def test_prompt_field_flag(tmp_path: Path) -> None:
+    path = tmp_path / "msgs.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "Story: Ty ran.\nQuestion: Who ran?"}],
+                                "answer": "Ty"}) + "\n", encoding="utf-8")
+    _, (reject,) = read_all(ADAPTER, path)
+    assert reject.field == "prompt"
+    (record,), _ = read_all(rl_adapter("rlfiles", prompt_field="messages"), path)
+    assert (record["context"], record["answer"]) == ("Ty ran.", "Ty")
 
 
 @pytest.mark.parametrize(("name", "split"), [
@@ -255,3 +268,4 @@ def test_help_shows_the_defaults_the_code_uses() -> None:
     assert params["question_marker"].show_default == " ".join(markers.question)
     assert params["end_marker"].show_default == " ".join(markers.end)
     assert params["split"].show_default == f"from the file name, else {DEFAULT_SPLIT}"
+    assert params["prompt_field"].show_default == RLFileOptions().prompt_field

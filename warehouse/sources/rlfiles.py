@@ -2,7 +2,8 @@
 
 One unified record per row, so that `tomforge audit` can hold a training file against a
 benchmark:
-- context and question: plain `story` and `question` columns when a row has both, else split from
+- context and question: plain `story` and `question` columns (or `extra_info.story` and
+  `extra_info.question`) when a row has both, else split from
   the prompt's user text by markers (`rl_prompt.split_prompt`); a prompt the markers do not split
   keeps the whole user text as its context and still loads;
 - answer: the first of `ANSWER_FIELDS` that holds a value (or `answer_field` when given; dotted
@@ -53,14 +54,14 @@ SPLIT_COLUMNS = "columns"
 @dataclass(frozen=True)
 class RLFileOptions:
     """How rows are read: the split to file them under (None: from the file's place), the answer
-    field (None: the first of `ANSWER_FIELDS` present), the prompt markers, the plain columns."""
+    field (None: the first of `ANSWER_FIELDS` present), the prompt markers, the prompt's column,
+    and the (story, question) column pairs used instead of the prompt when a row has both."""
 
     split: str | None = None
     answer_field: str | None = None
     markers: PromptMarkers = field(default_factory=PromptMarkers)
     prompt_field: str = "prompt"
-    story_field: str = "story"
-    question_field: str = "question"
+    text_columns: tuple[tuple[str, str], ...] = (("story", "question"), ("extra_info.story", "extra_info.question"))
 
 
 def field_value(row: dict[str, Any], path: str) -> Any:
@@ -150,9 +151,10 @@ class RLFilesAdapter(Adapter):
             return Reject(NAME, ref, file, f"row{index}", bad.field, bad.reason, Reject.raw_of(jsonable(row)))
 
     def _text_of(self, row: dict[str, Any]) -> SplitPrompt:
-        story, question = (field_value(row, name) for name in (self.options.story_field, self.options.question_field))
-        if isinstance(story, str) and isinstance(question, str) and story.strip() and question.strip():
-            return SplitPrompt(story, question, SPLIT_COLUMNS)
+        for story_field, question_field in self.options.text_columns:
+            story, question = field_value(row, story_field), field_value(row, question_field)
+            if isinstance(story, str) and isinstance(question, str) and story.strip() and question.strip():
+                return SplitPrompt(story, question, SPLIT_COLUMNS)
         prompt = field_value(row, self.options.prompt_field)
         if not _present(prompt):
             raise RecordError(self.options.prompt_field, "no prompt (null or empty) and no story/question columns")
