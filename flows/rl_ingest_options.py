@@ -33,5 +33,5 @@ def rl_adapter(source: str, *, split: Optional[str] = None, answer_field: Option
     markers = replace(markers, **{kind: tuple(values) for kind, values in
                                   (("story", story_markers), ("question", question_markers), ("end", end_markers))
                                   if values})
-    prompt = {"prompt_field": prompt_field} if prompt_field else {}
-    return ADAPTER.configured(RLFileOptions(split=split, answer_field=answer_field or None, markers=markers, **prompt))
+    options = RLFileOptions(split=split, answer_field=answer_field or None, markers=markers)
+    return ADAPTER.configured(replace(options, prompt_field=prompt_field) if prompt_field else options)
