@@ -174,7 +174,8 @@ class RLFilesAdapter(Adapter):
         answer_field, answer = self._answer_of(row)
         extra = field_value(row, "extra_info")
         extra = extra if isinstance(extra, dict) else {}
-        order = next((extra[name] for name in ORDER_FIELDS if isinstance(extra.get(name), int)), None)
+        order = next((extra[name] for name in ORDER_FIELDS
+                      if isinstance(extra.get(name), int) and not isinstance(extra[name], bool)), None)
         order = order if order is not None and order >= 0 else None
         named_type = extra.get("question_type")
         question_type = (named_type if named_type in QUESTION_TYPES
