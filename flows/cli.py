@@ -138,15 +138,36 @@ def print_reports(reports: list) -> bool:
 
 @app.command()
 def ingest(
-    source: str = typer.Option(..., "--source", "-s", help="hitom, exploretom, fantom, opentom, tomi or bigtom."),
+    source: str = typer.Option(..., "--source", "-s", help="hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md)."),
     path: str = typer.Option(..., "--path", "-p", help="File or folder as published, or a Hub dataset id."),
     warehouse: Path = WarehouseOption,
+    split: Optional[str] = typer.Option(None, "--split", show_default="from the file name, else train",
+                                        help="rlfiles: the split the rows are filed under."),
+    answer_field: Optional[str] = typer.Option(None, "--answer-field", show_default="reward_model.ground_truth, "
+                                               "answer, ground_truth, solution, completion, extra_info.answer, "
+                                               "extra_info.ground_truth",
+                                               help="rlfiles: the column (dotted path) holding the answer."),
+    story_marker: Optional[list[str]] = typer.Option(None, "--story-marker", show_default="Story: Dialogue: "
+                                                     "Context: Passage:", help="rlfiles: opens the story (repeat)."),
+    question_marker: Optional[list[str]] = typer.Option(None, "--question-marker", show_default="Question:",
+                                                        help="rlfiles: opens the question (repeat)."),
+    end_marker: Optional[list[str]] = typer.Option(None, "--end-marker", show_default="Options: Choices: Answer:",
+                                                   help="rlfiles: ends the question, as a blank line does (repeat)."),
+    prompt_field: Optional[str] = typer.Option(None, "--prompt-field", show_default="prompt",
+                                               help="rlfiles: the column holding the chat messages or prompt text."),
 ) -> None:
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
+    from tomforge.flows.rl_ingest_options import rl_adapter
     from tomforge.warehouse.ingest import ingest as ingest_source
 
     with RichProgress(console) as progress:
-        report = ingest_source(warehouse, source, path, progress=progress)
+        try:
+            adapter = rl_adapter(source, split=split, answer_field=answer_field, story_markers=story_marker,
+                                 question_markers=question_marker, end_markers=end_marker, prompt_field=prompt_field)
+        except ValueError as exc:
+            fail(str(exc))
+            return
+        report = ingest_source(warehouse, source, path, progress=progress, adapter=adapter)
     if not print_reports([report]):
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 

@@ -37,11 +37,40 @@ class WarehouseConfig(Section):
     staging: Path = Path("var/staging")
 
 
+class RLFilesConfig(Section):
+    """`[sources.rl]` of an `rlfiles` source: the `tomforge ingest` flags of the same names (docs/rl-files.md)."""
+
+    split: str | None = None
+    answer_field: str | None = None
+    story_markers: list[str] | None = None
+    question_markers: list[str] | None = None
+    end_markers: list[str] | None = None
+    prompt_field: str | None = None
+
+    def flags(self) -> dict[str, Any]:
+        """The options given, as `flows.rl_ingest_options.rl_adapter` takes them."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
 class SourceSpec(Section):
-    """One input: a source name and a local path, `@samples/...`, or a Hub dataset id."""
+    """One input: a source name and a local path, `@samples/...`, or a Hub dataset id; an `rlfiles`
+    source may carry its reading options (`rl`)."""
 
     name: str
     location: str
+    rl: RLFilesConfig | None = None
+
+    @model_validator(mode="after")
+    def _rl_only_for_rlfiles(self) -> "SourceSpec":
+        if self.rl is not None:
+            from tomforge.flows.rl_ingest_options import rl_adapter
+
+            rl_adapter(self.name, **self.rl.flags())  # ValueError: options for another source, empty markers
+        return self
+
+    @property
+    def options(self) -> dict[str, Any] | None:
+        return None if self.rl is None else self.rl.flags()
 
     @field_validator("name")
     @classmethod

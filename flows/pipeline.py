@@ -57,14 +57,15 @@ def _folder_key(folder: Path) -> str:
 
 
 def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
-    return _folder_key(staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"]))
+    return _folder_key(staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"],
+                                     parameters.get("options")))
 
 
 @task(name="stage-source", cache_key_fn=_stage_key, cache_expiration=timedelta(days=30), persist_result=True,
       retries=2, retry_delay_seconds=[2, 10], task_run_name="stage-{source}")
-def stage_task(staging: str, source: str, location: str) -> str:
+def stage_task(staging: str, source: str, location: str, options: dict[str, Any] | None = None) -> str:
     """Parse + validate one source (retried: a Hub id downloads over the network)."""
-    return str(stage_source(Path(staging), source, location, run_progress()))
+    return str(stage_source(Path(staging), source, location, run_progress(), options))
 
 
 def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
@@ -128,8 +129,9 @@ def task_runner_of(config: Config) -> Any:
 def submit_stage(config: Config, spec: SourceSpec):
     """Submit staging; refresh the cache when the staged folder it points to is gone."""
     staging = str(config.warehouse.staging)
-    folder = staged_folder(config.warehouse.staging, spec.name, spec.resolved)
-    return stage_task.with_options(refresh_cache=not is_staged(folder)).submit(staging, spec.name, spec.resolved)
+    folder = staged_folder(config.warehouse.staging, spec.name, spec.resolved, spec.options)
+    return stage_task.with_options(refresh_cache=not is_staged(folder)).submit(staging, spec.name, spec.resolved,
+                                                                               spec.options)
 
 
 def submit_generate(config: Config) -> list:

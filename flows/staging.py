@@ -6,6 +6,7 @@ unchanged source maps to the same folder and a changed one to a new folder.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,14 +29,22 @@ def schema_version() -> str:
     return hashlib.sha256((SCHEMA_DIR / "record.schema.json").read_bytes()).hexdigest()[:16]
 
 
-def staged_folder(staging: Path, source: str, location: str) -> Path:
-    """Where the staged form of this exact input lives (it may not exist yet)."""
-    adapter = get_adapter(source)
-    return _folder_of(staging, source, adapter, resolve_input(location, adapter))
+def _adapter(source: str, options: dict[str, Any] | None) -> Any:
+    """The source's adapter, configured by its reading options (an `rlfiles` source's `[sources.rl]`)."""
+    from tomforge.flows.rl_ingest_options import rl_adapter
+
+    return (rl_adapter(source, **options) if options else None) or get_adapter(source)
 
 
-def _folder_of(staging: Path, source: str, adapter: Any, root: Path) -> Path:
-    key = fingerprint(root, source, adapter.version, schema_version(), STAGED_FORMAT)
+def staged_folder(staging: Path, source: str, location: str, options: dict[str, Any] | None = None) -> Path:
+    """Where the staged form of this exact input (read with these options) lives (it may not exist yet)."""
+    adapter = _adapter(source, options)
+    return _folder_of(staging, source, adapter, resolve_input(location, adapter), options)
+
+
+def _folder_of(staging: Path, source: str, adapter: Any, root: Path, options: dict[str, Any] | None = None) -> Path:
+    salt = [json.dumps(options, sort_keys=True)] if options else []  # other options, other records
+    key = fingerprint(root, source, adapter.version, schema_version(), STAGED_FORMAT, *salt)
     return Path(staging) / f"{source}-{key[:24]}"
 
 
@@ -43,12 +52,13 @@ def is_staged(folder: Path) -> bool:
     return (folder / _COMPLETE).is_file()
 
 
-def stage_source(staging: Path, source: str, location: str, progress: Progress = SILENT) -> Path:
+def stage_source(staging: Path, source: str, location: str, progress: Progress = SILENT,
+                 options: dict[str, Any] | None = None) -> Path:
     """Read and validate one source into its staging folder (written aside, then renamed), the way
     `tomforge ingest` stages it: a big single-file input is split over worker processes."""
-    adapter = get_adapter(source)
+    adapter = _adapter(source, options)
     root = resolve_input(location, adapter)
-    return _save(_folder_of(staging, source, adapter, root),
+    return _save(_folder_of(staging, source, adapter, root, options),
                  stage_input(info_of(adapter), adapter, root, location, progress))
 
 

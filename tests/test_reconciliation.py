@@ -17,8 +17,8 @@ from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
 # Questions in each own sample, by hand: HiToM 20 JSON rows + 10 text files; ExploreToM 28 CSV rows;
 # FANToM 4 sets of 1 fact + 3 belief + 1 list + 2 binary + 1 list + 2 binary questions, less one list
 # question in the fourth set (37); OpenToM 3 + 6 + 6 + 12 + 6 + 18 + 18; ToMi 12 examples per file;
-# BigToM 5 rows x 25 derived items.
-OWN_SAMPLES = {"hitom": 30, "exploretom": 28, "fantom": 37, "opentom": 69, "tomi": 24, "bigtom": 125}
+# BigToM 5 rows x 25 derived items; RL files 12 + 6 parquet rows and 3 JSON lines.
+OWN_SAMPLES = {"hitom": 30, "exploretom": 28, "fantom": 37, "opentom": 69, "tomi": 24, "bigtom": 125, "rlfiles": 21}
 
 
 def produced(source: str, root: Path) -> int:
@@ -74,6 +74,11 @@ def malformed(source: str, samples: Path, folder: Path) -> Path:
         lines[6] = lines[6].split("\t")[0]  # a question without its answer
         story.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # the last example loses its question
         return folder
+    if source == "rlfiles":
+        shutil.copytree(samples / "rlfiles", folder / "rlfiles")
+        with (folder / "rlfiles" / "trl.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write('{"prompt": null, "answer": "x"}\n\n{"prompt": "cut off\n[1, 2]\n')  # 3 rejects, 1 blank
+        return folder / "rlfiles"
     lines = (samples / "bigtom" / "bigtom-sample.csv").read_text(encoding="utf-8").splitlines()
     lines[1] = lines[1].rsplit(";", 1)[0]
     path = folder / "bigtom.csv"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tomforge.warehouse.sources.base import Adapter, SourceError
 
-SOURCE_NAMES: tuple[str, ...] = ("hitom", "exploretom", "fantom", "opentom", "tomi", "bigtom")
+SOURCE_NAMES: tuple[str, ...] = ("hitom", "exploretom", "fantom", "opentom", "tomi", "bigtom", "rlfiles")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 

@@ -87,6 +87,11 @@ class Adapter(AdapterInfo, ABC):
         the records themselves (`stage` takes both)."""
         return self.read(root)
 
+    def load_notes(self, items: Any) -> list[str]:
+        """Lines the load should print about the staged `items` (an Arrow table), beyond the counts;
+        by default none (the RL files adapter says how many prompts it could not split)."""
+        return []
+
     def split_input(self, root: Path) -> Path | None:
         """The one file `read_part` can split `root` into parts of, or None (the default: never split)."""
         return None
