@@ -165,6 +165,8 @@ CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above comp
     "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
     "variants": {"max_order", "seed", "n_per_story", "balance"},
     "generate": {"max_order", "styles", "source"},
+    # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
+    "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
 }
 
 
