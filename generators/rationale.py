@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tomforge.generators.checker import RULE_SETS, Perceived, TraceWorld
+from tomforge.generators.generate import GENERATOR
 from tomforge.generators.real.oracle import SOURCE_RULES, parse_record
 from tomforge.generators.real.story import ParseError
 
@@ -63,13 +64,14 @@ def question_of_record(record: dict[str, Any]) -> WorldQuestion | None:
     question about something else than a location, a story the parsers cannot hold)."""
     trace = _decoded(record.get("trace"))
     qtype = record.get("question_type")
-    if trace and isinstance(trace, list) and trace[0].get("kind") == "setup":
+    base = str(record.get("source", "")).removesuffix("_variants")
+    if trace and isinstance(trace, list) and trace[0].get("kind") == "setup":  # generated, or a real story's variant
         if qtype not in _CONTAINER_QUESTIONS:
             return None
         kind = "memory" if qtype == "memory" else "belief"
         chain = tuple(record.get("perspective_chain") or ())
-        return WorldQuestion(trace, chain, kind, GENERATED_RULES)
-    base = str(record.get("source", "")).removesuffix("_variants")
+        generated = record.get("generator") == GENERATOR
+        return WorldQuestion(trace, chain, kind, GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES))
     if base not in SOURCE_RULES or record.get("context") is None or record.get("question") is None:
         return None
     meta = _decoded(record.get("meta")) or {}
@@ -91,6 +93,7 @@ class EventRow:
     actor: str | None
     container: str
     listeners: tuple[str, ...] | None  # tells: who was told (None: everyone present)
+    perceivers: tuple[str, ...]  # everyone who perceived it (secret witnesses included)
     trusting: tuple[str, ...]  # tells: the listeners who trust the speaker
     counts: tuple[bool, ...]  # per level (prefix of the chain; one level "reality" for order 0)
     why_not: tuple[str | None, ...]
@@ -116,7 +119,8 @@ class Rationale:
             "answer": self.answer, "deciding_step": self.deciding_step,
             "levels": [list(level) for level in self.levels],
             "events": [{"step": e.step, "line": e.line, "what": e.what, "actor": e.actor, "container": e.container,
-                        "listeners": None if e.listeners is None else list(e.listeners), "trusting": list(e.trusting),
+                        "listeners": None if e.listeners is None else list(e.listeners), "perceivers": list(e.perceivers),
+                        "trusting": list(e.trusting),
                         "counts": list(e.counts),
                         "why_not": list(e.why_not), "beliefs": list(e.beliefs)} for e in self.events],
         }
@@ -172,7 +176,7 @@ def build_rationale(question: WorldQuestion) -> Rationale:
         listeners = tuple(item["listeners"]) if item["kind"] == "tell" and not item.get("public") else None
         actor = item.get("agent") if item["kind"] != "init" else None
         rows.append(EventRow(event.step, item.get("line"), _what(item), actor, event.container, listeners,
-                             tuple(sorted(event.trusting)), counts, reasons, tuple(current)))
+                             tuple(sorted(event.perceivers)), tuple(sorted(event.trusting)), counts, reasons, tuple(current)))
     deciding = [row for row in rows if row.counts[-1]]
     if question.kind == "memory":
         deciding = deciding[:1]

@@ -59,7 +59,9 @@ def _state(r: Rationale, row: EventRow) -> str:
     if not row.counts[-1]:
         reason = row.why_not[-1] or ""
         return f"{reason[:1].upper()}{reason[1:]}. "
-    agents = list(dict.fromkeys(chain))
+    agents = [a for a in dict.fromkeys(chain) if a in row.perceivers]
+    if len(agents) < len(set(chain)):  # ToMi: an entry into the room counts for every chain naming the entrant
+        return f"{_names(agents)} saw it, and by these rules that counts. " if agents else "By these rules that counts. "
     if row.what != "tell":
         return f"{_names(agents)} saw it. "
     trust = next((f" {a} trusts {row.actor}" for a in (chain[-1], *chain[-2:-1]) if a in row.trusting), "")
@@ -95,11 +97,11 @@ def curriculum_form(r: Rationale) -> str:
     for index, level in enumerate(r.levels):
         counting = [row for row in r.events if row.counts[index]]
         last = counting[-1] if counting else None
-        head = f"Order {len(level)}: "
+        head = f"Order {len(level)}. "
         if last is None:
             lines.append(f"{head}no event counts for {' thinks '.join(level)}.")
             continue
-        text = f"{head}the last event that counts is: {event_sentence(last, r.obj)}."
+        text = f"{head}{event_sentence(last, r.obj)}. That is the last event that counts."
         later = [row for row in r.events if row.step > last.step and not row.counts[index]]
         if later:
             text += f" Later, {event_sentence(later[-1], r.obj)}, but {later[-1].why_not[index]}."
