@@ -21,7 +21,7 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
 - perception of the event last named (or named on the clause's line): `NAME [and NAME] (saw|sees|
   heard|hears|witnessed|noticed) (it|this|that)` (perceived); `NAME (did not|didn't) (see|notice|
   hear|witness) (it|this|that)`, `NAME missed it` (not perceived); `NAME (was not|wasn't) (there|
-  present|in the room)`, `NAME (had )?(already )?left` (not in the room); `NAME watched in secret`
+  present|in the room)`, `NAME had (already )?left`, `NAME was (away|gone|outside)` (not in the room); `NAME watched in secret`
   (perceived, not in the room);
 - trust: `NAME (trusts|trusted) NAME`, `NAME (does not|doesn't|did not|didn't) trust NAME`.
 """
@@ -101,8 +101,8 @@ class _Patterns:
                                         rf"couldn't) (?:see|notice|hear|witness) (?:it|this|that|the move|the claim)$"
                                         rf"|^(?P<names2>{names}) missed (?:it|this|that)$")
         self.not_present = re.compile(rf"^(?P<names>{names}) (?:was not|wasn't|were not|weren't|is not|isn't) "
-                                      rf"(?:there|present|in the room|around)$|^(?P<names2>{names}) (?:had )?"
-                                      rf"(?:already )?(?:left|was away|was gone|was outside)(?: the room)?$")
+                                      rf"(?:there|present|in the room|around)$|^(?P<names2>{names}) (?:had (?:already )?left|"
+                                      rf"was away|was gone|was outside|had gone)(?: the room)?$")
         self.secret = re.compile(rf"^(?P<names>{name}) (?:watched|saw it|saw) in secret$|"
                                  rf"^(?P<names2>{name}) secretly (?:watched|saw)(?: it)?$")
         self.trust = re.compile(rf"^(?P<agent>{name}) (?:trusts|trusted) (?P<other>{name})$")

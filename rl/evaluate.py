@@ -29,6 +29,7 @@ EVAL_COLUMNS = pa.schema([
     ("question_type", pa.string()), ("answer_format", pa.string()), ("completion", pa.string()),
     ("extracted", pa.string()), ("format_ok", pa.bool_()), ("correct", pa.bool_()), ("reward", pa.float64()),
     ("claims_correct", pa.int64()), ("claims_contradicted", pa.int64()), ("states_deciding_belief", pa.bool_()),
+    ("faithful", pa.bool_()),
 ])
 EVAL_DDL = """
 CREATE TABLE IF NOT EXISTS eval_results (
@@ -37,13 +38,14 @@ CREATE TABLE IF NOT EXISTS eval_results (
   item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, question_type VARCHAR,
   answer_format VARCHAR, completion VARCHAR, extracted VARCHAR, format_ok BOOLEAN NOT NULL,
   correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL, claims_correct BIGINT, claims_contradicted BIGINT,
-  states_deciding_belief BOOLEAN
+  states_deciding_belief BOOLEAN, faithful BOOLEAN
 )"""
 # trace fidelity (rl.process_reward), added to a table an older version created; null: no world to check
 EVAL_MIGRATIONS = (
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS claims_correct BIGINT",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS claims_contradicted BIGINT",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS states_deciding_belief BOOLEAN",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS faithful BOOLEAN",
 )
 
 
@@ -190,7 +192,7 @@ def _fidelity_fields(scored: Scored) -> dict[str, Any]:
     judged = scored.states_deciding_belief is not None
     return {"claims_correct": scored.claims_correct if judged else None,
             "claims_contradicted": scored.claims_contradicted if judged else None,
-            "states_deciding_belief": scored.states_deciding_belief}
+            "states_deciding_belief": scored.states_deciding_belief, "faithful": scored.faithful}
 
 
 def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:

@@ -14,10 +14,10 @@ from typing import Any, Iterable
 def fidelity(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """{'with_world', 'right_reasons', 'wrong_reasons', 'faithful_share', 'mean_claims_correct',
     'mean_claims_contradicted'} over eval rows (None where nothing is measured)."""
-    judged = [r for r in rows if r.get("states_deciding_belief") is not None]
+    judged = [r for r in rows if r.get("faithful") is not None]
     n = len(judged)
-    right = sum(bool(r["correct"]) and bool(r["states_deciding_belief"]) for r in judged)
-    wrong = sum(bool(r["correct"]) and not r["states_deciding_belief"] for r in judged)
+    right = sum(bool(r["correct"]) and bool(r["faithful"]) for r in judged)
+    wrong = sum(bool(r["correct"]) and not r["faithful"] for r in judged)
 
     def share(k: int, d: int) -> float | None:
         return round(k / d, 4) if d else None

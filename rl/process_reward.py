@@ -10,7 +10,8 @@ belief the rules leave undefined) is `unverifiable` and counts neither way.
 
 Fidelity: whether the text states the deciding belief: its last belief claim about the question's own
 chain (for a memory question: its last statement of where the object started) names the answer's
-container and is true when it is made.
+container and is true when it is made. A text is faithful when it states the deciding belief and no
+claim of it is contradicted (a text that invents a move is not, whatever it concludes).
 """
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ class Checked:
 class ProcessScore:
     checked: tuple[Checked, ...]
     states_deciding_belief: bool
+
+    @property
+    def faithful(self) -> bool:
+        """Right reasons: the deciding belief stated, and no claim the world contradicts."""
+        return self.states_deciding_belief and self.n_contradicted == 0
 
     @property
     def n_correct(self) -> int:

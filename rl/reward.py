@@ -56,6 +56,7 @@ class Scored:
     claims_correct: int = 0
     claims_contradicted: int = 0
     states_deciding_belief: bool | None = None  # None: the item carries no world to check against
+    faithful: bool | None = None  # states it and no claim is contradicted (rl.process_reward)
 
     @property
     def score(self) -> float:
@@ -207,6 +208,7 @@ def score_completion(completion: str, ground_truth: str | dict[str, Any],
         claims_correct=process.n_correct if process is not None else 0,
         claims_contradicted=process.n_contradicted if process is not None else 0,
         states_deciding_belief=process.states_deciding_belief if process is not None else None,
+        faithful=process.faithful if process is not None else None,
     )
 
 
@@ -226,7 +228,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     weights = RewardWeights(**{k: v for k, v in kwargs.items() if k in fields})
     scored = score_completion(solution_str, ground_truth, weights)
     return {"score": scored.score, "acc": float(scored.correct), "format_ok": float(scored.format_ok),
-            "process": scored.process_reward, "faithful": float(bool(scored.states_deciding_belief))}
+            "process": scored.process_reward, "faithful": float(bool(scored.faithful))}
 
 
 # ---------------------------------------------------------------- TRL
