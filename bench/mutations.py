@@ -263,6 +263,28 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 27: rationales, the process reward and trace fidelity (tests by helper "rationale")
+    Mutation("rationale.first_counting_event_decides", "generators/rationale.py",
+             "last = deciding[-1] if deciding else None", "last = deciding[0] if deciding else None",
+             ("tests/test_rationale.py",), "the rationale concludes from the first event that counts, not the last"),
+    Mutation("rationale.variants_under_generated_rules", "generators/rationale.py",
+             "GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES)", "GENERATED_RULES",
+             ("tests/test_rationale.py",), "a real story's variant is explained under tomforge's rules, not its source's"),
+    Mutation("rationale.distrust_reversed", "generators/rationale.py",
+             'return f"{chain[-1]} does not trust {event.speaker}"',
+             'return f"{event.speaker} does not trust {chain[-1]}"',
+             ("tests/test_rationale.py",), "the rationale says the speaker distrusts the listener"),
+    Mutation("process.beliefs_always_at_the_end", "rl/process_reward.py",
+             "return [e.step for e in cursor] or [self.final]", "return [self.final]",
+             ("tests/test_process_reward.py",), "a belief claimed after an event is checked against the end of the story"),
+    Mutation("process.contradictions_free", "rl/process_reward.py",
+             "(self.n_correct - contradiction_penalty * self.n_contradicted)", "(self.n_correct - 0.0)",
+             ("tests/test_process_reward.py",), "contradicted claims cost nothing: invented moves pay"),
+    Mutation("fidelity.lucky_answers_count_as_faithful", "rl/fidelity.py",
+             'right = sum(bool(r["correct"]) and bool(r["faithful"]) for r in judged)',
+             'right = sum(bool(r["correct"]) for r in judged)',
+             ("tests/test_rl_eval.py::test_eval_reports_trace_fidelity",),
+             "right for the wrong reasons is reported as right for the right reasons"),
 )
 
 

@@ -173,3 +173,56 @@ def test_build_is_deterministic() -> None:
     question = question_of_record(rec)
     assert question is not None
     assert build_rationale(question).to_json() == build_rationale(question).to_json()
+
+
+def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
+    """A generated record's RL columns carry the rationale and the world; an SFT target written from
+    the rationale scores full marks with the process reward on (every claim right, faithful)."""
+    import json
+
+    from tomforge.rl.columns import RL_SCHEMA, rl_columns, rl_table
+    from tomforge.rl.reward import RewardWeights, score_completion
+    from tomforge.rl.sft import target_completion
+
+    records = list(generate_records(12, max_order=4, seed=5))
+    table = rl_table(records)
+    assert table.schema == RL_SCHEMA
+    for rec in records:
+        row = rl_columns(rec)
+        assert json.loads(row["rationale"])["answer"] == rationale_of_record(rec).answer  # type: ignore[union-attr]
+        assert set(row["rationale_text"]) == set(FORMS)
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        assert truth["world"]["chain"] == list(rec["perspective_chain"])
+        for form in FORMS:
+            scored = score_completion(target_completion(row, form), row["reward_model"]["ground_truth"],
+                                      RewardWeights(process=1.0))
+            assert scored.correct and scored.faithful and scored.score == 4.0, (form, rec["item_id"])
+        neutral = score_completion(target_completion(row), row["reward_model"]["ground_truth"], RewardWeights(process=1.0))
+        assert neutral.score == 3.0 and neutral.faithful is False  # the neutral thought states no belief
+    other = rl_columns({**records[0], "source": "fantom", "trace": None, "question_type": "answerability"})
+    assert other["rationale"] is None and other["rationale_text"] is None
+    assert "world" not in json.loads(other["reward_model"]["ground_truth"])
+
+
+def test_a_variant_is_explained_under_its_source_rules() -> None:
+    """A ToMi variant (its record carries the trace): Ann comes back into the porch after Bob moved the
+    kiwi. ToMi's rules let whoever enters see where it is (blue_bag); the project's own would keep red_box."""
+    setup = {"kind": "setup", "agents": ["Ann", "Bob"], "room": "porch", "gathering": None,
+             "containers": ["red_box", "blue_bag"], "transparent": [], "object": "kiwi", "objects": ["kiwi"]}
+    events = [("enter", "Ann"), ("enter", "Bob"), ("init", None), ("exit", "Ann"), ("move", "Bob"), ("exit", "Bob"),
+              ("enter", "Ann")]
+    trace = [setup]
+    for line, (kind, agent) in enumerate(events, start=1):
+        item = {"kind": kind, "line": line}
+        if kind in ("enter", "exit"):
+            item |= {"agent": agent, "room": "porch"}
+        else:
+            item |= {"obj": "kiwi", "container": "red_box" if kind == "init" else "blue_bag"}
+            if agent:
+                item["agent"] = agent
+        trace.append(item)
+    variant = {"source": "tomi_variants", "generator": "tomforge_variants", "trace": trace, "perspective_chain": ["Ann"],
+               "question_type": "first_order_belief", "answer_format": "free_text"}
+    r = rationale_of_record(variant)
+    assert r is not None and r.question.rules == "tomi" and r.answer == "blue_bag"
+    assert rationale_text(r, "events").splitlines()[-2] == "Line 7: Ann enters and sees the kiwi in the blue_bag. Ann saw it. It counts."
