@@ -26,6 +26,7 @@ from tomforge.generators.real.story import ParseError
 
 RATIONALE_VERSION = 1
 GENERATED_RULES = "tomforge"
+_WORLD_KINDS = frozenset({"setup", "enter", "exit", "init", "move", "tell"})  # what TraceWorld reads
 _CONTAINER_QUESTIONS = frozenset({"reality", "memory", "first_order_belief", "higher_order_belief", "location"})
 
 
@@ -46,8 +47,10 @@ class WorldQuestion:
         return TraceWorld(self.trace, RULE_SETS[self.rules])
 
     def to_json(self) -> dict[str, Any]:
-        """What the process reward needs to rebuild the world (the source sentences left out)."""
-        trace = [{k: v for k, v in event.items() if k != "text"} for event in self.trace]
+        """What the process reward needs to rebuild the world: the setup and the events the checker
+        reads (no distractor statements, scenery or noise; no source sentences)."""
+        trace = [{k: v for k, v in event.items() if k != "text"} for event in self.trace
+                 if event["kind"] in _WORLD_KINDS]
         return {"trace": trace, "chain": list(self.chain), "kind": self.kind, "rules": self.rules}
 
     @classmethod

@@ -17,9 +17,9 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.models import materialize
 from tomforge.rl.release import SplitRef, read_split
-from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.reward import Scored, score_completion
 
 EVAL_COLUMNS = pa.schema([
