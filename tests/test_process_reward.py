@@ -141,3 +141,11 @@ def test_verl_and_trl_entry_points_carry_the_process_reward() -> None:
     assert functions[2](completions, **columns) == pytest.approx([2.0, 2.0 * 3 / 7])
     total = [sum(f(completions, **columns)[i] for f in functions) for i in range(2)]
     assert total == pytest.approx([5.0, -1.0 + 6 / 7])
+
+
+def test_trl_settings_with_a_process_weight_get_a_third_reward_weight() -> None:
+    from tomforge.rl.trl_backend import TrlSettings, trl_config_kwargs
+
+    assert trl_config_kwargs(TrlSettings(model="m"))["reward_weights"] == [1.0, 1.0]
+    with_process = TrlSettings(model="m", reward_weights={"process": 0.5})
+    assert trl_config_kwargs(with_process)["reward_weights"] == [1.0, 1.0, 1.0]
