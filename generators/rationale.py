@@ -151,10 +151,13 @@ def why_not(world: TraceWorld, chain: tuple[str, ...], event: Perceived) -> str:
         if limit is not None and len(chain) > limit:
             return f"under these rules a tell sets no belief of order {len(chain)}"
         if chain[-1] == event.speaker:
+            outside = chain[-2] if len(chain) > 1 else None
+            if outside in event.listeners and outside not in event.trusting:
+                return f"{outside} does not trust {event.speaker}"
             return f"a claim does not change what its speaker {event.speaker} thinks"
         if chain[-1] in event.listeners and chain[-1] not in event.trusting:
             return f"{chain[-1]} does not trust {event.speaker}"
-        return f"{chain[-2]} does not infer what {chain[-1]} made of it under these rules"
+        return f"under these rules {chain[0]} does not infer what {chain[-1]} made of it"
     return "it does not count under these rules"
 
 
