@@ -40,8 +40,9 @@ CASES = [
     ("wrong answer, mostly right reasons", ("Bob",), MOSTLY_RIGHT, [CORRECT] * 5 + [CONTRADICTED] * 2, False),
     ("paraphrases", ("Ann", "Bob"),
      "According to Ann, Bob believes that the apple is in the crate. Bob will look for the apple in the crate. "
-     "The apple is really in the box. Ann put it in the box; Cid secretly watched it. Cid didn't see it.",
-     [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED], True),  # Cid did see the move, in secret
+     "The apple is really in the box. Ann put it in the box; Cid secretly watched it. Cid didn't see it. "
+     "In the end, according to Bob, Ann thinks the apple is in the crate.",  # Bob trusts Ann's claim; Ann herself: the box
+     [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT], True),  # Cid did see the move, in secret
     ("a place the story does not have", ("Cid",), "Cid thinks the apple is in the fridge.", [CONTRADICTED], False),
     ("a chain the rules leave open", ("Ann", "Cid"), "Ann thinks Cid thinks the apple is in the box.",
      [UNVERIFIABLE], False),
