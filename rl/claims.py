@@ -17,7 +17,9 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
   back|came back|returns|returned) and (sees|saw|finds|found) OBJ in PLACE`; `NAME [privately|
   publicly] (tells|told|says|said|claims|claimed|announces|announced) [to] [everyone|NAME [and
   NAME]] [that] OBJ is in PLACE`; `NAME (saw|sees|watched|witnessed) NAME (move|moves|put|puts)
-  OBJ (to|in|into) PLACE` is the event plus "the first NAME perceived it";
+  OBJ (to|in|into) PLACE` is the event plus "the first NAME perceived it"; `NAME (saw|knows|noticed|heard)
+  that <event>` and `NAME (does not|didn't) (know|see|notice|hear) that <event>` are the event plus NAME's
+  perception of it (or not);
 - perception of the event last named (or named on the clause's line): `NAME [and NAME] (saw|sees|
   heard|hears|witnessed|noticed) (it|this|that)` (perceived); `NAME (did not|didn't) (see|notice|
   hear|witness) (it|this|that)`, `NAME missed it` (not perceived); `NAME (was not|wasn't) (there|
@@ -91,6 +93,8 @@ class _Patterns:
         self.saw_move = re.compile(rf"^(?P<agent>{name}) (?:saw|sees|watched|witnessed) (?P<actor>{name}) "
                                    rf"(?:move|moves|moving|put|puts|putting|place|places) {obj} "
                                    rf"(?:to|in|into|inside|on) {place}$")
+        self.knows_that = re.compile(rf"^(?P<agent>{name}) (?P<neg>(?:did not|didn't|does not|doesn't) )?"
+                                     rf"(?:saw|sees|see|knows|know|noticed|notice|heard|hear) that (?P<rest>.+)$")
         self.init = re.compile(rf"^{obj} (?:starts|started|begins|began|sits|sat) (?:out )?(?:in|inside|on) {place}$")
         self.reveal = re.compile(rf"^(?P<actor>{name}) (?:enters|entered|comes back|came back|returns|returned)"
                                  rf"(?: \w+)*? and (?:sees|saw|finds|found) {obj} (?:in|inside|on) {place}$")
@@ -132,6 +136,12 @@ def _about_event(p: _Patterns, clause: str, base: dict) -> list[Claim]:
         if m:
             actor = p.agents[m.group("actor")] if "actor" in pattern.groupindex else None
             return [Claim("event", container=p.place(m.group("place")), agent=actor, event=event, **base)]
+    m = p.knows_that.match(clause)
+    if m:  # "NAME saw that <event>" / "NAME doesn't know that <event>": the event, and NAME's perception of it
+        event = _about_event(p, m.group("rest"), base)
+        if len(event) == 1:
+            kind = "not_perceived" if m.group("neg") else "perceived"
+            return [*event, Claim(kind, agent=p.agents[m.group("agent")], **base)]
     m = p.saw_move.match(clause)
     if m:
         mover = p.agents[m.group("actor")]

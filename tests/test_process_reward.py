@@ -43,6 +43,10 @@ CASES = [
      "The apple is really in the box. Ann put it in the box; Cid secretly watched it. Cid didn't see it. "
      "In the end, according to Bob, Ann thinks the apple is in the crate.",  # Bob trusts Ann's claim; Ann herself: the box
      [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT], True),  # Cid did see the move, in secret
+    ("knows that, doesn't know that", ("Bob",),
+     "Bob doesn't know that Ann moved the apple to the box. Cid saw that Ann put the apple in the box. "
+     "Bob knows that Ann moved the apple to the box. Bob heard that the apple is in the crate.",
+     [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED], False),  # the last clause is no claim
     ("a place the story does not have", ("Cid",), "Cid thinks the apple is in the fridge.", [CONTRADICTED], False),
     ("a chain the rules leave open", ("Ann", "Cid"), "Ann thinks Cid thinks the apple is in the box.",
      [UNVERIFIABLE], False),
