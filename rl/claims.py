@@ -138,10 +138,10 @@ def _about_event(p: _Patterns, clause: str, base: dict) -> list[Claim]:
             return [Claim("event", container=p.place(m.group("place")), agent=actor, event=event, **base)]
     m = p.knows_that.match(clause)
     if m:  # "NAME saw that <event>" / "NAME doesn't know that <event>": the event, and NAME's perception of it
-        event = _about_event(p, m.group("rest"), base)
-        if len(event) == 1:
+        said = _about_event(p, m.group("rest"), base)
+        if len(said) == 1:
             kind = "not_perceived" if m.group("neg") else "perceived"
-            return [*event, Claim(kind, agent=p.agents[m.group("agent")], **base)]
+            return [*said, Claim(kind, agent=p.agents[m.group("agent")], **base)]
     m = p.saw_move.match(clause)
     if m:
         mover = p.agents[m.group("actor")]
