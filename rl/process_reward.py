@@ -10,8 +10,9 @@ belief the rules leave undefined) is `unverifiable` and counts neither way.
 
 Fidelity: whether the text states the deciding belief: its last belief claim about the question's own
 chain (for a memory question: its last statement of where the object started) names the answer's
-container and is true when it is made. A text is faithful when it states the deciding belief and no
-claim of it is contradicted (a text that invents a move is not, whatever it concludes).
+container and is true when it is made. A text is faithful when it also names the deciding event (the
+last event that sets the chain's belief; for memory, the first placement) and no claim of it is
+contradicted: a text that only asserts the conclusion, or invents a move, is not, whatever it concludes.
 """
 from __future__ import annotations
 
@@ -32,17 +33,19 @@ _THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 class Checked:
     claim: Claim
     verdict: str
+    events: tuple[int, ...] = ()  # event claims: the steps of the events it may name
 
 
 @dataclass(frozen=True)
 class ProcessScore:
     checked: tuple[Checked, ...]
     states_deciding_belief: bool
+    names_deciding_event: bool = False
 
     @property
     def faithful(self) -> bool:
-        """Right reasons: the deciding belief stated, and no claim the world contradicts."""
-        return self.states_deciding_belief and self.n_contradicted == 0
+        """Right reasons: the deciding event named, the deciding belief stated, no claim contradicted."""
+        return self.states_deciding_belief and self.names_deciding_event and self.n_contradicted == 0
 
     @property
     def n_correct(self) -> int:
@@ -135,7 +138,8 @@ class _Checker:
             if claim.kind == "event":
                 found = self.find_events(claim, cursor)
                 cursor = found or cursor
-                verdict = CORRECT if found else CONTRADICTED
+                out.append(Checked(claim, CORRECT if found else CONTRADICTED, tuple(e.step for e in found)))
+                continue
             elif claim.kind == "belief":
                 verdict = self.about_belief(claim, cursor)
             elif claim.kind in ("trust", "distrust"):
@@ -149,6 +153,17 @@ class _Checker:
         if self.question.kind == "memory":
             return self.world.initial
         return self.belief_at(self.question.chain, self.final)
+
+    def deciding_step(self) -> int | None:
+        """The event the answer rests on: the chain's last counting event (memory: the first placement)."""
+        if self.question.kind == "memory":
+            return self.start if self.start >= 0 else None
+        counting = self.world.counting_events(self.question.chain)
+        return counting[-1].step if counting else None
+
+    def names_deciding(self, checked: list[Checked]) -> bool:
+        step = self.deciding_step()
+        return step is not None and any(c.verdict == CORRECT and step in c.events for c in checked)
 
     def states_deciding(self, checked: list[Checked]) -> bool:
         if self.question.kind == "memory":
@@ -166,7 +181,7 @@ def score_reasoning(text: str, question: WorldQuestion) -> ProcessScore:
     containers = [*setup.get("containers", ()), *(e.container for e in checker.world.events)]
     claims = parse_claims(text, vocabulary(setup["agents"], question.obj, containers))
     checked = checker.check(claims)
-    return ProcessScore(tuple(checked), checker.states_deciding(checked))
+    return ProcessScore(tuple(checked), checker.states_deciding(checked), checker.names_deciding(checked))
 
 
 def world_of_truth(truth: dict[str, Any]) -> WorldQuestion | None:

@@ -154,3 +154,17 @@ def test_trl_settings_with_a_process_weight_get_a_third_reward_weight() -> None:
     assert trl_config_kwargs(TrlSettings(model="m"))["reward_weights"] == [1.0, 1.0]
     with_process = TrlSettings(model="m", reward_weights={"process": 0.5})
     assert trl_config_kwargs(with_process)["reward_weights"] == [1.0, 1.0, 1.0]
+
+
+def test_faithful_needs_the_deciding_event_named() -> None:
+    """Bob's belief rests on Ann's tell (the crate). Asserting only the conclusion states the belief but
+    names no event; naming the move instead of the tell names the wrong one; naming the tell is faithful."""
+    bob = question(("Bob",))
+    only = score_reasoning("In the end, Bob thinks the apple is in the crate.", bob)
+    assert only.states_deciding_belief and not only.names_deciding_event and not only.faithful
+    move = score_reasoning("Ann moved the apple to the box. Bob had left. In the end, Bob thinks the apple is in the "
+                           "crate.", bob)
+    assert move.n_contradicted == 0 and not move.names_deciding_event and not move.faithful
+    tell = score_reasoning("Ann told Bob the apple is in the crate. In the end, Bob thinks the apple is in the crate.", bob)
+    assert tell.names_deciding_event and tell.faithful
+    assert score_reasoning(RIGHT_REASONS, bob).faithful
