@@ -1,6 +1,7 @@
 """Trace fidelity per set and belief order: of the evaluated answers, how many are right for the
-right reasons (correct, and the reasoning states the deciding belief: `rl.process_reward`) and how many
-right for the wrong reasons (correct, but the reasoning does not state it, or states it wrongly).
+right reasons (correct, and the reasoning faithful: it names the deciding event, states the deciding
+belief and makes no contradicted claim, `rl.process_reward`) and how many right for the wrong reasons
+(correct, but the reasoning is not faithful).
 
 Only items whose release row carries the world count (`with_world`); the shares are of those items, so
 `right_reasons + wrong_reasons` is their accuracy, and `faithful_share` is the share of their correct

@@ -56,7 +56,7 @@ class Scored:
     claims_correct: int = 0
     claims_contradicted: int = 0
     states_deciding_belief: bool | None = None  # None: the item carries no world to check against
-    faithful: bool | None = None  # states it and no claim is contradicted (rl.process_reward)
+    faithful: bool | None = None  # names the deciding event, states the belief, nothing contradicted
 
     @property
     def score(self) -> float:
