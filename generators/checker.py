@@ -148,36 +148,40 @@ class TraceWorld:
 
     def deciding_event(self, chain: Iterable[str]) -> Perceived | None:
         """The last event that sets the chain's belief (for order 0: the last placement), or None."""
+        counting = self.counting_events(chain)
+        return counting[-1] if counting else None
+
+    def counting_events(self, chain: Iterable[str]) -> list[Perceived]:
+        """Every event that sets the chain's belief, in story order (order 0: every placement); the
+        chain's belief after any point of the story is the container of the last one before it."""
         chain = list(chain)
-        last_place = next((e for e in reversed(self.events) if e.what == "place"), None)
+        places = [e for e in self.events if e.what == "place"]
         if not chain:
-            return last_place
+            return places
         if self.rules.bystander_entry_final and len(chain) > 1 and self.entered - set(chain):
-            return last_place
+            return places[-1:]
         events = self.perceived_by[chain[0]]
         for agent in chain[1:]:
             events = [e for e in events if agent in e.public]
         if self.rules.reentry_common_knowledge and len(chain) > 1:
             extra = [e for e in self.events if e.entrant in chain and e not in events]
             events = sorted(events + extra, key=lambda e: e.step)
+        return [event for event in events if self.counts(chain, event)]
+
+    def counts(self, chain: list[str], event: Perceived) -> bool:
+        """Whether `event`, already known to reach every agent of the chain, sets the chain's belief."""
         innermost = chain[-1]
         outside = chain[-2] if len(chain) > 1 else None
-        tells_count = self.rules.tell_max_order is None or len(chain) <= self.rules.tell_max_order
-        deciding = None
-        for event in events:
-            if event.what == "place":
-                if event.listed and len(chain) > 1 and not _in_order(chain, event.listed):
-                    continue
-                deciding = event
-            elif not tells_count:
-                continue
-            elif innermost in event.trusting and (outside in (None, innermost) or self.rules.others_infer_adoption):
-                deciding = event  # a trusting listener adopts the claim
-            elif innermost == event.speaker and outside in event.trusting:
-                deciding = event  # ... and takes it as what the speaker believes
-            elif self.rules.speaker_assumes_belief and outside == event.speaker and innermost in event.listeners:
-                deciding = event  # the speaker takes every listener to believe it
-        return deciding
+        if event.what == "place":
+            return not (event.listed and len(chain) > 1 and not _in_order(chain, event.listed))
+        if self.rules.tell_max_order is not None and len(chain) > self.rules.tell_max_order:
+            return False
+        if innermost in event.trusting and (outside in (None, innermost) or self.rules.others_infer_adoption):
+            return True  # a trusting listener adopts the claim
+        if innermost == event.speaker and outside in event.trusting:
+            return True  # ... and takes it as what the speaker believes
+        # the speaker takes every listener to believe it
+        return self.rules.speaker_assumes_belief and outside == event.speaker and innermost in event.listeners
 
 
 def _listing(trace: list[dict[str, Any]], step: int, here: frozenset[str], mover: str | None,

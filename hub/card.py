@@ -224,7 +224,10 @@ def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[Split
 Theory-of-Mind questions from several public benchmarks (and generated data, where present), normalized
 into one record per question by tomforge. Every row also carries RL-ready columns
 (`prompt` as chat messages, `data_source`, `ability`, `reward_model`, `extra_info`, `answer`), so the same
-files feed `datasets`, verl and TRL. This is release `{tag}`.
+files feed `datasets`, verl and TRL. Location questions whose story tomforge's world model holds (generated
+ones, HiToM, ToMi, ExploreToM) also carry a belief-state rationale (`rationale`, JSON; `rationale_text`, one
+reasoning text per form) and, in `reward_model.ground_truth`, the world a process reward checks reasoning
+against (other rows: null). This is release `{tag}`.
 
 ## Configs and splits
 

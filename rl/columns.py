@@ -5,6 +5,11 @@ ground_truth} and `extra_info`; TRL reads `prompt` and passes every other column
 functions; OpenRLHF reads a prompt key and a label key (`answer`). Column types never vary
 between rows, splits or configs (`RL_SCHEMA`): fields whose shape depends on the answer format
 travel as one JSON string (`reward_model.ground_truth`) so arrow sees one type.
+
+Location questions whose story the world model holds (generated ones, and HiToM / ToMi /
+ExploreToM and their variants) also carry their belief-state rationale (`generators.rationale`):
+`rationale` (the structure, JSON), `rationale_text` (one text per form, the SFT targets' reasoning),
+and the world itself in the ground truth (key `world`), which the process reward checks claims against.
 """
 from __future__ import annotations
 
@@ -13,12 +18,14 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from tomforge.generators.rationale import Rationale, build_rationale, question_of_record
+from tomforge.generators.rationale_text import FORMS, rationale_text
 from tomforge.rl.prompts import build_messages, option_labels
 
 ABILITY = "theory_of_mind"
 REWARD_STYLE = "rule"
 DATA_SOURCE_PREFIX = "tomforge/"
-RL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info", "answer")
+RL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info", "answer", "rationale", "rationale_text")
 
 _STR_LIST = pa.list_(pa.string())
 EXTRA_INFO_TYPE = pa.struct([
@@ -38,6 +45,7 @@ EXTRA_INFO_TYPE = pa.struct([
     ("perspective_chain", _STR_LIST),
     ("template_id", pa.string()),
 ])
+RATIONALE_TEXT_TYPE = pa.struct([(form, pa.string()) for form in FORMS])
 RL_SCHEMA = pa.schema([
     ("data_source", pa.string()),
     ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
@@ -45,6 +53,8 @@ RL_SCHEMA = pa.schema([
     ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
     ("extra_info", EXTRA_INFO_TYPE),
     ("answer", pa.string()),
+    ("rationale", pa.string()),
+    ("rationale_text", RATIONALE_TEXT_TYPE),
 ])
 
 
@@ -70,11 +80,12 @@ def canonical_answer(record: dict[str, Any]) -> str:
     return str(record["answer"])
 
 
-def ground_truth(record: dict[str, Any]) -> str:
+def ground_truth(record: dict[str, Any], world: dict[str, Any] | None = None) -> str:
     """JSON (sorted keys) with what the reward needs: the format, the answer text, the options
-    with their letters and index (so a letter or the option text both score), the list items."""
+    with their letters and index (so a letter or the option text both score), the list items;
+    and the world (`WorldQuestion.to_json`) when the item has one, for the process reward."""
     options = _str_list(record.get("options"))
-    payload = {
+    payload: dict[str, Any] = {
         "answer_format": record["answer_format"],
         "answer": canonical_answer(record),
         "options": options,
@@ -82,7 +93,19 @@ def ground_truth(record: dict[str, Any]) -> str:
         "answer_index": _opt_int(record.get("answer_index")),
         "answer_list": None if record.get("answer_list") is None else _str_list(record["answer_list"]),
     }
+    if world is not None:
+        payload["world"] = world
     return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def rationale_of(record: dict[str, Any]) -> Rationale | None:
+    """The record's belief-state rationale, or None (no world model for this question)."""
+    question = question_of_record(record)
+    return build_rationale(question) if question is not None else None
 
 
 def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str, Any]:
@@ -93,11 +116,13 @@ def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str,
     """
     options = _str_list(record.get("options"))
     answer_list = record.get("answer_list")
+    rationale = rationale_of(record)
+    world = rationale.question.to_json() if rationale is not None else None
     return {
         "data_source": DATA_SOURCE_PREFIX + str(record["source"]),
         "prompt": build_messages(record),
         "ability": ABILITY,
-        "reward_model": {"style": REWARD_STYLE, "ground_truth": ground_truth(record)},
+        "reward_model": {"style": REWARD_STYLE, "ground_truth": ground_truth(record, world)},
         "extra_info": {
             "split": str(record["split"]),
             "index": index,
@@ -116,6 +141,8 @@ def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str,
             "template_id": None if record.get("template_id") is None else str(record["template_id"]),
         },
         "answer": canonical_answer(record),
+        "rationale": _json(rationale.to_json()) if rationale is not None else None,
+        "rationale_text": {form: rationale_text(rationale, form) for form in FORMS} if rationale is not None else None,
     }
 
 

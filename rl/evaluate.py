@@ -17,9 +17,10 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.models import materialize
 from tomforge.rl.release import SplitRef, read_split
-from tomforge.rl.reward import score_completion
+from tomforge.rl.reward import Scored, score_completion
 
 EVAL_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("label", pa.string()), ("dataset", pa.string()),
@@ -27,6 +28,8 @@ EVAL_COLUMNS = pa.schema([
     ("item_id", pa.string()), ("source", pa.string()), ("belief_order", pa.int64()),
     ("question_type", pa.string()), ("answer_format", pa.string()), ("completion", pa.string()),
     ("extracted", pa.string()), ("format_ok", pa.bool_()), ("correct", pa.bool_()), ("reward", pa.float64()),
+    ("claims_correct", pa.int64()), ("claims_contradicted", pa.int64()), ("states_deciding_belief", pa.bool_()),
+    ("faithful", pa.bool_()),
 ])
 EVAL_DDL = """
 CREATE TABLE IF NOT EXISTS eval_results (
@@ -34,8 +37,16 @@ CREATE TABLE IF NOT EXISTS eval_results (
   revision VARCHAR, config VARCHAR NOT NULL, split VARCHAR NOT NULL, distribution VARCHAR NOT NULL,
   item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, question_type VARCHAR,
   answer_format VARCHAR, completion VARCHAR, extracted VARCHAR, format_ok BOOLEAN NOT NULL,
-  correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL
+  correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL, claims_correct BIGINT, claims_contradicted BIGINT,
+  states_deciding_belief BOOLEAN, faithful BOOLEAN
 )"""
+# trace fidelity (rl.process_reward), added to a table an older version created; null: no world to check
+EVAL_MIGRATIONS = (
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS claims_correct BIGINT",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS claims_contradicted BIGINT",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS states_deciding_belief BOOLEAN",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS faithful BOOLEAN",
+)
 
 
 @dataclass
@@ -171,8 +182,17 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
                 "question_type": info["question_type"], "answer_format": info["answer_format"],
                 "completion": completion, "extracted": scored.extracted, "format_ok": scored.format_ok,
                 "correct": scored.correct, "reward": scored.score,
+                **_fidelity_fields(scored),
             })
     return rows
+
+
+def _fidelity_fields(scored: Scored) -> dict[str, Any]:
+    """The trace-fidelity columns of one row (null when the item carries no world)."""
+    judged = scored.states_deciding_belief is not None
+    return {"claims_correct": scored.claims_correct if judged else None,
+            "claims_contradicted": scored.claims_contradicted if judged else None,
+            "states_deciding_belief": scored.states_deciding_belief, "faithful": scored.faithful}
 
 
 def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
@@ -184,17 +204,20 @@ def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
     run_ids = sorted(set(table.column("run_id").to_pylist()))
     with db.building(Path(warehouse)) as con:
         con.execute(EVAL_DDL)
+        for migration in EVAL_MIGRATIONS:
+            con.execute(migration)
         for run_id in run_ids:
             con.execute("DELETE FROM eval_results WHERE run_id = ?", [run_id])
         con.register("new_eval_rows", table)
-        con.execute("INSERT INTO eval_results SELECT * FROM new_eval_rows")
+        con.execute("INSERT INTO eval_results BY NAME SELECT * FROM new_eval_rows")
         con.unregister("new_eval_rows")
     return table.num_rows
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """{'matrix': {label: {config/split (distribution): acc}}, 'by_order': {label: {config/split:
-    {order: acc}}}, 'format_rate': {...}, 'n': {...}} over the given rows."""
+    {order: acc}}}, 'format_rate': {...}, 'n': {...}, 'fidelity': {label: {config/split: right and
+    wrong reasons (`rl.fidelity`)}}, 'fidelity_by_order': {label: {config/split: {order: ...}}}}."""
     def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
         return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
 
@@ -205,7 +228,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     fmt: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     by_order: dict[str, dict[str, dict[str, float]]] = {}
+    faithful: dict[str, dict[str, Any]] = {}
+    faithful_by_order: dict[str, dict[str, Any]] = {}
     for (label, column), items in sorted(groups.items()):
+        faithful.setdefault(label, {})[column] = fidelity(items)
+        faithful_by_order.setdefault(label, {})[column] = fidelity_by_order(items)
         matrix.setdefault(label, {})[column] = acc(items)
         fmt.setdefault(label, {})[column] = acc(items, "format_ok")
         counts.setdefault(label, {})[column] = len(items)
@@ -213,7 +240,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for r in items:
             orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
         by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
-    return {"matrix": matrix, "format_rate": fmt, "n": counts, "by_order": by_order}
+    return {"matrix": matrix, "format_rate": fmt, "n": counts, "by_order": by_order, "fidelity": faithful,
+            "fidelity_by_order": faithful_by_order}
 
 
 def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by belief order") -> Path:
@@ -253,7 +281,16 @@ def format_matrix(summary: dict[str, Any]) -> str:
     lines = ["model | " + " | ".join(columns)]
     for label, row in summary["matrix"].items():
         lines.append(label + " | " + " | ".join(f"{row.get(c, float('nan')):.3f}" for c in columns))
+    for label, row in summary.get("fidelity", {}).items():  # right for the right / wrong reasons, where measured
+        if any(row.get(c, {}).get("with_world") for c in columns):
+            cells = [row.get(c, {}) for c in columns]
+            lines.append(f"{label} right reasons / wrong reasons | " + " | ".join(
+                f"{_share(cell.get('right_reasons'))} / {_share(cell.get('wrong_reasons'))}" for cell in cells))
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def write_summary(summary: dict[str, Any], out: Path) -> Path:

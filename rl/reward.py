@@ -1,4 +1,6 @@
-"""The rule reward: format (+1 / -1) plus correctness (+2 / -2), weights configurable.
+"""The rule reward: format (+1 / -1) plus correctness (+2 / -2), plus, when its weight is set, the
+process reward (`rl.process_reward`: the <think> block's claims checked against the story's belief
+states, on items whose ground truth carries the world), weights configurable.
 
 Pure functions over strings, shared by training (verl, TRL) and evaluation, so a model is
 scored the same way everywhere. Normalization is deliberately conservative: it forgives
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from tomforge.rl.columns import decode_ground_truth
+from tomforge.rl.process_reward import score_completion_process
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -35,6 +38,8 @@ class RewardWeights:
     correct: float = 2.0
     wrong: float = -2.0
     score_malformed_answers: bool = False  # True: still check correctness when the tags are off
+    process: float = 0.0  # weight of the process reward, in [-process * penalty, +process]; 0: off
+    process_contradiction_penalty: float = 1.0  # a contradicted claim costs this many right ones
 
 
 DEFAULT_WEIGHTS = RewardWeights()
@@ -47,10 +52,15 @@ class Scored:
     extracted: str | None
     format_reward: float
     correctness_reward: float
+    process_reward: float = 0.0
+    claims_correct: int = 0
+    claims_contradicted: int = 0
+    states_deciding_belief: bool | None = None  # None: the item carries no world to check against
+    faithful: bool | None = None  # names the deciding event, states the belief, nothing contradicted
 
     @property
     def score(self) -> float:
-        return self.format_reward + self.correctness_reward
+        return self.format_reward + self.correctness_reward + self.process_reward
 
 
 # ---------------------------------------------------------------- format and extraction
@@ -186,12 +196,19 @@ def score_completion(completion: str, ground_truth: str | dict[str, Any],
     # every <answer> block must be right: "<answer>no</answer>...<answer>yes</answer>" is a hedge, not an answer
     answers = [found.strip() for found in _ANSWER_RE.findall(completion)] if ok or weights.score_malformed_answers else []
     correct = all(is_correct(answer, truth) for answer in answers) if answers else False
+    process = score_completion_process(completion, truth)
     return Scored(
         format_ok=ok,
         correct=correct,
         extracted=extracted,
         format_reward=weights.format_ok if ok else weights.format_bad,
         correctness_reward=weights.correct if correct else weights.wrong,
+        process_reward=weights.process * process.score(weights.process_contradiction_penalty)
+        if process is not None and weights.process else 0.0,
+        claims_correct=process.n_correct if process is not None else 0,
+        claims_contradicted=process.n_contradicted if process is not None else 0,
+        states_deciding_belief=process.states_deciding_belief if process is not None else None,
+        faithful=process.faithful if process is not None else None,
     )
 
 
@@ -204,9 +221,14 @@ def reward(completion: str, ground_truth: str | dict[str, Any], weights: RewardW
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
                   **kwargs: Any) -> dict[str, float]:
     """verl's custom reward entry point (`custom_reward_function.name=compute_score`).
-    Returns `score` plus numeric extras that verl logs (accuracy, format rate)."""
-    scored = score_completion(solution_str, ground_truth)
-    return {"score": scored.score, "acc": float(scored.correct), "format_ok": float(scored.format_ok)}
+    Returns `score` plus numeric extras that verl logs (accuracy, format rate, the process reward and
+    trace fidelity). Keyword arguments named as `RewardWeights` fields (verl's
+    `custom_reward_function.reward_kwargs`, e.g. `process=0.5`) set the weights."""
+    fields = set(RewardWeights.__dataclass_fields__)
+    weights = RewardWeights(**{k: v for k, v in kwargs.items() if k in fields})
+    scored = score_completion(solution_str, ground_truth, weights)
+    return {"score": scored.score, "acc": float(scored.correct), "format_ok": float(scored.format_ok),
+            "process": scored.process_reward, "faithful": float(bool(scored.faithful))}
 
 
 # ---------------------------------------------------------------- TRL
@@ -230,8 +252,9 @@ def _truths(n: int, kwargs: dict[str, Any]) -> list[Any]:
 
 
 def make_trl_rewards(weights: RewardWeights = DEFAULT_WEIGHTS) -> list[Callable[..., list[float]]]:
-    """Two TRL reward functions (format, correctness) that sum to the total reward; TRL logs
-    each one's mean, which gives the format rate and the accuracy curves for free."""
+    """TRL reward functions (format, correctness, and the process reward when its weight is set) that
+    sum to the total reward; TRL logs each one's mean, which gives the format rate and the accuracy
+    curves for free."""
 
     def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
         return [score_completion(completion_text(c), t, weights).format_reward
@@ -241,7 +264,11 @@ def make_trl_rewards(weights: RewardWeights = DEFAULT_WEIGHTS) -> list[Callable[
         return [score_completion(completion_text(c), t, weights).correctness_reward
                 for c, t in zip(completions, _truths(len(completions), kwargs))]
 
-    return [format_reward, correctness_reward]
+    def process_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+        return [score_completion(completion_text(c), t, weights).process_reward
+                for c, t in zip(completions, _truths(len(completions), kwargs))]
+
+    return [format_reward, correctness_reward, *([process_reward] if weights.process else [])]
 
 
 def trl_reward(completions: list[Any], **kwargs: Any) -> list[float]:

@@ -3,7 +3,8 @@
 A randomly initialized model never emits `<think>...</think><answer>...</answer>` by chance, so
 RL from scratch gets only -3 rewards and no signal. A short supervised pass on the training
 split's own answers, in exactly the form the prompts ask for, gives RL a starting point. The
-reasoning text is a neutral restatement of the question kind: it carries no answer.
+reasoning text is a neutral restatement of the question kind (it carries no answer), or, with
+`rationale_form`, the item's belief-state rationale in that form (the release's `rationale_text`).
 """
 from __future__ import annotations
 
@@ -26,27 +27,33 @@ def target_answer(ground_truth: str) -> str:
     return str(truth["answer"])
 
 
-def target_completion(row: dict[str, Any]) -> str:
+def target_completion(row: dict[str, Any], rationale_form: str | None = None) -> str:
+    """The SFT target: a neutral thought, or (with `rationale_form`, one of `generators.rationale_text.FORMS`)
+    the row's belief-state rationale in that form where the row has one; then the answer."""
     info = row["extra_info"]
     order = info.get("belief_order")
     kind = str(info.get("question_type", "question")).replace("_", " ")
     thought = f"This is a {kind} question" + (f" of order {order}" if order is not None else "") + \
         "; I track who saw each event."
+    if rationale_form is not None and (row.get("rationale_text") or {}).get(rationale_form):
+        thought = row["rationale_text"][rationale_form]
     return f"<think>{thought}</think><answer>{target_answer(row['reward_model']['ground_truth'])}</answer>"
 
 
-def sft_dataset(rl_dataset: Any) -> Any:
+def sft_dataset(rl_dataset: Any, rationale_form: str | None = None) -> Any:
     """prompt/completion pairs in TRL's conversational prompt-completion form."""
     from datasets import Dataset
 
-    rows = [{"prompt": row["prompt"], "completion": [{"role": "assistant", "content": target_completion(row)}]}
+    rows = [{"prompt": row["prompt"],
+             "completion": [{"role": "assistant", "content": target_completion(row, rationale_form)}]}
             for row in rl_dataset]
     return Dataset.from_list(rows)
 
 
 def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, max_steps: int = 200,
                learning_rate: float = 5e-4, batch_size: int = 32, bf16: bool = False, seed: int = 0,
-               gradient_checkpointing: bool = False, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+               gradient_checkpointing: bool = False, extra: dict[str, Any] | None = None,
+               rationale_form: str | None = None) -> dict[str, Any]:
     """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`."""
     from trl import SFTConfig, SFTTrainer
 
@@ -58,7 +65,7 @@ def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, 
     from tomforge.rl.trl_backend import nonfinite_guard
 
     guard = nonfinite_guard()
-    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset), processing_class=tokenizer,
+    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset, rationale_form), processing_class=tokenizer,
                          callbacks=[guard])
     started = time.perf_counter()
     result = trainer.train()

@@ -78,7 +78,8 @@ def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:
         logging_steps=s.logging_steps, save_steps=s.save_steps, seed=s.seed, bf16=s.bf16,
         use_vllm=s.use_vllm, report_to=s.report_to,
         gradient_checkpointing=s.gradient_checkpointing,  # TRL's own default is True
-        reward_weights=[1.0, 1.0],  # format and correctness functions already carry the recipe weights
+        # format, correctness (and process) functions already carry the recipe weights
+        reward_weights=[1.0] * (3 if s.reward_weights.get("process") else 2),
         remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
     )
     if s.algorithm == "rloo":

@@ -80,6 +80,9 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     in_dist = [correct for distribution, _, _, _, correct, _ in stored if distribution == "in_distribution"]
     assert summary["matrix"]["tiny"]["tomforge_gen/test (in_distribution)"] == round(sum(in_dist) / len(in_dist), 4)
     assert summary["generation"]["sequences"] == 6
+    # every generated item carries its world: the tiny model's reasoning is judged on all of them
+    assert {c: f["with_world"] for c, f in summary["fidelity"]["tiny"].items()} == {
+        "tomforge_gen/test (in_distribution)": 3, "tomforge_gen/test_higher_order (held_out)": 3}
     assert (tmp_path / "ev" / "accuracy_by_order.png").stat().st_size > 1000
     # evaluating the same run again replaces its rows instead of duplicating them
     assert runner.invoke(app, args).exit_code == 0
@@ -117,6 +120,44 @@ def test_eval_scores_each_completion_against_its_own_item(setup, tmp_path: Path,
     matrix = json.loads((tmp_path / "ev" / "summary.json").read_text())["matrix"]["scripted"]
     assert matrix == {"tomforge_gen/test (in_distribution)": round(2 / 3, 4),  # the summary keeps 4 decimals
                       "tomforge_gen/test_higher_order (held_out)": round(2 / 3, 4)}
+
+
+def test_eval_reports_trace_fidelity(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scripted completions per split: item 1 reasons with the release's own rationale and answers right
+    (right for the right reasons), item 2 answers right with no reasoning about beliefs (right for the
+    wrong reasons), item 3 reasons right and answers wrong. So each split: right 1/3, wrong 1/3."""
+    release, model_dir = setup
+    rows = {row["item_id"]: row for row in split_rows(release)}
+    prompts = {json.dumps(row["prompt"]): item for item, row in rows.items()}
+
+    def scripted(model_path, batch_prompts, **kwargs):
+        out = []
+        for position, prompt in enumerate(batch_prompts):
+            row = rows[prompts[json.dumps(prompt)]]
+            think = row["rationale_text"]["events"] if position != 1 else "I read the story carefully."
+            answer = row["answer"] if position != 2 else "zz-not-an-answer"
+            out.append(f"<think>{think}</think><answer>{answer}</answer>")
+        return out
+
+    monkeypatch.setattr("tomforge.rl.evaluate.generate", scripted)
+    warehouse = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
+                                 "--split", "tomforge_gen/test_higher_order", "--label", "scripted", "--limit", "3",
+                                 "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")])
+    assert result.exit_code == 0, result.output
+    assert "scripted right reasons / wrong reasons | 0.333 / 0.333 | 0.333 / 0.333" in result.stdout
+    con = duckdb.connect(str(warehouse), read_only=True)
+    stored = con.execute("SELECT split, list((faithful, correct) ORDER BY faithful, correct), min(claims_contradicted) "
+                         "FROM eval_results GROUP BY 1 ORDER BY 1").fetchall()
+    con.close()
+    assert [(split, [tuple(p) for p in pairs], low) for split, pairs, low in stored] == [
+        (split, [(False, True), (True, False), (True, True)], 0) for split in ("test", "test_higher_order")]
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    for cell in summary["fidelity"]["scripted"].values():
+        assert (cell["with_world"], cell["right_reasons"], cell["wrong_reasons"], cell["faithful_share"]) == (
+            3, round(1 / 3, 4), round(1 / 3, 4), 0.5)
+    orders = summary["fidelity_by_order"]["scripted"]["tomforge_gen/test (held_out)"]
+    assert sum(cell["with_world"] for cell in orders.values()) == 3
 
 
 def test_summarize_by_order() -> None:

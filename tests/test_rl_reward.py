@@ -129,7 +129,7 @@ def test_verl_signature() -> None:
     params = list(inspect.signature(compute_score).parameters)
     assert params[:4] == ["data_source", "solution_str", "ground_truth", "extra_info"]
     out = compute_score("tomforge/demo", wrap("B"), MC, extra_info={"index": 0})
-    assert out == {"score": 3.0, "acc": 1.0, "format_ok": 1.0}
+    assert out == {"score": 3.0, "acc": 1.0, "format_ok": 1.0, "process": 0.0, "faithful": 0.0}  # no world: no claims
 
 
 def test_trl_wrappers_read_dataset_columns() -> None:
