@@ -18,15 +18,16 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import tomforge.rl.columns as columns  # noqa: E402
 from tomforge.generators.generate import generate_records  # noqa: E402
+from tomforge.generators.rationale_text import rationale_columns  # noqa: E402
 from tomforge.generators.real.report import read_records  # noqa: E402
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 
 
-def measure(records: list[dict]) -> tuple[float, int, int, int]:
+def measure(records: list[dict], rationales: columns.Rationales | None) -> tuple[float, int, int, int]:
     """(seconds, arrow bytes, parquet bytes, rows with a rationale) of `rl_table` over the records."""
     started = time.perf_counter()
-    table = columns.rl_table(records)
+    table = columns.rl_table(records, rationales)
     seconds = time.perf_counter() - started
     buffer = io.BytesIO()
     pq.write_table(table, buffer, compression="zstd")
@@ -39,12 +40,9 @@ def main() -> None:
     for source, path in (("hitom", REAL / "hitom" / "Hi-ToM_data.json"), ("tomi", REAL / "tomi" / "fb_all_test.txt")):
         if path.is_file():
             sets[f"{source} {path.name}"] = read_records(source, path)
-    with_rationale = columns.rationale_of
     for name, records in sets.items():
-        columns.rationale_of = lambda record: None  # type: ignore[assignment]  # the reference: no rationales
-        base = measure(records)
-        columns.rationale_of = with_rationale
-        full = measure(records)
+        base = measure(records, None)  # the reference: no rationales
+        full = measure(records, rationale_columns)
         print(f"{name}: {len(records)} rows, rationale on {full[3]}; build {base[0]:.2f} s -> {full[0]:.2f} s "
               f"({full[0] / base[0]:.1f}x); arrow {base[1] / 1e6:.1f} -> {full[1] / 1e6:.1f} MB; "
               f"parquet (zstd) {base[2] / 1e6:.2f} -> {full[2] / 1e6:.2f} MB ({full[2] / base[2]:.1f}x)")

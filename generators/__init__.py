@@ -3,19 +3,36 @@
 `generate_records(n, max_order, seed, operators, styles, ...)` yields unified records (source
 `tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
 independently and `audits.shortcuts` measures how far template heuristics get.
-"""
-from tomforge.generators.generate import (
-                                 ADAPTER_INFO,
-                                 DEFAULT_SOURCE,
-                                 FORMATS,
-                                 GENERATOR,
-                                 GENERATOR_VERSION,
-                                 generate_records,
-                                 generate_splits,
-                                 generator_info,
-)
-from tomforge.generators.operators import OPERATORS
-from tomforge.generators.templates import STYLES
 
+The names below load on first use (PEP 562), so that importing the world model alone
+(`generators.checker`, `generators.world_question`, as the RL stage's process reward does on a GPU
+machine) does not pull in the generator and the record builder's dependencies.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tomforge.generators.generate import (
+                                     ADAPTER_INFO,
+                                     DEFAULT_SOURCE,
+                                     FORMATS,
+                                     GENERATOR,
+                                     GENERATOR_VERSION,
+                                     generate_records,
+                                     generate_splits,
+                                     generator_info,
+    )
+    from tomforge.generators.operators import OPERATORS
+    from tomforge.generators.templates import STYLES
+
+_HOMES = {"OPERATORS": "operators", "STYLES": "templates"}
 __all__ = ["ADAPTER_INFO", "DEFAULT_SOURCE", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "OPERATORS", "STYLES",
            "generate_records", "generate_splits", "generator_info"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES.get(name, 'generate')}"), name)

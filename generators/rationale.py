@@ -19,43 +19,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tomforge.generators.checker import RULE_SETS, Perceived, TraceWorld
+from tomforge.generators.checker import Perceived, TraceWorld
 from tomforge.generators.generate import GENERATOR
 from tomforge.generators.real.oracle import SOURCE_RULES, parse_record
 from tomforge.generators.real.story import ParseError
+from tomforge.generators.world_question import WorldQuestion
 
 RATIONALE_VERSION = 1
 GENERATED_RULES = "tomforge"
-_WORLD_KINDS = frozenset({"setup", "enter", "exit", "init", "move", "tell"})  # what TraceWorld reads
 _CONTAINER_QUESTIONS = frozenset({"reality", "memory", "first_order_belief", "higher_order_belief", "location"})
-
-
-@dataclass(frozen=True)
-class WorldQuestion:
-    """A question in the world model: the trace, the chain (empty: reality), kind and rule set."""
-
-    trace: list[dict[str, Any]]
-    chain: tuple[str, ...]
-    kind: str  # "belief" (order 0 = reality) or "memory"
-    rules: str
-
-    @property
-    def obj(self) -> str:
-        return str(self.trace[0]["object"])
-
-    def world(self) -> TraceWorld:
-        return TraceWorld(self.trace, RULE_SETS[self.rules])
-
-    def to_json(self) -> dict[str, Any]:
-        """What the process reward needs to rebuild the world: the setup and the events the checker
-        reads (no distractor statements, scenery or noise; no source sentences)."""
-        trace = [{k: v for k, v in event.items() if k != "text"} for event in self.trace
-                 if event["kind"] in _WORLD_KINDS]
-        return {"trace": trace, "chain": list(self.chain), "kind": self.kind, "rules": self.rules}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "WorldQuestion":
-        return cls(list(data["trace"]), tuple(data["chain"]), str(data["kind"]), str(data["rules"]))
 
 
 def _decoded(value: Any) -> Any:

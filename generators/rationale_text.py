@@ -12,9 +12,10 @@ Every form ends with "In the end, <chain> the <object> is in the <container>." (
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from tomforge.generators.rationale import EventRow, Rationale
+from tomforge.generators.rationale import EventRow, Rationale, rationale_of_record
+from tomforge.rl.columns import RATIONALE_FORMS, RationaleColumns
 
 
 def chain_words(chain: tuple[str, ...]) -> str:
@@ -116,6 +117,7 @@ FORMS: dict[str, Callable[[Rationale], str]] = {
     "curriculum": curriculum_form,
 }
 DEFAULT_FORM = "events"
+assert tuple(FORMS) == RATIONALE_FORMS, "the release's rationale_text struct names every form"
 
 
 def rationale_text(r: Rationale, form: str = DEFAULT_FORM) -> str:
@@ -123,3 +125,12 @@ def rationale_text(r: Rationale, form: str = DEFAULT_FORM) -> str:
     if form not in FORMS:
         raise KeyError(f"unknown rationale form {form!r} (forms: {', '.join(FORMS)})")
     return FORMS[form](r)
+
+
+def rationale_columns(record: dict[str, Any]) -> RationaleColumns | None:
+    """What a release carries of the record's rationale (`rl.columns.rl_columns(..., rationales=)`)."""
+    rationale = rationale_of_record(record)
+    if rationale is None:
+        return None
+    return RationaleColumns(rationale.question.to_json(), rationale.to_json(),
+                            {form: rationale_text(rationale, form) for form in RATIONALE_FORMS})

@@ -7,19 +7,21 @@ between rows, splits or configs (`RL_SCHEMA`): fields whose shape depends on the
 travel as one JSON string (`reward_model.ground_truth`) so arrow sees one type.
 
 Location questions whose story the world model holds (generated ones, and HiToM / ToMi /
-ExploreToM and their variants) also carry their belief-state rationale (`generators.rationale`):
-`rationale` (the structure, JSON), `rationale_text` (one text per form, the SFT targets' reasoning),
-and the world itself in the ground truth (key `world`), which the process reward checks claims against.
+ExploreToM and their variants) also carry their belief-state rationale: `rationale` (the structure,
+JSON), `rationale_text` (one text per form, the SFT targets' reasoning), and the world itself in the
+ground truth (key `world`), which the process reward checks claims against. The columns are a
+contract of the release, so this module imports nothing above it: whoever builds a release passes
+the rationales in (`warehouse.export` passes `generators.rationale_text.rationale_columns`); without
+them the two columns are null and the ground truth carries no world.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
-from tomforge.generators.rationale import Rationale, build_rationale, question_of_record
-from tomforge.generators.rationale_text import FORMS, rationale_text
 from tomforge.rl.prompts import build_messages, option_labels
 
 ABILITY = "theory_of_mind"
@@ -45,7 +47,8 @@ EXTRA_INFO_TYPE = pa.struct([
     ("perspective_chain", _STR_LIST),
     ("template_id", pa.string()),
 ])
-RATIONALE_TEXT_TYPE = pa.struct([(form, pa.string()) for form in FORMS])
+RATIONALE_FORMS = ("events", "beliefs", "curriculum")  # `generators.rationale_text.FORMS` renders each
+RATIONALE_TEXT_TYPE = pa.struct([(form, pa.string()) for form in RATIONALE_FORMS])
 RL_SCHEMA = pa.schema([
     ("data_source", pa.string()),
     ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
@@ -102,13 +105,21 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def rationale_of(record: dict[str, Any]) -> Rationale | None:
-    """The record's belief-state rationale, or None (no world model for this question)."""
-    question = question_of_record(record)
-    return build_rationale(question) if question is not None else None
+@dataclass(frozen=True)
+class RationaleColumns:
+    """One record's rationale as the release carries it: the world (for the process reward), the
+    structure and one text per form of `RATIONALE_FORMS`."""
+
+    world: dict[str, Any]
+    rationale: dict[str, Any]
+    texts: dict[str, str]
 
 
-def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str, Any]:
+Rationales = Callable[[dict[str, Any]], "RationaleColumns | None"]  # a record -> its rationale, or None
+
+
+def rl_columns(record: dict[str, Any], *, index: int | None = None,
+               rationales: Rationales | None = None) -> dict[str, Any]:
     """The RL-ready columns for one unified record (types as in `RL_SCHEMA`).
 
     `index` is the row's position in its split (verl's `extra_info.index`); None when unknown.
@@ -116,8 +127,8 @@ def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str,
     """
     options = _str_list(record.get("options"))
     answer_list = record.get("answer_list")
-    rationale = rationale_of(record)
-    world = rationale.question.to_json() if rationale is not None else None
+    rationale = rationales(record) if rationales is not None else None
+    world = rationale.world if rationale is not None else None
     return {
         "data_source": DATA_SOURCE_PREFIX + str(record["source"]),
         "prompt": build_messages(record),
@@ -141,22 +152,22 @@ def rl_columns(record: dict[str, Any], *, index: int | None = None) -> dict[str,
             "template_id": None if record.get("template_id") is None else str(record["template_id"]),
         },
         "answer": canonical_answer(record),
-        "rationale": _json(rationale.to_json()) if rationale is not None else None,
-        "rationale_text": {form: rationale_text(rationale, form) for form in FORMS} if rationale is not None else None,
+        "rationale": _json(rationale.rationale) if rationale is not None else None,
+        "rationale_text": {form: rationale.texts[form] for form in RATIONALE_FORMS} if rationale is not None else None,
     }
 
 
-def rl_table(records: Iterable[dict[str, Any]]) -> pa.Table:
+def rl_table(records: Iterable[dict[str, Any]], rationales: Rationales | None = None) -> pa.Table:
     """RL columns of many records (index = position) as an arrow table with `RL_SCHEMA`,
     so an all-null column (say belief_order) keeps its type in every split."""
-    rows = [rl_columns(record, index=i) for i, record in enumerate(records)]
+    rows = [rl_columns(record, index=i, rationales=rationales) for i, record in enumerate(records)]
     return pa.Table.from_pylist(rows, schema=RL_SCHEMA)
 
 
-def with_rl_columns(table: pa.Table) -> pa.Table:
+def with_rl_columns(table: pa.Table, rationales: Rationales | None = None) -> pa.Table:
     """A published table (unified record columns) with the RL columns added; `answer` is
     replaced by the canonical answer text, which equals it for every well-formed record."""
-    rl = rl_table(table.to_pylist())
+    rl = rl_table(table.to_pylist(), rationales)
     out = table
     for name in RL_COLUMNS:
         column = rl.column(name)

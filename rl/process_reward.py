@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tomforge.generators.checker import Perceived, TraceWorld
-from tomforge.generators.rationale import WorldQuestion
+from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import Claim, parse_claims, vocabulary
 
 CORRECT, CONTRADICTED, UNVERIFIABLE = "correct", "contradicted", "unverifiable"

@@ -12,7 +12,9 @@ from tests.test_import_cycles import imported_modules, project_modules
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("record contract", ("tomforge.errors", "tomforge.schemas", "tomforge.warehouse.record", "tomforge.warehouse.columns",
                          "tomforge.warehouse.ddl", "tomforge.warehouse.vocabulary", "tomforge.warehouse.progress",
-                         "tomforge.warehouse.versions", "tomforge.rl.columns", "tomforge.rl.prompts")),
+                         "tomforge.warehouse.versions", "tomforge.rl.columns", "tomforge.rl.prompts",
+                         # the world model a record's trace is written in: the RL stage rebuilds it from a release
+                         "tomforge.generators.checker", "tomforge.generators.world_question")),
     ("reading sources", ("tomforge.warehouse.sources", "tomforge.warehouse.batch", "tomforge.generators")),
     ("storage", ("tomforge.warehouse", "tomforge.generators.real.store")),
     ("analysis", ("tomforge.audits",)),
@@ -72,3 +74,17 @@ def test_planted_imports_are_judged_by_the_table() -> None:
                ("tomforge.warehouse.export", "tomforge.rl.columns")]        # release -> record contract
     assert [v.split(" ")[0] for v in violations(planted)] == [
         "tomforge.warehouse.export", "tomforge.rl.stage", "tomforge.generators.generate"]
+
+
+def test_the_rl_reward_path_needs_none_of_the_warehouse_dependencies() -> None:
+    """The GPU machine has torch and transformers, not duckdb, polars, jsonschema or orjson: the reward,
+    the process reward (the world model included) and the evaluation must import without them."""
+    import subprocess
+    import sys
+
+    heavy = ("duckdb", "polars", "jsonschema", "jsonschema_rs", "orjson", "prefect")
+    code = ("import sys\n"
+            "import tomforge.rl.reward, tomforge.rl.process_reward, tomforge.rl.evaluate\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

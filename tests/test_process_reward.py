@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.test_rationale import TRACE
-from tomforge.generators.rationale import WorldQuestion
 from tomforge.generators.real import hitom
+from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import parse_claims, vocabulary
 from tomforge.rl.process_reward import CONTRADICTED, CORRECT, UNVERIFIABLE, score_reasoning
 from tomforge.rl.reward import RewardWeights, compute_score, make_trl_rewards, score_completion

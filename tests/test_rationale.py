@@ -180,15 +180,17 @@ def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
     the rationale scores full marks with the process reward on (every claim right, faithful)."""
     import json
 
+    from tomforge.generators.rationale_text import rationale_columns
     from tomforge.rl.columns import RL_SCHEMA, rl_columns, rl_table
     from tomforge.rl.reward import RewardWeights, score_completion
     from tomforge.rl.sft import target_completion
 
     records = list(generate_records(12, max_order=4, seed=5))
-    table = rl_table(records)
+    table = rl_table(records, rationale_columns)
     assert table.schema == RL_SCHEMA
+    assert rl_table(records).column("rationale").null_count == len(records)  # none unless passed in
     for rec in records:
-        row = rl_columns(rec)
+        row = rl_columns(rec, rationales=rationale_columns)
         assert json.loads(row["rationale"])["answer"] == rationale_of_record(rec).answer  # type: ignore[union-attr]
         assert set(row["rationale_text"]) == set(FORMS)
         truth = json.loads(row["reward_model"]["ground_truth"])
@@ -199,7 +201,8 @@ def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
             assert scored.correct and scored.faithful and scored.score == 4.0, (form, rec["item_id"])
         neutral = score_completion(target_completion(row), row["reward_model"]["ground_truth"], RewardWeights(process=1.0))
         assert neutral.score == 3.0 and neutral.faithful is False  # the neutral thought states no belief
-    other = rl_columns({**records[0], "source": "fantom", "trace": None, "question_type": "answerability"})
+    other = rl_columns({**records[0], "source": "fantom", "trace": None, "question_type": "answerability"},
+                       rationales=rationale_columns)
     assert other["rationale"] is None and other["rationale_text"] is None
     assert "world" not in json.loads(other["reward_model"]["ground_truth"])
 

@@ -129,9 +129,10 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str, where: str | None = N
 
 
 def _with_rl(table: pa.Table) -> pa.Table:
+    from tomforge.generators.rationale_text import rationale_columns
     from tomforge.rl.columns import with_rl_columns  # the RL stage owns these columns
 
-    return with_rl_columns(table)
+    return with_rl_columns(table, rationale_columns)
 
 
 def _reindex(table: pa.Table) -> pa.Table:
