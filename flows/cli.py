@@ -605,7 +605,12 @@ def audit(
     from tomforge.audits.config import AuditParams
     from tomforge.audits.run import run_audit
 
+    from tomforge.warehouse.selection import check_selection
+
     with one_line_errors(), audit_errors(), RichProgress(console) as progress:
+        check_selection(train_where, "--train")
+        if heldout_where is not None:
+            check_selection(heldout_where, "--heldout")
         params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
                                      seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)

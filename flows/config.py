@@ -259,7 +259,12 @@ def selection_problem(condition: str) -> str | None:
     import duckdb
 
     from tomforge.warehouse.db import create_schema
+    from tomforge.warehouse.selection import SelectionError, check_selection
 
+    try:
+        check_selection(condition, "the condition")
+    except SelectionError as exc:
+        return str(exc)
     con = duckdb.connect(":memory:")
     try:
         create_schema(con)
