@@ -75,6 +75,15 @@ class AuditFacts:
         keys = self.tables["audit_contexts"].filter(pl.col(side))["text_key"]
         return keys.n_unique()
 
+    def repeated_questions(self) -> dict[str, int]:
+        """Per side, the items `tomforge clean` removes as repeats of a kept one (reason `duplicate`)."""
+        from tomforge.audits.clean import with_kept_repeat
+
+        keyed = with_kept_repeat(self.items.unique(["side", "item_id"], maintain_order=True),
+                                 self.tables["audit_contexts"])
+        gone = keyed.filter(pl.col("item_id") != pl.col("_keep"))
+        return {str(side): int(n) for side, n in gone.group_by("side").len().iter_rows()}
+
     def cross_pairs(self, *kinds: str) -> pl.DataFrame:
         pairs = self.tables["audit_overlap_pairs"]
         return pairs.filter((pl.col("scope") == "cross") & pl.col("kind").is_in(kinds))
@@ -248,6 +257,11 @@ def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
         part = pairs.filter(pl.col("scope") == side)
         near, contained = int(part["near"].sum()), int((~part["near"]).sum())
         parts.append(f"{_side_name(side)} {near} near-duplicate + {contained} contained pairs")
+    repeats = facts.repeated_questions()
+    sides = ("train", "heldout") if facts.has_heldout else ("train",)
+    parts.insert(0, " + ".join(f"{_side_name(side)} {repeats.get(side, 0)}" for side in sides)
+                 + " repeated questions (same question and answer on one story or its near duplicates)")
+    n_repeats = sum(repeats.values())
     rows = []
     for r in pairs.sort("scope", "jaccard", descending=[True, True]).head(MAX_EVIDENCE).iter_rows(named=True):
         spans = _spans(r)
@@ -260,9 +274,10 @@ def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
                               f"containment {max(r['containment_a'], r['containment_b']):.2f}",
                      "context ids": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"})
     return Verdict(
-        "within-side duplicates", "warn" if pairs.height else "pass",
-        ", ".join(parts) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)",
-        "`tomforge clean` collapses repeated questions on them (reason `duplicate`)" if pairs.height else "none",
+        "within-side duplicates", "warn" if pairs.height or n_repeats else "pass",
+        "; ".join([parts[0], ", ".join(parts[1:]) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)"]),
+        f"`tomforge clean` removes {n_repeats} items, keeping one of each repeated question (reason `duplicate`)"
+        if n_repeats else "none",
         "Near-identical stories inside one side: no train x held-out leak, but they weigh a story twice in training "
         f"or scoring. Same thresholds as the near-duplicate check (Jaccard >= {p.jaccard_threshold:g}, containment >= "
         f"{p.containment_threshold:g}).",

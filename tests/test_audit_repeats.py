@@ -1,0 +1,46 @@
+"""Issue 25 item 4: repeated questions on one story (HiToM asks each question once per prompting
+style) reach the audit's verdict, with the count `tomforge clean` then removes as `duplicate`."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from tests.audit_data import FAST, load, variant
+from tomforge.audits.clean import apply_cleaning
+from tomforge.audits.run import run_audit
+from tomforge.audits.synthetic import clean_records
+
+
+def _verdict(summary, check: str):
+    return next(v for v in summary.verdicts if v.check == check)
+
+
+def test_repeated_questions_are_counted_in_the_verdict_and_match_what_clean_removes(tmp_path: Path) -> None:
+    train = clean_records(20, seed=1, split="train")
+    held = clean_records(10, seed=2, split="test")
+    # the same story, question and answer asked again under another key: 5 held-out repeats, 2 train repeats,
+    # one of them asked three times (so 2 repeats of one question)
+    repeats = [variant(r, r["source_ref"] + "-style2", "test") for r in held[:4]]
+    repeats += [variant(held[0], "third-style", "test")]
+    repeats += [variant(r, r["source_ref"] + "-style2", "train") for r in train[:2]]
+    path = load(tmp_path / "w.duckdb", train + held + repeats)
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    line = _verdict(summary, "within-side duplicates")
+    assert line.status == "warn", line
+    assert "train 2 + held-out 5 repeated questions" in line.finding, line.finding
+    assert "removes 7 items" in line.action, line.action
+    printed = "\n".join(summary.lines())
+    assert "repeated questions" in printed  # on the command's own output, not only in the report
+    removed = apply_cleaning(path).removed.filter(pl.col("reason") == "duplicate")
+    by_side = dict(removed.group_by("side").len().iter_rows())
+    assert by_side == {"train": 2, "heldout": 5}
+    said = re.search(r"train (\d+) \+ held-out (\d+) repeated", line.finding)
+    assert said is not None and int(said.group(1)) + int(said.group(2)) == removed.height
+
+
+def test_no_repeats_no_warning(tmp_path: Path) -> None:
+    path = load(tmp_path / "w.duckdb", clean_records(12, seed=1, split="train") + clean_records(6, seed=2, split="test"))
+    line = _verdict(run_audit(path, "split = 'train'", "split = 'test'", None, FAST), "within-side duplicates")
+    assert line.status == "pass" and "0 repeated questions" in line.finding, line.finding
