@@ -131,9 +131,15 @@ def _configs_section(exports: list[SplitExport], facts: list[dict[str, Any]]) ->
             fact = by_source.get(export.config, {})
             versions = ", ".join(fact.get("versions", [])) or "?"
             holds = f"`{export.config}` (version {versions})"
-        renamed = "" if export.split == export.source_split else f" (source split `{export.source_split}`)"
+        renamed = "" if export.split == export.source_split else \
+            f" (source split{'s' if ', ' in export.source_split else ''} `{export.source_split}`)"
         rows.append([f"`{export.config}`", holds, f"`{export.split}`{renamed}", export.n_rows, len(export.shards)])
-    return _table(["config", "holds", "split", "rows", "files"], rows)
+    table = _table(["config", "holds", "split", "rows", "files"], rows)
+    if any(export.split != export.source_split for export in exports):
+        table += ("\n\nSplit names follow one vocabulary in every config: a source's own name for its validation "
+                  "split (`val`, `valid`, `dev`) is published as `validation`, other characters as `_`; each row's "
+                  "`split` column keeps the name its source uses.")
+    return table
 
 
 def _cell(value: Any) -> str:
