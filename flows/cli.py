@@ -385,6 +385,9 @@ def publish(
     created_at: Optional[str] = typer.Option(None, "--created-at", help="Timestamp for the manifest (none by default)."),
     only_audited: bool = typer.Option(False, "--only-audited", help="Publish only the audit's cleaned selections; "
                                       "the other items go to the removal ledger as not_selected."),
+    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Publish a source "
+                                                   "whose license forbids training in the train split anyway "
+                                                   "(the card says so)."),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
     from tomforge.hub.release import ReleaseOptions
@@ -395,7 +398,8 @@ def publish(
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
-                                 unaudited="remove" if only_audited or table else "publish")
+                                 unaudited="remove" if only_audited or table else "publish",
+                                 allow_restricted_training=allow_restricted_training)
         publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
                           progress=progress)
 
@@ -467,6 +471,17 @@ def rl_errors() -> Iterator[None]:
         fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
 
 
+def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
+    """The license guard before a training starts (rl/licenses.py): refused, or a warning when overridden."""
+    from tomforge.rl.licenses import check_training_split
+    from tomforge.rl.release import SplitRef, fetch_release
+
+    where = dataset if revision is None else f"{dataset}@{revision}"
+    for found in check_training_split(fetch_release(dataset, revision), SplitRef.parse(train_split), where, allow):
+        console.print(f"warning: {found} in {train_split}: its license forbids training (--allow-restricted-training)",
+                      soft_wrap=True)
+
+
 @app.command()
 def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
@@ -494,6 +509,8 @@ def train(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
+    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Train on a split "
+                                                   "holding a source whose license forbids training anyway."),
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster)."""
     if backend is Backend.trl and not dry_run:
@@ -502,6 +519,8 @@ def train(
     from tomforge.rl import stage
 
     with rl_errors():
+        if not dry_run:
+            check_training_licenses(dataset, revision, train_split, allow_restricted_training)
         if backend is Backend.trl:
             overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
                              num_generations=num_generations, per_device_train_batch_size=batch_size,

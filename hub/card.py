@@ -267,11 +267,21 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: Sequence[str] = (),
-               table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
-    """The README.md text: YAML header from `DatasetCardData`, then the body."""
+               table: str = "items_full", ledger: dict[str, Any] | None = None,
+               training_override: Sequence[str] = ()) -> str:
+    """The README.md text: YAML header from `DatasetCardData`, then the body (`training_override`:
+    what `--allow-restricted-training` let into the train split, said under the licenses)."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
     body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
                        audit=audit, report_paths=list(report_paths), table=table, ledger=ledger)
+    if training_override:
+        body = body.replace("\n## Citation\n", "\n" + _override_note(training_override) + "\n\n## Citation\n", 1)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
+
+
+def _override_note(found: Sequence[str]) -> str:
+    return ("**License override.** This release was published with `--allow-restricted-training`: "
+            + "; ".join(found) + " in the `train` split, although its license forbids training. Check the "
+            "license before training on this split.")
