@@ -69,6 +69,14 @@ def _loaded_class(module: str, name: str) -> type[BaseException] | None:
     return getattr(loaded, name, None) if loaded is not None else None
 
 
+def hub_unreachable(exc: BaseException) -> None:
+    """The Hub out of reach is the same line and exit code (5) in every command (ingest, publish,
+    verify, train, eval): `hub.remote.unreachable` words it."""
+    unreachable = _loaded_class("tomforge.hub.remote", "UnreachableError")
+    if unreachable is not None and isinstance(exc, unreachable):
+        fail(str(exc), ExitCode.REMOTE)
+
+
 @contextmanager
 def one_line_errors() -> Iterator[None]:
     """Turn the pipeline's known input errors into one-line messages (a load whose counts do not
@@ -76,6 +84,7 @@ def one_line_errors() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        hub_unreachable(exc)
         unreconciled = _loaded_class("tomforge.warehouse.load", "Unreconciled")
         if unreconciled is not None and isinstance(exc, unreconciled):
             print_reports([cast("Unreconciled", exc).report])
@@ -469,6 +478,9 @@ def rl_errors() -> Iterator[None]:
         if (exc.name or "").split(".")[0] not in RL_EXTRAS:
             raise
         fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
+    except Exception as exc:
+        hub_unreachable(exc)
+        raise
 
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
