@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tomforge.flows import cli_polish
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.flows.query import (
@@ -28,6 +29,7 @@ from tomforge.flows.query import (
     check_statement,
     print_preview,
     stream_rows,
+    write_query_file,
 )
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
@@ -35,7 +37,14 @@ if TYPE_CHECKING:
     from tomforge.warehouse.load import Unreconciled
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False, add_completion=False, context_settings=cli_polish.HELP_OPTIONS)
+cli_polish.flags_without_a_type()
+
+
+@app.callback()
+def _top(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=cli_polish.show_version,
+                                      help="Print the version and exit.")) -> None:
+    """Build, audit and publish Theory-of-Mind data for RLVR."""
 
 
 def literal_console(**options: Any) -> Console:
@@ -264,9 +273,12 @@ def sql(
     query: str = typer.Argument(..., help="One SQL statement (the connection reads the warehouse only)."),
     warehouse: Path = WarehouseOption,
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
-                                     help="table: a preview of the first rows; csv, json: every row, streamed."),
+                                     help="table: a preview of the first rows; csv, json: every row, streamed; "
+                                          "parquet: every row into --output."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
                                         help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write csv, json or parquet to this file "
+                                          "instead of standard output (parquet needs it)."),
 ) -> None:
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from tomforge.warehouse.db import connect_readonly
@@ -275,7 +287,9 @@ def sql(
         con = connect_readonly(warehouse, sandboxed=True)
     try:
         check_statement(con, query)
-        if fmt is OutputFormat.table:
+        if fmt is OutputFormat.parquet or output is not None:
+            write_query_file(con, query, fmt, output, limit)
+        elif fmt is OutputFormat.table:
             print_preview(con, query, stdout_console, limit, notes=console)
         else:
             stream_rows(con, query, fmt, sys.stdout, limit)
@@ -383,7 +397,8 @@ def publish_errors() -> Iterator[None]:
 def publish(
     warehouse: Path = WarehouseOption,
     repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME (the card names it too)."),
-    target: str = typer.Option("hub", "--target", "-t", help="'hub', or a local folder to write the release to."),
+    target: str = typer.Option("var/release", "--target", "-t", help="A local folder to write the release to (the "
+                               "same default as rebuild's [publish] target), or 'hub' for the Hub repo --repo."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Release tag (default: release-<content hash>)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and change nothing."),
     table: Optional[str] = typer.Option(None, "--table", help="Table/view to export (default: clean_items if "
@@ -686,7 +701,7 @@ def clean(
 
 
 def main() -> None:
-    app()
+    cli_polish.run(app)
 
 
 if __name__ == "__main__":

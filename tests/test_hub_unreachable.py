@@ -36,7 +36,7 @@ def test_every_command_says_the_hub_is_out_of_reach_the_same_way(offline, tmp_pa
     (model / "config.json").write_text("{}")  # a saved model folder as far as the command's first check goes
     lines = {
         "ingest": _the_line(run("ingest", "--source", "tomi", "--path", "org/tomi", "-w", str(tmp_path / "x.duckdb"))),
-        "publish": _the_line(run("publish", "-w", str(warehouse), "--repo", "org/tom", "--dry-run")),
+        "publish": _the_line(run("publish", "-w", str(warehouse), "--target", "hub", "--repo", "org/tom", "--dry-run")),
         "verify": _the_line(run("verify", "--repo", "org/tom", "--revision", "v1")),
         "train": _the_line(run("train", "--backend", "verl", "--dataset", "org/tom", "--model", "org/model")),
         "eval": _the_line(run("eval", "--model", str(model), "--dataset", "org/tom", "--no-store")),
