@@ -243,7 +243,8 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
 
 def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
-    monkeypatch.setattr(flows_cli, "stdout_console", flows_cli.literal_console(width=80, force_terminal=True))
+    monkeypatch.setattr(flows_cli, "stdout_console", flows_cli.literal_console(width=80, force_terminal=True,
+                                                                                 color_system=None))
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
     assert result.exit_code == 0, result.output
