@@ -169,8 +169,15 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
             parts.append(f"Audit run `{run.get('run_id')}`: train side `{run.get('train_where')}` ({run.get('n_train')} "
                          f"items), held-out side `{run.get('heldout_where')}` ({run.get('n_heldout')} items), "
                          f"{run.get('n_in_both')} in both, {run.get('n_findings')} findings.")
+        if audit.get("verdicts"):
+            parts += ["Verdict (one line per check, failures first; the evidence is in the audit report):",
+                      _verdict_table(audit["verdicts"])]
         if audit.get("findings"):
-            parts += ["Findings:", _rows_table(audit["findings"])]
+            parts.append(f"Findings: {audit.get('tables', {}).get('audit_findings', len(audit['findings']))} rows in "
+                         "`audit_findings` (listed in `manifest.json` and the audit report)."
+                         if audit.get("verdicts") else "Findings:")
+            if not audit.get("verdicts"):  # an audit from before verdicts were stored: its raw findings
+                parts.append(_rows_table(audit["findings"]))
         else:
             parts.append("Findings: none.")
         if audit.get("cleaning"):
@@ -185,6 +192,16 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
         if html_pages:
             text += f" Start with [{html_pages[0]}]({html_pages[0]}): the verdict first, figures embedded, opens in a browser."
     return text
+
+
+_STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+
+
+def _verdict_table(verdicts: list[dict[str, Any]]) -> str:
+    rows = sorted(verdicts, key=lambda v: (_STATUS_ORDER.get(str(v.get("status")), 3), str(v.get("check"))))
+    return _table(["status", "check", "finding", "action"],
+                  [[_cell(str(v.get("status", "")).upper() if v.get("status") == "fail" else v.get("status")),
+                    _cell(v.get("check")), _cell(v.get("finding")), _cell(v.get("action"))] for v in rows])
 
 
 def _ledger_section(ledger: dict[str, Any] | None) -> str:

@@ -44,3 +44,21 @@ def test_no_repeats_no_warning(tmp_path: Path) -> None:
     path = load(tmp_path / "w.duckdb", clean_records(12, seed=1, split="train") + clean_records(6, seed=2, split="test"))
     line = _verdict(run_audit(path, "split = 'train'", "split = 'test'", None, FAST), "within-side duplicates")
     assert line.status == "pass" and "0 repeated questions" in line.finding, line.finding
+
+
+def test_the_release_card_shows_the_verdict_lines_not_raw_findings(tmp_path: Path) -> None:
+    """Issue 25 item 9: the card lists the audit's verdict (one line per check), as the command printed it."""
+    from tomforge.hub.release import ReleaseOptions, publish_folder
+
+    train, held = clean_records(12, seed=1, split="train"), clean_records(6, seed=2, split="test")
+    path = load(tmp_path / "w.duckdb", train + held + [variant(held[0], "again", "test")])
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    apply_cleaning(path)
+    release = publish_folder(path, tmp_path / "release", ReleaseOptions("org/tom", tag="v1"))
+    card = (release.root / "README.md").read_text()
+    for verdict in summary.verdicts:  # every line of the verdict, worded as the audit worded it
+        row = next((line for line in card.splitlines() if line.startswith("| ") and f"| {verdict.check} |" in line), None)
+        assert row is not None, verdict.check
+        assert verdict.finding.split(" (")[0] in row.replace("\\|", "|"), (row, verdict.finding)
+    assert "| check | severity | selection | message |" not in card  # the raw findings stay in the manifest
+    assert release.manifest["audit"]["verdicts"]

@@ -265,6 +265,7 @@ AUDIT_SECTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "runs": ("audit_runs", ("run_id", "train_where", "heldout_where", "n_train", "n_heldout", "n_in_both",
                             "n_findings")),
     "findings": ("audit_findings", ("check", "severity", "selection", "message")),
+    "verdicts": ("audit_verdicts", ("status", "check", "finding", "action")),
     "cleaning": ("clean_summary", None),
 }
 
