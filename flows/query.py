@@ -189,10 +189,10 @@ def write_parquet(con: duckdb.DuckDBPyConnection, query: str, path: str, limit: 
     written = 0
     partial = f"{path}.partial"
     try:
-        cursor = con.execute(query)
-        if cursor.description is None:
+        relation = con.sql(query)
+        if relation is None:
             raise QueryError("the statement returns no rows to write")
-        reader = cursor.to_arrow_reader(CHUNK_ROWS)
+        reader = relation.to_arrow_reader(CHUNK_ROWS)
         with pq.ParquetWriter(partial, reader.schema) as writer:
             for batch in reader:
                 if limit is not None:

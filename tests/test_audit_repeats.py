@@ -62,3 +62,19 @@ def test_the_release_card_shows_the_verdict_lines_not_raw_findings(tmp_path: Pat
         assert verdict.finding.split(" (")[0] in row.replace("\\|", "|"), (row, verdict.finding)
     assert "| check | severity | selection | message |" not in card  # the raw findings stay in the manifest
     assert release.manifest["audit"]["verdicts"]
+
+
+def test_the_audit_command_prints_the_overlap_of_its_selections(tmp_path: Path) -> None:
+    """Issue 25 item 9: items selected on both sides are in the command's output, with their count."""
+    import duckdb
+
+    from tests.test_cli import run as cli
+
+    path = load(tmp_path / "w.duckdb", clean_records(6, seed=1, split="train") + clean_records(3, seed=2, split="test"))
+    with duckdb.connect(str(path), read_only=True) as con:
+        both = con.execute("SELECT count(*) FROM items_full WHERE split = 'test'").fetchone()[0]
+    done = cli("audit", "-w", str(path), "--train", "TRUE", "--heldout", "split = 'test'", "--out", str(tmp_path / "a"),
+               "--seed", "0")
+    assert done.exit_code == 0, done.output
+    assert f"overlap of the selections: {both} items match both" in done.output
+    assert apply_cleaning(path).removed.filter(pl.col("reason") == "in_both_selections").height == both
