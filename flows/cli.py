@@ -650,7 +650,6 @@ def audit(
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
     from tomforge.audits.config import AuditParams
     from tomforge.audits.run import run_audit
-
     from tomforge.warehouse.selection import check_selection
 
     with one_line_errors(), audit_errors(), RichProgress(console) as progress:
