@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 from scipy import stats
@@ -110,7 +110,47 @@ def register(check: Check) -> Check:
 
 
 def verdicts(facts: AuditFacts) -> list[Verdict]:
-    return [v for v in (check(facts) for check in CHECKS) if v is not None]
+    found = [v for v in (check(facts) for check in CHECKS) if v is not None]
+    if "source" in facts.items.columns and facts.items["source"].n_unique() > 1:  # a mixed-source audit: say which source a failing check is about
+        found = [_with_sources(v, facts) for v in found]
+    return found
+
+
+def _implicated(facts: AuditFacts, check: str) -> dict[str, set[str]] | None:
+    """Per side, the context ids a failing check is about (None for checks not traced to items)."""
+    kinds = {"exact copies": ("exact",), "near duplicates": SIMILAR_KINDS, "structural twins": ("structural",)}
+    if check in kinds or check.startswith("partial copies"):
+        pairs = facts.cross_pairs(*kinds.get(check, ("ngram",)))
+        if check == "structural twins":
+            pairs = pairs.filter(pl.col("p_value") <= facts.params.ngram_alpha)
+        return {"heldout": set(pairs["b_context_id"].to_list()), "train": set(pairs["a_context_id"].to_list())}
+    return None
+
+
+def _with_sources(verdict: Verdict, facts: AuditFacts) -> Verdict:
+    """A failing overlap or label check, with the sources of the items it is about, per side."""
+    if verdict.status != "fail":
+        return verdict
+    items = facts.items.select("item_id", "context_id", "side", "source").unique(["item_id", "side"])
+    if verdict.check == "label conflicts":
+        conflicts = facts.tables["audit_label_conflicts"]
+        ids = {i for group in conflicts["item_ids"].to_list() for i in group} if conflicts.height else set()
+        items = items.filter(pl.col("item_id").is_in(list(ids)))
+    else:
+        contexts = _implicated(facts, verdict.check)
+        if contexts is None:
+            return verdict
+        items = pl.concat([items.filter((pl.col("side") == side) & pl.col("context_id").is_in(list(ids)))
+                           for side, ids in contexts.items()])
+    parts = []
+    for side in ("heldout", "train"):
+        counts = items.filter(pl.col("side") == side).group_by("source").len().sort(["len", "source"],
+                                                                                    descending=[True, False])
+        if counts.height:
+            parts.append(f"{_side_name(side)} " + ", ".join(f"{s} {n}" for s, n in counts.iter_rows()))
+    if not parts:
+        return verdict
+    return replace(verdict, finding=f"{verdict.finding} [items by source: {'; '.join(parts)}]")
 
 
 def verdict_frame(items: list[Verdict]) -> pl.DataFrame:

@@ -78,3 +78,22 @@ def test_the_audit_command_prints_the_overlap_of_its_selections(tmp_path: Path) 
     assert done.exit_code == 0, done.output
     assert f"overlap of the selections: {both} items match both" in done.output
     assert apply_cleaning(path).removed.filter(pl.col("reason") == "in_both_selections").height == both
+
+
+def test_a_mixed_source_verdict_names_the_source_that_fails(tmp_path: Path) -> None:
+    """Issue 25 item 9: with several sources, a failing overlap check says which source's items it is about."""
+    train = clean_records(8, seed=1, split="train")
+    held = clean_records(4, seed=2, split="test")
+    from tomforge.warehouse.load import ingest_records
+    from tomforge.warehouse.sources.base import AdapterInfo
+
+    copied = [variant(r, f"copy-{i}", "test", source="copyco", source_version="c-1")  # one whole story, re-sourced
+              for i, r in enumerate(train[:4])]
+    path = load(tmp_path / "w.duckdb", train + held)
+    ingest_records(path, AdapterInfo("copyco", "c-1", "CC0"), copied, "copy")
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    exact = _verdict(summary, "exact copies")
+    assert exact.status == "fail", exact
+    n_train_on_story = sum(r["context_id"] == train[0]["context_id"] for r in train)
+    assert exact.finding.endswith(f"[items by source: held-out copyco 4; train synth {n_train_on_story}]"), exact.finding
+    assert all("items by source" not in v.finding for v in summary.verdicts if v.status != "fail")
