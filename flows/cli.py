@@ -329,10 +329,11 @@ class UserErrorTracebacks(logging.Filter):
 def without_user_error_tracebacks() -> Iterator[None]:
     """Install `UserErrorTracebacks` on the console handlers Prefect set up, for the duration."""
     from tomforge.flows.config import ConfigError
+    from tomforge.hub.release import TrainingLicenseError
     from tomforge.warehouse.db import WarehouseError
     from tomforge.warehouse.sources.base import SourceError
 
-    quiet = UserErrorTracebacks((SourceError, WarehouseError, ConfigError))
+    quiet = UserErrorTracebacks((SourceError, WarehouseError, ConfigError, TrainingLicenseError))
     handlers = [h for name in ("", "prefect") for h in logging.getLogger(name).handlers
                 if isinstance(h, logging.StreamHandler)]
     for handler in handlers:

@@ -153,6 +153,7 @@ class PublishConfig(Section):
     tag: str = ""
     max_rows_per_shard: int = Field(default=50_000, ge=1)
     private: bool = False
+    allow_restricted_training: bool = False  # publish --allow-restricted-training (rl/licenses.py)
 
 
 class RLConfig(Section):
