@@ -185,6 +185,21 @@ def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.D
     return pl.DataFrame(rows)
 
 
+def with_kept_repeat(items: pl.DataFrame, contexts: pl.DataFrame) -> pl.DataFrame:
+    """`items` plus `_keep`: the one item kept of its repeats, the same question and answer on the same
+    side and story cluster (`audit_contexts.cluster`): an original before a variant, then the smallest
+    id. The audit's verdict counts repeats with this same function, so it says what `clean` removes."""
+    variant = (pl.col("meta").str.json_path_match("$.variant_of").is_not_null() if "meta" in items.columns
+               else pl.lit(False))
+    keyed = items.join(contexts.select("context_id", "cluster").unique("context_id"), on="context_id", how="left",
+                       maintain_order="left").with_columns(
+        pl.col("question").str.to_lowercase().str.replace_all(r"\W+", " ").str.strip_chars().alias("_q"),
+        pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"), variant.alias("_variant"))
+    keyed = keyed.with_columns(pl.col("item_id").sort_by("_variant", "item_id").first()
+                               .over("side", "cluster", "_q", "_a").alias("_keep"))
+    return keyed.drop("cluster", "_q", "_a", "_variant")
+
+
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()
@@ -221,13 +236,7 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
         take((pl.col("side") == "train") & pl.col("_reason").is_not_null(), pl.col("_reason"), pl.col("_detail"))
         left = left.drop("_reason", "_detail")
     if policy.collapse_duplicates:
-        keyed = left.join(contexts.select("context_id", "cluster"), on="context_id", how="left").with_columns(
-            pl.col("question").str.to_lowercase().str.replace_all(r"\W+", " ").str.strip_chars().alias("_q"),
-            pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"),
-            pl.col("meta").str.json_path_match("$.variant_of").is_not_null().alias("_variant"))
-        keyed = keyed.with_columns(pl.col("item_id").sort_by("_variant", "item_id").first()
-                                   .over("side", "cluster", "_q", "_a").alias("_keep"))
-        left = keyed.drop("cluster", "_q", "_a", "_variant")
+        left = with_kept_repeat(left, contexts)
         take(pl.col("item_id") != pl.col("_keep"), "duplicate", pl.format("duplicate of {}", pl.col("_keep")))
         left = left.drop("_keep")
     n_reshuffled = 0

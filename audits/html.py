@@ -16,15 +16,17 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
        padding: 0 16px; color: #1a1a1a; }
 h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
 h3 { font-size: 15px; margin-top: 24px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+p, li { overflow-wrap: anywhere; }
 th { background: #f2f2f2; }
 td.status-fail { background: #f4c7c3; color: #8b0000; font-weight: 700; }
 td.status-warn { background: #fce8b2; color: #7a4d00; font-weight: 700; }
 td.status-pass { background: #d4edda; color: #155724; }
 td strong { background: #fff3a0; font-weight: 600; }
 td.status-fail strong, td.status-warn strong { background: none; }
-code { font-size: 12px; color: #555; }
+code { font-size: 12px; color: #555; overflow-wrap: anywhere; }
 img { max-width: 100%; border: 1px solid #eee; }
 """
 _IMG = re.compile(r'<img src="([^":/]+\.png)"')

@@ -36,6 +36,7 @@ from tomforge.audits.verdict import AuditFacts, verdict_frame, verdicts
 from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.progress import SILENT, Progress, Timer
 from tomforge.warehouse.record import hex_digest
+from tomforge.warehouse.selection import check_selection
 from tomforge.warehouse.versions import tool_versions as versions_of
 
 T = TypeVar("T")
@@ -265,6 +266,9 @@ def _timed(step: Callable[..., T], *args: object) -> tuple[T, float]:
 def _read_selections(con: duckdb.DuckDBPyConnection, warehouse: Path, train_where: str,
                      heldout_where: str | None) -> _Selections:
     """Both selections (an empty one is an error: nothing to audit) and the label conflicts."""
+    check_selection(train_where, "the train selection")
+    if heldout_where is not None:
+        check_selection(heldout_where, "the held-out selection")
     train = store.read_selection(con, train_where)
     heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
     for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):

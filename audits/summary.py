@@ -49,7 +49,8 @@ class AuditSummary:
         """A one-screen summary: the verdict first, then the run's figures."""
         out = [self.header(), *self.verdict_lines()]
         if self.n_in_both:
-            out.append(f"  {self.n_in_both} items match both selections")
+            out.append(f"  overlap of the selections: {self.n_in_both} items match both (train and held-out); "
+                       "`tomforge clean` keeps them held-out and drops them from train (reason in_both_selections)")
         s = self.stats
         out.append(f"  contexts {s.get('contexts', 0)} (distinct texts {s.get('docs', 0)}), LSH bands x rows "
                    f"{s.get('bands')}x{s.get('rows')}, candidates {s.get('lsh_candidates', 0)}, verified {s.get('verified_pairs', 0)}, "

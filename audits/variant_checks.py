@@ -57,16 +57,18 @@ def oracle_disagreements(facts: AuditFacts) -> Verdict | None:
     found = _findings_of(facts, "consistency:oracle_disagreement")
     if not found:
         return None
-    rows, n = [], 0
+    rows, n, n_warehouse = [], 0, 0
     for finding in found:
         ev = json.loads(finding["evidence"])
         n += len(ev["item_ids"])
+        n_warehouse += ev.get("n_rejected_in_warehouse", len(ev["item_ids"]))
         rows.append({"source": md_escape(ev["source"]), "rule set": md_escape(ev["rule_set"]),
                      "rejected golds": f"{len(ev['item_ids'])} of {ev['n_checked'] - ev['n_unparsed']} parsed",
                      "items": _refs(facts, ev["item_ids"])})
     return Verdict(
         "oracle disagreements", "warn",
-        f"the checker rejects {n} published golds in the warehouse (under each source's own rules); expected 0",
+        f"the checker rejects {n} published golds in the audited selections ({n_warehouse} in the warehouse's "
+        "`oracle_checks`, for the sources selected; under each source's own rules); expected 0",
         f"`tomforge clean --quarantine-oracle` quarantines the {n} items (see `oracle_checks` for the deciding event)",
         "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
         "under the source's documented rules.", rows[:MAX_EVIDENCE])

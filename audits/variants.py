@@ -40,11 +40,13 @@ def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Seri
     try:
         con.register("selected", selected)
         stories = store.frame_of(con.sql(STORY_SQL).to_arrow_table())
-        oracle = None
+        oracle, everywhere = None, {}
         if store.table_exists(con, "oracle_checks"):
             oracle = store.frame_of(con.sql(
                 "SELECT o.* FROM oracle_checks o SEMI JOIN selected USING (item_id) ORDER BY o.source, o.item_id"
             ).to_arrow_table())
+            everywhere = dict(con.execute("SELECT source, count(*) FROM oracle_checks WHERE agrees = false "
+                                          "GROUP BY source").fetchall())
     finally:
         con.close()
     rows = []
@@ -71,12 +73,14 @@ def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Seri
             if wrong.height:
                 first = wrong.row(0, named=True)
                 rows.append(_finding(
-                    "consistency:oracle_disagreement", "inconsistency", "warehouse",
+                    "consistency:oracle_disagreement", "inconsistency", "selected items",
                     f"{source}: the oracle rejects {wrong.height} of {group.height - unparsed.height} parsed golds "
-                    f"under rule set {first['rule_set']} ({unparsed.height} not parsed); e.g. {first['item_id'][:12]}: "
+                    f"of the selected items under rule set {first['rule_set']} ({unparsed.height} not parsed; "
+                    f"{everywhere.get(source, 0)} rejected in the whole warehouse); e.g. {first['item_id'][:12]}: "
                     f"{first['explanation'][:120]}",
                     {"source": source, "rule_set": first["rule_set"], "n_checked": group.height,
-                     "n_unparsed": unparsed.height, "item_ids": wrong["item_id"].to_list()},
+                     "n_unparsed": unparsed.height, "item_ids": wrong["item_id"].to_list(),
+                     "n_rejected_in_warehouse": int(everywhere.get(source, 0))},
                     "the gold the checker derives under the source's own rules"))
     return pl.DataFrame(rows, schema=FINDING_SCHEMA)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 from scipy import stats
@@ -75,6 +75,15 @@ class AuditFacts:
         keys = self.tables["audit_contexts"].filter(pl.col(side))["text_key"]
         return keys.n_unique()
 
+    def repeated_questions(self) -> dict[str, int]:
+        """Per side, the items `tomforge clean` removes as repeats of a kept one (reason `duplicate`)."""
+        from tomforge.audits.clean import with_kept_repeat
+
+        keyed = with_kept_repeat(self.items.unique(["side", "item_id"], maintain_order=True),
+                                 self.tables["audit_contexts"])
+        gone = keyed.filter(pl.col("item_id") != pl.col("_keep"))
+        return {str(side): int(n) for side, n in gone.group_by("side").len().iter_rows()}
+
     def cross_pairs(self, *kinds: str) -> pl.DataFrame:
         pairs = self.tables["audit_overlap_pairs"]
         return pairs.filter((pl.col("scope") == "cross") & pl.col("kind").is_in(kinds))
@@ -101,7 +110,47 @@ def register(check: Check) -> Check:
 
 
 def verdicts(facts: AuditFacts) -> list[Verdict]:
-    return [v for v in (check(facts) for check in CHECKS) if v is not None]
+    found = [v for v in (check(facts) for check in CHECKS) if v is not None]
+    if "source" in facts.items.columns and facts.items["source"].n_unique() > 1:  # a mixed-source audit: say which source a failing check is about
+        found = [_with_sources(v, facts) for v in found]
+    return found
+
+
+def _implicated(facts: AuditFacts, check: str) -> dict[str, set[str]] | None:
+    """Per side, the context ids a failing check is about (None for checks not traced to items)."""
+    kinds = {"exact copies": ("exact",), "near duplicates": SIMILAR_KINDS, "structural twins": ("structural",)}
+    if check in kinds or check.startswith("partial copies"):
+        pairs = facts.cross_pairs(*kinds.get(check, ("ngram",)))
+        if check == "structural twins":
+            pairs = pairs.filter(pl.col("p_value") <= facts.params.ngram_alpha)
+        return {"heldout": set(pairs["b_context_id"].to_list()), "train": set(pairs["a_context_id"].to_list())}
+    return None
+
+
+def _with_sources(verdict: Verdict, facts: AuditFacts) -> Verdict:
+    """A failing overlap or label check, with the sources of the items it is about, per side."""
+    if verdict.status != "fail":
+        return verdict
+    items = facts.items.select("item_id", "context_id", "side", "source").unique(["item_id", "side"])
+    if verdict.check == "label conflicts":
+        conflicts = facts.tables["audit_label_conflicts"]
+        ids = {i for group in conflicts["item_ids"].to_list() for i in group} if conflicts.height else set()
+        items = items.filter(pl.col("item_id").is_in(list(ids)))
+    else:
+        contexts = _implicated(facts, verdict.check)
+        if contexts is None:
+            return verdict
+        items = pl.concat([items.filter((pl.col("side") == side) & pl.col("context_id").is_in(list(ids)))
+                           for side, ids in contexts.items()])
+    parts = []
+    for side in ("heldout", "train"):
+        counts = items.filter(pl.col("side") == side).group_by("source").len().sort(["len", "source"],
+                                                                                    descending=[True, False])
+        if counts.height:
+            parts.append(f"{_side_name(side)} " + ", ".join(f"{s} {n}" for s, n in counts.iter_rows()))
+    if not parts:
+        return verdict
+    return replace(verdict, finding=f"{verdict.finding} [items by source: {'; '.join(parts)}]")
 
 
 def verdict_frame(items: list[Verdict]) -> pl.DataFrame:
@@ -248,6 +297,11 @@ def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
         part = pairs.filter(pl.col("scope") == side)
         near, contained = int(part["near"].sum()), int((~part["near"]).sum())
         parts.append(f"{_side_name(side)} {near} near-duplicate + {contained} contained pairs")
+    repeats = facts.repeated_questions()
+    sides = ("train", "heldout") if facts.has_heldout else ("train",)
+    parts.insert(0, " + ".join(f"{_side_name(side)} {repeats.get(side, 0)}" for side in sides)
+                 + " repeated questions (same question and answer on one story or its near duplicates)")
+    n_repeats = sum(repeats.values())
     rows = []
     for r in pairs.sort("scope", "jaccard", descending=[True, True]).head(MAX_EVIDENCE).iter_rows(named=True):
         spans = _spans(r)
@@ -260,9 +314,10 @@ def within_side_duplicates(facts: AuditFacts) -> Verdict | None:
                               f"containment {max(r['containment_a'], r['containment_b']):.2f}",
                      "context ids": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"})
     return Verdict(
-        "within-side duplicates", "warn" if pairs.height else "pass",
-        ", ".join(parts) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)",
-        "`tomforge clean` collapses repeated questions on them (reason `duplicate`)" if pairs.height else "none",
+        "within-side duplicates", "warn" if pairs.height or n_repeats else "pass",
+        "; ".join([parts[0], ", ".join(parts[1:]) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)"]),
+        f"`tomforge clean` removes {n_repeats} items, keeping one of each repeated question (reason `duplicate`)"
+        if n_repeats else "none",
         "Near-identical stories inside one side: no train x held-out leak, but they weigh a story twice in training "
         f"or scoring. Same thresholds as the near-duplicate check (Jaccard >= {p.jaccard_threshold:g}, containment >= "
         f"{p.containment_threshold:g}).",

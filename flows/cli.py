@@ -23,6 +23,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from tomforge.errors import TomforgeError
+from tomforge.flows import cli_polish
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.flows.query import (
@@ -31,6 +32,7 @@ from tomforge.flows.query import (
     check_statement,
     print_preview,
     stream_rows,
+    write_query_file,
 )
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
@@ -49,7 +51,15 @@ class UserErrorGroup(TyperGroup):
 
 
 app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False, cls=UserErrorGroup)
+                  pretty_exceptions_enable=False, add_completion=False, cls=UserErrorGroup,
+                  context_settings=cli_polish.HELP_OPTIONS)
+cli_polish.flags_without_a_type()
+
+
+@app.callback()
+def _top(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=cli_polish.show_version,
+                                      help="Print the version and exit.")) -> None:
+    """Build, audit and publish Theory-of-Mind data for RLVR."""
 
 
 def literal_console(**options: Any) -> Console:
@@ -301,9 +311,12 @@ def sql(
     query: str = typer.Argument(..., help="One SQL statement (the connection reads the warehouse only)."),
     warehouse: Path = WarehouseOption,
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
-                                     help="table: a preview of the first rows; csv, json: every row, streamed."),
+                                     help="table: a preview of the first rows; csv, json: every row, streamed; "
+                                          "parquet: every row into --output."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
                                         help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write csv, json or parquet to this file "
+                                          "instead of standard output (parquet needs it)."),
 ) -> None:
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from tomforge.warehouse.db import connect_readonly
@@ -311,7 +324,9 @@ def sql(
     con = connect_readonly(warehouse, sandboxed=True)
     try:
         check_statement(con, query)
-        if fmt is OutputFormat.table:
+        if fmt is OutputFormat.parquet or output is not None:
+            write_query_file(con, query, fmt, output, limit)
+        elif fmt is OutputFormat.table:
             print_preview(con, query, stdout_console, limit, notes=console)
         else:
             stream_rows(con, query, fmt, sys.stdout, limit)
@@ -388,7 +403,8 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
 def publish(
     warehouse: Path = WarehouseOption,
     repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME (the card names it too)."),
-    target: str = typer.Option("hub", "--target", "-t", help="'hub', or a local folder to write the release to."),
+    target: str = typer.Option("var/release", "--target", "-t", help="A local folder to write the release to (the "
+                               "same default as rebuild's [publish] target), or 'hub' for the Hub repo --repo."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Release tag (default: release-<content hash>)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and change nothing."),
     table: Optional[str] = typer.Option(None, "--table", help="Table/view to export (default: clean_items if "
@@ -399,6 +415,9 @@ def publish(
     created_at: Optional[str] = typer.Option(None, "--created-at", help="Timestamp for the manifest (none by default)."),
     only_audited: bool = typer.Option(False, "--only-audited", help="Publish only the audit's cleaned selections; "
                                       "the other items go to the removal ledger as not_selected."),
+    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Publish a source "
+                                                   "whose license forbids training in the train split anyway "
+                                                   "(the card says so)."),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
     from tomforge.hub.release import ReleaseOptions
@@ -409,7 +428,8 @@ def publish(
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")
         options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
-                                 unaudited="remove" if only_audited or table else "publish")
+                                 unaudited="remove" if only_audited or table else "publish",
+                                 allow_restricted_training=allow_restricted_training)
         publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
                           progress=progress)
 
@@ -465,6 +485,17 @@ def check_model(model: str) -> None:
         fail(f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or a Hub model id ORG/NAME)")
 
 
+def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
+    """The license guard before a training starts (rl/licenses.py): refused, or a warning when overridden."""
+    from tomforge.rl.licenses import check_training_split
+    from tomforge.rl.release import SplitRef, fetch_release
+
+    where = dataset if revision is None else f"{dataset}@{revision}"
+    for found in check_training_split(fetch_release(dataset, revision), SplitRef.parse(train_split), where, allow):
+        console.print(f"warning: {found} in {train_split}: its license forbids training (--allow-restricted-training)",
+                      soft_wrap=True)
+
+
 @app.command()
 def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
@@ -501,6 +532,8 @@ def train(
     data_dir: Optional[str] = typer.Option(None, "--data-dir", show_default="var/rl-data",
                                            help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
+    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Train on a split "
+                                                   "holding a source whose license forbids training anyway."),
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
     take the backend's settings (`TrlSettings`, `VerlSettings`)."""
@@ -518,6 +551,8 @@ def train(
         overrides = given(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
                           learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
                           output_dir=output_dir and str(output_dir))
+    if not dry_run:
+        check_training_licenses(dataset, revision, train_split, allow_restricted_training)
     settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
     outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
                            accelerate_config=accelerate_config, ray_address=ray_address, dry_run=dry_run,
@@ -602,8 +637,12 @@ def audit(
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
     from tomforge.audits.config import AuditParams
     from tomforge.audits.run import run_audit
+    from tomforge.warehouse.selection import check_selection
 
     with RichProgress(console) as progress:
+        check_selection(train_where, "--train")
+        if heldout_where is not None:
+            check_selection(heldout_where, "--heldout")
         params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
                                      seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)
@@ -641,7 +680,7 @@ def clean(
 
 
 def main() -> None:
-    app()
+    cli_polish.run(app)
 
 
 if __name__ == "__main__":

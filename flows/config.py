@@ -183,6 +183,7 @@ class PublishConfig(Section):
     tag: str = ""
     max_rows_per_shard: int = Field(default=50_000, ge=1)
     private: bool = False
+    allow_restricted_training: bool = False  # publish --allow-restricted-training (rl/licenses.py)
 
 
 class RLConfig(Section):
@@ -289,7 +290,12 @@ def selection_problem(condition: str) -> str | None:
     import duckdb
 
     from tomforge.warehouse.db import create_schema
+    from tomforge.warehouse.selection import SelectionSyntaxError, check_selection
 
+    try:
+        check_selection(condition, "the condition")
+    except SelectionSyntaxError as exc:
+        return str(exc)
     con = duckdb.connect(":memory:")
     try:
         create_schema(con)

@@ -204,7 +204,8 @@ def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | No
 
     export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)
     options = ReleaseOptions(settings.repo, tag=settings.tag or None, export=export,
-                             audit_report=Path(audit_report) if audit_report else None)
+                             audit_report=Path(audit_report) if audit_report else None,
+                             allow_restricted_training=settings.allow_restricted_training)
     result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
                                private=settings.private, progress=run_progress())
     where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())

@@ -31,6 +31,9 @@ class OutputFormat(str, Enum):
     table = "table"
     csv = "csv"
     json = "json"
+    parquet = "parquet"
+
+PIPE_WIDTH = 100_000     # a piped preview is as wide as its columns (at most WIDEST each), never cut to 80
 
 
 class QueryError(TomforgeError, ValueError):
@@ -75,8 +78,10 @@ def print_preview(con: duckdb.DuckDBPyConnection, query: str, console: Console, 
         more = count_rest(con, relation, limit) if len(rows) > limit else 0
     except duckdb.Error as exc:
         raise query_error(exc) from None
+    if not console.is_terminal:  # a pipe or a file: every column, each up to WIDEST, however wide the lines
+        console = Console(file=console.file, width=PIPE_WIDTH, markup=False, emoji=False, highlight=False)
     table, hidden = preview_table(columns, rows[:limit], console.width)
-    console.print(table)
+    console.print(table, crop=False)
     if hidden:
         console.print(f"{len(hidden)} columns not shown (too narrow a terminal; select fewer or use --format csv): "
                       + ", ".join(hidden), soft_wrap=True)
@@ -174,3 +179,59 @@ def stream_rows(con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, o
 
 def json_row(columns: Sequence[str], row: tuple) -> str:
     return json.dumps(dict(zip(columns, row, strict=True)), default=str, ensure_ascii=False)
+
+
+def write_parquet(con: duckdb.DuckDBPyConnection, query: str, path: str, limit: Optional[int] = None) -> int:
+    """Every row (or the first `limit`) into a Parquet file, streamed in record batches; the file is
+    written beside `path` and renamed into place, so a failed query leaves no half file. Returns the rows."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    written = 0
+    partial = f"{path}.partial"
+    try:
+        relation = con.sql(query)
+        if relation is None:
+            raise QueryError("the statement returns no rows to write")
+        reader = relation.to_arrow_reader(CHUNK_ROWS)
+        with pq.ParquetWriter(partial, reader.schema) as writer:
+            for batch in reader:
+                if limit is not None:
+                    batch = batch.slice(0, limit - written)
+                if batch.num_rows:
+                    writer.write_batch(batch)
+                    written += batch.num_rows
+                if limit is not None and written >= limit:
+                    break
+    except duckdb.Error as exc:
+        _remove(partial)
+        raise query_error(exc) from None
+    except OSError as exc:
+        _remove(partial)
+        raise QueryError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    os.replace(partial, path)
+    return written
+
+
+def _remove(path: str) -> None:
+    import os
+
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def write_query_file(con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, output: Any,
+                     limit: Optional[int] = None) -> int:
+    """`tomforge sql --output FILE`: csv, json or parquet into a file (a table preview is for reading)."""
+    if output is None:
+        raise QueryError("--format parquet writes a file: give --output FILE.parquet")
+    if fmt is OutputFormat.table:
+        raise QueryError("--output writes csv, json or parquet: give --format csv, json or parquet")
+    if fmt is OutputFormat.parquet:
+        return write_parquet(con, query, str(output), limit)
+    try:
+        with open(output, "w", encoding="utf-8", newline="") as out:
+            return stream_rows(con, query, fmt, out, limit)
+    except OSError as exc:
+        raise QueryError(f"{output}: cannot write: {exc.strerror or exc}") from None

@@ -131,9 +131,15 @@ def _configs_section(exports: list[SplitExport], facts: list[dict[str, Any]]) ->
             fact = by_source.get(export.config, {})
             versions = ", ".join(fact.get("versions", [])) or "?"
             holds = f"`{export.config}` (version {versions})"
-        renamed = "" if export.split == export.source_split else f" (source split `{export.source_split}`)"
+        renamed = "" if export.split == export.source_split else \
+            f" (source split{'s' if ', ' in export.source_split else ''} `{export.source_split}`)"
         rows.append([f"`{export.config}`", holds, f"`{export.split}`{renamed}", export.n_rows, len(export.shards)])
-    return _table(["config", "holds", "split", "rows", "files"], rows)
+    table = _table(["config", "holds", "split", "rows", "files"], rows)
+    if any(export.split != export.source_split for export in exports):
+        table += ("\n\nSplit names follow one vocabulary in every config: a source's own name for its validation "
+                  "split (`val`, `valid`, `dev`) is published as `validation`, other characters as `_`; each row's "
+                  "`split` column keeps the name its source uses.")
+    return table
 
 
 def _cell(value: Any) -> str:
@@ -163,8 +169,15 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
             parts.append(f"Audit run `{run.get('run_id')}`: train side `{run.get('train_where')}` ({run.get('n_train')} "
                          f"items), held-out side `{run.get('heldout_where')}` ({run.get('n_heldout')} items), "
                          f"{run.get('n_in_both')} in both, {run.get('n_findings')} findings.")
+        if audit.get("verdicts"):
+            parts += ["Verdict (one line per check, failures first; the evidence is in the audit report):",
+                      _verdict_table(audit["verdicts"])]
         if audit.get("findings"):
-            parts += ["Findings:", _rows_table(audit["findings"])]
+            parts.append(f"Findings: {audit.get('tables', {}).get('audit_findings', len(audit['findings']))} rows in "
+                         "`audit_findings` (listed in `manifest.json` and the audit report)."
+                         if audit.get("verdicts") else "Findings:")
+            if not audit.get("verdicts"):  # an audit from before verdicts were stored: its raw findings
+                parts.append(_rows_table(audit["findings"]))
         else:
             parts.append("Findings: none.")
         if audit.get("cleaning"):
@@ -179,6 +192,16 @@ def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
         if html_pages:
             text += f" Start with [{html_pages[0]}]({html_pages[0]}): the verdict first, figures embedded, opens in a browser."
     return text
+
+
+_STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+
+
+def _verdict_table(verdicts: list[dict[str, Any]]) -> str:
+    rows = sorted(verdicts, key=lambda v: (_STATUS_ORDER.get(str(v.get("status")), 3), str(v.get("check"))))
+    return _table(["status", "check", "finding", "action"],
+                  [[_cell(str(v.get("status", "")).upper() if v.get("status") == "fail" else v.get("status")),
+                    _cell(v.get("check")), _cell(v.get("finding")), _cell(v.get("action"))] for v in rows])
 
 
 def _ledger_section(ledger: dict[str, Any] | None) -> str:
@@ -264,11 +287,21 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 
 def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: Sequence[str] = (),
-               table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
-    """The README.md text: YAML header from `DatasetCardData`, then the body."""
+               table: str = "items_full", ledger: dict[str, Any] | None = None,
+               training_override: Sequence[str] = ()) -> str:
+    """The README.md text: YAML header from `DatasetCardData`, then the body (`training_override`:
+    what `--allow-restricted-training` let into the train split, said under the licenses)."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
     body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
                        audit=audit, report_paths=list(report_paths), table=table, ledger=ledger)
+    if training_override:
+        body = body.replace("\n## Citation\n", "\n" + _override_note(training_override) + "\n\n## Citation\n", 1)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
+
+
+def _override_note(found: Sequence[str]) -> str:
+    return ("**License override.** This release was published with `--allow-restricted-training`: "
+            + "; ".join(found) + " in the `train` split, although its license forbids training. Check the "
+            "license before training on this split.")

@@ -6,16 +6,27 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from tomforge.errors import TomforgeError
 from tomforge.hub import ledger
 from tomforge.hub.card import build_card
 from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
+from tomforge.rl.licenses import TRAIN_SPLIT, refusal, restricted
 from tomforge.warehouse.db import connect_readonly
-from tomforge.warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
+from tomforge.warehouse.export import (
+    ExportOptions,
+    audit_summary,
+    export_table,
+    generator_facts,
+    hub_split_name,
+    source_facts,
+)
 
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -24,6 +35,10 @@ _REPORT_SUFFIXES = (".md", ".html")
 
 class ReleaseError(TomforgeError):
     """The release cannot be built or written as asked."""
+
+
+class TrainingLicenseError(ReleaseError):
+    """A source whose license forbids training sits in the release's train split (no override)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,8 @@ class ReleaseOptions:
     # the table re-splits warehouse items (an experiment's splits; an item may sit in several): the ledger
     # accounts for the table, and every row must be an unchanged warehouse item (hub/ledger.py)
     derived: bool = False
+    # publish a source whose license forbids training in the train split anyway (the card says so)
+    allow_restricted_training: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,18 @@ def _copy_report(report: Path | None, root: Path) -> tuple[list[str], list[str]]
     return files, pages or files[:1]
 
 
+def _training_license_guard(table: pa.Table, sources: list[dict[str, Any]], options: ReleaseOptions) -> list[str]:
+    """Refuse rows of a source whose license forbids training in the `train` split (issue 25); with
+    the override, the lines the card prints instead."""
+    splits = table.column("split").to_pylist()
+    in_train = Counter(source for source, split in zip(table.column("source").to_pylist(), splits)
+                       if hub_split_name(split) == TRAIN_SPLIT)
+    found = restricted(in_train, {fact["source"]: fact.get("license") for fact in sources})
+    if found and not options.allow_restricted_training:
+        raise TrainingLicenseError(refusal(found, f"the {TRAIN_SPLIT!r} split of release {options.repo_id}"))
+    return [str(r) for r in found]
+
+
 def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Release:
     """Write the whole release into `out_dir` (created; must not exist or be empty)."""
     if not REPO_PATTERN.match(options.repo_id):
@@ -98,6 +127,7 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
         audit = audit_summary(con)
     finally:
         con.close()
+    overridden = _training_license_guard(selection.table, sources, options)
     exports = export_table(selection.table, out_dir, options.export)
     n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
     n_rows[ledger.write_removed(selection.removed, out_dir)] = selection.removed.num_rows
@@ -111,7 +141,8 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
     pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"
     card = build_card(repo_id=options.repo_id, tag=tag, pretty_name=pretty_name, exports=exports,
-                      facts=sources, audit=audit, report_paths=report_pages, table=table_name, ledger=book)
+                      facts=sources, audit=audit, report_paths=report_pages, table=table_name, ledger=book,
+                      training_override=overridden)
     (out_dir / "README.md").write_text(card, encoding="utf-8")
     manifest = build_manifest(
         files=file_entries(out_dir, n_rows), exports=exports, sources=sources, generators=generators,

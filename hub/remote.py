@@ -70,10 +70,35 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
+_UNREACHABLE = frozenset({"ConnectError", "OfflineModeIsEnabled", "NewConnectionError", "NameResolutionError"})
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and what caused it (huggingface_hub wraps a refused connection in LocalEntryNotFoundError)."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in out:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def unreachable_cause(exc: BaseException) -> BaseException | None:
+    """The error in `exc`'s chain that says no connection could be made, or None."""
+    return next((e for e in _chain(exc) if _names(e) & _UNREACHABLE), None)
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """No connection could be made at all (refused, no route, name not resolved, offline mode):
     retrying for seconds would not help, so it fails at once, dry run or not."""
-    return bool(_names(exc) & {"ConnectError", "OfflineModeIsEnabled", "NewConnectionError", "NameResolutionError"})
+    return unreachable_cause(exc) is not None
+
+
+def unreachable(action: str, exc: BaseException, token: str | None = None) -> UnreachableError:
+    """The one line every command prints when the Hub cannot be reached (exit 5), whatever it was doing."""
+    cause = unreachable_cause(exc) or exc
+    return UnreachableError(f"{action} failed: cannot reach the Hub ({describe(cause, token)}); check the "
+                            "network connection, HF_ENDPOINT and HF_HUB_OFFLINE")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -121,8 +146,7 @@ def with_retries(action: str, call: Callable[[], T], policy: RetryPolicy, token:
             raise
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised redacted
             if is_unreachable(exc):
-                raise UnreachableError(f"{action} failed: cannot reach the Hub ({describe(exc, token)}); check the "
-                                   "network connection and HF_ENDPOINT") from None
+                raise unreachable(action, exc, token) from None
             if not is_transient(exc) or attempt == policy.attempts:
                 raise PublishError(f"{action} failed: {describe(exc, token)}") from None
             if on_retry is not None:

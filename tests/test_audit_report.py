@@ -235,3 +235,24 @@ def test_same_inputs_give_byte_identical_reports(planted, tmp_path: Path) -> Non
     again = digests(tmp_path / "audit")
     assert {"audit_report.md", "audit_report.html", "heuristics_by_order.png"} <= set(again)
     assert again == digests(first)
+
+
+SCROLL_WIDTH = "<script>document.body.setAttribute('data-scroll-width', document.documentElement.scrollWidth)</script>"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (Debian: apt-get install chromium)")
+def test_html_report_does_not_scroll_sideways_at_1400_px(planted, tmp_path: Path) -> None:
+    """Issue 25 item 9: the report fits a 1400 px window: the page as written, and with a long unbroken
+    token (a source_ref or path) in a table cell, a paragraph and a code block, as real sources have."""
+    *_, out = planted
+    page = (out / "audit_report.html").read_text()
+    token = "data/" + "x" * 300 + ".json#12345"
+    harder = page.replace("</body>", f"<p>{token}</p><table><tr><td><code>{token}</code></td><td>{token}</td></tr>"
+                                     f"</table><pre>{token}</pre></body>")
+    for name, text in (("as written", page), ("long tokens", harder)):
+        copy = tmp_path / f"{name.replace(' ', '_')}.html"
+        copy.write_text(text.replace("</body>", SCROLL_WIDTH + "</body>"))
+        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
+                              "--dump-dom", copy.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+        width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
+        assert width <= 1400, (name, width)

@@ -51,7 +51,7 @@ def test_card_body(release) -> None:
     assert 'load_dataset("org/tom", "all", split="test", revision="v1")' in text
     assert "| `alpha` | `alpha` (version alpha-1) | `train` | 7 | 3 |" in text
     assert "| `beta` | `beta` (version beta-2) | `unsplit` | 4 |" in text and "(source split" not in text  # one name
-    assert "MIT (evaluation only)" in text and "CC BY-NC 4.0 (not for training)" in text
+    assert "| `alpha` | alpha-1 | MIT |" in text and "CC BY-NC 4.0 (not for training)" in text
     assert "No audit was run" in text and "Rows come from the warehouse table `items_full`." in text
     assert "No citation recorded for: `alpha`, `beta`" in text
     # the fixture: alpha 7 train + 3 test, beta 4 unsplit; no audit ran, so nothing removed, all not audited

@@ -274,10 +274,10 @@ def test_server_validates_the_card_before_upload(warehouses, hub: FakeHub, tmp_p
 
 def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub, monkeypatch) -> None:
     runner = CliRunner()
-    done = runner.invoke(app, ["publish", "-w", str(warehouses[0]), "--repo", "org/secret", "--tag", "s1",
+    done = runner.invoke(app, ["publish", "-w", str(warehouses[0]), "--target", "hub", "--repo", "org/secret", "--tag", "s1",
                                "--max-rows-per-shard", "3"])
     assert done.exit_code == 0, done.output
-    dry = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--repo", "org/secret", "--dry-run"])
+    dry = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--dry-run"])
     assert dry.exit_code == 0 and "delete" in dry.output
     writes = [r for r in hub.requests if r["path"].startswith("/api/datasets/org/secret/commit/")]
     assert writes and all(r["authorized"] for r in writes), "the token was really used"
@@ -289,7 +289,7 @@ def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub,
     wrong = "hf_WRONGtoken9876543210zyxwvuABCDEF"
     monkeypatch.setenv("HF_TOKEN", wrong)
     monkeypatch.setattr(hub, "leaky_errors", True)  # the server even echoes the token back: redaction must hold
-    refused = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--repo", "org/secret", "--tag", "s2"])
+    refused = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--tag", "s2"])
     assert refused.exit_code == ExitCode.REMOTE and "401" in refused.output
     assert wrong not in refused.output and TOKEN not in refused.output
     with pytest.raises(PublishError) as caught:

@@ -334,3 +334,50 @@ def test_tomi_tells_where_and_what(tmp_path: Path) -> None:
                 assert index == 3 and speaker in ("Ann", "Bob")
                 assert container == ("blue_bag" if operator == "lie" else "red_box")
             assert variant["answer"] == "blue_bag" and variant["meta"]["gold_changed"] is False
+
+
+# Issue 25 item 3: a memory question asks no one's belief, so it is order 0 (README), in variants too.
+TOMI_MEMORY_STORY = """1 Ann entered the porch.
+2 Bob entered the porch.
+3 The kiwi is in the red_box.
+4 Ann exited the porch.
+5 Bob moved the kiwi to the blue_bag.
+6 Where was the kiwi at the beginning?\tred_box\t1
+"""
+
+
+def test_memory_variants_are_order_zero(tmp_path: Path) -> None:
+    from tests.test_real_oracle import tomi_records
+
+    items = tomi_records(tmp_path, TOMI_MEMORY_STORY, "enter_agent_0,enter_agent_1,agent_0_exits,agent_1_moves_obj,"
+                                                      "memory,false_belief\n")
+    assert [(r["question_type"], r["belief_order"]) for r in items] == [("memory", 0)]  # the adapter's own
+    outcome = build_variants("tomi", items, Settings(max_order=0, n_per_story=6, balance=False))
+    memory = [r for r in outcome.records if r["question_type"] == "memory"]
+    assert memory, outcome.skipped
+    assert {r["belief_order"] for r in memory} == {0}
+    assert all(r["perspective_chain"] == [] and r["is_false_belief"] is None for r in memory)
+
+
+def test_oracle_verdict_counts_the_selections_and_says_so(tmp_path: Path) -> None:
+    """Issue 25 item 5: the oracle line's words and counts agree: rejected golds in the audited selections,
+    next to the warehouse's own count in `oracle_checks`; `clean --quarantine-oracle` removes the former."""
+    warehouse = tmp_path / "w.duckdb"
+    planted = TOMI_TXT.replace("Ann look for the kiwi?\tblue_bag", "Ann look for the kiwi?\tred_box")  # wrong gold
+    for split, text in (("test", planted.replace("kiwi", "fig").replace("porch", "den")),
+                        ("train", planted.replace("kiwi", "plum").replace("porch", "attic"))):
+        folder = tmp_path / split
+        folder.mkdir()
+        (folder / f"tomi_{split}.txt").write_text(text)
+        (folder / f"tomi_{split}.trace").write_text(TOMI_TRACE)
+        assert run("ingest", "--source", "tomi", "--path", str(folder), "-w", str(warehouse)).exit_code == 0
+    assert run("variants", "--source", "tomi", "--max-order", "2", "-w", str(warehouse)).exit_code == 0
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        in_warehouse = con.execute("SELECT count(*) FROM oracle_checks WHERE agrees = false").fetchone()[0]
+    assert in_warehouse == 2  # one planted in each file
+    summary = run_audit(warehouse, "source = 'tomi' AND split = 'train'", "source = 'tomi_variants'")
+    oracle = next(v for v in summary.verdicts if v.check == "oracle disagreements")
+    assert "rejects 1 published golds in the audited selections" in oracle.finding, oracle.finding
+    assert "2 in the warehouse" in oracle.finding, oracle.finding
+    gone = apply_cleaning(warehouse, CleaningPolicy(quarantine_oracle=True)).removed
+    assert gone.filter(gone["reason"] == "oracle_rejects_gold").height == 1

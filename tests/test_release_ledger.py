@@ -288,7 +288,7 @@ def test_unreachable_hub_fails_at_once(tmp_path: Path, monkeypatch) -> None:
         with_retries("read the repo", call, RetryPolicy(sleep=lambda s: calls.append(0)))
     assert calls == [1], "one attempt, no sleep"
     warehouse = release_one(tmp_path / "w.duckdb")
-    result = run("publish", "-w", warehouse, "--repo", "org/tom", "--dry-run")
+    result = run("publish", "-w", warehouse, "--target", "hub", "--repo", "org/tom", "--dry-run")
     assert result.exit_code == ExitCode.REMOTE and "retry" not in result.output, result.output
     assert len(error_lines(result.output)) == 1 and "cannot reach the Hub" in result.output
     assert "hf_notarealtokenatall" not in result.output

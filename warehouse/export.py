@@ -87,10 +87,19 @@ def record_arrow_schema() -> pa.Schema:
     return pa.schema([(name, _arrow_type(spec)) for name, spec in record_schema()["properties"].items()])
 
 
+# One split vocabulary in releases: a source's own name for its validation split becomes `validation`
+# (the generator's and `datasets`' name), so `load_dataset(release, "all")` has one validation split,
+# not ToMi's `val` beside the generator's `validation`. Rows keep the source's name in their `split`
+# column; the card's config table shows both names.
+SPLIT_VOCABULARY = {"val": "validation", "valid": "validation", "dev": "validation"}
+
+
 def hub_split_name(source_split: str) -> str:
-    """A split name `datasets` accepts: other characters replaced by `_`. A reserved name is an error,
-    not renamed: the warehouse and the release use one name (a source without splits: `unsplit`)."""
+    """A split name `datasets` accepts: other characters replaced by `_`, a validation split's other
+    names (`SPLIT_VOCABULARY`) mapped to `validation`. A reserved name is an error, not renamed: the
+    warehouse and the release use one name (a source without splits: `unsplit`)."""
     name = source_split if _SPLIT_NAME.match(source_split) else re.sub(r"\W+", "_", source_split).strip("_") or "split"
+    name = SPLIT_VOCABULARY.get(name.lower(), name)
     if name in RESERVED_SPLITS:
         raise ExportError(f"split {source_split!r} cannot be published: `datasets` reserves {name!r} for the union "
                           f"of every split (a source without splits is {UNSPLIT!r} in the warehouse)")
@@ -163,14 +172,20 @@ def _write_split(table: pa.Table, out_dir: Path, config: str, split: str, option
 
 
 def _split_names(source_splits: list[str]) -> dict[str, str]:
+    """Each source split's release name; two names meet only through the vocabulary (`val` and
+    `validation` are one split), never through a character replacement (`a-b` and `a_b` clash)."""
     names: dict[str, str] = {}
     for source_split in source_splits:
         name = hub_split_name(source_split)
-        clash = [s for s, n in names.items() if n == name]
+        clash = [s for s, n in names.items() if n == name and not (_by_vocabulary(s) or _by_vocabulary(source_split))]
         if clash:
             raise ExportError(f"splits {clash[0]!r} and {source_split!r} would both be published as {name!r}")
         names[source_split] = name
     return names
+
+
+def _by_vocabulary(source_split: str) -> bool:
+    return hub_split_name(source_split) in set(SPLIT_VOCABULARY.values())
 
 
 def export_table(table: pa.Table, out_dir: Path, options: ExportOptions = ExportOptions()) -> list[SplitExport]:
@@ -187,10 +202,11 @@ def export_table(table: pa.Table, out_dir: Path, options: ExportOptions = Export
     exports: list[SplitExport] = []
     for config in [*sources, ALL_CONFIG]:
         rows = full if config == ALL_CONFIG else full.filter(pc.equal(full.column("source"), config))
-        for source_split in sorted(set(rows.column("split").to_pylist()), key=lambda s: split_names[s]):
-            split = split_names[source_split]
-            part = _reindex(rows.filter(pc.equal(rows.column("split"), source_split)))
-            exports.append(SplitExport(config, split, source_split, part.num_rows,
+        present = sorted(set(rows.column("split").to_pylist()))
+        for split in sorted({split_names[s] for s in present}):
+            members = [s for s in present if split_names[s] == split]
+            part = _reindex(rows.filter(pc.is_in(rows.column("split"), pa.array(members, pa.string()))))
+            exports.append(SplitExport(config, split, ", ".join(members), part.num_rows,
                                        _write_split(part, out_dir, config, split, options)))
     return exports
 
@@ -251,6 +267,7 @@ AUDIT_SECTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "runs": ("audit_runs", ("run_id", "train_where", "heldout_where", "n_train", "n_heldout", "n_in_both",
                             "n_findings")),
     "findings": ("audit_findings", ("check", "severity", "selection", "message")),
+    "verdicts": ("audit_verdicts", ("status", "check", "finding", "action")),
     "cleaning": ("clean_summary", None),
 }
 

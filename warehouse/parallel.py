@@ -37,7 +37,8 @@ from tomforge.warehouse.db import WarehouseError
 from tomforge.warehouse.load import Collector, Staged, collect, gc_paused, info_of, stage
 from tomforge.warehouse.progress import SILENT, Progress, Stage
 from tomforge.warehouse.sources import get_adapter
-from tomforge.warehouse.sources.base import Adapter, AdapterInfo
+from tomforge.warehouse.sources.base import Adapter, AdapterInfo, SourceError
+from tomforge.warehouse.sources.sniff import describe, sniff
 
 MIN_BYTES = 64 << 20  # inputs smaller than this are staged in one process
 WORKERS_ENV = "TOMFORGE_INGEST_WORKERS"  # processes per staging (1: never split)
@@ -78,6 +79,9 @@ def stage_input(
     `read` is the adapter's own count of the input (`count_input`), taken after parsing succeeded
     (so a file it cannot read is reported by the parser's clear error first): the stage
     "count <source>"."""
+    found = sniff(Path(root)) if Path(root).is_file() else None
+    if found is not None:  # before any adapter opens it: say what it is and how to convert it
+        raise SourceError(root, describe(found, f"a {info.name} file (the adapters read UTF-8 text)"))
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
     staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
     if staged is None:

@@ -31,7 +31,7 @@ from tomforge.warehouse.record import build_record, content_hash
 from tomforge.warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_variants"
-GENERATOR_VERSION = "0.1.0"
+GENERATOR_VERSION = "0.2.0"  # 0.2: memory questions at belief_order 0 (were NULL)
 ROLES = ("initial", "final", "intermediate", "never")
 CANDIDATES = 48  # chains drawn per (story, order) before picking the ones that serve the rarest gold role
 
@@ -202,7 +202,7 @@ class Builder:
             source_key=f"{original['item_id']}|{tag}|{c.number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{c.number}",
             split=original["split"], context=story.text(), question=text,
             question_type=question_type_of_order(order, memory=c.kind == "memory"),
-            belief_order=None if c.kind == "memory" else order, perspective_chain=c.chain,
+            belief_order=0 if c.kind == "memory" else order, perspective_chain=c.chain,
             is_false_belief=None if order == 0 or c.kind == "memory" else c.answer != world.reality,
             answer=c.answer, answer_format=original["answer_format"], options=c.options, n_agents=len(story.agents()),
             n_events=len(story.lines), generator=GENERATOR, generator_version=GENERATOR_VERSION,

@@ -117,7 +117,13 @@ def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise SourceError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        from tomforge.warehouse.sources.sniff import describe, sniff
+
+        found = sniff(path)
+        if found is not None:
+            raise SourceError(path, describe(found, "UTF-8 text")) from None
+        raise SourceError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 "
+                                f"(iconv -f <its encoding> -t UTF-8 {path.name})") from None
     except IsADirectoryError:
         raise SourceError(path, "expected a file, found a folder") from None
 

@@ -52,6 +52,7 @@ from tomforge.warehouse.sources.base import (
     read_text,
     relative_name,
 )
+from tomforge.warehouse.sources.sniff import describe, sniff
 from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "exploretom"
@@ -274,6 +275,9 @@ def _table(path: Path) -> _Table:
         data = path.read_bytes()
     except IsADirectoryError:
         raise SourceError(path, "expected a file, found a folder") from None
+    found = sniff(path)  # polars would read UTF-16 or a compressed file as garbled columns
+    if found is not None:
+        raise SourceError(path, describe(found, "the ExploreToM CSV (UTF-8 text)"))
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     if not head:
         raise SourceError(path, "empty file: no header row")

@@ -1,0 +1,73 @@
+"""Issue 25 item 10: a source whose license forbids training never lands in an RL train split
+unless the user says so: `publish` and `train` refuse with one line naming the source and its
+license; `--allow-restricted-training` overrides, and the card says so."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.publish_fixtures import BETA, record
+from tests.test_cli import assert_one_line_error, run
+from tomforge.rl.licenses import check_training_split, forbids_training
+from tomforge.rl.release import ReleaseReadError, SplitRef
+from tomforge.warehouse.load import ingest_records
+from tomforge.warehouse.sources import get_adapter
+from tomforge.warehouse.sources.base import AdapterInfo
+
+EVAL_ONLY = AdapterInfo("gamma", "gamma-1", "MIT (evaluation only)")
+
+
+def _warehouse(path: Path, split: str = "train") -> Path:
+    ingest_records(path, EVAL_ONLY, [record("gamma", "gamma-1", i, split) for i in range(3)], "gamma.json")
+    ingest_records(path, BETA, [record("beta", BETA.version, 10 + i, "unsplit") for i in range(2)], "beta.json")
+    return path
+
+
+@pytest.mark.parametrize("license_text, forbids", [
+    ("MIT (evaluation only)", True), ("CC BY-NC 4.0 (not for training)", True), ("MIT", False),
+    ("Apache-2.0", False), ("CC BY-NC 4.0", False), (None, False), ("", False)])
+def test_which_licenses_forbid_training(license_text, forbids) -> None:
+    assert forbids_training(license_text) is forbids
+
+
+def test_the_real_sources_that_say_evaluation_only_are_caught() -> None:
+    assert {name for name in ("hitom", "tomi", "exploretom", "bigtom", "fantom", "opentom")
+            if forbids_training(get_adapter(name).license)} == {"fantom", "opentom"}
+
+
+def test_publish_refuses_then_overrides_and_the_card_says_so(tmp_path: Path) -> None:
+    warehouse = _warehouse(tmp_path / "w.duckdb")
+    target = tmp_path / "release"
+    refused = run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(target), "--tag", "v1")
+    assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
+    [error] = [line for line in refused.output.splitlines() if line.startswith("error:")]  # after publish's info line
+    for needle in ("source gamma", "'MIT (evaluation only)'", "'train' split", "--allow-restricted-training"):
+        assert needle in error, error
+    assert not target.exists()
+    allowed = run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(target), "--tag", "v1",
+                  "--allow-restricted-training")
+    assert allowed.exit_code == 0, allowed.output
+    card = (target / "README.md").read_text()
+    assert "**License override.**" in card and "source gamma (license 'MIT (evaluation only)') has 3 rows" in card
+
+
+def test_a_restricted_source_outside_train_publishes_without_a_flag(tmp_path: Path) -> None:
+    warehouse = _warehouse(tmp_path / "w.duckdb", split="test")  # evaluation only, and only evaluated on
+    result = run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(tmp_path / "r"), "--tag", "v1")
+    assert result.exit_code == 0, result.output
+    assert "License override" not in (tmp_path / "r/README.md").read_text()
+
+
+def test_train_refuses_a_split_with_a_restricted_source(tmp_path: Path) -> None:
+    warehouse = _warehouse(tmp_path / "w.duckdb")
+    target = tmp_path / "release"
+    assert run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(target), "--tag", "v1",
+               "--allow-restricted-training").exit_code == 0
+    refused = run("train", "--backend", "verl", "--dataset", str(target), "--model", "Qwen/Qwen2.5-0.5B",
+                  "--train", "all/train")
+    assert_one_line_error(refused, "source gamma", "'MIT (evaluation only)'", "all/train", "--allow-restricted-training")
+    with pytest.raises(ReleaseReadError, match="source beta"):  # beta's 2 unsplit rows: not for training either
+        check_training_split(target, SplitRef("all", "unsplit"), "r")
+    found = check_training_split(target, SplitRef("all", "train"), "r", allow=True)
+    assert [(f.source, f.n_rows) for f in found] == [("gamma", 3)]
