@@ -487,8 +487,7 @@ def check_model(model: str) -> None:
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
     """The license guard before a training starts (rl/licenses.py): refused, or a warning when overridden."""
-    from tomforge.rl.licenses import check_training_split
-    from tomforge.rl.release import SplitRef, fetch_release
+    from tomforge.rl.release import SplitRef, check_training_split, fetch_release
 
     where = dataset if revision is None else f"{dataset}@{revision}"
     for found in check_training_split(fetch_release(dataset, revision), SplitRef.parse(train_split), where, allow):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -56,20 +55,3 @@ def release_licenses(root: Path) -> dict[str, str | None]:
         return {}
     sources = json.loads(manifest.read_text(encoding="utf-8")).get("sources") or []
     return {fact["source"]: fact.get("license") for fact in sources if "source" in fact}
-
-
-def check_training_split(root: Path, ref: object, where: str, allow: bool = False) -> list[Restricted]:
-    """Refuse (rl `ReleaseReadError`, one line) to train on split `ref` of the release at `root` when it
-    holds a source whose license forbids training; with `allow`, what it holds, for a warning."""
-    import pyarrow.parquet as pq
-
-    from tomforge.rl.release import ReleaseReadError, SplitRef, shard_files
-
-    assert isinstance(ref, SplitRef)
-    counts: Counter[str] = Counter()
-    for shard in shard_files(root, ref):
-        counts.update(pq.read_table(shard, columns=["source"]).column("source").to_pylist())
-    found = restricted(counts, release_licenses(root))
-    if found and not allow:
-        raise ReleaseReadError(refusal(found, f"{ref} of {where}"))
-    return found

@@ -7,6 +7,7 @@ and adds the RL columns when the publisher did not, so older releases stay train
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 
 from tomforge.errors import TomforgeError
 from tomforge.rl.columns import RL_COLUMNS, with_rl_columns
+from tomforge.rl.licenses import Restricted, refusal, release_licenses, restricted
 
 SHARD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_.\-]+?)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 
@@ -126,3 +128,15 @@ def write_split(root: Path, config: str, split: str, table: pa.Table, n_shards: 
         pq.write_table(table.slice(start, stop - start), path)
         paths.append(path)
     return paths
+
+
+def check_training_split(root: Path, ref: SplitRef, where: str, allow: bool = False) -> list[Restricted]:
+    """Refuse (rl `ReleaseReadError`, one line) to train on split `ref` of the release at `root` when it
+    holds a source whose license forbids training; with `allow`, what it holds, for a warning."""
+    counts: Counter[str] = Counter()
+    for shard in shard_files(root, ref):
+        counts.update(pq.read_table(shard, columns=["source"]).column("source").to_pylist())
+    found = restricted(counts, release_licenses(root))
+    if found and not allow:
+        raise ReleaseReadError(refusal(found, f"{ref} of {where}"))
+    return found

@@ -9,8 +9,8 @@ import pytest
 
 from tests.publish_fixtures import BETA, record
 from tests.test_cli import assert_one_line_error, run
-from tomforge.rl.licenses import check_training_split, forbids_training
-from tomforge.rl.release import ReleaseReadError, SplitRef
+from tomforge.rl.licenses import forbids_training
+from tomforge.rl.release import ReleaseReadError, SplitRef, check_training_split
 from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.sources import get_adapter
 from tomforge.warehouse.sources.base import AdapterInfo
