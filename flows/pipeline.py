@@ -185,7 +185,7 @@ def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
 def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
     """Retry the publish task only when the Hub kept failing (5xx, 429, timeouts after the step's own
     retries); never for a conflict, an unreachable Hub, bad input or a ledger that does not add up."""
-    from tomforge.hub.remote import ConflictError, PublishError, UnreachableError
+    from tomforge.hub.errors import ConflictError, PublishError, UnreachableError
 
     try:
         exc = state.result(raise_on_failure=False)

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tomforge.hub.errors import ConflictError, PublishError, status_of
 from tomforge.hub.manifest import MANIFEST_NAME, load_manifest
-from tomforge.hub.remote import ConflictError, PublishError, RetryPolicy, status_of, with_retries
+from tomforge.hub.remote import RetryPolicy, with_retries
 from tomforge.warehouse.progress import SILENT, Progress
 
 HUB_MANAGED = frozenset({".gitattributes"})  # the Hub writes it; every other file the release lacks is deleted

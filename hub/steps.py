@@ -37,7 +37,7 @@ def publish_warehouse(
     warehouse: Path,
     repo_id: str,
     *,
-    target: str = "hub",
+    target: str = "var/release",
     options: ReleaseOptions | None = None,
     dry_run: bool = False,
     private: bool = False,

@@ -64,7 +64,7 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
                                  cache_dir=None if cache_dir is None else str(cache_dir),
                                  allow_patterns=["data/**", "*.md", "*.json"])
     except Exception as exc:  # the hub client raises many types; the CLI wants one line
-        from tomforge.hub.remote import is_unreachable, unreachable
+        from tomforge.hub.errors import is_unreachable, unreachable
 
         if is_unreachable(exc):
             raise unreachable(f"download {dataset}@{revision or 'main'}", exc) from None

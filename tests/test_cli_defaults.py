@@ -159,7 +159,8 @@ def _mirrored() -> dict[tuple[str, str], object]:
 CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval", "in_distribution"), ("eval", "store"),
              ("eval", "out"), ("generate", "operators"), ("generate", "held_out"), ("publish", "dry_run"),
              ("publish", "private"), ("publish", "only_audited"), ("sql", "fmt"), ("train", "backend"),
-             ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators")}
+             ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators"),
+             ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output")}
 CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above compare with a settings class
     "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
     "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},

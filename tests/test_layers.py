@@ -13,7 +13,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("record contract", ("tomforge.errors", "tomforge.schemas", "tomforge.warehouse.record", "tomforge.warehouse.columns",
                          "tomforge.warehouse.ddl", "tomforge.warehouse.vocabulary", "tomforge.warehouse.progress",
                          "tomforge.warehouse.versions", "tomforge.rl.columns", "tomforge.rl.prompts",
-                         "tomforge.rl.licenses",  # what a release's licenses allow: the exporter and the trainer ask it
+                         "tomforge.rl.licenses", "tomforge.hub.errors",  # what a release's licenses allow: the exporter and the trainer ask it
                          # the world model a record's trace is written in: the RL stage rebuilds it from a release
                          "tomforge.generators.checker", "tomforge.generators.world_question")),
     ("reading sources", ("tomforge.warehouse.sources", "tomforge.warehouse.batch", "tomforge.generators")),
@@ -24,10 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("front ends", ("tomforge.flows",)),
 )
 # the one documented exception: the RL stage stores its evaluation rows in the warehouse (`eval_results`)
-ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db"),
-                  # and a source read from the Hub words an unreachable Hub as every command does (exit 5);
-                  # hub.remote imports nothing of the project but tomforge.errors when it is loaded
-                  ("tomforge.warehouse.sources", "tomforge.hub.remote")}
+ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db")}
 # training reads a release (a folder or the Hub), never the warehouse, the audit or the generator
 TRAINING_NEVER_IMPORTS = ("reading sources", "storage", "analysis")
 

@@ -20,9 +20,10 @@ from tests.publish_fixtures import release_one, release_two
 from tests.recording import Recording
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.errors import ConflictError, PublishError
 from tomforge.hub.publish import publish_release
 from tomforge.hub.release import ReleaseOptions, build_release
-from tomforge.hub.remote import ConflictError, PublishError, RetryPolicy, make_api
+from tomforge.hub.remote import RetryPolicy, make_api
 from tomforge.hub.steps import publish_warehouse, verify_release
 from tomforge.warehouse.export import ExportOptions
 from tomforge.warehouse.progress import Lines
@@ -72,7 +73,7 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def publish(warehouse: Path, repo: str, tag: str | None, lines: list[str] | None = None, **kwargs):
     options = ReleaseOptions(repo, tag=tag, export=SMALL)
-    return publish_warehouse(warehouse, repo, options=options, policy=kwargs.pop("policy", FAST),
+    return publish_warehouse(warehouse, repo, target="hub", options=options, policy=kwargs.pop("policy", FAST),
                              progress=Lines((lines if lines is not None else []).append), **kwargs)
 
 
@@ -210,7 +211,7 @@ def test_concurrent_commit_makes_publish_fail_not_overwrite(built: Path, warehou
 
     options = ReleaseOptions("org/race", tag="v2", export=SMALL)
     with pytest.raises(ConflictError, match="moved"):
-        publish_warehouse(warehouses[1], "org/race", options=options, policy=FAST, progress=Lines(echo))
+        publish_warehouse(warehouses[1], "org/race", target="hub", options=options, policy=FAST, progress=Lines(echo))
     repo = hub.repos[("dataset", "org/race")]
     assert hub.files("org/race")["NOTES.md"] == b"theirs" and "v2" not in repo.tags
     assert json.loads(hub.files("org/race")["manifest.json"])["release"]["tag"] == "v1"

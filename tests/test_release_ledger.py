@@ -24,9 +24,10 @@ from tomforge.audits.run import run_audit
 from tomforge.audits.synthetic import clean_records
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.errors import PublishError
 from tomforge.hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
 from tomforge.hub.release import ReleaseOptions, publish_folder
-from tomforge.hub.remote import PublishError, RetryPolicy, make_api, with_retries
+from tomforge.hub.remote import RetryPolicy, make_api, with_retries
 from tomforge.warehouse.export import ExportOptions
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"

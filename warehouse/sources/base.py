@@ -72,7 +72,11 @@ class Adapter(AdapterInfo, ABC):
     questions counted without the parser). Optional hooks, with defaults that keep a small adapter
     small: `read_columns` (the fast path: column batches instead of records) and the pair
     `split_input` / `read_part` (one big file staged by several processes, `warehouse/parallel.py`).
+    `binary_formats` names the formats `warehouse.sources.sniff` recognizes that the adapter reads
+    itself (the RL files adapter reads Parquet); any other is refused before the adapter opens it.
     """
+
+    binary_formats: frozenset[str] = frozenset()
 
     @abstractmethod
     def read(self, root: Path) -> Iterator[Produced]:

@@ -100,6 +100,8 @@ def _present(value: Any) -> bool:
 class RLFilesAdapter(Adapter):
     """Reads RL training files; `configured` gives a copy with other `RLFileOptions`."""
 
+    binary_formats = frozenset({"Parquet"})
+
     options: RLFileOptions = RLFileOptions()  # frozen: one shared default is safe
 
     def configured(self, options: RLFileOptions) -> "RLFilesAdapter":
