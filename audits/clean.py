@@ -37,6 +37,7 @@ from tomforge.audits.freshness import require_fresh_audit
 from tomforge.warehouse.columns import JSON_COLUMNS
 from tomforge.warehouse.db import WarehouseError, connect_readonly
 from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
+from tomforge.warehouse.lock import writes_warehouse
 
 
 class CleaningError(Exception):
@@ -182,6 +183,7 @@ def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.D
     return pl.DataFrame(rows)
 
 
+@writes_warehouse
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()

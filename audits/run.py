@@ -37,6 +37,7 @@ from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.progress import SILENT, Progress, Timer
 from tomforge.warehouse.record import hex_digest
 from tomforge.warehouse.versions import tool_versions as versions_of
+from tomforge.warehouse.lock import writes_warehouse
 
 T = TypeVar("T")
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")
@@ -193,6 +194,7 @@ class _Selections:
     conflict_items: pl.DataFrame
 
 
+@writes_warehouse
 def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
               params: AuditParams | None = None, progress: Progress = SILENT, passes: Passes = run_local) -> AuditSummary:
     """Audit `train_where` against `heldout_where` (or within the train selection alone); `passes`
