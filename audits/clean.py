@@ -36,8 +36,8 @@ from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.freshness import require_fresh_audit
 from tomforge.warehouse.columns import JSON_COLUMNS
 from tomforge.warehouse.db import WarehouseError, connect_readonly
-from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 from tomforge.warehouse.lock import writes_warehouse
+from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
 class CleaningError(Exception):

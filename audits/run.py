@@ -34,10 +34,10 @@ from tomforge.audits.summary import AuditSummary
 from tomforge.audits.variants import variant_findings
 from tomforge.audits.verdict import AuditFacts, verdict_frame, verdicts
 from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.lock import writes_warehouse
 from tomforge.warehouse.progress import SILENT, Progress, Timer
 from tomforge.warehouse.record import hex_digest
 from tomforge.warehouse.versions import tool_versions as versions_of
-from tomforge.warehouse.lock import writes_warehouse
 
 T = TypeVar("T")
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")

@@ -80,6 +80,9 @@ def one_line_errors() -> Iterator[None]:
         if unreconciled is not None and isinstance(exc, unreconciled):
             print_reports([cast("Unreconciled", exc).report])
             fail(str(exc), ExitCode.UNRECONCILED)
+        busy = _loaded_class("tomforge.warehouse.lock", "LockBusy")
+        if busy is not None and isinstance(exc, busy):
+            fail(str(exc), ExitCode.LOCKED)
         known = tuple(c for c in (_loaded_class("tomforge.warehouse.sources.base", "SourceError"),
                                   _loaded_class("tomforge.warehouse.db", "WarehouseError"),
                                   _loaded_class("tomforge.flows.config", "ConfigError")) if c is not None)

@@ -9,6 +9,7 @@
     6  CONFLICT      a publish conflict: the branch moved or the tag is taken
     7  FINDINGS      `audit --strict`: a check of the verdict failed
     8  STALE_AUDIT   `clean`/`publish`: the audit (or cleaning) is older than the warehouse content
+    9  LOCKED        another writer held the warehouse (or release folder) lock past the timeout
 """
 from __future__ import annotations
 
@@ -27,3 +28,4 @@ class ExitCode(IntEnum):
     CONFLICT = 6
     FINDINGS = 7
     STALE_AUDIT = 8
+    LOCKED = 9

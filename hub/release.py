@@ -14,9 +14,9 @@ from tomforge.hub import folder, ledger
 from tomforge.hub.card import build_card
 from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
 from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
 from tomforge.warehouse.faults import checkpoint
 from tomforge.warehouse.lock import hold
-from tomforge.warehouse.export import ExportOptions, audit_summary, export_table, generator_facts, source_facts
 
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

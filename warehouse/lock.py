@@ -8,8 +8,9 @@ second writer waits, says once on stderr who holds the lock (the side file `<tar
 pid, command, since when), and after the timeout fails with `LockBusy` (exit 9 on the command line).
 Readers never take it: they open the live file, which a swap replaces in one `rename`.
 
-The lock is re-entrant within a process (across threads too: a Prefect flow takes it and its tasks
-run on worker threads), so a step that holds it can call `db.building`, which takes it as well.
+The lock is re-entrant within one flow of control (a context: a step that holds it calls `db.building`,
+which takes it too; a Prefect flow holds it and its tasks run on worker threads with a copy of its
+context), while an unrelated thread of the same process waits like another process would.
 """
 from __future__ import annotations
 
@@ -18,10 +19,9 @@ import json
 import os
 import shlex
 import sys
-import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Callable, Concatenate, Iterator, ParamSpec, TypeVar
 
@@ -37,14 +37,10 @@ class LockBusy(Exception):
     """Another writer held the lock for longer than the timeout."""
 
 
-@dataclass
-class _Held:
-    lock: filelock.BaseFileLock
-    depth: int
-
-
-_held: dict[str, _Held] = {}
-_registry_guard = threading.Lock()
+# the locks held by this flow of control: a nested `hold` (a step calling `db.building`) and a Prefect
+# task started from a flow that holds the lock (Prefect copies the context into its worker threads)
+# re-enter; an unrelated thread starts with an empty context and waits like another process
+_held_here: ContextVar[frozenset[str]] = ContextVar("tomforge_writer_locks", default=frozenset())
 
 
 def lock_path(target: Path) -> Path:
@@ -125,30 +121,20 @@ def hold(target: Path, *, timeout: float | None = None,
          notice: Callable[[str], None] = _notice) -> Iterator[None]:
     """Hold the writer lock of `target` (a warehouse file or a release folder) for the block."""
     key = str(Path(target).absolute())
-    with _registry_guard:
-        held = _held.get(key)
-        if held is not None:
-            held.depth += 1
-    if held is None:
-        lock = _acquire(Path(key), timeout_from_env() if timeout is None else timeout, notice)
-        try:
-            _write_holder(Path(key))
-        except BaseException:
-            lock.release()
-            raise
-        with _registry_guard:
-            held = _held[key] = _Held(lock, 1)
+    if key in _held_here.get():
+        yield
+        return
+    lock = _acquire(Path(key), timeout_from_env() if timeout is None else timeout, notice)
+    token = None
     try:
+        _write_holder(Path(key))
+        token = _held_here.set(_held_here.get() | {key})
         yield
     finally:
-        with _registry_guard:
-            held.depth -= 1
-            last = held.depth == 0
-            if last:
-                del _held[key]
-        if last:
-            holder_path(Path(key)).unlink(missing_ok=True)
-            held.lock.release()
+        if token is not None:
+            _held_here.reset(token)
+        holder_path(Path(key)).unlink(missing_ok=True)
+        lock.release()
 
 
 def writes_warehouse(step: Callable[Concatenate[Path, P], R]) -> Callable[Concatenate[Path, P], R]:
