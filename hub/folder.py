@@ -1,8 +1,8 @@
 """Writing a release into a local folder safely: tags that never move, and one atomic swap.
 
-A folder holds one release at a time, but every tag it ever held is remembered in `<folder>.tags.json`
-beside it (tag -> sha256 of that release's manifest), so `--tag v1` can never come to mean other
-content, exactly as on the Hub (exit 6). The new release is built next to the folder and exchanged
+A folder holds one release at a time, but every tag it held before is remembered in `<folder>.tags.json`
+beside it (tag -> sha256 of that release's manifest; the current tag is in the folder's manifest), so
+`--tag v1` can never come to mean other content, exactly as on the Hub (exit 6). The new release is built next to the folder and exchanged
 with it in one `renameat2(RENAME_EXCHANGE)` (Linux): a reader, or a `kill -9` at any point, finds the
 old release or the new one, never a missing or half-written folder.
 """
@@ -62,13 +62,17 @@ def check_tag(target: Path, current_manifest: Path, tag: str, new_manifest: byte
                         f"build {manifest_digest(new_manifest)[:12]}); tags never move: publish under another tag")
 
 
-def record_tag(target: Path, current_manifest: Path, tag: str, new_manifest: bytes) -> None:
-    """Add `tag` to the history before the swap (a kill after this reserves the tag, never moves it)."""
+def remember_tags(target: Path, current_manifest: Path) -> None:
+    """Before the swap, write down every tag held so far (the release in place included): after the swap
+    its tag is no longer in the folder, yet must never move. The new tag needs no entry: the folder's
+    manifest holds it. So a kill at any point leaves the same tags meaning the same releases."""
     tags = recorded_tags(target, current_manifest)
-    tags[tag] = manifest_digest(new_manifest)
     history = tags_path(target)
+    text = json.dumps(tags, sort_keys=True, indent=2) + "\n"
+    if (history.is_file() and history.read_text(encoding="utf-8") == text) or (not tags and not history.is_file()):
+        return
     temp = history.with_name(f".{history.name}.{os.getpid()}")
-    temp.write_text(json.dumps(tags, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    temp.write_text(text, encoding="utf-8")
     os.replace(temp, history)
 
 

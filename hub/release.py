@@ -143,8 +143,8 @@ def publish_folder(warehouse: Path, target: Path, options: ReleaseOptions) -> Re
             if folder.check_tag(target, target / MANIFEST_NAME, release.tag, manifest):
                 shutil.rmtree(building, ignore_errors=True)
                 return Release(target, release.tag, release.manifest)
-            folder.record_tag(target, target / MANIFEST_NAME, release.tag, manifest)
-            checkpoint("release: tag recorded")
+            folder.remember_tags(target, target / MANIFEST_NAME)
+            checkpoint("release: tags remembered")
             folder.swap_in(building, target)
             checkpoint("release: swapped")
         finally:

@@ -123,9 +123,10 @@ def state(warehouse: Path, release: Path | None = None) -> dict[str, Any]:
     """What a command may change: every warehouse table and the release folder with its tag history."""
     out: dict[str, Any] = {"tables": table_rows(warehouse)}
     if release is not None:
-        history = release.with_name(release.name + ".tags.json")
+        from tomforge.hub.folder import recorded_tags
+
         out["release"] = folder_bytes(release)
-        out["tags"] = history.read_text(encoding="utf-8") if history.is_file() else None
+        out["tags"] = recorded_tags(release, release / "manifest.json")   # each tag ever held -> its release
     return out
 
 
@@ -253,14 +254,8 @@ def stress(workdir: Path, writers: int, rounds: int, seed: int = 0) -> dict[str,
 
 def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: list[Outcome], together: Path,
             serial: Path, reader: Reader) -> dict[str, Any]:
-    problems: list[str] = []
     flat = [op for mine in ops for op in mine]
-    for op, code, err in outcomes:
-        if code not in ALLOWED[op[0]]:
-            problems.append(f"concurrent {' '.join(op)}: exit {code}: {err.strip().splitlines()[-1:] }")
-    for outcome in serial_outcomes:
-        if outcome.code not in ALLOWED[outcome.args[0]]:
-            problems.append(f"serial {' '.join(outcome.args[:3])}: exit {outcome.code}")
+    problems = _exit_problems(outcomes, serial_outcomes)
     mine, theirs = table_rows(together, COMPARED_TABLES), table_rows(serial, COMPARED_TABLES)
     for table in COMPARED_TABLES:
         if mine.get(table) != theirs.get(table):
@@ -270,6 +265,28 @@ def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: l
              for name, path in (("together", together), ("serial", serial))}
     if loads["together"] != loads["serial"]:
         problems.append(f"loads differ: {loads['together'] - loads['serial']} vs {loads['serial'] - loads['together']}")
+    wanted_loads, items, more = _reconciliation_problems(flat, together)
+    problems += more
+    if reader.failures:
+        problems.append(f"reader: {len(reader.failures)} failed reads, first {reader.failures[0]}")
+    if any(b < a for a, b in zip(reader.counts, reader.counts[1:])):
+        problems.append("reader: the item count went down between two reads (a lost update was visible)")
+    problems += [f"leftover {name}" for name in leftovers(together.parent)]
+    return {"problems": problems, "commands": len(flat), "writers": len(ops), "rounds": len(ops[0]) if ops else 0,
+            "exit_codes": dict(Counter(f"{op[0]}={code}" for op, code, _ in outcomes)), "reads": reader.reads,
+            "items": sum(items.values()), "waits": sum("waiting for" in err for _, _, err in outcomes)}
+
+
+def _exit_problems(outcomes: list, serial_outcomes: list[Outcome]) -> list[str]:
+    problems = [f"concurrent {' '.join(op)}: exit {code}: {err.strip().splitlines()[-1:]}"
+                for op, code, err in outcomes if code not in ALLOWED[op[0]]]
+    return problems + [f"serial {' '.join(o.args[:3])}: exit {o.code}" for o in serial_outcomes
+                       if o.code not in ALLOWED[o.args[0]]]
+
+
+def _reconciliation_problems(flat: list[tuple[str, ...]], together: Path) -> tuple[Counter, dict, list[str]]:
+    """The reconciliation view against loads counted from the plan and items counted from the adapters."""
+    problems: list[str] = []
     wanted_loads = Counter({"tomi": 1, "hitom": 1}) + Counter(op[1] for op in flat if op[0] == "ingest") + Counter(
         {"tomforge_gen": sum(op[0] == "generate" for op in flat)})
     expected = expected_counts()
@@ -286,14 +303,7 @@ def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: l
             problems.append(f"items {source}: {items.get(source)} in the warehouse, {expected[source]} from the adapter")
     if set(view) != set(wanted_loads):
         problems.append(f"reconciliation lists {sorted(view)}, loads were {sorted(wanted_loads)}")
-    if reader.failures:
-        problems.append(f"reader: {len(reader.failures)} failed reads, first {reader.failures[0]}")
-    if any(b < a for a, b in zip(reader.counts, reader.counts[1:])):
-        problems.append("reader: the item count went down between two reads (a lost update was visible)")
-    problems += [f"leftover {name}" for name in leftovers(together.parent)]
-    return {"problems": problems, "commands": len(flat), "writers": len(ops), "rounds": len(ops[0]) if ops else 0,
-            "exit_codes": dict(Counter(f"{op[0]}={code}" for op, code, _ in outcomes)), "reads": reader.reads,
-            "items": sum(items.values()), "waits": sum("waiting for" in err for _, _, err in outcomes)}
+    return wanted_loads, items, problems
 
 
 # --- kill -9 at random points ---------------------------------------------------------------------------------
