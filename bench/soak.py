@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"at once in {result['concurrent_s']} s, the same one after the other in {result['serial_s']} s "
                   f"(ratio {result['concurrent_s'] / max(result['serial_s'], 1e-9):.2f}); exit codes "
                   f"{result['exit_codes']}; {result['waits']} commands waited for the lock; reader: {result['reads']} "
-                  f"reads, 0 blocked; {result['items']} items; problems: {len(result['problems'])} "
+                  f"reads, {result['read_failures']} failed, slowest {result['slowest_read_s']} s; {result['items']} items; problems: {len(result['problems'])} "
                   f"({time.monotonic() - started:.0f} s in all)", flush=True)
         cases = [c for c in writers.KILL_CASES if not args.only_kill or c.name in args.only_kill]
         for case in cases if args.kill_trials else []:

@@ -181,6 +181,7 @@ class Reader:
     reads: int = 0
     failures: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
+    slowest_s: float = 0.0   # the longest read (a figure for the soak; never asserted)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
@@ -188,6 +189,7 @@ class Reader:
 
         while not self.stop.is_set():
             if self.warehouse.is_file():
+                began = time.monotonic()
                 try:
                     con = connect_readonly(self.warehouse)
                     try:
@@ -195,6 +197,7 @@ class Reader:
                     finally:
                         con.close()
                     self.reads += 1
+                    self.slowest_s = max(self.slowest_s, time.monotonic() - began)
                 except Exception as exc:  # noqa: BLE001 - every failure is a finding
                     self.failures.append(f"{type(exc).__name__}: {exc}")
             time.sleep(0.05)
@@ -274,6 +277,7 @@ def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: l
     problems += [f"leftover {name}" for name in leftovers(together.parent)]
     return {"problems": problems, "commands": len(flat), "writers": len(ops), "rounds": len(ops[0]) if ops else 0,
             "exit_codes": dict(Counter(f"{op[0]}={code}" for op, code, _ in outcomes)), "reads": reader.reads,
+            "slowest_read_s": round(reader.slowest_s, 3), "read_failures": len(reader.failures),
             "items": sum(items.values()), "waits": sum("waiting for" in err for _, _, err in outcomes)}
 
 
