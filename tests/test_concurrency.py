@@ -177,3 +177,16 @@ def test_publish_waits_for_the_release_folder_lock(tmp_path: Path, monkeypatch) 
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     assert publish_folder(warehouse, target, ReleaseOptions("org/tom", tag="v1")).tag == "v1"
+
+
+def test_the_folder_swap_is_one_exchange(tmp_path: Path) -> None:
+    """The atomic path is the one taken here (no moment without the folder): the two trees trade places."""
+    from tomforge.hub.folder import exchange
+
+    old, new = tmp_path / "release", tmp_path / ".release.building-1"
+    (old / "data").mkdir(parents=True)
+    (old / "data/a.parquet").write_bytes(b"old")
+    (new / "data").mkdir(parents=True)
+    (new / "data/b.parquet").write_bytes(b"new")
+    assert exchange(new, old) is True
+    assert tree(old) == {"data/b.parquet": b"new"} and tree(new) == {"data/a.parquet": b"old"}
