@@ -37,6 +37,7 @@ from tomforge.audits.freshness import require_fresh_audit
 from tomforge.errors import ExitCode, TomforgeError
 from tomforge.warehouse.columns import JSON_COLUMNS
 from tomforge.warehouse.db import WarehouseError, connect_readonly
+from tomforge.warehouse.lock import writes_warehouse
 from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
@@ -200,6 +201,7 @@ def with_kept_repeat(items: pl.DataFrame, contexts: pl.DataFrame) -> pl.DataFram
     return keyed.drop("cluster", "_q", "_a", "_variant")
 
 
+@writes_warehouse
 def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> CleanSummary:
     """Apply `policy` to the latest audit and write `clean_items`, `clean_removed`, `clean_summary`."""
     policy = policy or CleaningPolicy()

@@ -34,6 +34,7 @@ from tomforge.audits.summary import AuditSummary
 from tomforge.audits.variants import variant_findings
 from tomforge.audits.verdict import AuditFacts, verdict_frame, verdicts
 from tomforge.warehouse.db import connect_readonly
+from tomforge.warehouse.lock import writes_warehouse
 from tomforge.warehouse.progress import SILENT, Progress, Timer
 from tomforge.warehouse.record import hex_digest
 from tomforge.warehouse.selection import check_selection
@@ -194,6 +195,7 @@ class _Selections:
     conflict_items: pl.DataFrame
 
 
+@writes_warehouse
 def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
               params: AuditParams | None = None, progress: Progress = SILENT, passes: Passes = run_local) -> AuditSummary:
     """Audit `train_where` against `heldout_where` (or within the train selection alone); `passes`

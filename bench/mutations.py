@@ -366,6 +366,33 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("defects.ctrl_c_silent", "flows/cli_polish.py",
              "        if exc.code == ExitCode.INTERRUPTED:", "        if False:",
              ("tests/test_cli_polish.py",), "Ctrl-C exits 130 without saying the warehouse is unchanged"),
+    # issue 25: one writer at a time, tags that never move, and three planted bugs no test caught (helper "lock")
+    Mutation("lock.building_unlocked", "warehouse/db.py",
+             "    with hold(path):\n", "    if True:\n",
+             ("tests/test_concurrency.py::test_two_ingests_at_once_keep_both_sources",),
+             "two ingests at once: the last swap wins and a whole source is gone, reconciled: yes"),
+    Mutation("lock.folder_tag_moves", "hub/folder.py",
+             "    if held is None:\n        return False\n", "    if True:\n        return False\n",
+             ("tests/test_concurrency.py::test_a_folder_tag_never_moves",),
+             "publish --tag v1 twice with other content: exit 0 and v1 now means other data"),
+    Mutation("lock.leftovers_kept", "warehouse/db.py",
+             "        _remove_leftovers(path)\n", "        pass\n",
+             ("tests/test_concurrency_soak.py::test_ingest_killed_at_each_checkpoint_leaves_before_or_after",),
+             "every writer killed mid-build leaves a full copy of the warehouse beside it, forever"),
+    Mutation("freshness.removed_not_counted", "audits/freshness.py",
+             "return self.removed + self.content_changed + self.selection_changed",
+             "return self.content_changed + self.selection_changed",
+             ("tests/test_planted_defects.py::test_an_audited_item_removed_by_a_reingest_makes_the_audit_stale",),
+             "an audited item removed by a re-ingest: clean says counts do not reconcile, publish --table items_full "
+             "releases marks of a selection that no longer exists"),
+    Mutation("ledger.keys_from_warehouse_only", "hub/ledger.py",
+             "keys = sorted(set(warehouse) | set(back.released) | set(back.removed))", "keys = sorted(set(warehouse))",
+             ("tests/test_planted_defects.py",),
+             "rows released or removed under a (source, split) the warehouse lacks drop out of the ledger and verify"),
+    Mutation("manifest.ledger_not_content", "hub/manifest.py",
+             'CONTENT_PREFIXES = ("data/", "audit/", "ledger/")', 'CONTENT_PREFIXES = ("data/", "audit/")',
+             ("tests/test_planted_defects.py::test_content_id_covers_data_audit_and_ledger_but_not_the_card",),
+             "a different removal ledger keeps the content id and the default tag"),
 )
 
 

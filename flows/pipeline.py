@@ -38,6 +38,7 @@ from tomforge.flows.staging import (
 )
 from tomforge.warehouse import db
 from tomforge.warehouse.load import LoadReport, write_staged
+from tomforge.warehouse.lock import hold
 from tomforge.warehouse.progress import Lines
 
 PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
@@ -302,7 +303,8 @@ def publish_flow(config_path: str | None = None) -> dict[str, Any] | None:
     """Audit, clean and publish the warehouse as it is (no re-ingest)."""
     config = load_config(Path(config_path) if config_path else None)
     extra: dict[str, str] = {}
-    release = audit_clean_publish(config, extra)
+    with hold(config.warehouse.path):  # audit, clean and publish see one warehouse (warehouse/lock.py)
+        release = audit_clean_publish(config, extra)
     create_markdown_artifact("\n\n".join(f"**{k}**:\n```\n{v}\n```" for k, v in extra.items()), key="publish-summary")
     return release
 
@@ -312,12 +314,15 @@ def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
     """The scheduled rebuild: ingest + generate -> variants of real stories -> audit -> clean -> publish ->
     (optionally) RL."""
     config = load_config(Path(config_path) if config_path else None)
-    reports = run_ingest(config)
-    reports += run_variants_step(config)
-    if not all(r["reconciled"] for r in reports):
-        raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
-    extra = {"warehouse": str(config.warehouse.path.resolve())}
-    release = audit_clean_publish(config, extra)
+    # one writer at a time: the whole rebuild holds the warehouse lock, so a person's ingest waits and
+    # lands on the rebuilt warehouse instead of being overwritten by it (docs/concurrency.md)
+    with hold(config.warehouse.path):
+        reports = run_ingest(config)
+        reports += run_variants_step(config)
+        if not all(r["reconciled"] for r in reports):
+            raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
+        extra = {"warehouse": str(config.warehouse.path.resolve())}
+        release = audit_clean_publish(config, extra)
     if config.audit.enabled:
         extra["audit report"] = str((Path(config.audit.out) / "audit_report.md").resolve())
     if release and config.rl.launch != "none":

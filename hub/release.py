@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from tomforge.errors import TomforgeError
-from tomforge.hub import ledger
+from tomforge.hub import folder, ledger
 from tomforge.hub.card import build_card
 from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
 from tomforge.rl.licenses import TRAIN_SPLIT, refusal, restricted
@@ -27,6 +27,8 @@ from tomforge.warehouse.export import (
     hub_split_name,
     source_facts,
 )
+from tomforge.warehouse.faults import checkpoint
+from tomforge.warehouse.lock import hold
 
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -155,22 +157,28 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
 
 def publish_folder(warehouse: Path, target: Path, options: ReleaseOptions) -> Release:
     """Build the release next to `target`, then swap it in: readers see the old or the new release,
-    and a failed build leaves the old one. Refuses to replace a folder that is not a release."""
+    and a failed or killed build leaves the old one. Holds the folder's writer lock throughout; refuses
+    to replace a folder that is not a release, and a tag that already holds another release (tags
+    never move: `hub.folder`)."""
     target = Path(target).absolute()
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MANIFEST_NAME).is_file())):
         raise ReleaseError(f"{target}: exists and is not a release folder (no {MANIFEST_NAME}); not replacing it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    building = target.with_name(f".{target.name}.building-{os.getpid()}")
-    retired = target.with_name(f".{target.name}.old-{os.getpid()}")
-    for leftover in (building, retired):
-        shutil.rmtree(leftover, ignore_errors=True)
-    try:
-        release = build_release(warehouse, building, options)
-    except BaseException:
-        shutil.rmtree(building, ignore_errors=True)
-        raise
-    if target.exists():
-        os.replace(target, retired)
-    os.replace(building, target)
-    shutil.rmtree(retired, ignore_errors=True)
+    with hold(target):
+        folder.remove_leftovers(target)
+        checkpoint("release: locked")
+        building = target.with_name(f".{target.name}.building-{os.getpid()}")
+        try:
+            release = build_release(warehouse, building, options)
+            checkpoint("release: built")
+            manifest = (building / MANIFEST_NAME).read_bytes()
+            if folder.check_tag(target, target / MANIFEST_NAME, release.tag, manifest):
+                shutil.rmtree(building, ignore_errors=True)
+                return Release(target, release.tag, release.manifest)
+            folder.remember_tags(target, target / MANIFEST_NAME)
+            checkpoint("release: tags remembered")
+            folder.swap_in(building, target)
+            checkpoint("release: swapped")
+        finally:
+            shutil.rmtree(building, ignore_errors=True)   # the half-built release, or the old one swapped out
     return Release(target, release.tag, release.manifest)

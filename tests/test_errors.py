@@ -39,6 +39,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "rl.release.ReleaseReadError": 2,
     "rl.verl_backend.VerlConfigError": 2,
     "warehouse.batch.BatchError": 1,
+    "warehouse.lock.LockBusy": 9,
     "warehouse.selection.SelectionSyntaxError": 2,
     "warehouse.db.WarehouseError": 2,
     "warehouse.export.ExportError": 2,

@@ -50,7 +50,8 @@ def test_failed_build_keeps_the_last_good_release(warehouses, tmp_path: Path) ->
         publish_folder(warehouses[1], target, ReleaseOptions("org/tom", tag="v2",
                                                              export=ExportOptions(table="missing_table")))
     assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
-    assert [p.name for p in tmp_path.iterdir()] == ["release"]
+    # the lock stays beside the folder; nothing half-built does
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "release.lock"]
 
 
 def test_refuses_to_replace_a_folder_that_is_not_a_release(warehouses, tmp_path: Path) -> None:

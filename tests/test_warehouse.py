@@ -102,7 +102,7 @@ def test_failed_load_leaves_previous_warehouse(tmp_path: Path) -> None:
         ingest_records(path, INFO, breaks_midway(), "toy.json")
     assert path.read_bytes() == before
     assert read_rows(path, "SELECT count(*) FROM items") == [(3,)]
-    assert [p.name for p in tmp_path.iterdir()] == ["w.duckdb"], "no half-built file left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.duckdb", "w.duckdb.lock"], "no half-built file left behind"
 
 
 def test_validation_blocks_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

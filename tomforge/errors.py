@@ -16,6 +16,7 @@ release and the RL stage can all raise into it; the RL stage's GPU machine impor
     6  CONFLICT      a publish conflict: the branch moved or the tag is taken
     7  FINDINGS      `audit --strict`: a check of the verdict failed
     8  STALE_AUDIT   `clean`/`publish`: the audit (or cleaning) is older than the warehouse content
+    9  LOCKED        another writer held the warehouse (or release folder) lock past the timeout
   130  INTERRUPTED   Ctrl-C: nothing was swapped in (the shell's 128 + SIGINT)
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ExitCode(IntEnum):
     CONFLICT = 6
     FINDINGS = 7
     STALE_AUDIT = 8
+    LOCKED = 9
     INTERRUPTED = 130
 
 

@@ -2,12 +2,14 @@
 
 Writers never touch the live file: they build a copy next to it, validate it and `os.replace`
 it over the old one, so readers see either the old or the new warehouse and a failed run leaves
-the last good one.
+the last good one. A writer holds the warehouse's lock (`warehouse.lock`) from the copy to the
+swap, so two writers at once run one after the other instead of the last swap dropping the other's work.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,6 +18,8 @@ import duckdb
 
 from tomforge.errors import TomforgeError
 from tomforge.warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
+from tomforge.warehouse.faults import checkpoint
+from tomforge.warehouse.lock import hold
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_WAREHOUSE = Path("var") / "warehouse.duckdb"
@@ -87,27 +91,43 @@ def validate(con: duckdb.DuckDBPyConnection) -> None:
 @contextmanager
 def building(path: Path, *, fresh: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Yield a connection to a private copy of `path` (or an empty file when `fresh`);
-    on success validate and atomically replace `path`, on failure delete the copy."""
+    on success validate and atomically replace `path`, on failure delete the copy. The whole
+    copy-change-swap holds the warehouse's writer lock (`warehouse.lock.hold`)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.building-{os.getpid()}")
-    for leftover in (temp, temp.with_name(temp.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-    if path.exists() and not fresh:
-        _check_is_duckdb(path)
-        shutil.copy2(path, temp)
-    con = duckdb.connect(str(temp))
-    try:
-        create_schema(con)
-        yield con
-        validate(con)
-        con.execute("CHECKPOINT")
-        con.close()
-        os.replace(temp, path)
-    except BaseException:
-        con.close()
-        temp.unlink(missing_ok=True)
-        temp.with_name(temp.name + ".wal").unlink(missing_ok=True)
-        raise
+    with hold(path):
+        temp = path.with_name(f".{path.name}.building-{os.getpid()}-{threading.get_ident()}")
+        _remove_leftovers(path)
+        checkpoint("building: locked")
+        if path.exists() and not fresh:
+            _check_is_duckdb(path)
+            shutil.copy2(path, temp)
+        checkpoint("building: copied")
+        con = duckdb.connect(str(temp))
+        try:
+            create_schema(con)
+            yield con
+            checkpoint("building: changed")
+            validate(con)
+            con.execute("CHECKPOINT")
+            con.close()
+            checkpoint("building: validated")
+            os.replace(temp, path)
+            checkpoint("building: swapped")
+        except BaseException:
+            con.close()
+            temp.unlink(missing_ok=True)
+            temp.with_name(temp.name + ".wal").unlink(missing_ok=True)
+            raise
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Copies left by a writer that was killed (no `finally` ran): under the lock no other writer is
+    building, so every copy but this process's own is dead."""
+    mine = f".{path.name}.building-{os.getpid()}-"
+    for leftover in path.parent.glob(f".{path.name}.building-*"):
+        if not leftover.name.startswith(mine):
+            leftover.unlink(missing_ok=True)
 
 
 def _check_is_duckdb(path: Path) -> None:
