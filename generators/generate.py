@@ -31,7 +31,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
-from itertools import product
+from itertools import permutations, product
 from typing import Any, Iterator, Sequence
 
 from tomforge.generators.balance import Controller, Deck, Quota, deal
@@ -40,6 +40,7 @@ from tomforge.generators.chains import feasible, random_chain, random_set_bit
 from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
+from tomforge.generators.rank_control import Addition, Base, RankBalancer, insert_all, sample_padding, spread
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
     HELD_OUT_VARIANTS,
@@ -49,7 +50,7 @@ from tomforge.generators.templates import (
     render_story,
     template_id,
 )
-from tomforge.generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
+from tomforge.generators.world import SCENE, Event, Story, trace_of
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 from tomforge.warehouse.vocabulary import question_type_of_order
@@ -79,7 +80,11 @@ FORMATS = ("multiple_choice", "yes_no", "free_text")
 ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
-MAX_PADDING = 4  # statements added to make a chosen container the most mentioned one
+MAX_PADDING = 4  # opinions sprinkled into a story to shift mention counts
+MAX_TAIL = 3  # statements appended at the end to shift the last mentions and last moves
+PADDING_CANDIDATES = 64  # random paddings a story's padding is chosen from
+PADDING_PENALTY = 0.5  # cost of one added statement against the squared rank deviations (keeps stories short)
+PADDED_RANKINGS = ("mentions", "last_mention", "events", "last_move")  # what padding changes (not first mentions)
 POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table) counts more than one format's
 RATE_SCALE = {"return": 0.4, "private_tell": 1.5, "public_tell": 1.5}  # relative to operator_rate: returns
 # happen in base stories anyway; truthful tells offset the many lies that "never visited" golds need
@@ -179,6 +184,7 @@ class Generator:
         self.quotas: dict[Any, Quota[tuple[str, str, Any], str]] = {}  # cells (format, role, label) by role
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
+        self.ranks = RankBalancer()
         self.story_no = 0
 
     def deal_quotas(self, n: int) -> None:
@@ -314,60 +320,79 @@ class Generator:
             q.asked = rng.choice([c for c in others if c != initial])
 
     def pad(self, story: Story, questions: list[Question], rng: random.Random) -> Story:
-        """Choose the first-, last- and most-mentioned containers (balanced) and make them so: the
-        first by the order of the scene's listing (the first sentence naming containers), the others
-        by statements added at the end or sprinkled in after the scene. Without controls: unchanged."""
+        """Order the scene's listing and add padding statements so that, per order, the gold's place
+        under every surface ranking (`generators.rank_control`) and the first-, last- and
+        most-mentioned rules stay at chance: the scene order is the best of its permutations (it
+        alone sets the first mentions), the padding the best of `PADDING_CANDIDATES` random ones
+        (opinions sprinkled in, opinions or "stores" statements at the end; never a sentence the
+        story already says), each added statement costing `PADDING_PENALTY`. Without controls: unchanged."""
         if not self.controls:
             return story
-        hits = {c: [q.hit(c) for q in questions] for c in story.containers}
+        containers = story.containers
         items = self.controller_items(questions)
+        ranked = [(i, q, containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
-        first = self.first.choose(hits, items, rng)
-        listed = events[scene].things
-        events[scene] = replace(events[scene], things=(first,) + tuple(c for c in listed if c != first))
-        containers = frozenset(story.containers)
-        counts: Counter[str] = Counter()
-        last_index, natural_last = 0, None
-        for i, event in enumerate(events):
-            if event.kind == SCENE:
-                counts.update(event.things)
-                last_index, natural_last = i, event.things[-1]
-            mentioned = event.mentioned_container(containers)
-            if mentioned is not None:
-                counts[mentioned] += 1
-                last_index, natural_last = i, mentioned
-        last = self.last.choose(hits, items, rng)
-        if last != natural_last:
-            events.append(self._statement(story, last, rng))
-            counts[last] += 1
-            last_index = len(events) - 1
+        listings = list(permutations(events[scene].things))
+        rng.shuffle(listings)
+        best_cost, best_listing, best_outcomes = float("inf"), listings[0], []
+        for listing in listings:
+            outcomes = [(("first_mention", q.key), tuple(1.0 if pos == listing.index(q.gold) else 0.0 for pos in range(len(listing))))
+                        for _, q, _ in ranked]
+            cost = self.ranks.cost(outcomes) + self.first.cost([q.hit(listing[0]) for q in questions], items)
+            if cost < best_cost:
+                best_cost, best_listing, best_outcomes = cost, listing, outcomes
+        self.ranks.commit(best_outcomes)
+        self.first.commit([q.hit(best_listing[0]) for q in questions], items)
+        events[scene] = replace(events[scene], things=tuple(best_listing))
+        base = Base.of(story, events, scene)
+        options: list[list[Addition]] = [[]]
+        for _ in range(PADDING_CANDIDATES):
+            option = sample_padding(story, base, rng, MAX_TAIL, MAX_PADDING)
+            if option is not None:
+                options.append(option)
+        n = len(containers)
+        memo: dict[tuple[str, tuple[Any, ...]], float] = {}
 
-        def need(c: str) -> int:
-            return max(0, max(counts[o] for o in story.containers if o != c) - counts[c] + 1)
+        def outcomes_of(name: str, keys: list[Any]) -> list[tuple[Any, tuple[float, ...]]]:
+            spreads = [spread(keys, c) for c in range(n)]
+            return [((name, q.key), spreads[gold]) for _, q, gold in ranked]
 
-        most = self.most.choose({c: row for c, row in hits.items() if need(c) <= MAX_PADDING}, items, rng)
-        for _ in range(need(most)):
-            slots = [p for p in range(scene + 1, last_index + 1) if not (events[p - 1].kind == ENTER == events[p].kind)]
-            events.insert(rng.choice(slots), self._statement(story, most, rng))
-            last_index += 1
-        return story.with_events(events)
+        def rank_cost(name: str, keys: list[Any]) -> float:
+            memo_key = (name, tuple(sum(other > key for other in keys) for key in keys))  # only the order matters
+            if memo_key not in memo:
+                memo[memo_key] = self.ranks.cost(outcomes_of(name, keys))
+            return memo[memo_key]
+
+        last_cost = [self.last.cost([q.hit(c) for q in questions], items) for c in containers]
+        most_cost = [self.most.cost([q.hit(c) for q in questions], items) for c in containers]
+        best_cost, best = float("inf"), 0
+        for option, additions in enumerate(options):
+            keys = base.keys_with(additions)
+            last = max(range(n), key=lambda c: keys["last_mention"][c])
+            most = max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c]))
+            cost = (sum(rank_cost(name, keys[name]) for name in PADDED_RANKINGS) + last_cost[last] + most_cost[most]
+                    + PADDING_PENALTY * len(additions))
+            if cost < best_cost:
+                best_cost, best = cost, option
+        additions = options[best]
+        keys = base.keys_with(additions)
+        self.ranks.commit([o for name in PADDED_RANKINGS for o in outcomes_of(name, keys[name])])
+        last = max(range(n), key=lambda c: keys["last_mention"][c])
+        most = max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c]))
+        self.last.commit([q.hit(containers[last]) for q in questions], items)
+        self.most.commit([q.hit(containers[most]) for q in questions], items)
+        final = insert_all(events, additions)
+        return story.with_events(final)
 
     def controller_items(self, questions: list[Question]) -> list[tuple[Any, int, float, float]]:
-        """(stratum, question index, chance, weight) for the controllers: each question counts for
-        its order (the audit's table) and for its order and format. Weights grow as an order's quota
-        runs out (fewer stories left to correct it); a whole order counts `POOLED_WEIGHT` times more."""
+        """(stratum, question index, chance, weight) for the heuristic controllers: each question
+        counts for its order (the audit's table, `POOLED_WEIGHT`) and for its order and format."""
         items = []
         for i, q in enumerate(questions):
-            urgency = 1.0 / (1.0 + self.quotas[q.key].left)
-            items.append((q.key, i, q.chance, POOLED_WEIGHT * urgency))
-            items.append(((q.key, q.fmt), i, q.chance, urgency))
+            items.append((q.key, i, q.chance, POOLED_WEIGHT))
+            items.append(((q.key, q.fmt), i, q.chance, 1.0))
         return items
-
-    @staticmethod
-    def _statement(story: Story, container: str, rng: random.Random) -> Event:
-        return Event(STATEMENT, agent=rng.choice(story.agents), polarity=rng.choice(("likes", "dislikes")),
-                     thing=container)
 
     # -- records -----------------------------------------------------------------------------
     def records(self, n: int) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,183 @@
+"""Rank controls: where the gold falls among a story's containers under every ranking the surface
+offers, balanced per belief order, and the padding that realizes it without repeating a sentence.
+
+The audit (`audits.ranks`) ranks the options by mention count, first mention, last mention,
+sentences naming them and the last move into them. Balancing only the top of three of those left
+the rest to game ("answer the second most mentioned option"), so here every position of every
+ranking is balanced: `RankBalancer` keeps, per (ranking, order), the gold's running count at each
+position minus its uniform share near zero (error diffusion, as `balance.Controller` does for one
+heuristic), and the story's padding is the candidate that brings those counts closest to uniform.
+
+The rankings are read off the events, not the text: by the template bank's contract each sentence
+names at most one container (the one `Event.mentioned_container` says), the scene names all of them
+in its listing order, and only moves and "stores" statements use a move verb, so these values equal
+the text's (the tests compare the two on generated stories). Ties are split as the audit splits them.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+from tomforge.generators.world import ENTER, MOVE, SCENE, STATEMENT, Event, Story
+
+RANKINGS = ("mentions", "first_mention", "last_mention", "events", "last_move")
+OPINIONS = ("likes", "dislikes")
+STORES = "stores"  # a statement that someone once stored some other thing in a container (a move verb)
+Key = tuple[Any, ...]
+
+
+def ranking_keys(events: Sequence[Event], containers: Sequence[str]) -> dict[str, list[Key]]:
+    """Per ranking, each container's sort key (larger = ranked higher), in `containers` order."""
+    names = frozenset(containers)
+    first: dict[str, Key] = {}
+    last: dict[str, Key] = {}
+    count: dict[str, int] = defaultdict(int)
+    moved: dict[str, int] = {}
+    for i, event in enumerate(events):
+        if event.kind == SCENE:
+            for j, thing in enumerate(event.things):
+                first.setdefault(thing, (-i, -j))
+                last[thing] = (i, j)
+                count[thing] += 1
+            continue
+        container = event.mentioned_container(names)
+        if container is None:
+            continue
+        first.setdefault(container, (-i, 0))
+        last[container] = (i, 0)
+        count[container] += 1
+        if event.kind == MOVE or (event.kind == STATEMENT and event.polarity == STORES):
+            moved[container] = i
+    never = (float("-inf"),)
+    return {
+        "mentions": [(count[c],) for c in containers],
+        "first_mention": [first.get(c, never) for c in containers],
+        "last_mention": [last.get(c, never) for c in containers],
+        "events": [(count[c],) for c in containers],  # one sentence per mention, the scene one for all
+        "last_move": [(moved.get(c, -1),) for c in containers],
+    }
+
+
+def spread(keys: Sequence[Key], gold: int) -> tuple[float, ...]:
+    """The gold's share of each position: 1/t on each of the t places its tie group spans."""
+    above = sum(1 for key in keys if key > keys[gold])
+    tied = sum(1 for key in keys if key == keys[gold])
+    return tuple(1.0 / tied if above <= pos < above + tied else 0.0 for pos in range(len(keys)))
+
+
+class RankBalancer:
+    """Per stratum, the gold's count at each position minus its uniform share."""
+
+    def __init__(self) -> None:
+        self.deviation: dict[Hashable, list[float]] = {}
+
+    def cost(self, outcomes: Sequence[tuple[Hashable, tuple[float, ...]]]) -> float:
+        """Sum of squared deviations of the strata `outcomes` (stratum, spread) touch, after adding them
+        (the others are the same whichever candidate is chosen)."""
+        moved: dict[Hashable, list[float]] = {}
+        for stratum, vector in outcomes:
+            k = len(vector)
+            row = moved.get(stratum)
+            if row is None:
+                row = moved[stratum] = list(self.deviation.get(stratum, [0.0] * k))
+            for pos in range(k):
+                row[pos] += vector[pos] - 1.0 / k
+        return sum(d * d for row in moved.values() for d in row)
+
+    def commit(self, outcomes: Sequence[tuple[Hashable, tuple[float, ...]]]) -> None:
+        for stratum, vector in outcomes:
+            k = len(vector)
+            row = self.deviation.setdefault(stratum, [0.0] * k)
+            for pos in range(k):
+                row[pos] += vector[pos] - 1.0 / k
+
+    def shares(self, stratum: Hashable, n: int) -> list[float]:
+        """The gold's share of each position in a stratum of `n` items (for reports and tests)."""
+        k = len(self.deviation[stratum])
+        return [1.0 / k + d / n for d in self.deviation[stratum]]
+
+
+Addition = tuple[float, Event]  # (position among the story's events, statement): p - 0.5 + ... before event p
+
+
+@dataclass
+class Base:
+    """A story's events before padding, as the rankings see them: per container (in `containers`
+    order) its mention count, first-mention key, last-mention and last-move positions, plus the slots
+    a sprinkled statement may go to and the statements already said."""
+
+    containers: tuple[str, ...]
+    count: list[int]
+    first: list[Key]
+    last: list[float]
+    moved: list[float]
+    n_events: int
+    slots: list[int]
+    said: set[tuple[str | None, str | None, str | None]]
+
+    @classmethod
+    def of(cls, story: Story, events: Sequence[Event], scene: int) -> "Base":
+        keys = ranking_keys(events, story.containers)
+        slots = [p for p in range(scene + 1, len(events) + 1)
+                 if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)]
+        said = {(e.agent, e.polarity, e.thing) for e in events if e.kind == STATEMENT}
+        return cls(story.containers, [k[0] for k in keys["mentions"]], keys["first_mention"],
+                   [float(k[0]) for k in keys["last_mention"]], [float(k[0]) for k in keys["last_move"]], len(events),
+                   slots, said)
+
+    def keys_with(self, additions: Sequence[Addition]) -> dict[str, list[Key]]:
+        """`ranking_keys` of the events with `additions` inserted, from the base values (no event list built)."""
+        count, last, moved = list(self.count), list(self.last), list(self.moved)
+        index = {c: i for i, c in enumerate(self.containers)}
+        for position, event in additions:
+            c = index[event.thing]  # type: ignore[index]
+            count[c] += 1
+            last[c] = max(last[c], position)
+            if event.polarity == STORES:
+                moved[c] = max(moved[c], position)
+        counts = [(n,) for n in count]
+        return {"mentions": counts, "first_mention": list(self.first), "last_mention": [(x,) for x in last],
+                "events": counts, "last_move": [(x,) for x in moved]}
+
+
+def insert_all(events: Sequence[Event], additions: Sequence[Addition]) -> list[Event]:
+    """The events with each addition placed at its position."""
+    placed = sorted(((float(i), 0, e) for i, e in enumerate(events)), key=lambda t: t[:2])
+    merged = sorted([*placed, *((pos, 1, e) for pos, e in additions)], key=lambda t: t[:2])
+    return [e for _, _, e in merged]
+
+
+def statement(story: Story, said: set[tuple[str | None, str | None, str | None]], container: str, kind: str,
+              rng: random.Random) -> Event | None:
+    """A padding statement about `container` that is not in `said` (so no sentence repeats): an
+    opinion, or a "stores" statement (someone once stored some other thing in it); None when every
+    speaker has said it. Adds it to `said`."""
+    polarities = OPINIONS if kind == "opinion" else (STORES,)
+    fresh = [(a, p) for a in story.agents for p in polarities if (a, p, container) not in said]
+    if not fresh:
+        return None
+    agent, polarity = rng.choice(fresh)
+    said.add((agent, polarity, container))
+    return Event(STATEMENT, agent=agent, polarity=polarity, thing=container)
+
+
+def sample_padding(story: Story, base: Base, rng: random.Random, max_tail: int, max_middle: int) -> list[Addition] | None:
+    """One random padding: up to `max_middle` opinions sprinkled between the scene and the end, then
+    up to `max_tail` statements about distinct containers at the end (all opinions, all "stores" or
+    mixed). None when a statement ran out of speakers."""
+    said = set(base.said)
+    out: list[Addition] = []
+    for j in range(rng.randint(0, max_middle)):
+        new = statement(story, said, rng.choice(story.containers), "opinion", rng)
+        if new is None:
+            return None
+        out.append((rng.choice(base.slots) - 0.5 + 0.01 * j, new))
+    kinds = rng.choice((("opinion",), (STORES,), ("opinion", STORES)))
+    for j, container in enumerate(rng.sample(story.containers, rng.randint(0, max_tail))):
+        new = statement(story, said, container, rng.choice(kinds), rng)
+        if new is None:
+            return None
+        out.append((float(base.n_events + j), new))
+    return out
