@@ -23,7 +23,7 @@ degrees of freedom as the covariance has rank; Bonferroni over every (side, orde
 Items enter when their gold is one of at least two candidates: the options of a multiple-choice
 item, else the record's container list (`meta.candidates`). Yes/no items are left to the heuristic
 rules (their gold is not an option). Strata are the belief orders (memory questions apart) and the
-number of candidates.
+number of candidates, plus all orders pooled ("all") where a side has several.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def norm(text: str) -> str:
 def sentences(context: str) -> list[str]:
     """The story's sentences as written: lines (numbered stories lose their number; a chat turn's
     `Name:` stays), each line split after ., ! or ?."""
-    out = []
+    out: list[str] = []
     for line in context.splitlines():
         line = _LINE_NUMBER.sub("", line).strip()
         out.extend(s for s in _SENTENCE_END.split(line) if s.strip())
@@ -182,6 +182,9 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     items, the gold's share at each position against 1/k, the chi-square, its p-value and whether
     it is flagged (Bonferroni over the groups tested)."""
     patterns = item_patterns(df)
+    several = patterns.group_by("selection").agg(pl.col("belief_order").n_unique().alias("orders")).filter(pl.col("orders") > 1)
+    pooled = patterns.join(several.select("selection"), on="selection", how="semi").with_columns(pl.lit("all").alias("belief_order"))
+    patterns = pl.concat([pooled, patterns])
     rows = []
     keys = ["selection", "belief_order", "ranking", "k"]
     counted = patterns.group_by([*keys, "pattern", "group"]).len().sort([*keys, "pattern", "group"])

@@ -7,10 +7,13 @@ order's share into exact counts per (answer format, gold role, option position o
 small, each order has the role the gold container plays (initial / final / intermediate / never
 visited: so "answer the object's first container" scores at chance), the gold option's position
 and the yes/no ratio balanced to within one item per cell; a deck sets how often a "no" question
-asks about the first container, so "first container" is exact on yes/no too. Which container is
-mentioned first (the scene's listing order), last and most often (distractor statements placed at
-the end or sprinkled in) are chosen per story by controllers that keep each of those heuristics'
-hits per order (and per order and format) at chance. Story length (moves) and style come from a
+asks about the first container, so "first container" is exact on yes/no too. Where the gold
+falls among the containers under every ranking a reader can take from the surface (mention count,
+first and last mention, sentences naming it, the last move into it: `generators.rank_control`) is
+balanced per order by error diffusion, together with the first-, last- and most-mentioned rules
+(also on yes/no): the scene's listing order sets the first mentions, and padding statements
+(opinions sprinkled in; opinions or "someone once stored something in it" at the end) the rest,
+never a statement the story already holds, so no sentence repeats. Story length (moves) and style come from a
 deck over their combinations; the number of agents is the one whose questions lag behind over the
 orders still open, so each order gets each count about equally. Stories get each operator with
 probability `operator_rate` (scaled by `RATE_SCALE`), except that lies become more frequent while
@@ -40,7 +43,7 @@ from tomforge.generators.chains import feasible, random_chain, random_set_bit
 from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
-from tomforge.generators.rank_control import Addition, Base, RankBalancer, insert_all, sample_padding, spread
+from tomforge.generators.rank_control import Base, Plan, RankBalancer, realize, spread
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
     HELD_OUT_VARIANTS,
@@ -50,14 +53,15 @@ from tomforge.generators.templates import (
     render_story,
     template_id,
 )
-from tomforge.generators.world import SCENE, Event, Story, trace_of
+from tomforge.generators.world import SCENE, Story, trace_of
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 from tomforge.warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""
-GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
+GENERATOR_VERSION = "0.4.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at
+# belief_order 0; 0.4: rank controls and padding without repeated sentences (issue 28)
 DEFAULT_MAX_ORDER = 6  # the highest belief order asked unless the caller (CLI flag, config) says otherwise
 DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
 DEFAULT_SOURCE = "tomforge_gen"
@@ -82,7 +86,7 @@ AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
 MAX_PADDING = 4  # opinions sprinkled into a story to shift mention counts
 MAX_TAIL = 3  # statements appended at the end to shift the last mentions and last moves
-PADDING_CANDIDATES = 64  # random paddings a story's padding is chosen from
+PADDING_CANDIDATES = 16  # random paddings a story's padding is chosen from
 PADDING_PENALTY = 0.5  # cost of one added statement against the squared rank deviations (keeps stories short)
 PADDED_RANKINGS = ("mentions", "last_mention", "events", "last_move")  # what padding changes (not first mentions)
 POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table) counts more than one format's
@@ -346,11 +350,6 @@ class Generator:
         self.first.commit([q.hit(best_listing[0]) for q in questions], items)
         events[scene] = replace(events[scene], things=tuple(best_listing))
         base = Base.of(story, events, scene)
-        options: list[list[Addition]] = [[]]
-        for _ in range(PADDING_CANDIDATES):
-            option = sample_padding(story, base, rng, MAX_TAIL, MAX_PADDING)
-            if option is not None:
-                options.append(option)
         n = len(containers)
         memo: dict[tuple[str, tuple[Any, ...]], float] = {}
 
@@ -358,31 +357,34 @@ class Generator:
             spreads = [spread(keys, c) for c in range(n)]
             return [((name, q.key), spreads[gold]) for _, q, gold in ranked]
 
-        def rank_cost(name: str, keys: list[Any]) -> float:
-            memo_key = (name, tuple(sum(other > key for other in keys) for key in keys))  # only the order matters
-            if memo_key not in memo:
-                memo[memo_key] = self.ranks.cost(outcomes_of(name, keys))
-            return memo[memo_key]
+        def picks(keys: dict[str, list[Any]]) -> tuple[int, int]:
+            return (max(range(n), key=lambda c: keys["last_mention"][c]),
+                    max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c])))
 
         last_cost = [self.last.cost([q.hit(c) for q in questions], items) for c in containers]
         most_cost = [self.most.cost([q.hit(c) for q in questions], items) for c in containers]
-        best_cost, best = float("inf"), 0
-        for option, additions in enumerate(options):
-            keys = base.keys_with(additions)
-            last = max(range(n), key=lambda c: keys["last_mention"][c])
-            most = max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c]))
-            cost = (sum(rank_cost(name, keys[name]) for name in PADDED_RANKINGS) + last_cost[last] + most_cost[most]
-                    + PADDING_PENALTY * len(additions))
-            if cost < best_cost:
-                best_cost, best = cost, option
-        additions = options[best]
-        keys = base.keys_with(additions)
+
+        def plan_cost(plan: Plan) -> float:
+            keys = base.keys_with(plan)
+            total = PADDING_PENALTY * len(plan)
+            for name in PADDED_RANKINGS:
+                ranked_desc = sorted(keys[name], reverse=True)
+                pattern = (name, tuple([ranked_desc.index(key) for key in keys[name]]))  # only the order matters
+                if pattern not in memo:
+                    memo[pattern] = self.ranks.cost(outcomes_of(name, keys[name]))
+                total += memo[pattern]
+            last, most = picks(keys)
+            return total + last_cost[last] + most_cost[most]
+
+        tail = min(base.tails(MAX_TAIL), key=plan_cost)  # the tail first (last mentions and moves), then the middle
+        middles = [()] + [m for m in (base.middle(rng, MAX_PADDING) for _ in range(PADDING_CANDIDATES)) if base.feasible(m + tail)]
+        plan = min((m + tail for m in middles), key=plan_cost)
+        keys = base.keys_with(plan)
         self.ranks.commit([o for name in PADDED_RANKINGS for o in outcomes_of(name, keys[name])])
-        last = max(range(n), key=lambda c: keys["last_mention"][c])
-        most = max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c]))
+        last, most = picks(keys)
         self.last.commit([q.hit(containers[last]) for q in questions], items)
         self.most.commit([q.hit(containers[most]) for q in questions], items)
-        final = insert_all(events, additions)
+        final = realize(story, events, plan, rng)
         return story.with_events(final)
 
     def controller_items(self, questions: list[Question]) -> list[tuple[Any, int, float, float]]:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import permutations, product
 from typing import Any, Hashable, Sequence
 
 from tomforge.generators.world import ENTER, MOVE, SCENE, STATEMENT, Event, Story
 
 RANKINGS = ("mentions", "first_mention", "last_mention", "events", "last_move")
-OPINIONS = ("likes", "dislikes")
-STORES = "stores"  # a statement that someone once stored some other thing in a container (a move verb)
+OPINION, STORES = "opinion", "stores"  # statement kinds: an opinion; someone once stored some other thing in it (a move verb)
+POLARITIES = {OPINION: ("likes", "dislikes"), STORES: ("stores",)}
 Key = tuple[Any, ...]
 
 
@@ -99,14 +100,15 @@ class RankBalancer:
         return [1.0 / k + d / n for d in self.deviation[stratum]]
 
 
-Addition = tuple[float, Event]  # (position among the story's events, statement): p - 0.5 + ... before event p
+Plan = tuple[tuple[float, str, str], ...]  # planned statements: (position, container, kind); p - 0.5 sits before event p
 
 
 @dataclass
 class Base:
     """A story's events before padding, as the rankings see them: per container (in `containers`
-    order) its mention count, first-mention key, last-mention and last-move positions, plus the slots
-    a sprinkled statement may go to and the statements already said."""
+    order) its mention count, first-mention key, last-mention and last-move positions; the slots a
+    sprinkled statement may go to; and how many fresh statements of each kind each container has left
+    (a statement is never one the story already holds, so no sentence repeats)."""
 
     containers: tuple[str, ...]
     count: list[int]
@@ -115,7 +117,7 @@ class Base:
     moved: list[float]
     n_events: int
     slots: list[int]
-    said: set[tuple[str | None, str | None, str | None]]
+    fresh: dict[tuple[str, str], int]
 
     @classmethod
     def of(cls, story: Story, events: Sequence[Event], scene: int) -> "Base":
@@ -123,61 +125,61 @@ class Base:
         slots = [p for p in range(scene + 1, len(events) + 1)
                  if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)]
         said = {(e.agent, e.polarity, e.thing) for e in events if e.kind == STATEMENT}
+        fresh = {(c, kind): sum((a, pol, c) not in said for a in story.agents for pol in POLARITIES[kind])
+                 for c in story.containers for kind in POLARITIES}
         return cls(story.containers, [k[0] for k in keys["mentions"]], keys["first_mention"],
                    [float(k[0]) for k in keys["last_mention"]], [float(k[0]) for k in keys["last_move"]], len(events),
-                   slots, said)
+                   slots, fresh)
 
-    def keys_with(self, additions: Sequence[Addition]) -> dict[str, list[Key]]:
-        """`ranking_keys` of the events with `additions` inserted, from the base values (no event list built)."""
+    def feasible(self, plan: Plan) -> bool:
+        """Whether every planned statement can be a fresh one."""
+        need: dict[tuple[str, str], int] = defaultdict(int)
+        for _, container, kind in plan:
+            need[container, kind] += 1
+        return all(n <= self.fresh[key] for key, n in need.items())
+
+    def keys_with(self, plan: Plan) -> dict[str, list[Key]]:
+        """`ranking_keys` of the events with the planned statements inserted (no event list built)."""
         count, last, moved = list(self.count), list(self.last), list(self.moved)
         index = {c: i for i, c in enumerate(self.containers)}
-        for position, event in additions:
-            c = index[event.thing]  # type: ignore[index]
+        for position, container, kind in plan:
+            c = index[container]
             count[c] += 1
             last[c] = max(last[c], position)
-            if event.polarity == STORES:
+            if kind == STORES:
                 moved[c] = max(moved[c], position)
         counts = [(n,) for n in count]
         return {"mentions": counts, "first_mention": list(self.first), "last_mention": [(x,) for x in last],
                 "events": counts, "last_move": [(x,) for x in moved]}
 
+    def tails(self, max_tail: int) -> list[Plan]:
+        """Every tail of up to `max_tail` statements about distinct containers appended at the end:
+        up to two of any kinds, three all opinions or all "stores"."""
+        out: list[Plan] = []
+        for length in range(max_tail + 1):
+            for order in permutations(self.containers, length):
+                kind_sets = product(POLARITIES, repeat=length) if length <= 2 else ((k,) * length for k in POLARITIES)
+                for kinds in kind_sets:
+                    plan = tuple((float(self.n_events + j), c, k) for j, (c, k) in enumerate(zip(order, kinds)))
+                    if self.feasible(plan):
+                        out.append(plan)
+        return out
 
-def insert_all(events: Sequence[Event], additions: Sequence[Addition]) -> list[Event]:
-    """The events with each addition placed at its position."""
-    placed = sorted(((float(i), 0, e) for i, e in enumerate(events)), key=lambda t: t[:2])
-    merged = sorted([*placed, *((pos, 1, e) for pos, e in additions)], key=lambda t: t[:2])
-    return [e for _, _, e in merged]
-
-
-def statement(story: Story, said: set[tuple[str | None, str | None, str | None]], container: str, kind: str,
-              rng: random.Random) -> Event | None:
-    """A padding statement about `container` that is not in `said` (so no sentence repeats): an
-    opinion, or a "stores" statement (someone once stored some other thing in it); None when every
-    speaker has said it. Adds it to `said`."""
-    polarities = OPINIONS if kind == "opinion" else (STORES,)
-    fresh = [(a, p) for a in story.agents for p in polarities if (a, p, container) not in said]
-    if not fresh:
-        return None
-    agent, polarity = rng.choice(fresh)
-    said.add((agent, polarity, container))
-    return Event(STATEMENT, agent=agent, polarity=polarity, thing=container)
+    def middle(self, rng: random.Random, max_middle: int) -> Plan:
+        """Up to `max_middle` opinions sprinkled at random slots between the scene and the end."""
+        return tuple((rng.choice(self.slots) - 0.5 + 0.01 * j, rng.choice(self.containers), OPINION)
+                     for j in range(rng.randint(1, max_middle)))
 
 
-def sample_padding(story: Story, base: Base, rng: random.Random, max_tail: int, max_middle: int) -> list[Addition] | None:
-    """One random padding: up to `max_middle` opinions sprinkled between the scene and the end, then
-    up to `max_tail` statements about distinct containers at the end (all opinions, all "stores" or
-    mixed). None when a statement ran out of speakers."""
-    said = set(base.said)
-    out: list[Addition] = []
-    for j in range(rng.randint(0, max_middle)):
-        new = statement(story, said, rng.choice(story.containers), "opinion", rng)
-        if new is None:
-            return None
-        out.append((rng.choice(base.slots) - 0.5 + 0.01 * j, new))
-    kinds = rng.choice((("opinion",), (STORES,), ("opinion", STORES)))
-    for j, container in enumerate(rng.sample(story.containers, rng.randint(0, max_tail))):
-        new = statement(story, said, container, rng.choice(kinds), rng)
-        if new is None:
-            return None
-        out.append((float(base.n_events + j), new))
-    return out
+def realize(story: Story, events: Sequence[Event], plan: Plan, rng: random.Random) -> list[Event]:
+    """The events with each planned statement made (a speaker and polarity the story has not used
+    for that container) and placed at its position."""
+    said = {(e.agent, e.polarity, e.thing) for e in events if e.kind == STATEMENT}
+    added = []
+    for position, container, kind in sorted(plan):
+        fresh = [(a, pol) for a in story.agents for pol in POLARITIES[kind] if (a, pol, container) not in said]
+        agent, polarity = rng.choice(fresh)
+        said.add((agent, polarity, container))
+        added.append((position, 1, Event(STATEMENT, agent=agent, polarity=polarity, thing=container)))
+    placed = [(float(i), 0, e) for i, e in enumerate(events)]
+    return [e for _, _, e in sorted([*placed, *added], key=lambda t: t[:2])]
