@@ -86,7 +86,6 @@ AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
 MAX_PADDING = 4  # opinions sprinkled into a story to shift mention counts
 MAX_TAIL = 3  # statements appended at the end to shift the last mentions and last moves
-PADDING_CANDIDATES = 16  # random paddings a story's padding is chosen from
 PADDING_PENALTY = 0.5  # cost of one added statement against the squared rank deviations (keeps stories short)
 PADDED_RANKINGS = ("mentions", "last_mention", "events", "last_move")  # what padding changes (not first mentions)
 POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table) counts more than one format's
@@ -327,9 +326,10 @@ class Generator:
         """Order the scene's listing and add padding statements so that, per order, the gold's place
         under every surface ranking (`generators.rank_control`) and the first-, last- and
         most-mentioned rules stay at chance: the scene order is the best of its permutations (it
-        alone sets the first mentions), the padding the best of `PADDING_CANDIDATES` random ones
-        (opinions sprinkled in, opinions or "stores" statements at the end; never a sentence the
-        story already says), each added statement costing `PADDING_PENALTY`. Without controls: unchanged."""
+        alone sets the first mentions); then the best tail (up to `MAX_TAIL` statements at the end:
+        last mentions and last moves), then the best sprinkling of up to `MAX_PADDING` opinions
+        (mention counts), each added statement costing `PADDING_PENALTY`; never a statement the
+        story already holds. Without controls: unchanged."""
         if not self.controls:
             return story
         containers = story.containers
@@ -377,7 +377,7 @@ class Generator:
             return total + last_cost[last] + most_cost[most]
 
         tail = min(base.tails(MAX_TAIL), key=plan_cost)  # the tail first (last mentions and moves), then the middle
-        middles = [()] + [m for m in (base.middle(rng, MAX_PADDING) for _ in range(PADDING_CANDIDATES)) if base.feasible(m + tail)]
+        middles = [m for m in base.middles(rng, MAX_PADDING) if base.feasible(m + tail)]
         plan = min((m + tail for m in middles), key=plan_cost)
         keys = base.keys_with(plan)
         self.ranks.commit([o for name in PADDED_RANKINGS for o in outcomes_of(name, keys[name])])

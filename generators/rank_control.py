@@ -165,10 +165,15 @@ class Base:
                         out.append(plan)
         return out
 
-    def middle(self, rng: random.Random, max_middle: int) -> Plan:
-        """Up to `max_middle` opinions sprinkled at random slots between the scene and the end."""
-        return tuple((rng.choice(self.slots) - 0.5 + 0.01 * j, rng.choice(self.containers), OPINION)
-                     for j in range(rng.randint(1, max_middle)))
+    def middles(self, rng: random.Random, max_middle: int) -> list[Plan]:
+        """Every way to sprinkle up to `max_middle` opinions over the containers (how many about
+        each), each statement at a random slot between the scene and the end."""
+        out: list[Plan] = []
+        for counts in product(range(max_middle + 1), repeat=len(self.containers)):
+            if sum(counts) <= max_middle:
+                about = [c for c, k in zip(self.containers, counts) for _ in range(k)]
+                out.append(tuple((rng.choice(self.slots) - 0.5 + 0.01 * j, c, OPINION) for j, c in enumerate(about)))
+        return out
 
 
 def realize(story: Story, events: Sequence[Event], plan: Plan, rng: random.Random) -> list[Event]:
