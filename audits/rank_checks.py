@@ -26,7 +26,7 @@ def _ordinal(position: int) -> str:
 
 
 def _stratum(order: str) -> str:
-    return "memory questions" if order == "memory" else f"order {order}"
+    return {"memory": "memory questions", "all": "all orders"}.get(order, f"order {order}")
 
 
 def describe(row: dict) -> str:
@@ -51,7 +51,7 @@ def gold_rank(facts: AuditFacts) -> Verdict | None:
             for r in flagged.with_columns((pl.col("share") - pl.col("expected")).abs().alias("gap"))
             .sort("gap", descending=True).head(MAX_EVIDENCE).iter_rows(named=True)]
     if groups:
-        finding = f"{groups} (side, order, ranking) groups depart from uniform; worst: {describe(worst)}"
+        finding = f"{groups} (side, order, options, ranking) groups depart from uniform; worst: {describe(worst)}"
     else:
         finding = ("gold rank consistent with uniform under every ranking and order; largest gap: "
                    f"{RANKING_LABELS[worst['ranking']]}, {_stratum(worst['belief_order'])}, {_ordinal(worst['position'])} "

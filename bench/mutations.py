@@ -263,6 +263,23 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 28: the gold's rank under every ranking, rank controls, repeated sentences (helper "controls")
+    Mutation("ranks.ties_go_to_the_gold", "audits/ranks.py",
+             "    out[start:start + pattern[group]] = 1.0 / pattern[group]", "    out[start] = 1.0",
+             ("tests/test_audit_ranks.py",), "a gold tied with others counts as ranked first: a clean set with ties is flagged"),
+    Mutation("ranks.null_covariance_without_ties", "audits/ranks.py",
+             "cov[start:start + t, start:start + t] += 1.0 / (k * t)", "cov[start:start + t, start:start + t] += 1.0 / k",
+             ("tests/test_audit_ranks.py",), "the chi-square's null ignores the ties: its p-values are wrong on tied rankings"),
+    Mutation("rank_controls.no_tail", "generators/generate.py",
+             "tail = min(base.tails(MAX_TAIL), key=plan_cost)", "tail: Plan = ()",
+             ("tests/test_generator_rank_controls.py",), "no statements at the end: last mention and last move give the reality answer"),
+    Mutation("rank_controls.padding_may_repeat", "generators/rank_control.py",
+             "agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])",
+             "agent = rng.choice(story.agents)",
+             ("tests/test_generator_rank_controls.py",), "padding repeats a statement the story already holds, sentence for sentence"),
+    Mutation("repeats.world_excuses_every_repeat", "audits/repeats.py",
+             '"flagged": repeats > world_repeats if traced else back', '"flagged": back',
+             ("tests/test_audit_ranks.py",), "a traced story repeating padding apart from itself passes the audit"),
 )
 
 

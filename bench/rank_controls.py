@@ -49,10 +49,14 @@ def run(n: int, seed: int, controls: bool) -> None:
     repeats = repeated_sentences(frame)
     flagged = repeats.filter(pl.col("flagged"))["context_id"].n_unique()
     stories = frame["context_id"].n_unique()
+    by_story = {r["context_id"]: r for r in records}.values()
+    statements = sum(sum(e["kind"] == "statement" for e in r["trace"]) for r in by_story) / len(by_story)
+    sentences = sum(len(r["trace"]) - 1 for r in by_story) / len(by_story)
     print(f"\n### controls={'on' if controls else 'off'}: {len(records)} items, seed {seed}, {rate:.0f} questions/s; "
           f"largest gap {worst:.1f} points; {int(ranks['flagged'].any())} flagged by the audit "
           f"({ranks.filter(pl.col('flagged')).select('belief_order', 'ranking').unique().height} order x ranking groups); "
-          f"{flagged} of {stories} stories repeat a sentence the world does not\n")
+          f"{flagged} of {stories} stories repeat a sentence the world does not; {statements:.1f} statements "
+          f"(likes, dislikes, stores) in {sentences:.1f} events per story\n")
     print("\n".join(lines))
 
 

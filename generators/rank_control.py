@@ -124,9 +124,8 @@ class Base:
         keys = ranking_keys(events, story.containers)
         slots = [p for p in range(scene + 1, len(events) + 1)
                  if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)]
-        said = {(e.agent, e.polarity, e.thing) for e in events if e.kind == STATEMENT}
-        fresh = {(c, kind): sum((a, pol, c) not in said for a in story.agents for pol in POLARITIES[kind])
-                 for c in story.containers for kind in POLARITIES}
+        said = _said(events)
+        fresh = {(c, kind): sum((a, kind, c) not in said for a in story.agents) for c in story.containers for kind in POLARITIES}
         return cls(story.containers, [k[0] for k in keys["mentions"]], keys["first_mention"],
                    [float(k[0]) for k in keys["last_mention"]], [float(k[0]) for k in keys["last_move"]], len(events),
                    slots, fresh)
@@ -176,15 +175,21 @@ class Base:
         return out
 
 
+def _said(events: Sequence[Event]) -> set[tuple[str | None, str, str | None]]:
+    """(speaker, statement kind, thing) of the story's statements: a speaker gives one opinion of a
+    thing (never likes and dislikes it both) and says once that they stored something in it."""
+    return {(e.agent, STORES if e.polarity == STORES else OPINION, e.thing) for e in events if e.kind == STATEMENT}
+
+
 def realize(story: Story, events: Sequence[Event], plan: Plan, rng: random.Random) -> list[Event]:
-    """The events with each planned statement made (a speaker and polarity the story has not used
-    for that container) and placed at its position."""
-    said = {(e.agent, e.polarity, e.thing) for e in events if e.kind == STATEMENT}
+    """The events with each planned statement made (a speaker who has not yet said a statement of
+    its kind about that container) and placed at its position."""
+    said = _said(events)
     added = []
     for position, container, kind in sorted(plan):
-        fresh = [(a, pol) for a in story.agents for pol in POLARITIES[kind] if (a, pol, container) not in said]
-        agent, polarity = rng.choice(fresh)
-        said.add((agent, polarity, container))
-        added.append((position, 1, Event(STATEMENT, agent=agent, polarity=polarity, thing=container)))
+        agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])
+        said.add((agent, kind, container))
+        event = Event(STATEMENT, agent=agent, polarity=rng.choice(POLARITIES[kind]), thing=container)
+        added.append((position, 1, event))
     placed = [(float(i), 0, e) for i, e in enumerate(events)]
     return [e for _, _, e in sorted([*placed, *added], key=lambda t: t[:2])]
