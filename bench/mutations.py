@@ -280,6 +280,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("repeats.world_excuses_every_repeat", "audits/repeats.py",
              '"flagged": repeats > world_repeats if traced else back', '"flagged": back',
              ("tests/test_audit_ranks.py",), "a traced story repeating padding apart from itself passes the audit"),
+    Mutation("renderings.you_is", "generators/renderings.py",
+             '    (r"\\b([Yy]ou) is\\b", r"\\1 are"),\n', "",
+             ("tests/test_generator_renderings.py",), "second-person stories say 'You is fond of the box'"),
 )
 
 

@@ -44,6 +44,7 @@ from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
 from tomforge.generators.rank_control import Base, Plan, RankBalancer, realize, spread
+from tomforge.generators.renderings import RENDERINGS, SECOND_PERSON, THIRD_PERSON, render
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
     HELD_OUT_VARIANTS,
@@ -61,7 +62,7 @@ from tomforge.warehouse.vocabulary import question_type_of_order
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""
 GENERATOR_VERSION = "0.4.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at
-# belief_order 0; 0.4: rank controls and padding without repeated sentences (issue 28)
+# belief_order 0; 0.4: rank controls and padding without repeated sentences, renderings (issue 28)
 DEFAULT_MAX_ORDER = 6  # the highest belief order asked unless the caller (CLI flag, config) says otherwise
 DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
 DEFAULT_SOURCE = "tomforge_gen"
@@ -159,7 +160,10 @@ class Generator:
                  operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
                  split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
                  include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
-                 source: str = DEFAULT_SOURCE) -> None:
+                 source: str = DEFAULT_SOURCE, rendering: str = THIRD_PERSON) -> None:
+        if rendering not in RENDERINGS:
+            raise ValueError(f"unknown rendering {rendering!r}; choose from {', '.join(RENDERINGS)}")
+        self.rendering = rendering
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -426,18 +430,24 @@ class Generator:
             return surface(x, style)
 
         context, _ = render_story(story, style, self.variants, rng)
+        reader = story.agents[0]  # the second person's "you": no random draw, so every rendering tells the same worlds
+        context = render(context, self.rendering, reader)
+        told = "" if self.rendering == THIRD_PERSON else f"/{self.rendering}"  # item ids apart from third person's
         trace = trace_of(story, name)
         final = engine.reality()
         candidates = [name(c) for c in story.containers]
         story_no = story.params["story_no"]
         for qi, q in enumerate(questions):
             yes_no = q.fmt == "yes_no"
-            text = render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None)
+            text = render(render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None),
+                          self.rendering, reader)
             meta: dict[str, Any] = {
                 "style": style, "entity_pool": self.pools.label, "object": name(story.obj), "candidates": candidates,
                 "gold_role": q.role, "story_no": story_no, "n_moves": story.params["n_moves"],
-                "base_agents": story.params["n_agents"],
+                "base_agents": story.params["n_agents"], "rendering": self.rendering,
             }
+            if self.rendering == SECOND_PERSON:
+                meta["reader"] = reader
             if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
                 listed = next(e.things for e in story.events if e.kind == SCENE)
                 options, answer = [name(c) for c in listed], name(q.gold)
@@ -458,13 +468,13 @@ class Generator:
             qtype = question_type_of_order(order, memory=q.key == "memory")
             yield build_record(
                 source=self.source, source_version=GENERATOR_VERSION,
-                source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}",
+                source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}{told}",
                 source_ref=f"generated/{self.split}/seed-{self.seed}#story-{story_no}/q-{qi}",
                 split=self.split, context=context, question=text, question_type=qtype, answer=answer,
                 answer_format=q.fmt, n_agents=len(story.agents), n_events=len(story.events), belief_order=order,
                 perspective_chain=q.chain, is_false_belief=None if q.kind != "belief" else q.gold != final,
                 options=options, answer_index=index, generator=GENERATOR, generator_version=GENERATOR_VERSION,
-                template_id=template_id(style, q.kind, yes_no, q.variant), seed=story_seed,
+                template_id=template_id(style, q.kind, yes_no, q.variant) + told.replace("/", "."), seed=story_seed,
                 operators=story.operators, trace=trace, meta=meta,
             )
 
@@ -473,17 +483,18 @@ def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
                      operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
                      split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
                      include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
-                     source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
+                     source: str = DEFAULT_SOURCE, rendering: str = THIRD_PERSON) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
     probability `operator_rate`); `styles`: surface styles; `split`: the split name written on the
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
     `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
-    `source`: the source name on the records (and in their item ids).
+    `source`: the source name on the records (and in their item ids); `rendering`: how the worlds are
+    told (`generators.renderings`: third or second person; the same worlds and golds either way).
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
-                    controls, source)
+                    controls, source, rendering)
     return gen.records(n)
 
 
