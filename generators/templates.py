@@ -126,6 +126,7 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
     bank = EVENTS[style]
     name = (lambda x: x.replace(" ", "_")) if style == "hitom" else (lambda x: x)
     sentences: list[str] = []
+    said: set[str] = set()
     chosen: list[int] = []
     events = story.events
     i = 0
@@ -141,8 +142,17 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
                     group.append(events[i].the_agent())
                     chosen.append(v)
             text = bank[ENTER][v].format(a=join_names(group), room=name(event.room))
+            if text in said:  # someone re-entering: another phrasing when one is left
+                fresh = [(alt, bank[ENTER][alt].format(a=join_names(group), room=name(event.room))) for alt in variants]
+                v, text = next(((alt, t) for alt, t in fresh if t not in said), (v, text))
+                chosen[len(chosen) - (len(group) - 1):] = [v] * (len(group) - 1)
         else:
             text = _sentence(bank, event, v, name, story.room)
+            # an event the world repeats (two stays in a row) is told in another phrasing when one is left
+            if text in said:
+                fresh = [(alt, _sentence(bank, event, alt, name, story.room)) for alt in variants]
+                v, text = next(((alt, t) for alt, t in fresh if t not in said), (v, text))
+        said.add(text)
         sentences.append(text)
         chosen.append(v)
         i += 1
