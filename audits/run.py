@@ -21,6 +21,9 @@ import polars as pl
 from tomforge.audits import (
     artifacts,
     baselines,
+    rank_checks,  # registers the gold-rank and repeated-sentence lines of the verdict
+    ranks,
+    repeats,
     store,
     variant_checks,  # noqa: F401  (registers the variant lines of the verdict)
 )
@@ -76,6 +79,7 @@ def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams
     _overlap_findings(out, ov, p)
     _artifact_findings(out, tables)
     _heuristic_findings(out, tables)
+    rank_checks.rank_findings(out, tables)
     _conflict_findings(out, tables)
     return out.frame()
 
@@ -294,6 +298,8 @@ def _artifact_tables(items: pl.DataFrame, p: AuditParams) -> tuple[dict[str, pl.
         "audit_feature_assoc": artifacts.feature_association(df, p),
         "audit_heuristics": artifacts.baselines_from_scores(scores, p),
         "audit_heuristics_by_format": artifacts.baselines_from_scores(scores, p, by_format=True),
+        "audit_gold_ranks": ranks.gold_ranks(items, p),
+        "audit_repeated_sentences": repeats.repeated_sentences(items),
     }
     return tables, scores
 

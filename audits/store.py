@@ -26,7 +26,8 @@ ITEM_COLUMNS = (
 
 # What the heuristic baselines need from a generated record's `meta` and world `trace` (null for
 # records without them): the story's containers, the container a yes/no question asks about, and
-# the asked object's first container (its `init` event). Shared with `audits.features.records_frame`.
+# the asked object's first container (its `init` event); and how many events the world repeats
+# (identical enter/exit/move/stay/tell events: what excuses a repeated sentence). Shared with `audits.features.records_frame`.
 # A trace is parsed once per distinct trace (the items of a story share it), not once per item.
 def world_selection_sql(source: str, where: str, columns: str) -> str:
     """`columns` and the world columns of the rows of `source` (a relation with `meta` and `trace`)
@@ -36,15 +37,20 @@ def world_selection_sql(source: str, where: str, columns: str) -> str:
 WITH sel AS (SELECT {columns}, meta, trace FROM {source} WHERE ({where})),
 inits AS (SELECT trace, list_filter(json_transform(trace, '[{{"kind": "VARCHAR", "obj": "VARCHAR", "container": "VARCHAR"}}]'),
                                     lambda e: e.kind = 'init') AS inits
-          FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL))
+          FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL)),
+happenings AS (SELECT trace, list_filter(json_transform(trace, '[{{"kind": "VARCHAR", "agent": "VARCHAR", "room": "VARCHAR",
+                      "obj": "VARCHAR", "container": "VARCHAR", "public": "BOOLEAN", "listeners": "VARCHAR[]"}}]'),
+                      lambda e: e.kind IN ('enter', 'exit', 'move', 'stay', 'tell')) AS events
+               FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL))
 SELECT {names}, TRY_CAST(json_extract(sel.meta, '$.candidates') AS VARCHAR[]) AS meta_candidates,
        json_extract_string(sel.meta, '$.asked_container') AS meta_asked,
-       list_filter(inits.inits, lambda e: e.obj = json_extract_string(sel.meta, '$.object'))[1].container AS trace_first_container
-FROM sel LEFT JOIN inits ON sel.trace = inits.trace ORDER BY sel.item_id
+       list_filter(inits.inits, lambda e: e.obj = json_extract_string(sel.meta, '$.object'))[1].container AS trace_first_container,
+       (len(happenings.events) - len(list_distinct(happenings.events)))::BIGINT AS trace_repeated_events
+FROM sel LEFT JOIN inits ON sel.trace = inits.trace LEFT JOIN happenings ON sel.trace = happenings.trace ORDER BY sel.item_id
 """
 
 
-WORLD_COLUMNS = ("meta_candidates", "meta_asked", "trace_first_container")
+WORLD_COLUMNS = ("meta_candidates", "meta_asked", "trace_first_container", "trace_repeated_events")
 
 
 class SelectionError(TomforgeError, ValueError):

@@ -393,6 +393,26 @@ MUTATIONS: tuple[Mutation, ...] = (
              'CONTENT_PREFIXES = ("data/", "audit/", "ledger/")', 'CONTENT_PREFIXES = ("data/", "audit/")',
              ("tests/test_planted_defects.py::test_content_id_covers_data_audit_and_ledger_but_not_the_card",),
              "a different removal ledger keeps the content id and the default tag"),
+    # issue 28: the gold's rank under every ranking, rank controls, repeated sentences (helper "controls")
+    Mutation("ranks.ties_go_to_the_gold", "audits/ranks.py",
+             "    out[start:start + pattern[group]] = 1.0 / pattern[group]", "    out[start] = 1.0",
+             ("tests/test_audit_ranks.py",), "a gold tied with others counts as ranked first: a clean set with ties is flagged"),
+    Mutation("ranks.null_covariance_without_ties", "audits/ranks.py",
+             "cov[start:start + t, start:start + t] += 1.0 / (k * t)", "cov[start:start + t, start:start + t] += 1.0 / k",
+             ("tests/test_audit_ranks.py",), "the chi-square's null ignores the ties: its p-values are wrong on tied rankings"),
+    Mutation("rank_controls.no_tail", "generators/generate.py",
+             "tail = min(base.tails(MAX_TAIL), key=plan_cost)", "tail: Plan = ()",
+             ("tests/test_generator_rank_controls.py",), "no statements at the end: last mention and last move give the reality answer"),
+    Mutation("rank_controls.padding_may_repeat", "generators/rank_control.py",
+             "agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])",
+             "agent = rng.choice(story.agents)",
+             ("tests/test_generator_rank_controls.py",), "padding repeats a statement the story already holds, sentence for sentence"),
+    Mutation("repeats.world_excuses_every_repeat", "audits/repeats.py",
+             '"flagged": repeats > world_repeats if traced else back', '"flagged": back',
+             ("tests/test_audit_ranks.py",), "a traced story repeating padding apart from itself passes the audit"),
+    Mutation("renderings.you_is", "generators/renderings.py",
+             '    (r"\\b([Yy]ou) is\\b", r"\\1 are"),\n', "",
+             ("tests/test_generator_renderings.py",), "second-person stories say 'You is fond of the box'"),
 )
 
 

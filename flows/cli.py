@@ -196,6 +196,8 @@ def generate(
                                   help="Test split on held-out names, entities and phrasings."),
     source: Optional[str] = typer.Option(None, "--source", show_default="tomforge_gen",
                                          help="Source name; a run replaces the previous run of the same source."),
+    rendering: Optional[str] = typer.Option(None, "--rendering", show_default="third_person",
+                                            help="How the worlds are told: third_person or second_person."),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
@@ -208,14 +210,15 @@ def generate(
     source = DEFAULT_SOURCE if source is None else source
     names = selected_operators(operators.split(","))
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
+    told = given(rendering=rendering)  # the generator's default (third_person) unless the flag is set
     try:
-        generate_records(1, operators=names, styles=style_names)  # argument check only (lazy)
+        generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     except ValueError as exc:
         fail(str(exc))
     records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
-                              held_out=None if held_out else False, source=source)
+                              held_out=None if held_out else False, source=source, **told)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
-                 f"styles={','.join(style_names)},held_out={held_out}")
+                 f"styles={','.join(style_names)},held_out={held_out}" + (f",rendering={rendering}" if rendering else ""))
     with RichProgress(console) as progress:
         report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
                                 replace_source=True)

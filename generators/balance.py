@@ -167,3 +167,18 @@ class Controller:
         for stratum, q, rate, _ in items:
             deviation[stratum] += row[q] - rate
         return best
+
+    def cost(self, row: Sequence[bool], items: Sequence[tuple[Hashable, int, float, float]]) -> float:
+        """The weighted squared deviations if a pick scoring `row[q]` on question q were committed
+        (the strata `items` do not touch count as they stand)."""
+        moved: dict[Hashable, float] = {}
+        weights: dict[Hashable, float] = {}
+        for stratum, q, rate, weight in items:
+            moved[stratum] = moved.get(stratum, self.deviation[stratum]) + row[q] - rate
+            weights[stratum] = weight
+        return sum(weights[s] * d * d for s, d in moved.items())
+
+    def commit(self, row: Sequence[bool], items: Sequence[tuple[Hashable, int, float, float]]) -> None:
+        for stratum, q, rate, _ in items:
+            self.deviation[stratum] += row[q] - rate
+

@@ -7,10 +7,13 @@ order's share into exact counts per (answer format, gold role, option position o
 small, each order has the role the gold container plays (initial / final / intermediate / never
 visited: so "answer the object's first container" scores at chance), the gold option's position
 and the yes/no ratio balanced to within one item per cell; a deck sets how often a "no" question
-asks about the first container, so "first container" is exact on yes/no too. Which container is
-mentioned first (the scene's listing order), last and most often (distractor statements placed at
-the end or sprinkled in) are chosen per story by controllers that keep each of those heuristics'
-hits per order (and per order and format) at chance. Story length (moves) and style come from a
+asks about the first container, so "first container" is exact on yes/no too. Where the gold
+falls among the containers under every ranking a reader can take from the surface (mention count,
+first and last mention, sentences naming it, the last move into it: `generators.rank_control`) is
+balanced per order by error diffusion, together with the first-, last- and most-mentioned rules
+(also on yes/no): the scene's listing order sets the first mentions, and padding statements
+(opinions sprinkled in; opinions or "someone once stored something in it" at the end) the rest,
+never a statement the story already holds, so no sentence repeats. Story length (moves) and style come from a
 deck over their combinations; the number of agents is the one whose questions lag behind over the
 orders still open, so each order gets each count about equally. Stories get each operator with
 probability `operator_rate` (scaled by `RATE_SCALE`), except that lies become more frequent while
@@ -31,7 +34,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
-from itertools import product
+from itertools import permutations, product
 from typing import Any, Iterator, Sequence
 
 from tomforge.generators.balance import Controller, Deck, Quota, deal
@@ -40,6 +43,8 @@ from tomforge.generators.chains import feasible, random_chain, random_set_bit
 from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
+from tomforge.generators.rank_control import Base, Plan, RankBalancer, realize, spread
+from tomforge.generators.renderings import RENDERINGS, SECOND_PERSON, THIRD_PERSON, render
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
     HELD_OUT_VARIANTS,
@@ -49,14 +54,15 @@ from tomforge.generators.templates import (
     render_story,
     template_id,
 )
-from tomforge.generators.world import ENTER, SCENE, STATEMENT, Event, Story, trace_of
+from tomforge.generators.world import SCENE, Story, trace_of
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 from tomforge.warehouse.vocabulary import question_type_of_order
 
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""
-GENERATOR_VERSION = "0.3.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at belief_order 0
+GENERATOR_VERSION = "0.4.0"  # 0.2: exact per-order quotas (items differ from 0.1); 0.3: memory questions at
+# belief_order 0; 0.4: rank controls and padding without repeated sentences, renderings (issue 28)
 DEFAULT_MAX_ORDER = 6  # the highest belief order asked unless the caller (CLI flag, config) says otherwise
 DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
 DEFAULT_SOURCE = "tomforge_gen"
@@ -79,7 +85,10 @@ FORMATS = ("multiple_choice", "yes_no", "free_text")
 ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
-MAX_PADDING = 4  # statements added to make a chosen container the most mentioned one
+MAX_PADDING = 4  # opinions sprinkled into a story to shift mention counts
+MAX_TAIL = 3  # statements appended at the end to shift the last mentions and last moves
+PADDING_PENALTY = 0.25  # cost of one added statement against the squared rank deviations (keeps stories short)
+PADDED_RANKINGS = ("mentions", "last_mention", "events", "last_move")  # what padding changes (not first mentions)
 POOLED_WEIGHT = 2.0  # controllers: a whole order's deviation (the audit's table) counts more than one format's
 RATE_SCALE = {"return": 0.4, "private_tell": 1.5, "public_tell": 1.5}  # relative to operator_rate: returns
 # happen in base stories anyway; truthful tells offset the many lies that "never visited" golds need
@@ -151,7 +160,10 @@ class Generator:
                  operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
                  split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
                  include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
-                 source: str = DEFAULT_SOURCE) -> None:
+                 source: str = DEFAULT_SOURCE, rendering: str = THIRD_PERSON) -> None:
+        if rendering not in RENDERINGS:
+            raise ValueError(f"unknown rendering {rendering!r}; choose from {', '.join(RENDERINGS)}")
+        self.rendering = rendering
         unknown = set(operators) - set(OPERATORS)
         if unknown:
             raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
@@ -179,6 +191,7 @@ class Generator:
         self.quotas: dict[Any, Quota[tuple[str, str, Any], str]] = {}  # cells (format, role, label) by role
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
+        self.ranks = RankBalancer()
         self.story_no = 0
 
     def deal_quotas(self, n: int) -> None:
@@ -314,60 +327,78 @@ class Generator:
             q.asked = rng.choice([c for c in others if c != initial])
 
     def pad(self, story: Story, questions: list[Question], rng: random.Random) -> Story:
-        """Choose the first-, last- and most-mentioned containers (balanced) and make them so: the
-        first by the order of the scene's listing (the first sentence naming containers), the others
-        by statements added at the end or sprinkled in after the scene. Without controls: unchanged."""
+        """Order the scene's listing and add padding statements so that, per order, the gold's place
+        under every surface ranking (`generators.rank_control`) and the first-, last- and
+        most-mentioned rules stay at chance: the scene order is the best of its permutations (it
+        alone sets the first mentions); then the best tail (up to `MAX_TAIL` statements at the end:
+        last mentions and last moves), then the best sprinkling of up to `MAX_PADDING` opinions
+        (mention counts), each added statement costing `PADDING_PENALTY`; never a statement the
+        story already holds. Without controls: unchanged."""
         if not self.controls:
             return story
-        hits = {c: [q.hit(c) for q in questions] for c in story.containers}
+        containers = story.containers
         items = self.controller_items(questions)
+        ranked = [(i, q, containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
-        first = self.first.choose(hits, items, rng)
-        listed = events[scene].things
-        events[scene] = replace(events[scene], things=(first,) + tuple(c for c in listed if c != first))
-        containers = frozenset(story.containers)
-        counts: Counter[str] = Counter()
-        last_index, natural_last = 0, None
-        for i, event in enumerate(events):
-            if event.kind == SCENE:
-                counts.update(event.things)
-                last_index, natural_last = i, event.things[-1]
-            mentioned = event.mentioned_container(containers)
-            if mentioned is not None:
-                counts[mentioned] += 1
-                last_index, natural_last = i, mentioned
-        last = self.last.choose(hits, items, rng)
-        if last != natural_last:
-            events.append(self._statement(story, last, rng))
-            counts[last] += 1
-            last_index = len(events) - 1
+        listings = list(permutations(events[scene].things))
+        rng.shuffle(listings)
+        best_cost, best_listing, best_outcomes = float("inf"), listings[0], []
+        for listing in listings:
+            outcomes = [(("first_mention", q.key), tuple(1.0 if pos == listing.index(q.gold) else 0.0 for pos in range(len(listing))))
+                        for _, q, _ in ranked]
+            cost = self.ranks.cost(outcomes) + self.first.cost([q.hit(listing[0]) for q in questions], items)
+            if cost < best_cost:
+                best_cost, best_listing, best_outcomes = cost, listing, outcomes
+        self.ranks.commit(best_outcomes)
+        self.first.commit([q.hit(best_listing[0]) for q in questions], items)
+        events[scene] = replace(events[scene], things=tuple(best_listing))
+        base = Base.of(story, events, scene)
+        n = len(containers)
+        memo: dict[tuple[str, tuple[Any, ...]], float] = {}
 
-        def need(c: str) -> int:
-            return max(0, max(counts[o] for o in story.containers if o != c) - counts[c] + 1)
+        def outcomes_of(name: str, keys: list[Any]) -> list[tuple[Any, tuple[float, ...]]]:
+            spreads = [spread(keys, c) for c in range(n)]
+            return [((name, q.key), spreads[gold]) for _, q, gold in ranked]
 
-        most = self.most.choose({c: row for c, row in hits.items() if need(c) <= MAX_PADDING}, items, rng)
-        for _ in range(need(most)):
-            slots = [p for p in range(scene + 1, last_index + 1) if not (events[p - 1].kind == ENTER == events[p].kind)]
-            events.insert(rng.choice(slots), self._statement(story, most, rng))
-            last_index += 1
-        return story.with_events(events)
+        def picks(keys: dict[str, list[Any]]) -> tuple[int, int]:
+            return (max(range(n), key=lambda c: keys["last_mention"][c]),
+                    max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c])))
+
+        last_cost = [self.last.cost([q.hit(c) for q in questions], items) for c in containers]
+        most_cost = [self.most.cost([q.hit(c) for q in questions], items) for c in containers]
+
+        def plan_cost(plan: Plan) -> float:
+            keys = base.keys_with(plan)
+            total = PADDING_PENALTY * len(plan)
+            for name in PADDED_RANKINGS:
+                ranked_desc = sorted(keys[name], reverse=True)
+                pattern = (name, tuple([ranked_desc.index(key) for key in keys[name]]))  # only the order matters
+                if pattern not in memo:
+                    memo[pattern] = self.ranks.cost(outcomes_of(name, keys[name]))
+                total += memo[pattern]
+            last, most = picks(keys)
+            return total + last_cost[last] + most_cost[most]
+
+        tail = min(base.tails(MAX_TAIL), key=plan_cost)  # the tail first (last mentions and moves), then the middle
+        middles = [m for m in base.middles(rng, MAX_PADDING) if base.feasible(m + tail)]
+        plan = min((m + tail for m in middles), key=plan_cost)
+        keys = base.keys_with(plan)
+        self.ranks.commit([o for name in PADDED_RANKINGS for o in outcomes_of(name, keys[name])])
+        last, most = picks(keys)
+        self.last.commit([q.hit(containers[last]) for q in questions], items)
+        self.most.commit([q.hit(containers[most]) for q in questions], items)
+        final = realize(story, events, plan, rng)
+        return story.with_events(final)
 
     def controller_items(self, questions: list[Question]) -> list[tuple[Any, int, float, float]]:
-        """(stratum, question index, chance, weight) for the controllers: each question counts for
-        its order (the audit's table) and for its order and format. Weights grow as an order's quota
-        runs out (fewer stories left to correct it); a whole order counts `POOLED_WEIGHT` times more."""
+        """(stratum, question index, chance, weight) for the heuristic controllers: each question
+        counts for its order (the audit's table, `POOLED_WEIGHT`) and for its order and format."""
         items = []
         for i, q in enumerate(questions):
-            urgency = 1.0 / (1.0 + self.quotas[q.key].left)
-            items.append((q.key, i, q.chance, POOLED_WEIGHT * urgency))
-            items.append(((q.key, q.fmt), i, q.chance, urgency))
+            items.append((q.key, i, q.chance, POOLED_WEIGHT))
+            items.append(((q.key, q.fmt), i, q.chance, 1.0))
         return items
-
-    @staticmethod
-    def _statement(story: Story, container: str, rng: random.Random) -> Event:
-        return Event(STATEMENT, agent=rng.choice(story.agents), polarity=rng.choice(("likes", "dislikes")),
-                     thing=container)
 
     # -- records -----------------------------------------------------------------------------
     def records(self, n: int) -> Iterator[dict[str, Any]]:
@@ -399,18 +430,24 @@ class Generator:
             return surface(x, style)
 
         context, _ = render_story(story, style, self.variants, rng)
+        reader = story.agents[0]  # the second person's "you": no random draw, so every rendering tells the same worlds
+        context = render(context, self.rendering, reader)
+        told = "" if self.rendering == THIRD_PERSON else f"/{self.rendering}"  # item ids apart from third person's
         trace = trace_of(story, name)
         final = engine.reality()
         candidates = [name(c) for c in story.containers]
         story_no = story.params["story_no"]
         for qi, q in enumerate(questions):
             yes_no = q.fmt == "yes_no"
-            text = render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None)
+            text = render(render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None),
+                          self.rendering, reader)
             meta: dict[str, Any] = {
                 "style": style, "entity_pool": self.pools.label, "object": name(story.obj), "candidates": candidates,
                 "gold_role": q.role, "story_no": story_no, "n_moves": story.params["n_moves"],
-                "base_agents": story.params["n_agents"],
+                "base_agents": story.params["n_agents"], "rendering": self.rendering,
             }
+            if self.rendering == SECOND_PERSON:
+                meta["reader"] = reader
             if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
                 listed = next(e.things for e in story.events if e.kind == SCENE)
                 options, answer = [name(c) for c in listed], name(q.gold)
@@ -431,13 +468,13 @@ class Generator:
             qtype = question_type_of_order(order, memory=q.key == "memory")
             yield build_record(
                 source=self.source, source_version=GENERATOR_VERSION,
-                source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}",
+                source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}{told}",
                 source_ref=f"generated/{self.split}/seed-{self.seed}#story-{story_no}/q-{qi}",
                 split=self.split, context=context, question=text, question_type=qtype, answer=answer,
                 answer_format=q.fmt, n_agents=len(story.agents), n_events=len(story.events), belief_order=order,
                 perspective_chain=q.chain, is_false_belief=None if q.kind != "belief" else q.gold != final,
                 options=options, answer_index=index, generator=GENERATOR, generator_version=GENERATOR_VERSION,
-                template_id=template_id(style, q.kind, yes_no, q.variant), seed=story_seed,
+                template_id=template_id(style, q.kind, yes_no, q.variant) + told.replace("/", "."), seed=story_seed,
                 operators=story.operators, trace=trace, meta=meta,
             )
 
@@ -446,17 +483,18 @@ def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
                      operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
                      split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
                      include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
-                     source: str = DEFAULT_SOURCE) -> Iterator[dict[str, Any]]:
+                     source: str = DEFAULT_SOURCE, rendering: str = THIRD_PERSON) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
     probability `operator_rate`); `styles`: surface styles; `split`: the split name written on the
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
     `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
-    `source`: the source name on the records (and in their item ids).
+    `source`: the source name on the records (and in their item ids); `rendering`: how the worlds are
+    told (`generators.renderings`: third or second person; the same worlds and golds either way).
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
-                    controls, source)
+                    controls, source, rendering)
     return gen.records(n)
 
 

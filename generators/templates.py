@@ -37,6 +37,9 @@ EVENTS: dict[str, dict[str, tuple[str, ...]]] = {
                   "{a} loves the {t}.", "{a} admires the {t}."),
         "dislikes": ("{a} dislikes the {t}.", "{a} hates the {t}.", "{a} does not like the {t}.",
                      "{a} cannot stand the {t}.", "{a} is annoyed by the {t}."),
+        "stores": ("{a} once put some spare batteries in the {t}.", "{a} used to store old letters in the {t}.",
+                   "{a} placed a roll of tape in the {t} last week.", "{a} once stored some receipts in the {t}.",
+                   "{a} had put a notebook in the {t} the day before."),
         "tell_private": ("{a} privately told {b} that the {obj} is in the {c}.",
                          "{a} whispered to {b} that the {obj} is in the {c}.",
                          "{a} told {b} in private that the {obj} is in the {c}.",
@@ -81,6 +84,10 @@ EVENTS: dict[str, dict[str, tuple[str, ...]]] = {
         "dislikes": ("{a} mentioned disliking the {t}.", "{a} once said that the {t} looks ugly.",
                      "{a} has never liked the {t}.", "{a} does not care for the {t}.",
                      "{a} complained about the {t} earlier that day."),
+        "stores": ("{a} once put a phone charger in the {t}.", "{a} used to store old photos in the {t}.",
+                   "{a} had placed a stack of napkins in the {t} the week before.",
+                   "{a} mentioned having stored receipts in the {t}.",
+                   "{a} remembered putting spare keys in the {t} last winter."),
         "tell_private": ("{a} privately told {b} that the {obj} is in the {c}.",
                          "{a} sent a private message to {b} saying the {obj} is in the {c}.",
                          "{a} pulled {b} aside and said the {obj} is in the {c}.",
@@ -119,6 +126,7 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
     bank = EVENTS[style]
     name = (lambda x: x.replace(" ", "_")) if style == "hitom" else (lambda x: x)
     sentences: list[str] = []
+    said: set[str] = set()
     chosen: list[int] = []
     events = story.events
     i = 0
@@ -134,8 +142,17 @@ def render_story(story: Story, style: str, variants: Sequence[int], rng: random.
                     group.append(events[i].the_agent())
                     chosen.append(v)
             text = bank[ENTER][v].format(a=join_names(group), room=name(event.room))
+            if text in said:  # someone re-entering: another phrasing when one is left
+                fresh = [(alt, bank[ENTER][alt].format(a=join_names(group), room=name(event.room))) for alt in variants]
+                v, text = next(((alt, t) for alt, t in fresh if t not in said), (v, text))
+                chosen[len(chosen) - (len(group) - 1):] = [v] * (len(group) - 1)
         else:
             text = _sentence(bank, event, v, name, story.room)
+            # an event the world repeats (two stays in a row) is told in another phrasing when one is left
+            if text in said:
+                fresh = [(alt, _sentence(bank, event, alt, name, story.room)) for alt in variants]
+                v, text = next(((alt, t) for alt, t in fresh if t not in said), (v, text))
+        said.add(text)
         sentences.append(text)
         chosen.append(v)
         i += 1

@@ -12,6 +12,7 @@ from tomforge.flows.cli import app, given
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.real.variants import Settings
+from tomforge.generators.renderings import THIRD_PERSON
 
 COMMANDS = typer.main.get_command(app).commands
 
@@ -38,8 +39,9 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
       "quarantine_oracle": "quarantine_oracle"}),
     ("variants", {f.name: f.default for f in dataclasses.fields(Settings)},
      {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance": "balance"}),
-    ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE},
-     {"max_order": "max_order", "styles": "styles", "source": "source"}),
+    ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE,
+                  "rendering": THIRD_PERSON},
+     {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering"}),
 ])
 def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
     command: str, defaults: dict[str, object], flags: dict[str, str]

@@ -88,7 +88,10 @@ def test_records_are_valid_and_carry_their_provenance(records) -> None:
         assert len(record["perspective_chain"]) == (record["belief_order"] or 0)
 
 
-def test_story_text_mentions_every_container_and_a_strict_favourite(records) -> None:
+def test_story_text_mentions_every_container(records) -> None:
+    """Ties in mention count are allowed since the rank controls (issue 28): the audit and the
+    controls split a tie evenly over the places it spans, and the most-mentioned rule breaks it by
+    first mention, which the controls score as such."""
     seen = set()
     for record in records:
         if record["context_id"] in seen:
@@ -96,8 +99,6 @@ def test_story_text_mentions_every_container_and_a_strict_favourite(records) -> 
         seen.add(record["context_id"])
         counts = Counter(mentions(record["context"], record["meta"]["candidates"]))
         assert set(counts) == set(record["meta"]["candidates"])
-        top = counts.most_common(2)
-        assert top[0][1] > top[1][1]  # "most mentioned" is never a tie
 
 
 def test_same_arguments_give_byte_identical_records() -> None:
@@ -157,7 +158,7 @@ def test_higher_orders_and_operator_subsets() -> None:
 
 def test_template_bank_has_at_least_three_phrasings_everywhere() -> None:
     needs = {"enter": "{a}", "exit": "{a}", "init": "{c}", "move": "{c}", "stay": "{a}", "likes": "{t}",
-             "dislikes": "{t}", "tell_private": "{b}", "tell_public": "{c}", "witness": "{a}", "scene": "{list}",
+             "dislikes": "{t}", "stores": "{t}", "tell_private": "{b}", "tell_public": "{c}", "witness": "{a}", "scene": "{list}",
              "transparent": "{c}"}
     for style, bank in EVENTS.items():
         assert set(bank) == set(needs), style
