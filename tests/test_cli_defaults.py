@@ -167,7 +167,7 @@ CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above comp
     "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
     "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
     "variants": {"max_order", "seed", "n_per_story", "balance"},
-    "generate": {"max_order", "styles", "source"},
+    "generate": {"max_order", "styles", "source", "rendering"},
     # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
     "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
 }
