@@ -490,6 +490,8 @@ def train(
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: bool = typer.Option(True, "--bf16/--no-bf16"),
     seed: int = typer.Option(0, "--seed", help="TRL: seed of sampling and data order (repeat a run with others)."),
+    fast_generation: bool = typer.Option(True, "--fast-generation/--hf-generation", help="TRL: rollouts through "
+                                         "the fast path (docs/rl-speed.md) or through transformers' generate."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: str = typer.Option("var/rl-data", "--data-dir", help="verl: where the job writes the RL parquet files."),
@@ -506,7 +508,7 @@ def train(
             overrides = dict(output_dir=str(output_dir), algorithm=algorithm, max_steps=max_steps,
                              num_generations=num_generations, per_device_train_batch_size=batch_size,
                              learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum, seed=seed,
-                             max_completion_length=max_completion_length)
+                             max_completion_length=max_completion_length, fast_generation=fast_generation)
         else:
             overrides = dict(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
                              learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
@@ -536,7 +538,8 @@ def eval_(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     max_new_tokens: int = typer.Option(512, "--max-new-tokens", min=1),
-    generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed), hf or vllm."),
+    generator: str = typer.Option("auto", "--generator", help="auto (vLLM when installed, else fast), fast "
+                                  "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),

@@ -306,7 +306,7 @@ class FastGenerator:
         history = None
         for step in range(max_new_tokens):
             scores = cache.logits
-            if warpers:
+            if sampling.do_sample:
                 history = out[:, :step]
                 for warp in warpers:
                     scores = warp(history, scores)
