@@ -128,6 +128,24 @@ def _rotate_half(x: Any) -> Any:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def _attend(q: Any, keys: Any, values: Any, mask: Any, groups: int, scale: float) -> Any:
+    """SDPA of `q` (rows, heads, queries, dim) over the cache. Grouped-query attention without copying the
+    cache: one query position (decode) packs each group's query heads as that kv head's queries (the trick
+    transformers uses for decode too); a prompt (prefill) repeats the keys of its rows."""
+    import torch.nn.functional as F
+
+    if groups == 1:
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
+    rows, heads, queries, dim = q.shape
+    if queries == 1:
+        packed = q.reshape(rows, heads // groups, groups, dim)
+        out = F.scaled_dot_product_attention(packed, keys, values, attn_mask=mask, scale=scale)
+        return out.reshape(rows, heads, 1, dim)
+    keys = keys.repeat_interleave(groups, dim=1)
+    values = values.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
+
+
 class _Cache:
     """Keys and values of every layer for `rows` sequences of up to `length` tokens, plus the decode step's
     static inputs (token, position, cache slot, key mask) that a captured graph reads."""
@@ -155,13 +173,14 @@ class FastGenerator:
     """Generates for many prompts at once with a static cache; see the module docstring."""
 
     def __init__(self, model: Any, *, length_bucket: int = 64, cuda_graphs: bool | None = None,
-                 check_every: int = 8, max_caches: int = 6) -> None:
+                 check_every: int = 8, max_caches: int = 6, prefill_rows: int = 64) -> None:
         check_supported(model)
         self.model = model.eval()
         self.length_bucket = length_bucket
         self.cuda_graphs = model.device.type == "cuda" if cuda_graphs is None else cuda_graphs
         self.check_every = check_every
         self.max_caches = max_caches
+        self.prefill_rows = prefill_rows
         self._caches: dict[tuple[int, int], _Cache] = {}
         self.stats = FastStats()
 
@@ -187,36 +206,32 @@ class FastGenerator:
                     ours[name].copy_(p)
 
     # ---- the model, one step ----
-    def _forward(self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any) -> Any:
-        """Hidden state of the last position after writing keys/values of `ids` at `slots`.
+    def _forward(self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any,
+                 rows: slice = slice(None)) -> Any:
+        """Logits of the last position after writing keys/values of `ids` at `slots` in the cache rows `rows`.
         `mask`: (rows, 1, queries, length) bool, True where a query may attend."""
         import torch
-        import torch.nn.functional as F
 
         inner = self.model.model
         hidden = inner.embed_tokens(ids)
         cos, sin = inner.rotary_emb(hidden, positions)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-        rows, n = ids.shape
+        n_rows, n = ids.shape
         for index, layer in enumerate(inner.layers):
             attn = layer.self_attn
             residual = hidden
             x = layer.input_layernorm(hidden)
-            shape = (rows, n, -1, attn.head_dim)
+            shape = (n_rows, n, -1, attn.head_dim)
             q = attn.q_proj(x).view(shape).transpose(1, 2)
             k = attn.k_proj(x).view(shape).transpose(1, 2)
             v = attn.v_proj(x).view(shape).transpose(1, 2)
             q = q * cos + _rotate_half(q) * sin
             k = k * cos + _rotate_half(k) * sin
-            cache.keys[index].index_copy_(2, slots, k)
-            cache.values[index].index_copy_(2, slots, v)
-            groups = attn.num_key_value_groups
-            keys, values = cache.keys[index], cache.values[index]
-            if groups > 1:
-                keys = keys.repeat_interleave(groups, dim=1)
-                values = values.repeat_interleave(groups, dim=1)
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=attn.scaling)
-            hidden = residual + attn.o_proj(out.transpose(1, 2).reshape(rows, n, -1))
+            keys, values = cache.keys[index, rows], cache.values[index, rows]
+            keys.index_copy_(2, slots, k)
+            values.index_copy_(2, slots, v)
+            out = _attend(q, keys, values, mask, attn.num_key_value_groups, attn.scaling)
+            hidden = residual + attn.o_proj(out.transpose(1, 2).reshape(n_rows, n, -1))
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
         last = inner.norm(hidden[:, -1:, :])
         return self.model.lm_head(last)[:, -1, :].to(torch.float32)
@@ -278,11 +293,14 @@ class FastGenerator:
         cache.key_mask.zero_()
         cache.key_mask[:, :width] = present
         causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
-        mask = torch.zeros(cache.rows, 1, width, cache.length, dtype=torch.bool, device=device)
-        mask[:, 0, :, :width] = causal & present[:, None, :]
-        mask[:, 0, :, :width] |= torch.eye(width, dtype=torch.bool, device=device) & ~present[:, :, None]
         slots = torch.arange(width, device=device)
-        cache.logits.copy_(self._forward(cache, ids, positions, slots, mask))
+        for start in range(0, cache.rows, self.prefill_rows):  # rows in chunks: the prompt's attention is
+            rows = slice(start, min(start + self.prefill_rows, cache.rows))  # (rows, heads, width, length)
+            here = present[rows]
+            mask = torch.zeros(here.shape[0], 1, width, cache.length, dtype=torch.bool, device=device)
+            mask[:, 0, :, :width] = causal & here[:, None, :]
+            mask[:, 0, :, :width] |= torch.eye(width, dtype=torch.bool, device=device) & ~here[:, :, None]
+            cache.logits[rows] = self._forward(cache, ids[rows], positions[rows], slots, mask, rows)
         cache.positions.copy_(positions[:, -1:])
         cache.slot.fill_(width)
         return width

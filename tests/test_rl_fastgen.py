@@ -46,7 +46,7 @@ def test_greedy_equals_generate_token_for_token(tiny) -> None:
     tokenizer, model, prompts = tiny
     assert len({len(p) for p in prompts}) > 5  # lengths differ: left padding and buckets are exercised
     expected = hf_generate(tokenizer, model, prompts, max_new_tokens=24, do_sample=False)
-    generator = FastGenerator(model, length_bucket=16)
+    generator = FastGenerator(model, length_bucket=16, prefill_rows=2)  # prompts in chunks of two rows
     ours = generator.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id],
                               pad_id=tokenizer.pad_token_id, batch_size=5)  # three batches of sorted lengths
     assert ours == expected
