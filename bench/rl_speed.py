@@ -180,6 +180,19 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
         print(json.dumps(entry), flush=True)
         del generator
         torch.cuda.empty_cache()
+    # the same at batch 1024 with PyTorch's own kernel choice for masked attention (the math kernel)
+    from tomforge.rl import fastgen
+
+    fastgen.FUSED_ATTENTION[0] = False
+    ids = [pool[i % len(pool)] for i in range(batches[-1])]
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.stats = type(generator.stats)()
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    out[f"ours_batch_{batches[-1]}_pytorch_kernel_choice"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
+                                                              "seconds": round(generator.stats.seconds, 3)}
+    fastgen.FUSED_ATTENTION[0] = True
+    del generator
     # longer completions, ours only (the RL setting of <= 256 tokens)
     ids = [pool[i % len(pool)] for i in range(batches[-1])]
     generator = FastGenerator(model)
@@ -286,7 +299,9 @@ def run(assets: Path, out: Path, quick: bool) -> int:
     import transformers
     import trl
 
-    rec.data["setup"] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+    from tomforge.rl import fastgen
+
+    rec.data["setup"] = {"fused_attention_at_start": fastgen.FUSED_ATTENTION[0], "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                          "transformers": transformers.__version__, "trl": trl.__version__, "rows": len(rows),
                          "peak_flops_assumed": PEAK_FLOPS, "run4_reference": RUN4, "quick": quick}
     model_dir = work / "model"
@@ -305,13 +320,14 @@ def run(assets: Path, out: Path, quick: bool) -> int:
         return 0
     rec.section("generation", lambda: bench_generation(assets, rows, [256, 1024], 64, 256))
     rec.section("identity_fp32", lambda: bench_identity_fp32(assets, rows, 1024, 48))
+    rec.data["setup"]["fused_attention_after_generation"] = fastgen.FUSED_ATTENTION[0]
     rec.section("rloo_48_fast", lambda: bench_rloo(assets, rows, model_dir, 48, True, 6, work))
     rec.section("rloo_48_fast_micro128", lambda: bench_rloo(assets, rows, model_dir, 48, True, 6, work, micro=128))
     rec.section("rloo_256_fast_micro128", lambda: bench_rloo(assets, rows, model_dir, 256, True, 5, work, micro=128))
     rec.section("rloo_48_hf", lambda: bench_rloo(assets, rows, model_dir, 48, False, 3, work))
     rec.section("sft_run4_recipe", lambda: bench_sft(assets, rows, model_dir, 16, False, 30, work))
     rec.section("sft_bucketed_64", lambda: bench_sft(assets, rows, model_dir, 64, True, 30, work))
-    rec.section("sft_bucketed_256", lambda: bench_sft(assets, rows, model_dir, 256, True, 12, work))
+    rec.section("sft_bucketed_128", lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work))
     return 0
 
 

@@ -131,19 +131,43 @@ def _rotate_half(x: Any) -> Any:
 def _attend(q: Any, keys: Any, values: Any, mask: Any, groups: int, scale: float) -> Any:
     """SDPA of `q` (rows, heads, queries, dim) over the cache. Grouped-query attention without copying the
     cache: one query position (decode) packs each group's query heads as that kv head's queries (the trick
-    transformers uses for decode too); a prompt (prefill) repeats the keys of its rows."""
+    transformers uses for decode too); a prompt (prefill) repeats the keys of its rows. The mask is additive
+    in the model's dtype and, on a GPU, the fused kernels are asked for first: PyTorch's math kernel, its
+    fallback for masked attention, upcasts the whole cache to fp32 at every step."""
+    import torch
     import torch.nn.functional as F
 
-    if groups == 1:
-        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
-    rows, heads, queries, dim = q.shape
-    if queries == 1:
-        packed = q.reshape(rows, heads // groups, groups, dim)
-        out = F.scaled_dot_product_attention(packed, keys, values, attn_mask=mask, scale=scale)
-        return out.reshape(rows, heads, 1, dim)
-    keys = keys.repeat_interleave(groups, dim=1)
-    values = values.repeat_interleave(groups, dim=1)
-    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale)
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+    packs = groups > 1 and q.shape[2] == 1
+    rows, heads, _, dim = q.shape
+    if packs:
+        q = q.reshape(rows, heads // groups, groups, dim)
+    elif groups > 1:
+        keys = keys.repeat_interleave(groups, dim=1)
+        values = values.repeat_interleave(groups, dim=1)
+    try:
+        with _fused_kernels(q):
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=additive, scale=scale)
+    except RuntimeError as exc:  # no fused kernel for these shapes here: PyTorch's own choice from now on
+        if not FUSED_ATTENTION[0] or "kernel" not in str(exc).lower():
+            raise
+        FUSED_ATTENTION[0] = False
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=additive, scale=scale)
+    return out.reshape(rows, heads, 1, dim) if packs else out
+
+
+def _fused_kernels(q: Any) -> Any:
+    """On CUDA: only the memory-efficient and cuDNN kernels (they take a mask); elsewhere: PyTorch's choice."""
+    import contextlib
+
+    if q.device.type != "cuda" or not FUSED_ATTENTION[0]:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION])
+
+
+FUSED_ATTENTION = [True]  # switched off by the bench's comparison (and by anyone whose GPU lacks the kernels)
 
 
 class _Cache:
