@@ -263,6 +263,24 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 26: the fast generation path (helper "gpu"): identical to transformers' generate, or caught
+    Mutation("fastgen.position_not_advanced", "rl/fastgen.py",
+             "            cache.positions.add_(1)", "            cache.positions.add_(0)",
+             ("tests/test_rl_fastgen.py::test_greedy_equals_generate_token_for_token",),
+             "every new token gets its predecessor's rotary position: greedy outputs drift from generate's"),
+    Mutation("fastgen.temperature_dropped", "rl/fastgen.py",
+             "        if self.temperature is not None and self.temperature != 1.0:", "        if False:",
+             ("tests/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
+              "tests/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward"),
+             "rollouts sample at temperature 1 whatever the trainer asks"),
+    Mutation("fastgen.sampling_is_greedy", "rl/fastgen.py",
+             "            if sampling.do_sample:", "            if sampling.temperature not in (None, 1.0):",
+             ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+             "RL rollouts at temperature 1 are greedy: all samples of a prompt alike, no RLOO signal"),
+    Mutation("fastgen.stop_sequence_cut_short", "rl/fastgen.py",
+             "                    end = i + 1", "                    end = i",
+             ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
+             "each completion loses its stop token (TRL never sees the end of the turn)"),
 )
 
 
