@@ -266,7 +266,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # issue 26: the fast generation path (helper "gpu"): identical to transformers' generate, or caught
     Mutation("fastgen.position_not_advanced", "rl/fastgen.py",
              "            cache.positions.add_(1)", "            cache.positions.add_(0)",
-             ("tests/test_rl_fastgen.py::test_greedy_equals_generate_token_for_token",),
+             ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
              "every new token gets its predecessor's rotary position: greedy outputs drift from generate's"),
     Mutation("fastgen.temperature_dropped", "rl/fastgen.py",
              "        if self.temperature is not None and self.temperature != 1.0:", "        if False:",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,10 @@ def tiny():
     texts = ["Sally moves the marble to the box. Anne looks in the basket. <think>x</think><answer>box</answer>"] * 4
     tokenizer = build_tokenizer(texts, 300)
     model = build_model(tokenizer, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, seed=1).eval()
+    with torch.no_grad():  # sharper attention than a fresh init's near-uniform one: positions and masks matter
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(8.0)
+            layer.self_attn.k_proj.weight.mul_(8.0)
     rng = random.Random(0)
     prompts = []
     for _ in range(13):
@@ -52,6 +57,35 @@ def test_greedy_equals_generate_token_for_token(tiny) -> None:
     assert ours == expected
     assert len(generator.stats.batches) == 3 and generator.stats.new_tokens == sum(len(r) for r in expected)
     assert any(len(r) < 24 for r in expected) or all(len(r) == 24 for r in ours)
+
+
+@dataclass(frozen=True)
+class RecordingSampling(Sampling):
+    """Samples at temperature 1 and keeps the scores of every step (a warper that changes nothing)."""
+
+    seen: list = field(default_factory=list, compare=False)
+
+    def warpers(self):
+        def record(history, scores):
+            self.seen.append(scores.clone())
+            return scores
+        return [record]
+
+
+def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny) -> None:
+    """Sampled (so the tokens vary) in one batch: the scores at each step equal the logits `model(...)` gives for
+    the prompt plus the tokens drawn so far, one prompt at a time, without padding or cache."""
+    tokenizer, model, prompts = tiny
+    sampling = RecordingSampling(do_sample=True)
+    torch.manual_seed(5)
+    out = FastGenerator(model).generate(prompts, max_new_tokens=12, stop_ids=[], pad_id=tokenizer.pad_token_id,
+                                        sampling=sampling, batch_size=len(prompts), sort_by_length=False)
+    assert len(sampling.seen) == 12 and len({tuple(r) for r in out}) == len(out)
+    for row, (prompt, new) in enumerate(zip(prompts, out)):
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + new[:-1]])).logits[0]
+        for step in range(12):
+            assert torch.allclose(sampling.seen[step][row], logits[len(prompt) - 1 + step], atol=1e-4), (row, step)
 
 
 def test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it(tiny) -> None:
