@@ -9,6 +9,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,7 @@ def test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it(tiny) -> N
 
 def test_sampling_draws_what_generate_draws_under_the_same_seed(tiny) -> None:
     tokenizer, model, prompts = tiny
-    settings = dict(temperature=0.7, top_k=20, top_p=0.9)
+    settings: dict[str, Any] = dict(temperature=0.7, top_k=20, top_p=0.9)
     torch.manual_seed(3)
     expected = hf_generate(tokenizer, model, prompts, max_new_tokens=16, do_sample=True, **settings)
     torch.manual_seed(3)
