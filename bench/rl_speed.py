@@ -288,6 +288,48 @@ def bench_sft(assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: 
             "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None}
 
 
+def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
+    """Where a fast-path call spends its time: the graph replay alone per step, then torch.profiler's CUDA-time
+    table over one whole call (prefill + decode)."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.fastgen import FastGenerator, stop_token_ids
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = json.loads((assets / "rows.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    model = random_model(assets, torch.bfloat16)
+    stops = stop_token_ids(tokenizer, model)
+    pool = prompt_ids(tokenizer, rows)
+    ids = [pool[i % len(pool)] for i in range(batch)]
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
+    cache = next(iter(generator._caches.values()))
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(20):
+        cache.graph.replay()
+    torch.cuda.synchronize()
+    replay_ms = (time.perf_counter() - started) / 20 * 1000
+    started = time.perf_counter()
+    generator._prefill(cache, ids, stops[-1])
+    torch.cuda.synchronize()
+    prefill_s = time.perf_counter() - started
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
+        torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60)
+    summary = {"batch": batch, "new_tokens": new_tokens, "cache_length": cache.length,
+               "graph_replay_ms_per_step": round(replay_ms, 3), "prefill_s": round(prefill_s, 3)}
+    print(json.dumps(summary))
+    print(table)
+    (out / "profile.txt").write_text(json.dumps(summary) + "\n" + table)
+    return 0
+
+
 def run(assets: Path, out: Path, quick: bool) -> int:
     import torch
 
@@ -342,7 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--assets", type=Path, required=True)
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--quick", action="store_true", help="small shapes: a smoke test of every section")
+    f = sub.add_parser("profile")
+    f.add_argument("--assets", type=Path, required=True)
+    f.add_argument("--out", type=Path, required=True)
+    f.add_argument("--batch", type=int, default=1024)
+    f.add_argument("--new-tokens", type=int, default=64)
     args = parser.parse_args(argv)
+    if args.cmd == "profile":
+        return profile(args.assets, args.out, args.batch, args.new_tokens)
     if args.cmd == "prepare":
         prepare(args.gguf, args.out, args.rows)
         return 0
