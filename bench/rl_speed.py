@@ -315,7 +315,8 @@ def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
     torch.cuda.synchronize()
     replay_ms = (time.perf_counter() - started) / 20 * 1000
     started = time.perf_counter()
-    generator._prefill(cache, ids, stops[-1])
+    with torch.no_grad():
+        generator._prefill(cache, ids, stops[-1])
     torch.cuda.synchronize()
     prefill_s = time.perf_counter() - started
     with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
