@@ -183,6 +183,7 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
     # the same at batch 1024 with PyTorch's own kernel choice for masked attention (the math kernel)
     from tomforge.rl import fastgen
 
+    fastgen.MATMUL_DECODE[0] = False
     fastgen.FUSED_ATTENTION[0] = False
     ids = [pool[i % len(pool)] for i in range(batches[-1])]
     generator = FastGenerator(model)
@@ -192,6 +193,13 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
     out[f"ours_batch_{batches[-1]}_pytorch_kernel_choice"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
                                                               "seconds": round(generator.stats.seconds, 3)}
     fastgen.FUSED_ATTENTION[0] = True
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.stats = type(generator.stats)()
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    out[f"ours_batch_{batches[-1]}_sdpa_fused_decode"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
+                                                          "seconds": round(generator.stats.seconds, 3)}
+    fastgen.MATMUL_DECODE[0] = True
     del generator
     # longer completions, ours only (the RL setting of <= 256 tokens)
     ids = [pool[i % len(pool)] for i in range(batches[-1])]
