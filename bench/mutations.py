@@ -413,6 +413,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("renderings.you_is", "generators/renderings.py",
              '    (r"\\b([Yy]ou) is\\b", r"\\1 are"),\n', "",
              ("tests/test_generator_renderings.py",), "second-person stories say 'You is fond of the box'"),
+    # issue 26: the fast generation path (helper "gpu"): identical to transformers' generate, or caught
+    Mutation("fastgen.position_not_advanced", "rl/fastgen.py",
+             "            cache.positions.add_(1)", "            cache.positions.add_(0)",
+             ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+             "every new token gets its predecessor's rotary position: greedy outputs drift from generate's"),
+    Mutation("fastgen.temperature_dropped", "rl/fastgen.py",
+             "        if self.temperature is not None and self.temperature != 1.0:", "        if False:",
+             ("tests/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
+              "tests/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward"),
+             "rollouts sample at temperature 1 whatever the trainer asks"),
+    Mutation("fastgen.sampling_is_greedy", "rl/fastgen.py",
+             "            if sampling.do_sample:", "            if sampling.temperature not in (None, 1.0):",
+             ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+             "RL rollouts at temperature 1 are greedy: all samples of a prompt alike, no RLOO signal"),
+    Mutation("fastgen.stop_sequence_cut_short", "rl/fastgen.py",
+             "                    end = i + 1", "                    end = i",
+             ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
+             "each completion loses its stop token (TRL never sees the end of the turn)"),
 )
 
 

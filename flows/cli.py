@@ -529,6 +529,9 @@ def train(
     bf16: Optional[bool] = typer.Option(None, "--bf16/--no-bf16", show_default="--no-bf16", help="TRL: bfloat16."),
     seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
                                        help="TRL: seed of sampling and data order (repeat a run with others)."),
+    fast_generation: Optional[bool] = typer.Option(None, "--fast-generation/--hf-generation",
+                                                   show_default="--fast-generation", help="TRL: rollouts through "
+                                                   "the fast path (docs/rl-speed.md) or through transformers' generate."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", show_default="var/rl-data",
@@ -548,7 +551,8 @@ def train(
         overrides = given(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
                           num_generations=num_generations, per_device_train_batch_size=batch_size,
                           learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
-                          seed=seed, max_completion_length=max_completion_length)
+                          seed=seed, max_completion_length=max_completion_length,
+                          fast_generation=fast_generation)
     else:
         overrides = given(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
                           learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
@@ -581,7 +585,8 @@ def eval_(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="64"),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, show_default="256"),
     generator: Optional[str] = typer.Option(None, "--generator", show_default="auto",
-                                            help="auto (vLLM when installed), hf or vllm."),
+                                            help="auto (vLLM when installed, else fast), fast "
+                                            "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),

@@ -2,13 +2,15 @@
 store per-item results in the warehouse (`eval_results`), and summarize the in-distribution vs
 held-out matrix and accuracy by belief order (the reference paper's analysis).
 
-Generation is batched greedy decoding with `transformers`; vLLM is used when it is installed
-and a GPU is present (the same prompts, the same chat template).
+Generation is batched greedy decoding: `rl.fastgen` (static KV cache, CUDA graphs, stop at the end of the
+turn or at `</answer>`) by default, `transformers`' own `generate` as the fallback (`--generator hf`), and vLLM
+when it is installed and a GPU is present (the same prompts, the same chat template).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +24,7 @@ from tomforge.rl.models import materialize
 from tomforge.rl.release import SplitRef, read_split
 from tomforge.rl.reward import Scored, score_completion
 
+log = logging.getLogger(__name__)
 EVAL_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("label", pa.string()), ("dataset", pa.string()),
     ("revision", pa.string()), ("config", pa.string()), ("split", pa.string()), ("distribution", pa.string()),
@@ -72,10 +75,58 @@ def _has_vllm() -> bool:
 def generate(model_path: str, prompts: Sequence[list[dict[str, str]]], *, batch_size: int = 64,
              max_new_tokens: int = 256, backend: str = "auto", model: Any = None, tokenizer: Any = None,
              stats: GenerationStats | None = None) -> list[str]:
-    """Greedy completions for chat prompts, in input order."""
+    """Greedy completions for chat prompts, in input order. `backend`: auto (vLLM when installed with a GPU,
+    else the fast path, else HF), fast, hf or vllm."""
+    if backend not in GENERATORS:
+        raise ValueError(f"--generator must be one of {', '.join(GENERATORS)}, not {backend!r}")
     if backend == "vllm" or (backend == "auto" and model is None and _has_vllm()):
         return _generate_vllm(model_path, prompts, max_new_tokens, stats)
+    if backend in ("auto", "fast"):
+        from tomforge.rl.fastgen import UnsupportedModel
+
+        try:
+            return _generate_fast(model_path, prompts, batch_size, max_new_tokens, model, tokenizer, stats)
+        except UnsupportedModel as exc:
+            if backend == "fast":
+                raise
+            log.warning("fast generation not used (%s): falling back to transformers' generate", exc)
     return _generate_hf(model_path, prompts, batch_size, max_new_tokens, model, tokenizer, stats)
+
+
+GENERATORS = ("auto", "fast", "hf", "vllm")
+
+
+def _generate_fast(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
+                   model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+    """The same prompts and token ids as `_generate_hf`, decoded by `rl.fastgen` (stops at the end of the turn
+    and at `</answer>`)."""
+    from tomforge.rl.fastgen import FastGenerator, check_supported, stop_sequence_ids, stop_token_ids
+
+    if model is None:
+        model, tokenizer = load_for_generation(model_path, tokenizer)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    check_supported(model)
+    generator = _fast_generators.get(id(model))
+    if generator is None or generator.model is not model:
+        _fast_generators.clear()  # one model at a time: its graphs and caches hold GPU memory
+        generator = _fast_generators[id(model)] = FastGenerator(model)
+    texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    before = (generator.stats.new_tokens, generator.stats.seconds)
+    new = generator.generate(ids, max_new_tokens=max_new_tokens, stop_ids=stop_token_ids(tokenizer, model),
+                             pad_id=pad_id, stop_sequences=stop_sequence_ids(tokenizer), batch_size=batch_size)
+    if stats is not None:
+        stats.new_tokens += generator.stats.new_tokens - before[0]
+        stats.seconds += generator.stats.seconds - before[1]
+        stats.n_sequences += len(new)
+    return [tokenizer.decode(tokens, skip_special_tokens=True) for tokens in new]
+
+
+_fast_generators: dict[int, Any] = {}
 
 
 def _generate_vllm(model_path: str, prompts: Sequence[list[dict[str, str]]], max_new_tokens: int,

@@ -52,16 +52,21 @@ def sft_dataset(rl_dataset: Any, rationale_form: str | None = None) -> Any:
 
 def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, max_steps: int = 200,
                learning_rate: float = 5e-4, batch_size: int = 32, bf16: bool = False, seed: int = 0,
-               gradient_checkpointing: bool = False, extra: dict[str, Any] | None = None,
-               rationale_form: str | None = None) -> dict[str, Any]:
-    """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`."""
+               gradient_checkpointing: bool = False, bucket_by_length: bool = True,
+               extra: dict[str, Any] | None = None, rationale_form: str | None = None) -> dict[str, Any]:
+    """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`.
+
+    `bucket_by_length`: batches of examples of similar length (transformers' length-grouped sampler), so
+    little of a batch is padding. Packing is not used: TRL packs padding-free (one row, position ids restarting),
+    and under SDPA attention the packed examples would attend to each other (checked on the CPU: only flash
+    attention separates them), which would change the loss."""
     from trl import SFTConfig, SFTTrainer
 
     config = SFTConfig(output_dir=output_dir, max_steps=max_steps, learning_rate=learning_rate,
                        per_device_train_batch_size=batch_size, bf16=bf16, seed=seed, logging_steps=10,
                        save_strategy="no", report_to="none", lr_scheduler_type="cosine", warmup_steps=10,
                        completion_only_loss=True, gradient_checkpointing=gradient_checkpointing,
-                       **(extra or {}))
+                       **{**(length_grouping(SFTConfig) if bucket_by_length else {}), **(extra or {})})
     from tomforge.rl.trl_backend import nonfinite_guard
 
     guard = nonfinite_guard()
@@ -72,9 +77,20 @@ def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, 
     seconds = time.perf_counter() - started
     trainer.save_model(output_dir)
     tokenizer.save_pretrained(output_dir)
-    return {"output_dir": output_dir, "steps": trainer.state.global_step, "seconds": seconds,
+    tokens = max((int(e["num_tokens"]) for e in trainer.state.log_history if "num_tokens" in e), default=None)
+    return {"output_dir": output_dir, "steps": trainer.state.global_step, "seconds": seconds, "tokens": tokens,
             "train_loss": result.training_loss, "log_history": trainer.state.log_history,
             "skipped_nonfinite_steps": guard.skipped}
+
+
+def length_grouping(config_cls: Any) -> dict[str, Any]:
+    """The training-arguments setting that groups examples by length, in this transformers' spelling."""
+    from dataclasses import fields
+
+    names = {f.name for f in fields(config_cls)}
+    if "train_sampling_strategy" in names:
+        return {"train_sampling_strategy": "group_by_length"}
+    return {"group_by_length": True} if "group_by_length" in names else {}
 
 
 def save_json(path: Path, data: Any) -> None:

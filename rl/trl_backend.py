@@ -56,6 +56,7 @@ class TrlSettings:
     bf16: bool = False
     use_vllm: bool = False
     gradient_checkpointing: bool = False
+    fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
     report_to: str = "none"
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
@@ -144,7 +145,11 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
     weights = RewardWeights(**s.reward_weights)
     # TRL types a reward function as returning list[float | None] (None: not applicable); ours always score
     funcs: list[Any] = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
-    trainer_cls = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
+    trainer_cls: Any = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
+    if s.fast_generation and not s.use_vllm:
+        from tomforge.rl.fast_trl import fast_trainer_class
+
+        trainer_cls = fast_trainer_class(trainer_cls)
     guard = nonfinite_guard()
     trainer = trainer_cls(model=model if model is not None else materialize(s.model), reward_funcs=funcs,
                           args=build_trl_config(s), train_dataset=train_dataset, processing_class=tokenizer,
@@ -159,7 +164,18 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
     Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
     return {"output_dir": s.output_dir, "steps": trainer.state.global_step, "seconds": elapsed,
             "step_times": step_times, "log_history": history, "train_loss": result.training_loss,
-            "skipped_nonfinite_steps": guard.skipped}
+            "skipped_nonfinite_steps": guard.skipped, "generation": generation_summary(trainer)}
+
+
+def generation_summary(trainer: Any) -> dict[str, Any]:
+    """Which path produced the rollouts, and (fast path) its token count and time."""
+    stats = getattr(trainer, "fast_generation_stats", None)
+    refused = getattr(trainer, "_fast_refused", None)
+    if stats is None:
+        return {"path": "trl-generate", "reason": refused or "fast generation off"}
+    return {"path": "fastgen", "sequences": stats.sequences, "new_tokens": stats.new_tokens,
+            "seconds": round(stats.seconds, 3), "tokens_per_s": round(stats.tokens_per_s, 1),
+            "graphs_captured": stats.graphs_captured}
 
 
 def trl_launch_command(s: TrlSettings, dataset: str, revision: str | None, train: str, n_gpus: int = 1,

@@ -1,0 +1,411 @@
+"""RL stage speed, ours vs the reference side by side: generation (rl.fastgen vs transformers' `generate`), the
+RLOO step (TRL with rollouts through rl.fastgen vs TRL's own `generate`), and SFT (length-bucketed batches vs the
+run-4 recipe), each with MFU and peak GPU memory. Issue 26; figures in docs/rl-speed.md.
+
+Two steps:
+
+    # here (CPU): the experiment's prompts (generated, templated, orders 0-3, as `rl.experiment_data` builds
+    # them) as RL rows, and SmolLM2-135M-Instruct's tokenizer + config read from the gguf
+    python bench/rl_speed.py prepare --gguf SmolLM2-135M-Instruct.Q4_1.gguf --out CARRY
+    # on the H200, one call
+    python bench/rl_speed.py run --assets CARRY --out $OUT
+
+The model is a randomly initialised `LlamaForCausalLM` with SmolLM2-135M-Instruct's config (speed does not depend
+on the weights; with random weights a sequence rarely stops early, so both sides generate the full length). MFU:
+model FLOPs per token (2N forward, 6N forward + backward; run 4's accounting: RL 10N per token of
+prompt + completion) over the H200's dense bf16 peak, attention FLOPs left out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+N_PARAMS = 134_515_008  # SmolLM2-135M-Instruct (run 4's metrics.json)
+PEAK_FLOPS = 989e12  # H200 dense bf16, as in run 4's metrics.json (peak_flops_assumed)
+RUN4 = {"rl_step_s_per_arm_two_arms_at_once": [9.55, 9.63, 7.87, 8.18], "rl_step_median_s_run5": [4.0, 4.2],
+        "sft_mfu": [0.0102, 0.0151], "eval_new_tokens_per_s": [1234.8, 1951.0]}
+
+
+def prepare(gguf: Path, out: Path, n_rows: int) -> None:
+    """Tokenizer + config from the gguf; `n_rows` RL rows of generated prompts (train_templated's recipe)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from tomforge.generators import generate_records
+    from tomforge.rl.columns import rl_columns
+
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    tokenizer.save_pretrained(out / "tokenizer")
+    config.save_pretrained(out / "tokenizer")
+    records = generate_records(n_rows, max_order=3, seed=0, split="train_templated", controls=False,
+                               include_memory=False, held_out=False)
+    rows = []
+    for i, record in enumerate(records):
+        row = rl_columns(record, index=i)
+        rows.append({k: row[k] for k in ("prompt", "reward_model", "extra_info", "data_source", "ability")})
+    (out / "rows.json").write_text(json.dumps(rows))
+    print(f"wrote {len(rows)} rows and the tokenizer to {out}")
+
+
+class Recorder:
+    """metrics.json rewritten after every section, so a cut run still returns what it measured."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "metrics.json"
+        self.data: dict[str, Any] = {}
+
+    def section(self, name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        started = time.perf_counter()
+        print(f"== {name}", flush=True)
+        try:
+            self.data[name] = fn()
+        except Exception as exc:  # a failed section is recorded, the next ones still run
+            traceback.print_exc()
+            self.data[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        self.data[name]["section_seconds"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(self.data[name], default=str)[:2000], flush=True)
+        self.path.write_text(json.dumps(self.data, indent=1, sort_keys=True, default=str))
+
+
+def peak_gb(reset: bool = True) -> float:
+    import torch
+
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    if reset:
+        torch.cuda.reset_peak_memory_stats()
+    return round(peak, 2)
+
+
+def random_model(assets: Path, dtype: Any) -> Any:
+    import torch
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    config = AutoConfig.from_pretrained(assets / "tokenizer")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(dtype)
+    return model.to("cuda").eval()
+
+
+def prompt_ids(tokenizer: Any, rows: list[dict[str, Any]]) -> list[list[int]]:
+    texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+    return tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+
+def hf_greedy(model: Any, ids: list[list[int]], new_tokens: int, stops: list[int], pad: int) -> list[list[int]]:
+    import torch
+
+    width = max(len(p) for p in ids)
+    batch = torch.full((len(ids), width), pad, dtype=torch.long)
+    mask = torch.zeros(len(ids), width, dtype=torch.long)
+    for i, p in enumerate(ids):
+        batch[i, width - len(p):] = torch.tensor(p)
+        mask[i, width - len(p):] = 1
+    with torch.no_grad():
+        out = model.generate(input_ids=batch.cuda(), attention_mask=mask.cuda(), max_new_tokens=new_tokens,
+                             do_sample=False, eos_token_id=stops, pad_token_id=pad)
+    rows = out[:, width:].tolist()
+    result = []
+    for row in rows:
+        end = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
+        result.append(row[:end])
+    return result
+
+
+def compare(ours: list[list[int]], theirs: list[list[int]]) -> dict[str, Any]:
+    same = sum(a == b for a, b in zip(ours, theirs))
+    first_diff = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                  for a, b in zip(ours, theirs) if a != b]
+    tokens_agreeing = sum(next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                          for a, b in zip(ours, theirs))
+    return {"prompts": len(ours), "identical": same, "identical_share": round(same / len(ours), 4),
+            "median_first_difference": statistics.median(first_diff) if first_diff else None,
+            "tokens_before_first_difference_share": round(tokens_agreeing / max(1, sum(len(b) for b in theirs)), 4)}
+
+
+def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int], new_tokens: int,
+                     long_tokens: int) -> dict[str, Any]:
+    import torch
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.fastgen import FastGenerator, stop_token_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    model = random_model(assets, torch.bfloat16)
+    n_params = sum(p.numel() for p in model.parameters())
+    stops = stop_token_ids(tokenizer, model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    pool = prompt_ids(tokenizer, rows)
+    lengths = sorted(len(p) for p in pool)
+    out: dict[str, Any] = {"parameters": n_params, "stop_ids": stops, "new_tokens": new_tokens,
+                           "prompt_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2],
+                                             "max": lengths[-1]}}
+    for batch in batches:
+        ids = [pool[i % len(pool)] for i in range(batch)]
+        generator = FastGenerator(model)
+        started = time.perf_counter()
+        generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batch)
+        first_call = time.perf_counter() - started
+        generator.stats = type(generator.stats)()
+        peak_gb()
+        ours = generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batch)
+        ours_s, ours_peak = generator.stats.seconds, peak_gb()
+        hf_greedy(model, ids[:8], 4, stops, pad)  # warm-up
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        theirs = hf_greedy(model, ids, new_tokens, stops, pad)
+        torch.cuda.synchronize()
+        hf_s, hf_peak = time.perf_counter() - started, peak_gb()
+        ours_tokens, hf_tokens = sum(len(r) for r in ours), sum(len(r) for r in theirs)
+        entry = {
+            "ours": {"new_tokens": ours_tokens, "seconds": round(ours_s, 3), "new_tokens_per_s": round(ours_tokens / ours_s),
+                     "first_call_seconds_with_graph_capture": round(first_call, 3), "peak_gpu_gb": ours_peak,
+                     "mfu_forward_new_tokens": round(2 * n_params * ours_tokens / ours_s / PEAK_FLOPS, 4)},
+            "hf_generate": {"new_tokens": hf_tokens, "seconds": round(hf_s, 3), "new_tokens_per_s": round(hf_tokens / hf_s),
+                            "peak_gpu_gb": hf_peak,
+                            "mfu_forward_new_tokens": round(2 * n_params * hf_tokens / hf_s / PEAK_FLOPS, 4)},
+            "greedy_bf16_vs_hf": compare(ours, theirs),
+        }
+        entry["speedup"] = round(entry["ours"]["new_tokens_per_s"] / max(1, entry["hf_generate"]["new_tokens_per_s"]), 1)
+        out[f"batch_{batch}"] = entry
+        print(json.dumps(entry), flush=True)
+        del generator
+        torch.cuda.empty_cache()
+    # the same at batch 1024 with PyTorch's own kernel choice for masked attention (the math kernel)
+    from tomforge.rl import fastgen
+
+    fastgen.MATMUL_DECODE[0] = False
+    fastgen.FUSED_ATTENTION[0] = False
+    ids = [pool[i % len(pool)] for i in range(batches[-1])]
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.stats = type(generator.stats)()
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    out[f"ours_batch_{batches[-1]}_pytorch_kernel_choice"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
+                                                              "seconds": round(generator.stats.seconds, 3)}
+    fastgen.FUSED_ATTENTION[0] = True
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.stats = type(generator.stats)()
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    out[f"ours_batch_{batches[-1]}_sdpa_fused_decode"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
+                                                          "seconds": round(generator.stats.seconds, 3)}
+    fastgen.MATMUL_DECODE[0] = True
+    del generator
+    # longer completions, ours only (the RL setting of <= 256 tokens)
+    ids = [pool[i % len(pool)] for i in range(batches[-1])]
+    generator = FastGenerator(model)
+    generator.generate(ids[:batches[-1]], max_new_tokens=long_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.stats = type(generator.stats)()
+    peak_gb()
+    generator.generate(ids, max_new_tokens=long_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    out[f"ours_batch_{batches[-1]}_new_{long_tokens}"] = {
+        "new_tokens_per_s": round(generator.stats.tokens_per_s), "seconds": round(generator.stats.seconds, 3),
+        "peak_gpu_gb": peak_gb()}
+    del generator, model
+    torch.cuda.empty_cache()
+    return out
+
+
+def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_tokens: int) -> dict[str, Any]:
+    """Greedy, fp32 with TF32 off on both sides: the decode loop is the same computation as `generate`'s, so
+    outputs should agree except where two logits are within rounding of each other."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.fastgen import FastGenerator, stop_token_ids
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    model = random_model(assets, torch.float32)
+    stops = stop_token_ids(tokenizer, model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    pool = prompt_ids(tokenizer, rows)
+    ids = [pool[i % len(pool)] for i in range(n)]
+    ours = FastGenerator(model).generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=256)
+    theirs: list[list[int]] = []
+    order = sorted(range(n), key=lambda i: len(ids[i]))
+    by_index: dict[int, list[int]] = {}
+    for start in range(0, n, 256):
+        chunk = order[start:start + 256]
+        for i, row in zip(chunk, hf_greedy(model, [ids[i] for i in chunk], new_tokens, stops, pad)):
+            by_index[i] = row
+    theirs = [by_index[i] for i in range(n)]
+    del model
+    torch.cuda.empty_cache()
+    return {"new_tokens": new_tokens, **compare(ours, theirs)}
+
+
+def bench_rloo(assets: Path, rows: list[dict[str, Any]], model_dir: Path, completion: int, fast: bool,
+               steps: int, work: Path, micro: int = 16) -> dict[str, Any]:
+    """RLOO steps of 16 prompts x 8 samples (128 completions); `micro` completions per forward/backward
+    (run 4: 16, i.e. 8 accumulation steps)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.trl_backend import TrlSettings, train_trl
+
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    settings = TrlSettings(model=str(model_dir), output_dir=str(work / f"rloo-{completion}-{fast}-{micro}"),
+                           max_steps=steps, learning_rate=5e-6, beta=0.001, num_generations=8,
+                           per_device_train_batch_size=micro, gradient_accumulation_steps=128 // micro, max_completion_length=completion, bf16=True,
+                           save_steps=10**6, seed=0, fast_generation=fast)
+    dataset = Dataset.from_list(rows[:16 * steps])
+    peak_gb()
+    result = train_trl(settings, dataset, tokenizer=tokenizer)
+    times = result["step_times"]
+    steady = times[1:] if len(times) > 1 else times
+    n_params = N_PARAMS
+    history = [e for e in result["log_history"] if "num_tokens" in e]
+    tokens = history[-1]["num_tokens"] if history else None
+    median = statistics.median(steady)
+    tokens_per_step = tokens / len(times) if tokens else None
+    return {"completion": completion, "micro_batch": micro, "path": result["generation"], "steps": result["steps"],
+            "step_seconds": [round(t, 3) for t in times], "median_step_s_after_first": round(median, 3),
+            "tokens_per_step": tokens_per_step, "peak_gpu_gb": peak_gb(),
+            "mfu_10N": round(10 * n_params * tokens_per_step / median / PEAK_FLOPS, 4) if tokens_per_step else None,
+            "skipped_nonfinite_steps": result["skipped_nonfinite_steps"]}
+
+
+def bench_sft(assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: int, bucket: bool, steps: int,
+              work: Path) -> dict[str, Any]:
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.sft import sft_warmup
+
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    peak_gb()
+    result = sft_warmup(str(model_dir), tokenizer, Dataset.from_list(rows), str(work / f"sft-{batch}-{bucket}"),
+                        max_steps=steps, learning_rate=2e-5, batch_size=batch, bf16=True, bucket_by_length=bucket)
+    n_params = N_PARAMS
+    tokens = result["tokens"]
+    tps = tokens / result["seconds"] if tokens else None
+    return {"batch": batch, "bucket_by_length": bucket, "steps": result["steps"], "seconds": round(result["seconds"], 2),
+            "tokens": tokens, "tokens_per_s": round(tps) if tps else None, "peak_gpu_gb": peak_gb(),
+            "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None}
+
+
+def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
+    """Where a fast-path call spends its time: the graph replay alone per step, then torch.profiler's CUDA-time
+    table over one whole call (prefill + decode)."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.fastgen import FastGenerator, stop_token_ids
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = json.loads((assets / "rows.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    model = random_model(assets, torch.bfloat16)
+    stops = stop_token_ids(tokenizer, model)
+    pool = prompt_ids(tokenizer, rows)
+    ids = [pool[i % len(pool)] for i in range(batch)]
+    generator = FastGenerator(model)
+    generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
+    cache = next(iter(generator._caches.values()))
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(20):
+        cache.graph.replay()
+    torch.cuda.synchronize()
+    replay_ms = (time.perf_counter() - started) / 20 * 1000
+    started = time.perf_counter()
+    with torch.no_grad():
+        generator._prefill(cache, ids, stops[-1])
+    torch.cuda.synchronize()
+    prefill_s = time.perf_counter() - started
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
+        torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60)
+    summary = {"batch": batch, "new_tokens": new_tokens, "cache_length": cache.length,
+               "graph_replay_ms_per_step": round(replay_ms, 3), "prefill_s": round(prefill_s, 3)}
+    print(json.dumps(summary))
+    print(table)
+    (out / "profile.txt").write_text(json.dumps(summary) + "\n" + table)
+    return 0
+
+
+def run(assets: Path, out: Path, quick: bool) -> int:
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = json.loads((assets / "rows.json").read_text())
+    rec = Recorder(out)
+    import transformers
+    import trl
+
+    from tomforge.rl import fastgen
+
+    rec.data["setup"] = {"fused_attention_at_start": fastgen.FUSED_ATTENTION[0], "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                         "transformers": transformers.__version__, "trl": trl.__version__, "rows": len(rows),
+                         "peak_flops_assumed": PEAK_FLOPS, "run4_reference": RUN4, "quick": quick}
+    model_dir = work / "model"
+    model = random_model(assets, torch.float32)
+    model.save_pretrained(model_dir)
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(assets / "tokenizer").save_pretrained(model_dir)
+    del model
+    torch.cuda.empty_cache()
+    if quick:
+        rec.section("generation", lambda: bench_generation(assets, rows, [64], 16, 32))
+        rec.section("identity_fp32", lambda: bench_identity_fp32(assets, rows, 32, 16))
+        rec.section("rloo_48_fast", lambda: bench_rloo(assets, rows, model_dir, 48, True, 2, work))
+        rec.section("sft_bucketed", lambda: bench_sft(assets, rows, model_dir, 64, True, 12, work))
+        return 0
+    rec.section("generation", lambda: bench_generation(assets, rows, [256, 1024], 64, 256))
+    rec.section("identity_fp32", lambda: bench_identity_fp32(assets, rows, 1024, 48))
+    rec.data["setup"]["fused_attention_after_generation"] = fastgen.FUSED_ATTENTION[0]
+    rec.section("rloo_48_fast", lambda: bench_rloo(assets, rows, model_dir, 48, True, 6, work))
+    rec.section("rloo_48_fast_micro128", lambda: bench_rloo(assets, rows, model_dir, 48, True, 6, work, micro=128))
+    rec.section("rloo_256_fast_micro128", lambda: bench_rloo(assets, rows, model_dir, 256, True, 5, work, micro=128))
+    rec.section("rloo_48_hf", lambda: bench_rloo(assets, rows, model_dir, 48, False, 3, work))
+    rec.section("sft_run4_recipe", lambda: bench_sft(assets, rows, model_dir, 16, False, 30, work))
+    rec.section("sft_bucketed_64", lambda: bench_sft(assets, rows, model_dir, 64, True, 30, work))
+    rec.section("sft_bucketed_128", lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python bench/rl_speed.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--gguf", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--rows", type=int, default=1200)
+    r = sub.add_parser("run")
+    r.add_argument("--assets", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--quick", action="store_true", help="small shapes: a smoke test of every section")
+    f = sub.add_parser("profile")
+    f.add_argument("--assets", type=Path, required=True)
+    f.add_argument("--out", type=Path, required=True)
+    f.add_argument("--batch", type=int, default=1024)
+    f.add_argument("--new-tokens", type=int, default=64)
+    args = parser.parse_args(argv)
+    if args.cmd == "profile":
+        return profile(args.assets, args.out, args.batch, args.new_tokens)
+    if args.cmd == "prepare":
+        prepare(args.gguf, args.out, args.rows)
+        return 0
+    return run(args.assets, args.out, args.quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,454 @@
+"""Fast batched generation for rollouts and evaluation: a static KV cache, one CUDA graph per decode step.
+
+Hugging Face's default `generate` spends most of a small model's decode step in Python and in many small
+kernel launches (a 135M model on an H200 produces 1-2k new tokens/s that way). Here:
+
+- the KV cache is allocated once per (batch, length bucket) and written in place (`index_copy_`), so every
+  decode step has the same shapes and addresses and is captured once as a CUDA graph and replayed;
+- prompts are sorted by length and cut into batches (bucketing), padded on the left to the batch's longest
+  prompt; the cache length is rounded up to `length_bucket`, so a few graphs serve every batch;
+- each row stops at an end token (`stop_ids`, e.g. SmolLM2's `<|im_end|>` and `<|im_start|>`) or a stop token
+  sequence (`</answer>`); the loop ends when all rows have stopped (checked every `check_every` steps);
+- the model's own modules (embeddings, norms, rotary embedding, projections, MLP, head) do the work; only the
+  attention over the static cache is written here (SDPA), so any Llama-shaped model (Llama, Qwen2, Mistral)
+  runs, and the projections keep their weights: `sync_from` copies a training model's weights into the
+  inference copy in place, so the captured graphs stay valid across RL steps.
+
+Sampling applies Hugging Face's own logits warpers in `generate`'s order and draws with `torch.multinomial`
+on the global generator, as `generate(do_sample=True)` does; greedy takes the argmax. On the CPU (tests) the
+same loop runs without graphs. `tests/test_rl_fastgen.py` compares both with `generate` token for token.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
+HF_DEFAULT_TOP_K = 50  # GenerationConfig's global default when a config leaves top_k unset
+
+
+class UnsupportedModel(ValueError):
+    """A model or generation setting the fast path does not reproduce; callers fall back to `generate`."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What `generate` would do with these settings; `do_sample=False` is greedy."""
+
+    do_sample: bool = False
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+
+    @classmethod
+    def from_generation_config(cls, config: Any) -> "Sampling":
+        """From a `GenerationConfig`; refuses processors the fast path does not apply."""
+        refused = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "num_beams": 1, "typical_p": 1.0}
+        for name, neutral in refused.items():
+            value = getattr(config, name, None)
+            if value is not None and value != neutral:
+                raise UnsupportedModel(f"generation setting {name}={value} is not supported by the fast path")
+        for name in ("bad_words_ids", "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "top_h",
+                     "epsilon_cutoff", "eta_cutoff", "min_new_tokens", "watermarking_config"):
+            value = getattr(config, name, None)
+            if value not in (None, 0, 0.0, [], {}):
+                raise UnsupportedModel(f"generation setting {name}={value} is not supported by the fast path")
+        return cls(do_sample=bool(config.do_sample), temperature=config.temperature,
+                   top_k=HF_DEFAULT_TOP_K if config.top_k is None else config.top_k,
+                   top_p=config.top_p, min_p=config.min_p)
+
+    def warpers(self) -> list[Callable[[Any, Any], Any]]:
+        """HF's warpers, in the order `GenerationMixin._get_logits_processor` appends them."""
+        from transformers import MinPLogitsWarper, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+        if not self.do_sample:
+            return []
+        out: list[Callable[[Any, Any], Any]] = []
+        if self.temperature is not None and self.temperature != 1.0:
+            out.append(TemperatureLogitsWarper(self.temperature))
+        if self.top_k is not None and self.top_k != 0:
+            out.append(TopKLogitsWarper(top_k=self.top_k, min_tokens_to_keep=1))
+        if self.top_p is not None and self.top_p < 1.0:
+            out.append(TopPLogitsWarper(top_p=self.top_p, min_tokens_to_keep=1))
+        if self.min_p is not None:
+            out.append(MinPLogitsWarper(min_p=self.min_p, min_tokens_to_keep=1))
+        return out
+
+
+GREEDY = Sampling()
+
+
+@dataclass
+class FastStats:
+    """What one or more `generate` calls did: rows, new tokens (up to and including each row's stop), time."""
+
+    sequences: int = 0
+    new_tokens: int = 0
+    decode_steps: int = 0
+    seconds: float = 0.0
+    graphs_captured: int = 0
+    batches: list[tuple[int, int]] = field(default_factory=list)  # (rows, cache length) per batch
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds else 0.0
+
+
+def check_supported(model: Any) -> None:
+    config = model.config
+    if getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
+        raise UnsupportedModel(f"model type {getattr(config, 'model_type', None)!r} is not one of {SUPPORTED_MODEL_TYPES}")
+    if getattr(config, "use_sliding_window", False) or getattr(config, "sliding_window", None) and \
+            config.model_type == "mistral":
+        raise UnsupportedModel("sliding-window attention is not supported by the fast path")
+    attn = model.model.layers[0].self_attn
+    if hasattr(attn, "q_norm"):
+        raise UnsupportedModel("per-head query/key norms are not supported by the fast path")
+
+
+def torch_no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch.no_grad()` around a method, imported lazily (the CLI must start without torch)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _rotate_half(x: Any) -> Any:
+    import torch
+
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _attend(q: Any, keys: Any, values: Any, mask: Any, groups: int, scale: float) -> Any:
+    """SDPA of `q` (rows, heads, queries, dim) over the cache. Grouped-query attention without copying the
+    cache: one query position (decode) packs each group's query heads as that kv head's queries (the trick
+    transformers uses for decode too); a prompt (prefill) repeats the keys of its rows. The mask is additive
+    in the model's dtype and, on a GPU, the fused kernels are asked for first: PyTorch's math kernel, its
+    fallback for masked attention, upcasts the whole cache to fp32 at every step."""
+    import torch
+    import torch.nn.functional as F
+
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+    packs = groups > 1 and q.shape[2] == 1
+    rows, heads, _, dim = q.shape
+    if packs:
+        q = q.reshape(rows, heads // groups, groups, dim)
+        if q.device.type == "cuda" and MATMUL_DECODE[0]:
+            return _decode_by_matmul(q, keys, values, additive, scale).reshape(rows, heads, 1, dim)
+    elif groups > 1:
+        keys = keys.repeat_interleave(groups, dim=1)
+        values = values.repeat_interleave(groups, dim=1)
+    try:
+        with _fused_kernels(q):
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=additive, scale=scale)
+    except RuntimeError as exc:  # no fused kernel for these shapes here: PyTorch's own choice from now on
+        if not FUSED_ATTENTION[0] or "kernel" not in str(exc).lower():
+            raise
+        FUSED_ATTENTION[0] = False
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=additive, scale=scale)
+    return out.reshape(rows, heads, 1, dim) if packs else out
+
+
+def _decode_by_matmul(q: Any, keys: Any, values: Any, additive: Any, scale: float) -> Any:
+    """Decode attention as two batched matrix products (softmax in fp32): a read of the cache each, where the
+    fused kernels (cuDNN's, chosen on the H200) spend ~0.3 ms a layer on a tile of 64 queries holding 3
+    (measured: docs/runs/h200-run6-speed/profile-call5.txt)."""
+    import torch
+
+    scores = torch.matmul(q, keys.transpose(-1, -2)).float() * scale + additive
+    return torch.matmul(torch.softmax(scores, dim=-1).to(values.dtype), values)
+
+
+MATMUL_DECODE = [True]  # the bench compares it with SDPA's kernels
+
+
+def _fused_kernels(q: Any) -> Any:
+    """On CUDA: only the memory-efficient and cuDNN kernels (they take a mask); elsewhere: PyTorch's choice."""
+    import contextlib
+
+    if q.device.type != "cuda" or not FUSED_ATTENTION[0]:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION])
+
+
+FUSED_ATTENTION = [True]  # switched off by the bench's comparison (and by anyone whose GPU lacks the kernels)
+
+
+class _Cache:
+    """Keys and values of every layer for `rows` sequences of up to `length` tokens, plus the decode step's
+    static inputs (token, position, cache slot, key mask) that a captured graph reads."""
+
+    def __init__(self, model: Any, rows: int, length: int) -> None:
+        import torch
+
+        config = model.config
+        attn = model.model.layers[0].self_attn
+        n_kv = config.num_key_value_heads
+        device, dtype = model.device, model.dtype
+        shape = (len(model.model.layers), rows, n_kv, length, attn.head_dim)
+        self.keys = torch.zeros(shape, device=device, dtype=dtype)
+        self.values = torch.zeros(shape, device=device, dtype=dtype)
+        self.key_mask = torch.zeros(rows, length, device=device, dtype=torch.bool)
+        self.tokens = torch.zeros(rows, 1, device=device, dtype=torch.long)
+        self.positions = torch.zeros(rows, 1, device=device, dtype=torch.long)
+        self.slot = torch.zeros(1, device=device, dtype=torch.long)
+        self.logits = torch.zeros(rows, config.vocab_size, device=device, dtype=torch.float32)
+        self.rows, self.length = rows, length
+        self.graph: Any = None
+
+
+class FastGenerator:
+    """Generates for many prompts at once with a static cache; see the module docstring."""
+
+    def __init__(self, model: Any, *, length_bucket: int = 64, cuda_graphs: bool | None = None,
+                 check_every: int = 8, max_caches: int = 6, prefill_rows: int = 64) -> None:
+        check_supported(model)
+        self.model = model.eval()
+        self.length_bucket = length_bucket
+        self.cuda_graphs = model.device.type == "cuda" if cuda_graphs is None else cuda_graphs
+        self.check_every = check_every
+        self.max_caches = max_caches
+        self.prefill_rows = prefill_rows
+        self._caches: dict[tuple[int, int], _Cache] = {}
+        self.stats = FastStats()
+
+    @classmethod
+    def inference_copy(cls, model: Any, dtype: Any = None, **kwargs: Any) -> "FastGenerator":
+        """A generator over its own copy of `model` (e.g. bf16 for an fp32 training model); keep it in step
+        with `sync_from`."""
+        clone = copy.deepcopy(model)
+        if dtype is not None:
+            clone.to(dtype)
+        for p in clone.parameters():
+            p.requires_grad_(False)
+        return cls(clone, **kwargs)
+
+    def sync_from(self, model: Any) -> None:
+        """Copy `model`'s weights into ours in place (addresses kept: captured graphs stay valid)."""
+        import torch
+
+        ours = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name in ours and ours[name].data_ptr() != p.data_ptr():
+                    ours[name].copy_(p)
+
+    # ---- the model, one step ----
+    def _forward(self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any,
+                 rows: slice = slice(None)) -> Any:
+        """Logits of the last position after writing keys/values of `ids` at `slots` in the cache rows `rows`.
+        `mask`: (rows, 1, queries, length) bool, True where a query may attend."""
+        import torch
+
+        inner = self.model.model
+        hidden = inner.embed_tokens(ids)
+        cos, sin = inner.rotary_emb(hidden, positions)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        n_rows, n = ids.shape
+        for index, layer in enumerate(inner.layers):
+            attn = layer.self_attn
+            residual = hidden
+            x = layer.input_layernorm(hidden)
+            shape = (n_rows, n, -1, attn.head_dim)
+            q = attn.q_proj(x).view(shape).transpose(1, 2)
+            k = attn.k_proj(x).view(shape).transpose(1, 2)
+            v = attn.v_proj(x).view(shape).transpose(1, 2)
+            q = q * cos + _rotate_half(q) * sin
+            k = k * cos + _rotate_half(k) * sin
+            keys, values = cache.keys[index, rows], cache.values[index, rows]
+            keys.index_copy_(2, slots, k)
+            values.index_copy_(2, slots, v)
+            out = _attend(q, keys, values, mask, attn.num_key_value_groups, attn.scaling)
+            hidden = residual + attn.o_proj(out.transpose(1, 2).reshape(n_rows, n, -1))
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        last = inner.norm(hidden[:, -1:, :])
+        return self.model.lm_head(last)[:, -1, :].to(torch.float32)
+
+    def _decode(self, cache: _Cache) -> None:
+        """One decode step on the static inputs; the step a CUDA graph captures."""
+        cache.key_mask.index_fill_(1, cache.slot, True)
+        mask = cache.key_mask[:, None, None, :]
+        cache.logits.copy_(self._forward(cache, cache.tokens, cache.positions, cache.slot, mask))
+
+    def _cache_for(self, rows: int, length: int) -> _Cache:
+        key = (rows, length)
+        if key not in self._caches:
+            if len(self._caches) >= self.max_caches:
+                self._caches.pop(next(iter(self._caches)))
+            self._caches[key] = _Cache(self.model, rows, length)
+        return self._caches[key]
+
+    def _capture(self, cache: _Cache) -> None:
+        import torch
+
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up outside the graph (allocator, kernel choice); it computes the
+            for _ in range(2):           # same step the replay computes again, so nothing needs restoring
+                self._decode(cache)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._decode(cache)
+        cache.graph = graph
+        self.stats.graphs_captured += 1
+
+    def _step(self, cache: _Cache) -> None:
+        if not self.cuda_graphs:
+            self._decode(cache)
+            return
+        if cache.graph is None:
+            self._capture(cache)
+        cache.graph.replay()
+
+    # ---- one batch ----
+    def _prefill(self, cache: _Cache, prompts: Sequence[Sequence[int]], pad_id: int) -> int:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        device = self.model.device
+        ids = torch.full((cache.rows, width), pad_id, dtype=torch.long)
+        present = torch.zeros(cache.rows, width, dtype=torch.bool)
+        for row, prompt in enumerate(prompts):
+            if prompt:
+                ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
+                present[row, width - len(prompt):] = True
+        ids, present = ids.to(device), present.to(device)
+        positions = present.long().cumsum(-1) - 1
+        positions.masked_fill_(~present, 1)  # as `generate` does for left padding
+        cache.keys.zero_()
+        cache.values.zero_()
+        cache.key_mask.zero_()
+        cache.key_mask[:, :width] = present
+        causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
+        slots = torch.arange(width, device=device)
+        for start in range(0, cache.rows, self.prefill_rows):  # rows in chunks: the prompt's attention is
+            rows = slice(start, min(start + self.prefill_rows, cache.rows))  # (rows, heads, width, length)
+            here = present[rows]
+            mask = torch.zeros(here.shape[0], 1, width, cache.length, dtype=torch.bool, device=device)
+            mask[:, 0, :, :width] = causal & here[:, None, :]
+            mask[:, 0, :, :width] |= torch.eye(width, dtype=torch.bool, device=device) & ~here[:, :, None]
+            cache.logits[rows] = self._forward(cache, ids[rows], positions[rows], slots, mask, rows)
+        cache.positions.copy_(positions[:, -1:])
+        cache.slot.fill_(width)
+        return width
+
+    @torch_no_grad
+    def _generate_batch(self, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop_ids: Sequence[int],
+                        stop_sequences: Sequence[Sequence[int]], sampling: Sampling, pad_id: int) -> list[list[int]]:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        length = -(-(width + max_new_tokens) // self.length_bucket) * self.length_bucket
+        cache = self._cache_for(len(prompts), length)
+        self.stats.batches.append((len(prompts), length))
+        self._prefill(cache, prompts, pad_id)
+        device = self.model.device
+        out = torch.full((cache.rows, max_new_tokens), pad_id, dtype=torch.long, device=device)
+        done = torch.zeros(cache.rows, dtype=torch.bool, device=device)
+        stops = torch.tensor(list(stop_ids), dtype=torch.long, device=device)
+        sequences = [torch.tensor(list(s), dtype=torch.long, device=device) for s in stop_sequences if s]
+        warpers = sampling.warpers()
+        history = None
+        for step in range(max_new_tokens):
+            scores = cache.logits
+            if sampling.do_sample:
+                history = out[:, :step]
+                for warp in warpers:
+                    scores = warp(history, scores)
+                token = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+            else:
+                token = scores.argmax(dim=-1)
+            token = torch.where(done, torch.full_like(token, pad_id), token)
+            out[:, step] = token
+            ended = torch.isin(token, stops)
+            for seq in sequences:
+                if step + 1 >= len(seq):
+                    ended |= (out[:, step + 1 - len(seq):step + 1] == seq).all(dim=1)
+            done |= ended
+            self.stats.decode_steps += 1
+            if step + 1 == max_new_tokens or ((step + 1) % self.check_every == 0 and bool(done.all())):
+                break
+            cache.tokens.copy_(token[:, None])
+            cache.positions.add_(1)
+            self._step(cache)
+            cache.slot.add_(1)
+        return _trim(out.cpu().tolist(), done.cpu().tolist(), stop_ids, sequences_as_lists(stop_sequences))
+
+    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, stop_ids: Sequence[int],
+                 pad_id: int, stop_sequences: Sequence[Sequence[int]] = (), sampling: Sampling = GREEDY,
+                 batch_size: int = 256, sort_by_length: bool = True) -> list[list[int]]:
+        """New tokens for each prompt (token ids), in input order, each cut after its first stop."""
+        if not prompts:
+            return []
+        if any(not p for p in prompts):
+            raise ValueError("fast generation: an empty prompt (no tokens) cannot be continued")
+        started = time.perf_counter()
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i])) if sort_by_length \
+            else list(range(len(prompts)))
+        results: list[list[int]] = [[] for _ in prompts]
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            batch = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, stop_ids, stop_sequences,
+                                         sampling, pad_id)
+            for i, tokens in zip(chunk, batch):
+                results[i] = tokens
+        if self.model.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+        self.stats.seconds += time.perf_counter() - started
+        self.stats.sequences += len(prompts)
+        self.stats.new_tokens += sum(len(r) for r in results)
+        return results
+
+
+def sequences_as_lists(sequences: Sequence[Sequence[int]]) -> list[list[int]]:
+    return [list(s) for s in sequences if s]
+
+
+def _trim(rows: list[list[int]], done: list[bool], stop_ids: Sequence[int],
+          stop_sequences: list[list[int]]) -> list[list[int]]:
+    """Each row up to and including its first stop token or stop sequence; a row that never stopped whole."""
+    stops = set(stop_ids)
+    out = []
+    for tokens, finished in zip(rows, done):
+        end = len(tokens)
+        if finished:
+            for i, t in enumerate(tokens):
+                if t in stops or any(i + 1 >= len(s) and tokens[i + 1 - len(s):i + 1] == s for s in stop_sequences):
+                    end = i + 1
+                    break
+        out.append(tokens[:end])
+    return out
+
+
+def stop_token_ids(tokenizer: Any, model: Any = None) -> list[int]:
+    """The ids that end a turn: the tokenizer's eos, `<|im_end|>` / `<|im_start|>` where the vocabulary has them
+    (SmolLM2's gguf names `<|im_start|>` as eos; a turn ends with `<|im_end|>`), and the model's eos ids."""
+    ids: list[int] = []
+    if tokenizer.eos_token_id is not None:
+        ids.append(int(tokenizer.eos_token_id))
+    vocab = tokenizer.get_vocab()
+    ids += [int(vocab[t]) for t in ("<|im_end|>", "<|im_start|>") if t in vocab]
+    config_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if config_eos is not None:
+        ids += [int(i) for i in (config_eos if isinstance(config_eos, list) else [config_eos])]
+    return sorted(set(ids))
+
+
+def stop_sequence_ids(tokenizer: Any, texts: Sequence[str] = ("</answer>",)) -> list[list[int]]:
+    """Each stop text as the token sequence the tokenizer gives it alone (a text the model spells with other
+    tokens is not caught here; the reward and the evaluation cut the text at `</answer>` anyway)."""
+    return [list(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
