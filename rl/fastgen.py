@@ -25,12 +25,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from tomforge.errors import TomforgeError
+
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
 HF_DEFAULT_TOP_K = 50  # GenerationConfig's global default when a config leaves top_k unset
 
 
-class UnsupportedModel(ValueError):
-    """A model or generation setting the fast path does not reproduce; callers fall back to `generate`."""
+class UnsupportedModel(TomforgeError, ValueError):
+    """A model or generation setting the fast path does not reproduce; callers fall back to `generate`
+    (asked for explicitly, `--generator fast`, it is bad input: one line, exit 2)."""
 
 
 @dataclass(frozen=True)

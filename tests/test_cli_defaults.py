@@ -105,6 +105,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
              "grad_accum": one("gradient_accumulation_steps"), "learning_rate": both("learning_rate", "learning_rate"),
              "beta": one("beta", "kl_coef"), "max_completion_length": both("max_completion_length", "max_response_length"),
              "bf16": "--bf16" if trl["bf16"] else "--no-bf16", "seed": one("seed"),
+             "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
              "data_dir": str(_defaults_of(stage.launch)["data_dir"])}
     evaluated = _defaults_of(evaluate)
     eval_ = {"batch_size": str(evaluated["batch_size"]), "max_new_tokens": str(evaluated["max_new_tokens"]),

@@ -35,6 +35,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "hub.errors.ConflictError": 6,
     "hub.errors.PublishError": 5,
     "hub.errors.UnreachableError": 5,
+    "rl.fastgen.UnsupportedModel": 2,
     "rl.models.ModelSourceError": 2,
     "rl.release.ReleaseReadError": 2,
     "rl.verl_backend.VerlConfigError": 2,
