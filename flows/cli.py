@@ -649,6 +649,16 @@ def clean(
     sys.stdout.write("\n".join(result.lines()) + "\n")
 
 
+def _register_scan() -> None:
+    """`tomforge scan` lives in its own module (flows/scan_command.py)."""
+    from tomforge.flows.scan_command import scan
+
+    app.command(name="scan")(scan)
+
+
+_register_scan()
+
+
 def main() -> None:
     app()
 
