@@ -114,10 +114,11 @@ def _hub_shards(repo: str, revision: str | None) -> list[Shard]:
         files = HfFileSystem().find(root, revision=revision)
     except Exception as exc:  # noqa: BLE001  (the client's errors are many; one line names the repo)
         raise ScanInputError(f"hub:{repo}@{revision}: cannot list the dataset: {type(exc).__name__}") from None
-    found = sorted(f for f in files if _is_corpus_file(f))
-    if not found:
+    # listed paths carry the revision (`datasets/ORG/NAME@REV/...`): a shard is named by its path in the repo
+    names = sorted(f.split("/", 3)[3] for f in files if _is_corpus_file(f))
+    if not names:
         raise ScanInputError(f"hub:{repo}@{revision}: no corpus files ({', '.join(SUFFIXES)})")
-    return [Shard(f[len(root) + 1:], f, hub_revision=revision) for f in found]
+    return [Shard(name, f"{root}/{name}", hub_revision=revision) for name in names]
 
 
 def message_text(prompt: Any) -> str | None:
