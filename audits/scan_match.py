@@ -19,7 +19,6 @@ import polars as pl
 
 from tomforge.audits.lsh import band_keys
 from tomforge.audits.minhash import MinHasher
-from tomforge.audits.ngram import distinct_grams
 from tomforge.audits.passes import gather
 from tomforge.audits.scan_config import ScanParams
 from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys
@@ -78,37 +77,36 @@ def _shingle_counts(n_words: np.ndarray, n: int) -> np.ndarray:
 
 def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.ndarray, p: ScanParams) -> list[tuple]:
     """(doc, story, Jaccard) of verified pairs. Only documents whose shingle count allows Jaccard >=
-    threshold with some story are signed (|A| >= J |B| and |A| <= |B| / J): exact, not a heuristic."""
+    threshold with some story are signed (|A| >= J |B|, and |A| <= |B| / J on distinct shingles,
+    checked at verification): exact, not a heuristic. A signature over all of a document's
+    shingles equals the one over its distinct shingles (a minimum), so no per-document sort here."""
     story_sizes = np.diff(index.story_shingle_offsets)
     if not len(story_sizes):
         return []
-    low, high = p.jaccard_threshold * story_sizes.min(), story_sizes.max() / p.jaccard_threshold
+    low = p.jaccard_threshold * story_sizes.min()
     counts = _shingle_counts(np.diff(word_offsets), p.shingle_n)
-    docs = np.flatnonzero((counts >= low) & (counts <= 2 * high))  # repeats: the distinct count decides below
+    docs = np.flatnonzero(counts >= low)  # repeated shingles can make a long document's distinct set small
     if not len(docs):
         return []
-    sub, sub_offsets = gather(words, word_offsets, docs)
-    shingles, offsets = distinct_grams(*batch_ngrams(sub, sub_offsets, p.shingle_n))
-    sizes = np.diff(offsets)
-    fit = np.flatnonzero((sizes >= low) & (sizes <= high))
-    if not len(fit):
-        return []
-    shingles, offsets = gather(shingles, offsets, fit)
-    docs = docs[fit]
+    sub, sub_offsets = (words, word_offsets) if len(docs) == len(counts) else gather(words, word_offsets, docs)
+    shingles, offsets = batch_ngrams(sub, sub_offsets, p.shingle_n)
     sigs = MinHasher(p.num_perm, p.minhash_seed).signatures(shingles, offsets)
     keys = combined_band_keys(band_keys(sigs, index.banding))
     lo = np.searchsorted(index.band_key, keys, side="left")
-    hi = np.searchsorted(index.band_key, keys, side="right")
-    hit = np.flatnonzero(hi > lo)
+    hit = np.flatnonzero(index.band_key[np.minimum(lo, len(index.band_key) - 1)] == keys)
     if not len(hit):
         return []
-    local = np.repeat(hit // index.banding.bands, hi[hit] - lo[hit])
-    cand = np.unique(np.stack([local, index.band_story[_repeat_ranges(lo[hit], hi[hit])]], axis=1), axis=0)
+    lo = lo[hit]
+    hi = np.searchsorted(index.band_key, keys[hit], side="right")
+    local = np.repeat(hit // index.banding.bands, hi - lo)
+    cand = np.unique(np.stack([local, index.band_story[_repeat_ranges(lo, hi)]], axis=1), axis=0)
     out = []
     so = index.story_shingle_offsets
+    distinct: dict[int, np.ndarray] = {}
     for d, s in cand:
-        a = shingles[offsets[d]:offsets[d + 1]]
-        b = index.story_shingles[so[s]:so[s + 1]]
+        if d not in distinct:
+            distinct[d] = np.unique(shingles[offsets[d]:offsets[d + 1]])
+        a, b = distinct[d], index.story_shingles[so[s]:so[s + 1]]
         inter = len(np.intersect1d(a, b, assume_unique=True))
         jac = inter / (len(a) + len(b) - inter)
         if jac >= p.jaccard_threshold:
@@ -119,11 +117,11 @@ def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.
 def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray) -> list[tuple[int, int]]:
     """(doc, story) with equal normalized text; only documents of a story's word count are hashed."""
     out = []
-    for d in np.flatnonzero(np.isin(n_words, index.story_lengths)):
-        key = hashlib.blake2b(normalized[int(d)].encode("utf-8"), digest_size=16).hexdigest()
-        story = index.story_keys.get(key)
+    docs = np.flatnonzero(np.isin(n_words, index.story_lengths))
+    for d, text in zip(docs.tolist(), normalized.gather(docs).to_list()):
+        story = index.story_keys.get(hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest())
         if story is not None:
-            out.append((int(d), story))
+            out.append((d, story))
     return out
 
 
