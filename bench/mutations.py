@@ -263,6 +263,19 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    with progress.stage(\"upload\", total=None) as uploading:",
              ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
              "the upload shows no total: a spinner where a bar of the files could be"),
+    # issue 24: tomforge scan (tests by helper "scan")
+    Mutation("scan.ngram_without_coverage_floor", "audits/scan_match.py",
+             "\n              & (pl.col(\"coverage\") >= p.ngram_min_coverage)).then", ").then",
+             ("tests/test_scan.py",), "a templated document sharing a few 13-grams with a story is called contaminated"),
+    Mutation("scan.null_counts_own_grams", "audits/scan_index.py",
+             "np.add.at(shared, gram_story, df[inverse] >= 2)", "np.add.at(shared, gram_story, df[inverse] >= 1)",
+             ("tests/test_scan.py",), "the null coverage counts a story's own n-grams: nothing is ever beyond it"),
+    Mutation("scan.span_one_word_long", "audits/scan_match.py",
+             "return int(starts[best]), int(ends[best]) - 1 + n", "return int(starts[best]), int(ends[best]) + n",
+             ("tests/test_scan.py",), "the span of an embedded story runs one word past its end"),
+    Mutation("scan.purify_keeps_everything", "audits/scan_purify.py",
+             "        keep[removed] = False\n", "",
+             ("tests/test_scan.py",), "the purified copy still holds the contaminated documents"),
 )
 
 
