@@ -173,7 +173,7 @@ def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
         stories = group["story"].unique()
         hit_kinds = found.filter(pl.col("story").is_in(stories.implode()))
         first_kind = {k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique() for k in
-                      ("verbatim", "contained", "near_duplicate", "ngram")}
+                      ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")}
         rows.append({"source": source[0], "stories": stories.len(),
                      "stories_found": int(stories.is_in(list(story_found)).sum()),
                      "questions": group.height, "questions_exposed": int(group["exposed"].sum()),

@@ -15,6 +15,8 @@ as much as one document of the same kind would, so the test errs towards not fla
 """
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,10 +26,28 @@ from tomforge.audits.lsh import Banding, band_keys, choose_banding
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.ngram import distinct_grams
 from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.skeleton import _WORD, _names
 from tomforge.audits.text import batch_ngrams, fmix64, hash_normalized_words, norm_words, text_keys
 
 FILTER_BITS = 24  # a byte per slot: 16 MiB; a few % of slots set for a million benchmark n-grams
 MAX_GRAM_STORIES = 1000  # an n-gram in more benchmark stories is boilerplate: it counts for none of them
+
+
+def name_key(text: str) -> str:
+    """The text's words (lower case) with every name replaced by a role token in order of first
+    mention (names found by the audit's skeleton rules): equal keys <=> the same story told with
+    other names. Things, rooms and order stay, unlike the audit's skeleton, so independent
+    templated stories do not share a key."""
+    words = _WORD.findall(text)
+    names = _names(words)
+    roles: dict[str, str] = {}
+    out = []
+    for word in words:
+        if word in names:
+            out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))
+        elif word not in ".!?":
+            out.append(word.lower())
+    return hashlib.blake2b(" ".join(out).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def combined_band_keys(keys: np.ndarray) -> np.ndarray:
@@ -44,6 +64,7 @@ class BenchmarkIndex:
     stories: pl.DataFrame  # story, text_key, context_id, sources, n_words, n_grams, n_items
     items: pl.DataFrame  # item_id, story, source, split, question_norm
     story_keys: dict[str, int]  # normalized text key -> story
+    name_keys: dict[str, int]  # `name_key` -> story, for keys of one story only (the null: shared keys say nothing)
     story_lengths: np.ndarray  # distinct word counts of the stories (verbatim needs an equal count)
     gram_hash: np.ndarray  # the stories' distinct n-grams, sorted (repeated once per story holding it)
     gram_story: np.ndarray  # the story of each gram_hash entry
@@ -106,10 +127,13 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     keys = combined_band_keys(band_keys(sigs, banding))
     band_owner = np.repeat(np.arange(len(n_words), dtype=np.int64), banding.bands)
     korder = np.argsort(keys, kind="stable")
+    by_name = [name_key(t) for t in stories["context"].to_list()]
+    name_counts = Counter(by_name)
+    name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
     stories = stories.with_columns(pl.Series("n_words", n_words), pl.Series("n_grams", n_grams)).select(
         "story", "text_key", "context_id", "sources", "n_words", "n_grams", "n_items")
     return BenchmarkIndex(
-        stories=stories, items=questions, story_keys=dict(zip(stories["text_key"].to_list(), range(stories.height))),
+        stories=stories, items=questions, story_keys=dict(zip(stories["text_key"].to_list(), range(stories.height))), name_keys=name_keys,
         story_lengths=np.unique(n_words), gram_hash=gram_hash, gram_story=gram_story, gram_filter=gram_filter,
         story_grams=grams, story_gram_offsets=gram_offsets, story_shingles=shingles,
         story_shingle_offsets=shingle_offsets, band_key=keys[korder], band_story=band_owner[korder],

@@ -4,7 +4,8 @@ kind and evidence.
 Kinds, strongest first (a pair gets one): `verbatim` (equal normalized text), `contained` (the
 story's long n-grams found in the document at >= the containment threshold: a story inside a
 longer document, with its span), `near_duplicate` (exact Jaccard of the shingle sets >= threshold;
-candidates from MinHash LSH), `ngram` (shared long n-grams beyond the calibrated null: conformal
+candidates from MinHash LSH), `names_swapped` (the same words once the names are replaced by
+role tokens in order of first mention), `ngram` (shared long n-grams beyond the calibrated null: conformal
 p <= alpha, and at least `ngram_min_coverage` of the story's n-grams).
 The work is whole-batch array operations on the audit's kernels; Python loops run only over the
 (few) candidate pairs.
@@ -21,10 +22,10 @@ from tomforge.audits.lsh import band_keys
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.passes import gather
 from tomforge.audits.scan_config import ScanParams
-from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys
+from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys, name_key
 from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
 
-KINDS = ("verbatim", "near_duplicate", "contained", "ngram")
+KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
 HIT_SCHEMA = {"doc": pl.Int64, "story": pl.Int64, "kind": pl.Utf8, "word_start": pl.Int64, "word_end": pl.Int64,
               "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64}
 _WORD = re.compile(r"\w+")
@@ -125,6 +126,18 @@ def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray)
     return out
 
 
+def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray, skip: set[int]) -> list[tuple[int, int]]:
+    """(doc, story) of documents telling a story with the names changed (one-word names keep the
+    word count, so only documents of a story's word count are keyed)."""
+    out = []
+    for d in np.flatnonzero(np.isin(n_words, index.story_lengths)).tolist():
+        if d not in skip:
+            story = index.name_keys.get(name_key(texts[d]))
+            if story is not None:
+                out.append((d, story))
+    return out
+
+
 def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words: int) -> tuple[int, int]:
     """Word span [start, end) of the longest run of consecutive document n-grams found in the story."""
     if n_words < n:
@@ -154,6 +167,8 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
         row = rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "ngram"})
         # a story inside a longer document stays `contained` (its span is the evidence)
         rows[(d, s)] = {**row, "kind": "contained" if row["kind"] == "contained" else "near_duplicate", "jaccard": jac}
+    for d, s in _names_swapped(index, texts, n_words, {d for d, _ in rows}):
+        rows[(d, s)] = {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "names_swapped", "jaccard": None}
     for d, s in _verbatim(index, normalized, n_words):
         rows[(d, s)] = {**rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None}),
                         "kind": "verbatim", "jaccard": 1.0}

@@ -22,6 +22,7 @@ KIND_TEXT = {
     "verbatim": "the story itself after normalization (case, whitespace, punctuation)",
     "contained": "the story inside a longer document (span given)",
     "near_duplicate": "a near copy of the story (exact Jaccard of 5-gram shingles over the threshold)",
+    "names_swapped": "the story told with other names (every word but the names, in order)",
     "ngram": "long n-grams shared beyond what independent benchmark stories share (calibrated null)",
 }
 
@@ -33,7 +34,7 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
         finding = (f"{r['stories_found']} of {r['stories']} held-out stories and {r['questions_exposed']} of "
                    f"{r['questions']} questions occur in the corpus ({r['questions_text_found']} with the question "
                    f"text too): verbatim {r['stories_verbatim']}, contained {r['stories_contained']}, near duplicate "
-                   f"{r['stories_near_duplicate']}, n-gram {r['stories_ngram']}")
+                   f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, n-gram {r['stories_ngram']}")
         action = ("do not report scores on these items for a model trained on this corpus, or train on the purified "
                   "copy (--purify)") if r["stories_found"] else "nothing to do"
         lines.append(f"| {STATUS_TEXT[status]} | {r['source']} | {finding} | {action} |")

@@ -276,6 +276,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("scan.purify_keeps_everything", "audits/scan_purify.py",
              "        keep[removed] = False\n", "",
              ("tests/test_scan.py",), "the purified copy still holds the contaminated documents"),
+    Mutation("scan.names_not_abstracted", "audits/scan_index.py",
+             'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
+             ("tests/test_scan.py",), "a held-out story told with other names is not found"),
 )
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-
 from rich.console import Console
 from rich.text import Text
 
