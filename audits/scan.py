@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -25,19 +25,19 @@ from tomforge.audits.scan_corpus import Shard, read_batches, resolve_shards
 from tomforge.audits.scan_index import BenchmarkIndex, build_index
 from tomforge.audits.scan_match import char_span, match_texts
 from tomforge.audits.scan_purify import ShardWriter
+from tomforge.audits.scan_summary import HITS_FILE, ScanSummary
 from tomforge.audits.text import norm_words
 from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.progress import SILENT, Progress
 
-HITS_FILE = "scan_hits.parquet"
 LEDGER_FILE = "purify_ledger.json"
 REMOVED_FILE = "purify_removed.parquet"
-HITS_SCHEMA = {
-    "doc_id": pl.Utf8, "shard": pl.Utf8, "row": pl.Int64, "story_key": pl.Utf8, "context_id": pl.Utf8,
-    "sources": pl.List(pl.Utf8), "kind": pl.Utf8, "char_start": pl.Int64, "char_end": pl.Int64, "word_start": pl.Int64,
-    "word_end": pl.Int64, "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64,
-    "question_item_ids": pl.List(pl.Utf8), "excerpt": pl.Utf8,
-}
+HITS_SCHEMA = pl.Schema({
+    "doc_id": pl.Utf8(), "shard": pl.Utf8(), "row": pl.Int64(), "story_key": pl.Utf8(), "context_id": pl.Utf8(),
+    "sources": pl.List(pl.Utf8()), "kind": pl.Utf8(), "char_start": pl.Int64(), "char_end": pl.Int64(), "word_start": pl.Int64(),
+    "word_end": pl.Int64(), "coverage": pl.Float64(), "jaccard": pl.Float64(), "shared_ngrams": pl.Int64(), "p_value": pl.Float64(),
+    "question_item_ids": pl.List(pl.Utf8()), "excerpt": pl.Utf8(),
+})
 EXCERPT_CHARS = 160
 
 
@@ -125,41 +125,6 @@ def run_local(index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings, 
     return [scan_shard(index, shard, s, progress) for shard in shards]
 
 
-@dataclass
-class ScanSummary:
-    benchmark_where: str
-    n_items: int
-    n_stories: int
-    read: int
-    hits: pl.DataFrame
-    per_source: pl.DataFrame
-    ledger: dict | None
-    out_dir: Path
-    params: ScanParams
-    shards: list[dict] = field(default_factory=list)
-
-    @property
-    def contaminated(self) -> bool:
-        return self.hits.height > 0
-
-    def lines(self) -> list[str]:
-        out = [f"scan: {self.read} documents read in {len(self.shards)} shard(s) against {self.n_stories} held-out "
-               f"stories ({self.n_items} questions) selected by {self.benchmark_where!r}"]
-        for r in self.per_source.iter_rows(named=True):
-            out.append(f"{r['source']}: {r['stories_found']} of {r['stories']} held-out stories and "
-                       f"{r['questions_exposed']} of {r['questions']} questions occur in the corpus "
-                       f"({r['questions_text_found']} with the question text too)")
-        kinds = self.hits.group_by("kind").len().sort("kind") if self.hits.height else None
-        docs = self.hits["doc_id"].n_unique() if self.hits.height else 0
-        out.append(f"hits: {self.hits.height} (document, story) pairs in {docs} documents"
-                   + (": " + ", ".join(f"{k} {n}" for k, n in kinds.iter_rows()) if kinds is not None else ""))
-        if self.ledger:
-            t = self.ledger["total"]
-            out.append(f"purify: read {t['read']} = kept {t['kept']} + removed {t['removed']} -> {self.ledger['purified']}")
-        out.append(f"report: {self.out_dir / 'scan_report.md'}; hits: {self.out_dir / HITS_FILE}")
-        return out
-
-
 def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
     """Per benchmark source: held-out stories and questions, and how many occur in the corpus."""
     found = hits.select("story_key", "kind").join(index.stories.select("text_key", "story"), left_on="story_key",
@@ -184,7 +149,7 @@ def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
 
 def _ledger(results: list[ShardResult], purify_dir: Path, hits: pl.DataFrame) -> dict:
     """Per shard and in total: read = kept + removed, with kept counted by the writer."""
-    shards = [{"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed} for r in results]
+    shards: list[dict[str, Any]] = [{"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed} for r in results]
     total = {k: sum(int(s[k] or 0) for s in shards) for k in ("read", "kept", "removed")}
     bad = [s["shard"] for s in shards if s["read"] != (s["kept"] or 0) + s["removed"]]
     removed_docs = hits.select("shard", "row").unique().height if hits.height else 0

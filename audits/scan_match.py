@@ -26,8 +26,8 @@ from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_ban
 from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
 
 KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
-HIT_SCHEMA = {"doc": pl.Int64, "story": pl.Int64, "kind": pl.Utf8, "word_start": pl.Int64, "word_end": pl.Int64,
-              "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64}
+HIT_SCHEMA = pl.Schema({"doc": pl.Int64, "story": pl.Int64, "kind": pl.Utf8, "word_start": pl.Int64, "word_end": pl.Int64,
+                        "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64})
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(rb"[A-Za-z0-9_]+")
 

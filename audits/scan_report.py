@@ -5,17 +5,13 @@ parameters. No timestamps: same inputs, same bytes.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import polars as pl
 
 from tomforge.audits.html import write_html
 from tomforge.audits.report import LEGEND, STATUS_TEXT, markdown_table
 from tomforge.audits.scan_index import BenchmarkIndex
-
-if TYPE_CHECKING:
-    from tomforge.audits.scan import ScanSummary
+from tomforge.audits.scan_summary import ScanSummary
 
 MAX_EVIDENCE = 50
 KIND_TEXT = {

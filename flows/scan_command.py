@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -55,7 +55,7 @@ def scan(
     from tomforge.audits.scan_ray import RayShards
     from tomforge.warehouse.db import WarehouseError
 
-    flags = {"jaccard_threshold": jaccard, "containment_threshold": containment, "ngram_alpha": alpha,
+    flags: dict[str, Any] = {"jaccard_threshold": jaccard, "containment_threshold": containment, "ngram_alpha": alpha,
              "batch_docs": batch_docs}
     with RichProgress(console) as progress:
         try:
