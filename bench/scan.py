@@ -3,7 +3,7 @@ corpus built here with planted benchmark stories; then ours streamed over 10x th
 
 Run: `python bench/scan.py [--docs 1000000] [--per-kind 200] [--lm-eval-docs 50000] [--stream 10]`.
 Prints figures; asserts nothing (timings vary by machine). Every tool runs in a subprocess of its
-own on one core (decon: worker_threads=1), so its peak RSS (os.wait4) and wall time are its own.
+own on one core (decon: worker_threads=1), so its peak RSS (sampled) and wall time are its own.
 
 The corpus (written under --work, default var/bench-scan): jsonl shards of 100k documents, `id`
 and `text`. 40% are stories of tomforge's generator (seed 7: the same templates, names and rooms
@@ -155,31 +155,41 @@ def plant_text(kind: str, story: str, filler: Filler, rng: random.Random, names:
     return swap_names(story, names)
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
-    """(wall s, CPU s, peak RSS MiB) of one subprocess."""
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
+    """(wall s, peak RSS MiB) of one subprocess and its children. The peak is sampled every
+    50 ms with psutil: Linux's ru_maxrss of a forked child starts from the parent's RSS at the fork
+    (this process holds the corpus build), so it would overstate a small tool."""
+    import psutil
+
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    watched = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            peak = max(peak, sum(p.memory_info().rss for p in [watched, *watched.children(recursive=True)]))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode not in (0, 7):
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+    return wall, peak // (1 << 20)
 
 
 def ours(work: Path, corpus: Path, out: Path) -> tuple[dict, dict[str, set[int]]]:
     import polars as pl
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    wall, cpu, rss = run_measured([sys.executable, "-m", "tomforge.flows.cli", "scan", str(corpus), "-w",
+    wall, rss = run_measured([sys.executable, "-m", "tomforge.flows.cli", "scan", str(corpus), "-w",
                                    str(work / "bench.duckdb"), "--out", str(out), "--id-field", "id"], env)
     hits = pl.read_parquet(out / "scan_hits.parquet")
     stories = read_story_order(work)
     flagged: dict[str, set[int]] = {}
     for doc, key in hits.select("doc_id", "context_id").iter_rows():
         flagged.setdefault(doc, set()).add(stories.get(key, -1))
-    return {"wall": wall, "cpu": cpu, "rss": rss}, flagged
+    return {"wall": wall, "rss": rss}, flagged
 
 
 def read_story_order(work: Path) -> dict[str, int]:
@@ -214,14 +224,14 @@ def decon(work: Path, corpus: Path, stories: list[str], python: str) -> tuple[di
     if report.exists():
         for f in report.iterdir():
             f.unlink()
-    wall, cpu, rss = run_measured([python, "-c", DECON_DRIVER, str(corpus), str(evals), str(report)])
+    wall, rss = run_measured([python, "-c", DECON_DRIVER, str(corpus), str(evals), str(report)])
     flagged: dict[str, set[int]] = {}
     for f in sorted(report.glob("*.jsonl")):
         for line in f.read_text().splitlines():
             r = json.loads(line)
             shard = int(r["training_file"].split("-")[1].split(".")[0])
             flagged.setdefault(f"d{shard * SHARD_DOCS + r['training_line']}", set()).add(r["eval_instance_index"])
-    return {"wall": wall, "cpu": cpu, "rss": rss}, flagged
+    return {"wall": wall, "rss": rss}, flagged
 
 
 def lm_eval_worker(corpus: Path, stories_file: Path, limit: int, out: Path) -> None:
@@ -255,10 +265,10 @@ def lm_eval(work: Path, corpus: Path, stories: list[str], limit: int) -> tuple[d
         return None
     (work / "stories.json").write_text(json.dumps(stories))
     out = work / "lm-eval.json"
-    wall, cpu, rss = run_measured([sys.executable, __file__, "--lm-eval-worker", str(corpus), str(work / "stories.json"),
+    wall, rss = run_measured([sys.executable, __file__, "--lm-eval-worker", str(corpus), str(work / "stories.json"),
                                    str(limit), str(out)], {**os.environ, "PYTHONPATH": str(REPO)})
     result = json.loads(out.read_text())
-    return {"wall": wall, "cpu": cpu, "rss": rss}, {d: set() for d in result["flagged"]}, result["read"]
+    return {"wall": wall, "rss": rss}, {d: set() for d in result["flagged"]}, result["read"]
 
 
 def score(name: str, figures: dict, flagged: dict[str, set[int]], truth: dict, n_read: int) -> None:
