@@ -138,7 +138,7 @@ def record_text(record: Any, text_field: str | None, where: str) -> str:
     if field not in record:
         raise ScanInputError(f"{where}: no field {field!r} (choose one with --text-field)")
     value = record[field]
-    text = value if isinstance(value, str) else message_text(value) if field == "prompt" or text_field is None else None
+    text = message_text(value)  # a string as is, or chat messages (verl's `prompt`) joined
     if text is None:
         raise ScanInputError(f"{where}: field {field!r} is {type(value).__name__}, not text or chat messages")
     return text
