@@ -431,6 +431,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              "                    end = i + 1", "                    end = i",
              ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
              "each completion loses its stop token (TRL never sees the end of the turn)"),
+    # issue 24: tomforge scan (tests by helper "scan")
+    Mutation("scan.ngram_without_coverage_floor", "audits/scan_match.py",
+             "\n              & (pl.col(\"coverage\") >= p.ngram_min_coverage)).then", ").then",
+             ("tests/test_scan.py",), "a templated document sharing a few 13-grams with a story is called contaminated"),
+    Mutation("scan.null_counts_own_grams", "audits/scan_index.py",
+             "np.add.at(shared, gram_story, df[inverse] >= 2)", "np.add.at(shared, gram_story, df[inverse] >= 1)",
+             ("tests/test_scan.py",), "the null coverage counts a story's own n-grams: nothing is ever beyond it"),
+    Mutation("scan.span_one_word_long", "audits/scan_match.py",
+             "return int(starts[best]), int(ends[best]) - 1 + n", "return int(starts[best]), int(ends[best]) + n",
+             ("tests/test_scan.py",), "the span of an embedded story runs one word past its end"),
+    Mutation("scan.purify_keeps_everything", "audits/scan_purify.py",
+             "        keep[removed] = False\n", "",
+             ("tests/test_scan.py",), "the purified copy still holds the contaminated documents"),
+    Mutation("scan.names_not_abstracted", "audits/scan_index.py",
+             'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
+             ("tests/test_scan.py",), "a held-out story told with other names is not found"),
 )
 
 

@@ -95,7 +95,7 @@ def _loaded_class(module: str, name: str) -> type[BaseException] | None:
 
 # Commands whose settings or SQL conditions are built from flags by libraries that raise a plain ValueError
 # (pydantic's ValidationError, the TRL settings' own checks, an audit condition): bad input there.
-VALUE_ERRORS_ARE_INPUT = frozenset({"audit", "clean", "train", "eval"})
+VALUE_ERRORS_ARE_INPUT = frozenset({"audit", "clean", "train", "eval", "scan"})
 RL_COMMANDS = frozenset({"train", "eval"})
 
 
@@ -684,6 +684,16 @@ def clean(
                                     quarantine_oracle=quarantine_oracle))
     result = apply_cleaning(warehouse, policy)
     sys.stdout.write("\n".join(result.lines()) + "\n")
+
+
+def _register_scan() -> None:
+    """`tomforge scan` lives in its own module (flows/scan_command.py)."""
+    from tomforge.flows.scan_command import scan
+
+    app.command(name="scan")(scan)
+
+
+_register_scan()
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import pytest
 import typer.main
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
+from tomforge.audits.scan_config import ScanParams
 from tomforge.flows.cli import app, given
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
@@ -42,6 +43,9 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE,
                   "rendering": THIRD_PERSON},
      {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering"}),
+    ("scan", {f.name: f.default for f in dataclasses.fields(ScanParams)},
+     {"jaccard": "jaccard_threshold", "containment": "containment_threshold", "alpha": "ngram_alpha",
+      "batch_docs": "batch_docs"}),
 ])
 def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
     command: str, defaults: dict[str, object], flags: dict[str, str]

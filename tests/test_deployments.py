@@ -64,7 +64,7 @@ def test_deploy_all_and_run_on_demand_with_a_process_worker(server: dict, tmp_pa
     prefect(env, "work-pool", "create", "gpu-pool", "--type", "process",
             "--base-job-template", str(REPO / "flows" / "work_pools" / "gpu-pool.json"))
     out = prefect(env, "--no-prompt", "deploy", "--all")
-    for deployment in ("rebuild/on-demand", "rebuild/nightly", "publish/publish", "rl-stage/gpu"):
+    for deployment in ("rebuild/on-demand", "rebuild/nightly", "publish/publish", "rl-stage/gpu", "scan/scan"):
         assert deployment in out
     prefect(env, "deployment", "run", "rebuild/on-demand", "--param", f"config_path={config}")
     prefect(env, "worker", "start", "--pool", "cpu-pool", "--run-once", timeout=600)

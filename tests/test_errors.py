@@ -23,6 +23,8 @@ PACKAGES = ("audits", "flows", "generators", "hub", "rl", "schemas", "warehouse"
 EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps its traceback)
     "audits.clean.CleaningError": 3,
     "audits.freshness.StaleAuditError": 8,
+    "audits.scan.PurifyUnreconciled": 3,
+    "audits.scan_corpus.ScanInputError": 2,
     "audits.store.SelectionError": 2,
     "flows.config.ConfigError": 2,
     "flows.query.QueryError": 2,

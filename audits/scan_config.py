@@ -1,0 +1,40 @@
+"""Parameters of `tomforge scan` (a training corpus against the held-out benchmark items).
+
+The overlap parameters keep the audit's meaning and defaults (`audits.config.AuditParams`): the
+same shingles, MinHash permutations, Jaccard threshold, LSH recall target and 13-gram test level,
+so a scan and an audit of the same texts agree on what a near duplicate is.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+DEFAULT_BENCHMARK = "split NOT IN ('train')"  # every held-out split (test, validation, val, dev, ...)
+
+
+@dataclass(frozen=True)
+class ScanParams:
+    shingle_n: int = 5  # MinHash shingles (words), as the audit
+    num_perm: int = 128
+    minhash_seed: int = 1
+    jaccard_threshold: float = 0.8  # near duplicate: exact Jaccard of the shingle sets
+    target_recall: float = 0.995  # P(LSH candidate | J = jaccard_threshold)
+    containment_threshold: float = 0.8  # contained: share of the story's n-grams found in the document
+    ngram_n: int = 13  # long n-grams: containment and the calibrated overlap test
+    ngram_alpha: float = 0.01  # conformal level of the n-gram test (per document x story pair)
+    min_shared_ngrams: int = 3  # an n-gram hit needs at least this many shared distinct n-grams
+    # ... and this share of the story's n-grams: the null comes from the benchmark's own stories (hundreds
+    # to thousands), its far tail is thin, and a corpus tests millions of (document, story) pairs
+    ngram_min_coverage: float = 0.25
+    batch_docs: int = 20_000  # documents per batch: memory is bounded by this, not by the corpus
+
+    def __post_init__(self) -> None:
+        if not 0 < self.jaccard_threshold <= 1 or not 0 < self.containment_threshold <= 1:
+            raise ValueError("--jaccard and --containment must be within (0, 1]")
+        if not 0 < self.ngram_alpha < 1:
+            raise ValueError("--alpha must be within (0, 1)")
+        if self.batch_docs < 1 or self.shingle_n < 1 or self.ngram_n < 1:
+            raise ValueError("--batch-docs, --shingle-n and --ngram-n must be >= 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

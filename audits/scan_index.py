@@ -1,0 +1,141 @@
+"""The benchmark side of a scan, indexed in memory: the held-out stories' normalized text keys,
+their long n-grams (with the calibrated null), their shingle sets and LSH band keys.
+
+Why its own module: the index is built once from a warehouse selection and then travels to every
+batch (and every Ray worker), so it holds only arrays and small frames. Text normalization,
+n-gram and shingle hashes, MinHash signatures and band keys are the audit's own kernels
+(`audits.text`, `audits.minhash`, `audits.lsh`, `audits.ngram`): a scan and an audit agree on
+what a text key, a shingle and a near duplicate are.
+
+The null of the n-gram test: templated stories share long n-grams by nature, so a document's
+coverage of a story (the share of the story's distinct n-grams it contains) is judged against
+the coverage of each benchmark story by all the *other* benchmark stories together (leave-one-out
+over independent stories of the same benchmark). A union of many stories covers a story at least
+as much as one document of the same kind would, so the test errs towards not flagging.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tomforge.audits.lsh import Banding, band_keys, choose_banding
+from tomforge.audits.minhash import MinHasher
+from tomforge.audits.ngram import distinct_grams
+from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.skeleton import _WORD, _names
+from tomforge.audits.text import batch_ngrams, fmix64, hash_normalized_words, norm_words, text_keys
+
+FILTER_BITS = 24  # a byte per slot: 16 MiB; a few % of slots set for a million benchmark n-grams
+MAX_GRAM_STORIES = 1000  # an n-gram in more benchmark stories is boilerplate: it counts for none of them
+
+
+def name_key(text: str) -> str:
+    """The text's words (lower case) with every name replaced by a role token in order of first
+    mention (names found by the audit's skeleton rules): equal keys <=> the same story told with
+    other names. Things, rooms and order stay, unlike the audit's skeleton, so independent
+    templated stories do not share a key."""
+    words = _WORD.findall(text)
+    names = _names(words)
+    roles: dict[str, str] = {}
+    out = []
+    for word in words:
+        if word in names:
+            out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))
+        elif word not in ".!?":
+            out.append(word.lower())
+    return hashlib.blake2b(" ".join(out).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def combined_band_keys(keys: np.ndarray) -> np.ndarray:
+    """(n x bands) band keys as one flat key per (document, band): the band number is mixed in so
+    equal keys of different bands never meet."""
+    bands = np.arange(keys.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return fmix64(keys + bands[None, :]).ravel()
+
+
+@dataclass
+class BenchmarkIndex:
+    """Everything a batch of corpus documents is matched against (picklable: Ray ships it once)."""
+
+    stories: pl.DataFrame  # story, text_key, context_id, sources, n_words, n_grams, n_items
+    items: pl.DataFrame  # item_id, story, source, split, question_norm
+    story_keys: dict[str, int]  # normalized text key -> story
+    name_keys: dict[str, int]  # `name_key` -> story, for keys of one story only (the null: shared keys say nothing)
+    story_lengths: np.ndarray  # distinct word counts of the stories (verbatim needs an equal count)
+    gram_hash: np.ndarray  # the stories' distinct n-grams, sorted (repeated once per story holding it)
+    gram_story: np.ndarray  # the story of each gram_hash entry
+    gram_filter: np.ndarray  # uint8 over the low FILTER_BITS bits of the n-grams: a cheap first test
+    story_grams: np.ndarray  # each story's distinct n-grams, sorted, flat
+    story_gram_offsets: np.ndarray
+    story_shingles: np.ndarray  # each story's distinct shingles, sorted, flat (exact Jaccard)
+    story_shingle_offsets: np.ndarray
+    band_key: np.ndarray  # combined band keys of the stories' signatures, sorted
+    band_story: np.ndarray
+    null_coverage: np.ndarray  # sorted leave-one-out coverage of each story by the other stories
+    banding: Banding
+
+    @property
+    def n_stories(self) -> int:
+        return self.stories.height
+
+    def p_values(self, coverage: np.ndarray) -> np.ndarray:
+        """Conformal p = (1 + #{null >= observed}) / (1 + n_null)."""
+        null = self.null_coverage
+        ge = len(null) - np.searchsorted(null, coverage - 1e-12, side="left")
+        return (1 + ge) / (1 + len(null))
+
+
+def _stories(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Distinct normalized story texts (sorted by text key: deterministic) and the items on them."""
+    ctx = items.select("context_id", "context").unique("context_id").sort("context_id")
+    ctx = ctx.with_columns(pl.Series("text_key", text_keys(ctx["context"]), dtype=pl.Utf8))
+    with_key = items.join(ctx.select("context_id", "text_key"), on="context_id")
+    stories = (with_key.group_by("text_key").agg(
+        pl.col("context").first(), pl.col("context_id").min(), pl.col("source").unique().sort().alias("sources"),
+        pl.len().alias("n_items")).sort("text_key").with_row_index("story"))
+    questions = with_key.join(stories.select("text_key", "story"), on="text_key").select(
+        "item_id", "story", "source", "split", norm_words(with_key["question"]).alias("question_norm")).sort("item_id")
+    return stories, questions
+
+
+def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
+    """The index of the selected held-out items (`audits.store.read_selection` columns)."""
+    stories, questions = _stories(items)
+    normalized = norm_words(stories["context"])
+    words, word_offsets = hash_normalized_words(normalized)
+    n_words = np.diff(word_offsets)
+    grams, gram_offsets = distinct_grams(*batch_ngrams(words, word_offsets, p.ngram_n))
+    n_grams = np.diff(gram_offsets)
+    owner = np.repeat(np.arange(len(n_grams), dtype=np.int64), n_grams)
+    order = np.argsort(grams, kind="stable")
+    gram_hash, gram_story = grams[order], owner[order]
+    uniq, inverse, df = np.unique(gram_hash, return_inverse=True, return_counts=True)
+    shared = np.zeros(len(n_grams), dtype=np.int64)
+    np.add.at(shared, gram_story, df[inverse] >= 2)
+    null = np.sort(shared[n_grams > 0] / n_grams[n_grams > 0])
+    keep = df[inverse] <= MAX_GRAM_STORIES
+    gram_hash, gram_story = gram_hash[keep], gram_story[keep]
+    gram_filter = np.zeros(1 << FILTER_BITS, dtype=np.uint8)
+    gram_filter[(gram_hash & np.uint64((1 << FILTER_BITS) - 1)).astype(np.int64)] = 1
+    shingles, shingle_offsets = distinct_grams(*batch_ngrams(words, word_offsets, p.shingle_n))
+    banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
+    sigs = MinHasher(p.num_perm, p.minhash_seed).signatures(shingles, shingle_offsets)
+    keys = combined_band_keys(band_keys(sigs, banding))
+    band_owner = np.repeat(np.arange(len(n_words), dtype=np.int64), banding.bands)
+    korder = np.argsort(keys, kind="stable")
+    by_name = [name_key(t) for t in stories["context"].to_list()]
+    name_counts = Counter(by_name)
+    name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
+    stories = stories.with_columns(pl.Series("n_words", n_words), pl.Series("n_grams", n_grams)).select(
+        "story", "text_key", "context_id", "sources", "n_words", "n_grams", "n_items")
+    return BenchmarkIndex(
+        stories=stories, items=questions, story_keys=dict(zip(stories["text_key"].to_list(), range(stories.height))), name_keys=name_keys,
+        story_lengths=np.unique(n_words), gram_hash=gram_hash, gram_story=gram_story, gram_filter=gram_filter,
+        story_grams=grams, story_gram_offsets=gram_offsets, story_shingles=shingles,
+        story_shingle_offsets=shingle_offsets, band_key=keys[korder], band_story=band_owner[korder],
+        null_coverage=null, banding=banding)
+

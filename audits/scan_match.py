@@ -1,0 +1,197 @@
+"""One batch of corpus documents against the benchmark index: every (document, story) hit with its
+kind and evidence.
+
+Kinds, strongest first (a pair gets one): `verbatim` (equal normalized text), `contained` (the
+story's long n-grams found in the document at >= the containment threshold: a story inside a
+longer document, with its span), `near_duplicate` (exact Jaccard of the shingle sets >= threshold;
+candidates from MinHash LSH), `names_swapped` (the same words once the names are replaced by
+role tokens in order of first mention), `ngram` (shared long n-grams beyond the calibrated null: conformal
+p <= alpha, and at least `ngram_min_coverage` of the story's n-grams).
+The work is whole-batch array operations on the audit's kernels; Python loops run only over the
+(few) candidate pairs.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import polars as pl
+
+from tomforge.audits.lsh import band_keys
+from tomforge.audits.minhash import MinHasher
+from tomforge.audits.passes import gather
+from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys, name_key
+from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
+
+KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
+HIT_SCHEMA = pl.Schema({"doc": pl.Int64, "story": pl.Int64, "kind": pl.Utf8, "word_start": pl.Int64, "word_end": pl.Int64,
+                        "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64})
+_WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(rb"[A-Za-z0-9_]+")
+
+
+def _repeat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenated ranges lo[i]..hi[i]-1."""
+    counts = hi - lo
+    total = int(counts.sum())
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return starts + np.arange(total, dtype=np.int64)
+
+
+def _gram_pairs(index: BenchmarkIndex, grams: np.ndarray, gram_offsets: np.ndarray) -> pl.DataFrame:
+    """(doc, story, shared distinct n-grams) for every pair sharing at least one n-gram."""
+    mask = np.uint64((1 << FILTER_BITS) - 1)
+    pos = np.flatnonzero(index.gram_filter[(grams & mask).astype(np.int64)])
+    hashes = grams[pos]
+    lo = np.searchsorted(index.gram_hash, hashes, side="left")
+    hi = np.searchsorted(index.gram_hash, hashes, side="right")
+    found = hi > lo
+    pos, hashes, lo, hi = pos[found], hashes[found], lo[found], hi[found]
+    doc = np.searchsorted(gram_offsets, pos, side="right") - 1
+    counts = hi - lo
+    frame = pl.DataFrame({"doc": np.repeat(doc, counts), "story": index.gram_story[_repeat_ranges(lo, hi)],
+                          "gram": np.repeat(hashes, counts)})
+    return frame.unique().group_by("doc", "story").agg(pl.len().alias("shared_ngrams"))
+
+
+def _ngram_hits(index: BenchmarkIndex, grams: np.ndarray, gram_offsets: np.ndarray, p: ScanParams) -> pl.DataFrame:
+    """Contained stories and n-gram overlap beyond the null."""
+    pairs = _gram_pairs(index, grams, gram_offsets)
+    if not pairs.height:
+        return pairs.with_columns(coverage=pl.lit(0.0), p_value=pl.lit(1.0), kind=pl.lit(""))
+    n_grams = index.stories["n_grams"].to_numpy()
+    coverage = pairs["shared_ngrams"].to_numpy() / n_grams[pairs["story"].to_numpy()]
+    pvals = index.p_values(coverage)
+    pairs = pairs.with_columns(pl.Series("coverage", coverage), pl.Series("p_value", pvals))
+    return pairs.with_columns(
+        pl.when(pl.col("coverage") >= p.containment_threshold).then(pl.lit("contained"))
+        .when((pl.col("p_value") <= p.ngram_alpha) & (pl.col("shared_ngrams") >= p.min_shared_ngrams)
+              & (pl.col("coverage") >= p.ngram_min_coverage)).then(pl.lit("ngram"))
+        .otherwise(pl.lit("")).alias("kind")).filter(pl.col("kind") != "")
+
+
+def _shingle_counts(n_words: np.ndarray, n: int) -> np.ndarray:
+    return np.where(n_words >= n, n_words - n + 1, np.minimum(n_words, 1))
+
+
+def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.ndarray, p: ScanParams) -> list[tuple]:
+    """(doc, story, Jaccard) of verified pairs. Only documents whose shingle count allows Jaccard >=
+    threshold with some story are signed (|A| >= J |B|, and |A| <= |B| / J on distinct shingles,
+    checked at verification): exact, not a heuristic. A signature over all of a document's
+    shingles equals the one over its distinct shingles (a minimum), so no per-document sort here."""
+    story_sizes = np.diff(index.story_shingle_offsets)
+    if not len(story_sizes):
+        return []
+    low = p.jaccard_threshold * story_sizes.min()
+    counts = _shingle_counts(np.diff(word_offsets), p.shingle_n)
+    docs = np.flatnonzero(counts >= low)  # repeated shingles can make a long document's distinct set small
+    if not len(docs):
+        return []
+    sub, sub_offsets = (words, word_offsets) if len(docs) == len(counts) else gather(words, word_offsets, docs)
+    shingles, offsets = batch_ngrams(sub, sub_offsets, p.shingle_n)
+    sigs = MinHasher(p.num_perm, p.minhash_seed).signatures(shingles, offsets)
+    keys = combined_band_keys(band_keys(sigs, index.banding))
+    lo = np.searchsorted(index.band_key, keys, side="left")
+    hit = np.flatnonzero(index.band_key[np.minimum(lo, len(index.band_key) - 1)] == keys)
+    if not len(hit):
+        return []
+    lo = lo[hit]
+    hi = np.searchsorted(index.band_key, keys[hit], side="right")
+    local = np.repeat(hit // index.banding.bands, hi - lo)
+    cand = np.unique(np.stack([local, index.band_story[_repeat_ranges(lo, hi)]], axis=1), axis=0)
+    out = []
+    so = index.story_shingle_offsets
+    distinct: dict[int, np.ndarray] = {}
+    for d, s in cand:
+        if d not in distinct:
+            distinct[d] = np.unique(shingles[offsets[d]:offsets[d + 1]])
+        a, b = distinct[d], index.story_shingles[so[s]:so[s + 1]]
+        inter = len(np.intersect1d(a, b, assume_unique=True))
+        jac = inter / (len(a) + len(b) - inter)
+        if jac >= p.jaccard_threshold:
+            out.append((int(docs[d]), int(s), jac))
+    return out
+
+
+def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray) -> list[tuple[int, int]]:
+    """(doc, story) with equal normalized text; only documents of a story's word count are hashed."""
+    out = []
+    docs = np.flatnonzero(np.isin(n_words, index.story_lengths))
+    for d, text in zip(docs.tolist(), normalized.gather(docs).to_list()):
+        story = index.story_keys.get(hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest())
+        if story is not None:
+            out.append((d, story))
+    return out
+
+
+def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray, skip: set[int]) -> list[tuple[int, int]]:
+    """(doc, story) of documents telling a story with the names changed (one-word names keep the
+    word count, so only documents of a story's word count are keyed)."""
+    out = []
+    for d in np.flatnonzero(np.isin(n_words, index.story_lengths)).tolist():
+        if d not in skip:
+            story = index.name_keys.get(name_key(texts[d]))
+            if story is not None:
+                out.append((d, story))
+    return out
+
+
+def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words: int) -> tuple[int, int]:
+    """Word span [start, end) of the longest run of consecutive document n-grams found in the story."""
+    if n_words < n:
+        return 0, n_words
+    inside = np.isin(doc_grams, story_grams, assume_unique=False)
+    padded = np.concatenate(([False], inside, [False])).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    starts, ends = edges[0::2], edges[1::2]
+    if not len(starts):
+        return 0, 0
+    best = int(np.argmax(ends - starts))
+    return int(starts[best]), int(ends[best]) - 1 + n
+
+
+def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.DataFrame:
+    """Hits of one batch: one row per (document, story) pair, its strongest kind, the word span and
+    the evidence figures (`HIT_SCHEMA`; `doc` is the position in `texts`)."""
+    normalized = norm_words(pl.Series(texts, dtype=pl.Utf8))
+    words, word_offsets = hash_normalized_words(normalized)
+    n_words = np.diff(word_offsets)
+    grams, gram_offsets = batch_ngrams(words, word_offsets, p.ngram_n)
+    rows: dict[tuple[int, int], dict] = {}
+    ngram = _ngram_hits(index, grams, gram_offsets, p)
+    for d, s, shared, cov, pval, kind in ngram.select("doc", "story", "shared_ngrams", "coverage", "p_value", "kind").iter_rows():
+        rows[(d, s)] = {"kind": kind, "coverage": cov, "shared_ngrams": shared, "p_value": pval, "jaccard": None}
+    for d, s, jac in _near_duplicates(index, words, word_offsets, p):
+        row = rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "ngram"})
+        # a story inside a longer document stays `contained` (its span is the evidence)
+        rows[(d, s)] = {**row, "kind": "contained" if row["kind"] == "contained" else "near_duplicate", "jaccard": jac}
+    for d, s in _names_swapped(index, texts, n_words, {d for d, _ in rows}):
+        rows[(d, s)] = {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "names_swapped", "jaccard": None}
+    for d, s in _verbatim(index, normalized, n_words):
+        rows[(d, s)] = {**rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None}),
+                        "kind": "verbatim", "jaccard": 1.0}
+    out = []
+    sg, so = index.story_grams, index.story_gram_offsets
+    for (d, s), row in sorted(rows.items()):
+        if row["kind"] in ("contained", "ngram"):
+            start, end = _longest_run(grams[gram_offsets[d]:gram_offsets[d + 1]], sg[so[s]:so[s + 1]], p.ngram_n, int(n_words[d]))
+        else:
+            start, end = 0, int(n_words[d])
+        out.append({"doc": d, "story": s, "word_start": start, "word_end": end, **row})
+    return pl.DataFrame(out, schema=HIT_SCHEMA)
+
+
+def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:
+    """Character offsets in the original text of words [word_start, word_end) as the normalizer
+    splits them (ASCII: runs of letters, digits, underscore; otherwise Unicode `\\w+`)."""
+    if word_end <= word_start:
+        return 0, 0
+    if text.isascii():
+        spans = [(m.start(), m.end()) for m in _ASCII_WORD.finditer(text.encode("ascii"))]
+    else:
+        spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    if word_end > len(spans):
+        return spans[word_start][0] if word_start < len(spans) else 0, len(text)
+    return spans[word_start][0], spans[word_end - 1][1]

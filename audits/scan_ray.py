@@ -1,0 +1,47 @@
+"""The scan's shards as Ray tasks: each task runs `audits.scan.scan_shard` on one shard (it opens
+and streams the file itself, and writes its purified copy beside the others), the index travels
+once through Ray's object store, and the driver takes the results in shard order, so the hits
+are the single-process hits, row for row. A cluster's nodes must see the corpus paths (a shared
+filesystem or the Hub) and have tomforge installed; a local Ray inherits this environment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tomforge.audits.ray_passes import _ray
+from tomforge.audits.scan import ShardResult, ShardSettings, scan_shard
+from tomforge.audits.scan_corpus import Shard
+from tomforge.audits.scan_index import BenchmarkIndex
+from tomforge.warehouse.progress import Progress
+
+
+@dataclass
+class RayShards:
+    """`audits.scan.ShardRunner` on Ray: `address` of a cluster ("" starts a local Ray of `num_cpus`)."""
+
+    address: str = ""
+    num_cpus: int | None = None
+
+    def __call__(self, index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings,
+                 progress: Progress) -> list[ShardResult]:
+        ray = _ray()
+        started = not ray.is_initialized()
+        if started:
+            if self.address:
+                ray.init(address=self.address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+        try:
+            task = ray.remote(num_cpus=1)(scan_shard)
+            index_ref, settings = ray.put(index), ray.put(s)
+            futures = [task.remote(index_ref, shard, settings) for shard in shards]
+            results = []
+            with progress.stage("scan: shards on Ray", total=len(futures)) as stage:
+                for future in futures:  # in shard order: the same order as the local path
+                    results.append(ray.get(future))
+                    stage.advance(1)
+            return results
+        finally:
+            if started:
+                ray.shutdown()
