@@ -8,7 +8,7 @@ import pytest
 import typer.main
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
-from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.flows.cli import app, given
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
@@ -158,7 +158,8 @@ def _mirrored() -> dict[tuple[str, str], object]:
                      ("publish", "target"): _defaults_of(publish_warehouse)["target"],
                      ("verify", "revision"): _defaults_of(verify_release)["revision"],
                      ("train", "gpus"): _defaults_of(stage.make_settings)["gpus"],
-                     ("train", "nnodes"): _defaults_of(stage.make_settings)["nnodes"]})
+                     ("train", "nnodes"): _defaults_of(stage.make_settings)["nnodes"],
+                     ("scan", "benchmark"): DEFAULT_BENCHMARK})
     return mirrored
 
 
@@ -167,12 +168,14 @@ CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval",
              ("eval", "out"), ("generate", "operators"), ("generate", "held_out"), ("publish", "dry_run"),
              ("publish", "private"), ("publish", "only_audited"), ("sql", "fmt"), ("train", "backend"),
              ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators"),
-             ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output")}
+             ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output"),
+             ("scan", "out"), ("scan", "strict")}
 CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above compare with a settings class
     "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
     "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
     "variants": {"max_order", "seed", "n_per_story", "balance"},
     "generate": {"max_order", "styles", "source", "rendering"},
+    "scan": {"jaccard", "containment", "alpha", "batch_docs"},
     # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
     "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
 }

@@ -59,7 +59,8 @@ def test_ctrl_c_says_the_warehouse_is_unchanged(tmp_path: Path, monkeypatch, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("interrupted (Ctrl-C)") and "warehouse" in err[-1]
     assert warehouse.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [warehouse.name]  # no half-built copy left beside it
+    # no half-built copy left beside it (the lock file stays: it is the lock's, and holds nothing)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [warehouse.name, warehouse.name + ".lock"]
 
 
 def test_sql_writes_parquet(tmp_path: Path) -> None:
