@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -498,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter with the test dependencies")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
     parser.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="mutations tested at once, each in its own copy of the tree (default: one per core)")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
     unknown = set(args.only) - {m.name for m in MUTATIONS}
@@ -518,19 +522,34 @@ def main(argv: list[str] | None = None) -> int:
             if code != 0:
                 print("the unmutated tests do not pass: fix them first", file=sys.stderr)
                 return 1
-        caught = 0
-        for m in chosen:
-            original = apply(copy, m)
-            if original is None:
-                print(f"STALE     {m.name}: the snippet does not occur exactly once in {m.file}", flush=True)
-                continue
+        copies: queue.Queue[Path] = queue.Queue()
+        copies.put(copy)
+        for i in range(1, max(1, args.jobs)):
+            other = Path(tmp) / f"repo{i}"
+            copy_repository(other)
+            copies.put(other)
+
+        def judge(m: Mutation) -> str:
+            """One mutation in a free copy of the tree: its verdict line."""
+            where = copies.get()
             try:
-                code, seconds, last = run_tests(copy, m.tests, args.python, args.timeout)
+                original = apply(where, m)
+                if original is None:
+                    return f"STALE     {m.name}: the snippet does not occur exactly once in {m.file}"
+                try:
+                    code, seconds, last = run_tests(where, m.tests, args.python, args.timeout)
+                finally:
+                    (where / m.file).write_text(original, encoding="utf-8")
             finally:
-                (copy / m.file).write_text(original, encoding="utf-8")
+                copies.put(where)
             verdict = "caught" if code == 1 else ("SURVIVED" if code == 0 else f"ERROR({code})")
-            caught += verdict == "caught"
-            print(f"{verdict:9} {m.name} ({seconds:.0f} s): {m.why} | {last}", flush=True)
+            return f"{verdict:9} {m.name} ({seconds:.0f} s): {m.why} | {last}"
+
+        caught = 0
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for line in pool.map(judge, chosen):  # printed in the table's order
+                caught += line.startswith("caught ")
+                print(line, flush=True)
     print(f"caught {caught}/{len(chosen)} mutations in {time.monotonic() - started:.0f} s")
     return 0 if caught == len(chosen) else 1
 

@@ -2,6 +2,7 @@
 CPU each, started with `ray start`): the same hits, row for row, as the single-process path."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+import polars as pl
 import psutil
 import pytest
 
@@ -62,28 +64,42 @@ def cluster() -> Iterator[str]:
                        capture_output=True, timeout=120)
         yield f"127.0.0.1:{port}"
     finally:
-        if ray.is_initialized():
-            ray.shutdown()
         _stop(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_two_nodes_give_the_local_hits(cluster: str, tmp_path: Path) -> None:
-    from tomforge.audits.scan_ray import RayShards
 
     wh, stories = benchmark_warehouse(tmp_path / "w.duckdb")
     docs, _ = planted_corpus(stories, n_clean=120)
     for i in range(4):  # four shards: both nodes get work
         write_jsonl(tmp_path / "corpus" / f"part-{i}.jsonl", docs[i::4])
     local = run_scan(wh, [str(tmp_path / "corpus")], tmp_path / "local", purify=tmp_path / "pure-local", id_field="id")
-    ray.init(address=cluster, log_to_driver=False)
-    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    on_ray = run_scan(wh, [str(tmp_path / "corpus")], tmp_path / "ray", purify=tmp_path / "pure-ray", id_field="id",
-                      runner=RayShards(cluster))
+    # the Ray side runs in a driver process of its own, so no Ray state left in this test process by other
+    # tests (a local ray.init, a shut-down session) can touch it
+    driver = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "import ray\n"
+        "from tomforge.audits.scan import run_scan\n"
+        "from tomforge.audits.scan_ray import RayShards\n"
+        "address, wh, tmp = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])\n"
+        "ray.init(address=address, log_to_driver=False)\n"
+        "alive = len([n for n in ray.nodes() if n['Alive']])\n"
+        "r = run_scan(wh, [str(tmp / 'corpus')], tmp / 'ray', purify=tmp / 'pure-ray', id_field='id',\n"
+        "             runner=RayShards(address))\n"
+        "r.hits.write_parquet(tmp / 'ray-hits.parquet')\n"
+        "print(json.dumps({'alive': alive, 'total': r.ledger['total'] if r.ledger else None}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run([sys.executable, "-c", driver, cluster, str(wh), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert reported["alive"] == 2
     assert local.hits.height >= 4
-    assert on_ray.hits.equals(local.hits)
-    assert on_ray.ledger is not None and local.ledger is not None
-    assert on_ray.ledger["total"] == local.ledger["total"]
+    assert pl.read_parquet(tmp_path / "ray-hits.parquet").equals(local.hits)
+    assert local.ledger is not None and reported["total"] == local.ledger["total"]
     for i in range(4):
         name = f"part-{i}.jsonl"
         assert (tmp_path / "pure-ray" / name).read_bytes() == (tmp_path / "pure-local" / name).read_bytes()
