@@ -8,8 +8,9 @@ tomforge`); a local Ray started here inherits this process's environment.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -26,6 +27,24 @@ def _ray() -> Any:
     return ray
 
 
+@contextmanager
+def ray_session(address: str, num_cpus: int | None) -> Iterator[Any]:
+    """Ray, connected to the cluster at `address` ("" starts a local Ray of `num_cpus`) unless this process
+    is already connected; a session started here is shut down on the way out."""
+    ray = _ray()
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
 @dataclass
 class RayPasses:
     """`audits.passes.Passes` on Ray: `address` of a cluster ("" starts a local Ray of `num_cpus`)."""
@@ -35,20 +54,10 @@ class RayPasses:
     shard_docs: int = DEFAULT_SHARD_DOCS
 
     def __call__(self, texts: Sequence[str], cached: np.ndarray, have: np.ndarray, s: PassSettings) -> Hashed:
-        ray = _ray()
-        started = not ray.is_initialized()
-        if started:
-            if self.address:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
-        try:
+        with ray_session(self.address, self.num_cpus) as ray:
             task = ray.remote(hash_shard)
             settings = ray.put(s)
             cuts = range(0, len(texts), max(self.shard_docs, 1))
             futures = [task.remote(list(texts[lo:lo + self.shard_docs]), cached[lo:lo + self.shard_docs],
                                    have[lo:lo + self.shard_docs], settings) for lo in cuts]
             return concat(ray.get(futures), s.num_perm, s.banding.bands)
-        finally:
-            if started:
-                ray.shutdown()

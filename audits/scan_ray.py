@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tomforge.audits.ray_passes import _ray
+from tomforge.audits.ray_passes import ray_session
 from tomforge.audits.scan import ShardResult, ShardSettings, scan_shard
 from tomforge.audits.scan_corpus import Shard
 from tomforge.audits.scan_index import BenchmarkIndex
@@ -25,14 +25,7 @@ class RayShards:
 
     def __call__(self, index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings,
                  progress: Progress) -> list[ShardResult]:
-        ray = _ray()
-        started = not ray.is_initialized()
-        if started:
-            if self.address:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
-        try:
+        with ray_session(self.address, self.num_cpus) as ray:
             task = ray.remote(num_cpus=1)(scan_shard)
             index_ref, settings = ray.put(index), ray.put(s)
             futures = [task.remote(index_ref, shard, settings) for shard in shards]
@@ -42,6 +35,3 @@ class RayShards:
                     results.append(ray.get(future))
                     stage.advance(1)
             return results
-        finally:
-            if started:
-                ray.shutdown()
