@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_rationale import TRACE
+from tests.test_real_oracle import HITOM_STORY  # the oracle's hand-worked HiToM story
 from tomforge.generators.real import hitom
 from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import parse_claims, vocabulary
@@ -71,20 +72,6 @@ def test_claim_verdicts(name: str, chain: tuple[str, ...], text: str, verdicts: 
 def test_memory_states_first_placement() -> None:
     scored = score_reasoning("The apple starts in the basket.", question((), "memory"))
     assert scored.states_deciding_belief and scored.faithful
-
-
-HITOM_STORY = """1 Kim, Lou and Max entered the attic.
-2 The fig is in the red_tin.
-3 Kim moved the fig to the blue_jar.
-4 Kim exited the attic.
-5 Lou saw a dog.
-6 Lou moved the fig to the green_pot.
-7 Lou exited the attic.
-8 Max made no movements and stayed in the attic for 1 minute.
-9 Max exited the attic.
-10 Kim, Lou and Max entered the waiting_room.
-11 Max publicly claimed that fig is in the red_tin.
-12 Kim privately told Max that the fig is in the blue_jar."""
 
 
 def test_line_anchors_on_a_real_story() -> None:
