@@ -3,9 +3,6 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# pages written by work running beside the clean-up (issue 29); they exist once that work is merged
-PAGES_FROM_PARALLEL_WORK = {"docs/scan.md", "docs/concurrency.md", "docs/rl-speed.md",
-                            "docs/generator-controls.md", "docs/renderings.md"}
 
 
 def _readme_commands() -> list[str]:
@@ -28,7 +25,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_readme_links_exist() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     targets = {t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t}
-    missing = {t for t in targets if not (ROOT / t).exists()} - PAGES_FROM_PARALLEL_WORK
+    missing = {t for t in targets if not (ROOT / t).exists()}
     assert not missing, f"README.md links to missing files: {sorted(missing)}"
     docs_pages = {str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")}
     assert docs_pages <= targets, f"docs pages the README does not list: {sorted(docs_pages - targets)}"
