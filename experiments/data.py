@@ -11,6 +11,10 @@ The release holds, besides the `all` config (which mixes sources: do not train o
   held-out entities and phrasings. Held-out (an order the model never trained on).
 - `tomi/*`, `hitom/unsplit`: the project's sample files in the public ToMi and HiToM formats, a
   story style and question phrasing the model never trained on. Held-out (tiny: tens of items).
+
+With several `renderings` (`--renderings third_person,second_person`), every generated split holds the same
+worlds told in each of them, item for item (`meta.rendering` names a row's; `CONFIG/SPLIT:RENDERING` selects
+one): the data of the format-transfer block (`experiments/transfer.py`, docs/rl.md).
 """
 from __future__ import annotations
 
@@ -37,11 +41,12 @@ class DataPlan:
     n_higher: int = 400  # held-out higher-order questions (at least; whole stories are kept)
     seed: int = 0
     samples: tuple[str, ...] = tuple(SAMPLE_SOURCES)
+    renderings: tuple[str, ...] = ("third_person",)  # generated worlds told in each (generators.renderings)
     repo_id: str = "tomforge/rl-demo"
     tag: str | None = None
 
 
-def _higher_order_records(plan: DataPlan) -> list[dict[str, Any]]:
+def _higher_order_records(plan: DataPlan, rendering: str = "third_person") -> list[dict[str, Any]]:
     """Generated questions of orders above `max_order` only, on held-out entities and phrasings.
     The generator asks one question per order per story (plus memory), so asking for
     (orders + 2) questions per wanted one and keeping the high orders gives about `n_higher`."""
@@ -50,7 +55,8 @@ def _higher_order_records(plan: DataPlan) -> list[dict[str, Any]]:
     top = plan.max_order + plan.extra_orders
     per_story = top + 2
     wanted = -(-plan.n_higher * per_story // plan.extra_orders)
-    records = generate_records(wanted, max_order=top, seed=plan.seed + 1, split=HIGHER_ORDER_SPLIT, held_out=True)
+    records = generate_records(wanted, max_order=top, seed=plan.seed + 1, split=HIGHER_ORDER_SPLIT, held_out=True,
+                               rendering=rendering)
     return [r for r in records if r["belief_order"] is not None and r["belief_order"] > plan.max_order]
 
 
@@ -69,13 +75,17 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     warehouse = Path(warehouse)
     for stale in (warehouse, warehouse.with_name(warehouse.name + ".wal")):
         stale.unlink(missing_ok=True)
-    reports = [
-        ingest_records(warehouse, ADAPTER_INFO, generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed),
-                       f"generate:n={plan.n},max_order={plan.max_order},seed={plan.seed}"),
-        ingest_records(warehouse, ADAPTER_INFO, _higher_order_records(plan),
-                       f"generate:split={HIGHER_ORDER_SPLIT},orders={plan.max_order + 1}.."
-                       f"{plan.max_order + plan.extra_orders},seed={plan.seed + 1}"),
-    ]
+    reports = []
+    for rendering in plan.renderings:
+        told = "" if rendering == "third_person" else f",rendering={rendering}"  # the default's refs as before
+        reports += [
+            ingest_records(warehouse, ADAPTER_INFO, generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed,
+                                                                    rendering=rendering),
+                           f"generate:n={plan.n},max_order={plan.max_order},seed={plan.seed}{told}"),
+            ingest_records(warehouse, ADAPTER_INFO, _higher_order_records(plan, rendering),
+                           f"generate:split={HIGHER_ORDER_SPLIT},orders={plan.max_order + 1}.."
+                           f"{plan.max_order + plan.extra_orders},seed={plan.seed + 1}{told}"),
+        ]
     reports += [ingest(warehouse, name, SAMPLES_DIR / SAMPLE_SOURCES[name]) for name in plan.samples]
     for report in reports:
         if report.rejected:
@@ -85,7 +95,8 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
                                 progress=Lines(print) if progress is None else progress)
     counts = {f"{config}/{split}": read_split(Path(root), SplitRef(config, split)).num_rows
               for config, splits in list_splits(Path(root)).items() for split in splits}
-    return {"tag": release.tag, "counts": counts, "plan": plan.__dict__ | {"samples": list(plan.samples)}}
+    return {"tag": release.tag, "counts": counts,
+            "plan": plan.__dict__ | {"samples": list(plan.samples), "renderings": list(plan.renderings)}}
 
 
 def eval_refs(root: Path) -> list[str]:
@@ -109,9 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, default in DataPlan().__dict__.items():
         if isinstance(default, int):
             parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
+    parser.add_argument("--renderings", default=",".join(DataPlan().renderings),
+                        help="generated worlds told in each of these renderings, comma-separated")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    plan = DataPlan(**{k: getattr(args, k) for k, v in DataPlan().__dict__.items() if isinstance(v, int)})
+    plan = DataPlan(**{k: getattr(args, k) for k, v in DataPlan().__dict__.items() if isinstance(v, int)},
+                    renderings=tuple(r for r in args.renderings.split(",") if r))
     warehouse = Path(args.warehouse) if args.warehouse else out.with_name(out.name + ".duckdb")
     result = build_release(out, warehouse, plan)
     print(json.dumps({"tag": result["tag"], "counts": result["counts"]}, indent=1))

@@ -504,7 +504,8 @@ def train(
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag to download."),
     model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
-    train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
+    train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on "
+                                    "(CONFIG/SPLIT:RENDERING: that rendering's rows only, docs/rl.md)."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", show_default="var/rl",
                                               help="Checkpoints and logs."),
@@ -577,7 +578,8 @@ def eval_(
     model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
-    splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable)."),
+    splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable; "
+                                     "CONFIG/SPLIT:RENDERING: that rendering's rows, for the format-transfer block)."),
     in_distribution: list[str] = typer.Option([], "--in-distribution", help="Configs or CONFIG/SPLIT trained on "
                                               "(repeatable); the rest count as held-out."),
     label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),

@@ -1,6 +1,7 @@
 """Evaluation: generate answers for chosen config/splits, score them with the training reward,
 store per-item results in the warehouse (`eval_results`), and summarize the in-distribution vs
-held-out matrix and accuracy by belief order (the reference paper's analysis).
+held-out matrix and accuracy by belief order (the reference paper's analysis), and the format-transfer block
+(`rl.transfer`: the same worlds told in other renderings than the one trained on).
 
 Generation is batched greedy decoding: `rl.fastgen` (static KV cache, CUDA graphs, stop at the end of the
 turn or at `</answer>`) by default, `transformers`' own `generate` as the fallback (`--generator hf`), and vLLM
@@ -21,8 +22,10 @@ import pyarrow as pa
 
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.models import materialize
-from tomforge.rl.release import SplitRef, read_split
+from tomforge.rl.release import SplitRef, read_split, renderings_of
 from tomforge.rl.reward import Scored, score_completion
+from tomforge.rl.trained_on import trained_on as trained_on_of
+from tomforge.rl.transfer import format_transfer, pair_key, transfer_view
 
 log = logging.getLogger(__name__)
 EVAL_COLUMNS = pa.schema([
@@ -32,7 +35,7 @@ EVAL_COLUMNS = pa.schema([
     ("question_type", pa.string()), ("answer_format", pa.string()), ("completion", pa.string()),
     ("extracted", pa.string()), ("format_ok", pa.bool_()), ("correct", pa.bool_()), ("reward", pa.float64()),
     ("claims_correct", pa.int64()), ("claims_contradicted", pa.int64()), ("states_deciding_belief", pa.bool_()),
-    ("faithful", pa.bool_()),
+    ("faithful", pa.bool_()), ("rendering", pa.string()), ("pair_key", pa.string()), ("trained_on", pa.string()),
 ])
 EVAL_DDL = """
 CREATE TABLE IF NOT EXISTS eval_results (
@@ -41,7 +44,7 @@ CREATE TABLE IF NOT EXISTS eval_results (
   item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, question_type VARCHAR,
   answer_format VARCHAR, completion VARCHAR, extracted VARCHAR, format_ok BOOLEAN NOT NULL,
   correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL, claims_correct BIGINT, claims_contradicted BIGINT,
-  states_deciding_belief BOOLEAN, faithful BOOLEAN
+  states_deciding_belief BOOLEAN, faithful BOOLEAN, rendering VARCHAR, pair_key VARCHAR, trained_on VARCHAR
 )"""
 # trace fidelity (rl.process_reward), added to a table an older version created; null: no world to check
 EVAL_MIGRATIONS = (
@@ -49,6 +52,10 @@ EVAL_MIGRATIONS = (
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS claims_contradicted BIGINT",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS states_deciding_belief BOOLEAN",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS faithful BOOLEAN",
+    # the format-transfer block (rl.transfer): the row's rendering, its partner key, the model's training rendering
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS rendering VARCHAR",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS pair_key VARCHAR",
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS trained_on VARCHAR",
 )
 
 
@@ -207,11 +214,15 @@ def run_id_of(model: str, label: str, dataset: str, revision: str | None) -> str
 def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: str, revision: str | None = None,
              in_distribution: Iterable[str] = (), label: str | None = None, limit: int | None = None,
              batch_size: int = 64, max_new_tokens: int = 256, backend: str = "auto", model: Any = None,
-             tokenizer: Any = None, stats: GenerationStats | None = None) -> list[dict[str, Any]]:
+             tokenizer: Any = None, stats: GenerationStats | None = None,
+             trained_on: str | None = None) -> list[dict[str, Any]]:
     """Per-item results for every split in `refs`; a split whose config (`config`) or which
-    itself (`config/split`) is listed in `in_distribution` is labelled 'in_distribution', any
-    other 'held_out' (so one config can hold both, e.g. a test split of higher belief orders)."""
+    itself (`config/split`, or `config/split:rendering`) is listed in `in_distribution` is labelled
+    'in_distribution', any other 'held_out' (so one config can hold both, e.g. a test split of higher
+    belief orders). Each row names its rendering and partner key (`rl.transfer`) and the rendering the
+    model was trained on: `trained_on`, else the record beside the model folder (`rl.trained_on`)."""
     label = label or Path(model_path).name
+    trained_on = trained_on or trained_on_of(model_path)
     run_id = run_id_of(model_path, label, dataset, revision)
     load_path = materialize(model_path) if model is None else model_path  # a .gguf file: its folder (rl.models)
     id_names = set(in_distribution)
@@ -221,19 +232,23 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
         prompts = table.column("prompt").to_pylist()
         truths = [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()]
         infos = table.column("extra_info").to_pylist()
+        renderings = renderings_of(table)
+        places = table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos)
         completions = generate(load_path, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens,
                                backend=backend, model=model, tokenizer=tokenizer, stats=stats)
-        for completion, truth, info in zip(completions, truths, infos):
+        for completion, truth, info, rendering, place in zip(completions, truths, infos, renderings, places):
             scored = score_completion(completion, truth)
             rows.append({
                 "run_id": run_id, "model": model_path, "label": label, "dataset": dataset, "revision": revision,
                 "config": ref.config, "split": ref.split,
-                "distribution": "in_distribution" if {ref.config, str(ref)} & id_names else "held_out",
+                "distribution": "in_distribution" if {ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names
+                else "held_out",
                 "item_id": info["item_id"], "source": info["source"], "belief_order": info["belief_order"],
                 "question_type": info["question_type"], "answer_format": info["answer_format"],
                 "completion": completion, "extracted": scored.extracted, "format_ok": scored.format_ok,
                 "correct": scored.correct, "reward": scored.score,
-                **_fidelity_fields(scored),
+                **_fidelity_fields(scored), "rendering": rendering, "trained_on": trained_on,
+                "pair_key": pair_key(info["source"], place or info["item_id"], truth),
             })
     return rows
 
@@ -265,16 +280,20 @@ def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
     return table.num_rows
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """{'matrix': {label: {config/split (distribution): acc}}, 'by_order': {label: {config/split:
     {order: acc}}}, 'format_rate': {...}, 'n': {...}, 'fidelity': {label: {config/split: right and
-    wrong reasons (`rl.fidelity`)}}, 'fidelity_by_order': {label: {config/split: {order: ...}}}}."""
+    wrong reasons (`rl.fidelity`)}}, 'fidelity_by_order': {label: {config/split: {order: ...}}},
+    'transfer': the format-transfer block (`rl.transfer.transfer_view`, its intervals drawn with `seed`)}.
+    A split a model was evaluated on in several renderings gets a column per rendering (`config/split:rendering`)."""
     def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
         return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
 
+    several = _rendered_several_ways(rows)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["label"], f"{r['config']}/{r['split']} ({r['distribution']})"), []).append(r)
+        told = f":{r['rendering']}" if (r["label"], r["config"], r["split"]) in several else ""
+        groups.setdefault((r["label"], f"{r['config']}/{r['split']}{told} ({r['distribution']})"), []).append(r)
     matrix: dict[str, dict[str, float]] = {}
     fmt: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
@@ -292,7 +311,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
         by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
     return {"matrix": matrix, "format_rate": fmt, "n": counts, "by_order": by_order, "fidelity": faithful,
-            "fidelity_by_order": faithful_by_order}
+            "fidelity_by_order": faithful_by_order, "transfer": transfer_view(rows, seed=seed)}
+
+
+def _rendered_several_ways(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(label, config, split) evaluated in more than one rendering: their matrix columns are per rendering."""
+    seen: dict[tuple[str, str, str], set[Any]] = {}
+    for r in rows:
+        seen.setdefault((r["label"], r["config"], r["split"]), set()).add(r.get("rendering"))
+    return {key for key, found in seen.items() if len(found) > 1}
 
 
 def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by belief order") -> Path:
@@ -337,7 +364,8 @@ def format_matrix(summary: dict[str, Any]) -> str:
             cells = [row.get(c, {}) for c in columns]
             lines.append(f"{label} right reasons / wrong reasons | " + " | ".join(
                 f"{_share(cell.get('right_reasons'))} / {_share(cell.get('wrong_reasons'))}" for cell in cells))
-    return "\n".join(lines)
+    transfer = format_transfer(summary["transfer"]) if summary.get("transfer") else ""
+    return "\n".join(lines + (["", transfer] if transfer else []))
 
 
 def _share(value: float | None) -> str:

@@ -3,9 +3,14 @@
 A release is a Hub dataset repo (tagged) or a local folder of the same layout:
 `data/<config>/<split>-NNNNN-of-NNNNN.parquet`. The RL stage reads whatever the release holds
 and adds the RL columns when the publisher did not, so older releases stay trainable.
+
+A generated row names the rendering its world is told in (`meta.rendering`: third person, second person,
+dialogue...), and the renderings of one generator run share a split. `CONFIG/SPLIT:RENDERING` reads the rows
+of one rendering only, by name, wherever a split is named (train, eval, in-distribution): docs/rl.md.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -28,20 +33,59 @@ class ReleaseReadError(TomforgeError):
 
 @dataclass(frozen=True)
 class SplitRef:
-    """One config/split of a release, written `config/split` on the command line."""
+    """One config/split of a release, written `config/split` on the command line; `config/split:rendering`
+    keeps only the rows told in that rendering (`meta.rendering`)."""
 
     config: str
     split: str
+    rendering: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> "SplitRef":
-        config, sep, split = text.partition("/")
-        if not sep or not config or not split:
-            raise ReleaseReadError(f"{text!r}: expected CONFIG/SPLIT, e.g. default/test")
-        return cls(config, split)
+        where, colon, rendering = text.partition(":")
+        config, sep, split = where.partition("/")
+        if not sep or not config or not split or (colon and not rendering):
+            raise ReleaseReadError(f"{text!r}: expected CONFIG/SPLIT or CONFIG/SPLIT:RENDERING, e.g. default/test "
+                                   "or tomforge_gen/test:second_person")
+        return cls(config, split, rendering or None)
+
+    @property
+    def stem(self) -> str:
+        """The split's file name stem where one file holds it (`split` or `split.rendering`)."""
+        return self.split if self.rendering is None else f"{self.split}.{self.rendering}"
 
     def __str__(self) -> str:
-        return f"{self.config}/{self.split}"
+        return f"{self.config}/{self.split}" + (f":{self.rendering}" if self.rendering else "")
+
+
+def rendering_of(meta: str | dict[str, Any] | None) -> str | None:
+    """The rendering a row's world is told in (`meta.rendering`, a JSON text in a release); None for rows
+    without one (sources other than the generator)."""
+    if meta is None:
+        return None
+    found = (json.loads(meta) if isinstance(meta, str) else meta).get("rendering")
+    return None if found is None else str(found)
+
+
+def renderings_of(table: pa.Table) -> list[str | None]:
+    """Each row's rendering (None for every row when the release has no `meta` column)."""
+    if "meta" not in table.column_names:
+        return [None] * table.num_rows
+    return [rendering_of(meta) for meta in table.column("meta").to_pylist()]
+
+
+def _select_rendering(table: pa.Table, ref: SplitRef, root: Path) -> pa.Table:
+    """The rows of `ref.rendering`, in the order of their place in the generator run (`source_ref`, which no
+    rendering changes), so the first N rows of every rendering are the same worlds (`--limit`); a rendering the
+    split does not hold is an error naming those it does."""
+    found = renderings_of(table)
+    kept = table.filter(pa.array([r == ref.rendering for r in found], pa.bool_()))
+    if kept.num_rows == 0:
+        held = Counter("none" if r is None else r for r in found)
+        raise ReleaseReadError(f"{root}: {ref}: no rows told in {ref.rendering!r} (meta.rendering); the split holds "
+                               + ", ".join(f"{name} {n}" for name, n in sorted(held.items())))
+    keys = [name for name in ("source_ref", "item_id") if name in kept.column_names]
+    return kept.sort_by([(name, "ascending") for name in keys]) if keys else kept
 
 
 def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
@@ -92,8 +136,11 @@ def shard_files(root: Path, ref: SplitRef) -> list[Path]:
 
 
 def read_split(root: Path, ref: SplitRef, limit: int | None = None) -> pa.Table:
-    """The split as one arrow table with the RL columns present."""
+    """The split (only its rows of `ref.rendering`, when named) as one arrow table with the RL columns present;
+    `limit`: its first rows."""
     table = pa.concat_tables([pq.read_table(f) for f in shard_files(root, ref)], promote_options="default")
+    if ref.rendering is not None:
+        table = _select_rendering(table, ref, root)
     if limit is not None:
         table = table.slice(0, limit)
     if not all(name in table.column_names for name in RL_COLUMNS):
@@ -110,7 +157,7 @@ def load_split(root: Path, ref: SplitRef, limit: int | None = None) -> Any:
 
 def write_rl_parquet(root: Path, ref: SplitRef, out_dir: Path) -> Path:
     """One parquet file of the split with the RL columns, for verl's `data.train_files`."""
-    out = Path(out_dir) / ref.config / f"{ref.split}.parquet"
+    out = Path(out_dir) / ref.config / f"{ref.stem}.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(read_split(root, ref), out)
     return out

@@ -12,7 +12,8 @@ from typing import Any
 
 from tomforge.rl import trl_backend, verl_backend
 from tomforge.rl.models import is_gguf
-from tomforge.rl.release import SplitRef, fetch_release, load_split, write_rl_parquet
+from tomforge.rl.release import SplitRef, fetch_release, read_split, write_rl_parquet
+from tomforge.rl.trained_on import write_training_record
 
 
 @dataclass
@@ -45,8 +46,8 @@ def plan_trl(settings: trl_backend.TrlSettings, dataset: str, revision: str | No
 def verl_data_files(data_dir: str, train: str, val: str) -> tuple[list[str], list[str]]:
     """Where the entrypoint writes the RL parquet files (known before any download)."""
     t, v = SplitRef.parse(train), SplitRef.parse(val)
-    return ([str(Path(data_dir) / t.config / f"{t.split}.parquet")],
-            [str(Path(data_dir) / v.config / f"{v.split}.parquet")])
+    return ([str(Path(data_dir) / t.config / f"{t.stem}.parquet")],
+            [str(Path(data_dir) / v.config / f"{v.stem}.parquet")])
 
 
 def plan_verl(settings: verl_backend.VerlSettings, dataset: str, revision: str | None, train: str, val: str,
@@ -62,10 +63,16 @@ def plan_verl(settings: verl_backend.VerlSettings, dataset: str, revision: str |
 
 def run_trl_here(settings: trl_backend.TrlSettings, dataset: str, revision: str | None, train: str,
                  limit: int | None = None) -> dict[str, Any]:
-    """Download the release, load the train split, train with TRL in this process."""
+    """Download the release, load the train split, train with TRL in this process; record what it trained on
+    beside the checkpoint (`rl.trained_on`: the eval's format-transfer block reads it)."""
+    from datasets import Dataset
+
     root = fetch_release(dataset, revision)
-    train_ds = load_split(root, SplitRef.parse(train), limit)
-    return trl_backend.train_trl(settings, train_ds)
+    ref = SplitRef.parse(train)
+    table = read_split(root, ref, limit)
+    result = trl_backend.train_trl(settings, Dataset(table))
+    write_training_record(settings.output_dir, dataset, revision, ref, table)
+    return result
 
 
 def run_verl_here(settings: verl_backend.VerlSettings, dataset: str, revision: str | None, train: str, val: str,
