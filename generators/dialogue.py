@@ -104,74 +104,86 @@ class Dialogue:
 
 def tell(story: Story, name: Callable[[Any], str], variants: Sequence[int], rng: random.Random) -> Dialogue:
     """The story as a conversation (see the module docstring); `name` writes entities in the style's surface."""
-    turns: list[tuple[str, str]] = [(NARRATOR, OPENING)]
-    events: list[int | None] = [None]
-    where: dict[str, str | None] = {agent: None for agent in story.agents}
-    said: set[tuple[str, str]] = set()
-
-    def say(index: int, speaker: str, kind: str, **fields: Any) -> None:
-        options = [(v, TURNS[kind][v].format(**fields)) for v in variants]
-        first = rng.choice(options)
-        text = first[1] if (speaker, first[1]) not in said else next(
-            (t for _, t in options if (speaker, t) not in said), first[1])
-        said.add((speaker, text))
-        turns.append((speaker, text))
-        events.append(index)
-
-    def someone_in(room: str) -> str:
-        present = sorted(a for a, r in where.items() if r == room)
-        return rng.choice(present) if present else NARRATOR
-
-    room = name(story.room)
+    teller = _Teller(story, name, variants, rng)
     for index, event in enumerate(story.events):
-        kind = event.kind
+        teller.turn(index, event)
+    return Dialogue(tuple(teller.turns), tuple(teller.events))
+
+
+class _Teller:
+    """The conversation so far: its turns, who is in which room, and what each speaker has said."""
+
+    def __init__(self, story: Story, name: Callable[[Any], str], variants: Sequence[int], rng: random.Random) -> None:
+        self.story, self.name, self.variants, self.rng = story, name, variants, rng
+        self.turns: list[tuple[str, str]] = [(NARRATOR, OPENING)]
+        self.events: list[int | None] = [None]
+        self.where: dict[str, str | None] = {agent: None for agent in story.agents}
+        self.said: set[tuple[str, str]] = set()
+        self.room = name(story.room)
+
+    def say(self, index: int, speaker: str, kind: str, **fields: Any) -> None:
+        """One turn in a phrasing drawn at random, another one if the speaker said that already."""
+        options = [TURNS[kind][v].format(**fields) for v in self.variants]
+        text = self.rng.choice(options)
+        if (speaker, text) in self.said:
+            text = next((t for t in options if (speaker, t) not in self.said), text)
+        self.said.add((speaker, text))
+        self.turns.append((speaker, text))
+        self.events.append(index)
+
+    def someone_here(self) -> str:
+        """Someone in the story's room (at random), the narrator when nobody is."""
+        present = sorted(a for a, r in self.where.items() if r == self.story.room)
+        return self.rng.choice(present) if present else NARRATOR
+
+    def turn(self, index: int, event: Event) -> None:
+        kind, name = event.kind, self.name
         if kind == ENTER:
-            where[event.the_agent()] = event.room
-            say(index, event.the_agent(), ENTER, room=name(event.room))
+            self.where[event.the_agent()] = event.room
+            self.say(index, event.the_agent(), ENTER, room=name(event.room))
         elif kind == EXIT:
-            say(index, event.the_agent(), EXIT, room=name(event.room))
-            where[event.the_agent()] = None
-        elif kind == INIT:
-            say(index, someone_in(story.room), INIT, obj=name(event.obj), c=name(event.container))
+            self.say(index, event.the_agent(), EXIT, room=name(event.room))
+            self.where[event.the_agent()] = None
         elif kind == MOVE:
-            say(index, event.the_agent(), MOVE, obj=name(event.obj), c=name(event.container))
+            self.say(index, event.the_agent(), MOVE, obj=name(event.obj), c=name(event.container))
             for witness in event.witnesses:
-                say(index, NARRATOR, "witness", a=witness, room=room)
+                self.say(index, NARRATOR, "witness", a=witness, room=self.room)
         elif kind == STAY:
-            say(index, event.the_agent(), STAY)
+            self.say(index, event.the_agent(), STAY)
         elif kind == STATEMENT:
-            _statement(index, event, name, where, say, rng, variants)
+            self.statement(index, event)
         elif kind == TELL:
-            _tell(index, event, name, say)
-        elif kind == SCENE:
-            say(index, someone_in(story.room), SCENE, room=room,
-                list=join_names([f"the {name(c)}" for c in event.things]))
-        elif kind == TRANSPARENT:
-            say(index, someone_in(story.room), TRANSPARENT, c=name(event.container), room=room)
+            private = {} if event.public else {"b": join_names(list(event.listeners))}
+            self.say(index, event.the_agent(), "tell_public" if event.public else "tell_private", obj=name(event.obj),
+                     c=name(event.container), **private)
         else:
-            raise ValueError(f"no dialogue turn for {kind}")
-    return Dialogue(tuple(turns), tuple(events))
+            self.scenery(index, event)
+
+    def scenery(self, index: int, event: Event) -> None:
+        """What someone in the room points out: the object's place, the containers, a see-through one."""
+        name = self.name
+        if event.kind == INIT:
+            self.say(index, self.someone_here(), INIT, obj=name(event.obj), c=name(event.container))
+        elif event.kind == SCENE:
+            self.say(index, self.someone_here(), SCENE, room=self.room,
+                     list=join_names([f"the {name(c)}" for c in event.things]))
+        elif event.kind == TRANSPARENT:
+            self.say(index, self.someone_here(), TRANSPARENT, c=name(event.container), room=self.room)
+        else:
+            raise ValueError(f"no dialogue turn for {event.kind}")
+
+    def statement(self, index: int, event: Event) -> None:
+        """An opinion (or "I once stored something in it"): its holder's turn, reported by the narrator
+        when the holder is in no room."""
+        agent = event.the_agent()
+        if self.where.get(agent) is not None:
+            self.say(index, agent, event.the_polarity(), t=self.name(event.thing))
+        else:
+            said = TURNS[event.the_polarity()][self.rng.choice(self.variants)].format(t=self.name(event.thing))
+            self.say(index, NARRATOR, "absent", a=agent, said=said)
 
 
-def _statement(index: int, event: Event, name: Callable[[Any], str], where: dict[str, str | None],
-               say: Callable[..., None], rng: random.Random, variants: Sequence[int]) -> None:
-    agent = event.the_agent()
-    if where.get(agent) is not None:
-        say(index, agent, event.the_polarity(), t=name(event.thing))
-    else:
-        said = TURNS[event.the_polarity()][rng.choice(variants)].format(t=name(event.thing))
-        say(index, NARRATOR, "absent", a=agent, said=said)
-
-
-def _tell(index: int, event: Event, name: Callable[[Any], str], say: Callable[..., None]) -> None:
-    if event.public:
-        say(index, event.the_agent(), "tell_public", obj=name(event.obj), c=name(event.container))
-    else:
-        say(index, event.the_agent(), "tell_private", b=join_names(list(event.listeners)), obj=name(event.obj),
-            c=name(event.container))
-
-
-def settled_from(story: Story, answer: Callable[[BeliefEngine], Hashable], engines: list[BeliefEngine | None]) -> int:
+def settled_from(answer: Callable[[BeliefEngine], Hashable], engines: list[BeliefEngine | None]) -> int:
     """The first event index from which the answer, asked after any later event, is the end's
     (`engines[i]`: the engine of the story cut after event i; None before the object is placed)."""
     final = answer(engines[-1]) if engines[-1] is not None else None
@@ -204,13 +216,76 @@ def quiet_turns(dialogue: Dialogue, containers: Sequence[str]) -> list[int]:
             and not names.search(turns[j][1]) and counts[turns[j]] == 1]
 
 
-def choose_cut(dialogue: Dialogue, settled: int, quiet: list[int], rng: random.Random) -> int | None:
+def surface_picks(dialogue: Dialogue, containers: Sequence[str]) -> list[dict[str, str | None]]:
+    """After each turn, the container a surface reader would pick from the conversation so far:
+    the first mentioned, the last mentioned and the most mentioned (ties: the earlier first mention)."""
+    names = re.compile(r"\b(?:" + "|".join(re.escape(c) for c in containers) + r")\b", re.IGNORECASE)
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    count: dict[str, int] = {}
+    position = 0
+    out: list[dict[str, str | None]] = []
+    for _, text in dialogue.turns:
+        for match in names.finditer(text):
+            found = next(c for c in containers if c.lower() == match.group(0).lower())
+            first.setdefault(found, position)
+            last[found] = position
+            count[found] = count.get(found, 0) + 1
+            position += 1
+        out.append({"first": min(first, key=first.__getitem__) if first else None,
+                    "last": max(last, key=last.__getitem__) if last else None,
+                    "most": min(count, key=lambda c: (-count[c], first[c])) if count else None})
+    return out
+
+
+class CutBalance:
+    """Where a mid-conversation question is asked, chosen so that the container a surface reader
+    picks from the conversation so far (first, last, most mentioned) is right at chance.
+
+    Asked right after the deciding move, "the last container mentioned so far" would be the answer
+    (measured on 3,000 items before this control: 45% against 25% by chance, 65% on reality
+    questions). Per stratum (question key and format) each heuristic keeps its running surplus of
+    hits over its chance rate; a place is taken only if no surplus leaves [-BOUND, BOUND], the one
+    closest to zero in all three first (ties at random); with no such place the question is asked
+    at the end. So each rate stays within BOUND items of chance, per stratum, however long the run."""
+
+    HEURISTICS = ("first", "last", "most")
+    BOUND = 1.5
+
+    def __init__(self) -> None:
+        self.surplus: dict[tuple[str, Hashable], float] = {}
+
+    def choose(self, places: Sequence[int], hits: Callable[[int], dict[str, bool]], stratum: Hashable,
+               chance: float, rng: random.Random) -> int | None:
+        best: list[tuple[int, dict[str, float]]] = []
+        best_cost = float("inf")
+        for place in places:
+            hit = hits(place)
+            after = {h: self.surplus.get((h, stratum), 0.0) + hit[h] - chance for h in self.HEURISTICS}
+            if max(abs(v) for v in after.values()) > self.BOUND:
+                continue
+            cost = round(sum(v * v for v in after.values()), 9)
+            if cost < best_cost:
+                best, best_cost = [(place, after)], cost
+            elif cost == best_cost:
+                best.append((place, after))
+        if not best:
+            return None
+        place, after = best[0] if len(best) == 1 else rng.choice(best)
+        for h, value in after.items():
+            self.surplus[h, stratum] = value
+        return place
+
+
+def choose_cut(dialogue: Dialogue, settled: int, quiet: list[int], rng: random.Random,
+               balance: Callable[[list[int]], int | None] | None = None) -> int | None:
     """The turn (position) a question is asked right after, or None to ask it at the end: with
-    probability `MID_SHARE`, a quiet turn at or after the event from which its answer is settled."""
+    probability `MID_SHARE`, a quiet turn at or after the event from which its answer is settled,
+    chosen by `balance` (a `CutBalance.choose` bound to the question) or at random."""
     places = [j for j in quiet if (dialogue.events[j] or 0) >= settled]
     if not places or rng.random() >= MID_SHARE:
         return None
-    return rng.choice(places)
+    return balance(places) if balance is not None else rng.choice(places)
 
 
 def asked_after(dialogue: Dialogue, cut: int, question: str) -> str:

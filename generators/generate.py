@@ -34,9 +34,12 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import permutations, product
 from typing import Any, Iterator, Sequence
 
+from tomforge.generators import dialogue as dialogue_turns
+from tomforge.generators import question_forms as forms
 from tomforge.generators.balance import Controller, Deck, Quota, deal
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.chains import feasible, random_chain, random_set_bit
@@ -44,8 +47,6 @@ from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
 from tomforge.generators.rank_control import Base, Plan, RankBalancer, realize, spread
-from tomforge.generators import dialogue as dialogue_turns
-from tomforge.generators import question_forms as forms
 from tomforge.generators.renderings import DIALOGUE, RENDERINGS, SECOND_PERSON, THIRD_PERSON, render
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
@@ -197,6 +198,7 @@ class Generator:
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
         self.ranks = RankBalancer()
+        self.cut_balance = dialogue_turns.CutBalance()  # hook: where dialogue questions are asked mid-conversation
         self.story_no = 0
 
     def deal_quotas(self, n: int) -> None:
@@ -488,9 +490,22 @@ class Generator:
         (so the third person's records, options included, stay as they are)."""
         rng = random.Random(derive_seed("dialogue-cuts", story_seed))
         engines = dialogue_turns.prefix_engines(story)
-        quiet = dialogue_turns.quiet_turns(spoken, [name(c) for c in story.containers])
-        return [dialogue_turns.choose_cut(spoken, dialogue_turns.settled_from(
-            story, lambda e, q=q: forms.answer_in(e, q), engines), quiet, rng) for q in questions]
+        containers = [name(c) for c in story.containers]
+        quiet = dialogue_turns.quiet_turns(spoken, containers)
+        picks = dialogue_turns.surface_picks(spoken, containers)
+        cuts = []
+        for q in questions:
+            settled = dialogue_turns.settled_from(partial(forms.answer_in, q=q), engines)
+            balance = None
+            if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick of "the container so far" stays at chance
+                def hits(place: int, q: Question = q) -> dict[str, bool]:
+                    return {h: q.hit(story.containers[containers.index(c)]) if c is not None else False
+                            for h, c in picks[place].items()}
+
+                def balance(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
+                    return self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
+            cuts.append(dialogue_turns.choose_cut(spoken, settled, quiet, rng, balance))
+        return cuts
 
     @staticmethod
     def asked_in_dialogue(spoken: "dialogue_turns.Dialogue", cut: int | None, question: str, meta: dict[str, Any],

@@ -107,7 +107,7 @@ def lucky(engine: BeliefEngine, agent: str) -> bool:
     return knows(engine, agent) != has_access(engine, agent)
 
 
-def knowledge_answer(engine: BeliefEngine, key: str, chain: tuple[str, ...]) -> Hashable:
+def knowledge_answer(engine: BeliefEngine, key: str, chain: tuple[str, ...]) -> tuple[str, ...] | str | None:
     """The gold of a knowledge question: the sorted knowers (list) or "yes"/"no" (answerability);
     None when the world has a lucky belief that makes it ambiguous."""
     if key == LIST:
@@ -136,10 +136,10 @@ def take(key: str, quota: Quota[tuple[str, str, Any], str], engine: BeliefEngine
     which `Quota.take` draws ties from; `rng`: the story's, which draws the agent)."""
     if key == LIST:
         answer = knowledge_answer(engine, LIST, ())
-        if answer is None:
+        if not isinstance(answer, tuple):
             return None
         cell = quota.take(lambda role: True, pick)
-        return None if cell is None else (cell, (), ", ".join(answer))  # type: ignore[arg-type]
+        return None if cell is None else (cell, (), ", ".join(answer))
     clear = [a for a in engine.agents if not lucky(engine, a)]
     by_role = {CAN_KNOW: [a for a in clear if has_access(engine, a)], CANNOT_KNOW: [a for a in clear if not has_access(engine, a)],
                ANY: clear}
@@ -160,9 +160,9 @@ def knowledge_fields(key: str, chain: tuple[str, ...], variant: int, engine: Bel
     """The record fields of a knowledge question (text through the rendering's `render`)."""
     if key == LIST:
         answer = knowledge_answer(engine, LIST, ())
-        if answer is None:
+        if not isinstance(answer, tuple):
             raise ValueError("a list question about a world with a lucky belief")
-        listed = sorted(shown(a, reader) for a in answer)  # type: ignore[union-attr]
+        listed = sorted(shown(a, reader) for a in answer)
         return {"question": render(LIST_QUESTIONS[variant].format(o=obj)), "question_type": "answerability",
                 "belief_order": 1, "perspective_chain": (), "is_false_belief": None, "answer_format": "list",
                 "answer": ", ".join(listed), "answer_list": listed,
