@@ -199,6 +199,7 @@ def test_the_audit_runs_unchanged_on_dialogue_records(tmp_path) -> None:
     assert summary is not None
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM audit_gold_ranks").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM audit_repeated_sentences WHERE flagged").fetchone()[0] == 0
         assert con.execute("SELECT count(DISTINCT context_kind) FROM items_full").fetchone()[0] == 1
         stored = con.execute("SELECT turns FROM contexts LIMIT 1").fetchone()[0]
     assert stored and stored[0]["speaker"] == NARRATOR
@@ -311,3 +312,21 @@ def test_the_reward_scores_list_and_answerability_answers(told) -> None:
 
 def _score(value) -> float:
     return float(value["score"] if isinstance(value, dict) else value)
+
+
+# -- the command line -----------------------------------------------------------------------------
+def test_generate_forms_flag(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from tomforge.flows.cli import app
+
+    path = tmp_path / "w.duckdb"
+    args = ["generate", "--n", "80", "--max-order", "1", "-w", str(path), "--rendering", "dialogue"]
+    result = CliRunner().invoke(app, [*args, "--forms", "list,answerability"])
+    assert result.exit_code == 0, result.output
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute("SELECT question_type, answer_format, context_kind, count(*) FROM items_full "
+                           "GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [("answerability", "list", "dialogue", 40), ("answerability", "yes_no", "dialogue", 40)]
+    bad = CliRunner().invoke(app, [*args, "--forms", "mc,lists"])
+    assert bad.exit_code == 2 and "unknown question forms ['lists']" in bad.output
