@@ -561,7 +561,9 @@ def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
     `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
     `source`: the source name on the records (and in their item ids); `rendering`: how the worlds are
-    told (`generators.renderings`: third or second person; the same worlds and golds either way).
+    told (`generators.renderings`: third or second person, or `generators.dialogue`; the same worlds
+    and golds every way); `formats`: the answer formats of "where" questions, plus "list" and
+    "answerability" (`generators.question_forms`), each given a share of the run like an order.
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
                     controls, source, rendering)
