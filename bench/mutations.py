@@ -43,6 +43,7 @@ class Mutation:
 ACCOUNTING_TESTS = ("tests/test_warehouse.py", "tests/test_batch.py", "tests/test_cli.py", "tests/test_reconciliation.py")
 LEDGER_TESTS = ("tests/test_release_ledger.py",)
 REAL_TESTS = ("tests/test_real_balance.py", "tests/test_real_variants.py")
+DIALOGUE_TESTS = ("tests/test_generator_dialogue.py",)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
@@ -484,6 +485,31 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("transfer.trained_rendering_not_read", "rl/evaluate.py",
              "    trained_on = trained_on or trained_on_of(model_path)\n", "",
              ("tests/test_rl_transfer.py::test_planted_transfer_gap",), "eval ignores what the checkpoint was trained on: no paired differences"),
+    # issue 28: the dialogue rendering and the list / answerability forms (helper "dialogue")
+    Mutation("dialogue.access_misses_the_last_placement", "generators/question_forms.py",
+             "return effect.index >= last_placement", "return effect.index > last_placement",
+             DIALOGUE_TESTS, "whoever saw the object placed, with no move after, is said not to know where it is"),
+    Mutation("dialogue.lucky_beliefs_asked", "generators/question_forms.py",
+             "return knows(engine, agent) != has_access(engine, agent)", "return False",
+             DIALOGUE_TESTS, "'who knows' and 'can Bob know' contradict each other on a lucky belief"),
+    Mutation("dialogue.oracle_trusts_every_tell", "generators/checker.py",
+             "return decisive.container == truth and speaker is not None", "return speaker is not None",
+             DIALOGUE_TESTS, "the oracle takes a lie's listener to have a way of knowing"),
+    Mutation("dialogue.move_told_by_a_bystander", "generators/dialogue.py",
+             "self.say(index, event.the_agent(), MOVE", "self.say(index, self.someone_here(), MOVE",
+             DIALOGUE_TESTS, "a move is narrated by someone who did not make it"),
+    Mutation("dialogue.quote_names_a_container", "generators/dialogue.py",
+             "and not names.search(turns[j][1])", "",
+             DIALOGUE_TESTS, "a mid-conversation question quotes a turn naming a container: a cue to the answer"),
+    Mutation("dialogue.cut_before_the_answer_settles", "generators/dialogue.py",
+             "places = [j for j in quiet if (dialogue.events[j] or 0) >= settled]", "places = list(quiet)",
+             DIALOGUE_TESTS, "a question asked mid-conversation carries the end's gold"),
+    Mutation("dialogue.cut_places_unbalanced", "generators/generate.py",
+             "if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick", "if False:  # a surface pick",
+             DIALOGUE_TESTS, "asked right after the deciding move: 'the last container said so far' answers"),
+    Mutation("dialogue.oracle_ignores_the_cut", "generators/checker.py",
+             "return trace if cut is None else trace[: int(cut) + 1]", "return trace",
+             DIALOGUE_TESTS, "mid-conversation golds are checked against the end of the story"),
 )
 
 

@@ -197,13 +197,16 @@ def generate(
     source: Optional[str] = typer.Option(None, "--source", show_default="tomforge_gen",
                                          help="Source name; a run replaces the previous run of the same source."),
     rendering: Optional[str] = typer.Option(None, "--rendering", show_default="third_person",
-                                            help="How the worlds are told: third_person or second_person."),
+                                            help="How the worlds are told: third_person, second_person or dialogue."),
+    forms: Optional[str] = typer.Option(None, "--forms", show_default="mc,free,yes_no",
+                                        help="Comma-separated question forms: mc, free, yes_no, list, answerability."),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
     from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
     from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
     from tomforge.generators.operators import selected_operators
+    from tomforge.generators.question_forms import formats_of_forms
     from tomforge.warehouse.load import ingest_records
 
     max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
@@ -212,13 +215,16 @@ def generate(
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     told = given(rendering=rendering)  # the generator's default (third_person) unless the flag is set
     try:
+        if forms is not None:  # the generator's default formats (mc, free, yes_no) unless the flag is set
+            told["formats"] = formats_of_forms([f.strip() for f in forms.split(",") if f.strip()])
         generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     except ValueError as exc:
         fail(str(exc))
     records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
                               held_out=None if held_out else False, source=source, **told)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
-                 f"styles={','.join(style_names)},held_out={held_out}" + (f",rendering={rendering}" if rendering else ""))
+                 f"styles={','.join(style_names)},held_out={held_out}" + (f",rendering={rendering}" if rendering else "")
+                 + (f",forms={forms}" if forms else ""))
     with RichProgress(console) as progress:
         report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
                                 replace_source=True)

@@ -200,10 +200,59 @@ def _in_order(chain: list[str], listed: tuple[str, ...]) -> bool:
     return all(a < b for a, b in zip(positions, positions[1:]))
 
 
+def asked_trace(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trace up to where the question is asked: a dialogue's question asked mid-conversation
+    (`meta.asked_after_event`, an index into the trace) sees only the events up to that point."""
+    trace = record["trace"]
+    cut = (record.get("meta") or {}).get("asked_after_event")
+    return trace if cut is None else trace[: int(cut) + 1]
+
+
+def has_access(world: TraceWorld, agent: str, before: int | None = None) -> bool:
+    """Whether `agent` had a way to know where the object is (as of step `before`, default the end):
+    the event that set its belief is the last placement (or a reveal after it), or a tell of the true
+    location by a speaker who had such access when speaking."""
+    counting = [e for e in world.counting_events([agent]) if before is None or e.step < before]
+    placements = [e for e in world.events if e.what == "place" and e.entrant is None
+                  and (before is None or e.step < before)]
+    decisive = counting[-1]
+    if decisive.what == "place":
+        return decisive.step >= placements[-1].step
+    truth = [e for e in placements if e.step < decisive.step][-1].container
+    speaker = decisive.speaker
+    return decisive.container == truth and speaker is not None and has_access(world, speaker, decisive.step)
+
+
+def expected_knowledge(record: dict[str, Any], rules: Rules = DEFAULT_RULES) -> str | list[str] | None:
+    """The gold of an answerability question re-derived from the trace: the sorted list of agents
+    whose belief is the true location (list), or whether the asked agent had access to it (yes/no);
+    None when an agent it concerns believes the truth without access or the reverse (a question the
+    generator must never ask). Second-person records show the reader as "you"."""
+    world = TraceWorld(asked_trace(record), rules)
+    agents = record["trace"][0]["agents"]
+    reader = record["meta"].get("reader")
+
+    def clear(agent: str) -> bool:
+        return (world.belief([agent]) == world.reality) == has_access(world, agent)
+
+    if record["answer_format"] == "list":
+        if not all(clear(agent) for agent in agents):
+            return None
+        return sorted("you" if a == reader else a for a in agents if world.belief([a]) == world.reality)
+    agent = record["perspective_chain"][0]
+    if not clear(agent):
+        return None
+    return "yes" if has_access(world, agent) else "no"
+
+
 def expected_answer(record: dict[str, Any], rules: Rules = DEFAULT_RULES) -> str | None:
     """The gold answer the record should carry, recomputed from its trace and question fields
-    (None when the trace never says where the object is: `check_record` reports the mismatch)."""
-    world = TraceWorld(record["trace"], rules)
+    (None when the trace never says where the object is: `check_record` reports the mismatch).
+    A list question's answer is its items joined by ", "."""
+    if record["question_type"] == "answerability":
+        knowledge = expected_knowledge(record, rules)
+        return ", ".join(knowledge) if isinstance(knowledge, list) else knowledge
+    world = TraceWorld(asked_trace(record), rules)
     meta = record["meta"]
     if record["question_type"] == "memory":
         container = world.initial
@@ -220,13 +269,21 @@ def check_record(record: dict[str, Any]) -> list[str]:
     expected = expected_answer(record)
     if record["answer"] != expected:
         problems.append(f"answer {record['answer']!r} but the trace implies {expected!r}")
+    if record["answer_format"] == "list":
+        if record.get("answer_list") != expected_knowledge(record):
+            problems.append(f"answer_list {record.get('answer_list')!r} but the trace implies {expected_knowledge(record)!r}")
+        if not set(record.get("answer_list") or []) <= set(record["options"]):
+            problems.append("a listed agent is not among the options")
+    if record["answer_format"] == "yes_no" and record.get("answer_index") is not None:
+        if record["options"][record["answer_index"]] != record["answer"]:
+            problems.append("answer_index does not point at the answer")
     if record["answer_format"] == "multiple_choice":
         index = record["answer_index"]
         if index is None or record["options"][index] != record["answer"]:
             problems.append("answer_index does not point at the answer")
         if len(set(record["options"])) != len(record["options"]):
             problems.append("repeated options")
-    if record["question_type"] not in ("memory", "reality"):
+    if record["question_type"] not in ("memory", "reality") and record["answer_format"] != "list":
         world = TraceWorld(record["trace"])
         belief = world.belief(record["perspective_chain"])
         if record["is_false_belief"] != (belief != world.reality):

@@ -34,9 +34,12 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import permutations, product
 from typing import Any, Iterator, Sequence
 
+from tomforge.generators import dialogue as dialogue_turns
+from tomforge.generators import question_forms as forms
 from tomforge.generators.balance import Controller, Deck, Quota, deal
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.chains import feasible, random_chain, random_set_bit
@@ -44,7 +47,7 @@ from tomforge.generators.entities import Pools, surface
 from tomforge.generators.entities import pools as entity_pools
 from tomforge.generators.operators import OPERATORS, apply_operators
 from tomforge.generators.rank_control import Base, Plan, RankBalancer, realize, spread
-from tomforge.generators.renderings import RENDERINGS, SECOND_PERSON, THIRD_PERSON, render
+from tomforge.generators.renderings import DIALOGUE, RENDERINGS, SECOND_PERSON, THIRD_PERSON, render
 from tomforge.generators.story import N_CONTAINERS, build_base
 from tomforge.generators.templates import (
     HELD_OUT_VARIANTS,
@@ -82,6 +85,7 @@ def generator_info(source: str = DEFAULT_SOURCE) -> AdapterInfo:
 
 ADAPTER_INFO = generator_info()
 FORMATS = ("multiple_choice", "yes_no", "free_text")
+ALL_FORMATS = FORMATS + forms.KNOWLEDGE_FORMS  # `formats` may also ask list and answerability questions
 ROLES = ("initial", "final", "intermediate", "never")
 AGENT_COUNTS = (2, 3, 4, 5)
 MOVE_COUNTS = (2, 3, 4)
@@ -172,17 +176,19 @@ class Generator:
             raise ValueError(f"unknown styles {sorted(bad_styles)}; choose from {', '.join(STYLES)}")
         if max_order < 0:
             raise ValueError("max_order must be >= 0")
-        if not formats or set(formats) - set(FORMATS):
-            raise ValueError(f"formats must be a non-empty subset of {', '.join(FORMATS)}")
+        if not formats or set(formats) - set(ALL_FORMATS):
+            raise ValueError(f"formats must be a non-empty subset of {', '.join(ALL_FORMATS)}")
         self.max_order, self.seed, self.split, self.source = max_order, seed, split, source
         self.operators = [name for name in OPERATORS if name in operators]
         self.held_out = split == "test" if held_out is None else held_out
         self.pools: Pools = entity_pools(self.held_out)
         self.variants = HELD_OUT_VARIANTS if self.held_out else MAIN_VARIANTS
-        self.formats, self.include_memory, self.operator_rate = tuple(formats), include_memory, operator_rate
+        self.formats = tuple(f for f in formats if f in FORMATS)  # container questions ("where ...?")
+        self.include_memory, self.operator_rate = include_memory, operator_rate
         self.controls = controls
         self.rng = random.Random(derive_seed("run", seed, split, self.held_out))
-        self.keys: list[Any] = list(range(max_order + 1)) + (["memory"] if include_memory else [])
+        self.keys: list[Any] = (list(range(max_order + 1)) + (["memory"] if include_memory else [])) if self.formats else []
+        self.keys += [key for key in forms.KNOWLEDGE_FORMS if key in formats]  # hook: question_forms' keys
         self.story_deck = Deck(product(MOVE_COUNTS, styles), self.rng)
         self.asked: Counter[tuple[Any, int]] = Counter()  # questions per (order, base agent count)
         never = "never" if "lie" in self.operators else "intermediate"
@@ -192,6 +198,7 @@ class Generator:
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
         self.first, self.last, self.most = Controller(), Controller(), Controller()
         self.ranks = RankBalancer()
+        self.cut_balance = dialogue_turns.CutBalance()  # hook: where dialogue questions are asked mid-conversation
         self.story_no = 0
 
     def deal_quotas(self, n: int) -> None:
@@ -200,6 +207,10 @@ class Generator:
         share, extra = divmod(n, len(self.keys))
         lucky = set(self.rng.sample(range(len(self.keys)), extra))
         for i, key in enumerate(self.keys):
+            if key in forms.KNOWLEDGE_FORMS:  # hook: list / answerability quotas (generators.question_forms)
+                formats, block = forms.quota_cells(key, self.controls)
+                self.quotas[key] = Quota(deal(share + (i in lucky), formats, block, _no_label, self.rng), _role)
+                continue
             block = self.role_blocks["memory" if key == "memory" else 0 if key == 0 else "belief"]
             labels = _labels
             if not self.controls:  # formats only: any gold role, position and yes/no answer
@@ -213,7 +224,7 @@ class Generator:
         serve (always, at a quarter or more: a lie yields one for an order only about a third of the time)."""
         left = never = 0
         for key, quota in self.quotas.items():
-            if key not in (0, "memory"):
+            if key not in (0, "memory", *forms.KNOWLEDGE_FORMS):
                 left += quota.left
                 never += quota.left_by_need.get("never", 0)
         share = never / left if left else 0.0
@@ -260,11 +271,14 @@ class Generator:
         for key, quota in self.quotas.items():
             if not quota.left:
                 continue
-            taken = self._take(key, quota, story, engine, roles, by_role, rng)
+            knowledge = key in forms.KNOWLEDGE_FORMS  # hook: list / answerability (generators.question_forms)
+            taken = (forms.take(key, quota, engine, self.rng, rng) if knowledge
+                     else self._take(key, quota, story, engine, roles, by_role, rng))
             if taken is None:
                 continue
             (fmt, role, label), chain, gold = taken
-            q = Question(key, chain, gold, roles[gold] if role == ANY_ROLE else role, fmt, rng.choice(self.variants))
+            q = Question(key, chain, gold, roles[gold] if role == ANY_ROLE and not knowledge else role, fmt,
+                         rng.choice(self.variants))
             if fmt == "multiple_choice":
                 q.position = label
             elif fmt == "yes_no":
@@ -418,7 +432,7 @@ class Generator:
                                        "the chosen operators cannot produce these gold roles")
                 continue
             idle = 0
-            story = self.pad(story, questions, rng)
+            story = self.pad(story, [q for q in questions if q.key not in forms.KNOWLEDGE_FORMS], rng)
             self.asked.update((q.key, story.params["n_agents"]) for q in questions)
             yield from self.build(story, story_seed, questions, engine, rng)
 
@@ -437,10 +451,12 @@ class Generator:
         final = engine.reality()
         candidates = [name(c) for c in story.containers]
         story_no = story.params["story_no"]
+        spoken = None
+        if self.rendering == DIALOGUE:  # hook: the same world as chat turns (generators.dialogue), own random state
+            spoken = dialogue_turns.tell(story, name, self.variants, random.Random(derive_seed("dialogue", story_seed)))
+            context, cuts = spoken.context, self.dialogue_cuts(story, spoken, questions, name, story_seed)
         for qi, q in enumerate(questions):
             yes_no = q.fmt == "yes_no"
-            text = render(render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None),
-                          self.rendering, reader)
             meta: dict[str, Any] = {
                 "style": style, "entity_pool": self.pools.label, "object": name(story.obj), "candidates": candidates,
                 "gold_role": q.role, "story_no": story_no, "n_moves": story.params["n_moves"],
@@ -448,35 +464,89 @@ class Generator:
             }
             if self.rendering == SECOND_PERSON:
                 meta["reader"] = reader
-            if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
-                listed = next(e.things for e in story.events if e.kind == SCENE)
-                options, answer = [name(c) for c in listed], name(q.gold)
-                index = listed.index(q.gold)
-            elif q.fmt == "multiple_choice" and q.position is not None:
-                others = [c for c in story.containers if c != q.gold]
-                rng.shuffle(others)
-                others.insert(q.position, q.gold)
-                options, answer, index = [name(c) for c in others], name(q.gold), q.position
-            elif yes_no:
-                if q.asked is None:
-                    raise ValueError(f"story {story_no}: a yes/no question without the container it asks about")
-                meta["asked_container"] = name(q.asked)
-                options, answer, index = ["yes", "no"], "yes" if q.yes else "no", 0 if q.yes else 1
-            else:
-                options, answer, index = [], name(q.gold), None
-            order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
-            qtype = question_type_of_order(order, memory=q.key == "memory")
-            yield build_record(
+            shared: dict[str, Any] = dict(
                 source=self.source, source_version=GENERATOR_VERSION,
                 source_key=f"{self.split}/{self.seed}/{int(self.held_out)}/{story_no}/{qi}{told}",
                 source_ref=f"generated/{self.split}/seed-{self.seed}#story-{story_no}/q-{qi}",
-                split=self.split, context=context, question=text, question_type=qtype, answer=answer,
-                answer_format=q.fmt, n_agents=len(story.agents), n_events=len(story.events), belief_order=order,
-                perspective_chain=q.chain, is_false_belief=None if q.kind != "belief" else q.gold != final,
-                options=options, answer_index=index, generator=GENERATOR, generator_version=GENERATOR_VERSION,
-                template_id=template_id(style, q.kind, yes_no, q.variant) + told.replace("/", "."), seed=story_seed,
-                operators=story.operators, trace=trace, meta=meta,
-            )
+                split=self.split, context=context, n_agents=len(story.agents), n_events=len(story.events),
+                generator=GENERATOR, generator_version=GENERATOR_VERSION, seed=story_seed, operators=story.operators,
+                trace=trace, meta=meta)
+            if q.key in forms.KNOWLEDGE_FORMS:  # hook: list / answerability records (generators.question_forms)
+                fields = forms.knowledge_fields(q.key, q.chain, q.variant, engine, name(story.obj),
+                                                lambda t: render(t, self.rendering, reader),
+                                                reader if self.rendering == SECOND_PERSON else None)
+                tid = forms.knowledge_template(style, q.key, q.variant) + told.replace("/", ".")
+            else:
+                fields = self.container_fields(q, story, name, final, rng, meta, reader)
+                tid = template_id(style, q.kind, yes_no, q.variant) + told.replace("/", ".")
+            if spoken is not None:  # hook: the dialogue's turns and where each question is asked
+                fields["question"], tid = self.asked_in_dialogue(spoken, cuts[qi], fields["question"], meta, tid)
+                shared.update(context_kind="dialogue", turns=spoken.as_records())
+            yield build_record(**shared, **fields, template_id=tid)
+
+    def dialogue_cuts(self, story: Story, spoken: "dialogue_turns.Dialogue", questions: list[Question],
+                      name: Any, story_seed: int) -> list[int | None]:
+        """Per question, the turn it is asked right after (None: at the end), from its own random state
+        (so the third person's records, options included, stay as they are)."""
+        rng = random.Random(derive_seed("dialogue-cuts", story_seed))
+        engines = dialogue_turns.prefix_engines(story)
+        containers = [name(c) for c in story.containers]
+        quiet = dialogue_turns.quiet_turns(spoken, containers)
+        picks = dialogue_turns.surface_picks(spoken, containers)
+        cuts = []
+        for q in questions:
+            settled = dialogue_turns.settled_from(partial(forms.answer_in, q=q), engines)
+            balance = None
+            if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick of "the container so far" stays at chance
+                def hits(place: int, q: Question = q) -> dict[str, bool]:
+                    return {h: q.hit(story.containers[containers.index(c)]) if c is not None else False
+                            for h, c in picks[place].items()}
+
+                def balance(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
+                    return self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
+            cuts.append(dialogue_turns.choose_cut(spoken, settled, quiet, rng, balance))
+        return cuts
+
+    @staticmethod
+    def asked_in_dialogue(spoken: "dialogue_turns.Dialogue", cut: int | None, question: str, meta: dict[str, Any],
+                          tid: str) -> tuple[str, str]:
+        """The question as asked in the conversation, its template id, and `meta.asked_after_turn` (turns
+        said before it) and `meta.asked_after_event` (the trace index the checker cuts at)."""
+        meta["turn_events"] = [None if e is None else e + 1 for e in spoken.events]
+        if cut is None:
+            meta["asked_after_turn"] = len(spoken.turns)
+            return question, tid
+        meta["asked_after_turn"], meta["asked_after_event"] = cut + 1, (spoken.events[cut] or 0) + 1
+        return dialogue_turns.asked_after(spoken, cut, question), tid + ".mid"
+
+    def container_fields(self, q: Question, story: Story, name: Any, final: str, rng: random.Random,
+                         meta: dict[str, Any], reader: str) -> dict[str, Any]:
+        """The question fields of a "where is it" question (multiple choice, yes/no or free text)."""
+        yes_no = q.fmt == "yes_no"
+        story_no = story.params["story_no"]
+        text = render(render_question(q.kind, yes_no, q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None),
+                      self.rendering, reader)
+        if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
+            listed = next(e.things for e in story.events if e.kind == SCENE)
+            options, answer = [name(c) for c in listed], name(q.gold)
+            index = listed.index(q.gold)
+        elif q.fmt == "multiple_choice" and q.position is not None:
+            others = [c for c in story.containers if c != q.gold]
+            rng.shuffle(others)
+            others.insert(q.position, q.gold)
+            options, answer, index = [name(c) for c in others], name(q.gold), q.position
+        elif yes_no:
+            if q.asked is None:
+                raise ValueError(f"story {story_no}: a yes/no question without the container it asks about")
+            meta["asked_container"] = name(q.asked)
+            options, answer, index = ["yes", "no"], "yes" if q.yes else "no", 0 if q.yes else 1
+        else:
+            options, answer, index = [], name(q.gold), None
+        order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
+        qtype = question_type_of_order(order, memory=q.key == "memory")
+        return dict(question=text, question_type=qtype, answer=answer, answer_format=q.fmt, belief_order=order,
+                    perspective_chain=q.chain, is_false_belief=None if q.kind != "belief" else q.gold != final,
+                    options=options, answer_index=index)
 
 
 def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
@@ -491,7 +561,9 @@ def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
     records; `held_out`: draw entities and phrasings from the held-out pools (default: for "test");
     `controls=False`: no heuristic controls (see the module docstring), the templated baseline;
     `source`: the source name on the records (and in their item ids); `rendering`: how the worlds are
-    told (`generators.renderings`: third or second person; the same worlds and golds either way).
+    told (`generators.renderings`: third or second person, or `generators.dialogue`; the same worlds
+    and golds every way); `formats`: the answer formats of "where" questions, plus "list" and
+    "answerability" (`generators.question_forms`), each given a share of the run like an order.
     """
     gen = Generator(max_order, seed, operators, styles, split, held_out, formats, include_memory, operator_rate,
                     controls, source, rendering)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-THIRD_PERSON, SECOND_PERSON = "third_person", "second_person"
-RENDERINGS = (THIRD_PERSON, SECOND_PERSON)
+THIRD_PERSON, SECOND_PERSON, DIALOGUE = "third_person", "second_person", "dialogue"
+RENDERINGS = (THIRD_PERSON, SECOND_PERSON, DIALOGUE)
+"""`dialogue` (`generators.dialogue`) replaces the story with chat turns; its questions keep the names."""
 
 # (pattern on text where the reader is already "you", replacement): subject-verb agreement and possessives
 _AGREEMENT = tuple((re.compile(p), r) for p, r in (
@@ -39,7 +40,7 @@ def second_person(text: str, reader: str) -> str:
 
 def render(text: str, rendering: str, reader: str) -> str:
     """`text` (story or question, rendered with names) in `rendering`."""
-    if rendering == THIRD_PERSON:
+    if rendering in (THIRD_PERSON, DIALOGUE):
         return text
     if rendering == SECOND_PERSON:
         return second_person(text, reader)

@@ -12,6 +12,7 @@ from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.flows.cli import app, given
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
+from tomforge.generators.question_forms import DEFAULT_FORMS
 from tomforge.generators.real.variants import Settings
 from tomforge.generators.renderings import THIRD_PERSON
 
@@ -41,8 +42,8 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     ("variants", {f.name: f.default for f in dataclasses.fields(Settings)},
      {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance": "balance"}),
     ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE,
-                  "rendering": THIRD_PERSON},
-     {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering"}),
+                  "rendering": THIRD_PERSON, "forms": ",".join(DEFAULT_FORMS)},
+     {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering", "forms": "forms"}),
     ("scan", {f.name: f.default for f in dataclasses.fields(ScanParams)},
      {"jaccard": "jaccard_threshold", "containment": "containment_threshold", "alpha": "ngram_alpha",
       "batch_docs": "batch_docs"}),
@@ -174,7 +175,7 @@ CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above comp
     "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
     "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
     "variants": {"max_order", "seed", "n_per_story", "balance"},
-    "generate": {"max_order", "styles", "source", "rendering"},
+    "generate": {"max_order", "styles", "source", "rendering", "forms"},
     "scan": {"jaccard", "containment", "alpha", "batch_docs"},
     # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
     "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
