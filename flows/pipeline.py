@@ -88,7 +88,7 @@ def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
     with db.building(Path(warehouse), fresh=True) as con:
         for folder in folders:
             reports.append(write_staged(con, open_staged(Path(folder)), progress=progress))
-    return [vars(r) | {"reconciled": r.reconciled} for r in reports]
+    return [r.as_dict() for r in reports]
 
 
 @task(name="variants", task_run_name="variants-{source}")
@@ -102,7 +102,7 @@ def variants_task(warehouse: str, source: str, settings: VariantsConfig) -> dict
                           report.loaded, run.outcome.candidates,
                           sum(c.agrees is False for c in run.checks if c.source == source),
                           sum(c.source == source for c in run.checks))
-    return vars(report) | {"reconciled": report.reconciled}
+    return report.as_dict()
 
 
 def run_variants_step(config: Config) -> list[dict[str, Any]]:

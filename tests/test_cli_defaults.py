@@ -9,7 +9,8 @@ import typer.main
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
-from tomforge.flows.cli import app, given
+from tomforge.flows.cli import app
+from tomforge.flows.commands.flags import given
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.real.variants import Settings

@@ -62,6 +62,15 @@ class LoadReport:
     def reconciled(self) -> bool:
         return self.read == self.loaded + self.rejected
 
+    def as_dict(self) -> dict[str, Any]:
+        """The counts and `reconciled`, as a Prefect task returns them."""
+        return vars(self) | {"reconciled": self.reconciled}
+
+    @classmethod
+    def from_dict(cls, counts: dict[str, Any]) -> "LoadReport":
+        """The report `as_dict` wrote (`reconciled` is derived, so it is read back from the counts)."""
+        return cls(**{name: value for name, value in counts.items() if name != "reconciled"})
+
 
 class Unreconciled(WarehouseError):
     """A load whose counts do not add up (a record lost or doubled between parsing and loading):

@@ -1,6 +1,6 @@
 """`tomforge scan`: a training corpus (jsonl / jsonl.gz / parquet shards or a Hub dataset) against
 the held-out benchmark items of the warehouse. The step is `audits.scan.run_scan`; this module is
-only the command line around it (registered in `flows/cli.py`)."""
+only the command line around it."""
 from __future__ import annotations
 
 import sys
@@ -8,18 +8,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK
+from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
-# `flows.cli` registers this command (so nothing here imports it back) and runs it inside its one error
-# handler; the progress console prints literally, as the CLI's does
-console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+group = typer.Typer()
 
 
+@group.command()
 def scan(
     corpus: list[str] = typer.Argument(..., help="Corpus shards: files, folders, globs (jsonl, jsonl.gz, parquet) or "
                                                  "hub:ORG/NAME (with --revision)."),
