@@ -1,5 +1,7 @@
 """The CLI declares no defaults of its own: an unset flag is None and the step's settings class
-decides. The defaults shown in `--help` are text, so they are checked here against those classes."""
+decides. The defaults shown in `--help` are read from the settings field each flag names
+(`flows/commands/flags.py`); here each flag's shown default is checked against the field this file
+expects it to set, so a flag wired to the wrong field (or a literal default) fails."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +12,7 @@ import typer.main
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.flows.cli import app
-from tomforge.flows.commands.flags import given
+from tomforge.flows.commands.flags import given, resolve_shown_defaults
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.real.variants import Settings
@@ -21,6 +23,7 @@ COMMANDS = typer.main.get_command(app).commands
 
 def shown(command: str) -> dict[str, object]:
     """flag parameter name -> (default value, the default `--help` shows, the option's flag names)."""
+    resolve_shown_defaults(COMMANDS[command])  # what drawing the command's help does first
     return {p.name: (p.default, p.show_default, p.opts, p.secondary_opts) for p in COMMANDS[command].params}
 
 
@@ -31,7 +34,7 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     return str(value)
 
 
-@pytest.mark.parametrize(("command", "defaults", "flags"), [
+SETTINGS_FLAGS = [  # (command, the settings' defaults, flag parameter -> the settings field it sets)
     ("audit", {f.name: f.default for f in dataclasses.fields(AuditParams)},
      {"shingle_n": "shingle_n", "num_perm": "num_perm", "jaccard": "jaccard_threshold", "ngram_n": "ngram_n",
       "seed": "seed"}),
@@ -47,7 +50,10 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     ("scan", {f.name: f.default for f in dataclasses.fields(ScanParams)},
      {"jaccard": "jaccard_threshold", "containment": "containment_threshold", "alpha": "ngram_alpha",
       "batch_docs": "batch_docs"}),
-])
+]
+
+
+@pytest.mark.parametrize(("command", "defaults", "flags"), SETTINGS_FLAGS)
 def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
     command: str, defaults: dict[str, object], flags: dict[str, str]
 ) -> None:
@@ -171,22 +177,14 @@ CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval",
              ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators"),
              ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output"),
              ("scan", "out"), ("scan", "strict")}
-CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above compare with a settings class
-    "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
-    "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
-    "variants": {"max_order", "seed", "n_per_story", "balance"},
-    "generate": {"max_order", "styles", "source", "rendering"},
-    "scan": {"jaccard", "containment", "alpha", "batch_docs"},
-    # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
-    "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
-}
+# the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
+RLFILES_FLAGS = {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"}
 
 
 def test_every_flag_of_every_command_is_accounted_for() -> None:
     mirrored = _mirrored()
-    checked = {name: set(flags) for name, flags in CHECKED_ELSEWHERE.items()}
-    for name, flags in _rl_expected().items():
-        checked[name] = set(flags)
+    checked = {command: set(flags) for command, _defaults, flags in SETTINGS_FLAGS}
+    checked.update({name: set(flags) for name, flags in _rl_expected().items()} | {"ingest": RLFILES_FLAGS})
     for command in COMMANDS:
         for flag, (value, help_default, _opts, _secondary) in shown(command).items():
             param = next(p for p in COMMANDS[command].params if p.name == flag)
@@ -198,3 +196,31 @@ def test_every_flag_of_every_command_is_accounted_for() -> None:
                 assert value == mirrored[(command, flag)], (command, flag)
             else:
                 assert (command, flag) in CLI_OWNED, f"{command} --{flag}: a literal default no test checks"
+
+
+def test_a_flag_shows_the_default_its_settings_field_has_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Change a settings default and `--help` follows, with nothing in the CLI edited: a planted value no
+    settings class has, read back from the drawn help text."""
+    from typer.testing import CliRunner
+
+    fields = {f.name: f for f in dataclasses.fields(AuditParams)}
+    monkeypatch.setattr(fields["num_perm"], "default", 977)
+    monkeypatch.setattr(fields["seed"], "default", 4242)
+    result = CliRunner().invoke(app, ["audit", "--help"], terminal_width=200, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = {word: line for line in result.output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
+    assert "[default: (977)]" in lines["--num-perm"] and "[default: (4242)]" in lines["--seed"], result.output
+    assert "[default: (13)]" in lines["--ngram-n"], result.output
+
+
+def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
+    """Reading the defaults is lazy: `tomforge eval` on the GPU machine needs neither the generator (orjson)
+    nor the TRL backend's module to start."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport tomforge.flows.cli\n"
+            "print(sorted(m for m in ('tomforge.rl.trl_backend', 'tomforge.generators.generate', "
+            "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

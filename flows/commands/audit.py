@@ -8,27 +8,30 @@ from typing import Optional
 
 import typer
 
-from tomforge.flows.commands.flags import WarehouseOption, given
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
 from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 
+# the settings each flag below reads its shown default from (`flags.setting_option`)
+AUDIT = "tomforge.audits.config:AuditParams"
+CLEANING = "tomforge.audits.config:CleaningPolicy"
 group = typer.Typer()
 
 
-@group.command()
+@group.command(cls=SettingsHelp)
 def audit(
     warehouse: Path = WarehouseOption,
     train_where: str = typer.Option(..., "--train", help="SQL condition on items_full selecting the train side."),
     heldout_where: Optional[str] = typer.Option(None, "--heldout", help="SQL condition selecting the held-out side."),
     out: Path = typer.Option(Path("var/audit"), "--out", help="Folder for audit_report.md, plots and tables/*.csv."),
-    shingle_n: Optional[int] = typer.Option(None, "--shingle-n", show_default="5",
-                                            help="Word n-gram size of MinHash shingles."),
-    num_perm: Optional[int] = typer.Option(None, "--num-perm", show_default="128", help="MinHash permutations."),
-    jaccard: Optional[float] = typer.Option(None, "--jaccard", show_default="0.8",
-                                            help="Near-duplicate Jaccard threshold."),
-    ngram_n: Optional[int] = typer.Option(None, "--ngram-n", show_default="13", help="Exact long n-gram size."),
-    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of baselines and bootstrap."),
+    shingle_n: Optional[int] = setting_option("--shingle-n", setting=f"{AUDIT}.shingle_n",
+                                              help="Word n-gram size of MinHash shingles."),
+    num_perm: Optional[int] = setting_option("--num-perm", setting=f"{AUDIT}.num_perm", help="MinHash permutations."),
+    jaccard: Optional[float] = setting_option("--jaccard", setting=f"{AUDIT}.jaccard_threshold",
+                                              help="Near-duplicate Jaccard threshold."),
+    ngram_n: Optional[int] = setting_option("--ngram-n", setting=f"{AUDIT}.ngram_n", help="Exact long n-gram size."),
+    seed: Optional[int] = setting_option("--seed", setting=f"{AUDIT}.seed", help="Seed of baselines and bootstrap."),
     strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a check of the verdict fails."),
 ) -> None:
     """Audit train vs held-out: overlap (MinHash LSH, n-grams, skeletons), template artifacts, label conflicts."""
@@ -48,22 +51,25 @@ def audit(
         raise typer.Exit(ExitCode.FINDINGS)
 
 
-@group.command()
+@group.command(cls=SettingsHelp)
 def clean(
     warehouse: Path = WarehouseOption,
-    drop_jaccard: Optional[float] = typer.Option(None, "--drop-jaccard", show_default="0.8",
-                                                 help="Drop train items whose context overlaps held-out at this Jaccard."),
-    drop_containment: Optional[float] = typer.Option(None, "--drop-containment", show_default="0.8",
-                                                     help="... or at this containment."),
-    drop_structural: Optional[bool] = typer.Option(None, "--drop-structural/--keep-structural",
-                                                   show_default="--keep-structural",
-                                                   help="Also drop structural twins."),
-    reshuffle: Optional[bool] = typer.Option(None, "--reshuffle/--no-reshuffle", show_default="--reshuffle",
-                                             help="Balance gold positions of multiple choice."),
-    seed: Optional[int] = typer.Option(None, "--seed", show_default="0", help="Seed of the option re-ordering."),
-    quarantine_oracle: Optional[bool] = typer.Option(None, "--quarantine-oracle/--keep-oracle-rejects",
-                                                     show_default="--keep-oracle-rejects",
-                                                     help="Quarantine items whose gold the oracle rejects (tomforge variants)."),
+    drop_jaccard: Optional[float] = setting_option("--drop-jaccard", setting=f"{CLEANING}.drop_cross_jaccard",
+                                                   help="Drop train items whose context overlaps held-out at this "
+                                                        "Jaccard."),
+    drop_containment: Optional[float] = setting_option("--drop-containment",
+                                                       setting=f"{CLEANING}.drop_cross_containment",
+                                                       help="... or at this containment."),
+    drop_structural: Optional[bool] = setting_option("--drop-structural/--keep-structural",
+                                                     setting=f"{CLEANING}.drop_structural",
+                                                     help="Also drop structural twins."),
+    reshuffle: Optional[bool] = setting_option("--reshuffle/--no-reshuffle", setting=f"{CLEANING}.reshuffle_options",
+                                               help="Balance gold positions of multiple choice."),
+    seed: Optional[int] = setting_option("--seed", setting=f"{CLEANING}.seed", help="Seed of the option re-ordering."),
+    quarantine_oracle: Optional[bool] = setting_option("--quarantine-oracle/--keep-oracle-rejects",
+                                                       setting=f"{CLEANING}.quarantine_oracle",
+                                                       help="Quarantine items whose gold the oracle rejects "
+                                                            "(tomforge variants)."),
 ) -> None:
     """Apply the cleaning policy to the latest audit: clean_items, clean_removed, clean_summary tables."""
     from tomforge.audits.clean import apply_cleaning

@@ -8,11 +8,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from tomforge.flows.commands.flags import WarehouseOption, given
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
 from tomforge.flows.commands.terminal import console, fail, print_reports, stdout_console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 
+# the settings each flag below reads its shown default from (`flags.setting_option`)
+GENERATE = "tomforge.generators.generate:generate_records"
+VARIANTS = "tomforge.generators.real.variants:Settings"
 group = typer.Typer()
 
 
@@ -52,22 +55,21 @@ def ingest(
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
-@group.command()
+@group.command(cls=SettingsHelp)
 def generate(
     n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
-    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
-                                            help="Highest belief order (0 = reality)."),
+    max_order: Optional[int] = setting_option("--max-order", setting=f"{GENERATE}.max_order", min=0, max=12,
+                                              help="Highest belief order (0 = reality)."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
     warehouse: Path = WarehouseOption,
     operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
-    styles: Optional[str] = typer.Option(None, "--styles", show_default="hitom,exploretom",
-                                         help="Comma-separated surface styles."),
+    styles: Optional[str] = setting_option("--styles", setting=f"{GENERATE}.styles", help="Comma-separated surface styles."),
     held_out: bool = typer.Option(True, "--held-out/--no-held-out",
                                   help="Test split on held-out names, entities and phrasings."),
-    source: Optional[str] = typer.Option(None, "--source", show_default="tomforge_gen",
-                                         help="Source name; a run replaces the previous run of the same source."),
-    rendering: Optional[str] = typer.Option(None, "--rendering", show_default="third_person",
-                                            help="How the worlds are told: third_person or second_person."),
+    source: Optional[str] = setting_option("--source", setting=f"{GENERATE}.source",
+                                           help="Source name; a run replaces the previous run of the same source."),
+    rendering: Optional[str] = setting_option("--rendering", setting=f"{GENERATE}.rendering",
+                                              help="How the worlds are told: third_person or second_person."),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
@@ -96,18 +98,18 @@ def generate(
         fail("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
-@group.command()
+@group.command(cls=SettingsHelp)
 def variants(
     source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
                                "in the warehouse."),
-    max_order: Optional[int] = typer.Option(None, "--max-order", min=0, max=12, show_default="6",
-                                            help="Highest belief order asked of variants."),
+    max_order: Optional[int] = setting_option("--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12,
+                                              help="Highest belief order asked of variants."),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
-    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
-                                       help="Seed: the same warehouse and arguments give the same variants."),
-    n_per_story: Optional[int] = typer.Option(None, "--n-per-story", min=0, show_default="1",
-                                              help="Chains per new order and adversarial variants per story."),
-    balance: Optional[bool] = typer.Option(None, "--balance/--no-balance", show_default="--balance",
+    seed: Optional[int] = setting_option("--seed", setting=f"{VARIANTS}.seed",
+                                         help="Seed: the same warehouse and arguments give the same variants."),
+    n_per_story: Optional[int] = setting_option("--n-per-story", setting=f"{VARIANTS}.n_per_story", min=0,
+                                                help="Chains per new order and adversarial variants per story."),
+    balance: Optional[bool] = setting_option("--balance/--no-balance", setting=f"{VARIANTS}.balance",
                                            help="Keep the variants whose gold role (first container, true "
                                                 "location) is at chance per order, and add statements that put "
                                                 "the first, last and most mentioned container at chance."),

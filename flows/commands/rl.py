@@ -10,10 +10,14 @@ from typing import Optional
 
 import typer
 
-from tomforge.flows.commands.flags import WarehouseOption, given
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
 from tomforge.flows.commands.terminal import console, fail
 from tomforge.flows.exit_codes import ExitCode
 
+# the settings each flag below reads its shown default from (`flags.setting_option`)
+TRL = "tomforge.rl.trl_backend:TrlSettings"
+VERL = "tomforge.rl.verl_backend:VerlSettings"
+EVALUATE = "tomforge.rl.evaluate:evaluate"
 group = typer.Typer()
 
 
@@ -42,7 +46,7 @@ def check_training_licenses(dataset: str, revision: str | None, train_split: str
                       soft_wrap=True)
 
 
-@group.command()
+@group.command(cls=SettingsHelp)
 def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
@@ -50,36 +54,46 @@ def train(
     model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
     train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on."),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", show_default="var/rl",
-                                              help="Checkpoints and logs."),
-    algorithm: Optional[str] = typer.Option(None, "--algorithm", show_default="rloo",
-                                            help="TRL: rloo or grpo, both set up as REINFORCE++."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, show_default="200", help="TRL optimizer steps."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, show_default="5", help="verl epochs."),
-    num_generations: Optional[int] = typer.Option(None, "--num-generations", min=2, show_default="8",
-                                                  help="Samples per prompt."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="trl 32, verl 64",
-                                             help="TRL: completions per GPU per micro-batch; verl: prompts per step."),
-    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", min=1, show_default="1",
-                                             help="TRL: micro-batches per optimizer step (one generation of "
-                                                  "batch-size x grad-accum completions serves them; less GPU memory)."),
-    learning_rate: Optional[float] = typer.Option(None, "--learning-rate", "--lr", show_default="trl 1e-06, verl 3e-07"),
-    beta: Optional[float] = typer.Option(None, "--kl-coef", show_default="0.001",
-                                         help="KL coefficient against the reference model."),
-    max_completion_length: Optional[int] = typer.Option(None, "--max-completion-length",
-                                                        show_default="trl 256, verl 1024"),
+    output_dir: Optional[Path] = setting_option("--output-dir", "-o",
+                                                by_backend={"trl": f"{TRL}.output_dir", "verl": f"{VERL}.output_dir"},
+                                                help="Checkpoints and logs."),
+    algorithm: Optional[str] = setting_option("--algorithm", setting=f"{TRL}.algorithm",
+                                              help="TRL: rloo or grpo, both set up as REINFORCE++."),
+    max_steps: Optional[int] = setting_option("--max-steps", setting=f"{TRL}.max_steps", min=1,
+                                              help="TRL optimizer steps."),
+    epochs: Optional[int] = setting_option("--epochs", setting=f"{VERL}.total_epochs", min=1, help="verl epochs."),
+    num_generations: Optional[int] = setting_option("--num-generations",
+                                                    by_backend={"trl": f"{TRL}.num_generations",
+                                                                "verl": f"{VERL}.rollout_n"},
+                                                    min=2, help="Samples per prompt."),
+    batch_size: Optional[int] = setting_option("--batch-size", by_backend={"trl": f"{TRL}.per_device_train_batch_size",
+                                                                           "verl": f"{VERL}.train_batch_size"},
+                                               min=1, help="TRL: completions per GPU per micro-batch; verl: prompts "
+                                                           "per step."),
+    grad_accum: Optional[int] = setting_option("--grad-accum", setting=f"{TRL}.gradient_accumulation_steps", min=1,
+                                               help="TRL: micro-batches per optimizer step (one generation of "
+                                                    "batch-size x grad-accum completions serves them; less GPU memory)."),
+    learning_rate: Optional[float] = setting_option("--learning-rate", "--lr",
+                                                    by_backend={"trl": f"{TRL}.learning_rate",
+                                                                "verl": f"{VERL}.learning_rate"}),
+    beta: Optional[float] = setting_option("--kl-coef", by_backend={"trl": f"{TRL}.beta", "verl": f"{VERL}.kl_coef"},
+                                           help="KL coefficient against the reference model."),
+    max_completion_length: Optional[int] = setting_option("--max-completion-length",
+                                                          by_backend={"trl": f"{TRL}.max_completion_length",
+                                                                      "verl": f"{VERL}.max_response_length"}),
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
-    bf16: Optional[bool] = typer.Option(None, "--bf16/--no-bf16", show_default="--no-bf16", help="TRL: bfloat16."),
-    seed: Optional[int] = typer.Option(None, "--seed", show_default="0",
-                                       help="TRL: seed of sampling and data order (repeat a run with others)."),
-    fast_generation: Optional[bool] = typer.Option(None, "--fast-generation/--hf-generation",
-                                                   show_default="--fast-generation", help="TRL: rollouts through "
-                                                   "the fast path (docs/rl-speed.md) or through transformers' generate."),
+    bf16: Optional[bool] = setting_option("--bf16/--no-bf16", setting=f"{TRL}.bf16", help="TRL: bfloat16."),
+    seed: Optional[int] = setting_option("--seed", setting=f"{TRL}.seed",
+                                         help="TRL: seed of sampling and data order (repeat a run with others)."),
+    fast_generation: Optional[bool] = setting_option("--fast-generation/--hf-generation",
+                                                     setting=f"{TRL}.fast_generation",
+                                                     help="TRL: rollouts through the fast path (docs/rl-speed.md) or "
+                                                          "through transformers' generate."),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir", show_default="var/rl-data",
-                                           help="verl: where the job writes the RL parquet files."),
+    data_dir: Optional[str] = setting_option("--data-dir", setting="tomforge.rl.stage:launch.data_dir",
+                                             help="verl: where the job writes the RL parquet files."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
     allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Train on a split "
                                                    "holding a source whose license forbids training anyway."),
@@ -118,7 +132,7 @@ def train(
         fail(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
 
 
-@group.command("eval")
+@group.command("eval", cls=SettingsHelp)
 def eval_(
     model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
@@ -128,10 +142,10 @@ def eval_(
                                               "(repeatable); the rest count as held-out."),
     label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, show_default="64"),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, show_default="256"),
-    generator: Optional[str] = typer.Option(None, "--generator", show_default="auto",
-                                            help="auto (vLLM when installed, else fast), fast "
+    batch_size: Optional[int] = setting_option("--batch-size", setting=f"{EVALUATE}.batch_size", min=1),
+    max_new_tokens: Optional[int] = setting_option("--max-new-tokens", setting=f"{EVALUATE}.max_new_tokens", min=1),
+    generator: Optional[str] = setting_option("--generator", setting=f"{EVALUATE}.backend",
+                                              help="auto (vLLM when installed, else fast), fast "
                                             "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm."),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
