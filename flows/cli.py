@@ -18,7 +18,7 @@ from tomforge.errors import TomforgeError
 from tomforge.flows import cli_polish
 from tomforge.flows.commands import audit, ingest, rebuild, release, rl, scan, sql
 from tomforge.flows.commands.rl import RL_EXTRAS, RL_EXTRAS_HINT
-from tomforge.flows.commands.terminal import fail, print_reports
+from tomforge.flows.commands.terminal import exit_with_error, print_reports
 from tomforge.flows.exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -73,15 +73,15 @@ def user_errors(ctx: Any) -> Iterator[None]:
         unreconciled = _loaded_class("tomforge.warehouse.load", "Unreconciled")
         if unreconciled is not None and isinstance(exc, unreconciled):
             print_reports([cast("Unreconciled", exc).report])
-        fail(str(exc), exc.exit_code)
+        exit_with_error(str(exc), exc.exit_code)
     except ModuleNotFoundError as exc:
         if ctx.invoked_subcommand not in RL_COMMANDS or (exc.name or "").split(".")[0] not in RL_EXTRAS:
             raise
-        fail(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
+        exit_with_error(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
     except ValueError as exc:
         if ctx.invoked_subcommand not in VALUE_ERRORS_ARE_INPUT:
             raise
-        fail(str(exc))
+        exit_with_error(str(exc))
 
 
 # The command groups, in the order `tomforge --help` lists their commands.

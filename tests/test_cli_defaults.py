@@ -12,7 +12,7 @@ import typer.main
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.flows.cli import app
-from tomforge.flows.commands.flags import given, resolve_shown_defaults
+from tomforge.flows.commands.flags import flags_set, resolve_shown_defaults
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.real.variants import Settings
@@ -64,9 +64,9 @@ def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
         assert help_default == shown_default(defaults[setting], opts, secondary), (command, flag)
 
 
-def test_given_keeps_only_the_flags_set() -> None:
-    assert given(a=None, b=0, c=False, d="x") == {"b": 0, "c": False, "d": "x"}
-    assert AuditParams(**given(shingle_n=None, seed=3)) == AuditParams(seed=3)
+def test_flags_set_keeps_only_the_flags_given() -> None:
+    assert flags_set(a=None, b=0, c=False, d="x") == {"b": 0, "c": False, "d": "x"}
+    assert AuditParams(**flags_set(shingle_n=None, seed=3)) == AuditParams(seed=3)
 
 
 def test_operator_selections_read_the_same_in_the_cli_and_the_config() -> None:
@@ -154,7 +154,7 @@ def test_train_without_flags_runs_on_the_settings_defaults() -> None:
 # Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.
 def _mirrored() -> dict[tuple[str, str], object]:
     from tomforge.generators.generate import generate_records
-    from tomforge.hub.steps import publish_warehouse, verify_release
+    from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
     from tomforge.rl import stage
     from tomforge.warehouse.db import DEFAULT_WAREHOUSE
     from tomforge.warehouse.export import ExportOptions
@@ -224,3 +224,67 @@ def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
             "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@dataclasses.dataclass
+class _Planted:
+    size: int = 7
+    names: list[str] = dataclasses.field(default_factory=lambda: ["a", "b"])
+    on: bool = False
+
+
+def _planted_step(rows: int = 11, label: str = "x") -> None:
+    """A step function whose signature holds its defaults."""
+
+
+def test_setting_default_reads_dataclass_pydantic_and_signature_defaults() -> None:
+    """Each kind of owner a flag may name, with values written here by hand."""
+    from pydantic import BaseModel, Field
+
+    from tomforge.flows.commands.flags import setting_default
+
+    class Model(BaseModel):
+        depth: int = 3
+        tags: list[str] = Field(default_factory=lambda: ["t"])
+
+    here = __name__
+    globals()["_PlantedModel"] = Model
+    try:
+        assert setting_default(f"{here}:_Planted.size") == 7
+        assert setting_default(f"{here}:_Planted.names") == ["a", "b"]
+        assert setting_default(f"{here}:_PlantedModel.depth") == 3
+        assert setting_default(f"{here}:_PlantedModel.tags") == ["t"]
+        assert setting_default(f"{here}:_planted_step.rows") == 11
+    finally:
+        del globals()["_PlantedModel"]
+
+
+def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() -> None:
+    """`trl 7, verl 11` for two defaults, `7` when both fields hold 7; an on/off flag by its flag's name, a list
+    comma-separated."""
+    from typer.testing import CliRunner
+
+    from tomforge.flows.commands.flags import SettingsHelp, setting_option
+
+    here = __name__
+    app_ = typer.Typer()
+
+    @app_.command(cls=SettingsHelp)
+    def planted(differ: int = setting_option("--differ", by_backend={"trl": f"{here}:_Planted.size",
+                                                                    "verl": f"{here}:_planted_step.rows"}),
+                agree: int = setting_option("--agree", by_backend={"trl": f"{here}:_Planted.size",
+                                                                  "verl": f"{here}:_Planted.size"}),
+                on: bool = setting_option("--on/--off", setting=f"{here}:_Planted.on"),
+                names: str = setting_option("--names", setting=f"{here}:_Planted.names")) -> None:
+        """Planted flags."""
+
+    @app_.command()
+    def other() -> None:
+        """A second command, so `planted` stays a subcommand."""
+
+    output = CliRunner().invoke(app_, ["planted", "--help"], terminal_width=200, env={"COLUMNS": "200"}).output
+    lines = {word: line for line in output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
+    assert "[default: (trl 7, verl 11)]" in lines["--differ"], output
+    assert "[default: (7)]" in lines["--agree"], output
+    assert "[default: (--off)]" in lines["--on"], output
+    assert "[default: (a,b)]" in lines["--names"], output

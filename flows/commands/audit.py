@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
 from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
@@ -43,7 +43,7 @@ def audit(
         check_selection(train_where, "--train")
         if heldout_where is not None:
             check_selection(heldout_where, "--heldout")
-        params = AuditParams(**given(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
+        params = AuditParams(**flags_set(shingle_n=shingle_n, num_perm=num_perm, jaccard_threshold=jaccard, ngram_n=ngram_n,
                                      seed=seed))
         summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)
     sys.stdout.write("\n".join(summary.lines()) + "\n")
@@ -75,7 +75,7 @@ def clean(
     from tomforge.audits.clean import apply_cleaning
     from tomforge.audits.config import CleaningPolicy
 
-    policy = CleaningPolicy(**given(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
+    policy = CleaningPolicy(**flags_set(drop_cross_jaccard=drop_jaccard, drop_cross_containment=drop_containment,
                                     drop_structural=drop_structural, reshuffle_options=reshuffle, seed=seed,
                                     quarantine_oracle=quarantine_oracle))
     result = apply_cleaning(warehouse, policy)

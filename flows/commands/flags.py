@@ -1,6 +1,6 @@
 """Flags shared by several commands, and flags made from a step's settings field.
 
-A flag that sets a step's parameter is None when unset and is not passed on (`given`), so the step's settings
+A flag that sets a step's parameter is None when unset and is not passed on (`flags_set`), so the step's settings
 class decides. `setting_option` builds such a flag from the field it sets: the default `--help` shows is read
 from that field (a dataclass or pydantic field, or a function's parameter), never written out a second time.
 It is read when the command's help is drawn (`SettingsHelp`), so running a command imports no settings
@@ -21,7 +21,7 @@ from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 
 
-def given(**flags: Any) -> dict[str, Any]:
+def flags_set(**flags: Any) -> dict[str, Any]:
     """The flags the user set (not None): a step's typed settings take only these, so every default
     is declared once, in the settings class (`AuditParams`, `CleaningPolicy`, the generator's)."""
     return {name: value for name, value in flags.items() if value is not None}

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
-from tomforge.flows.commands.terminal import console, fail, print_reports, stdout_console
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.terminal import console, exit_with_error, print_reports, stdout_console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 
@@ -48,11 +48,11 @@ def ingest(
             adapter = rl_adapter(source, split=split, answer_field=answer_field, story_markers=story_marker,
                                  question_markers=question_marker, end_markers=end_marker, prompt_field=prompt_field)
         except ValueError as exc:
-            fail(str(exc))
+            exit_with_error(str(exc))
             return
         report = ingest_source(warehouse, source, path, progress=progress, adapter=adapter)
     if not print_reports([report]):
-        fail("counts do not reconcile", ExitCode.UNRECONCILED)
+        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @group.command(cls=SettingsHelp)
@@ -82,11 +82,11 @@ def generate(
     source = DEFAULT_SOURCE if source is None else source
     names = selected_operators(operators.split(","))
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
-    told = given(rendering=rendering)  # the generator's default (third_person) unless the flag is set
+    told = flags_set(rendering=rendering)  # the generator's default (third_person) unless the flag is set
     try:
         generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     except ValueError as exc:
-        fail(str(exc))
+        exit_with_error(str(exc))
     records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
                               held_out=None if held_out else False, source=source, **told)
     input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
@@ -95,7 +95,7 @@ def generate(
         report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
                                 replace_source=True)
     if not print_reports([report]):
-        fail("counts do not reconcile", ExitCode.UNRECONCILED)
+        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @group.command(cls=SettingsHelp)
@@ -125,17 +125,17 @@ def variants(
     names = {"all": None, "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
     unknown = set(names or ()) - set(OPERATORS)
     if unknown:
-        fail(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
+        exit_with_error(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
     if source not in PARSERS:
-        fail(f"no story parser for source {source!r}; the oracle reads {', '.join(list(PARSERS)[:-1])} and "
+        exit_with_error(f"no story parser for source {source!r}; the oracle reads {', '.join(list(PARSERS)[:-1])} and "
              f"{list(PARSERS)[-1]}")
     with RichProgress(console) as progress, progress.stage(f"variants of {source}"):
-        settings = Settings(operators=names, **given(max_order=max_order, seed=seed, n_per_story=n_per_story,
+        settings = Settings(operators=names, **flags_set(max_order=max_order, seed=seed, n_per_story=n_per_story,
                                                      balance=balance))
         run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):
-        fail("counts do not reconcile", ExitCode.UNRECONCILED)
+        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 def print_variants(source: str, run) -> None:

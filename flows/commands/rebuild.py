@@ -10,7 +10,7 @@ from typing import Iterator, Optional
 import typer
 
 from tomforge.errors import TomforgeError
-from tomforge.flows.commands.terminal import console, fail, print_reports
+from tomforge.flows.commands.terminal import console, exit_with_error, print_reports
 from tomforge.flows.exit_codes import ExitCode
 
 group = typer.Typer()
@@ -77,4 +77,4 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     for line in where_things_are(result):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not ok:
-        fail("counts do not reconcile", ExitCode.UNRECONCILED)
+        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)

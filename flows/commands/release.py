@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from tomforge.flows.commands.flags import WarehouseOption
-from tomforge.flows.commands.terminal import console, fail
+from tomforge.flows.commands.terminal import console, exit_with_error
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 
@@ -36,8 +36,8 @@ def publish(
                                                    "(the card says so)."),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
+    from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.hub.steps import choose_table, publish_warehouse
     from tomforge.warehouse.export import ExportOptions
 
     with RichProgress(console) as progress:
@@ -56,13 +56,13 @@ def verify(
     revision: str = typer.Option("main", "--revision", help="Release tag, branch or commit."),
 ) -> None:
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
-    from tomforge.hub.steps import verify_release
+    from tomforge.hub.publish_and_verify import verify_release
 
     with RichProgress(console) as progress:
         report = verify_release(repo, revision, progress=progress)
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
-        fail(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
+        exit_with_error(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
     console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False,
                   soft_wrap=True)

@@ -10,8 +10,8 @@ from typing import Optional
 
 import typer
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, given, setting_option
-from tomforge.flows.commands.terminal import console, fail
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.terminal import console, exit_with_error
 from tomforge.flows.exit_codes import ExitCode
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
@@ -34,7 +34,7 @@ def require_rl_extras(*modules: str) -> None:
     """Checked before anything is downloaded or loaded, so a missing extra is one line, not a traceback."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
-        fail(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
+        exit_with_error(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
 
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
@@ -108,13 +108,13 @@ def train(
     from tomforge.rl import stage
 
     if backend is Backend.trl:
-        overrides = given(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
+        overrides = flags_set(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
                           num_generations=num_generations, per_device_train_batch_size=batch_size,
                           learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
                           seed=seed, max_completion_length=max_completion_length,
                           fast_generation=fast_generation)
     else:
-        overrides = given(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
+        overrides = flags_set(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
                           learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
                           output_dir=output_dir and str(output_dir))
     if not dry_run:
@@ -122,14 +122,14 @@ def train(
     settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
     outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
                            accelerate_config=accelerate_config, ray_address=ray_address, dry_run=dry_run,
-                           **given(data_dir=data_dir))
+                           **flags_set(data_dir=data_dir))
     if dry_run:
         sys.stdout.write(outcome["plan"] + "\n")
         return
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
     if outcome.get("exit_code"):
-        fail(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
+        exit_with_error(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
 
 
 @group.command("eval", cls=SettingsHelp)
@@ -172,9 +172,9 @@ def eval_(
     try:
         rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
                         label=label, limit=limit, stats=stats,
-                        **given(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator))
+                        **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator))
     except OSError as exc:  # what transformers raises for a model it cannot find or download
-        fail(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+        exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
     if store:
         stored = store_results(warehouse, rows)
         console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)

@@ -23,7 +23,7 @@ console = literal_console(stderr=True)   # messages, errors, progress (RichProgr
 stdout_console = literal_console()       # tables
 
 
-def fail(message: str, code: int = ExitCode.BAD_INPUT) -> None:
+def exit_with_error(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     """One line on stderr, no traceback, a meaningful exit code."""
     console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(code)
