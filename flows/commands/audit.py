@@ -16,6 +16,7 @@ from tomforge.flows.progress import RichProgress
 # the settings each flag below reads its shown default from (`flags.setting_option`)
 AUDIT = "tomforge.audits.config:AuditParams"
 CLEANING = "tomforge.audits.config:CleaningPolicy"
+
 group = typer.Typer()
 
 

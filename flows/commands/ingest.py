@@ -16,6 +16,7 @@ from tomforge.flows.progress import RichProgress
 # the settings each flag below reads its shown default from (`flags.setting_option`)
 GENERATE = "tomforge.generators.generate:generate_records"
 VARIANTS = "tomforge.generators.real.variants:Settings"
+
 group = typer.Typer()
 
 

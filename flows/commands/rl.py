@@ -18,6 +18,7 @@ from tomforge.flows.exit_codes import ExitCode
 TRL = "tomforge.rl.trl_backend:TrlSettings"
 VERL = "tomforge.rl.verl_backend:VerlSettings"
 EVALUATE = "tomforge.rl.evaluate:evaluate"
+
 group = typer.Typer()
 
 

@@ -18,6 +18,7 @@ from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
 SCAN = "tomforge.audits.scan_config:ScanParams"
+
 group = typer.Typer()
 
 
