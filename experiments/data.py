@@ -1,7 +1,7 @@
 """Training and evaluation data for RL runs, made by the project's own pipeline.
 
 generated records (`generators`) + source samples (`warehouse/samples`) -> warehouse (DuckDB,
-validated) -> published release folder (`hub.steps.publish_warehouse`, the code behind
+validated) -> published release folder (`hub.publish_and_verify.publish_warehouse`, the code behind
 `tomforge publish --target DIR`) -> the RL stage reads it like any release.
 
 The release holds, besides the `all` config (which mixes sources: do not train on it here):
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tomforge.warehouse.progress import Lines, Progress
+from tomforge.warehouse.progress import PlainLineProgress, Progress
 
 HIGHER_ORDER_SPLIT = "test_higher_order"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -66,8 +66,8 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     release tag and row counts per config/split. Same plan => byte-identical release files.
     `progress`: the publish step's lines (default: printed)."""
     from tomforge.generators import ADAPTER_INFO, generate_splits
+    from tomforge.hub.publish_and_verify import publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.hub.steps import publish_warehouse
     from tomforge.rl.release import SplitRef, list_splits, read_split
     from tomforge.warehouse.ingest import ingest
     from tomforge.warehouse.load import ingest_records
@@ -92,7 +92,7 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
             raise ValueError(f"{report.source} ({report.input_ref}): {report.rejected} records rejected")
     release = publish_warehouse(warehouse, plan.repo_id, target=str(root),
                                 options=ReleaseOptions(plan.repo_id, tag=plan.tag),
-                                progress=Lines(print) if progress is None else progress)
+                                progress=PlainLineProgress(print) if progress is None else progress)
     counts = {f"{config}/{split}": read_split(Path(root), SplitRef(config, split)).num_rows
               for config, splits in list_splits(Path(root)).items() for split in splits}
     return {"tag": release.tag, "counts": counts,

@@ -102,7 +102,7 @@ def _release_and_model(args: argparse.Namespace, cfg: dict[str, Any], metrics: d
     from experiments.data import TRAIN_REF, DataPlan, build_release, eval_refs
     from tomforge.rl.release import SplitRef, load_split
     from tomforge.rl.sft import target_completion
-    from tomforge.rl.tiny import build_model, build_tokenizer
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
 
     work = Path(args.work)
     if args.release:

@@ -2,7 +2,7 @@
 
 real HiToM + the ToMi test split + generated questions (controlled, and with the heuristic controls
 switched off) -> one DuckDB warehouse -> the table `experiment_items` (the experiment's splits, below)
--> a release folder published from that table (`hub.steps.publish_warehouse`), which the GPU side
+-> a release folder published from that table (`hub.publish_and_verify.publish_warehouse`), which the GPU side
 trains and evaluates on with `tomforge train` / `tomforge eval`.
 
 Splits of the release (a row may sit in several: the table is a union of selections):
@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tomforge.warehouse.progress import Lines, Progress
+from tomforge.warehouse.progress import PlainLineProgress, Progress
 
 REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 TABLE = "experiment_items"
@@ -113,14 +113,14 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progre
     """Warehouse `out/data.duckdb` + release folder `out/release`; returns what was loaded and published.
     `progress`: its lines (default: printed)."""
     from tomforge.generators import ADAPTER_INFO
+    from tomforge.hub.publish_and_verify import publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.hub.steps import publish_warehouse
     from tomforge.warehouse import db
     from tomforge.warehouse.export import ExportOptions
     from tomforge.warehouse.ingest import ingest
     from tomforge.warehouse.load import ingest_records
 
-    progress = Lines(print) if progress is None else progress
+    progress = PlainLineProgress(print) if progress is None else progress
     out = Path(out)
     warehouse = out / "data.duckdb"
     for stale in (warehouse, warehouse.with_name(warehouse.name + ".wal")):

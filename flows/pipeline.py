@@ -39,15 +39,15 @@ from tomforge.flows.staging import (
 from tomforge.warehouse import db
 from tomforge.warehouse.load import LoadReport, write_staged
 from tomforge.warehouse.lock import hold
-from tomforge.warehouse.progress import Lines
+from tomforge.warehouse.progress import PlainLineProgress
 
 PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
 
 
-def run_progress() -> Lines:
+def run_progress() -> PlainLineProgress:
     """Progress of a step inside a flow: lines in the task's (or flow's) run log, no bars; a long
     stage logs its count every PROGRESS_INTERVAL seconds, and every stage its count and time at the end."""
-    return Lines(get_run_logger().info, interval=PROGRESS_INTERVAL)
+    return PlainLineProgress(get_run_logger().info, interval=PROGRESS_INTERVAL)
 
 
 def _folder_key(folder: Path) -> str:
@@ -88,7 +88,7 @@ def assemble_task(warehouse: str, folders: list[str]) -> list[dict[str, Any]]:
     with db.building(Path(warehouse), fresh=True) as con:
         for folder in folders:
             reports.append(write_staged(con, open_staged(Path(folder)), progress=progress))
-    return [vars(r) | {"reconciled": r.reconciled} for r in reports]
+    return [r.as_dict() for r in reports]
 
 
 @task(name="variants", task_run_name="variants-{source}")
@@ -102,7 +102,7 @@ def variants_task(warehouse: str, source: str, settings: VariantsConfig) -> dict
                           report.loaded, run.outcome.candidates,
                           sum(c.agrees is False for c in run.checks if c.source == source),
                           sum(c.source == source for c in run.checks))
-    return vars(report) | {"reconciled": report.reconciled}
+    return report.as_dict()
 
 
 def run_variants_step(config: Config) -> list[dict[str, Any]]:
@@ -199,8 +199,8 @@ def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
 def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | None) -> dict[str, Any]:
     """Export the cleaned tables as a tagged release to a local folder or the Hub (retried: network)."""
     from tomforge.hub.ledger import lines as ledger_lines
+    from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.hub.steps import choose_table, publish_warehouse
     from tomforge.warehouse.export import ExportOptions
 
     export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)

@@ -15,6 +15,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ GGUF_SUFFIX = ".gguf"
 CACHE_ENV = "TOMFORGE_MODEL_CACHE"
 DEFAULT_CACHE = Path("var/models")
 MARKER = "tomforge_model.json"  # written last: a folder without it is an interrupted conversion
+HUB_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 class ModelSourceError(TomforgeError, ValueError):
@@ -33,6 +35,21 @@ class ModelSourceError(TomforgeError, ValueError):
 
 def is_gguf(spec: str | os.PathLike[str]) -> bool:
     return str(spec).lower().endswith(GGUF_SUFFIX)
+
+
+def check_model_spec(model: str) -> None:
+    """A model is a saved folder (with config.json), a `.gguf` file or a Hub model id; a path that is
+    none of these is a `ModelSourceError` here, before anything is downloaded or loaded."""
+    path = Path(model).expanduser()
+    if is_gguf(model):
+        if not path.is_file():
+            raise ModelSourceError(f"{model}: gguf file not found")
+        return
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise ModelSourceError(f"{model}: not a saved model folder (no config.json)")
+    if not path.is_dir() and (path.exists() or not HUB_MODEL_ID.match(model)):
+        raise ModelSourceError(f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or "
+                               "a Hub model id ORG/NAME)")
 
 
 def file_sha256(path: Path) -> str:

@@ -187,3 +187,11 @@ def check_training_split(root: Path, ref: SplitRef, where: str, allow: bool = Fa
     if found and not allow:
         raise ReleaseReadError(refusal(found, f"{ref} of {where}"))
     return found
+
+
+def check_training_release(dataset: str, revision: str | None, train_split: str,
+                           allow: bool = False) -> list[Restricted]:
+    """`check_training_split` on a release as the command line names it: a folder or a Hub id at a revision,
+    and `CONFIG/SPLIT`."""
+    where = dataset if revision is None else f"{dataset}@{revision}"
+    return check_training_split(fetch_release(dataset, revision), SplitRef.parse(train_split), where, allow)

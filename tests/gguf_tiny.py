@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tomforge.rl.tiny import build_tokenizer
+from tomforge.rl.tiny_model import build_tokenizer
 
 TEXTS = ["Sally put the marble in the basket. Anne moved it to the box. Where will Sally look?",
          "<think>Sally did not see the move.</think><answer>basket</answer>", "A. box B. basket yes no"] * 4

@@ -10,7 +10,7 @@ from tomforge.warehouse import parallel
 from tomforge.warehouse.load import info_of
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
-from tomforge.warehouse.sources.base import Adapter, Produced, RecordError, Reject
+from tomforge.warehouse.sources.base import Adapter, RecordError, RecordOrReject, Reject
 from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 
@@ -18,7 +18,7 @@ class TwoLineAdapter(Adapter):
     """A minimal adapter: only `read` and `count_input`; every line of a file is one question, and a
     line without '?' is a malformed record."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         for number, line in enumerate(Path(root).read_text(encoding="utf-8").splitlines()):
             try:
                 if "?" not in line:
@@ -42,7 +42,7 @@ def test_every_source_adapter_fulfils_the_contract() -> None:
 
 def test_an_adapter_without_count_input_cannot_be_made() -> None:
     class NoCount(Adapter):
-        def read(self, root: Path) -> Iterator[Produced]:
+        def read(self, root: Path) -> Iterator[RecordOrReject]:
             return iter(())
 
     with pytest.raises(TypeError, match="count_input"):

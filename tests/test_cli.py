@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import tomforge.flows.cli as flows_cli
+import tomforge.flows.commands.terminal as terminal
 import tomforge.flows.query as query_module
 from tests.test_warehouse import INFO, toy_record
-from tomforge.flows.cli import UserErrorTracebacks, app, print_reports, without_user_error_tracebacks
+from tomforge.flows.cli import app
+from tomforge.flows.commands.rebuild import UserErrorTracebacks, without_user_error_tracebacks
+from tomforge.flows.commands.terminal import print_reports
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.warehouse.load import LoadReport, ingest_records
 from tomforge.warehouse.sources import hub_id_of
@@ -243,7 +245,7 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
 
 def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
-    monkeypatch.setattr(flows_cli, "stdout_console", flows_cli.literal_console(width=80, force_terminal=True,
+    monkeypatch.setattr(terminal, "stdout_console", terminal.literal_console(width=80, force_terminal=True,
                                                                                  color_system=None))
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")

@@ -1,5 +1,7 @@
 """The CLI declares no defaults of its own: an unset flag is None and the step's settings class
-decides. The defaults shown in `--help` are text, so they are checked here against those classes."""
+decides. The defaults shown in `--help` are read from the settings field each flag names
+(`flows/commands/flags.py`); here each flag's shown default is checked against the field this file
+expects it to set, so a flag wired to the wrong field (or a literal default) fails."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +11,8 @@ import typer.main
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
-from tomforge.flows.cli import app, given
+from tomforge.flows.cli import app
+from tomforge.flows.commands.flags import flags_set, resolve_shown_defaults
 from tomforge.generators import STYLES
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.question_forms import DEFAULT_FORMS
@@ -21,6 +24,7 @@ COMMANDS = typer.main.get_command(app).commands
 
 def shown(command: str) -> dict[str, object]:
     """flag parameter name -> (default value, the default `--help` shows, the option's flag names)."""
+    resolve_shown_defaults(COMMANDS[command])  # what drawing the command's help does first
     return {p.name: (p.default, p.show_default, p.opts, p.secondary_opts) for p in COMMANDS[command].params}
 
 
@@ -31,7 +35,7 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     return str(value)
 
 
-@pytest.mark.parametrize(("command", "defaults", "flags"), [
+SETTINGS_FLAGS = [  # (command, the settings' defaults, flag parameter -> the settings field it sets)
     ("audit", {f.name: f.default for f in dataclasses.fields(AuditParams)},
      {"shingle_n": "shingle_n", "num_perm": "num_perm", "jaccard": "jaccard_threshold", "ngram_n": "ngram_n",
       "seed": "seed"}),
@@ -47,7 +51,10 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
     ("scan", {f.name: f.default for f in dataclasses.fields(ScanParams)},
      {"jaccard": "jaccard_threshold", "containment": "containment_threshold", "alpha": "ngram_alpha",
       "batch_docs": "batch_docs"}),
-])
+]
+
+
+@pytest.mark.parametrize(("command", "defaults", "flags"), SETTINGS_FLAGS)
 def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
     command: str, defaults: dict[str, object], flags: dict[str, str]
 ) -> None:
@@ -58,9 +65,9 @@ def test_unset_flags_defer_to_the_settings_and_help_shows_their_defaults(
         assert help_default == shown_default(defaults[setting], opts, secondary), (command, flag)
 
 
-def test_given_keeps_only_the_flags_set() -> None:
-    assert given(a=None, b=0, c=False, d="x") == {"b": 0, "c": False, "d": "x"}
-    assert AuditParams(**given(shingle_n=None, seed=3)) == AuditParams(seed=3)
+def test_flags_set_keeps_only_the_flags_given() -> None:
+    assert flags_set(a=None, b=0, c=False, d="x") == {"b": 0, "c": False, "d": "x"}
+    assert AuditParams(**flags_set(shingle_n=None, seed=3)) == AuditParams(seed=3)
 
 
 def test_operator_selections_read_the_same_in_the_cli_and_the_config() -> None:
@@ -148,7 +155,7 @@ def test_train_without_flags_runs_on_the_settings_defaults() -> None:
 # Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.
 def _mirrored() -> dict[tuple[str, str], object]:
     from tomforge.generators.generate import generate_records
-    from tomforge.hub.steps import publish_warehouse, verify_release
+    from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
     from tomforge.rl import stage
     from tomforge.warehouse.db import DEFAULT_WAREHOUSE
     from tomforge.warehouse.export import ExportOptions
@@ -171,22 +178,14 @@ CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval",
              ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators"),
              ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output"),
              ("scan", "out"), ("scan", "strict")}
-CHECKED_ELSEWHERE = {  # deferred flags whose shown default the tests above compare with a settings class
-    "audit": {"shingle_n", "num_perm", "jaccard", "ngram_n", "seed"},
-    "clean": {"drop_jaccard", "drop_containment", "drop_structural", "reshuffle", "seed", "quarantine_oracle"},
-    "variants": {"max_order", "seed", "n_per_story", "balance"},
-    "generate": {"max_order", "styles", "source", "rendering", "forms"},
-    "scan": {"jaccard", "containment", "alpha", "batch_docs"},
-    # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
-    "ingest": {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"},
-}
+# the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
+RLFILES_FLAGS = {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"}
 
 
 def test_every_flag_of_every_command_is_accounted_for() -> None:
     mirrored = _mirrored()
-    checked = {name: set(flags) for name, flags in CHECKED_ELSEWHERE.items()}
-    for name, flags in _rl_expected().items():
-        checked[name] = set(flags)
+    checked = {command: set(flags) for command, _defaults, flags in SETTINGS_FLAGS}
+    checked.update({name: set(flags) for name, flags in _rl_expected().items()} | {"ingest": RLFILES_FLAGS})
     for command in COMMANDS:
         for flag, (value, help_default, _opts, _secondary) in shown(command).items():
             param = next(p for p in COMMANDS[command].params if p.name == flag)
@@ -198,3 +197,95 @@ def test_every_flag_of_every_command_is_accounted_for() -> None:
                 assert value == mirrored[(command, flag)], (command, flag)
             else:
                 assert (command, flag) in CLI_OWNED, f"{command} --{flag}: a literal default no test checks"
+
+
+def test_a_flag_shows_the_default_its_settings_field_has_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Change a settings default and `--help` follows, with nothing in the CLI edited: a planted value no
+    settings class has, read back from the drawn help text."""
+    from typer.testing import CliRunner
+
+    fields = {f.name: f for f in dataclasses.fields(AuditParams)}
+    monkeypatch.setattr(fields["num_perm"], "default", 977)
+    monkeypatch.setattr(fields["seed"], "default", 4242)
+    result = CliRunner().invoke(app, ["audit", "--help"], terminal_width=200, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = {word: line for line in result.output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
+    assert "[default: (977)]" in lines["--num-perm"] and "[default: (4242)]" in lines["--seed"], result.output
+    assert "[default: (13)]" in lines["--ngram-n"], result.output
+
+
+def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
+    """Reading the defaults is lazy: `tomforge eval` on the GPU machine needs neither the generator (orjson)
+    nor the TRL backend's module to start."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport tomforge.flows.cli\n"
+            "print(sorted(m for m in ('tomforge.rl.trl_backend', 'tomforge.generators.generate', "
+            "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+@dataclasses.dataclass
+class _Planted:
+    size: int = 7
+    names: list[str] = dataclasses.field(default_factory=lambda: ["a", "b"])
+    on: bool = False
+
+
+def _planted_step(rows: int = 11, label: str = "x") -> None:
+    """A step function whose signature holds its defaults."""
+
+
+def test_setting_default_reads_dataclass_pydantic_and_signature_defaults() -> None:
+    """Each kind of owner a flag may name, with values written here by hand."""
+    from pydantic import BaseModel, Field
+
+    from tomforge.flows.commands.flags import setting_default
+
+    class Model(BaseModel):
+        depth: int = 3
+        tags: list[str] = Field(default_factory=lambda: ["t"])
+
+    here = __name__
+    globals()["_PlantedModel"] = Model
+    try:
+        assert setting_default(f"{here}:_Planted.size") == 7
+        assert setting_default(f"{here}:_Planted.names") == ["a", "b"]
+        assert setting_default(f"{here}:_PlantedModel.depth") == 3
+        assert setting_default(f"{here}:_PlantedModel.tags") == ["t"]
+        assert setting_default(f"{here}:_planted_step.rows") == 11
+    finally:
+        del globals()["_PlantedModel"]
+
+
+def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() -> None:
+    """`trl 7, verl 11` for two defaults, `7` when both fields hold 7; an on/off flag by its flag's name, a list
+    comma-separated."""
+    from typer.testing import CliRunner
+
+    from tomforge.flows.commands.flags import SettingsHelp, setting_option
+
+    here = __name__
+    app_ = typer.Typer()
+
+    @app_.command(cls=SettingsHelp)
+    def planted(differ: int = setting_option("--differ", by_backend={"trl": f"{here}:_Planted.size",
+                                                                    "verl": f"{here}:_planted_step.rows"}),
+                agree: int = setting_option("--agree", by_backend={"trl": f"{here}:_Planted.size",
+                                                                  "verl": f"{here}:_Planted.size"}),
+                on: bool = setting_option("--on/--off", setting=f"{here}:_Planted.on"),
+                names: str = setting_option("--names", setting=f"{here}:_Planted.names")) -> None:
+        """Planted flags."""
+
+    @app_.command()
+    def other() -> None:
+        """A second command, so `planted` stays a subcommand."""
+
+    output = CliRunner().invoke(app_, ["planted", "--help"], terminal_width=200, env={"COLUMNS": "200"}).output
+    lines = {word: line for line in output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
+    assert "[default: (trl 7, verl 11)]" in lines["--differ"], output
+    assert "[default: (7)]" in lines["--agree"], output
+    assert "[default: (--off)]" in lines["--on"], output
+    assert "[default: (a,b)]" in lines["--names"], output

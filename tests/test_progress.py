@@ -17,12 +17,12 @@ from tests.test_warehouse import INFO, toy_record
 from tomforge.audits.synthetic import clean_records
 from tomforge.flows.progress import RichProgress
 from tomforge.generators import generate_records, generator_info
+from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
 from tomforge.hub.release import ReleaseOptions
-from tomforge.hub.steps import publish_warehouse, verify_release
 from tomforge.warehouse.export import ExportOptions
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import ingest_records
-from tomforge.warehouse.progress import Lines, Progress, Timer
+from tomforge.warehouse.progress import PlainLineProgress, Progress, Timer
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -119,7 +119,7 @@ class FakeClock:
 def test_lines_report_a_running_stage_at_most_once_per_interval() -> None:
     out: list[str] = []
     clock = FakeClock()
-    progress = Lines(out.append, interval=10, clock=clock)
+    progress = PlainLineProgress(out.append, interval=10, clock=clock)
     with progress.stage("stage x", total=100) as stage:
         for t, n in ((1, 10), (9.9, 10), (10, 10), (15, 10), (21, 10), (40, 50)):
             clock.now = t
@@ -131,7 +131,7 @@ def test_lines_report_a_running_stage_at_most_once_per_interval() -> None:
 
 def test_lines_say_when_a_stage_failed_or_counted_nothing() -> None:
     out: list[str] = []
-    progress = Lines(out.append)
+    progress = PlainLineProgress(out.append)
     with progress.stage("quiet"):
         pass
     with pytest.raises(KeyError), progress.stage("broken", total=3) as stage:

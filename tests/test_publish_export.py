@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.publish_fixtures import item_ids, release_one
-from tomforge.hub.steps import choose_table
+from tomforge.hub.publish_and_verify import choose_table
 from tomforge.warehouse.export import (
     ExportError,
     ExportOptions,

@@ -22,11 +22,11 @@ from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.hub.errors import ConflictError, PublishError
 from tomforge.hub.publish import publish_release
+from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
 from tomforge.hub.release import ReleaseOptions, build_release
 from tomforge.hub.remote import RetryPolicy, make_api
-from tomforge.hub.steps import publish_warehouse, verify_release
 from tomforge.warehouse.export import ExportOptions
-from tomforge.warehouse.progress import Lines
+from tomforge.warehouse.progress import PlainLineProgress
 
 TOKEN = "hf_tomforgeFAKEtoken0123456789abcdefXYZ"
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
@@ -74,7 +74,7 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def publish(warehouse: Path, repo: str, tag: str | None, lines: list[str] | None = None, **kwargs):
     options = ReleaseOptions(repo, tag=tag, export=SMALL)
     return publish_warehouse(warehouse, repo, target="hub", options=options, policy=kwargs.pop("policy", FAST),
-                             progress=Lines((lines if lines is not None else []).append), **kwargs)
+                             progress=PlainLineProgress((lines if lines is not None else []).append), **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def built(warehouses: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactor
 
 
 def push(root: Path, repo: str, lines: list[str] | None = None):
-    return publish_release(root, repo, policy=FAST, progress=Lines((lines if lines is not None else []).append))
+    return publish_release(root, repo, policy=FAST, progress=PlainLineProgress((lines if lines is not None else []).append))
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ def test_concurrent_commit_makes_publish_fail_not_overwrite(built: Path, warehou
 
     options = ReleaseOptions("org/race", tag="v2", export=SMALL)
     with pytest.raises(ConflictError, match="moved"):
-        publish_warehouse(warehouses[1], "org/race", target="hub", options=options, policy=FAST, progress=Lines(echo))
+        publish_warehouse(warehouses[1], "org/race", target="hub", options=options, policy=FAST, progress=PlainLineProgress(echo))
     repo = hub.repos[("dataset", "org/race")]
     assert hub.files("org/race")["NOTES.md"] == b"theirs" and "v2" not in repo.tags
     assert json.loads(hub.files("org/race")["manifest.json"])["release"]["tag"] == "v1"
@@ -234,7 +234,7 @@ def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub:
 
     release = build_release(warehouses[1], tmp_path / "two", ReleaseOptions("org/stale", tag="v2", export=SMALL))
     with pytest.raises(ConflictError, match="another commit landed first"):
-        publish_release(release.root, "org/stale", policy=FAST, progress=Lines(echo))
+        publish_release(release.root, "org/stale", policy=FAST, progress=PlainLineProgress(echo))
     commits = [r for r in hub.requests if r["path"].startswith("/api/datasets/org/stale/commit/")]
     assert commits[-1]["status"] == 412 and hub.files("org/stale")["NOTES.md"] == b"theirs"
 

@@ -16,7 +16,7 @@ from tests.rl_data import small_release  # noqa: E402
 from tomforge.flows.cli import app  # noqa: E402
 from tomforge.rl.evaluate import summarize  # noqa: E402
 from tomforge.rl.reward import score_completion  # noqa: E402
-from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 
 runner = CliRunner()
 SPLITS = ("tomforge_gen/test", "tomforge_gen/test_higher_order")

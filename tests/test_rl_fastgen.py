@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tomforge.rl.fastgen import FastGenerator, Sampling, UnsupportedModel  # noqa: E402
-from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 
 WORDS = ["Sally", "moves", "the", "marble", "to", "box", "Anne", "basket", "looks", "in", ".", "where", "?"]
 

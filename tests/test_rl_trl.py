@@ -15,7 +15,7 @@ from tests.rl_data import small_release  # noqa: E402
 from tomforge.rl import stage  # noqa: E402
 from tomforge.rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
 from tomforge.rl.reward import completion_text, make_trl_rewards  # noqa: E402
-from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 from tomforge.rl.trl_backend import TrlSettings, train_trl  # noqa: E402
 
 

@@ -254,7 +254,7 @@ def test_marker_search_agrees_with_a_regex_reference() -> None:
 
 
 def test_help_shows_the_defaults_the_code_uses() -> None:
-    """The ingest flags' shown defaults are written out in flows/cli.py (the CLI stays light to import):
+    """The ingest flags' shown defaults are written out in flows/commands/ingest.py (the CLI stays light to import):
     they must name what rlfiles.py and rl_prompt.py really use."""
     import typer.main
 

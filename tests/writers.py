@@ -39,7 +39,7 @@ GENERATE = ("generate", "--n", "40", "--seed", "3")
 AUDIT = ("audit", "--train", "split = 'train'", "--heldout", "split <> 'train'")
 COMPARED_TABLES = ("items", "contexts", "rejects", "sources")
 _PRELOAD = ["tomforge.flows.cli", "tomforge.warehouse.ingest", "tomforge.warehouse.load", "tomforge.audits.run",
-            "tomforge.audits.clean", "tomforge.hub.steps", "tomforge.generators"]
+            "tomforge.audits.clean", "tomforge.hub.publish_and_verify", "tomforge.generators"]
 
 
 def context() -> Any:

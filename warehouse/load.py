@@ -33,7 +33,7 @@ from tomforge.warehouse.columns import JSON_COLUMNS, arrow_schema
 from tomforge.warehouse.db import WarehouseError
 from tomforge.warehouse.progress import SILENT, Progress, Stage
 from tomforge.warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
-from tomforge.warehouse.sources.base import AdapterInfo, Produced, Reject
+from tomforge.warehouse.sources.base import AdapterInfo, RecordOrReject, Reject
 from tomforge.warehouse.validate import are_valid, first_error, is_valid
 from tomforge.warehouse.validate_columns import invalid_mask
 
@@ -61,6 +61,15 @@ class LoadReport:
     @property
     def reconciled(self) -> bool:
         return self.read == self.loaded + self.rejected
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts and `reconciled`, as a Prefect task returns them."""
+        return vars(self) | {"reconciled": self.reconciled}
+
+    @classmethod
+    def from_dict(cls, counts: dict[str, Any]) -> "LoadReport":
+        """The report `as_dict` wrote (`reconciled` is derived, so it is read back from the counts)."""
+        return cls(**{name: value for name, value in counts.items() if name != "reconciled"})
 
 
 class Unreconciled(WarehouseError):
@@ -138,7 +147,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def stage(
-    info: AdapterInfo, produced: Iterable[Produced], input_ref: str, progress: Progress = SILENT,
+    info: AdapterInfo, produced: Iterable[RecordOrReject], input_ref: str, progress: Progress = SILENT,
     *, read: int | None = None,
 ) -> Staged:
     """Validate every produced record; keep the valid ones, turn the rest into rejects.
@@ -152,10 +161,10 @@ def stage(
         return collector.staged(input_ref, count if read is None else read)
 
 
-def collect(collector: "Collector", produced: Iterable[Produced | ColumnBatch], progress: Stage | None) -> int:
+def collect(collector: "Collector", produced: Iterable[RecordOrReject | ColumnBatch], progress: Stage | None) -> int:
     """Feed every produced record (or batch of records) to `collector`; returns how many records there
     were. `progress` advances by the records fed, every 5000 or so (a call per record costs)."""
-    batch: list[Produced] = []
+    batch: list[RecordOrReject] = []
     count = reported = 0
     for record in produced:
         if isinstance(record, ColumnBatch):
@@ -197,7 +206,7 @@ class Collector:
         self.digest = hashlib.sha256()
         self._feed = self.digest.update if trail is None else trail.extend
 
-    def take(self, batch: list[Produced], first_count: int) -> None:
+    def take(self, batch: list[RecordOrReject], first_count: int) -> None:
         """Sort `batch`, whose first record is input record number `first_count` (1-based)."""
         rejects, seen, contexts, feed = self.rejects, self.seen, self.contexts, self._feed
         records = [record for record in batch if not isinstance(record, Reject)]
@@ -379,7 +388,7 @@ def _vacuum_only_if_replaced(con: duckdb.DuckDBPyConnection, replaced: int) -> N
 def load_into(
     con: duckdb.DuckDBPyConnection,
     info: AdapterInfo,
-    produced: Iterable[Produced],
+    produced: Iterable[RecordOrReject],
     input_ref: str,
     progress: Progress = SILENT,
     *,
@@ -394,7 +403,7 @@ def load_into(
 def ingest_records(
     warehouse: Path,
     info: AdapterInfo,
-    produced: Iterable[Produced],
+    produced: Iterable[RecordOrReject],
     input_ref: str,
     progress: Progress = SILENT,
     *,

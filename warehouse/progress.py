@@ -6,7 +6,7 @@ says what the user should read with `progress.info(line)`. Steps never print, lo
 display library: the front end chooses the rendering.
 
 - `Progress` itself (`SILENT`) shows nothing: the default of every step, for library callers and tests.
-- `Lines` writes plain lines to any callable (`print`, a logger's `info`): every info line, a
+- `PlainLineProgress` writes plain lines to any callable (`print`, a logger's `info`): every info line, a
   stage's count at most every `interval` seconds while it runs, and its count and time when it
   ends. Inside Prefect flows it writes to the run logger (`flows.pipeline`).
 - `flows.progress.RichProgress` draws live bars on a terminal for the CLI (nothing but the info
@@ -74,7 +74,7 @@ class Progress:
 SILENT = Progress()
 
 
-class Lines(Progress):
+class PlainLineProgress(Progress):
     """Plain lines through `write`, for logs and pipes: each info line; while a stage runs, its count
     at most every `interval` seconds (from `clock`); when it ends, its count and seconds."""
 

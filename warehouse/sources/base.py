@@ -51,7 +51,7 @@ class Reject:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-Produced = Union[dict[str, Any], Reject]
+RecordOrReject = Union[dict[str, Any], Reject]
 
 
 @dataclass
@@ -79,7 +79,7 @@ class Adapter(AdapterInfo, ABC):
     binary_formats: frozenset[str] = frozenset()
 
     @abstractmethod
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         """Every input question under `root` (a file or folder exactly as published)."""
 
     @abstractmethod

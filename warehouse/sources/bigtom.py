@@ -41,8 +41,8 @@ from typing import Any, Iterator
 from tomforge.warehouse.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_text,
@@ -131,7 +131,7 @@ def agent_of(row: dict[str, str]) -> list[str]:
 class BigToMAdapter(Adapter):
     """Reads `bigtom.csv` (or a folder holding it, e.g. the repo's `data/bigtom/`)."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         root = Path(root)
         for path in _files(root):
             yield from _read_file(path, relative_name(path, root), self.version)
@@ -173,7 +173,7 @@ def _lines(path: Path) -> list[str]:
     return lines
 
 
-def _read_file(path: Path, file: str, version: str) -> Iterator[Produced]:
+def _read_file(path: Path, file: str, version: str) -> Iterator[RecordOrReject]:
     for index, line in enumerate(_lines(path)):
         ref = f"{file}#row{index}"
         values = line.split(";")

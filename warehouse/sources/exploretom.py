@@ -45,8 +45,8 @@ from tomforge.warehouse.batch import batched, expand
 from tomforge.warehouse.record import UNSPLIT
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_text,
@@ -186,7 +186,7 @@ def _is_false_belief(question: _Question, meta: dict[str, Any]) -> bool | None:
 class ExploreToMAdapter(Adapter):
     """Reads the published CSV (a file, or a folder holding CSV files)."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         return expand(self.read_columns(root))
 
     def read_columns(self, root: Path) -> Iterator[Any]:

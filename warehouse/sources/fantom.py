@@ -33,8 +33,8 @@ from typing import Any, Iterator
 from tomforge.warehouse.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_text,
@@ -170,7 +170,7 @@ def _full_context_access(qas: Any) -> str | None:
 class FantomAdapter(Adapter):
     """Reads `fantom_v1.json` (a file, or a folder holding it anywhere below)."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         root = Path(root)
         for path in self._files(root):
             yield from self._read_file(path, relative_name(path, root))
@@ -200,7 +200,7 @@ class FantomAdapter(Adapter):
             raise SourceError(root, f"no {FILE_NAME} in this folder")
         return files
 
-    def _read_file(self, path: Path, label: str) -> Iterator[Produced]:
+    def _read_file(self, path: Path, label: str) -> Iterator[RecordOrReject]:
         rows = self._rows(path)
         seen: dict[str, int] = {}
         for index, row in enumerate(rows):
@@ -225,7 +225,7 @@ class FantomAdapter(Adapter):
             raise SourceError(path, "no FANToM question sets (no record has full_context, set_id or QA fields)")
         return data
 
-    def _read_set(self, row: Any, index: int, label: str, seen: dict[str, int]) -> Iterator[Produced]:
+    def _read_set(self, row: Any, index: int, label: str, seen: dict[str, int]) -> Iterator[RecordOrReject]:
         set_ref = f"{label}#{index}"
         if not isinstance(row, dict):
             yield _reject(set_ref, label, "(record)", "expected a JSON object (one question set)", row)

@@ -22,8 +22,8 @@ from tomforge.warehouse.batch import batched, expand
 from tomforge.warehouse.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_json,
@@ -393,7 +393,7 @@ def _note_reality(reality: dict[tuple[str, str], str | None], pending: _Pending)
             reality[pending.reality_key] = None  # the styles disagree: leave it unknown
 
 
-def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[Produced]:
+def _finish(produced: Iterable[_Pending | Reject]) -> Iterator[RecordOrReject]:
     """Second pass: a belief answer that differs from the story's reality answer marks a false belief."""
     items = list(produced)
     reality: dict[tuple[str, str], str | None] = {}
@@ -421,7 +421,7 @@ def _text_tree(root: Path) -> Path | None:
 class HiToMAdapter(Adapter):
     """Reads a HiToM release: the JSON file, the text tree, one of their files, or a folder with both."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         return expand(self.read_columns(root))
 
     def read_columns(self, root: Path) -> Iterator[Any]:

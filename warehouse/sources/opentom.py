@@ -22,8 +22,8 @@ from typing import Any, Iterator
 from tomforge.warehouse.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_json,
@@ -94,7 +94,7 @@ def narrator_probe(question: str) -> str | None:
 class OpenTomAdapter(Adapter):
     """Reads the `opentom_data` folder (or its parent, or one of its question files)."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         root = Path(root)
         folder, files = self._layout(root)
         stories = self._stories(folder)
@@ -148,7 +148,7 @@ class OpenTomAdapter(Adapter):
             raise SourceError(path, "expected an object mapping story keys to story objects")
         return data
 
-    def _read_questions(self, path: Path, label: str, stories: dict[str, Any]) -> Iterator[Produced]:
+    def _read_questions(self, path: Path, label: str, stories: dict[str, Any]) -> Iterator[RecordOrReject]:
         spec = _BY_NAME[path.name]
         data = read_json(path)
         if not isinstance(data, dict) or (data and not any(isinstance(value, list) for value in data.values())):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tomforge.warehouse.record import build_record
-from tomforge.warehouse.sources.base import Adapter, Produced, RecordError, Reject, relative_name
+from tomforge.warehouse.sources.base import Adapter, RecordError, RecordOrReject, Reject, relative_name
 from tomforge.warehouse.sources.rl_prompt import (
     SPLIT_BOTH,
     SPLIT_NONE,
@@ -109,7 +109,7 @@ class RLFilesAdapter(Adapter):
         copy.options = options
         return copy
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         root = Path(root)
         for path in input_files(root):
             file = relative_name(path, root)
@@ -143,7 +143,7 @@ class RLFilesAdapter(Adapter):
             f"{counts.get(SPLIT_COLUMNS, 0)} read from story/question columns"
         ]
 
-    def _produce(self, row: Any, file: str, index: int, split: str) -> Produced:
+    def _produce(self, row: Any, file: str, index: int, split: str) -> RecordOrReject:
         ref = f"{file}#row{index}"
         if isinstance(row, BadRow):
             return Reject(NAME, ref, file, f"row{index}", "row", row.reason, row.raw)

@@ -15,8 +15,8 @@ from typing import Any, Iterator
 from tomforge.warehouse.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
-    Produced,
     RecordError,
+    RecordOrReject,
     Reject,
     SourceError,
     read_text,
@@ -202,7 +202,7 @@ def _record(example: Example, index: int, name: str, split: str, trace: list[str
     )
 
 
-def read_file(path: Path, root: Path, facts: _StoryFacts) -> Iterator[Produced]:
+def read_file(path: Path, root: Path, facts: _StoryFacts) -> Iterator[RecordOrReject]:
     """Every example of one story file (with its trace when present), as a record or a reject."""
     examples = parse_examples(path, read_text(path))
     traces = read_trace(path.with_suffix(".trace"), len(examples), path)
@@ -217,7 +217,7 @@ def read_file(path: Path, root: Path, facts: _StoryFacts) -> Iterator[Produced]:
 class ToMiAdapter(Adapter):
     """Reads one ToMi `.txt` file or a folder of them (each with its `.trace` when published)."""
 
-    def read(self, root: Path) -> Iterator[Produced]:
+    def read(self, root: Path) -> Iterator[RecordOrReject]:
         root = Path(root)
         facts = _StoryFacts()
         for path in _story_files(root):

@@ -1,6 +1,6 @@
 """`tomforge scan`: a training corpus (jsonl / jsonl.gz / parquet shards or a Hub dataset) against
 the held-out benchmark items of the warehouse. The step is `audits.scan.run_scan`; this module is
-only the command line around it (registered in `flows/cli.py`)."""
+only the command line around it."""
 from __future__ import annotations
 
 import sys
@@ -8,18 +8,21 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK
+from tomforge.flows.commands.flags import SettingsHelp, setting_option
+from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
-# `flows.cli` registers this command (so nothing here imports it back) and runs it inside its one error
-# handler; the progress console prints literally, as the CLI's does
-console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+# the settings each flag below reads its shown default from (`flags.setting_option`)
+SCAN = "tomforge.audits.scan_config:ScanParams"
+
+group = typer.Typer()
 
 
+@group.command(cls=SettingsHelp)
 def scan(
     corpus: list[str] = typer.Argument(..., help="Corpus shards: files, folders, globs (jsonl, jsonl.gz, parquet) or "
                                                  "hub:ORG/NAME (with --revision)."),
@@ -33,12 +36,13 @@ def scan(
     revision: Optional[str] = typer.Option(None, "--revision", help="Revision (commit or tag) of a hub: corpus."),
     purify: Optional[Path] = typer.Option(None, "--purify", help="Write a copy of the corpus without the "
                                           "contaminated documents here (plus a removal ledger in --out)."),
-    jaccard: Optional[float] = typer.Option(None, "--jaccard", show_default="0.8", help="Near-duplicate Jaccard threshold."),
-    containment: Optional[float] = typer.Option(None, "--containment", show_default="0.8",
-                                                help="Share of a story's n-grams that makes it `contained`."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", show_default="0.01", help="Level of the n-gram test."),
-    batch_docs: Optional[int] = typer.Option(None, "--batch-docs", show_default="20000",
-                                             help="Documents per batch (memory is bounded by this)."),
+    jaccard: Optional[float] = setting_option("--jaccard", setting=f"{SCAN}.jaccard_threshold",
+                                              help="Near-duplicate Jaccard threshold."),
+    containment: Optional[float] = setting_option("--containment", setting=f"{SCAN}.containment_threshold",
+                                                  help="Share of a story's n-grams that makes it `contained`."),
+    alpha: Optional[float] = setting_option("--alpha", setting=f"{SCAN}.ngram_alpha", help="Level of the n-gram test."),
+    batch_docs: Optional[int] = setting_option("--batch-docs", setting=f"{SCAN}.batch_docs",
+                                               help="Documents per batch (memory is bounded by this)."),
     ray_address: Optional[str] = typer.Option(None, "--ray", help="Run the shards on Ray: a cluster address, or "
                                               "'local' for a local Ray."),
     strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a held-out story is found."),
