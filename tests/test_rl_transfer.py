@@ -23,7 +23,7 @@ from tomforge.generators import generate_splits  # noqa: E402
 from tomforge.rl.paired import mcnemar_exact, paired_difference  # noqa: E402
 from tomforge.rl.release import ReleaseReadError, SplitRef, read_split  # noqa: E402
 from tomforge.rl.stage import verl_data_files  # noqa: E402
-from tomforge.rl.tiny import build_model, build_tokenizer  # noqa: E402
+from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 from tomforge.rl.transfer import transfer_view  # noqa: E402
 from tomforge.warehouse.progress import SILENT  # noqa: E402
 
