@@ -402,7 +402,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("ranks.null_covariance_without_ties", "audits/ranks.py",
              "cov[start:start + t, start:start + t] += 1.0 / (k * t)", "cov[start:start + t, start:start + t] += 1.0 / k",
              ("tests/test_audit_ranks.py",), "the chi-square's null ignores the ties: its p-values are wrong on tied rankings"),
-    Mutation("rank_controls.no_tail", "generators/generate.py",
+    Mutation("rank_controls.no_tail", "generators/padding.py",
              "tail = min(base.tails(MAX_TAIL), key=plan_cost)", "tail: Plan = ()",
              ("tests/test_generator_rank_controls.py",), "no statements at the end: last mention and last move give the reality answer"),
     Mutation("rank_controls.padding_may_repeat", "generators/rank_control.py",
