@@ -191,7 +191,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return hashlib.sha256(orjson.dumps(payload)).hexdigest()",
              ("tests/test_ids.py",), "the content hash depends on key order, not only on content"),
     # item 5: HiToM tree meta
-    Mutation("hitom.tree_length_and_sample_swapped", "warehouse/sources/hitom.py",
+    Mutation("hitom.tree_length_and_sample_swapped", "warehouse/sources/hitom_tree.py",
              "story_length=int(length),\n                        sample=int(sample))",
              "story_length=int(sample),\n                        sample=int(length))",
              ("tests/test_source_hitom.py",), "story_length and sample of the text tree are swapped"),
