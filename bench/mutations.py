@@ -449,6 +449,23 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("scan.names_not_abstracted", "audits/scan_index.py",
              'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
              ("tests/test_scan.py",), "a held-out story told with other names is not found"),
+    # helper "operators": one Operator declaration per operator, its traits read by the generator and the variants
+    Mutation("operators.tells_never_applied", "generators/operators.py",
+             "    tells = [name for name in chosen if OPERATORS[name].is_tell]", "    tells: list[str] = []",
+             ("tests/test_operator_registry.py",), "tell operators chosen for a story are silently left out"),
+    Mutation("operators.rate_scale_ignored", "generators/generate.py",
+             "rate = self.settings.operator_rate * operator.rate_scale", "rate = self.settings.operator_rate",
+             ("tests/test_operator_registry.py",), "every operator drawn at the base rate: returns as often as lies"),
+    Mutation("operators.none_kept", "generators/operator_registry.py",
+             'chosen = [name for name in names if name != "none"]', "chosen = names",
+             ("tests/test_operator_registry.py", "tests/test_cli_defaults.py"),
+             "'--operators lie,none' refused as an unknown operator 'none'"),
+    Mutation("operators.sentence_needs_ignored", "generators/operator_registry.py",
+             "(self.needs_sentence is None or self.needs_sentence in sentences)", "True",
+             ("tests/test_operator_registry.py",), "variants ask a source for sentences it has no template for"),
+    Mutation("hitom.json_only_folder_reads_nothing", "warehouse/sources/hitom.py",
+             "            yield from json_batches(json_file, root, parser)\n            return", "            return",
+             ("tests/test_source_hitom.py",), "a folder holding only Hi-ToM_data.json loads no records"),
 )
 
 

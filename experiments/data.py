@@ -60,6 +60,7 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     release tag and row counts per config/split. Same plan => byte-identical release files.
     `progress`: the publish step's lines (default: printed)."""
     from tomforge.generators import ADAPTER_INFO, generate_splits
+    from tomforge.generators.generate import generate_input_ref
     from tomforge.hub.release import ReleaseOptions
     from tomforge.hub.steps import publish_warehouse
     from tomforge.rl.release import SplitRef, list_splits, read_split
@@ -71,10 +72,10 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
         stale.unlink(missing_ok=True)
     reports = [
         ingest_records(warehouse, ADAPTER_INFO, generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed),
-                       f"generate:n={plan.n},max_order={plan.max_order},seed={plan.seed}"),
+                       generate_input_ref(plan.n, plan.max_order, plan.seed)),
         ingest_records(warehouse, ADAPTER_INFO, _higher_order_records(plan),
-                       f"generate:split={HIGHER_ORDER_SPLIT},orders={plan.max_order + 1}.."
-                       f"{plan.max_order + plan.extra_orders},seed={plan.seed + 1}"),
+                       generate_input_ref(plan.n_higher, plan.max_order + plan.extra_orders, plan.seed + 1,
+                                          split=HIGHER_ORDER_SPLIT, held_out=True, min_order=plan.max_order + 1)),
     ]
     reports += [ingest(warehouse, name, SAMPLES_DIR / SAMPLE_SOURCES[name]) for name in plan.samples]
     for report in reports:
