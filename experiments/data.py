@@ -66,6 +66,7 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     release tag and row counts per config/split. Same plan => byte-identical release files.
     `progress`: the publish step's lines (default: printed)."""
     from tomforge.generators import ADAPTER_INFO, generate_splits
+    from tomforge.generators.generate import generate_input_ref
     from tomforge.hub.publish_and_verify import publish_warehouse
     from tomforge.hub.release import ReleaseOptions
     from tomforge.rl.release import SplitRef, list_splits, read_split
@@ -77,14 +78,15 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
         stale.unlink(missing_ok=True)
     reports = []
     for rendering in plan.renderings:
-        told = "" if rendering == "third_person" else f",rendering={rendering}"  # the default's refs as before
+        told = {} if rendering == "third_person" else {"rendering": rendering}  # the default's refs as before
         reports += [
             ingest_records(warehouse, ADAPTER_INFO, generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed,
                                                                     rendering=rendering),
-                           f"generate:n={plan.n},max_order={plan.max_order},seed={plan.seed}{told}"),
+                           generate_input_ref(plan.n, plan.max_order, plan.seed, **told)),
             ingest_records(warehouse, ADAPTER_INFO, _higher_order_records(plan, rendering),
-                           f"generate:split={HIGHER_ORDER_SPLIT},orders={plan.max_order + 1}.."
-                           f"{plan.max_order + plan.extra_orders},seed={plan.seed + 1}{told}"),
+                           generate_input_ref(plan.n_higher, plan.max_order + plan.extra_orders, plan.seed + 1,
+                                              split=HIGHER_ORDER_SPLIT, held_out=True, min_order=plan.max_order + 1,
+                                              **told)),
         ]
     reports += [ingest(warehouse, name, SAMPLES_DIR / SAMPLE_SOURCES[name]) for name in plan.samples]
     for report in reports:

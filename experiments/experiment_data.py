@@ -63,15 +63,18 @@ def story_sides(stories: list[tuple[str, Any, Any]], share: float, seed: int) ->
 
 def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
     from tomforge.generators import generate_records
+    from tomforge.generators.generate import generate_input_ref
 
     common: dict[str, Any] = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
+    train, test = plan.n_gen_train, plan.n_gen_test
     return [
-        (f"generate:split=train_controlled,n={plan.n_gen_train},orders=0..3,seed={plan.seed}",
-         list(generate_records(plan.n_gen_train, split="train_controlled", **common))),
-        (f"generate:split=train_templated,n={plan.n_gen_train},orders=0..3,seed={plan.seed},controls=off",
-         list(generate_records(plan.n_gen_train, split="train_templated", controls=False, **common))),
-        (f"generate:split=test,n={plan.n_gen_test},orders=0..6,seed={plan.seed + 1},held_out",
-         list(generate_records(plan.n_gen_test, max_order=6, seed=plan.seed + 1, split="test", held_out=True,
+        (generate_input_ref(train, 3, plan.seed, split="train_controlled", include_memory=False, held_out=False),
+         list(generate_records(train, split="train_controlled", **common))),
+        (generate_input_ref(train, 3, plan.seed, split="train_templated", include_memory=False, held_out=False,
+                            controls=False),
+         list(generate_records(train, split="train_templated", controls=False, **common))),
+        (generate_input_ref(test, 6, plan.seed + 1, split="test", include_memory=False, held_out=True),
+         list(generate_records(test, max_order=6, seed=plan.seed + 1, split="test", held_out=True,
                                include_memory=False))),
     ]
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.errors import TomforgeError
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
-from tomforge.generators.operators import selected_operators
+from tomforge.generators.operators import OPERATORS
 from tomforge.generators.real.variants import Settings as VariantSettings
 from tomforge.generators.templates import STYLES
 from tomforge.warehouse.sources import SOURCE_NAMES, hub_id_of
@@ -101,7 +101,7 @@ class GenerateConfig(Section):
 
     @property
     def operator_names(self) -> list[str]:
-        return selected_operators(self.operators)
+        return OPERATORS.resolve(self.operators)
 
     @model_validator(mode="after")
     def _known_names(self) -> "GenerateConfig":
@@ -131,11 +131,9 @@ class VariantsConfig(Section):
     @field_validator("sources")
     @classmethod
     def _parsed(cls, names: list[str] | None) -> list[str] | None:
-        from tomforge.generators.real.oracle import SOURCE_RULES
+        from tomforge.generators.real.oracle import check_story_sources
 
-        unknown = [name for name in names or () if name not in SOURCE_RULES]
-        if unknown:
-            raise ValueError(f"no story parser for {', '.join(unknown)}; variants exist for {', '.join(sorted(SOURCE_RULES))}")
+        check_story_sources(names or ())
         return names
 
     @field_validator("settings")
@@ -143,16 +141,14 @@ class VariantsConfig(Section):
     def _operators(cls, settings: VariantSettings) -> VariantSettings:
         from tomforge.generators.real.operators import OPERATORS
 
-        unknown = sorted(set(settings.operators or ()) - set(OPERATORS))
-        if unknown:
-            raise ValueError(f"unknown operators {', '.join(unknown)}; choose from {', '.join(OPERATORS)}")
+        OPERATORS.check(settings.operators or ())
         return settings
 
     def chosen(self, configured: list[str]) -> list[str]:
         """The sources to make variants of, in configuration order, each once."""
-        from tomforge.generators.real.oracle import SOURCE_RULES
+        from tomforge.generators.real.oracle import STORY_SOURCES
 
-        wanted = self.sources if self.sources is not None else [name for name in configured if name in SOURCE_RULES]
+        wanted = self.sources if self.sources is not None else [name for name in configured if name in STORY_SOURCES]
         return list(dict.fromkeys(wanted))
 
 

@@ -75,12 +75,13 @@ def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> P
 def stage_generated(staging: Path, settings: "GenerateConfig", split: str, progress: Progress = SILENT) -> Path:
     """Generate one split (deterministic under the seed) into its staging folder."""
     from tomforge.generators import ADAPTER_INFO, generate_records
+    from tomforge.generators.generate import generate_input_ref
 
     size = settings.split_sizes()[split]
     records = generate_records(size, max_order=settings.max_order, seed=settings.seed, split=split,
                                operators=settings.operator_names, styles=settings.styles,
                                held_out=None if settings.held_out_test else False)
-    input_ref = f"generate:{split}:n={size},max_order={settings.max_order},seed={settings.seed}"
+    input_ref = generate_input_ref(size, settings.max_order, settings.seed, split=split)
     return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, progress, read=size))
 
 

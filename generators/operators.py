@@ -1,7 +1,8 @@
 """Adversarial operators: composable transforms of a base story (in the spirit of ExploreToM).
 
-Each operator takes a valid story and returns a valid story with one targeted change (or None when
-the story offers no place for it, and the generator then draws another base story). A set of names
+Each operator's transform takes a valid story and returns a valid story with one targeted change (or
+None when the story offers no place for it, and the generator then draws another base story); its
+declaration in `OPERATORS` (`generators.operator_registry.Operator`) holds its traits. A set of names
 always gives the same composition for the same random state (see `apply_operators`).
 Each docstring says which shortcut the operator breaks; tests check that each one changes what
 it should and leaves every other belief as it was.
@@ -9,10 +10,11 @@ it should and leaves every other belief as it was.
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from typing import Callable
 
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.entities import Pools
+from tomforge.generators.operator_registry import Operator, OperatorRegistry
 from tomforge.generators.world import (
     ENTER,
     EXIT,
@@ -27,7 +29,7 @@ from tomforge.generators.world import (
     check_story,
 )
 
-Operator = Callable[[Story, random.Random, Pools], "Story | None"]
+Transform = Callable[[Story, random.Random, Pools], "Story | None"]
 
 
 def _gathering_start(events: list[Event] | tuple[Event, ...], gathering: str) -> int:
@@ -249,28 +251,20 @@ def lie(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     return _done(story, list(story.events) + [false], "lie")
 
 
-OPERATORS: dict[str, Operator] = {
-    "distractor": distractor,
-    "extra_moves": extra_moves,
-    "unobserved_move": unobserved_move,
-    "return": return_to_initial,
-    "secret_witness": secret_witness,
-    "transparent": transparent,
-    "private_tell": private_tell,
-    "public_tell": public_tell,
-    "lie": lie,
-}
-
-
-TELL_OPERATORS = ("private_tell", "public_tell", "lie")
-
-
-def selected_operators(selection: Sequence[str]) -> list[str]:
-    """The operator names a selection stands for, as the CLI (`--operators a,b`) and the config
-    (`operators = [...]`) write it: "all" alone is every operator, "none" entries are dropped (so
-    "none" alone is no operator); names are not checked here (`generate_records` refuses unknown ones)."""
-    names = [name.strip() for name in selection if name.strip()]
-    return list(OPERATORS) if names == ["all"] else [name for name in names if name != "none"]
+OPERATORS: OperatorRegistry[Transform] = OperatorRegistry("generated stories", [
+    Operator("distractor", distractor, "every named agent matters; the only object named is the one asked about"),
+    Operator("extra_moves", extra_moves, "the last container mentioned or the last move is the answer"),
+    Operator("unobserved_move", unobserved_move, "beliefs equal reality; everyone saw the same moves"),
+    Operator("return", return_to_initial, "the first container is an outdated belief, never reality",
+             rate_scale=0.4, ends_at_start=True),  # returns happen in base stories anyway
+    Operator("secret_witness", secret_witness, "an agent who left has an outdated belief"),
+    Operator("transparent", transparent, "missed the last move means a false belief"),
+    # truthful tells offset the many lies that "never visited" golds need
+    Operator("private_tell", private_tell, "only what one saw counts", rate_scale=1.5, is_tell=True),
+    Operator("public_tell", public_tell, "communication is private", rate_scale=1.5, is_tell=True),
+    Operator("lie", lie, "what is said is true", is_tell=True, makes_never_visited=True),
+])
+"""Every operator on generated stories, in the order a story applies them (tells last, see `apply_operators`)."""
 
 
 def apply_operators(story: Story, names: list[str] | tuple[str, ...], rng: random.Random, pools: Pools) -> Story | None:
@@ -279,14 +273,12 @@ def apply_operators(story: Story, names: list[str] | tuple[str, ...], rng: rando
     Story operators run in the order of `OPERATORS`; the tells they add then come in an order drawn
     from `rng` (so a lie is not always the last thing said). Deterministic given `rng`'s state.
     """
-    unknown = set(names) - set(OPERATORS)
-    if unknown:
-        raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
-    ordered = [name for name in OPERATORS if name in names and name not in TELL_OPERATORS]
-    tells = [name for name in OPERATORS if name in names and name in TELL_OPERATORS]
+    chosen = OPERATORS.in_order(names)
+    ordered = [name for name in chosen if not OPERATORS[name].is_tell]
+    tells = [name for name in chosen if OPERATORS[name].is_tell]
     rng.shuffle(tells)
     for name in ordered + tells:
-        changed = OPERATORS[name](story, rng, pools)
+        changed = OPERATORS[name].transform(story, rng, pools)
         if changed is None:
             return None
         story = changed

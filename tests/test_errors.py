@@ -28,6 +28,8 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "audits.store.SelectionError": 2,
     "flows.config.ConfigError": 2,
     "flows.query.QueryError": 2,
+    "generators.operator_registry.UnknownOperatorError": 2,
+    "generators.real.oracle.NoStoryParserError": 2,
     "generators.real.story.ParseError": 2,
     "generators.world.StoryError": 1,
     "hub.ledger.LedgerError": 3,

@@ -12,7 +12,8 @@ import pytest
 from tests.source_helpers import by_ref, read_all, source_error
 from tomforge import schemas
 from tomforge.warehouse.sources import get_adapter
-from tomforge.warehouse.sources.hitom import ADAPTER, parse_choices, parse_question, parse_story
+from tomforge.warehouse.sources.hitom import ADAPTER
+from tomforge.warehouse.sources.hitom_grammar import parse_choices, parse_question, parse_story
 
 VALIDATOR = jsonschema.Draft202012Validator(schemas.record_schema())
 
@@ -125,6 +126,17 @@ def test_single_file_roots(own: Path) -> None:
     assert records[0]["is_false_belief"] is None  # no order-0 answer to compare with
     records, rejects = read_all(ADAPTER, own / "Hi-ToM_data")  # the tree itself as root
     assert len(records) == 10 and not rejects
+
+
+def test_a_folder_with_only_the_json_file_reads_like_the_file(tmp_path: Path, own: Path) -> None:
+    """A folder without the text tree takes the column path (a JSON file on its own); the same rows in a
+    folder with the tree take the row path with the tree's questions: both give the same JSON records."""
+    shutil.copy(own / "Hi-ToM_data.json", tmp_path / "Hi-ToM_data.json")
+    alone, rejects = read_all(ADAPTER, tmp_path)
+    assert not rejects and len(alone) == 20 and ADAPTER.split_input(tmp_path) == tmp_path / "Hi-ToM_data.json"
+    assert by_ref(alone) == by_ref(read_all(ADAPTER, tmp_path / "Hi-ToM_data.json")[0])
+    beside_tree = {ref: r for ref, r in by_ref(read_all(ADAPTER, own)[0]).items() if ref.startswith("Hi-ToM_data.json#")}
+    assert by_ref(alone) == beside_tree
 
 
 def test_real_samples(real_samples: Path) -> None:

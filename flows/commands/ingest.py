@@ -77,14 +77,14 @@ def generate(
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
     from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
-    from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
-    from tomforge.generators.operators import selected_operators
+    from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE, generate_input_ref
+    from tomforge.generators.operators import OPERATORS
     from tomforge.generators.question_forms import formats_of_forms
     from tomforge.warehouse.load import ingest_records
 
     max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
     source = DEFAULT_SOURCE if source is None else source
-    names = selected_operators(operators.split(","))
+    names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     told = flags_set(rendering=rendering)  # the generator's default (third_person) unless the flag is set
     try:
@@ -95,9 +95,8 @@ def generate(
         exit_with_error(str(exc))
     records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
                               held_out=None if held_out else False, source=source, **told)
-    input_ref = (f"generate:n={n},max_order={max_order},seed={seed},operators={','.join(names) or 'none'},"
-                 f"styles={','.join(style_names)},held_out={held_out}" + (f",rendering={rendering}" if rendering else "")
-                 + (f",forms={forms}" if forms else ""))
+    input_ref = generate_input_ref(n, max_order, seed, operators=",".join(names) or "none", styles=",".join(style_names),
+                                   held_out=held_out, **flags_set(rendering=rendering, forms=forms))
     with RichProgress(console) as progress:
         report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
                                 replace_source=True)
@@ -125,17 +124,12 @@ def variants(
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
     adversarial variants of its stories as source <NAME>_variants."""
     from tomforge.generators.real.operators import OPERATORS
-    from tomforge.generators.real.oracle import PARSERS
+    from tomforge.generators.real.oracle import check_story_sources
     from tomforge.generators.real.store import run_variants
     from tomforge.generators.real.variants import Settings
 
-    names = {"all": None, "none": []}.get(operators, [o.strip() for o in operators.split(",") if o.strip()])
-    unknown = set(names or ()) - set(OPERATORS)
-    if unknown:
-        exit_with_error(f"unknown operators {', '.join(sorted(unknown))}; choose from {', '.join(OPERATORS)}")
-    if source not in PARSERS:
-        exit_with_error(f"no story parser for source {source!r}; the oracle reads {', '.join(list(PARSERS)[:-1])} and "
-             f"{list(PARSERS)[-1]}")
+    names = OPERATORS.parse(operators)
+    check_story_sources([source])
     with RichProgress(console) as progress, progress.stage(f"variants of {source}"):
         settings = Settings(operators=names, **flags_set(max_order=max_order, seed=seed, n_per_story=n_per_story,
                                                      balance=balance))

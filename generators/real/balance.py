@@ -27,9 +27,9 @@ from collections import Counter, defaultdict
 from typing import Any, Hashable, Protocol, Sequence, TypeVar
 
 from tomforge.generators.balance import Controller, Quota, deal
-from tomforge.generators.generate import MAX_PADDING
+from tomforge.generators.padding import MAX_PADDING
 from tomforge.generators.real import style
-from tomforge.generators.real.operators import free, insert
+from tomforge.generators.real.operators import insert_line, insertable_at
 from tomforge.generators.real.story import ParsedStory
 from tomforge.generators.shortcuts import mentions
 
@@ -165,7 +165,7 @@ class MentionControls:
             counts[last] += 1
         first_line = next(i for i, line in enumerate(named) if line)
         last_line = max(i for i, line in enumerate(named) if line)
-        room = [p for p in range(first_line + 1, last_line + 1) if free(story, p)]
+        room = [p for p in range(first_line + 1, last_line + 1) if insertable_at(story, p)]
 
         def need(c: str) -> int:
             return max(0, max(counts[o] for o in containers if o != c) - counts[c] + 1)
@@ -175,7 +175,7 @@ class MentionControls:
         for _ in range(need(most)):
             story = self._say(story, rng.choice(room), most, rng)
             last_line += 1
-            room = [p for p in range(first_line + 1, last_line + 1) if free(story, p)]
+            room = [p for p in range(first_line + 1, last_line + 1) if insertable_at(story, p)]
         return story
 
     @staticmethod
@@ -186,5 +186,5 @@ class MentionControls:
         polarity = rng.choice([p for p in ("likes", "dislikes", "loves", "hates") if p in style.SENTENCES[story.source]])
         agent = rng.choice(story.agents())
         text = style.sentence(story.source, polarity, a=agent, c=container)
-        return insert(story, position, text, [{"kind": "statement", "agent": agent, "polarity": polarity,
+        return insert_line(story, position, text, [{"kind": "statement", "agent": agent, "polarity": polarity,
                                                "thing": container}], "balance")

@@ -4,7 +4,8 @@ The sentences are those of HiToM's generator: grouped enterings, exits, 'made no
 moves, 'The X is in the Y.', private tells ('A privately told B that the X is in the Y.'), public
 claims ('A publicly claimed that X is in the Y.') and noise (likes/dislikes, 'saw a', 'lost his').
 Tells are said in the waiting_room, HiToM's gathering room. Questions are HiToM's five forms
-(order 0-4); the object and chain come from the adapter's own question parser.
+(order 0-4); the object and chain come from the grammar the adapter reads them with
+(`warehouse/sources/hitom_grammar.py`).
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 
 from tomforge.generators.real.sentences import NAME, Pattern, numbered_lines, parse_lines, split_names, tell
 from tomforge.generators.real.story import ParsedStory, ParseError, check_consistency
-from tomforge.warehouse.sources import hitom as adapter
+from tomforge.warehouse.sources.base import RecordError
+from tomforge.warehouse.sources.hitom_grammar import parse_question as parse_hitom_question
 
 SOURCE = "hitom"
 GATHERING = "waiting_room"
@@ -50,7 +52,7 @@ def parse_story(context: str) -> ParsedStory:
 def parse_question(question: str) -> tuple[str, tuple[str, ...], str]:
     """(kind, chain, object) of a HiToM question: kind 'belief' (order 0 = reality, chain empty)."""
     try:
-        parsed = adapter.parse_question(question)
-    except Exception as bad:  # the adapter's own error type is private
+        parsed = parse_hitom_question(question)
+    except RecordError as bad:
         raise ParseError(f"question: {bad}") from None
     return "belief", tuple(parsed.chain), parsed.obj

@@ -1,7 +1,8 @@
 """The generator's adversarial operators, applied to a parsed real story in the source's own sentences.
 
-Each operator takes (story, question, rng, context) and returns a new ParsedStory (inserted lines carry
-`added_by`) or None when the story offers no place for it. Like `generators.operators`, each one breaks
+Each operator's transform takes (story, target, rng) and returns a new ParsedStory (inserted lines carry
+`added_by`) or None when the story offers no place for it; its declaration in `OPERATORS`
+(`generators.operator_registry.Operator`) says what it breaks and the sentence shape it needs. Like `generators.operators`, each one breaks
 a shortcut (said in its docstring); the oracle then gives the variant's gold, and `variants.py` labels
 whether it changed. Tells are said in the gathering room where the source has one (HiToM), else late in
 the story by someone in a room (ToMi, in its own terse sentences).
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from tomforge.generators.checker import RULE_SETS, TraceWorld
+from tomforge.generators.operator_registry import Operator, OperatorRegistry
 from tomforge.generators.real import style
 from tomforge.generators.real.story import Line, ParsedStory, check_consistency
 
@@ -56,14 +58,14 @@ def snapshots(story: ParsedStory, obj: str) -> list[Snapshot]:
             for index, (present, where) in enumerate(states)]
 
 
-def free(story: ParsedStory, position: int) -> bool:
+def insertable_at(story: ParsedStory, position: int) -> bool:
     """A line may go in at `position` unless the line there modifies the one before it."""
     return position >= len(story.lines) or not story.lines[position].modifies_previous
 
 
-def insert(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
+def insert_line(story: ParsedStory, position: int, text: str, events: list[dict], name: str) -> ParsedStory:
     """`story` with one new line (its events, `added_by=name`) before line `position`, checked as a world."""
-    if not free(story, position):
+    if not insertable_at(story, position):
         raise ValueError(f"position {position} splits a sentence from the one it modifies")
     lines = list(story.lines)
     lines.insert(position, Line(text, events, added_by=name))
@@ -74,7 +76,7 @@ def insert(story: ParsedStory, position: int, text: str, events: list[dict], nam
 
 def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
     text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
-    return insert(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
+    return insert_line(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
 
 
 def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
@@ -85,7 +87,7 @@ def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> P
     seen: set[str] = set()
     slots = []
     for index, snap in enumerate(states):
-        if snap.location is not None and snap.present and seen - snap.present and free(story, index):
+        if snap.location is not None and snap.present and seen - snap.present and insertable_at(story, index):
             slots.append(index)
         seen |= snap.present
     if not slots:
@@ -105,7 +107,7 @@ def return_to_initial(story: ParsedStory, target: Target, rng: random.Random) ->
     states = snapshots(story, target.obj)
     initial = next((s.location for s in states if s.location is not None), None)
     slots = [i for i, s in enumerate(states)
-             if s.present and s.location not in (None, initial) and s.next_move is None and free(story, i)]
+             if s.present and s.location not in (None, initial) and s.next_move is None and insertable_at(story, i)]
     if initial is None or not slots:
         return None
     index = rng.choice(slots)
@@ -127,10 +129,10 @@ def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedS
     agents = story.agents()
     new = story
     for k in range(needed):
-        position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if free(new, p)])
+        position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if insertable_at(new, p)])
         agent = rng.choice(agents)
         sentence = style.sentence(story.source, "likes", a=agent, c=container)
-        new = insert(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
+        new = insert_line(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
                                                  "thing": container}], "remention")
     return new
 
@@ -144,7 +146,7 @@ def _speakers(story: ParsedStory, public: bool) -> tuple[int, list[str]]:
     rooms: dict[str, str] = {}
     best: tuple[int, list[str]] = (-1, [])
     for position in range(len(story.lines) + 1):
-        if position and free(story, position) or position == len(story.lines):
+        if position and insertable_at(story, position) or position == len(story.lines):
             speakers = sorted(a for a, room in rooms.items()
                               if not public or any(b != a and r == room for b, r in rooms.items()))
             if speakers:
@@ -186,7 +188,7 @@ def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, 
         listener = rng.choice([a for a in before.agents() if a != speaker] or [a for a in story.agents() if a != speaker])
         event["listeners"] = [listener]
         text = style.sentence(story.source, "private_tell", b=listener, **fields)
-    return insert(story, position, text, [event], name)
+    return insert_line(story, position, text, [event], name)
 
 
 def _room_at(story: ParsedStory, position: int, agent: str) -> str | None:
@@ -220,31 +222,29 @@ def reorder_options(story, target, rng):
     return story
 
 
-Operator = Callable[[ParsedStory, Target, random.Random], "ParsedStory | None"]
-OPERATORS: dict[str, Operator] = {
-    "unobserved_move": unobserved_move,
-    "return": return_to_initial,
-    "remention": remention,
-    "private_tell": private_tell,
-    "public_tell": public_tell,
-    "lie": lie,
-    "reorder_options": reorder_options,
-}
-SHORTCUTS = {  # what each operator breaks (the docstrings say how)
-    "unobserved_move": "beliefs equal reality; everyone saw the same moves",
-    "return": "the first container is an outdated belief, never reality",
-    "remention": "the first or most mentioned container is the answer",
-    "private_tell": "only what one saw counts",
-    "public_tell": "communication is private",
-    "lie": "what is said is true",
-    "reorder_options": "the gold sits at a fixed option position",
-}
+Transform = Callable[[ParsedStory, Target, random.Random], "ParsedStory | None"]
+OPERATORS: OperatorRegistry[Transform] = OperatorRegistry("real stories", [
+    Operator("unobserved_move", unobserved_move, "beliefs equal reality; everyone saw the same moves",
+             needs_sentence="move"),
+    Operator("return", return_to_initial, "the first container is an outdated belief, never reality",
+             needs_sentence="move"),
+    Operator("remention", remention, "the first or most mentioned container is the answer", needs_sentence="likes"),
+    Operator("private_tell", private_tell, "only what one saw counts", needs_sentence="private_tell"),
+    Operator("public_tell", public_tell, "communication is private", needs_sentence="public_tell"),
+    Operator("lie", lie, "what is said is true", needs_sentence="private_tell"),
+    Operator("reorder_options", reorder_options, "the gold sits at a fixed option position",
+             formats=("multiple_choice",)),
+])
+"""Every operator on parsed real stories, with the sentence shape each needs of a source (`style.SENTENCES`)."""
+HIGHER_ORDER_BREAKS = "orders the source never asks"  # what a higher-order variant (no operator) breaks
+
+
+def shortcut_of(name: str) -> str:
+    """What a variant made by `name` breaks (a variant's `meta.shortcut`)."""
+    return OPERATORS[name].breaks if name in OPERATORS else HIGHER_ORDER_BREAKS
 
 
 def supported(source: str, answer_format: str) -> list[str]:
     """The operators a source can express in its own sentences and answer format."""
     sentences = style.SENTENCES.get(source, {})
-    needs = {"unobserved_move": "move", "return": "move", "remention": "likes", "private_tell": "private_tell",
-             "public_tell": "public_tell", "lie": "private_tell"}
-    names = [n for n in OPERATORS if needs.get(n) is None or needs[n] in sentences]
-    return [n for n in names if n != "reorder_options" or answer_format == "multiple_choice"]
+    return [op.name for op in OPERATORS.operators() if op.applies_to(sentences, answer_format)]

@@ -9,14 +9,28 @@ gold differs, why the sentence the gold comes from does not count for this chain
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
+from tomforge.errors import TomforgeError
 from tomforge.generators.checker import RULE_SETS, Perceived, TraceWorld
 from tomforge.generators.real import exploretom, hitom, tomi
 from tomforge.generators.real.story import ParsedStory, ParseError
 
 PARSERS = {"hitom": hitom, "tomi": tomi, "exploretom": exploretom}
+STORY_SOURCES = tuple(PARSERS)
+"""The real sources whose stories the oracle parses (and `tomforge variants` rewrites): the one list."""
 SOURCE_RULES = {"hitom": "hitom", "tomi": "tomi", "exploretom": "tomforge"}
+
+
+class NoStoryParserError(TomforgeError, ValueError):
+    """A source without a story parser asked of the oracle or the variants (a ValueError too, for config validators)."""
+
+
+def check_story_sources(names: Sequence[str]) -> None:
+    """Refuse any source without a story parser (the one check the CLI, the config and the variants use)."""
+    unknown = [name for name in names if name not in PARSERS]
+    if unknown:
+        raise NoStoryParserError(f"no story parser for {', '.join(unknown)}; the oracle reads {', '.join(STORY_SOURCES)}")
 # the rule set that emulates a source generator's known defect, and the defect in words
 DEFECTS = {
     "hitom": ("hitom_generator", "HiToM's generator updates a chain on a move only when the chain lists the observers "

@@ -24,8 +24,16 @@ from typing import Any
 from tomforge.generators.checker import RULE_SETS, TraceWorld
 from tomforge.generators.real import style
 from tomforge.generators.real.balance import MentionControls, select
-from tomforge.generators.real.operators import OPERATORS, SHORTCUTS, Target, supported
-from tomforge.generators.real.oracle import SOURCE_RULES, ParsedQuestion, answer_of, check_item, parse_record, world_of
+from tomforge.generators.real.operators import OPERATORS, Target, shortcut_of, supported
+from tomforge.generators.real.oracle import (
+    SOURCE_RULES,
+    ParsedQuestion,
+    answer_of,
+    check_item,
+    check_story_sources,
+    parse_record,
+    world_of,
+)
 from tomforge.generators.real.story import ParsedStory, ParseError
 from tomforge.warehouse.record import build_record, content_hash
 from tomforge.warehouse.vocabulary import question_type_of_order
@@ -194,7 +202,7 @@ class Builder:
                 "higher_order" if c.operators == ["higher_order"] else "adversarial",
                 "gold_changed": None if c.original_answer is None else c.answer != c.original_answer,
                 "original_answer": c.original_answer, "rule_set": self.rule_set,
-                "shortcut": [SHORTCUTS.get(name, "orders the source never asks") for name in c.operators],
+                "shortcut": [shortcut_of(name) for name in c.operators],
                 "object": c.obj, "candidates": c.containers, "gold_role": c.role,
                 "balance_statements": sum(line.added_by == "balance" for line in story.lines)}
         record = build_record(
@@ -267,7 +275,7 @@ class Builder:
         out: list[Candidate] = []
         for number in range(self.settings.n_per_story):
             name = names[(index + number) % len(names)]
-            new = OPERATORS[name](story, target, rng)
+            new = OPERATORS[name].transform(story, target, rng)
             if new is None:
                 self.outcome.skipped[f"{name}: no place in the story"] += 1
                 continue
@@ -326,11 +334,8 @@ class Builder:
 
 
 def build_variants(source: str, records: list[dict[str, Any]], settings: Settings) -> Outcome:
-    unknown = set(settings.operators or ()) - set(OPERATORS)
-    if unknown:
-        raise ValueError(f"unknown operators {sorted(unknown)}; choose from {', '.join(OPERATORS)}")
-    if source not in SOURCE_RULES:
-        raise ValueError(f"no parser for source {source!r}; variants exist for {', '.join(sorted(SOURCE_RULES))}")
+    OPERATORS.check(settings.operators or ())
+    check_story_sources([source])
     if source not in style.SENTENCES:  # parsed and checked, but no sentence templates to write variants with
         return Outcome(skipped=Counter({f"no variant sentence templates for {source} yet": len(records)}))
     return Builder(source, settings).run(records)
