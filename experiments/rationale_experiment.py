@@ -156,11 +156,11 @@ def run_sft(job: Job, release: Path, base: str, work: Path, recipe: dict[str, An
 
 
 def run_rl(job: Job, release: Path, work: Path, recipe: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
     import torch
 
     from tomforge.rl.release import SplitRef, load_split
-    from dataclasses import asdict
-
     from tomforge.rl.reward import DEFAULT_WEIGHTS
     from tomforge.rl.trl_backend import TrlSettings, train_trl
 
@@ -241,6 +241,32 @@ def expected_seconds(kind: str, work: Path) -> float:
     return max(walls) if walls else FIRST_GUESS[kind]
 
 
+Running = dict[str, tuple[Job, "subprocess.Popen[bytes]", float]]
+
+
+def _reap(running: Running, status: dict[str, str], work: Path) -> None:
+    """Record the jobs that ended: done when they exited 0 and wrote their record."""
+    for name, (job, proc, began) in list(running.items()):
+        if proc.poll() is not None:
+            status[name] = "done" if proc.returncode == 0 and is_done(job, work) else "failed"
+            print(f"{name}: {status[name]} after {time.time() - began:.0f} s", flush=True)
+            del running[name]
+
+
+def _fits(job: Job, work: Path, deadline: float | None) -> bool:
+    return deadline is None or time.time() + expected_seconds(job.kind, work) <= deadline
+
+
+def _spawn(job: Job, release: Path, model: str, work: Path, recipe: dict[str, Any], deadline: float | None,
+           log_dir: Path) -> "subprocess.Popen[bytes]":
+    cmd = [sys.executable, "-m", "experiments.rationale_experiment", "job", "--kind", job.kind, "--arm", job.arm,
+           "--seed", str(job.seed), "--release", str(release), "--model", model, "--work", str(work),
+           "--recipe", json.dumps(recipe), *(["--deadline", str(deadline)] if deadline else [])]
+    with (log_dir / f"{job.name}.log").open("w") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
+                                start_new_session=True)
+
+
 def run_queue(jobs: list[Job], release: Path, model: str, work: Path, recipe: dict[str, Any], *, parallel: int,
               deadline: float | None, in_process: bool = False, log_dir: Path | None = None) -> dict[str, str]:
     """Run what is not done yet; returns job name -> done | skipped (already done) | cut | failed | not started."""
@@ -252,46 +278,28 @@ def run_queue(jobs: list[Job], release: Path, model: str, work: Path, recipe: di
     materialize(model)  # convert a .gguf once, before the jobs race for it
     status = {j.name: "skipped" for j in jobs if is_done(j, work)}
     pending = [j for j in jobs if j.name not in status]
-    running: dict[str, tuple[Job, subprocess.Popen[bytes], float]] = {}
-    while pending or running:
-        for name, (job, proc, began) in list(running.items()):
-            if proc.poll() is not None:
-                status[name] = "done" if proc.returncode == 0 and is_done(job, work) else "failed"
-                print(f"{name}: {status[name]} after {time.time() - began:.0f} s", flush=True)
-                del running[name]
-        ready = [j for j in pending if all(is_done(n, work) for n in j.needs())]
-        blocked = [j for j in pending if any(status.get(n.name) in ("failed", "not started") for n in j.needs())]
-        for job in blocked:
-            status[job.name] = "not started"
+    running: Running = {}
+    while True:
+        _reap(running, status, work)
+        for job in [j for j in pending if any(status.get(n.name) in ("failed", "not started") for n in j.needs())]:
+            status[job.name] = "not started"  # what it needs failed
             pending.remove(job)
-        for job in ready:
-            if len(running) >= parallel:
-                break
-            if deadline is not None and time.time() + expected_seconds(job.kind, work) > deadline:
-                continue
+        startable = [j for j in pending if all(is_done(n, work) for n in j.needs()) and _fits(j, work, deadline)]
+        for job in startable[:max(parallel - len(running), 0)]:
             pending.remove(job)
             if in_process:
                 run_job(job, release, model, work, recipe, deadline)
                 status[job.name] = "done"
-                continue
-            cmd = [sys.executable, "-m", "experiments.rationale_experiment", "job", "--kind", job.kind, "--arm", job.arm,
-                   "--seed", str(job.seed), "--release", str(release), "--model", model, "--work", str(work),
-                   "--recipe", json.dumps(recipe), *(["--deadline", str(deadline)] if deadline else [])]
-            log = (log_dir / f"{job.name}.log").open("w")
-            running[job.name] = (job, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
-                                                       start_new_session=True), time.time())
-            print(f"{job.name}: started", flush=True)
-        if not running and pending and not [j for j in pending if all(is_done(n, work) for n in j.needs())]:
-            break  # nothing runs and nothing can start
-        if not running and pending and deadline is not None and all(
-                time.time() + expected_seconds(j.kind, work) > deadline for j in pending):
-            break
+            else:
+                running[job.name] = (job, _spawn(job, release, model, work, recipe, deadline, log_dir), time.time())
+                print(f"{job.name}: started", flush=True)
+        if not running and not (startable and pending):
+            break  # nothing runs and nothing more can start
         if deadline is not None and time.time() > deadline + 15:
-            for name, (job, proc, _) in running.items():
+            for name, (_job, proc, _began) in running.items():
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait()
                 status[name] = "cut"
-            running.clear()
             break
         time.sleep(1 if running else 0)
     for job in pending:
