@@ -449,6 +449,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("scan.names_not_abstracted", "audits/scan_index.py",
              'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
              ("tests/test_scan.py",), "a held-out story told with other names is not found"),
+    # issue 27 item 4: the rationale experiment (helper "gpu")
+    Mutation("rexp.rl_from_the_base_model", "experiments/rationale_experiment.py",
+             'return [Job("sft", spec.start or "rationale", self.seed)]', "return []",
+             ("tests/test_rationale_experiment.py",), "an RL arm starts before (and so without) its rationale model"),
+    Mutation("rexp.fidelity_dropped_from_report", "experiments/experiment_report.py",
+             '        entry["fidelity"] = fidelity(rows)\n', "",
+             ("tests/test_rationale_experiment.py",), "metrics.json carries no right-for-the-right-reasons figures"),
+    Mutation("rexp.rationale_arm_trains_answer_only", "experiments/rationale_experiment.py",
+             'form = recipe["rationale_form"] if spec.rationale else None', "form = None",
+             ("tests/test_rationale_experiment.py",), "the rationale arm is trained on answer-only targets"),
 )
 
 

@@ -143,13 +143,13 @@ def run_sft(job: Job, release: Path, base: str, work: Path, recipe: dict[str, An
     tokenizer = AutoTokenizer.from_pretrained(base)
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
+    form = recipe["rationale_form"] if spec.rationale else None  # None: answer-only targets
     result = sft_warmup(base, tokenizer, train, str(out), max_steps=recipe["sft_steps"], learning_rate=recipe["sft_lr"],
                         batch_size=recipe["sft_batch"], bf16=gpu, seed=job.seed, extra=extra,
-                        rationale_form=recipe["rationale_form"] if spec.rationale else None,
-                        callbacks=_deadline_callback(deadline))
+                        rationale_form=form, callbacks=_deadline_callback(deadline))
     history = result["log_history"]
-    return {"data": spec.train, "items": train.num_rows, "rationale_form": recipe["rationale_form"] if spec.rationale
-            else None, "steps": result["steps"], "planned_steps": recipe["sft_steps"],
+    return {"data": spec.train, "items": train.num_rows, "rationale_form": form, "steps": result["steps"],
+            "planned_steps": recipe["sft_steps"],
             "seconds": round(result["seconds"], 2), "tokens": result["tokens"],
             "skipped_nonfinite_steps": result["skipped_nonfinite_steps"], "peak_gpu_gb": _peak_gb(),
             "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h]}

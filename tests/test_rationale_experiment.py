@@ -76,9 +76,10 @@ def test_smoke_trains_and_evaluates_every_arm(smoke_run: dict) -> None:
     assert smoke_run["code"] == 0
     calls = json.loads((work / "calls.json").read_text())
     assert set(calls[-1]["status"].values()) == {"done"} and len(calls[-1]["status"]) == 6
-    for arm in ("answer-only", "rationale"):
-        sft = json.loads((work / f"{arm}-s0" / "sft.json").read_text())
-        assert sft["steps"] == 2 and sft["rationale_form"] == (None if arm == "answer-only" else "events")
+    sft = {arm: json.loads((work / f"{arm}-s0" / "sft.json").read_text()) for arm in ("answer-only", "rationale")}
+    assert sft["answer-only"]["steps"] == sft["rationale"]["steps"] == 2  # the same budget
+    assert (sft["answer-only"]["rationale_form"], sft["rationale"]["rationale_form"]) == (None, "events")
+    assert sft["rationale"]["tokens"] > sft["answer-only"]["tokens"]  # the same items, with rationales in the targets
     rl = json.loads((work / "rationale-rl-process-s0" / "rl.json").read_text())
     assert rl["steps"] == 1 and rl["process_weight"] == 1.0
     assert rl["start"] == str(work / "rationale-s0" / "sft")
