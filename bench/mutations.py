@@ -536,6 +536,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("hitom.json_only_folder_reads_nothing", "warehouse/sources/hitom.py",
              "            yield from json_batches(json_file, root, parser)\n            return", "            return",
              ("tests/test_source_hitom.py",), "a folder holding only Hi-ToM_data.json loads no records"),
+    # issue 27 item 4: the rationale experiment (helper "gpu")
+    Mutation("rexp.rl_from_the_base_model", "experiments/rationale_experiment.py",
+             'return [Job("sft", spec.start or "rationale", self.seed)]', "return []",
+             ("tests/test_rationale_experiment.py",), "an RL arm starts before (and so without) its rationale model"),
+    Mutation("rexp.fidelity_dropped_from_report", "experiments/experiment_report.py",
+             '        entry["fidelity"] = fidelity(rows)\n', "",
+             ("tests/test_rationale_experiment.py",), "metrics.json carries no right-for-the-right-reasons figures"),
+    Mutation("rexp.rationale_arm_trains_answer_only", "experiments/rationale_experiment.py",
+             'form = recipe["rationale_form"] if spec.rationale else None', "form = None",
+             ("tests/test_rationale_experiment.py",), "the rationale arm is trained on answer-only targets"),
 )
 
 

@@ -35,8 +35,11 @@ EVAL_SPLITS = ("hitom/test_order4", "hitom/test_stories", "hitom/test_orders0to3
 IN_DISTRIBUTION = {"templated-real": ("hitom/test_orders0to3",), "templated-real-stories": (),
                    "templated-gen": ("tomforge_gen/test_orders0to3",),
                    "controlled-gen": ("tomforge_gen/test_orders0to3",), "base": ()}
-RECIPE = dict(sft_steps=40, sft_batch=16, sft_lr=2e-5, rl_steps=45, generations=8, rl_batch=128, rl_micro_batch=16,
-              rl_lr=5e-6, kl_coef=0.001, completion=48, eval_batch=256, seed=0)  # rl_batch: completions per step
+# rl_batch: completions per step. The fast path by default (docs/rl-speed.md): rollouts through rl.fastgen with the
+# whole step's 128 completions in one micro-batch, evaluation through `--generator fast`. Runs 4 and 5 used TRL's
+# own generate path: repeat them with --recipe '{"generator": "hf", "rl_micro_batch": 16, "fast_rollouts": false}'.
+RECIPE = dict(sft_steps=40, sft_batch=16, sft_lr=2e-5, rl_steps=45, generations=8, rl_batch=128, rl_micro_batch=128,
+              rl_lr=5e-6, kl_coef=0.001, completion=48, eval_batch=256, seed=0, generator="fast", fast_rollouts=True)
 
 
 def _peak_gb() -> float | None:
@@ -54,7 +57,7 @@ def eval_args(model: str, release: str, label: str, warehouse: Path, out: Path, 
     args = ["eval", "--model", model, "--dataset", release, *[a for s in EVAL_SPLITS for a in ("--split", s)],
             *[a for s in IN_DISTRIBUTION.get(label, ()) for a in ("--in-distribution", s)], "--label", label,
             "--batch-size", str(recipe["eval_batch"]), "--max-new-tokens", str(recipe["completion"]),
-            "--generator", "hf", "--warehouse", str(warehouse), "--out", str(out)]
+            "--generator", str(recipe["generator"]), "--warehouse", str(warehouse), "--out", str(out)]
     return args + (["--limit", str(limit)] if limit else [])
 
 
@@ -64,7 +67,8 @@ def train_args(model: str, release: str, split: str, out: Path, recipe: dict[str
             "--batch-size", str(recipe["rl_micro_batch"]), "--grad-accum", str(recipe["rl_batch"] // recipe["rl_micro_batch"]),
             "--learning-rate", str(recipe["rl_lr"]),
             "--kl-coef", str(recipe["kl_coef"]), "--max-completion-length", str(recipe["completion"]),
-            "--seed", str(recipe["seed"]), "--bf16" if bf16 else "--no-bf16"]
+            "--seed", str(recipe["seed"]), "--bf16" if bf16 else "--no-bf16",
+            "--fast-generation" if recipe["fast_rollouts"] else "--hf-generation"]
 
 
 def _tomforge(args: list[str]) -> tuple[str, float]:

@@ -18,7 +18,9 @@ Splits of the release (a row may sit in several: the table is a union of selecti
 - `tomforge_gen/train_controlled` and `tomforge_gen/train_templated`: orders 0-3 from the generator
   as it is and with `controls=False` (same seed, sizes, formats; no memory questions);
 - `tomforge_gen/test_orders0to3`, `tomforge_gen/test_orders4to6`: the controlled generator on the
-  held-out names, entities and phrasings, orders 0-6 in one run, divided by order.
+  held-out names, entities and phrasings, orders 0-6 in one run, divided by order;
+- `tomforge_gen/test_templated` (only with `n_gen_test_templated` > 0, the rationale experiment): the generator
+  with `controls=False` on the held-out pools, orders 0-3 (seed + 2).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class ExperimentData:
     tomi: str = str(REAL_DATA / "tomi")
     n_gen_train: int = 1200  # per generated arm, orders 0-3
     n_gen_test: int = 700  # orders 0-6 (100 per order), held-out pools
+    n_gen_test_templated: int = 0  # orders 0-3, held-out pools, controls off (0: not made; run 4's release)
     tomi_per_order: int = 200
     train_story_share: float = 2 / 3
     seed: int = 0
@@ -76,10 +79,14 @@ def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
         (generate_input_ref(test, 6, plan.seed + 1, split="test", include_memory=False, held_out=True),
          list(generate_records(test, max_order=6, seed=plan.seed + 1, split="test", held_out=True,
                                include_memory=False))),
-    ]
+    ] + ([(f"generate:split=test_templated,n={plan.n_gen_test_templated},orders=0..3,seed={plan.seed + 2},held_out,"
+           "controls=off",
+           list(generate_records(plan.n_gen_test_templated, max_order=3, seed=plan.seed + 2, split="test_templated",
+                                 held_out=True, include_memory=False, controls=False)))]
+         if plan.n_gen_test_templated else [])
 
 
-def _selections(seed: int, tomi_per_order: int) -> list[tuple[str, str]]:
+def _selections(seed: int, tomi_per_order: int, templated_test: bool = False) -> list[tuple[str, str]]:
     """(split name, SQL over items_full `i` joined with the story sides `s`) for every release split."""
     vp = "json_extract_string(i.meta, '$.prompting_type') = 'VP'"
     tomi_rank = (f"row_number() OVER (PARTITION BY i.belief_order ORDER BY md5(i.item_id || ':{int(seed)}'))")
@@ -94,7 +101,7 @@ def _selections(seed: int, tomi_per_order: int) -> list[tuple[str, str]]:
         ("test", f"i.source = 'tomi' AND i.split = 'test' QUALIFY {tomi_rank} <= {int(tomi_per_order)}"),
         ("train_controlled", "i.source = 'tomforge_gen' AND i.split = 'train_controlled'"),
         ("train_templated", "i.source = 'tomforge_gen' AND i.split = 'train_templated'"),
-    ]
+    ] + ([("test_templated", "i.source = 'tomforge_gen' AND i.split = 'test_templated'")] if templated_test else [])
 
 
 def build_experiment_table(con: Any, plan: ExperimentData) -> dict[str, int]:
@@ -106,7 +113,8 @@ def build_experiment_table(con: Any, plan: ExperimentData) -> dict[str, int]:
     con.execute(f"CREATE OR REPLACE TABLE {STORY_TABLE} (context_id VARCHAR PRIMARY KEY, side VARCHAR NOT NULL)")
     con.executemany(f"INSERT INTO {STORY_TABLE} VALUES (?, ?)", sorted(sides.items()))
     parts = [f"(SELECT i.* REPLACE ('{name}' AS split) FROM items_full i LEFT JOIN {STORY_TABLE} s USING (context_id) "
-             f"WHERE {where})" for name, where in _selections(plan.seed, plan.tomi_per_order)]
+             f"WHERE {where})" for name, where in _selections(plan.seed, plan.tomi_per_order,
+                                                                 plan.n_gen_test_templated > 0)]
     con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS " + " UNION ALL ".join(parts))
     rows = con.execute(f"SELECT source || '/' || split, count(*) FROM {TABLE} GROUP BY 1 ORDER BY 1").fetchall()
     return {name: n for name, n in rows}
@@ -153,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.experiment_data")
     parser.add_argument("--out", default="out/exp")
     defaults = ExperimentData()
-    for name in ("hitom", "tomi", "n_gen_train", "n_gen_test", "tomi_per_order", "seed"):
+    names = ("hitom", "tomi", "n_gen_train", "n_gen_test", "n_gen_test_templated", "tomi_per_order", "seed")
+    for name in names:
         value = getattr(defaults, name)
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     args = parser.parse_args(argv)
-    plan = ExperimentData(**{k: getattr(args, k) for k in ("hitom", "tomi", "n_gen_train", "n_gen_test",
-                                                             "tomi_per_order", "seed")})
+    plan = ExperimentData(**{k: getattr(args, k) for k in names})
     result = prepare(Path(args.out), plan)
     print(json.dumps({"tag": result["tag"], "splits": result["splits"]}, indent=1))
     return 0

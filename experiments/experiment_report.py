@@ -24,6 +24,7 @@ import duckdb
 import polars as pl
 
 from experiments.experiment import ARMS, EVAL_SPLITS
+from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.prompts import option_labels
 from tomforge.rl.reward import choice_index, texts_match, yes_no
 
@@ -135,17 +136,28 @@ def shortcut(rows: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def evaluate_arm(rows: pl.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_entry(part: pl.DataFrame) -> dict[str, Any]:
+    """One evaluation set of one model: accuracy (n, 95% interval) overall and by belief order, the format rate,
+    and trace fidelity overall and by order (`rl.fidelity`: right for the right / wrong reasons, on the items
+    whose row carries a world; absent when the rows predate the fidelity columns)."""
+    entry = accuracy(part) | {"format_rate": round(float(cast(float, part["format_ok"].mean())), 4)}
+    entry["by_order"] = {str(o): accuracy(part.filter(pl.col("belief_order") == o))
+                         for o in sorted(part["belief_order"].drop_nulls().unique().to_list())}
+    if "faithful" in part.columns:
+        rows = part.select("correct", "faithful", "claims_correct", "claims_contradicted", "belief_order").to_dicts()
+        entry["fidelity"] = fidelity(rows)
+        entry["fidelity_by_order"] = fidelity_by_order(rows)
+    return entry
+
+
+def evaluate_arm(rows: pl.DataFrame, splits: tuple[str, ...] = EVAL_SPLITS) -> tuple[dict[str, Any], dict[str, Any]]:
     evals, shortcuts = {}, {}
-    for name in EVAL_SPLITS:
+    for name in splits:
         config, split = name.split("/")
         part = rows.filter((pl.col("config") == config) & (pl.col("split") == split))
         if part.height == 0:
             continue
-        entry = accuracy(part) | {"format_rate": round(float(cast(float, part["format_ok"].mean())), 4)}
-        entry["by_order"] = {str(o): accuracy(part.filter(pl.col("belief_order") == o))
-                             for o in sorted(part["belief_order"].drop_nulls().unique().to_list())}
-        evals[name] = entry
+        evals[name] = split_entry(part)
         shortcuts[name] = shortcut(part)
     return evals, shortcuts
 
@@ -237,7 +249,8 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
     con = duckdb.connect(str(warehouse), read_only=True)
     features = item_frame(con)
     results = frame_of(con.sql("SELECT label, config, split, item_id, belief_order, answer_format, format_ok, "
-                               "correct, extracted FROM eval_results").to_arrow_table())
+                               "correct, extracted, faithful, claims_correct, claims_contradicted "
+                               "FROM eval_results").to_arrow_table())
     con.close()
     joined = results.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
     run = {p.stem: json.loads(p.read_text()) for p in sorted(work.glob("run*.json"))}

@@ -53,7 +53,8 @@ def sft_dataset(rl_dataset: Any, rationale_form: str | None = None) -> Any:
 def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, max_steps: int = 200,
                learning_rate: float = 5e-4, batch_size: int = 32, bf16: bool = False, seed: int = 0,
                gradient_checkpointing: bool = False, bucket_by_length: bool = True,
-               extra: dict[str, Any] | None = None, rationale_form: str | None = None) -> dict[str, Any]:
+               extra: dict[str, Any] | None = None, rationale_form: str | None = None,
+               callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`.
 
     `bucket_by_length`: batches of examples of similar length (transformers' length-grouped sampler), so
@@ -71,7 +72,7 @@ def sft_warmup(model: str, tokenizer: Any, rl_dataset: Any, output_dir: str, *, 
 
     guard = nonfinite_guard()
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rl_dataset, rationale_form), processing_class=tokenizer,
-                         callbacks=[guard])
+                         callbacks=[guard, *(callbacks or [])])
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started

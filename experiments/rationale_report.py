@@ -1,0 +1,180 @@
+"""The rationale experiment, CPU side after the GPU run: every job's eval rows into the experiment warehouse's
+`eval_results`, then `metrics.json` and `summary.md`.
+
+    python -m experiments.rationale_report --warehouse out/rexp/data.duckdb --work WORK --out docs/runs/RUN
+
+Per arm and seed (`experiments.experiment_report.evaluate_arm`, not re-implemented): accuracy with n and a 95%
+Wilson interval per evaluation set and belief order, the format rate, trace fidelity (right for the right
+reasons, right for the wrong reasons) per set and order, and the shortcut diagnostic; the steps, seconds,
+tokens and peak GPU memory of each phase. Per arm over its seeds: the mean, min and max of each set's accuracy
+and of its right-for-the-right-reasons share; and the paired difference rationale minus answer-only (same seed,
+same items) per set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from experiments.experiment_report import PARAMETERS, PEAK_FLOPS, evaluate_arm, item_frame
+from experiments.rationale_experiment import ARMS, EVAL_SPLITS, RECIPE
+
+PAIR = ("answer-only", "rationale")  # the comparison that carries the conclusion: b - a per seed
+FOCUS = "tomforge_gen/test_orders4to6"  # the moonshot's set: controlled orders 4-6, never trained
+
+
+def job_folders(work: Path) -> dict[tuple[str, int], Path]:
+    """(arm, seed) -> its folder, for every folder of the run that holds an evaluation."""
+    found = {}
+    for folder in sorted(work.glob("*-s*")):
+        arm, _, seed = folder.name.rpartition("-s")
+        if arm in ARMS and seed.isdigit() and (folder / "eval.parquet").is_file():
+            found[(arm, int(seed))] = folder
+    return found
+
+
+def store_eval_rows(warehouse: Path, folders: dict[tuple[str, int], Path]) -> int:
+    """Every job's eval rows into the warehouse's `eval_results` (a run evaluated again replaces its rows)."""
+    from tomforge.rl.evaluate import store_results
+
+    return sum(store_results(warehouse, pl.read_parquet(f / "eval.parquet").to_dicts()) for f in folders.values())
+
+
+def phases(folder: Path) -> dict[str, Any]:
+    """Steps, seconds, tokens, peak GPU memory (and MFU for SFT) of the job's training and evaluation."""
+    out: dict[str, Any] = {}
+    for kind in ("sft", "rl", "eval"):
+        path = folder / f"{kind}.json"
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text())
+        record.pop("recipe", None)
+        if kind == "sft" and record.get("tokens") and record.get("seconds"):
+            record["tokens_per_s"] = round(record["tokens"] / record["seconds"], 1)
+            record["mfu"] = round(6 * PARAMETERS * record["tokens"] / record["seconds"] / PEAK_FLOPS, 5)
+        out[kind] = record
+    return out
+
+
+def _spread(values: dict[int, float | None]) -> dict[str, Any]:
+    known = {s: v for s, v in values.items() if v is not None}
+    if not known:
+        return {"per_seed": values, "mean": None, "min": None, "max": None}
+    return {"per_seed": known, "mean": round(fmean(known.values()), 4), "min": min(known.values()),
+            "max": max(known.values())}
+
+
+def across_seeds(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (arm, set): accuracy and right-for-the-right-reasons over the seeds."""
+    rows = []
+    for arm in ARMS:
+        mine = [e for e in entries if e["arm"] == arm]
+        for split in EVAL_SPLITS:
+            acc = {e["seed"]: e["eval"][split]["acc"] for e in mine if split in e["eval"]}
+            if not acc:
+                continue
+            right = {e["seed"]: e["eval"][split].get("fidelity", {}).get("right_reasons") for e in mine
+                     if split in e["eval"]}
+            rows.append({"arm": arm, "split": split, "seeds": sorted(acc), "accuracy": _spread(acc),
+                         "right_reasons": _spread(right)})
+    return rows
+
+
+def paired(entries: list[dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[dict[str, Any]]:
+    """Per set: b - a in each seed both arms have, the mean, and in how many seeds b is ahead / behind / level."""
+    by = {(e["arm"], e["seed"]): e for e in entries}
+    seeds = sorted({s for a, s in by if a == pair[0]} & {s for a, s in by if a == pair[1]})
+    rows = []
+    for split in EVAL_SPLITS:
+        diffs = {s: round(by[(pair[1], s)]["eval"][split]["acc"] - by[(pair[0], s)]["eval"][split]["acc"], 4)
+                 for s in seeds if split in by[(pair[0], s)]["eval"] and split in by[(pair[1], s)]["eval"]}
+        if diffs:
+            rows.append({"split": split, "pair": f"{pair[1]} - {pair[0]}", "per_seed": diffs,
+                         "mean": round(fmean(diffs.values()), 4), "ahead": sum(d > 0 for d in diffs.values()),
+                         "behind": sum(d < 0 for d in diffs.values()), "level": sum(d == 0 for d in diffs.values())})
+    return rows
+
+
+def summary_markdown(metrics: dict[str, Any]) -> str:
+    """The tables of the run's README: accuracy per arm and set over seeds, fidelity, paired differences."""
+    short = {s: s.split("/")[1].replace("test_", "") for s in EVAL_SPLITS}
+    lines = ["| arm (seeds) | " + " | ".join(f"{s.split('/')[0].replace('tomforge_gen', 'gen')} {short[s]}"
+                                            for s in EVAL_SPLITS) + " |",
+             "|---|" + "---|" * len(EVAL_SPLITS)]
+    table = {(r["arm"], r["split"]): r for r in metrics["across_seeds"]}
+    for arm in ARMS:
+        cells = []
+        seeds: list[int] = []
+        for split in EVAL_SPLITS:
+            row = table.get((arm, split))
+            seeds = row["seeds"] if row else seeds
+            a = row["accuracy"] if row else None
+            cells.append(f"{a['mean']:.3f} ({a['min']:.3f}-{a['max']:.3f})" if a and a["mean"] is not None else "-")
+        if seeds:
+            lines.append(f"| {arm} ({','.join(map(str, seeds))}) | " + " | ".join(cells) + " |")
+    lines += ["", "| arm | set | right for the right reasons (mean over seeds) | right for the wrong reasons | "
+              "faithful share of correct answers |", "|---|---|---|---|---|"]
+    for e_arm in ARMS:
+        mine = [e for e in metrics["runs"] if e["arm"] == e_arm]
+        for split in EVAL_SPLITS:
+            fid = [e["eval"][split]["fidelity"] for e in mine if split in e["eval"] and "fidelity" in e["eval"][split]
+                   and e["eval"][split]["fidelity"]["with_world"]]
+            if fid:
+                mean = {k: fmean(f[k] or 0.0 for f in fid) for k in ("right_reasons", "wrong_reasons", "faithful_share")}
+                lines.append(f"| {e_arm} | {short[split]} | {mean['right_reasons']:.3f} | {mean['wrong_reasons']:.3f} | "
+                             f"{mean['faithful_share']:.3f} |")
+    lines += ["", f"| set | {PAIR[1]} - {PAIR[0]} per seed | mean | ahead / behind / level |", "|---|---|---|---|"]
+    for row in metrics["paired"]:
+        per = ", ".join(f"s{s} {d:+.3f}" for s, d in row["per_seed"].items())
+        lines.append(f"| {short[row['split']]} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
+                     f"{row['level']} |")
+    return "\n".join(lines) + "\n"
+
+
+def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    from tomforge.audits.store import frame_of
+
+    out.mkdir(parents=True, exist_ok=True)
+    folders = job_folders(work)
+    stored = store_eval_rows(warehouse, folders)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    features = item_frame(con)
+    con.close()
+    entries = []
+    for (arm, seed), folder in folders.items():
+        rows = frame_of(pl.read_parquet(folder / "eval.parquet").to_arrow())
+        joined = rows.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
+        evals, shortcuts = evaluate_arm(joined, EVAL_SPLITS)
+        entries.append({"arm": arm, "seed": seed, "eval": evals, "shortcut": shortcuts, "phases": phases(folder)})
+    calls_file = work / "calls.json"
+    metrics: dict[str, Any] = {
+        "model": "SmolLM2-135M-Instruct", "parameters": PARAMETERS, "peak_flops_assumed": PEAK_FLOPS,
+        "arms": {name: vars(arm) for name, arm in ARMS.items()}, "eval_splits": list(EVAL_SPLITS),
+        "recipe_default": RECIPE, "data": data, "eval_rows_stored": stored,
+        "calls": json.loads(calls_file.read_text()) if calls_file.is_file() else None,
+        "across_seeds": across_seeds(entries), "paired": paired(entries), "runs": entries}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    (out / "summary.md").write_text(summary_markdown(metrics))
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.rationale_report")
+    parser.add_argument("--warehouse", default="out/rexp/data.duckdb")
+    parser.add_argument("--work", required=True, help="the GPU run's work folder (a folder per arm and seed)")
+    parser.add_argument("--out", required=True, help="docs/runs/<run>")
+    args = parser.parse_args(argv)
+    data_file = Path(args.warehouse).with_name("data.json")
+    data = json.loads(data_file.read_text()) if data_file.is_file() else None
+    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data)
+    print(summary_markdown(metrics))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
