@@ -50,7 +50,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from experiments.experiment_data import ExperimentData, prepare
     from experiments.rationale_experiment import main
     from tomforge.rl.release import SplitRef, read_split
-    from tomforge.rl.tiny import build_model, build_tokenizer
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
     from tomforge.warehouse.progress import SILENT
 
     base = tmp_path_factory.mktemp("rexp")
