@@ -449,6 +449,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("scan.names_not_abstracted", "audits/scan_index.py",
              'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
              ("tests/test_scan.py",), "a held-out story told with other names is not found"),
+    # issue 24's walk as a new user (helper "scanray"): a train text equal to a held-out one after normalization
+    Mutation("scanray.exact_pair_names_heldout_twice", "audits/overlap.py",
+             '"a_context_id": self.side_context[side_a][a]', '"a_context_id": self.side_context[side_b][a]',
+             ("tests/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
+             "an exact copy in other case or punctuation names the held-out context as its train story ('?')"),
 )
 
 
