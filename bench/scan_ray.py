@@ -7,7 +7,10 @@ Prints figures; asserts nothing (timings vary by machine).
 
 The cluster is the one DESIGN.md describes: `ray start --head --num-cpus=1` plus a second
 `ray start --address=... --num-cpus=1` (a second raylet with its own CPU), each with a temp dir
-of its own; the head also carries a custom resource `bench_head`. At the end, also on failure or
+of its own; the head also carries a custom resource `bench_head`. Ray starts its workers at nice 15
+(`RAY_worker_niceness`), which on a busy machine gives them a small fraction of the CPU share of a
+local run at nice 0; the bench starts them at `--worker-niceness` (default 0) so the modes compete
+alike. At the end, also on failure or
 Ctrl-C, the bench ends this cluster's processes only (found by their temp dir), not every Ray of
 the user on the machine as a bare `ray stop` would (other work may run its own clusters here).
 
@@ -75,12 +78,14 @@ def _stop(temp_dir: str) -> None:
 
 
 @contextmanager
-def two_node_cluster() -> Iterator[str]:
-    """A head and a second raylet, one CPU each; yields the address; always torn down."""
+def two_node_cluster(worker_niceness: int) -> Iterator[str]:
+    """A head and a second raylet, one CPU each, whose workers run at `worker_niceness` (Ray's default
+    is 15: on a busy machine its workers then get a fraction of the CPU share of a nice-0 local run);
+    yields the address; always torn down."""
     ray_cmd = str(Path(sys.executable).with_name("ray"))
     port = _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rb", dir="/tmp")  # short: Ray's socket paths have a length limit
-    env = {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV, "RAY_worker_niceness": str(worker_niceness)}
     common = ["--num-cpus=1", "--object-store-memory=200000000", f"--temp-dir={temp_dir}"]
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still runs the finally below
     try:
@@ -167,6 +172,8 @@ def main() -> None:
     ap.add_argument("--per-kind", type=int, default=200)
     ap.add_argument("--questions", type=int, default=30_000)
     ap.add_argument("--pool", type=int, default=20_000)
+    ap.add_argument("--worker-niceness", type=int, default=0,
+                    help="nice value of the Ray workers (Ray's own default: 15); 0 = the local run's")
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     from scan import build_benchmark, build_corpus  # bench/scan.py: the same benchmark and corpus
@@ -177,12 +184,13 @@ def main() -> None:
     wh, corpus = args.work / "bench.duckdb", args.work / "corpus"
     folders = {n: size_folder(args.work, corpus, n) for n in sizes}
     print(f"scan on Ray vs local, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"load {load()}; corpus {corpus} ({truth['n_docs']} documents), {len(stories)} held-out stories")
+          f"load {load()}; corpus {corpus} ({truth['n_docs']} documents), {len(stories)} held-out stories; "
+          f"Ray workers at nice {args.worker_niceness}, drivers at nice {os.nice(0)}")
     print("| docs | shards | mode | workers | wall s | docs/s | docs/s per worker | speed-up over local | hits | "
           "hits = local's | load 1/5/15 min |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     walls: dict[tuple[int, str], float] = {}
-    with two_node_cluster() as address:
+    with two_node_cluster(args.worker_niceness) as address:
         for k, n in enumerate(sizes):
             order = MODES[k % 3:] + MODES[:k % 3]
             results = {m: run_mode(m, address, wh, folders[n], args.work / "ray-out" / m) for m in order}
