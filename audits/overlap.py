@@ -56,9 +56,13 @@ def _docs(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         (pl.col("side") == "heldout").sum().alias("n_heldout_items"),
     ).sort("context_id"))
     ctx = ctx.with_columns(pl.Series("text_key", text_keys(ctx["context"]), dtype=pl.Utf8))
+    # a text used by both sides may come from different contexts (raw texts that differ in case or punctuation):
+    # each side's own context names it in that side's place of a pair
     docs = (ctx.group_by("text_key").agg(
         pl.col("context").first(), pl.col("context_id").sort(),
         pl.col("n_train_items").sum(), pl.col("n_heldout_items").sum(),
+        pl.col("context_id").filter(pl.col("n_train_items") > 0).min().alias("train_context_id"),
+        pl.col("context_id").filter(pl.col("n_heldout_items") > 0).min().alias("heldout_context_id"),
     ).sort("text_key").with_row_index("doc"))
     docs = docs.with_columns(
         (pl.col("n_train_items") > 0).alias("train"), (pl.col("n_heldout_items") > 0).alias("heldout"))
@@ -188,7 +192,7 @@ class _Evidence:
         self.p, self.sigs = p, hashed.signatures
         self.texts = docs["context"].to_list()
         self.keys = docs["text_key"].to_list()
-        self.first_context = docs["context_id"].list.first().to_list()
+        self.side_context = {"train": docs["train_context_id"].to_list(), "heldout": docs["heldout_context_id"].to_list()}
         self.train, self.heldout = docs["train"].to_numpy(), docs["heldout"].to_numpy()
         self.get = _unique_sets(hashed.flat, hashed.offsets)
         self.rows: list[dict] = []
@@ -203,9 +207,10 @@ class _Evidence:
         scope, a, b = _scope(self.train, self.heldout, a, b)
         jac, c_a, c_b, inter = _exact(self.get, a, b)
         extra = extra or {}
+        side_a, side_b = ("train", "heldout") if scope == "cross" else (scope, scope)
         self.rows.append({
             "kind": kind, "scope": scope, "a_text_key": self.keys[a], "b_text_key": self.keys[b],
-            "a_context_id": self.first_context[a], "b_context_id": self.first_context[b],
+            "a_context_id": self.side_context[side_a][a], "b_context_id": self.side_context[side_b][b],
             "est_jaccard": float(estimate_jaccard(self.sigs[a], self.sigs[b])), "jaccard": jac, "containment_a": c_a,
             "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": extra.get("shared_ngrams"),
             "p_value": extra.get("p_value"),

@@ -7,7 +7,7 @@ filesystem or the Hub) and have tomforge installed; a local Ray inherits this en
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tomforge.audits.ray_passes import ray_session
 from tomforge.audits.scan import ShardResult, ShardSettings, scan_shard
@@ -18,15 +18,18 @@ from tomforge.warehouse.progress import Progress
 
 @dataclass
 class RayShards:
-    """`audits.scan.ShardRunner` on Ray: `address` of a cluster ("" starts a local Ray of `num_cpus`)."""
+    """`audits.scan.ShardRunner` on Ray: `address` of a cluster ("" starts a local Ray of `num_cpus`).
+    `resources`: custom resources each task also needs, to keep the tasks on the nodes that carry them
+    (`bench/scan_ray.py` runs "one worker" on a two-node cluster this way)."""
 
     address: str = ""
     num_cpus: int | None = None
+    resources: Mapping[str, float] | None = None
 
     def __call__(self, index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings,
                  progress: Progress) -> list[ShardResult]:
         with ray_session(self.address, self.num_cpus) as ray:
-            task = ray.remote(num_cpus=1)(scan_shard)
+            task = ray.remote(num_cpus=1, resources=dict(self.resources or {}))(scan_shard)
             index_ref, settings = ray.put(index), ray.put(s)
             futures = [task.remote(index_ref, shard, settings) for shard in shards]
             results = []

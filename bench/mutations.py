@@ -546,6 +546,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("rexp.rationale_arm_trains_answer_only", "experiments/rationale_experiment.py",
              'form = recipe["rationale_form"] if spec.rationale else None', "form = None",
              ("tests/test_rationale_experiment.py",), "the rationale arm is trained on answer-only targets"),
+    # issue 24's walk as a new user (helper "scanray"): a train text equal to a held-out one after normalization
+    Mutation("scanray.exact_pair_names_heldout_twice", "audits/overlap.py",
+             '"a_context_id": self.side_context[side_a][a]', '"a_context_id": self.side_context[side_b][a]',
+             ("tests/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
+             "an exact copy in other case or punctuation names the held-out context as its train story ('?')"),
 )
 
 

@@ -281,7 +281,12 @@ def score(name: str, figures: dict, flagged: dict[str, set[int]], truth: dict, n
     right = sum(1 for d, s in flagged.items() if d in plants and (not s or plants[d][1] in s))
     precision = right / len(flagged) if flagged else 1.0
     print(f"| {name} | {n_read} | {figures['wall']:.1f} | {n_read / figures['wall']:.0f} | {figures['rss']} | "
-          + " | ".join(recall) + f" | {precision:.4f} ({len(flagged)} flagged) |")
+          + " | ".join(recall) + f" | {precision:.4f} ({len(flagged)} flagged) | {load()} |")
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages: on a shared machine, the context of every wall time."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def prefix_folder(work: Path, corpus: Path, n_docs: int) -> Path:
@@ -333,11 +338,12 @@ def main() -> None:
     corpus = args.work / "corpus"
     print(f"benchmark: {len(stories)} held-out stories; corpus: {truth['n_docs']} documents in {corpus} "
           f"({len(truth['plants'])} planted, {truth['pool_stories']} distinct generated stories behind the story "
-          f"documents); built in {time.perf_counter() - t:.0f} s")
+          f"documents); built in {time.perf_counter() - t:.0f} s; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"load {load()}, {os.cpu_count()} cores")
     tools = args.tools.split(",")
     print("| tool | docs | wall s | docs/s (1 core) | peak RSS MiB | " + " | ".join(f"recall {k}" for k in KINDS)
-          + " | precision |")
-    print("|---|---|---|---|---|" + "---|" * len(KINDS) + "---|")
+          + " | precision | load 1/5/15 min after |")
+    print("|---|---|---|---|---|" + "---|" * len(KINDS) + "---|---|")
     if "ours" in tools:
         figures, flagged = ours(args.work, corpus, args.work / "ours")
         score("tomforge scan", figures, flagged, truth, truth["n_docs"])

@@ -102,3 +102,22 @@ def test_clean_data_is_flagged_only_at_the_stated_rate(tmp_path: Path) -> None:
     assert n_heldout >= 140
     n_flagged = checks.count("overlap:ngram")
     assert n_flagged <= binom.ppf(0.999, n_heldout, FAST.ngram_alpha), summary.lines()
+
+
+def test_exact_copy_in_other_case_names_the_train_context(tmp_path: Path) -> None:
+    """A train story that differs from a held-out one only in case and punctuation is an exact copy
+    (one normalized text), and its pair names the train context, not the held-out one twice (found
+    on a user's verl file: the report's train story was '?' and its train items undercounted)."""
+    from tests.audit_data import variant
+    from tomforge.audits.synthetic import clean_records
+
+    train = clean_records(40, seed=1, split="train")
+    test = clean_records(20, seed=2, split="test")
+    held = test[0]
+    shouted = variant(held, "shouted", "train", context=held["context"].upper() + " ***")
+    assert shouted["context_id"] != held["context_id"]
+    path = load(tmp_path / "w.duckdb", train + test + [shouted])
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    with duckdb.connect(str(path), read_only=True) as con:
+        exact = con.sql("SELECT a_context_id, b_context_id FROM audit_overlap_pairs WHERE kind = 'exact'").fetchall()
+    assert exact == [(shouted["context_id"], held["context_id"])]
