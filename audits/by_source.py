@@ -60,7 +60,7 @@ def source_verdicts(check: AuditCheck, facts: AuditFacts, owners: Owners) -> dic
             out[source] = sub
             continue
         verdict = check.verdict(sub)
-        out[source] = verdict if verdict is not None else "does not apply"
+        out[source] = verdict if verdict is not None else "not applicable to its items alone"
     return out
 
 
@@ -89,7 +89,7 @@ def _recomputed_by_source(check: AuditCheck, verdict: Verdict, facts: AuditFacts
     fails, passes, other = [], [], []
     for source, alone in source_verdicts(check, facts, owners).items():
         if isinstance(alone, str):
-            other.append(f"{source} {alone}")
+            other.append(f"{source}: {alone}")
         elif alone.status == "fail":
             fails.append(f"fails in {source} alone ({alone.finding})")
         else:

@@ -449,6 +449,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("scan.names_not_abstracted", "audits/scan_index.py",
              'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))', "out.append(word.lower())",
              ("tests/test_scan.py",), "a held-out story told with other names is not found"),
+    # issue 29 (audit checks) + issue 25 item 9: one object per check; mixed-source failures name their source
+    Mutation("checks.source_split_sees_every_source", "audits/by_source.py",
+             'items = facts.items.filter(pl.col("source") == source)', "items = facts.items",
+             ("tests/test_audit_checks.py",), "every source is judged on the pooled items: the clean source is named as failing"),
+    Mutation("checks.findings_not_grouped_by_kind", "audits/check.py",
+             'rows = sorted(self.rows, key=lambda r: rank.get(r["check"], len(order)))', "rows = list(self.rows)",
+             ("tests/test_audit_checks.py",), "audit_findings rows come in registry order, not in the table's declared order"),
+    Mutation("checks.phase_ignored", "audits/checks/__init__.py",
+             "if check.phase == phase and check.owns:", "if check.owns:",
+             ("tests/test_audit_checks.py",), "every check's tables computed in both phases: the baselines twice, the artifacts beside the overlap"),
 )
 
 

@@ -22,7 +22,7 @@ class GoldPosition(AuditCheck):
     name = "gold position"
     owns = ("audit_positions",)
     emits = ("artifact:gold_position",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_positions": artifacts.position_bias(data.frame, data.params)}
@@ -69,7 +69,7 @@ class AnswerPrior(AuditCheck):
     name = "gold-answer prior"
     owns = ("audit_answer_prior",)
     emits = ("artifact:answer_prior",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_answer_prior": artifacts.answer_prior(data.frame, data.params)}
@@ -103,7 +103,7 @@ class FeatureLabel(AuditCheck):
     name = "feature-label cues"
     owns = ("audit_feature_assoc",)
     emits = ("artifact:feature_label",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_feature_assoc": artifacts.feature_association(data.frame, data.params)}
@@ -143,7 +143,7 @@ class PartialInput(AuditCheck):
     owns = ("audit_partial_input",)
     phase = "baselines"
     emits = ("artifact:partial_input",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_partial_input": baselines.partial_input_baselines(data.train, data.heldout, data.params)}
@@ -205,7 +205,7 @@ class HeuristicRules(AuditCheck):
     name = "heuristic rules"
     owns = ("audit_heuristics", "audit_heuristics_by_format")
     emits = ("artifact:heuristic",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_heuristics": artifacts.baselines_from_scores(data.scores, data.params),
@@ -251,7 +251,7 @@ class InvertedDifficulty(AuditCheck):
     name = "inverted difficulty"
     reads = ("audit_heuristics", "audit_heuristics_by_format")
     emits = ("artifact:inverted_difficulty",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def findings(self, out: Findings, data: FindingInputs) -> None:
         """Each rule whose accuracy rises with belief order, once per side, with its curve."""

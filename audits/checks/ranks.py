@@ -37,7 +37,7 @@ class GoldRank(AuditCheck):
     name = "gold rank"
     owns = ("audit_gold_ranks",)
     emits = ("artifact:gold_rank",)
-    # by_source: recompute (part 2)
+    by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_gold_ranks": ranks.gold_ranks(data.items, data.params)}
@@ -86,7 +86,7 @@ class RepeatedSentences(AuditCheck):
     name = "repeated sentences"
     owns = ("audit_repeated_sentences",)
     emits = ("artifact:repeated_sentence",)
-    # by_source: items (part 2)
+    by_source = "items"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         return {"audit_repeated_sentences": repeats.repeated_sentences(data.items)}

@@ -29,7 +29,7 @@ def _refs(facts: AuditFacts, item_ids: list[str]) -> str:
 class VariantLeaks(AuditCheck):
     name = "variant leaks"
     emits = ("overlap:variant_leak",)
-    # by_source: items (part 2)
+    by_source = "items"
 
     def findings(self, out: Findings, data: FindingInputs) -> None:
         rows = data.variant_findings()
