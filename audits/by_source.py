@@ -69,13 +69,13 @@ def facts_of_source(check: AuditCheck, facts: AuditFacts, source: str, owners: O
     by the checks that own them (`owners`); a string saying why it cannot be done."""
     items = facts.items.filter(pl.col("source") == source)
     train = items.filter(pl.col("side") == "train").drop("side", "selection")
-    if train.height == 0:
-        return "no train items"
     heldout = items.filter(pl.col("side") == "heldout").drop("side", "selection")
+    needed = {id(o): o for t in check.owns + check.reads if (o := owners(t)) is not None}
+    if train.height == 0 and any(owner.phase == "baselines" for owner in needed.values()):
+        return "no train items (the baselines learn from them)"
     has_heldout = facts.has_heldout and heldout.height > 0
     data = TableInputs(items, train, heldout if has_heldout else None, facts.params)
     tables = dict(facts.tables)
-    needed = {id(o): o for t in check.owns + check.reads if (o := owners(t)) is not None}
     try:
         for owner in needed.values():
             tables |= owner.tables(data)

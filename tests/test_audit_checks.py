@@ -143,3 +143,20 @@ def test_only_failing_lines_name_sources(mixed) -> None:
     for v in summary.verdicts:
         if v.status != "fail":
             assert "[by source:" not in v.finding and "[items by source:" not in v.finding, v
+
+
+def test_a_source_on_the_held_out_side_only_is_named(tmp_path: Path) -> None:
+    """The usual layout (generated train, a real source held out): a source without train items is
+    still judged on its held-out items; only the partial-input baselines need train items."""
+    clean = clean_records(30, seed=1, split="train") + clean_records(10, seed=2, split="test")
+    skewed = _skewed(clean_records(20, seed=4, split="test"))
+    path = load(tmp_path / "w.duckdb", clean)
+    ingest_records(path, AdapterInfo("skewco", "s-1", "CC0"), skewed, "skew")
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    position = _verdict(summary, "gold position")
+    assert position.status == "fail", position
+    tail = position.finding[position.finding.index("[by source:"):]
+    alone = re.search(r"fails in skewco alone \(held-out: gold at A on 100% of (\d+) items \((\d) options\)", tail)
+    assert alone, tail
+    assert int(alone.group(1)) == sum(len(r["options"]) == int(alone.group(2)) for r in skewed)
+    assert "passes in synth" in tail and "fails in synth" not in tail
