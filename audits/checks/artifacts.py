@@ -57,7 +57,7 @@ class GoldPosition(AuditCheck):
                 rows.append({"side": side_name(r["selection"]), "item": md_escape(it["source_ref"] or "?"),
                              "question": md_escape(it["question"]), "options (gold in bold)": options, "item id": f"`{it['item_id'][:12]}`"})
         return Verdict(
-            "gold position", "fail" if any_flag else "pass",
+            self.name, "fail" if any_flag else "pass",
             "; ".join(parts) if parts else ("a position departs from uniform within one belief order" if any_flag
                                             else "gold positions consistent with uniform"),
             "`tomforge clean` re-orders options to balanced positions" if any_flag else "none",
@@ -92,7 +92,7 @@ class AnswerPrior(AuditCheck):
         parts = [f"{side_name(r['selection'])} {r['answer_format']}: '{r['answer']}' is {pct(r['share'])} of {r['n']} answers, "
                  f"uniform {pct(1 / r['n_classes'])}" for r in prior.sort("selection", descending=True).iter_rows(named=True)]
         return Verdict(
-            "gold-answer prior", "fail" if any_flag else "pass",
+            self.name, "fail" if any_flag else "pass",
             "; ".join(parts) if parts else ("an answer is over-represented within one belief order" if any_flag
                                             else "answers consistent with uniform (yes/no and small answer sets)"),
             "re-generate or re-weight so answers are balanced" if any_flag else "none",
@@ -128,7 +128,7 @@ class FeatureLabel(AuditCheck):
                  "z": f"{r['z']:.1f}"} for r in top.iter_rows(named=True)]
         best = top.row(0, named=True) if top.height else None
         return Verdict(
-            "feature-label cues", "fail" if n else "pass",
+            self.name, "fail" if n else "pass",
             (f"{n} features shift the gold away from its prior; strongest: '{best['feature']}' -> "
              f"{_label(best['label_kind'], best['label'])} on {pct(best['p_hat'])} of its items vs {pct(best['p0'])} overall") if best
             else (f"{n} associations (all negative)" if n else "no word or structural feature predicts the gold beyond its prior"),
@@ -168,7 +168,7 @@ class PartialInput(AuditCheck):
                  "majority": pct(r["majority"]), "chance": pct(r["chance"]), "flagged": "yes" if r["flagged"] else "no"}
                 for r in table.iter_rows(named=True)]
         return Verdict(
-            "partial-input baselines", "fail" if best else "pass",
+            self.name, "fail" if best else "pass",
             (f"{names.get(best['input'], best['input'])}: gold predicted on {pct(best['accuracy'])} of {best['n_eval']} items "
              f"({best['evaluation']}), majority class {pct(best['majority'])}, chance {pct(best['chance'])}") if best
             else "no partial input beats the majority class and chance",
@@ -240,7 +240,7 @@ class HeuristicRules(AuditCheck):
                  for r in top.iter_rows(named=True)]
         rows = [row for r in top.iter_rows(named=True) for row in _rule_examples(facts, r["selection"], r["heuristic"])]
         return Verdict(
-            "heuristic rules", "fail" if parts else "pass",
+            self.name, "fail" if parts else "pass",
             "; ".join(parts) if parts else "no first / last / most-mentioned or first-container rule beats chance",
             "re-generate with controls (balance which mention is the answer)" if parts else "none",
             "Answer without reasoning: the first-, last- or most-mentioned candidate, or the asked object's first container, "
@@ -299,7 +299,7 @@ class InvertedDifficulty(AuditCheck):
                  f"(higher orders {pct(high)}, chance {pct(chance)})"
                  for (side, _, o0, a0, o1, a1, high, chance), names in described.items()]
         return Verdict(
-            "inverted difficulty", "fail" if parts else "pass",
+            self.name, "fail" if parts else "pass",
             "; ".join(parts[:2]) + (f"; {len(parts) - 2} more" if len(parts) > 2 else "") if parts
             else "no rule gets easier with belief order while beating chance",
             "deeper questions are easier to game: re-generate with controls before reading accuracy by order" if parts else "none",

@@ -42,7 +42,7 @@ class LabelConflicts(AuditCheck):
                          "story": facts.ref(r["context_id"]), "context id": f"`{r['context_id'][:12]}`"})
         n = conflicts.height
         return Verdict(
-            "label conflicts", "fail" if in_selection else ("warn" if n else "pass"),
+            self.name, "fail" if in_selection else ("warn" if n else "pass"),
             f"{n} question{'s' if n != 1 else ''} on the same story with different gold answers ({len(set(ids))} items, {in_selection} selected); "
             "expected 0",
             f"`tomforge clean` quarantines {in_selection} items; check which answer is right" if in_selection

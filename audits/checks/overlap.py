@@ -31,7 +31,7 @@ def _cross_findings(out: Findings, data: FindingInputs, *kinds: str) -> None:
                 else f"conformal p <= {p.ngram_alpha} vs within-train null")
 
 
-def _cross_items(facts: AuditFacts, items: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+def _cross_items(items: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """The items of the paired stories: held-out side by `b_context_id`, train side by `a_context_id`."""
     contexts = {"heldout": set(pairs["b_context_id"].to_list()), "train": set(pairs["a_context_id"].to_list())}
     return pl.concat([items.filter((pl.col("side") == side) & pl.col("context_id").is_in(list(ids)))
@@ -72,7 +72,7 @@ class ExactCopies(AuditCheck):
         _cross_findings(out, data, "exact")
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
-        return _cross_items(facts, items, facts.cross_pairs("exact"))
+        return _cross_items(items, facts.cross_pairs("exact"))
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         if not facts.has_heldout:
@@ -80,7 +80,7 @@ class ExactCopies(AuditCheck):
         pairs = facts.cross_pairs("exact").sort("b_context_id")
         n, total = pairs.select("b_text_key").n_unique(), facts.stories("heldout")
         return Verdict(
-            "exact copies", "fail" if n else "pass",
+            self.name, "fail" if n else "pass",
             f"{n} of {total} held-out stories appear verbatim in train",
             _drop_action(facts.train_items_dropped("overlap_exact"), facts) if n else "none",
             "A held-out story whose normalized text (lower case, punctuation removed) is also a train story: "
@@ -99,7 +99,7 @@ class NearDuplicates(AuditCheck):
         _cross_findings(out, data, *SIMILAR_KINDS)
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
-        return _cross_items(facts, items, facts.cross_pairs(*SIMILAR_KINDS))
+        return _cross_items(items, facts.cross_pairs(*SIMILAR_KINDS))
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         if not facts.has_heldout:
@@ -108,7 +108,7 @@ class NearDuplicates(AuditCheck):
         pairs = facts.cross_pairs(*SIMILAR_KINDS).sort("jaccard", "b_context_id", descending=[True, False])
         n = pairs.select("b_text_key").n_unique()
         return Verdict(
-            "near duplicates", "fail" if n else "pass",
+            self.name, "fail" if n else "pass",
             f"{n} of {facts.stories('heldout')} held-out stories have a train story with Jaccard >= {p.jaccard_threshold:g} "
             f"or containment >= {p.containment_threshold:g} (0 expected)",
             _drop_action(facts.train_items_dropped("overlap_near_duplicate")
@@ -130,7 +130,7 @@ class PartialCopies(AuditCheck):
         _cross_findings(out, data, "ngram")
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
-        return _cross_items(facts, items, facts.cross_pairs("ngram"))
+        return _cross_items(items, facts.cross_pairs("ngram"))
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         if not facts.has_heldout:
@@ -139,7 +139,7 @@ class PartialCopies(AuditCheck):
         cov = facts.tables["audit_ngram_overlap"].filter(pl.col("side") == "heldout")
         n_tested, n_flagged = cov.height, int(cov["flagged"].sum()) if cov.height else 0
         if n_tested == 0:
-            return Verdict(f"partial copies ({p.ngram_n}-grams)", "pass", "nothing left to test: every held-out story is also a "
+            return Verdict(f"{self.name} ({p.ngram_n}-grams)", "pass", "nothing left to test: every held-out story is also a "
                            "train story (see exact copies)", "none", "Exact long n-gram coverage of held-out stories not in train.")
         pairs = facts.cross_pairs("ngram").sort("shared_ngrams", "b_context_id", descending=[True, False])
         longest = max((s["words"] for r in pairs.iter_rows(named=True) for s in _spans(r)), default=0)
@@ -147,7 +147,7 @@ class PartialCopies(AuditCheck):
         passage = 2 * p.ngram_n
         fail = n_flagged > bound or longest >= passage
         return Verdict(
-            f"partial copies ({p.ngram_n}-grams)", "fail" if fail else "pass",
+            f"{self.name} ({p.ngram_n}-grams)", "fail" if fail else "pass",
             f"{n_flagged} of {n_tested} held-out stories share unusually many {p.ngram_n}-grams with train "
             f"({p.ngram_alpha * n_tested:.1f} expected by chance, at most {bound}); longest copied run {longest} words "
             f"(fails at {passage})",
@@ -179,7 +179,7 @@ class StructuralTwins(AuditCheck):
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
         pairs = facts.cross_pairs("structural").filter(pl.col("p_value") <= facts.params.ngram_alpha)
-        return _cross_items(facts, items, pairs)
+        return _cross_items(items, pairs)
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         if not facts.has_heldout:
@@ -189,13 +189,13 @@ class StructuralTwins(AuditCheck):
             return None
         c = calib.row(0, named=True)
         if not c["n_observed"]:
-            return Verdict("structural twins", "pass", "nothing left to test: every held-out story is also a train story "
+            return Verdict(self.name, "pass", "nothing left to test: every held-out story is also a train story "
                            "(see exact copies)", "none", "Same-skeleton stories across sides.")
         pairs = facts.cross_pairs("structural").filter(pl.col("p_value") <= facts.params.ngram_alpha).sort("b_context_id")
         n = pairs.select("b_text_key").n_unique()
         fail = bool(c["flagged"])
         return Verdict(
-            "structural twins", "fail" if fail else ("warn" if n else "pass"),
+            self.name, "fail" if fail else ("warn" if n else "pass"),
             f"{n} of {c['n_observed']} held-out stories have a train story of the same skeleton (names and things renamed); "
             f"baseline: {pct(c['null'])} of train stories have one among other train stories",
             ("`tomforge clean --drop-structural` drops "
@@ -255,7 +255,7 @@ class WithinSideDuplicates(AuditCheck):
                                   f"containment {max(r['containment_a'], r['containment_b']):.2f}",
                          "context ids": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"})
         return Verdict(
-            "within-side duplicates", "warn" if pairs.height or n_repeats else "pass",
+            self.name, "warn" if pairs.height or n_repeats else "pass",
             "; ".join([parts[0], ", ".join(parts[1:]) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)"]),
             f"`tomforge clean` removes {n_repeats} items, keeping one of each repeated question (reason `duplicate`)"
             if n_repeats else "none",

@@ -74,7 +74,7 @@ class GoldRank(AuditCheck):
                        f"{RANKING_LABELS[worst['ranking']]}, {_stratum(worst['belief_order'])}, {_ordinal(worst['position'])} "
                        f"place {_pct(worst['share'])} vs {_pct(worst['expected'])}")
         return Verdict(
-            "gold rank", "fail" if groups else "pass", finding,
+            self.name, "fail" if groups else "pass", finding,
             "re-generate with rank controls: the gold's place in that ranking is a shortcut" if groups else "none",
             "Where the gold falls among the options when they are ranked by mention count, first mention, last mention, "
             "sentences naming them and the last move into them; ties split evenly over the places they span. Chi-square "
@@ -121,7 +121,7 @@ class RepeatedSentences(AuditCheck):
                 for r in flagged.sort("selection", "context_id", "sentence").head(MAX_EVIDENCE).iter_rows(named=True)]
         n = stories.height
         return Verdict(
-            "repeated sentences", "fail" if n else "pass",
+            self.name, "fail" if n else "pass",
             f"{n} of {total} stories repeat a sentence the world does not repeat" if n
             else "no story repeats a sentence beyond what its world repeats",
             "vary the padding: a repeated sentence is a tell a model can learn to skip" if n else "none",

@@ -58,7 +58,7 @@ class VariantLeaks(AuditCheck):
                          "variants among them": str(len(ev["variant_item_ids"])),
                          "story context id": f"`{ev['story_context_id'][:12]}`"})
         return Verdict(
-            "variant leaks", "fail",
+            self.name, "fail",
             f"{len(leaks)} stor{'ies' if len(leaks) != 1 else 'y'} with items on both sides, variants included "
             f"({n_train} train items); expected 0",
             "keep every variant on its original's side: select by story (`meta.variant_of`), not by item",
@@ -88,7 +88,7 @@ class OracleDisagreements(AuditCheck):
                          "rejected golds": f"{len(ev['item_ids'])} of {ev['n_checked'] - ev['n_unparsed']} parsed",
                          "items": _refs(facts, ev["item_ids"])})
         return Verdict(
-            "oracle disagreements", "warn",
+            self.name, "warn",
             f"the checker rejects {n} published golds in the audited selections ({n_warehouse} in the warehouse's "
             "`oracle_checks`, for the sources selected; under each source's own rules); expected 0",
             f"`tomforge clean --quarantine-oracle` quarantines the {n} items (see `oracle_checks` for the deciding event)",
