@@ -24,7 +24,7 @@ from typing import Any, Iterable
 import numpy as np
 import polars as pl
 
-from tomforge.audits import kernels
+from tomforge.audits.jit import fmix64_jit, njit
 from tomforge.audits.text import (
     POSITION_MULT,
     fmix64,
@@ -100,7 +100,7 @@ def _gram_hashes(words: np.ndarray, offsets: np.ndarray, m: int, wanted: np.ndar
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, np.empty(0, dtype=np.uint64)
     if use_jit():  # one loop, no array of every window's hash
-        return kernels.window_hits(words, offsets, m, POSITION_MULT, wanted)
+        return window_hits_jit(words, offsets, m, POSITION_MULT, wanted)
     hashes = window_hashes(words, m)
     slot = np.minimum(np.searchsorted(wanted, hashes), len(wanted) - 1)  # membership without sorting the big side
     hit = np.nonzero(wanted[slot] == hashes)[0]
@@ -225,3 +225,46 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
 
 STRUCTURAL = ("answer_is_first", "answer_is_last", "answer_is_most", "ends_where_started", "communication",
               "story_length", "n_agents_f", "template", "n_candidates", "question_type")
+
+
+# The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
+# this file so that numba's per-file cache recompiles them only when this file changes.
+@njit(cache=True, nogil=True)
+def window_hits_jit(words, offsets, m, mults, wanted):
+    """Every m-word window inside a document whose n-gram hash (as `ngram_hashes`) is in the
+    sorted array `wanted`: (doc, start word within the doc, hash), in document and word order. A
+    bitset of the wanted hashes' top 20 bits rejects almost every window before the binary search."""
+    seen = np.zeros(1 << 14, dtype=np.uint64)  # 2^20 bits: 128 KiB, cache-resident
+    for h in wanted:
+        top = h >> np.uint64(44)
+        seen[top >> np.uint64(6)] |= np.uint64(1) << (top & np.uint64(63))
+    cap = 1024
+    docs = np.empty(cap, dtype=np.int64)
+    starts = np.empty(cap, dtype=np.int64)
+    hashes = np.empty(cap, dtype=np.uint64)
+    n = 0
+    for d in range(len(offsets) - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        for j in range(lo, hi - m + 1):
+            total = np.uint64(0)
+            for i in range(m):
+                total += words[j + i] * mults[i]
+            h = fmix64_jit(total)
+            top = h >> np.uint64(44)
+            if (seen[top >> np.uint64(6)] >> (top & np.uint64(63))) & np.uint64(1) == 0:
+                continue
+            k = np.searchsorted(wanted, h)
+            if k < len(wanted) and wanted[k] == h:
+                if n == cap:
+                    cap *= 2
+                    docs, starts, hashes = _grown(docs, cap), _grown(starts, cap), _grown(hashes, cap)
+                docs[n], starts[n], hashes[n] = d, j - lo, h
+                n += 1
+    return docs[:n], starts[:n], hashes[:n]
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, cap):
+    out = np.empty(cap, dtype=a.dtype)
+    out[:len(a)] = a
+    return out

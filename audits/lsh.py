@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tomforge.audits import kernels
+from tomforge.audits.jit import fmix64_jit, njit
 from tomforge.audits.text import fmix64, use_jit
 
 _ROW_MULT = np.array([(0x9E3779B97F4A7C15 * (2 * i + 1)) & ((1 << 64) - 1) for i in range(256)], dtype=np.uint64)
@@ -62,7 +62,7 @@ def datasketch_default_banding(num_perm: int, threshold: float) -> Banding:
 def band_keys(signatures: np.ndarray, banding: Banding) -> np.ndarray:
     """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""
     if use_jit():
-        return kernels.band_keys(np.ascontiguousarray(signatures, dtype=np.uint32), banding.bands, banding.rows, _ROW_MULT)
+        return band_keys_jit(np.ascontiguousarray(signatures, dtype=np.uint32), banding.bands, banding.rows, _ROW_MULT)
     n = signatures.shape[0]
     used = signatures[:, : banding.bands * banding.rows].astype(np.uint64).reshape(n, banding.bands, banding.rows)
     return fmix64((used * _ROW_MULT[: banding.rows]).sum(axis=2, dtype=np.uint64))
@@ -96,3 +96,19 @@ def candidate_pairs_from_keys(keys: np.ndarray, max_bucket: int = 5000) -> tuple
         .sort("doc", "doc_b")
     )
     return pairs.to_numpy().astype(np.int64).reshape(-1, 2), skipped
+
+
+# The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
+# this file so that numba's per-file cache recompiles them only when this file changes.
+@njit(cache=True, nogil=True)
+def band_keys_jit(sigs, bands, rows, mults):
+    """One key per band of `rows` signature slots: fmix64(sum_i slot_i * mults[i]), as
+    `audits.lsh.band_keys`."""
+    out = np.empty((sigs.shape[0], bands), dtype=np.uint64)
+    for d in range(sigs.shape[0]):
+        for band in range(bands):
+            total = np.uint64(0)
+            for i in range(rows):
+                total += np.uint64(sigs[d, band * rows + i]) * mults[i]
+            out[d, band] = fmix64_jit(total)
+    return out

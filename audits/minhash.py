@@ -2,7 +2,7 @@
 
 datasketch (>= 2.0) draws `a` (odd) and `b` from `numpy.random.RandomState(seed)`, pre-mixes each
 32-bit input hash with MurmurHash3's 32-bit finalizer and takes `min(a*h + b mod 2^32)`. We do the
-same arithmetic in one compiled loop per document (`audits.kernels.signatures`, SIMD over the
+same arithmetic in one compiled loop per document (`signatures_jit` below, SIMD over the
 permutations), or, without numba, one permutation at a time over a cache-sized chunk of many
 documents' shingles (two whole-array operations, then `np.minimum.reduceat` per document); both
 instead of one Python object and loop per document. Given the same seed and the same 32-bit shingle hashes
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tomforge.audits import kernels
+from tomforge.audits.jit import njit
 from tomforge.audits.text import use_jit
 
 SCHEME = "affine32"
@@ -78,7 +78,7 @@ class MinHasher:
         """Signatures from 32-bit shingle hashes laid out flat, document d at offsets[d]:offsets[d+1]."""
         offsets = np.asarray(offsets, dtype=np.int64)
         if use_jit():
-            return kernels.signatures(np.ascontiguousarray(flat32, dtype=np.uint32), offsets, self._a, self._b)
+            return signatures_jit(np.ascontiguousarray(flat32, dtype=np.uint32), offsets, self._a, self._b)
         n_docs = len(offsets) - 1
         out = np.full((n_docs, self.num_perm), _MAX32, dtype=np.uint32)  # empty docs stay at max
         mixed = fmix32(np.asarray(flat32, dtype=np.uint32))
@@ -107,3 +107,27 @@ class MinHasher:
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
     """Fraction of equal signature slots (row-wise for 2-D inputs)."""
     return np.mean(np.asarray(sig_a) == np.asarray(sig_b), axis=-1)
+
+
+# The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
+# this file so that numba's per-file cache recompiles them only when this file changes.
+@njit(cache=True, nogil=True)
+def signatures_jit(flat32, offsets, a, b):
+    """min over each document's 32-bit shingle hashes h of (a * fmix32(h) + b) mod 2^32, per permutation
+    (datasketch's affine32 scheme); documents without shingles keep 2^32 - 1 in every slot."""
+    n_docs, num_perm = len(offsets) - 1, len(a)
+    out = np.full((n_docs, num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
+    for d in range(n_docs):
+        sig = out[d]
+        for s in range(offsets[d], offsets[d + 1]):
+            h = flat32[s]
+            h ^= h >> np.uint32(16)
+            h = np.uint32(h * np.uint32(0x85EBCA6B))
+            h ^= h >> np.uint32(13)
+            h = np.uint32(h * np.uint32(0xC2B2AE35))
+            h ^= h >> np.uint32(16)
+            for k in range(num_perm):
+                v = np.uint32(a[k] * h + b[k])
+                if v < sig[k]:
+                    sig[k] = v
+    return out

@@ -3,7 +3,7 @@ by train, against the coverage of each train context by the *other* train cluste
 (leave-cluster-out null), so templated data is not flagged wholesale.
 
 Why its own module: at a million items the grams are tens of millions of (context, gram) pairs.
-They are counted on integer hashes (`audits.kernels.doc_unique` + `gram_coverage`: distinct grams
+They are counted on integer hashes (`doc_unique_jit` + `gram_coverage_jit` below: distinct grams
 per context, a counting sort on the top bits, one pass per run of equal grams; `_coverage_numpy`,
 the same counts with numpy sorts, without numba), never as polars joins over every gram; polars
 only joins the few grams of the flagged contexts to find each one's best train match.
@@ -13,15 +13,15 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tomforge.audits import kernels
 from tomforge.audits.config import AuditParams
+from tomforge.audits.jit import njit
 from tomforge.audits.text import batch_ngrams, use_jit
 
 
 def distinct_grams(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each document's distinct grams (sorted within it): (flat, offsets)."""
     if use_jit():
-        return kernels.doc_unique(flat, offsets)
+        return doc_unique_jit(flat, offsets)
     doc = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     order = np.lexsort((flat, doc))
     g, d = flat[order], doc[order]
@@ -40,7 +40,7 @@ def coverage_hits(flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, held
     if use_jit():
         # about 256 grams per bucket of the counting sort
         shift = 64 - max(int(np.ceil(np.log2(max(len(flat), 1) / 256))), 0)
-        return kernels.gram_coverage(flat, offsets, train, heldout_only, cluster.astype(np.int64), min(shift, 63))
+        return gram_coverage_jit(flat, offsets, train, heldout_only, cluster.astype(np.int64), min(shift, 63))
     return _coverage_numpy(flat, offsets, train, heldout_only, cluster)
 
 
@@ -126,3 +126,74 @@ def _calibration(null_cov: np.ndarray, obs_cov: np.ndarray, flagged: np.ndarray,
          "n_null": n_null, "p_value": None, "flagged": bool(flagged.any()),
          "note": f"conformal test per held-out context; {int(flagged.sum())} flagged; expected false positives <= {p.ngram_alpha:g} x {len(obs_cov)}"},
     ]
+
+
+# The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
+# this file so that numba's per-file cache recompiles them only when this file changes.
+@njit(cache=True, nogil=True)
+def doc_unique_jit(flat, offsets):
+    """Each document's distinct values, sorted: (flat values, offsets)."""
+    out = np.empty(len(flat), dtype=flat.dtype)
+    out_offsets = np.zeros(len(offsets), dtype=np.int64)
+    pos = 0
+    for d in range(len(offsets) - 1):
+        seg = np.sort(flat[offsets[d]:offsets[d + 1]])
+        for k in range(len(seg)):
+            if k == 0 or seg[k] != seg[k - 1]:
+                out[pos] = seg[k]
+                pos += 1
+        out_offsets[d + 1] = pos
+    return out[:pos], out_offsets
+
+
+@njit(cache=True, nogil=True)
+def _bucket_by_top_bits(flat, offsets, shift):
+    """The (value, document) pairs laid out by the top bits of the value (a counting sort on
+    them), and where each bucket starts."""
+    n_buckets = (1 << (64 - shift)) if shift > 0 else 1
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(len(flat)):
+        starts[np.int64(flat[i] >> np.uint64(shift)) + 1] += 1
+    for b in range(n_buckets):
+        starts[b + 1] += starts[b]
+    fill = starts[:-1].copy()
+    values = np.empty(len(flat), dtype=flat.dtype)
+    docs = np.empty(len(flat), dtype=np.int64)
+    for d in range(len(offsets) - 1):
+        for i in range(offsets[d], offsets[d + 1]):
+            b = np.int64(flat[i] >> np.uint64(shift))
+            values[fill[b]], docs[fill[b]] = flat[i], d
+            fill[b] += 1
+    return values, docs, starts
+
+
+@njit(cache=True, nogil=True)
+def gram_coverage_jit(flat, offsets, train, heldout_only, cluster, shift):
+    """Per document, over its distinct grams (`flat`/`offsets` as from `doc_unique`): how many
+    are shared by train documents of at least two clusters (counted for train documents) and how
+    many by at least one train document (counted for held-out-only documents)."""
+    values, docs, starts = _bucket_by_top_bits(flat, offsets, shift)
+    n_docs = len(offsets) - 1
+    null_hits = np.zeros(n_docs, dtype=np.int64)
+    obs_hits = np.zeros(n_docs, dtype=np.int64)
+    for b in range(len(starts) - 1):
+        lo, hi = starts[b], starts[b + 1]
+        order = np.argsort(values[lo:hi]) + lo
+        k = 0
+        while k < hi - lo:
+            gram, e = values[order[k]], k
+            n_train, cmin, cmax = 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min
+            while e < hi - lo and values[order[e]] == gram:
+                doc = docs[order[e]]
+                if train[doc]:
+                    n_train += 1
+                    cmin, cmax = min(cmin, cluster[doc]), max(cmax, cluster[doc])
+                e += 1
+            for m in range(k, e):
+                doc = docs[order[m]]
+                if train[doc] and cmin != cmax:
+                    null_hits[doc] += 1
+                elif heldout_only[doc] and n_train > 0:
+                    obs_hits[doc] += 1
+            k = e
+    return null_hits, obs_hits

@@ -18,24 +18,15 @@ from typing import Callable, TypeVar
 import duckdb
 import polars as pl
 
-from tomforge.audits import (
-    artifacts,
-    baselines,
-    rank_checks,  # registers the gold-rank and repeated-sentence lines of the verdict
-    ranks,
-    repeats,
-    store,
-    variant_checks,  # noqa: F401  (registers the variant lines of the verdict)
-)
+from tomforge.audits import artifacts, checks, store
+from tomforge.audits.check import FindingInputs, TableInputs
 from tomforge.audits.config import AuditParams
-from tomforge.audits.features import item_features
 from tomforge.audits.lsh import datasketch_default_banding
 from tomforge.audits.overlap import OverlapResult, audit_overlap
 from tomforge.audits.passes import Passes, run_local
 from tomforge.audits.report import render_report
 from tomforge.audits.summary import AuditSummary
-from tomforge.audits.variants import variant_findings
-from tomforge.audits.verdict import AuditFacts, verdict_frame, verdicts
+from tomforge.audits.verdict import AuditFacts, verdict_frame
 from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.lock import writes_warehouse
 from tomforge.warehouse.progress import SILENT, Progress, Timer
@@ -53,138 +44,6 @@ def tool_versions() -> dict[str, str]:
 
 def _with_side(frame: pl.DataFrame, side: str) -> pl.DataFrame:
     return frame.with_columns(pl.lit(side).alias("side"), pl.lit(side).alias("selection"))
-
-
-class _Findings:
-    """The findings table being built: one row per `add` (check, severity, selection, message,
-    evidence as JSON, the baseline it was compared with)."""
-
-    SCHEMA = {"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8, "evidence": pl.Utf8,
-              "baseline": pl.Utf8}
-
-    def __init__(self) -> None:
-        self.rows: list[dict] = []
-
-    def add(self, check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> None:
-        self.rows.append({"check": check, "severity": severity, "selection": selection, "message": message,
-                          "evidence": json.dumps(evidence, sort_keys=True, default=str), "baseline": baseline})
-
-    def frame(self) -> pl.DataFrame:
-        return pl.DataFrame(self.rows, schema=self.SCHEMA)
-
-
-def _findings(ov: OverlapResult, tables: dict[str, pl.DataFrame], p: AuditParams) -> pl.DataFrame:
-    """Everything the audit flags, as rows of `audit_findings`, in a fixed order of checks."""
-    out = _Findings()
-    _overlap_findings(out, ov, p)
-    _artifact_findings(out, tables)
-    _heuristic_findings(out, tables)
-    rank_checks.rank_findings(out, tables)
-    _conflict_findings(out, tables)
-    return out.frame()
-
-
-def _overlap_findings(out: _Findings, ov: OverlapResult, p: AuditParams) -> None:
-    """Train x held-out leaks (near duplicates, long n-grams, structural twins) and within-side duplicates."""
-    pairs = ov.pairs
-    for r in pairs.filter(pl.col("scope") == "cross").iter_rows(named=True):
-        kind = r["kind"]
-        if kind == "structural":
-            continue
-        out.add(f"overlap:{kind}", "leak", "train x heldout",
-                f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
-                f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
-                {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
-                                   "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
-                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
-                else f"conformal p <= {p.ngram_alpha} vs within-train null")
-    for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"])
-                          & pl.col("kind").is_in(["near_duplicate", "contained"])).iter_rows(named=True):
-        match = r["kind"].replace("_", " ")
-        out.add("duplicate:within_side", "duplicate", r["scope"],
-                f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
-                f"containment {max(r['containment_a'], r['containment_b']):.2f} (not a train x held-out leak)",
-                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
-                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
-    for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
-                          & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
-        out.add("overlap:structural", "leak", "train x heldout",
-                f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
-                f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
-                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
-                "rate of same-skeleton twins among train contexts")
-
-
-def _artifact_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
-    """Gold-position bias, answer priors, feature-label associations and partial-input baselines."""
-    for r in tables["audit_positions"].filter(pl.col("flagged") & (pl.col("z").abs() == pl.col("z").abs().max().over(
-            "selection", "belief_order", "n_options"))).iter_rows(named=True):
-        out.add("artifact:gold_position", "artifact", r["selection"],
-                f"order {r['belief_order']}, {r['n_options']} options: gold at position {r['position']} {r['count']}/{r['n']} "
-                f"(expected {r['expected']:.0f}, z={r['z']:.1f}, chi2 p={r['p_value']:.1e})",
-                {k: r[k] for k in ("belief_order", "n_options", "n", "position", "count", "z", "chi2", "p_value")}, "uniform positions")
-    prior = tables["audit_answer_prior"].filter(pl.col("flagged")).unique(["selection", "belief_order", "answer_format"], keep="first", maintain_order=True)
-    for r in prior.iter_rows(named=True):
-        out.add("artifact:answer_prior", "artifact", r["selection"],
-                f"order {r['belief_order']}, {r['answer_format']}: '{r['answer']}' is {r['share']:.0%} of {r['n']} answers "
-                f"({r['n_classes']} classes, p={r['p_value']:.1e})",
-                {k: r[k] for k in ("belief_order", "answer_format", "answer", "share", "n", "n_classes", "p_value")}, "uniform over answers")
-    for r in tables["audit_feature_assoc"].filter(pl.col("flagged")).head(50).iter_rows(named=True):
-        out.add("artifact:feature_label", "artifact", r["selection"],
-                f"order {r['belief_order']}: '{r['feature']}' -> {r['label_kind']}={r['label']} "
-                f"({r['n_label_and_feature']}/{r['n_feature']} = {r['p_hat']:.2f} vs prior {r['p0']:.2f}, z={r['z']:.1f})",
-                {k: r[k] for k in ("belief_order", "feature", "label_kind", "label", "n_feature", "p_hat", "p0", "z", "p_value")},
-                f"label prior; Bonferroni alpha {r['alpha_corrected']:.1e}")
-    for r in tables["audit_partial_input"].filter(pl.col("flagged")).iter_rows(named=True):
-        out.add("artifact:partial_input", "artifact", "train -> heldout" if "heldout" in r["evaluation"] else "train",
-                f"{r['input']} ({r['answer_format']}) accuracy {r['accuracy']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] vs "
-                f"majority {r['majority']:.2f}, chance {r['chance']:.2f}",
-                {k: r[k] for k in ("input", "answer_format", "evaluation", "accuracy", "ci_low", "ci_high", "majority", "chance",
-                                   "diff_ci_low")}, "majority class and chance, cluster bootstrap")
-
-
-def _heuristic_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
-    """Template heuristics above chance, and heuristics whose accuracy rises with belief order."""
-    pooled = tables["audit_heuristics"].with_columns(pl.lit(None, pl.Utf8).alias("answer_format"))
-    by_format = tables.get("audit_heuristics_by_format")
-    heur = pooled.select(by_format.columns) if by_format is not None else pooled
-    if by_format is not None:  # a format's own shortcut, unless the pooled curve already shows it
-        n_formats = by_format.group_by("selection").agg(pl.col("answer_format").n_unique().alias("k"))
-        by_format = by_format.join(n_formats.filter(pl.col("k") > 1), on="selection", how="semi")
-        heur = pl.concat([heur, by_format])
-    reported: set[tuple[str, str, str]] = set()
-    for r in heur.filter(pl.col("above_chance") & (pl.col("belief_order") == "all")).iter_rows(named=True):
-        if (r["selection"], r["heuristic"], "heuristic") in reported:
-            continue
-        reported.add((r["selection"], r["heuristic"], "heuristic"))
-        fmt = f" on {r['answer_format']}" if r["answer_format"] else ""
-        out.add("artifact:heuristic", "artifact", r["selection"],
-                f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' rule is right {r['accuracy']:.0%} of {r['n']} items{fmt} "
-                f"vs chance {r['chance']:.0%}",
-                {k: r[k] for k in ("heuristic", "answer_format", "n", "accuracy", "chance", "p_value")},
-                "what uniformly random options score")
-    for r in heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).iter_rows(named=True):
-        if (r["selection"], r["heuristic"], "trend") in reported:
-            continue
-        reported.add((r["selection"], r["heuristic"], "trend"))
-        fmt = f" on {r['answer_format']}" if r["answer_format"] else ""
-        curve = heur.filter((pl.col("selection") == r["selection"]) & (pl.col("heuristic") == r["heuristic"])
-                            & (pl.col("answer_format").eq_missing(r["answer_format"]))
-                            & pl.col("belief_order").str.contains(r"^\d+$"))
-        out.add("artifact:inverted_difficulty", "artifact", r["selection"],
-                f"'{artifacts.HEURISTIC_LABELS[r['heuristic']]}' accuracy{fmt} rises with belief order: "
-                + ", ".join(f"{o}: {a:.0%}" for o, a in curve.select("belief_order", "accuracy").iter_rows()) + f" (trend z={r['trend_z']:.1f})",
-                {"curve": curve.select("belief_order", "n", "accuracy").to_dicts(), "trend_z": r["trend_z"], "trend_p": r["trend_p"],
-                 "answer_format": r["answer_format"]},
-                "flat curve (Cochran-Armitage trend test)")
-
-
-def _conflict_findings(out: _Findings, tables: dict[str, pl.DataFrame]) -> None:
-    """The same question on the same context with different answers."""
-    for r in tables["audit_label_conflicts"].iter_rows(named=True):
-        out.add("consistency:label_conflict", "inconsistency", "warehouse",
-                f"context {r['context_id'][:12]} question '{r['question_norm'][:60]}' has answers {r['answers']}",
-                {"item_ids": r["item_ids"], "answers": r["answers"], "sources": r["sources"]}, "one answer per context and question")
 
 
 @dataclass
@@ -216,8 +75,7 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         with closing(connect_readonly(Path(warehouse))) as con:
             with timer("read", "audit: read selections"):
                 sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
-            baselines_job = side.submit(_timed, baselines.partial_input_baselines, sel.train,
-                                        sel.heldout if heldout_where else None, p)
+            baselines_job = side.submit(_timed, _baseline_tables, sel.train, sel.heldout if heldout_where else None, p)
             artifacts_job = side.submit(_after(largest_done, _timed), _artifact_tables, sel.items, p)
             try:
                 with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
@@ -227,18 +85,18 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
                 largest_done.set()  # an overlap that failed must not leave the side thread waiting
         timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
         with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
-            partial_input, timer.seconds["baselines: own thread"] = baselines_job.result()
+            baseline_tables, timer.seconds["baselines: own thread"] = baselines_job.result()
         with timer("artifacts", "audit: template artifacts (waiting for their thread)"):
             (tables, scores), timer.seconds["artifacts: own thread"] = artifacts_job.result()
-        tables["audit_partial_input"] = partial_input
+        tables |= baseline_tables
     with timer("findings", "audit: findings and verdicts"):
         tables["audit_label_conflicts"] = sel.conflicts
         run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
         tables |= _overlap_tables(ov, p, run_id, sel.items)
-        findings = pl.concat([_findings(ov, tables, p), variant_findings(
-            Path(warehouse), sel.train["item_id"], sel.heldout["item_id"])])
+        findings = checks.findings_of(FindingInputs(ov, tables, p, Path(warehouse), sel.train["item_id"],
+                                                    sel.heldout["item_id"]))
         tables["audit_findings"] = findings
-        checked = verdicts(AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores))
+        checked = checks.verdicts_of(AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores))
         tables["audit_verdicts"] = verdict_frame(checked)
         stats = _stats(ov, p)
         n_both = int(sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum())  # items selected on both sides
@@ -287,22 +145,16 @@ def _read_selections(con: duckdb.DuckDBPyConnection, warehouse: Path, train_wher
 
 
 def _artifact_tables(items: pl.DataFrame, p: AuditParams) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Position bias, answer priors, feature associations and heuristic baselines; with the
-    heuristics' per-item scores (the verdict reads them)."""
-    feats = item_features(items.unique("item_id", keep="first", maintain_order=True))
-    df = items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(pl.col("belief_order").cast(pl.Int64))
-    scores = artifacts.heuristic_scores(df)
-    tables: dict[str, pl.DataFrame] = {
-        "audit_positions": artifacts.position_bias(df, p),
-        "audit_answer_prior": artifacts.answer_prior(df, p),
-        "audit_feature_assoc": artifacts.feature_association(df, p),
-        "audit_heuristics": artifacts.baselines_from_scores(scores, p),
-        "audit_heuristics_by_format": artifacts.baselines_from_scores(scores, p, by_format=True),
-        "audit_gold_ranks": ranks.gold_ranks(items, p),
-        "audit_repeated_sentences": repeats.repeated_sentences(items),
-    }
-    return tables, scores
+    """The tables of the checks of the artifacts phase (`audits.checks`: position bias, answer priors,
+    feature associations, heuristic baselines, gold ranks, repeated sentences); with the heuristics'
+    per-item scores (the verdict reads them). The item features live only as long as this phase."""
+    data = TableInputs(items, items.filter(pl.col("side") == "train"), None, p)
+    return checks.tables_of(data, "artifacts"), data.scores
 
+
+def _baseline_tables(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> dict[str, pl.DataFrame]:
+    """The tables of the checks of the baselines phase (the partial-input baselines)."""
+    return checks.tables_of(TableInputs(pl.DataFrame(), train, heldout, p), "baselines")
 
 def _run_id(train_where: str, heldout_where: str | None, p: AuditParams, items: pl.DataFrame,
             ov: OverlapResult) -> str:

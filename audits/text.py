@@ -21,13 +21,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from tomforge.audits import kernels
+from tomforge.audits.jit import AVAILABLE, fmix64_jit, njit
 
 
 def use_jit() -> bool:
     """Whether the compiled kernels run (numba installed and not disabled by TOMFORGE_JIT=0);
     read on every call so tests can compare both paths in one process."""
-    return kernels.AVAILABLE and os.environ.get("TOMFORGE_JIT", "1") != "0"
+    return AVAILABLE and os.environ.get("TOMFORGE_JIT", "1") != "0"
 
 
 _NON_WORD = re.compile(r"\W+")
@@ -75,7 +75,7 @@ def _norm_words_compiled(texts: pl.Series) -> tuple[pl.Series, pl.Series]:
     """The ASCII rule of `norm_words` in one compiled pass over the column's Arrow buffers (the
     polars regexes take ~15 ns a byte: 2 s for 140k stories), and the rows with non-ASCII bytes."""
     data, offsets = _utf8_buffers(texts)
-    out, out_offsets, non_ascii = kernels.normalize_ascii(data, offsets, _WORD_BYTES)
+    out, out_offsets, non_ascii = normalize_ascii_jit(data, offsets, _WORD_BYTES)
     normalized = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(out_offsets), pa.py_buffer(out))
     return pl.Series(texts.name, normalized, dtype=pl.Utf8), pl.Series(np.flatnonzero(non_ascii))
 
@@ -200,7 +200,7 @@ def chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _hash_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     data, doc_starts, sizes = chunk_bytes(texts)
     if use_jit():
-        return kernels.word_hashes(data, doc_starts, doc_starts + sizes, np.uint64(_BASE), np.uint64(_LEN_MULT))
+        return word_hashes_jit(data, doc_starts, doc_starts + sizes, np.uint64(_BASE), np.uint64(_LEN_MULT))
     return _hash_chunk_numpy(data, doc_starts)
 
 
@@ -254,7 +254,7 @@ def hash_normalized_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray
     if not use_jit():
         return hash_words(normalized.to_list())
     data, offsets = _utf8_buffers(normalized.fill_null(""))
-    hashes, counts = kernels.word_hashes(data, offsets[:-1], offsets[1:], np.uint64(_BASE), np.uint64(_LEN_MULT))
+    hashes, counts = word_hashes_jit(data, offsets[:-1], offsets[1:], np.uint64(_BASE), np.uint64(_LEN_MULT))
     word_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=word_offsets[1:])
     return hashes, word_offsets
@@ -266,7 +266,7 @@ def distinct_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray, np.nd
     Python string per word (compiled kernels only: see `use_jit`)."""
     data, offsets = _utf8_buffers(normalized.fill_null(""))
     size = 1 << 16
-    while (found := kernels.distinct_words(data, offsets, np.uint64(_BASE), np.uint64(_LEN_MULT), size)) is None:
+    while (found := distinct_words_jit(data, offsets, np.uint64(_BASE), np.uint64(_LEN_MULT), size)) is None:
         size *= 8  # more than size / 2 distinct words
     ids, id_offsets, starts, sizes = found
     names = np.array([bytes(data[a:a + n]).decode("utf-8") for a, n in zip(starts, sizes)], dtype=object)
@@ -307,7 +307,7 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     if use_jit():
-        return kernels.ngram_hashes(words, word_offsets, offsets, n, POSITION_MULT), offsets
+        return ngram_hashes_jit(words, word_offsets, offsets, n, POSITION_MULT), offsets
     out = np.empty(int(offsets[-1]), dtype=np.uint64)
     full = lengths >= n
     if full.any():
@@ -333,3 +333,134 @@ def shingle_texts(texts: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray]
     """Texts -> (flat n-gram hashes, offsets): the one entry point the audits use."""
     words, word_offsets = hash_words(texts)
     return batch_ngrams(words, word_offsets, n)
+
+
+# The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
+# this file so that numba's per-file cache recompiles them only when this file changes.
+_SPACE = 32
+
+
+@njit(cache=True, nogil=True)
+def _word_hash(data, i, end, base, len_mult):
+    """The hash of the word starting at data[i] (it ends at the next space or at `end`), and where
+    it ends: the polynomial sum(byte * base^k), its length mixed in, finalized."""
+    start = i
+    total = np.uint64(0)
+    power = np.uint64(1)
+    while i < end and data[i] != _SPACE:
+        total += np.uint64(data[i]) * power
+        power *= base
+        i += 1
+    return fmix64_jit(total + np.uint64(i - start) * len_mult), i
+
+
+@njit(cache=True, nogil=True)
+def word_hashes_jit(data, doc_starts, doc_ends, base, len_mult):
+    """Hashes of the words of each document's byte range (non-word bytes are spaces), and the
+    number of words per document: the polynomial sum(byte * base^i) of `audits.text.word_hash`."""
+    out = np.empty(len(data) // 2 + 1, dtype=np.uint64)
+    counts = np.zeros(len(doc_starts), dtype=np.int64)
+    n = 0
+    for d in range(len(doc_starts)):
+        i, end = doc_starts[d], doc_ends[d]
+        while i < end:
+            if data[i] == _SPACE:
+                i += 1
+                continue
+            out[n], i = _word_hash(data, i, end, base, len_mult)
+            n += 1
+            counts[d] += 1
+    return out[:n], counts
+
+
+@njit(cache=True, nogil=True)
+def ngram_hashes_jit(words, word_offsets, out_offsets, n, mults):
+    """Hash of every word n-gram of each document (the whole document when shorter than n):
+    fmix64(sum_i word[j + i] * mults[i]), as `audits.text.batch_ngrams`."""
+    out = np.empty(out_offsets[-1], dtype=np.uint64)
+    for d in range(len(word_offsets) - 1):
+        lo, hi = word_offsets[d], word_offsets[d + 1]
+        width = min(n, hi - lo)
+        pos = out_offsets[d]
+        for j in range(lo, hi - width + 1):
+            total = np.uint64(0)
+            for i in range(width):
+                total += words[j + i] * mults[i]
+            out[pos] = fmix64_jit(total)
+            pos += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def normalize_ascii_jit(data, offsets, table):
+    """`audits.text.norm_words` of each text (byte ranges of `data` by `offsets`): `table` maps a
+    byte to itself lower-cased when it is a word byte ([A-Za-z0-9_]) and to 0 otherwise; runs of
+    other bytes become one space, with none leading or trailing. Returns the output bytes, their
+    offsets, and which texts hold a non-ASCII byte (the caller replaces those by the Unicode rule)."""
+    n = len(offsets) - 1
+    out = np.empty(offsets[n] - offsets[0], dtype=np.uint8)  # the output is never longer than the input
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    non_ascii = np.zeros(n, dtype=np.bool_)
+    pos = 0
+    for d in range(n):
+        out_offsets[d] = pos
+        start = pos
+        gap = False
+        high = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            c = table[data[i]]
+            high |= data[i]
+            if c == 0:
+                gap = True
+                continue
+            if gap and pos > start:
+                out[pos] = _SPACE
+                pos += 1
+            out[pos] = c
+            pos += 1
+            gap = False
+        non_ascii[d] = high >= 128
+    out_offsets[n] = pos
+    return out[:pos], out_offsets, non_ascii
+
+
+@njit(cache=True, nogil=True)
+def distinct_words_jit(data, offsets, base, len_mult, size):
+    """Each text's distinct words (normalized texts: words separated by single spaces), as ids into
+    a vocabulary of first occurrences: returns per-text id lists (flat ids, offsets) and, per id, the
+    byte range of its first occurrence (to name it). Words are told apart by `word_hashes`' 64-bit
+    hash in an open-addressing table of `size` slots (a power of 2), kept at most half full: with
+    more distinct words it returns None, and the caller calls again with a larger table."""
+    mask = np.uint64(size - 1)
+    keys = np.zeros(size, dtype=np.uint64)
+    slots = np.full(size, -1, dtype=np.int64)
+    first_start = np.empty(size // 2, dtype=np.int64)
+    first_len = np.empty(size // 2, dtype=np.int64)
+    last_text = np.full(size // 2, -1, dtype=np.int64)
+    ids = np.empty(len(data) // 2 + 1, dtype=np.int64)
+    id_offsets = np.zeros(len(offsets), dtype=np.int64)
+    n_vocab = 0
+    n = 0
+    for d in range(len(offsets) - 1):
+        i, end = offsets[d], offsets[d + 1]
+        while i < end:
+            start = i
+            h, i = _word_hash(data, i, end, base, len_mult)
+            if i > start:
+                slot = h & mask
+                while slots[slot] >= 0 and keys[slot] != h:
+                    slot = (slot + np.uint64(1)) & mask
+                if slots[slot] < 0:
+                    if n_vocab == size // 2:
+                        return None
+                    keys[slot], slots[slot] = h, n_vocab
+                    first_start[n_vocab], first_len[n_vocab] = start, i - start
+                    n_vocab += 1
+                v = slots[slot]
+                if last_text[v] != d:
+                    last_text[v] = d
+                    ids[n] = v
+                    n += 1
+            i += 1  # the space
+        id_offsets[d + 1] = n
+    return ids[:n], id_offsets, first_start[:n_vocab], first_len[:n_vocab]

@@ -307,7 +307,7 @@ def _ingest(phases: Phases, name: str, path: Path, data: str, n_items: int, seed
 
 def _warm_up() -> None:
     """A tiny audit, so that the timed one measures the audit and not numba compiling the kernels
-    (once per machine after `audits/kernels.py` changes) or loading them from its cache (each new
+    (once per machine after a file holding kernels changes) or loading them from its cache (each new
     process); its time is printed as a phase of its own, outside the audit's total."""
     from tomforge.audits.run import run_audit
     from tomforge.warehouse.load import ingest_records

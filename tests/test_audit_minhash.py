@@ -15,7 +15,7 @@ from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tomforge.audits import kernels
+from tomforge.audits import jit
 from tomforge.audits.lsh import Banding, band_keys, candidate_pairs, choose_banding, datasketch_default_banding
 from tomforge.audits.minhash import MinHasher, estimate_jaccard, sha1_shingle_hashes
 from tomforge.audits.text import (
@@ -38,7 +38,7 @@ DOCS = ["Anne put the ball in the box. Anne left the room!", "short doc", "", "o
 
 # every equality test runs on both paths: the compiled kernels (numba) and the numpy formulation
 PATHS = [pytest.param("numpy", id="numpy"),
-         pytest.param("jit", id="jit", marks=pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed"))]
+         pytest.param("jit", id="jit", marks=pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed"))]
 
 
 @contextlib.contextmanager
@@ -191,7 +191,7 @@ def test_batch_shingles_and_chunked_signatures_match_per_document_references(mon
     assert (together[7] == np.iinfo(np.uint32).max).all()
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
 def test_compiled_kernels_equal_the_numpy_path_on_mixed_documents() -> None:
     """Word hashes, n-grams of every size (documents shorter than n, empty ones, non-ASCII and
     very long words among them) and signatures: the same arrays, bit for bit, from both paths."""

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.utils import murmurhash3_32
 
-from tomforge.audits import kernels
+from tomforge.audits import hashing, jit
 from tomforge.audits.hashing import N_FEATURES, hashed_ngrams
 from tomforge.audits.text import text_chunks
 
-needs_jit = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba not installed")
+needs_jit = pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
 
 
 def sklearn_rows(texts: list[str], n_features: int = N_FEATURES) -> sp.csr_matrix:
@@ -85,8 +85,8 @@ def test_single_character_tokens_are_dropped_before_bigrams() -> None:
 def test_the_minus_two_to_the_31_hash_with_column_counts_that_are_not_powers_of_two() -> None:
     """sklearn maps h == -2**31 (whose abs does not fit an int32) to 2**31 % n, worked out by hand:
     2**31 = 2147483648 gives 8 for n = 10; 2**3 = 1 (mod 7), so 2**31 = 2 (mod 7)."""
-    assert kernels._feature_index(-(2 ** 31), 10) == 8
-    assert kernels._feature_index(-(2 ** 31), 7) == 2
+    assert hashing._feature_index(-(2 ** 31), 10) == 8
+    assert hashing._feature_index(-(2 ** 31), 7) == 2
     texts = ["aivlts3m aivlts3m ok", "aivlts3m"]
     for n in (7, 10, 1000003):
         assert_same_matrix(hashed_ngrams(texts, n), sklearn_rows(texts, n))
@@ -99,7 +99,7 @@ def test_murmurhash_kernel_equals_sklearns_murmurhash() -> None:
         for _ in range(20):
             word = bytes(rng.randrange(256) for _ in range(size))
             buf = np.frombuffer(b"##" + word + b"##", dtype=np.uint8)
-            assert kernels.murmurhash3_32(buf, 2, 2 + size) == murmurhash3_32(word, seed=0)
+            assert hashing.murmurhash3_32(buf, 2, 2 + size) == murmurhash3_32(word, seed=0)
 
 
 @needs_jit
