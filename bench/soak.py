@@ -5,9 +5,9 @@
     python bench/soak.py --only-kill publish --kill-trials 50            # one command's kill trials
 
 Stress: W processes run R seeded mixed commands each (ingests of six sources, re-ingests, generate,
-audit, clean) on one warehouse while a reader polls it; then the same commands run one after the other
+audit, clean, eval storing `eval_results`) on one warehouse while a reader polls it; then the same commands run one after the other
 on a fresh warehouse. Kill: each writing command (ingest, generate, audit, clean, variants, publish to a
-folder) is killed N times, half at a seeded one of its named checkpoints (`TOMFORGE_KILL_AT`), half after
+folder, eval) is killed N times, half at a seeded one of its named checkpoints (`TOMFORGE_KILL_AT`), half after
 a seeded delay; the warehouse and release folder must equal their state before or after, and a re-run
 must complete. Prints the figures; exit 1 when anything did not hold. The harness is `tests/writers.py`.
 """

@@ -35,6 +35,9 @@ class Section(BaseModel):
 class WarehouseConfig(Section):
     path: Path = Path("var/warehouse.duckdb")
     staging: Path = Path("var/staging")
+    # seconds a writer waits for another's lock (warehouse and release folder); None: the lock's own default
+    # (600 s); TOMFORGE_LOCK_TIMEOUT overrides it (warehouse/lock.py, docs/concurrency.md)
+    lock_timeout: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class RLFilesConfig(Section):
@@ -258,7 +261,10 @@ def check_before_run(config: Config, origin: Path | None = None) -> None:
     """What a run would only find out later, checked before it starts (so a user error never surfaces
     as a traceback from inside the flow): every source location exists locally or is a Hub dataset id,
     the audit's conditions are valid SQL on `items_full`, and the RL stage's settings are known keys."""
+    from tomforge.warehouse.lock import timeout_from_env
+
     where = config_path(origin) or DEFAULT_CONFIG
+    timeout_from_env()  # a bad TOMFORGE_LOCK_TIMEOUT: exit 2 now, not when the flow first takes the lock
     for index, spec in enumerate(config.sources):
         if not Path(spec.resolved).exists() and hub_id_of(spec.resolved) is None:
             raise ConfigError(f"{where}: sources[{index}] ({spec.name}): {spec.location}: path not found "

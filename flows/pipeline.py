@@ -38,7 +38,7 @@ from tomforge.flows.staging import (
 )
 from tomforge.warehouse import db
 from tomforge.warehouse.load import LoadReport, write_staged
-from tomforge.warehouse.lock import hold
+from tomforge.warehouse.lock import configured_timeout, hold
 from tomforge.warehouse.progress import PlainLineProgress
 
 PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
@@ -264,7 +264,9 @@ def summary_markdown(reports: list[dict[str, Any]], extra: dict[str, str]) -> st
 def ingest_flow(config_path: str | None = None) -> list[dict[str, Any]]:
     """Stage every configured source and generated split (cached by input fingerprint / arguments)
     and assemble the warehouse."""
-    return run_ingest(load_config(Path(config_path) if config_path else None))
+    config = load_config(Path(config_path) if config_path else None)
+    with configured_timeout(config.warehouse.lock_timeout):
+        return run_ingest(config)
 
 
 def run_ingest(config: Config) -> list[dict[str, Any]]:
@@ -303,7 +305,8 @@ def publish_flow(config_path: str | None = None) -> dict[str, Any] | None:
     """Audit, clean and publish the warehouse as it is (no re-ingest)."""
     config = load_config(Path(config_path) if config_path else None)
     extra: dict[str, str] = {}
-    with hold(config.warehouse.path):  # audit, clean and publish see one warehouse (warehouse/lock.py)
+    # audit, clean and publish see one warehouse (warehouse/lock.py), waiting as long as the config says
+    with configured_timeout(config.warehouse.lock_timeout), hold(config.warehouse.path):
         release = audit_clean_publish(config, extra)
     create_markdown_artifact("\n\n".join(f"**{k}**:\n```\n{v}\n```" for k, v in extra.items()), key="publish-summary")
     return release
@@ -316,7 +319,7 @@ def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
     config = load_config(Path(config_path) if config_path else None)
     # one writer at a time: the whole rebuild holds the warehouse lock, so a person's ingest waits and
     # lands on the rebuilt warehouse instead of being overwritten by it (docs/concurrency.md)
-    with hold(config.warehouse.path):
+    with configured_timeout(config.warehouse.lock_timeout), hold(config.warehouse.path):
         reports = run_ingest(config)
         reports += run_variants_step(config)
         if not all(r["reconciled"] for r in reports):

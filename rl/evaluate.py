@@ -262,9 +262,12 @@ def _fidelity_fields(scored: Scored) -> dict[str, Any]:
 
 
 def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
-    """Write the rows into `eval_results` atomically (build-validate-swap); a run evaluated
-    again replaces its earlier rows (same run_id)."""
+    """Write the rows into `eval_results` atomically (build-validate-swap, under the warehouse's writer
+    lock); a run evaluated again replaces its earlier rows (same run_id). The named checkpoints between
+    the delete and the insert let the kill tests aim at the moment a write in place would leave neither
+    the old rows nor the new ones (`warehouse/faults.py`)."""
     from tomforge.warehouse import db
+    from tomforge.warehouse.faults import checkpoint
 
     table = pa.Table.from_pylist(rows, schema=EVAL_COLUMNS)
     run_ids = sorted(set(table.column("run_id").to_pylist()))
@@ -274,9 +277,11 @@ def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
             con.execute(migration)
         for run_id in run_ids:
             con.execute("DELETE FROM eval_results WHERE run_id = ?", [run_id])
+        checkpoint("eval: earlier rows deleted")
         con.register("new_eval_rows", table)
         con.execute("INSERT INTO eval_results BY NAME SELECT * FROM new_eval_rows")
         con.unregister("new_eval_rows")
+        checkpoint("eval: rows inserted")
     return table.num_rows
 
 

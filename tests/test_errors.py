@@ -45,6 +45,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "rl.verl_backend.VerlConfigError": 2,
     "warehouse.batch.BatchError": 1,
     "warehouse.lock.LockBusy": 9,
+    "warehouse.lock.BadLockTimeout": 2,
     "warehouse.selection.SelectionSyntaxError": 2,
     "warehouse.db.WarehouseError": 2,
     "warehouse.export.ExportError": 2,

@@ -24,7 +24,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("front ends", ("tomforge.flows",)),
 )
 # the one documented exception: the RL stage stores its evaluation rows in the warehouse (`eval_results`)
-ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db")}
+ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db"),
+                  ("tomforge.rl.evaluate", "tomforge.warehouse.faults")}  # its write's kill points (issue 25)
 # training reads a release (a folder or the Hub), never the warehouse, the audit or the generator
 TRAINING_NEVER_IMPORTS = ("reading sources", "storage", "analysis")
 

@@ -44,6 +44,7 @@ def test_the_error_names_the_format_and_the_conversion(tmp_path: Path, name: str
     result = run("ingest", "--source", source, "--path", str(path), "-w", str(warehouse))
     assert_one_line_error(result, str(path), kind, convert)
     assert "byte 0" not in result.output and "invalid start byte" not in result.output
+    assert f"not the {source} format" in result.output   # was "not a exploretom file" (found re-checking issue 25)
     assert not warehouse.exists()
 
 

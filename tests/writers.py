@@ -7,7 +7,7 @@ work rather than 3 s of imports. Nothing here reads the warehouse through the co
 write path: states are compared as plain table contents read with DuckDB, release folders as bytes.
 
 - `stress`: W writers x R rounds of seeded mixed commands (ingests of different sources, re-ingests,
-  generate, audit, clean) on one warehouse, a reader polling it all the while; then the same commands
+  generate, audit, clean, eval storing `eval_results`) on one warehouse, a reader polling it all the while; then the same commands
   one after the other on a fresh warehouse; the two must hold the same items, contexts, rejects and
   sources, `loads` one row per load, and `reconciliation` must agree with counts taken from the
   adapters directly.
@@ -37,9 +37,57 @@ SAMPLES = ROOT / "warehouse" / "samples"
 SOURCES = ("tomi", "exploretom", "bigtom", "opentom", "hitom", "fantom")
 GENERATE = ("generate", "--n", "40", "--seed", "3")
 AUDIT = ("audit", "--train", "split = 'train'", "--heldout", "split <> 'train'")
-COMPARED_TABLES = ("items", "contexts", "rejects", "sources")
+COMPARED_TABLES = ("items", "contexts", "rejects", "sources", "eval_results")
+# torch and transformers too: an `eval` then costs its generation, not 4 s of imports (a module that is not
+# installed is skipped by the forkserver)
 _PRELOAD = ["tomforge.flows.cli", "tomforge.warehouse.ingest", "tomforge.warehouse.load", "tomforge.audits.run",
-            "tomforge.audits.clean", "tomforge.hub.publish_and_verify", "tomforge.generators"]
+            "tomforge.audits.clean", "tomforge.hub.publish_and_verify", "tomforge.generators", "tomforge.rl.evaluate", "torch",
+            "transformers", "transformers.models.qwen2.modeling_qwen2", "transformers.tokenization_utils_fast",
+            "transformers.models.auto.modeling_auto", "transformers.generation.utils", "matplotlib.pyplot"]
+
+
+def eval_command(limit: int) -> tuple[str, ...]:
+    """`tomforge eval` of the tiny model on the sample release (`eval_inputs`): CPU, greedy, a few tokens, so
+    its rows are the same in every run; `{model}`, `{dataset}` and `{eval_out}` are filled in per run."""
+    return ("eval", "--model", "{model}", "--dataset", "{dataset}", "--split", "tomi/test", "--label", "tiny",
+            "--limit", str(limit), "--max-new-tokens", "6", "--generator", "hf", "--out", "{eval_out}")
+
+
+EVAL = eval_command(4)
+
+
+def _build_tiny_model(folder: str) -> None:
+    """In a forked child (the harness's own process never imports torch): the RL tests' tiny model."""
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer(["Sally moves the marble to the box. <think>x</think><answer>box</answer>"] * 4, 300)
+    build_model(tokenizer, hidden_size=16, num_layers=1).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def eval_inputs(ctx: Any, workdir: Path) -> Path:
+    """`workdir/eval-inputs`: a tiny model (`model/`) and a release of the ToMi sample (`release/`), built
+    once and shared by every eval of a run (the same paths give the same `run_id`, so the same rows)."""
+    inputs = workdir / "eval-inputs"
+    if (inputs / "release" / "manifest.json").is_file() and (inputs / "model" / "config.json").is_file():
+        return inputs
+    inputs.mkdir(parents=True, exist_ok=True)
+    builder = ctx.Process(target=_build_tiny_model, args=(str(inputs / "model"),))
+    builder.start()
+    builder.join()
+    assert builder.exitcode == 0, f"building the tiny model exited {builder.exitcode}"
+    for command in (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
+                    ("publish", "--repo", "org/tom", "--target", str(inputs / "release"), "--tag", "v1")):
+        done = run_command(ctx, [*command, "-w", str(inputs / "w.duckdb")])
+        assert done.code == 0, (command, done)
+    return inputs
+
+
+def _filled(command: tuple[str, ...], folder: Path, workdir: Path) -> list[str]:
+    """A command's placeholders: the release folder and audit folder of this run, the shared eval inputs."""
+    inputs = workdir / "eval-inputs"
+    return [part.format(release=folder / "release", audit=folder / "audit", eval_out=folder / "eval",
+                        model=inputs / "model", dataset=inputs / "release") for part in command]
 
 
 def context() -> Any:
@@ -139,9 +187,9 @@ def leftovers(folder: Path) -> list[str]:
 
 def plan(writers: int, rounds: int, seed: int) -> list[list[tuple[str, ...]]]:
     """Seeded mixed commands per writer: mostly ingests (each source several times: re-ingests), some
-    generate (one fixed seed, so a repeat is a re-load), audits and cleans."""
+    generate (one fixed seed, so a repeat is a re-load), audits, cleans and evals."""
     rng = random.Random(seed)
-    kinds = ["ingest"] * 6 + ["generate", "audit", "clean"]
+    kinds = ["ingest"] * 6 + ["generate", "audit", "clean", "eval"]
     out = []
     for _ in range(writers):
         ops: list[tuple[str, ...]] = []
@@ -159,12 +207,14 @@ def command_of(op: tuple[str, ...], warehouse: Path, audit_out: Path) -> list[st
         return [*GENERATE, "-w", str(warehouse)]
     if op[0] == "audit":
         return [*AUDIT, "-w", str(warehouse), "--out", str(audit_out)]
+    if op[0] == "eval":   # the eval inputs sit beside the "together" and "serial" folders
+        return [*_filled(EVAL, audit_out.parent, warehouse.parent.parent), "-w", str(warehouse)]
     return ["clean", "-w", str(warehouse)]
 
 
 # exit codes a command may end with in a mixed run: clean after an ingest that came after the audit
 # is refused as stale (8), or before any audit (2); an audit may find nothing to audit yet (2)
-ALLOWED = {"ingest": {0}, "generate": {0}, "audit": {0}, "clean": {0, 2, 8}}
+ALLOWED = {"ingest": {0}, "generate": {0}, "audit": {0}, "clean": {0, 2, 8}, "eval": {0}}
 
 
 def _writer(ops: list[tuple[str, ...]], warehouse: str, audit_out: str, results: Any) -> None:
@@ -228,6 +278,8 @@ def stress(workdir: Path, writers: int, rounds: int, seed: int = 0) -> dict[str,
     """Run the plan concurrently and serially; return what was compared (`problems` empty when all held)."""
     ctx = context()
     ops = plan(writers, rounds, seed)
+    if any(op[0] == "eval" for mine in ops for op in mine):
+        eval_inputs(ctx, workdir)
     together, serial = workdir / "together" / "w.duckdb", workdir / "serial" / "w.duckdb"
     for path in (together, serial):
         path.parent.mkdir(parents=True)
@@ -334,12 +386,15 @@ KILL_CASES = (
     KillCase("publish", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
                          ("publish", "--repo", "org/tom", "--target", "{release}", "--tag", "v1"),
                          ("ingest", "--source", "hitom", "--path", str(SAMPLES / "hitom"))), PUBLISH),
+    # the same run evaluated again on more items: its 2 earlier rows are replaced by 4 (a write in place
+    # killed between the delete and the insert would leave none)
+    KillCase("eval", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")), eval_command(2)), EVAL),
 )
 
 
 def _args(command: tuple[str, ...], folder: Path) -> list[str]:
     warehouse = folder / "w.duckdb"
-    args = [part.format(release=folder / "release", audit=folder / "audit") for part in command]
+    args = _filled(command, folder, folder.parent)
     return args + ["-w", str(warehouse)] if args[0] != "verify" else args
 
 
@@ -355,12 +410,15 @@ def _copy(base: Path, folder: Path) -> None:
 
 
 def kill_trials(workdir: Path, case: KillCase, trials: int, seed: int = 0, *, every_checkpoint: bool = False,
-                log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+                at: tuple[str, ...] = (), log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """`trials` kills of `case.command` (even trials at a seeded checkpoint, odd ones after a seeded
-    delay); `every_checkpoint`: one kill at each checkpoint in turn instead (`trials` is then their number)."""
+    delay); `every_checkpoint`: one kill at each checkpoint in turn instead (`trials` is then their number);
+    `at`: one kill at each of these named checkpoints instead."""
     ctx = context()
     rng = random.Random(f"{seed}-{case.name}")
     base = workdir / f"{case.name}-base"
+    if any("{model}" in part for command in (*case.setup, case.command) for part in command):
+        eval_inputs(ctx, workdir)
     _prepared(ctx, case, base)
     before = state(base / "w.duckdb", base / "release")
     reference = workdir / f"{case.name}-reference"
@@ -377,14 +435,17 @@ def kill_trials(workdir: Path, case: KillCase, trials: int, seed: int = 0, *, ev
     assert again.code == 0, (case.command, again)
     after_twice = state(reference / "w.duckdb", reference / "release")
     points = checkpoint_log.read_text(encoding="utf-8").splitlines()
+    missing = [name for name in at if name not in points]
+    assert not missing, f"{case.name} never passes {missing}; it passes {points}"
+    aimed = [points.index(name) + 1 for name in at] or list(range(1, len(points) + 1))
     problems: list[str] = []
     seen: Counter[str] = Counter()
-    trials = len(points) if every_checkpoint else trials
+    trials = len(aimed) if every_checkpoint or at else trials
     for trial in range(trials):
         folder = workdir / f"{case.name}-{trial}"
         _copy(base, folder)
-        if every_checkpoint or trial % 2 == 0:
-            k = trial + 1 if every_checkpoint else rng.randint(1, len(points))
+        if every_checkpoint or at or trial % 2 == 0:
+            k = aimed[trial] if every_checkpoint or at else rng.randint(1, len(points))
             point, outcome = points[k - 1], run_command(ctx, _args(case.command, folder), env={"TOMFORGE_KILL_AT": str(k)})
         else:
             delay = rng.uniform(0, duration)

@@ -6,6 +6,9 @@ writer holds `<target>.lock` (an OS lock through `filelock`: `flock` on POSIX, w
 when the process dies, so a killed writer never leaves it taken) from its first read to its swap. A
 second writer waits, says once on stderr who holds the lock (the side file `<target>.lock.holder`:
 pid, command, since when), and after the timeout fails with `LockBusy` (exit 9 on the command line).
+The timeout: `TOMFORGE_LOCK_TIMEOUT` when set, else the config's `[warehouse] lock_timeout` (the flows
+set it with `configured_timeout`), else 600 s; a value that is not a number of seconds is bad input
+(`BadLockTimeout`, exit 2), not a busy lock.
 Readers never take it: they open the live file, which a swap replaces in one `rename`.
 
 The lock is re-entrant within one flow of control (a context: a step that holds it calls `db.building`,
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import shlex
 import sys
@@ -41,10 +45,18 @@ class LockBusy(TomforgeError):
     exit_code = ExitCode.LOCKED
 
 
+class BadLockTimeout(TomforgeError):
+    """`TOMFORGE_LOCK_TIMEOUT` is not a number of seconds: the user's input, not a busy lock (exit 2)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 # the locks held by this flow of control: a nested `hold` (a step calling `db.building`) and a Prefect
 # task started from a flow that holds the lock (Prefect copies the context into its worker threads)
 # re-enter; an unrelated thread starts with an empty context and waits like another process
 _held_here: ContextVar[frozenset[str]] = ContextVar("tomforge_writer_locks", default=frozenset())
+# the config's `[warehouse] lock_timeout` for this flow of control (a Prefect flow's tasks see it too)
+_configured: ContextVar[float | None] = ContextVar("tomforge_lock_timeout", default=None)
 
 
 def lock_path(target: Path) -> Path:
@@ -58,17 +70,32 @@ def holder_path(target: Path) -> Path:
 
 
 def timeout_from_env() -> float:
-    """`TOMFORGE_LOCK_TIMEOUT` seconds (0: fail at once), else the default of 10 minutes."""
+    """How long a writer waits: `TOMFORGE_LOCK_TIMEOUT` seconds when set (0: fail at once), else the
+    config's `[warehouse] lock_timeout` (`configured_timeout`), else the default of 10 minutes."""
     raw = os.environ.get(TIMEOUT_ENV, "").strip()
     if not raw:
-        return DEFAULT_TIMEOUT_S
+        configured = _configured.get()
+        return DEFAULT_TIMEOUT_S if configured is None else configured
     try:
         value = float(raw)
     except ValueError:
-        raise LockBusy(f"{TIMEOUT_ENV}={raw!r}: not a number of seconds") from None
-    if value < 0:
-        raise LockBusy(f"{TIMEOUT_ENV}={raw!r}: must be 0 or more seconds")
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise BadLockTimeout(f"{TIMEOUT_ENV}={raw!r}: not a number of seconds, 0 or more (how long a writer waits "
+                             f"for another one's lock; 0 fails at once; unset: the config's [warehouse] lock_timeout, "
+                             f"else {DEFAULT_TIMEOUT_S:g})")
     return value
+
+
+@contextmanager
+def configured_timeout(seconds: float | None) -> Iterator[None]:
+    """The config's `[warehouse] lock_timeout` for the block (None: the default); the environment variable
+    still overrides it, so one run can wait longer or shorter without editing the file."""
+    token = _configured.set(seconds)
+    try:
+        yield
+    finally:
+        _configured.reset(token)
 
 
 def command_line() -> str:

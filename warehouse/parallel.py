@@ -81,7 +81,7 @@ def stage_input(
     "count <source>"."""
     found = sniff(Path(root)) if Path(root).is_file() else None
     if found is not None and found.name not in adapter.binary_formats:  # before any adapter opens it: say what it is and how to convert it
-        raise SourceError(root, describe(found, f"a {info.name} file (the adapters read UTF-8 text)"))
+        raise SourceError(root, describe(found, f"the {info.name} format (the adapters read UTF-8 text)"))
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
     staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
     if staged is None:

@@ -168,6 +168,10 @@ def eval_(
     from tomforge.rl.release import SplitRef, fetch_release
 
     require_rl_extras("torch", "matplotlib")
+    if store:  # a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation
+        from tomforge.warehouse.lock import timeout_from_env
+
+        timeout_from_env()
     check_model_spec(model)
     refs = [SplitRef.parse(s) for s in splits]
     root = fetch_release(dataset, revision)
