@@ -573,6 +573,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("checks.phase_ignored", "audits/checks/__init__.py",
              "if check.phase == phase and check.owns:", "if check.owns:",
              ("tests/test_audit_checks.py",), "every check's tables computed in both phases: the baselines twice, the artifacts beside the overlap"),
+    # lead: [generate] rendering and forms in the config file reach the generator
+    Mutation("config.forms_not_passed", "flows/config.py",
+             'choices["formats"] = formats_of_forms(self.forms)', 'choices["formats"] = formats_of_forms(["mc"])',
+             ("tests/test_config.py",), "a config asking for list questions silently generates multiple choice"),
 )
 
 

@@ -101,17 +101,33 @@ class GenerateConfig(Section):
     styles: list[str] = Field(default_factory=lambda: list(STYLES))
     split_fractions: tuple[float, float, float] = DEFAULT_SPLIT_FRACTIONS
     held_out_test: bool = True
+    rendering: str | None = None  # left out: the generator's (third_person); docs/renderings.md
+    forms: list[str] | None = None  # left out: the generator's (mc, free, yes_no); list, answerability too
 
     @property
     def operator_names(self) -> list[str]:
         return OPERATORS.resolve(self.operators)
+
+    def told(self) -> dict[str, Any]:
+        """The rendering and question forms to pass to the generator, only those set (as the CLI's flags)."""
+        from tomforge.generators.question_forms import formats_of_forms
+
+        choices: dict[str, Any] = {} if self.rendering is None else {"rendering": self.rendering}
+        if self.forms is not None:
+            choices["formats"] = formats_of_forms(self.forms)
+        return choices
+
+    def input_choices(self) -> dict[str, str]:
+        """The same choices as a generate run's `input_ref` writes them (`generators.generate.generate_input_ref`)."""
+        choices = {} if self.rendering is None else {"rendering": self.rendering}
+        return choices | ({} if self.forms is None else {"forms": ",".join(self.forms)})
 
     @model_validator(mode="after")
     def _known_names(self) -> "GenerateConfig":
         """Unknown operators or styles fail here, on load, not in the middle of a run."""
         from tomforge.generators import generate_records
 
-        generate_records(1, operators=self.operator_names, styles=self.styles)  # checks its arguments only
+        generate_records(1, operators=self.operator_names, styles=self.styles, **self.told())  # checks its arguments only
         return self
 
     def split_sizes(self) -> dict[str, int]:

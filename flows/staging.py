@@ -80,8 +80,8 @@ def stage_generated(staging: Path, settings: "GenerateConfig", split: str, progr
     size = settings.split_sizes()[split]
     records = generate_records(size, max_order=settings.max_order, seed=settings.seed, split=split,
                                operators=settings.operator_names, styles=settings.styles,
-                               held_out=None if settings.held_out_test else False)
-    input_ref = generate_input_ref(size, settings.max_order, settings.seed, split=split)
+                               held_out=None if settings.held_out_test else False, **settings.told())
+    input_ref = generate_input_ref(size, settings.max_order, settings.seed, split=split, **settings.input_choices())
     return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, progress, read=size))
 
 

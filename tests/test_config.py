@@ -39,6 +39,8 @@ def test_a_user_file_replaces_the_sections_it_names(tmp_path: Path) -> None:
     ('[variants]\nsources = ["fantom"]\n', "variants.sources: no story parser for fantom"),
     ('[variants]\nsettings = { max_orders = 3 }\n', "max_orders"),
     ('[variants]\nsettings = { operators = ["teleport"] }\n', "unknown operators teleport"),
+    ('[generate]\nforms = ["mc", "essay"]\n', "unknown question forms ['essay']"),
+    ('[generate]\nrendering = "limerick"\n', "unknown rendering 'limerick'"),
 ])
 def test_bad_config_is_one_line_naming_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "c.toml"
@@ -70,3 +72,23 @@ def test_variants_section_defaults_and_sources(tmp_path: Path) -> None:
     assert config.variants.settings == Settings(max_order=3, balance=False)
     with pytest.raises(ConfigError, match="variants.sources: tomi is not a configured source"):
         check_before_run(config, path)
+
+
+def test_generate_section_takes_the_rendering_and_question_forms(tmp_path: Path) -> None:
+    """`[generate] rendering` and `forms` reach the staged records and their input_ref as the CLI's flags do."""
+    from tomforge.flows.staging import open_staged, stage_generated
+
+    path = tmp_path / "c.toml"
+    path.write_text('[generate]\nn = 40\nmax_order = 2\nrendering = "dialogue"\nforms = ["list", "answerability"]\n',
+                    encoding="utf-8")
+    config = load_config(path)
+    staged = open_staged(stage_generated(tmp_path / "staging", config.generate, "train"))
+    rows = staged.items.to_pylist()
+    contexts = {c["context_id"]: c for c in staged.contexts.to_pylist()}
+    assert len(rows) == config.generate.split_sizes()["train"]
+    assert {r["answer_format"] for r in rows} == {"list", "yes_no"}  # "Who knows ...?" and "Can X know ...?"
+    assert {r["question_type"] for r in rows} == {"answerability"}
+    assert {contexts[r["context_id"]]["context_kind"] for r in rows} == {"dialogue"}
+    assert staged.input_ref.endswith(",rendering=dialogue,forms=list,answerability")
+    default = open_staged(stage_generated(tmp_path / "staging0", load_config().generate, "train"))
+    assert "rendering" not in default.input_ref and "forms" not in default.input_ref
