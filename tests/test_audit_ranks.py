@@ -2,6 +2,7 @@
 implementation (scipy's Pearson chi-square), a null simulation, and HiToM's known artifact."""
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from tomforge.audits.config import AuditParams
 from tomforge.audits.ranks import gold_ranks, null_covariance, ranking_values, spread, tie_pattern, uniformity_test
 from tomforge.audits.repeats import repeated_sentences, story_repeats
 
-HITOM_FULL = Path("/work/shared/real-data/hitom")
+HITOM_FULL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data")) / "hitom"
 COLOURS = ("red", "blue", "green", "white")
 
 
