@@ -2,6 +2,7 @@
 label consistency. Each check controls its family-wise false-positive rate at `alpha` (Bonferroni
 over every test the check runs), so on clean data a check flags anything with probability <= alpha.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -16,9 +17,13 @@ from tomforge.audits.text import distinct_words, norm_words, token_sets, use_jit
 
 CONTAINER_HEURISTICS = ("first", "last", "most", "first_container")
 HEURISTICS = (*CONTAINER_HEURISTICS, "modal_position")
-HEURISTIC_LABELS = {"first": "first-mentioned candidate", "last": "last-mentioned candidate",
-                    "most": "most-mentioned candidate", "first_container": "object's first container",
-                    "modal_position": "most frequent gold position"}
+HEURISTIC_LABELS = {
+    "first": "first-mentioned candidate",
+    "last": "last-mentioned candidate",
+    "most": "most-mentioned candidate",
+    "first_container": "object's first container",
+    "modal_position": "most frequent gold position",
+}
 DESCRIPTIVE_HEURISTICS = ("modal_position",)  # fitted on the items it scores: tested by position_bias/answer_prior
 
 
@@ -55,14 +60,39 @@ def position_bias(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
             chi2, pval = stats.chisquare(counts)
             z = (counts - expected) / np.sqrt(n * (1 / k) * (1 - 1 / k))
             for pos in range(k):
-                rows.append({"selection": selection, "belief_order": order, "n_options": k, "n": n, "position": pos,
-                             "count": int(counts[pos]), "expected": expected, "z": float(z[pos]),
-                             "chi2": float(chi2), "p_value": float(pval)})
-    out = pl.DataFrame(rows, schema={"selection": pl.Utf8, "belief_order": pl.Utf8, "n_options": pl.Int64, "n": pl.Int64,
-                                     "position": pl.Int64, "count": pl.Int64, "expected": pl.Float64, "z": pl.Float64,
-                                     "chi2": pl.Float64, "p_value": pl.Float64})
+                rows.append(
+                    {
+                        "selection": selection,
+                        "belief_order": order,
+                        "n_options": k,
+                        "n": n,
+                        "position": pos,
+                        "count": int(counts[pos]),
+                        "expected": expected,
+                        "z": float(z[pos]),
+                        "chi2": float(chi2),
+                        "p_value": float(pval),
+                    }
+                )
+    out = pl.DataFrame(
+        rows,
+        schema={
+            "selection": pl.Utf8,
+            "belief_order": pl.Utf8,
+            "n_options": pl.Int64,
+            "n": pl.Int64,
+            "position": pl.Int64,
+            "count": pl.Int64,
+            "expected": pl.Float64,
+            "z": pl.Float64,
+            "chi2": pl.Float64,
+            "p_value": pl.Float64,
+        },
+    )
     m = max(out.select("selection", "belief_order", "n_options").unique().height, 1)
-    return out.with_columns((pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected"))
+    return out.with_columns(
+        (pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected")
+    )
 
 
 def answer_prior(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
@@ -75,17 +105,48 @@ def answer_prior(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
             group = part.filter(pl.col("answer_format") == fmt)
             counts = group.group_by("answer_norm").len().sort(["len", "answer_norm"], descending=[True, False])
             n, n_classes = group.height, counts.height
-            testable = 2 <= n_classes <= p.max_answer_classes and n / n_classes >= 5 and n >= p.min_group_items \
-                and fmt != "multiple_choice"  # MC answers are option texts; their position is tested instead
+            testable = (
+                2 <= n_classes <= p.max_answer_classes
+                and n / n_classes >= 5
+                and n >= p.min_group_items
+                and fmt != "multiple_choice"
+            )  # MC answers are option texts; their position is tested instead
             pval = float(stats.chisquare(counts["len"].to_numpy()).pvalue) if testable else None
             for answer, count in counts.head(10).iter_rows():
-                rows.append({"selection": selection, "belief_order": order, "answer_format": fmt, "answer": answer,
-                             "count": int(count), "n": n, "share": count / n, "n_classes": n_classes,
-                             "p_value": pval})
-    out = pl.DataFrame(rows, schema={"selection": pl.Utf8, "belief_order": pl.Utf8, "answer_format": pl.Utf8,
-                                     "answer": pl.Utf8, "count": pl.Int64, "n": pl.Int64, "share": pl.Float64,
-                                     "n_classes": pl.Int64, "p_value": pl.Float64})
-    m = max(out.filter(pl.col("p_value").is_not_null()).select("selection", "belief_order", "answer_format").unique().height, 1)
+                rows.append(
+                    {
+                        "selection": selection,
+                        "belief_order": order,
+                        "answer_format": fmt,
+                        "answer": answer,
+                        "count": int(count),
+                        "n": n,
+                        "share": count / n,
+                        "n_classes": n_classes,
+                        "p_value": pval,
+                    }
+                )
+    out = pl.DataFrame(
+        rows,
+        schema={
+            "selection": pl.Utf8,
+            "belief_order": pl.Utf8,
+            "answer_format": pl.Utf8,
+            "answer": pl.Utf8,
+            "count": pl.Int64,
+            "n": pl.Int64,
+            "share": pl.Float64,
+            "n_classes": pl.Int64,
+            "p_value": pl.Float64,
+        },
+    )
+    m = max(
+        out.filter(pl.col("p_value").is_not_null())
+        .select("selection", "belief_order", "answer_format")
+        .unique()
+        .height,
+        1,
+    )
     return out.with_columns((pl.col("p_value").fill_null(1.0) <= p.alpha / m).alias("flagged"))
 
 
@@ -104,14 +165,22 @@ def _token_matrix(texts: pl.Series) -> tuple[sparse.csr_matrix, np.ndarray]:
     if use_jit():
         ids, id_offsets, names = distinct_words(norm_words(texts))
         order, rank = _sorted_order(names)
-        matrix = sparse.csr_matrix((np.ones(len(ids), dtype=np.int64), rank[ids], id_offsets), shape=(len(texts), len(names)))
+        matrix = sparse.csr_matrix(
+            (np.ones(len(ids), dtype=np.int64), rank[ids], id_offsets), shape=(len(texts), len(names))
+        )
         matrix.sort_indices()
         return matrix, names[order]
-    pairs = pl.DataFrame({"_t": np.arange(len(texts), dtype=np.int64), "tok": token_sets(texts)}).explode("tok").drop_nulls("tok")
+    pairs = (
+        pl.DataFrame({"_t": np.arange(len(texts), dtype=np.int64), "tok": token_sets(texts)})
+        .explode("tok")
+        .drop_nulls("tok")
+    )
     vocab = pairs.select("tok").unique().sort("tok").with_row_index("_v")
     pairs = pairs.join(vocab, on="tok")
-    matrix = sparse.csr_matrix((np.ones(pairs.height, dtype=np.int64), (pairs["_t"].to_numpy(), pairs["_v"].to_numpy())),
-                               shape=(len(texts), vocab.height))
+    matrix = sparse.csr_matrix(
+        (np.ones(pairs.height, dtype=np.int64), (pairs["_t"].to_numpy(), pairs["_v"].to_numpy())),
+        shape=(len(texts), vocab.height),
+    )
     return matrix, vocab["tok"].to_numpy()
 
 
@@ -128,37 +197,68 @@ def _structural_matrix(df: pl.DataFrame) -> tuple[sparse.csr_matrix, np.ndarray]
     cols = np.empty((df.height, len(names)), dtype=np.int64)
     for k, (v, d) in enumerate(zip(values, distinct)):
         cols[:, k] = rank[starts[k] + d.search_sorted(v).to_numpy()]
-    indptr = np.arange(0, df.height * len(names) + 1, max(len(names), 1)) if names else np.zeros(df.height + 1, dtype=np.int64)
-    matrix = sparse.csr_matrix((np.ones(cols.size, dtype=np.int64), cols.ravel(), indptr), shape=(df.height, len(features)))
+    indptr = (
+        np.arange(0, df.height * len(names) + 1, max(len(names), 1))
+        if names
+        else np.zeros(df.height + 1, dtype=np.int64)
+    )
+    matrix = sparse.csr_matrix(
+        (np.ones(cols.size, dtype=np.int64), cols.ravel(), indptr), shape=(df.height, len(features))
+    )
     matrix.sort_indices()
     return matrix, features[order]
 
 
-def _feature_matrices(df: pl.DataFrame, p: AuditParams) -> tuple[list[tuple[sparse.csr_matrix, sparse.csr_matrix | None]], np.ndarray]:
+def _feature_matrices(
+    df: pl.DataFrame, p: AuditParams
+) -> tuple[list[tuple[sparse.csr_matrix, sparse.csr_matrix | None]], np.ndarray]:
     """The features of every row of `df` as sparse blocks (row selector, matrix): question tokens
     (`q:`), story tokens (`s:`, one row per context), structural features (`name=value`). Only the
     `max_token_features` most frequent tokens seen on at least `min_feature_count` rows are kept
     (ties by name); counts are over rows, as in a (row, feature) table."""
     n_rows = df.height
     q_matrix, q_names = _token_matrix(df["question"])
-    ctx = df.select("context_id", "context").unique("context_id", keep="first", maintain_order=True).with_row_index("_c")
-    row_ctx = df.select("context_id").join(ctx.select("context_id", "_c"), on="context_id", how="left",
-                                           maintain_order="left")["_c"].to_numpy().astype(np.int64)
+    ctx = (
+        df.select("context_id", "context").unique("context_id", keep="first", maintain_order=True).with_row_index("_c")
+    )
+    row_ctx = (
+        df.select("context_id")
+        .join(ctx.select("context_id", "_c"), on="context_id", how="left", maintain_order="left")["_c"]
+        .to_numpy()
+        .astype(np.int64)
+    )
     s_matrix, s_names = _token_matrix(ctx["context"])
-    counts = pl.DataFrame({
-        "feature": np.concatenate([np.char.add("q:", q_names.astype(str)), np.char.add("s:", s_names.astype(str))]) if
-        len(q_names) + len(s_names) else np.array([], dtype=str),
-        "len": np.concatenate([np.asarray(q_matrix.sum(axis=0)).ravel(),
-                               np.bincount(row_ctx, minlength=ctx.height) @ s_matrix]).astype(np.int64),
-        "_i": np.arange(len(q_names) + len(s_names))}, schema={"feature": pl.Utf8, "len": pl.Int64, "_i": pl.Int64})
-    keep = counts.filter(pl.col("len") >= p.min_feature_count).sort(["len", "feature"], descending=[True, False]).head(
-        p.max_token_features)["_i"].to_numpy()
+    counts = pl.DataFrame(
+        {
+            "feature": np.concatenate([np.char.add("q:", q_names.astype(str)), np.char.add("s:", s_names.astype(str))])
+            if len(q_names) + len(s_names)
+            else np.array([], dtype=str),
+            "len": np.concatenate(
+                [np.asarray(q_matrix.sum(axis=0)).ravel(), np.bincount(row_ctx, minlength=ctx.height) @ s_matrix]
+            ).astype(np.int64),
+            "_i": np.arange(len(q_names) + len(s_names)),
+        },
+        schema={"feature": pl.Utf8, "len": pl.Int64, "_i": pl.Int64},
+    )
+    keep = (
+        counts.filter(pl.col("len") >= p.min_feature_count)
+        .sort(["len", "feature"], descending=[True, False])
+        .head(p.max_token_features)["_i"]
+        .to_numpy()
+    )
     q_keep, s_keep = np.sort(keep[keep < len(q_names)]), np.sort(keep[keep >= len(q_names)]) - len(q_names)
     st_matrix, st_names = _structural_matrix(df)
-    ctx_selector = sparse.csr_matrix((np.ones(n_rows, dtype=np.int64), (np.arange(n_rows), row_ctx)), shape=(n_rows, ctx.height))
+    ctx_selector = sparse.csr_matrix(
+        (np.ones(n_rows, dtype=np.int64), (np.arange(n_rows), row_ctx)), shape=(n_rows, ctx.height)
+    )
     blocks = [(None, q_matrix[:, q_keep]), (ctx_selector, s_matrix[:, s_keep]), (None, st_matrix)]
-    names = np.concatenate([np.array(["q:" + t for t in q_names[q_keep]], dtype=object),
-                            np.array(["s:" + t for t in s_names[s_keep]], dtype=object), st_names])
+    names = np.concatenate(
+        [
+            np.array(["q:" + t for t in q_names[q_keep]], dtype=object),
+            np.array(["s:" + t for t in s_names[s_keep]], dtype=object),
+            st_names,
+        ]
+    )
     return blocks, names
 
 
@@ -169,20 +269,45 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     df = df.with_row_index("_row")
     mc = df.filter((pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null())
     if mc.height:
-        labels.append(mc.select("_row", "selection", "belief_order",
-                                pl.format("gold_position|k={}", pl.col("options").list.len()).alias("label_kind"),
-                                pl.col("answer_index").cast(pl.Utf8).alias("label")))
+        labels.append(
+            mc.select(
+                "_row",
+                "selection",
+                "belief_order",
+                pl.format("gold_position|k={}", pl.col("options").list.len()).alias("label_kind"),
+                pl.col("answer_index").cast(pl.Utf8).alias("label"),
+            )
+        )
     other = df.filter(pl.col("answer_format") != "multiple_choice").with_columns(
-        pl.col("answer").str.to_lowercase().str.strip_chars().alias("label"))
+        pl.col("answer").str.to_lowercase().str.strip_chars().alias("label")
+    )
     if other.height:
-        small = other.group_by("answer_format").agg(pl.col("label").n_unique().alias("k")).filter(
-            pl.col("k") <= p.max_answer_classes)["answer_format"].to_list()
+        small = (
+            other.group_by("answer_format")
+            .agg(pl.col("label").n_unique().alias("k"))
+            .filter(pl.col("k") <= p.max_answer_classes)["answer_format"]
+            .to_list()
+        )
         other = other.filter(pl.col("answer_format").is_in(small))
-        labels.append(other.select("_row", "selection", "belief_order",
-                                   ("answer|" + pl.col("answer_format")).alias("label_kind"), "label"))
-    schema = {"selection": pl.Utf8, "belief_order": pl.Utf8, "label_kind": pl.Utf8, "label": pl.Utf8,
-              "feature": pl.Utf8, "n_feature": pl.Int64, "n_label_and_feature": pl.Int64, "p_hat": pl.Float64,
-              "p0": pl.Float64, "n": pl.Int64, "z": pl.Float64, "p_value": pl.Float64}
+        labels.append(
+            other.select(
+                "_row", "selection", "belief_order", ("answer|" + pl.col("answer_format")).alias("label_kind"), "label"
+            )
+        )
+    schema = {
+        "selection": pl.Utf8,
+        "belief_order": pl.Utf8,
+        "label_kind": pl.Utf8,
+        "label": pl.Utf8,
+        "feature": pl.Utf8,
+        "n_feature": pl.Int64,
+        "n_label_and_feature": pl.Int64,
+        "p_hat": pl.Float64,
+        "p0": pl.Float64,
+        "n": pl.Int64,
+        "z": pl.Float64,
+        "p_value": pl.Float64,
+    }
     if not labels:
         return pl.DataFrame(schema=schema | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
     lab = pl.concat(labels)
@@ -193,16 +318,28 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     lab = pl.concat(strata).drop("belief_order").rename({"stratum": "belief_order"})
     fam = ["selection", "belief_order", "label_kind"]
     totals = lab.group_by(fam).len("n")
-    priors = lab.group_by([*fam, "label"]).len("n_label").join(totals, on=fam).with_columns(
-        (pl.col("n_label") / pl.col("n")).alias("p0")).sort([*fam, "label"]).with_row_index("_fy")
+    priors = (
+        lab.group_by([*fam, "label"])
+        .len("n_label")
+        .join(totals, on=fam)
+        .with_columns((pl.col("n_label") / pl.col("n")).alias("p0"))
+        .sort([*fam, "label"])
+        .with_row_index("_fy")
+    )
     # counts of (family, label) x feature as one sparse product: (family-label x row) @ (row x feature)
     blocks, names = _feature_matrices(df, p)
     lab = lab.join(priors.select(*fam, "label", "_fy"), on=[*fam, "label"])
     fy, rows = lab["_fy"].to_numpy().astype(np.int64), lab["_row"].to_numpy().astype(np.int64)
     membership = sparse.csr_matrix((np.ones(len(fy), dtype=np.int64), (fy, rows)), shape=(priors.height, df.height))
-    counts = np.hstack([((membership @ selector) @ matrix if selector is not None else membership @ matrix).toarray()
-                        for selector, matrix in blocks])
-    family = priors.select(fam).with_columns(pl.struct(fam).rank("dense").cast(pl.Int64).alias("_f") - 1)["_f"].to_numpy()
+    counts = np.hstack(
+        [
+            ((membership @ selector) @ matrix if selector is not None else membership @ matrix).toarray()
+            for selector, matrix in blocks
+        ]
+    )
+    family = (
+        priors.select(fam).with_columns(pl.struct(fam).rank("dense").cast(pl.Int64).alias("_f") - 1)["_f"].to_numpy()
+    )
     per_family = np.zeros((family.max() + 1 if len(family) else 0, counts.shape[1]), dtype=np.int64)
     np.add.at(per_family, family, counts)
     n_feature = per_family[family]
@@ -210,8 +347,11 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     tests = priors.select(*fam, "label", "n_label", "n", "p0")[fy_i].with_columns(
         pl.Series("feature", names[f_i], dtype=pl.Utf8),
         pl.Series("n_feature", n_feature[fy_i, f_i], dtype=pl.UInt32),
-        pl.Series("n_label_and_feature", counts[fy_i, f_i], dtype=pl.UInt32))
-    tests = tests.filter((pl.col("n") > pl.col("n_feature")) | (pl.col("p0") < 1.0))  # a feature on every item says nothing
+        pl.Series("n_label_and_feature", counts[fy_i, f_i], dtype=pl.UInt32),
+    )
+    tests = tests.filter(
+        (pl.col("n") > pl.col("n_feature")) | (pl.col("p0") < 1.0)
+    )  # a feature on every item says nothing
     tests = tests.filter(pl.col("n_label") < pl.col("n"))  # a label with no alternative cannot be associated
     if tests.height == 0:
         return pl.DataFrame(schema=schema | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
@@ -220,32 +360,50 @@ def feature_association(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     p0 = tests["p0"].to_numpy()
     pvals = _binom_two_sided(k, nf, p0)
     tests = tests.with_columns((pl.col("n_label_and_feature") / pl.col("n_feature")).alias("p_hat"))
-    tests = tests.with_columns(((pl.col("p_hat") - pl.col("p0")) / (pl.col("p0") * (1 - pl.col("p0")) / pl.col("n_feature")).sqrt()).alias("z"),
-                               pl.Series("p_value", pvals))
+    tests = tests.with_columns(
+        ((pl.col("p_hat") - pl.col("p0")) / (pl.col("p0") * (1 - pl.col("p0")) / pl.col("n_feature")).sqrt()).alias(
+            "z"
+        ),
+        pl.Series("p_value", pvals),
+    )
     m = tests.height
-    tests = tests.with_columns((pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected"))
+    tests = tests.with_columns(
+        (pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected")
+    )
     # keep every flagged test and the strongest few per family as context
     order = ["p_value", *fam, "feature", "label"]
     top = tests.sort(order).group_by(fam, maintain_order=True).head(10)
     frames = pl.concat([tests.filter(pl.col("flagged")), top]).unique(subset=[*fam, "feature", "label"])
-    return frames.select(*schema, "flagged", "alpha_corrected").sort(["flagged", *order], descending=[True] + [False] * len(order))
+    return frames.select(*schema, "flagged", "alpha_corrected").sort(
+        ["flagged", *order], descending=[True] + [False] * len(order)
+    )
 
 
 def _strata_expr() -> pl.Expr:
     """Belief order as text; memory questions (which ask for the first container) apart."""
-    return pl.when(pl.col("question_type") == "memory").then(pl.lit("memory")).otherwise(
-        pl.col("belief_order").cast(pl.Utf8)).alias("stratum")
+    return (
+        pl.when(pl.col("question_type") == "memory")
+        .then(pl.lit("memory"))
+        .otherwise(pl.col("belief_order").cast(pl.Utf8))
+        .alias("stratum")
+    )
 
 
 def _modal_position_scores(df: pl.DataFrame) -> pl.DataFrame:
-    """"Answer the option at the most frequent gold position" (yes/no: the most frequent answer), the
+    """ "Answer the option at the most frequent gold position" (yes/no: the most frequent answer), the
     mode taken per selection, stratum, format and number of options. The mode is fitted on the items
     it scores, so its accuracy is descriptive (never below chance); whether positions or answers
     depart from uniform is tested by `position_bias` and `answer_prior`, not here."""
     scored = modal_position_labels(df)
-    return scored.select("item_id", "selection", "stratum", "answer_format", pl.lit("modal_position").alias("heuristic"),
-                         (pl.col("label") == pl.col("mode")).alias("hit"),
-                         pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"))
+    return scored.select(
+        "item_id",
+        "selection",
+        "stratum",
+        "answer_format",
+        pl.lit("modal_position").alias("heuristic"),
+        (pl.col("label") == pl.col("mode")).alias("hit"),
+        pl.when(pl.col("answer_format") == "yes_no").then(0.5).otherwise(1.0 / pl.col("k")).alias("chance"),
+    )
 
 
 def modal_position_labels(df: pl.DataFrame) -> pl.DataFrame:
@@ -254,18 +412,33 @@ def modal_position_labels(df: pl.DataFrame) -> pl.DataFrame:
     stratum, format and k). Also what compares a model's answers with the rule (experiments.experiment_report)."""
     if "stratum" not in df.columns:
         df = df.with_columns(_strata_expr())
-    mc = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() \
+    mc = (
+        (pl.col("answer_format") == "multiple_choice")
+        & pl.col("answer_index").is_not_null()
         & (pl.col("options").list.len() >= 2)
+    )
     yn = (pl.col("answer_format") == "yes_no") & pl.col("gold_norm").is_in(["yes", "no"])
     part = df.filter(mc | yn).with_columns(
-        pl.when(pl.col("answer_format") == "yes_no").then(pl.col("gold_norm"))
-        .otherwise(pl.col("answer_index").cast(pl.Utf8)).alias("label"),
-        pl.when(pl.col("answer_format") == "yes_no").then(pl.lit(2)).otherwise(pl.col("options").list.len())
-        .cast(pl.Int64).alias("k"),
-        pl.col("stratum").fill_null("none").alias("stratum_key"))
+        pl.when(pl.col("answer_format") == "yes_no")
+        .then(pl.col("gold_norm"))
+        .otherwise(pl.col("answer_index").cast(pl.Utf8))
+        .alias("label"),
+        pl.when(pl.col("answer_format") == "yes_no")
+        .then(pl.lit(2))
+        .otherwise(pl.col("options").list.len())
+        .cast(pl.Int64)
+        .alias("k"),
+        pl.col("stratum").fill_null("none").alias("stratum_key"),
+    )
     keys = ["selection", "stratum_key", "answer_format", "k"]
-    modes = (part.group_by([*keys, "label"]).len().sort(["len", "label"], descending=[True, False])
-             .group_by(keys, maintain_order=True).first().select(*keys, pl.col("label").alias("mode")))
+    modes = (
+        part.group_by([*keys, "label"])
+        .len()
+        .sort(["len", "label"], descending=[True, False])
+        .group_by(keys, maintain_order=True)
+        .first()
+        .select(*keys, pl.col("label").alias("mode"))
+    )
     return part.join(modes, on=keys, how="inner")
 
 
@@ -279,8 +452,17 @@ def heuristic_scores(df: pl.DataFrame) -> pl.DataFrame:
         keep = pl.col("scorable").fill_null(False)
         if rule in ("first", "first_container"):
             keep = keep & (pl.col("stratum").fill_null("") != "memory")
-        frames.append(base.filter(keep).select("item_id", "selection", "stratum", "answer_format", pl.lit(rule).alias("heuristic"),
-                                               pl.col(f"hit_{rule}").fill_null(False).alias("hit"), "chance"))
+        frames.append(
+            base.filter(keep).select(
+                "item_id",
+                "selection",
+                "stratum",
+                "answer_format",
+                pl.lit(rule).alias("heuristic"),
+                pl.col(f"hit_{rule}").fill_null(False).alias("hit"),
+                "chance",
+            )
+        )
     frames.append(_modal_position_scores(base))
     return pl.concat(frames)
 
@@ -305,45 +487,87 @@ def baselines_from_scores(scores: pl.DataFrame, p: AuditParams, by_format: bool 
     group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
     # counts per distinct chance first (a few rows per group), then the mean chance summed over them in
     # sorted order: a float mean that does not depend on how joins happened to order the items
-    counted = scores.group_by([*group, "stratum", "chance"]).agg(pl.len().alias("n"), pl.col("hit").sum().alias("correct"))
+    counted = scores.group_by([*group, "stratum", "chance"]).agg(
+        pl.len().alias("n"), pl.col("hit").sum().alias("correct")
+    )
     counted = counted.sort([*group, "stratum", "chance"], nulls_last=True)
-    agg = (pl.col("n").sum(), pl.col("correct").sum(),
-           ((pl.col("chance") * pl.col("n")).sum() / pl.col("n").filter(pl.col("chance").is_not_null()).sum()).alias("chance"))
+    agg = (
+        pl.col("n").sum(),
+        pl.col("correct").sum(),
+        ((pl.col("chance") * pl.col("n")).sum() / pl.col("n").filter(pl.col("chance").is_not_null()).sum()).alias(
+            "chance"
+        ),
+    )
     per = counted.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"], maintain_order=True).agg(*agg)
     total = counted.group_by(group, maintain_order=True).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
     table = pl.concat([total.select(per.columns), per])
     rank = {h: i for i, h in enumerate(HEURISTICS)}
     rows = []
-    for key, part in sorted(table.partition_by(group, as_dict=True).items(),
-                            key=lambda kv: (*kv[0][:-1], rank[kv[0][-1]])):
+    for key, part in sorted(
+        table.partition_by(group, as_dict=True).items(), key=lambda kv: (*kv[0][:-1], rank[kv[0][-1]])
+    ):
         by_stratum = {r["stratum"]: r for r in part.iter_rows(named=True)}
         orders = sorted(int(s) for s in by_stratum if s.isdigit())
         descriptive = key[-1] in DESCRIPTIVE_HEURISTICS
-        points = [(o, int(by_stratum[str(o)]["n"]), int(by_stratum[str(o)]["correct"]), float(by_stratum[str(o)]["chance"]))
-                  for o in orders if by_stratum[str(o)]["n"] >= p.min_group_items]
+        points = [
+            (o, int(by_stratum[str(o)]["n"]), int(by_stratum[str(o)]["correct"]), float(by_stratum[str(o)]["chance"]))
+            for o in orders
+            if by_stratum[str(o)]["n"] >= p.min_group_items
+        ]
         trend_z, trend_p = (None, None) if descriptive else _trend([pt[:3] for pt in points])
-        high_acc, high_chance, high_p = (None, None, None) if descriptive or trend_p is None else higher_orders_test(points)
+        high_acc, high_chance, high_p = (
+            (None, None, None) if descriptive or trend_p is None else higher_orders_test(points)
+        )
         for stratum in sorted(by_stratum, key=_stratum_sort_key):
             r = by_stratum[stratum]
             n, correct, chance = int(r["n"]), int(r["correct"]), float(r["chance"])
-            pval = None if descriptive else float(
-                stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
-            rows.append(dict(zip(group, key)) | {"belief_order": stratum, "n": n, "correct": correct,
-                                                 "accuracy": correct / n, "chance": chance, "p_value": pval,
-                                                 "trend_z": trend_z, "trend_p": trend_p, "high_orders_accuracy": high_acc,
-                                                 "high_orders_chance": high_chance, "high_orders_p": high_p})
-    schema = {"selection": pl.Utf8, **({"answer_format": pl.Utf8} if by_format else {}), "heuristic": pl.Utf8,
-              "belief_order": pl.Utf8, "n": pl.Int64, "correct": pl.Int64, "accuracy": pl.Float64, "chance": pl.Float64,
-              "p_value": pl.Float64, "trend_z": pl.Float64, "trend_p": pl.Float64, "high_orders_accuracy": pl.Float64,
-              "high_orders_chance": pl.Float64, "high_orders_p": pl.Float64}
+            pval = (
+                None
+                if descriptive
+                else float(stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
+            )
+            rows.append(
+                dict(zip(group, key))
+                | {
+                    "belief_order": stratum,
+                    "n": n,
+                    "correct": correct,
+                    "accuracy": correct / n,
+                    "chance": chance,
+                    "p_value": pval,
+                    "trend_z": trend_z,
+                    "trend_p": trend_p,
+                    "high_orders_accuracy": high_acc,
+                    "high_orders_chance": high_chance,
+                    "high_orders_p": high_p,
+                }
+            )
+    schema = {
+        "selection": pl.Utf8,
+        **({"answer_format": pl.Utf8} if by_format else {}),
+        "heuristic": pl.Utf8,
+        "belief_order": pl.Utf8,
+        "n": pl.Int64,
+        "correct": pl.Int64,
+        "accuracy": pl.Float64,
+        "chance": pl.Float64,
+        "p_value": pl.Float64,
+        "trend_z": pl.Float64,
+        "trend_p": pl.Float64,
+        "high_orders_accuracy": pl.Float64,
+        "high_orders_chance": pl.Float64,
+        "high_orders_p": pl.Float64,
+    }
     out = pl.DataFrame(rows, schema=schema)
     tested = out.filter((pl.col("n") >= p.min_group_items) & pl.col("p_value").is_not_null())
     m = max(tested.height, 1)
     m_trend = max(out.filter(pl.col("trend_p").is_not_null()).select(group).unique().height, 1)
     return out.with_columns(
         ((pl.col("p_value").fill_null(1.0) <= p.alpha / m) & (pl.col("n") >= p.min_group_items)).alias("above_chance"),
-        ((pl.col("trend_p").fill_null(1.0) <= p.alpha / m_trend)
-         & (pl.col("high_orders_p").fill_null(1.0) <= p.alpha / m_trend)).alias("inverted_difficulty"),
+        (
+            (pl.col("trend_p").fill_null(1.0) <= p.alpha / m_trend)
+            & (pl.col("high_orders_p").fill_null(1.0) <= p.alpha / m_trend)
+        ).alias("inverted_difficulty"),
     )
 
 
@@ -351,7 +575,7 @@ def higher_orders_test(points: list[tuple[int, int, int, float]]) -> tuple[float
     """Does the rule beat chance on the higher half of the orders (the upper half of the sorted
     orders, the middle one included when their number is odd)? Points are (order, n, correct,
     mean chance); returns the pooled accuracy, the pooled chance and the one-sided binomial p-value."""
-    high = sorted(points)[len(points) // 2:]
+    high = sorted(points)[len(points) // 2 :]
     n = sum(pt[1] for pt in high)
     correct = sum(pt[2] for pt in high)
     chance = sum(pt[1] * pt[3] for pt in high) / n

@@ -10,6 +10,7 @@ out-of-fold predictions of a group k-fold by context stand in (no story is in bo
 group k-fold accuracy is reported as well. Confidence intervals come from a cluster bootstrap over
 contexts, paired with the majority-class baseline on the same resamples.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,18 +27,33 @@ from tomforge.audits.config import AuditParams
 from tomforge.audits.hashing import hashed_ngrams
 
 INPUTS = ("question_only", "options_only", "story_without_question")
-_SCHEMA = {"input": pl.Utf8, "answer_format": pl.Utf8, "evaluation": pl.Utf8, "n_train": pl.Int64, "n_eval": pl.Int64,
-           "accuracy": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "chance": pl.Float64,
-           "majority": pl.Float64, "diff_ci_low": pl.Float64, "diff_ci_high": pl.Float64, "cv_accuracy": pl.Float64,
-           "flagged": pl.Boolean}
+_SCHEMA = {
+    "input": pl.Utf8,
+    "answer_format": pl.Utf8,
+    "evaluation": pl.Utf8,
+    "n_train": pl.Int64,
+    "n_eval": pl.Int64,
+    "accuracy": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "chance": pl.Float64,
+    "majority": pl.Float64,
+    "diff_ci_low": pl.Float64,
+    "diff_ci_high": pl.Float64,
+    "cv_accuracy": pl.Float64,
+    "flagged": pl.Boolean,
+}
 
 
 def _texts(df: pl.DataFrame, kind: str) -> list[str]:
     if kind == "question_only":
         return df["question"].to_list()
     if kind == "options_only":
-        return [" ".join(f"p{i}_{w}" for i, opt in enumerate(opts or []) for w in opt.lower().split()) + f" n{len(opts or [])}"
-                for opts in df["options"].to_list()]
+        return [
+            " ".join(f"p{i}_{w}" for i, opt in enumerate(opts or []) for w in opt.lower().split())
+            + f" n{len(opts or [])}"
+            for opts in df["options"].to_list()
+        ]
     return df["context"].to_list()
 
 
@@ -61,7 +77,9 @@ def _vectorize(texts: list[str]):
     if len(distinct) == len(texts):
         return hashed_ngrams(texts, workers=_workers())
     position = {t: i for i, t in enumerate(distinct)}
-    return hashed_ngrams(distinct, workers=_workers())[np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))]
+    return hashed_ngrams(distinct, workers=_workers())[
+        np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))
+    ]
 
 
 def _fit_predict(x_train, y_train: np.ndarray, x_test) -> np.ndarray:
@@ -76,8 +94,9 @@ def _fit_predict(x_train, y_train: np.ndarray, x_test) -> np.ndarray:
         return clf.predict(x_test).astype(object)
 
 
-def _cluster_bootstrap(correct: np.ndarray, base: np.ndarray, groups: np.ndarray, reps: int, seed: int,
-                       alpha: float) -> tuple[float, float, float, float]:
+def _cluster_bootstrap(
+    correct: np.ndarray, base: np.ndarray, groups: np.ndarray, reps: int, seed: int, alpha: float
+) -> tuple[float, float, float, float]:
     """Percentile CIs of accuracy and of (accuracy - baseline accuracy), resampling contexts."""
     _, inverse = np.unique(groups, return_inverse=True)
     n_groups = inverse.max() + 1
@@ -94,8 +113,12 @@ def _cluster_bootstrap(correct: np.ndarray, base: np.ndarray, groups: np.ndarray
         acc[start:stop] = a
         diff[start:stop] = a - (w @ per_base) / tot
     lo, hi = 100 * alpha / 2, 100 * (1 - alpha / 2)
-    return (float(np.percentile(acc, lo)), float(np.percentile(acc, hi)),
-            float(np.percentile(diff, lo)), float(np.percentile(diff, hi)))
+    return (
+        float(np.percentile(acc, lo)),
+        float(np.percentile(acc, hi)),
+        float(np.percentile(diff, lo)),
+        float(np.percentile(diff, hi)),
+    )
 
 
 def _subsample(df: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
@@ -123,9 +146,11 @@ def _workers() -> int:
 def _fits(x_tr, y_tr: np.ndarray, jobs: list[tuple[np.ndarray | None, object]]) -> list[np.ndarray]:
     """Predictions of each (train rows or None for all, matrix to predict) job, fitted on threads:
     SGD's loop releases the GIL, and every fit is seeded, so the result does not depend on order."""
+
     def run(job: tuple[np.ndarray | None, object]) -> np.ndarray:
         rows, x_pred = job
         return _fit_predict(x_tr if rows is None else x_tr[rows], y_tr if rows is None else y_tr[rows], x_pred)
+
     with ThreadPoolExecutor(min(_workers(), len(jobs))) as pool:
         return list(pool.map(run, jobs))
 
@@ -149,7 +174,11 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
             ho = ho.filter(pl.col("answer_index").is_not_null()) if ho is not None else None
         y_tr = _targets(tr, fmt)
         n_classes = len(np.unique(y_tr))
-        if tr.height < p.min_group_items or n_classes < 2 or (fmt != "multiple_choice" and n_classes > p.max_answer_classes):
+        if (
+            tr.height < p.min_group_items
+            or n_classes < 2
+            or (fmt != "multiple_choice" and n_classes > p.max_answer_classes)
+        ):
             continue
         if ho is not None and ho.height < p.min_group_items:
             ho = None
@@ -175,16 +204,37 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
         values, counts = np.unique(y_tr, return_counts=True)
         majority = values[np.argmax(counts)]
         if ho_eval is not None:
-            pred, y_eval, eval_df, evaluation = preds[-1], _targets(ho_eval, fmt).astype(object), ho_eval, "train->heldout" + note
+            pred, y_eval, eval_df, evaluation = (
+                preds[-1],
+                _targets(ho_eval, fmt).astype(object),
+                ho_eval,
+                "train->heldout" + note,
+            )
         else:
             pred, y_eval, eval_df, evaluation = cv_pred, y_tr, tr_fit, f"group {p.folds}-fold (train)"
         correct = pred == y_eval
         base = y_eval == majority
-        lo, hi, dlo, dhi = _cluster_bootstrap(correct, base, eval_df["context_id"].to_numpy(), p.bootstrap, p.seed, alpha)
+        lo, hi, dlo, dhi = _cluster_bootstrap(
+            correct, base, eval_df["context_id"].to_numpy(), p.bootstrap, p.seed, alpha
+        )
         chance = _chance(eval_df, fmt, n_classes)
         acc = float(correct.mean())
-        rows.append({"input": kind, "answer_format": fmt, "evaluation": evaluation, "n_train": tr_fit.height,
-                     "n_eval": len(y_eval), "accuracy": acc, "ci_low": lo, "ci_high": hi, "chance": chance,
-                     "majority": float(base.mean()), "diff_ci_low": dlo, "diff_ci_high": dhi, "cv_accuracy": cv_acc,
-                     "flagged": bool(dlo > 0 and lo > chance)})
+        rows.append(
+            {
+                "input": kind,
+                "answer_format": fmt,
+                "evaluation": evaluation,
+                "n_train": tr_fit.height,
+                "n_eval": len(y_eval),
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "chance": chance,
+                "majority": float(base.mean()),
+                "diff_ci_low": dlo,
+                "diff_ci_high": dhi,
+                "cv_accuracy": cv_acc,
+                "flagged": bool(dlo > 0 and lo > chance),
+            }
+        )
     return pl.DataFrame(rows, schema=_SCHEMA)

@@ -11,6 +11,7 @@ A check declares how (`AuditCheck.by_source`):
 Only failing lines are split, so a clean mixed audit costs nothing more; a recomputed check costs
 about one more run of it over the selections.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -41,8 +42,12 @@ def _items_by_source(check: AuditCheck, verdict: Verdict, facts: AuditFacts) -> 
         return verdict
     parts = []
     for side in ("heldout", "train"):
-        counts = implicated.filter(pl.col("side") == side).group_by("source").len().sort(
-            ["len", "source"], descending=[True, False])
+        counts = (
+            implicated.filter(pl.col("side") == side)
+            .group_by("source")
+            .len()
+            .sort(["len", "source"], descending=[True, False])
+        )
         if counts.height:
             parts.append(f"{side_name(side)} " + ", ".join(f"{s} {n}" for s, n in counts.iter_rows()))
     if not parts:

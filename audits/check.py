@@ -6,6 +6,7 @@ verdict function registered in `audits.verdict`, three places that had to agree.
 (`audits.checks.CHECKS`, in report order) is the one list `audits.run` iterates for tables, findings
 and verdicts; dolma's tagger registry and datatrove's `PipelineStep` have the same shape.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,8 @@ class TableInputs:
         """The items with their features (`audits.features.item_features`), belief order as Int64."""
         feats = item_features(self.items.unique("item_id", keep="first", maintain_order=True))
         return self.items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(
-            pl.col("belief_order").cast(pl.Int64))
+            pl.col("belief_order").cast(pl.Int64)
+        )
 
     @cached_property
     def scores(self) -> pl.DataFrame:
@@ -63,15 +65,29 @@ class Findings:
     """The findings table being built: one row per `add` (check, severity, selection, message,
     evidence as JSON, the baseline it was compared with)."""
 
-    SCHEMA = {"check": pl.Utf8, "severity": pl.Utf8, "selection": pl.Utf8, "message": pl.Utf8, "evidence": pl.Utf8,
-              "baseline": pl.Utf8}
+    SCHEMA = {
+        "check": pl.Utf8,
+        "severity": pl.Utf8,
+        "selection": pl.Utf8,
+        "message": pl.Utf8,
+        "evidence": pl.Utf8,
+        "baseline": pl.Utf8,
+    }
 
     def __init__(self) -> None:
         self.rows: list[dict] = []
 
     def add(self, check: str, severity: str, selection: str, message: str, evidence: dict, baseline: str) -> None:
-        self.rows.append({"check": check, "severity": severity, "selection": selection, "message": message,
-                          "evidence": json.dumps(evidence, sort_keys=True, default=str), "baseline": baseline})
+        self.rows.append(
+            {
+                "check": check,
+                "severity": severity,
+                "selection": selection,
+                "message": message,
+                "evidence": json.dumps(evidence, sort_keys=True, default=str),
+                "baseline": baseline,
+            }
+        )
 
     def extend(self, frame: pl.DataFrame) -> None:
         """Rows already in the table's shape (e.g. `audits.variants.variant_findings`)."""

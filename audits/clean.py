@@ -19,6 +19,7 @@ Steps, in order (an item leaves at the first step that removes it):
    options, belief order), deterministically under the policy seed; a re-ordered row's `content_hash`
    is recomputed over its new content, so a released row's hash always describes that row.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,9 +62,13 @@ class CleanSummary:
     def lines(self) -> list[str]:
         out = [f"clean (audit {self.run_id}):"]
         for r in self.summary.iter_rows(named=True):
-            reasons = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("side", "selected", "kept", "removed") and v)
-            out.append(f"  {r['side']}: selected {r['selected']} = kept {r['kept']} + removed {r['removed']}"
-                       + (f" ({reasons})" if reasons else ""))
+            reasons = ", ".join(
+                f"{k} {v}" for k, v in r.items() if k not in ("side", "selected", "kept", "removed") and v
+            )
+            out.append(
+                f"  {r['side']}: selected {r['selected']} = kept {r['kept']} + removed {r['removed']}"
+                + (f" ({reasons})" if reasons else "")
+            )
         out.append(f"  options re-ordered: {self.n_reshuffled}; reconciled: {'yes' if self.reconciled else 'NO'}")
         return out
 
@@ -80,8 +85,11 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
             raise WarehouseError(f"{warehouse}: no audit found (run `tomforge audit` first)")
         require_fresh_audit(con, warehouse, "clean")  # old findings must not judge new content
         run = con.sql("SELECT * FROM audit_runs").to_arrow_table().to_pylist()[0]
-        items = store.frame_of(con.sql(
-            "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id").to_arrow_table())
+        items = store.frame_of(
+            con.sql(
+                "SELECT i.*, a.side FROM items i JOIN audit_items a USING (item_id) ORDER BY a.side, i.item_id"
+            ).to_arrow_table()
+        )
         contexts = store.frame_of(con.sql("SELECT context_id, text_key, cluster FROM audit_contexts").to_arrow_table())
         pairs = store.frame_of(con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").to_arrow_table())
         conflicts = store.frame_of(con.sql("SELECT item_ids FROM audit_label_conflicts").to_arrow_table())
@@ -92,30 +100,60 @@ def _read(warehouse: Path) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFra
 
 def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: CleaningPolicy) -> pl.DataFrame:
     """Train text keys to drop, with the reason of the strongest pair."""
-    above = ((pl.col("jaccard") >= policy.drop_cross_jaccard) | (pl.col("containment_a") >= policy.drop_cross_containment)
-             | (pl.col("containment_b") >= policy.drop_cross_containment))
+    above = (
+        (pl.col("jaccard") >= policy.drop_cross_jaccard)
+        | (pl.col("containment_a") >= policy.drop_cross_containment)
+        | (pl.col("containment_b") >= policy.drop_cross_containment)
+    )
     kinds = pairs.with_columns(
-        pl.when(pl.col("kind") == "exact").then(pl.lit("overlap_exact"))
-        .when((pl.col("kind") == "near_duplicate") & above).then(pl.lit("overlap_near_duplicate"))
-        .when((pl.col("kind") == "contained") & above).then(pl.lit("overlap_contained"))
-        .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged)).then(pl.lit("overlap_ngram"))
-        .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural)).then(pl.lit("overlap_structural"))
-        .otherwise(None).alias("reason"))
-    rank = {"overlap_exact": 0, "overlap_near_duplicate": 1, "overlap_contained": 2, "overlap_ngram": 3,
-            "overlap_structural": 4}
-    drops = kinds.drop_nulls("reason").with_columns(pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank"))
-    drops = drops.sort("rank", "a_text_key", "b_context_id").unique("a_text_key", keep="first").select(
-        pl.col("a_text_key").alias("text_key"), "reason",
-        pl.format("held-out context {} (Jaccard {}, containment {})", pl.col("b_context_id"), pl.col("jaccard").round(3),
-                  pl.col("containment_b").round(3)).alias("detail"))
+        pl.when(pl.col("kind") == "exact")
+        .then(pl.lit("overlap_exact"))
+        .when((pl.col("kind") == "near_duplicate") & above)
+        .then(pl.lit("overlap_near_duplicate"))
+        .when((pl.col("kind") == "contained") & above)
+        .then(pl.lit("overlap_contained"))
+        .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged))
+        .then(pl.lit("overlap_ngram"))
+        .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural))
+        .then(pl.lit("overlap_structural"))
+        .otherwise(None)
+        .alias("reason")
+    )
+    rank = {
+        "overlap_exact": 0,
+        "overlap_near_duplicate": 1,
+        "overlap_contained": 2,
+        "overlap_ngram": 3,
+        "overlap_structural": 4,
+    }
+    drops = kinds.drop_nulls("reason").with_columns(
+        pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank")
+    )
+    drops = (
+        drops.sort("rank", "a_text_key", "b_context_id")
+        .unique("a_text_key", keep="first")
+        .select(
+            pl.col("a_text_key").alias("text_key"),
+            "reason",
+            pl.format(
+                "held-out context {} (Jaccard {}, containment {})",
+                pl.col("b_context_id"),
+                pl.col("jaccard").round(3),
+                pl.col("containment_b").round(3),
+            ).alias("detail"),
+        )
+    )
     return contexts.join(drops, on="text_key").select("context_id", "reason", "detail")
 
 
 def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFrame, int]:
     """Balance gold positions: within each (side, n options, belief order) group, items in a seeded
     order get target positions 0, 1, ..., k-1, 0, ...; distractors keep a seeded random order."""
-    mask = (pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null() & \
-        pl.col("side").is_in(list(policy.reshuffle_sides))
+    mask = (
+        (pl.col("answer_format") == "multiple_choice")
+        & pl.col("answer_index").is_not_null()
+        & pl.col("side").is_in(list(policy.reshuffle_sides))
+    )
     rows = items.filter(mask).select("item_id", "side", "options", "answer_index", "belief_order").to_dicts()
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
@@ -136,11 +174,19 @@ def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFram
     if not new_options:
         return items, 0
     changed = sum(1 for r in rows if new_options[r["item_id"]] != list(r["options"]))
-    upd = pl.DataFrame({"item_id": list(new_options), "_options": list(new_options.values()),
-                        "_index": list(new_index.values())}, schema={"item_id": pl.Utf8, "_options": pl.List(pl.Utf8), "_index": pl.Int64})
-    out = items.join(upd, on="item_id", how="left").with_columns(
-        pl.coalesce("_options", "options").alias("options"), pl.coalesce("_index", "answer_index").alias("answer_index"),
-        pl.col("_options").is_not_null().alias("reshuffled")).drop("_options", "_index")
+    upd = pl.DataFrame(
+        {"item_id": list(new_options), "_options": list(new_options.values()), "_index": list(new_index.values())},
+        schema={"item_id": pl.Utf8, "_options": pl.List(pl.Utf8), "_index": pl.Int64},
+    )
+    out = (
+        items.join(upd, on="item_id", how="left")
+        .with_columns(
+            pl.coalesce("_options", "options").alias("options"),
+            pl.coalesce("_index", "answer_index").alias("answer_index"),
+            pl.col("_options").is_not_null().alias("reshuffled"),
+        )
+        .drop("_options", "_index")
+    )
     return out, changed
 
 
@@ -153,8 +199,11 @@ def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
     con = connect_readonly(warehouse)
     try:
         con.register("_rehash_ids", pa.table({"context_id": changed["context_id"].unique().to_arrow()}))
-        contexts = store.frame_of(con.sql(f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts "
-                                          "JOIN _rehash_ids USING (context_id)").to_arrow_table())
+        contexts = store.frame_of(
+            con.sql(
+                f"SELECT context_id, {', '.join(CONTEXT_FIELDS)} FROM contexts JOIN _rehash_ids USING (context_id)"
+            ).to_arrow_table()
+        )
     finally:
         con.close()
     rows = changed.join(contexts, on="context_id", how="left").select("item_id", *CONTENT_FIELDS)
@@ -164,10 +213,14 @@ def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
         for name in JSON_COLUMNS:
             row[name] = None if row[name] is None else orjson.loads(row[name])
         hashes[item_id] = content_hash(row)
-    new = pl.DataFrame({"item_id": list(hashes), "_hash": list(hashes.values())},
-                       schema={"item_id": pl.Utf8, "_hash": pl.Utf8})
-    return items.join(new, on="item_id", how="left", maintain_order="left").with_columns(
-        pl.coalesce("_hash", "content_hash").alias("content_hash")).drop("_hash")
+    new = pl.DataFrame(
+        {"item_id": list(hashes), "_hash": list(hashes.values())}, schema={"item_id": pl.Utf8, "_hash": pl.Utf8}
+    )
+    return (
+        items.join(new, on="item_id", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_hash", "content_hash").alias("content_hash"))
+        .drop("_hash")
+    )
 
 
 def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.DataFrame:
@@ -180,7 +233,12 @@ def _summary_frame(run: dict, kept: pl.DataFrame, removed: pl.DataFrame) -> pl.D
         if not selected:
             continue
         gone = removed.filter(pl.col("side") == side)
-        row = {"side": side, "selected": selected, "kept": kept.filter(pl.col("side") == side).height, "removed": gone.height}
+        row = {
+            "side": side,
+            "selected": selected,
+            "kept": kept.filter(pl.col("side") == side).height,
+            "removed": gone.height,
+        }
         row |= {reason: gone.filter(pl.col("reason") == reason).height for reason in reasons}
         rows.append(row)
     return pl.DataFrame(rows)
@@ -190,14 +248,22 @@ def with_kept_repeat(items: pl.DataFrame, contexts: pl.DataFrame) -> pl.DataFram
     """`items` plus `_keep`: the one item kept of its repeats, the same question and answer on the same
     side and story cluster (`audit_contexts.cluster`): an original before a variant, then the smallest
     id. The audit's verdict counts repeats with this same function, so it says what `clean` removes."""
-    variant = (pl.col("meta").str.json_path_match("$.variant_of").is_not_null() if "meta" in items.columns
-               else pl.lit(False))
-    keyed = items.join(contexts.select("context_id", "cluster").unique("context_id"), on="context_id", how="left",
-                       maintain_order="left").with_columns(
+    variant = (
+        pl.col("meta").str.json_path_match("$.variant_of").is_not_null() if "meta" in items.columns else pl.lit(False)
+    )
+    keyed = items.join(
+        contexts.select("context_id", "cluster").unique("context_id"),
+        on="context_id",
+        how="left",
+        maintain_order="left",
+    ).with_columns(
         pl.col("question").str.to_lowercase().str.replace_all(r"\W+", " ").str.strip_chars().alias("_q"),
-        pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"), variant.alias("_variant"))
-    keyed = keyed.with_columns(pl.col("item_id").sort_by("_variant", "item_id").first()
-                               .over("side", "cluster", "_q", "_a").alias("_keep"))
+        pl.col("answer").str.to_lowercase().str.strip_chars().alias("_a"),
+        variant.alias("_variant"),
+    )
+    keyed = keyed.with_columns(
+        pl.col("item_id").sort_by("_variant", "item_id").first().over("side", "cluster", "_q", "_a").alias("_keep")
+    )
     return keyed.drop("cluster", "_q", "_a", "_variant")
 
 
@@ -214,17 +280,30 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
         nonlocal left
         gone = left.filter(mask)
         if gone.height:
-            removed.append(gone.select("item_id", "side", "context_id",
-                                       (reason if isinstance(reason, pl.Expr) else pl.lit(reason)).alias("reason"),
-                                       (detail if isinstance(detail, pl.Expr) else pl.lit(detail)).alias("detail")))
+            removed.append(
+                gone.select(
+                    "item_id",
+                    "side",
+                    "context_id",
+                    (reason if isinstance(reason, pl.Expr) else pl.lit(reason)).alias("reason"),
+                    (detail if isinstance(detail, pl.Expr) else pl.lit(detail)).alias("detail"),
+                )
+            )
         left = left.filter(~mask)
 
     heldout_ids = items.filter(pl.col("side") == "heldout")["item_id"]
-    take((pl.col("side") == "train") & pl.col("item_id").is_in(heldout_ids.implode()), "in_both_selections",
-         "selected by both conditions; kept on the held-out side")
+    take(
+        (pl.col("side") == "train") & pl.col("item_id").is_in(heldout_ids.implode()),
+        "in_both_selections",
+        "selected by both conditions; kept on the held-out side",
+    )
     if policy.quarantine_conflicts and conflicts.height:
         ids = conflicts.explode("item_ids")["item_ids"]
-        take(pl.col("item_id").is_in(ids.implode()), "label_conflict", "same context and question, different gold answers")
+        take(
+            pl.col("item_id").is_in(ids.implode()),
+            "label_conflict",
+            "same context and question, different gold answers",
+        )
     if policy.quarantine_oracle:
         from tomforge.audits.variants import oracle_rejected
 
@@ -246,17 +325,33 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     if policy.reshuffle_options:
         left, n_reshuffled = _reshuffle(left, policy)
         left = _rehash(warehouse, left)
-    removed_df = pl.concat(removed) if removed else pl.DataFrame(
-        schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
+    removed_df = (
+        pl.concat(removed)
+        if removed
+        else pl.DataFrame(
+            schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8}
+        )
+    )
     removed_df = removed_df.sort("side", "reason", "item_id")
     summary = _summary_frame(run, left, removed_df)
     result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
     if not result.reconciled:
-        raise CleaningError("cleaning counts do not reconcile (selected by the audit != kept + removed): "
-                            + "; ".join(result.lines()[1:-1]).replace("  ", ""))
+        raise CleaningError(
+            "cleaning counts do not reconcile (selected by the audit != kept + removed): "
+            + "; ".join(result.lines()[1:-1]).replace("  ", "")
+        )
     clean_items = left.sort("side", "item_id").with_columns(pl.lit(run["run_id"]).alias("audit_run_id"))
-    policy_row = pl.DataFrame([{"audit_run_id": run["run_id"], "policy": json.dumps(policy.as_dict(), sort_keys=True),
-                                "n_reshuffled": n_reshuffled}])
-    store.write_tables(warehouse, {"clean_items": clean_items, "clean_removed": removed_df, "clean_summary": summary,
-                                   "clean_policy": policy_row})
+    policy_row = pl.DataFrame(
+        [
+            {
+                "audit_run_id": run["run_id"],
+                "policy": json.dumps(policy.as_dict(), sort_keys=True),
+                "n_reshuffled": n_reshuffled,
+            }
+        ]
+    )
+    store.write_tables(
+        warehouse,
+        {"clean_items": clean_items, "clean_removed": removed_df, "clean_summary": summary, "clean_policy": policy_row},
+    )
     return result

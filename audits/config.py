@@ -4,6 +4,7 @@ Plain frozen dataclasses: the CLI builds them from the flags given, the typed co
 (`flows/config.py`) validates its `[audit] params` and `[clean] policy` tables into them (unknown
 or ill-typed keys fail on load), and every run records exactly what it used (`as_dict`).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -56,4 +57,3 @@ class CleaningPolicy:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-

@@ -16,6 +16,7 @@ A heuristic scores on multiple choice and free text when its pick is the gold an
 when it answers "yes" exactly for its own pick (the asked container: `meta.asked_container`, else
 the one candidate the question names). `chance` is what uniformly random options score.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,8 +39,10 @@ from tomforge.audits.text import (
 
 _GAP = r"[^\S\r\n]+"  # spaces within one line: a place name never spans a line break (numbered stories)
 _PLACE = re.compile(rf"\b(?:in|into|to|on|onto|inside|at){_GAP}the{_GAP}(\w+(?:(?:{_GAP}|-)\w+)?)")
-_COMMUNICATION = re.compile(r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
-                            r"mention\w*|shar(?:ed|es)|lied|lies|announc\w*|asked|asks)\b")
+_COMMUNICATION = re.compile(
+    r"\b(?:told|tells|tell|said|says|say|whisper\w*|inform\w*|privately|publicly|"
+    r"mention\w*|shar(?:ed|es)|lied|lies|announc\w*|asked|asks)\b"
+)
 LENGTH_BINS = (50, 100, 200, 400)
 
 
@@ -54,14 +57,41 @@ def places(context: str) -> list[str]:
 
 
 PICKS = ("first", "last", "most", "first_container")
-_INPUT = ("item_id", "context_id", "context", "options", "answer", "answer_format", "question", "n_agents", "template_id")
+_INPUT = (
+    "item_id",
+    "context_id",
+    "context",
+    "options",
+    "answer",
+    "answer_format",
+    "question",
+    "n_agents",
+    "template_id",
+)
 _SCHEMA = {
-    "item_id": pl.Utf8, "n_candidates": pl.Int64, "gold_in_candidates": pl.Boolean, "pick_first": pl.Utf8,
-    "pick_last": pl.Utf8, "pick_most": pl.Utf8, "pick_first_container": pl.Utf8, "gold_norm": pl.Utf8,
-    "asked_norm": pl.Utf8, "scorable": pl.Boolean, "chance": pl.Float64, "hit_first": pl.Boolean,
-    "hit_last": pl.Boolean, "hit_most": pl.Boolean, "hit_first_container": pl.Boolean, "answer_is_first": pl.Boolean,
-    "answer_is_last": pl.Boolean, "answer_is_most": pl.Boolean, "ends_where_started": pl.Boolean,
-    "communication": pl.Boolean, "story_length": pl.Utf8, "n_agents_f": pl.Utf8, "template": pl.Utf8,
+    "item_id": pl.Utf8,
+    "n_candidates": pl.Int64,
+    "gold_in_candidates": pl.Boolean,
+    "pick_first": pl.Utf8,
+    "pick_last": pl.Utf8,
+    "pick_most": pl.Utf8,
+    "pick_first_container": pl.Utf8,
+    "gold_norm": pl.Utf8,
+    "asked_norm": pl.Utf8,
+    "scorable": pl.Boolean,
+    "chance": pl.Float64,
+    "hit_first": pl.Boolean,
+    "hit_last": pl.Boolean,
+    "hit_most": pl.Boolean,
+    "hit_first_container": pl.Boolean,
+    "answer_is_first": pl.Boolean,
+    "answer_is_last": pl.Boolean,
+    "answer_is_most": pl.Boolean,
+    "ends_where_started": pl.Boolean,
+    "communication": pl.Boolean,
+    "story_length": pl.Utf8,
+    "n_agents_f": pl.Utf8,
+    "template": pl.Utf8,
 }
 
 
@@ -71,28 +101,53 @@ def _context_table(items: pl.DataFrame) -> pl.DataFrame:
     written, not once normalized: NFKC turns "ﬁ" into "fi", which polars' byte rules would not)."""
     ctx = items.select("context_id", "context").unique("context_id", keep="first", maintain_order=True)
     story = norm_words(ctx["context"])
-    ctx = ctx.with_columns(story.alias("story")).with_row_index("_ctx").with_columns(
-        (pl.col("context").fill_null("").str.len_bytes() == pl.col("context").fill_null("").str.len_chars()).alias("_ascii"),
-        pl.when(pl.col("story") == "").then(0).otherwise(pl.col("story").str.count_matches(" ", literal=True) + 1)
-        .cast(pl.Int64).alias("n_words"))
+    ctx = (
+        ctx.with_columns(story.alias("story"))
+        .with_row_index("_ctx")
+        .with_columns(
+            (pl.col("context").fill_null("").str.len_bytes() == pl.col("context").fill_null("").str.len_chars()).alias(
+                "_ascii"
+            ),
+            pl.when(pl.col("story") == "")
+            .then(0)
+            .otherwise(pl.col("story").str.count_matches(" ", literal=True) + 1)
+            .cast(pl.Int64)
+            .alias("n_words"),
+        )
+    )
     ctx = ctx.with_columns(
-        pl.col("context").str.to_lowercase().str.extract_all(_PLACE.pattern)  # whole matches: "in the X"
+        pl.col("context")
+        .str.to_lowercase()
+        .str.extract_all(_PLACE.pattern)  # whole matches: "in the X"
         .list.eval(pl.element().str.replace(rf"^[a-z]+{_GAP}the{_GAP}", "").str.replace_all(r"[^a-z0-9_]+", " "))
-        .list.unique(maintain_order=True).alias("places"),  # an ASCII name normalized as `norm_words` does
-        pl.col("story").str.contains(_COMMUNICATION.pattern).alias("communication"))
+        .list.unique(maintain_order=True)
+        .alias("places"),  # an ASCII name normalized as `norm_words` does
+        pl.col("story").str.contains(_COMMUNICATION.pattern).alias("communication"),
+    )
     other = ctx.filter(~pl.col("_ascii")).select("_ctx", "context", "story")
     if other.height:
         stories = other["story"].to_list()
-        python = pl.DataFrame({"_ctx": other["_ctx"], "_places": [places(t) for t in other["context"].to_list()],
-                               "_communication": [bool(_COMMUNICATION.search(t)) for t in stories]},
-                              schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean})
+        python = pl.DataFrame(
+            {
+                "_ctx": other["_ctx"],
+                "_places": [places(t) for t in other["context"].to_list()],
+                "_communication": [bool(_COMMUNICATION.search(t)) for t in stories],
+            },
+            schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean},
+        )
         ctx = ctx.join(python, on="_ctx", how="left", maintain_order="left").with_columns(
             pl.when(pl.col("_ascii")).then(pl.col("places")).otherwise(pl.col("_places")).alias("places"),
-            pl.when(pl.col("_ascii")).then(pl.col("communication")).otherwise(pl.col("_communication")).alias("communication"))
+            pl.when(pl.col("_ascii"))
+            .then(pl.col("communication"))
+            .otherwise(pl.col("_communication"))
+            .alias("communication"),
+        )
     return ctx.select("context_id", "_ctx", "story", "n_words", "places", "communication")
 
 
-def _gram_hashes(words: np.ndarray, offsets: np.ndarray, m: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gram_hashes(
+    words: np.ndarray, offsets: np.ndarray, m: int, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every m-word window inside a document whose hash is in `wanted` (sorted, unique): (doc,
     start word within the doc, hash)."""
     span = len(words) - m + 1
@@ -132,8 +187,15 @@ def mention_stats(pairs: pl.DataFrame, stories: pl.Series) -> pl.DataFrame:
         wanted = keyed.filter(pl.col("_len") == int(m))
         doc, start, hashes = _gram_hashes(words, offsets, int(m), np.unique(wanted["_hash"].to_numpy()))
         hits = pl.DataFrame({"_ctx": doc.astype(np.uint32), "_hash": hashes, "pos": start})
-        found.append(wanted.join(hits, on=["_ctx", "_hash"]).group_by("_ctx", "cand").agg(
-            pl.col("pos").min().alias("first"), pl.col("pos").max().alias("last"), pl.len().cast(pl.Int64).alias("count")))
+        found.append(
+            wanted.join(hits, on=["_ctx", "_hash"])
+            .group_by("_ctx", "cand")
+            .agg(
+                pl.col("pos").min().alias("first"),
+                pl.col("pos").max().alias("last"),
+                pl.len().cast(pl.Int64).alias("count"),
+            )
+        )
     schema = pl.Schema({"_ctx": pl.UInt32, "cand": pl.Utf8, "first": pl.Int64, "last": pl.Int64, "count": pl.Int64})
     return pl.concat([f.cast(schema) for f in found]) if found else pl.DataFrame(schema=schema)
 
@@ -142,47 +204,80 @@ def item_features(items: pl.DataFrame) -> pl.DataFrame:
     """One row per item (in input order): candidates, heuristic picks and whether each is right,
     answer role and structural features; whole-column operations, no Python per item."""
     world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8(), "trace_first_container": pl.Utf8()}
-    base = items.select(*_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()])
+    base = items.select(
+        *_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()]
+    )
     ctx = _context_table(base)
-    base = base.with_row_index("_row").join(ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left")
+    base = base.with_row_index("_row").join(
+        ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left"
+    )
     yes_no = pl.col("answer_format") == "yes_no"
     use_options = ~yes_no & (pl.col("options").list.len() >= 2).fill_null(False)
     use_listed = ~use_options & (pl.col("meta_candidates").list.len() > 0).fill_null(False)
     listed = base.filter(use_options | use_listed).select(
-        "_row", "_ctx", pl.when(use_options).then(pl.col("options")).otherwise(pl.col("meta_candidates")).alias("cand"))
+        "_row", "_ctx", pl.when(use_options).then(pl.col("options")).otherwise(pl.col("meta_candidates")).alias("cand")
+    )
     listed = listed.with_columns(pl.int_ranges(0, pl.col("cand").list.len()).alias("_cpos")).explode("cand", "_cpos")
     listed = listed.with_columns(norm_words(listed["cand"]).alias("cand"))
-    placed = base.filter(~(use_options | use_listed)).select("_row", "_ctx").join(ctx.select("_ctx", "places"), on="_ctx")
+    placed = (
+        base.filter(~(use_options | use_listed)).select("_row", "_ctx").join(ctx.select("_ctx", "places"), on="_ctx")
+    )
     placed = placed.rename({"places": "cand"}).with_columns(pl.int_ranges(0, pl.col("cand").list.len()).alias("_cpos"))
     placed = placed.explode("cand", "_cpos").drop_nulls("cand")
-    cands = pl.concat([listed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64)),
-                       placed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64))])
+    cands = pl.concat(
+        [
+            listed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64)),
+            placed.select("_row", "_ctx", "cand", pl.col("_cpos").cast(pl.Int64)),
+        ]
+    )
     stats = mention_stats(cands.select("_ctx", "cand").unique(), ctx["story"])
     cands = cands.join(stats, on=["_ctx", "cand"], how="left")
     seen = cands.filter(pl.col("count") > 0)
     picks = seen.group_by("_row").agg(
         pl.col("cand").sort_by(["first", "_cpos"]).first().alias("pick_first"),
         pl.col("cand").sort_by(["last", "_cpos"], descending=[True, False]).first().alias("pick_last"),
-        pl.col("cand").sort_by(["count", "first", "_cpos"], descending=[True, False, False]).first().alias("pick_most"))
-    base = base.with_columns(norm_words(base["answer"]).alias("gold_norm"),
-                             norm_words(base["meta_asked"]).alias("_asked"),
-                             norm_words(base["trace_first_container"]).alias("_initial"))
-    gold = cands.join(base.select("_row", "gold_norm"), on="_row").group_by("_row").agg(
-        pl.len().cast(pl.Int64).alias("n_candidates"), (pl.col("cand") == pl.col("gold_norm")).any().alias("gold_in_candidates"))
+        pl.col("cand").sort_by(["count", "first", "_cpos"], descending=[True, False, False]).first().alias("pick_most"),
+    )
+    base = base.with_columns(
+        norm_words(base["answer"]).alias("gold_norm"),
+        norm_words(base["meta_asked"]).alias("_asked"),
+        norm_words(base["trace_first_container"]).alias("_initial"),
+    )
+    gold = (
+        cands.join(base.select("_row", "gold_norm"), on="_row")
+        .group_by("_row")
+        .agg(
+            pl.len().cast(pl.Int64).alias("n_candidates"),
+            (pl.col("cand") == pl.col("gold_norm")).any().alias("gold_in_candidates"),
+        )
+    )
     # a yes/no question without a recorded asked container: the one candidate its text names
     recorded_asked = pl.col("meta_asked").fill_null("") != ""
     guess = base.filter(yes_no & ~recorded_asked).select("_row", "question")
     guess = guess.with_columns((" " + norm_words(guess["question"]) + " ").alias("_q")).join(cands, on="_row")
     guess = guess.filter((pl.col("cand") != "") & pl.col("_q").str.contains(" " + pl.col("cand") + " ", literal=True))
-    guess = guess.group_by("_row").agg(pl.col("cand").unique()).filter(pl.col("cand").list.len() == 1).select(
-        "_row", pl.col("cand").list.first().alias("_guess"))
-    out = (base.join(picks, on="_row", how="left").join(gold, on="_row", how="left").join(guess, on="_row", how="left")
-           .join(ctx.select("_ctx", "communication", "n_words"), on="_ctx", how="left").sort("_row"))
+    guess = (
+        guess.group_by("_row")
+        .agg(pl.col("cand").unique())
+        .filter(pl.col("cand").list.len() == 1)
+        .select("_row", pl.col("cand").list.first().alias("_guess"))
+    )
+    out = (
+        base.join(picks, on="_row", how="left")
+        .join(gold, on="_row", how="left")
+        .join(guess, on="_row", how="left")
+        .join(ctx.select("_ctx", "communication", "n_words"), on="_ctx", how="left")
+        .sort("_row")
+    )
     n = pl.col("n_candidates").fill_null(0)
     asked = pl.when(~yes_no).then(None).when(recorded_asked).then(pl.col("_asked")).otherwise(pl.col("_guess"))
     initial = pl.when(pl.col("trace_first_container").fill_null("") != "").then(pl.col("_initial"))
-    out = out.with_columns(n.alias("n_candidates"), pl.col("gold_in_candidates").fill_null(False),
-                           initial.otherwise(pl.col("pick_first")).alias("pick_first_container"), asked.alias("asked_norm"))
+    out = out.with_columns(
+        n.alias("n_candidates"),
+        pl.col("gold_in_candidates").fill_null(False),
+        initial.otherwise(pl.col("pick_first")).alias("pick_first_container"),
+        asked.alias("asked_norm"),
+    )
     target = pl.when(yes_no).then(pl.col("asked_norm")).otherwise(pl.col("gold_norm"))
     named = {h: (pl.col(f"pick_{h}").is_not_null() & (pl.col(f"pick_{h}") == target)).fill_null(False) for h in PICKS}
     says_yes = pl.col("gold_norm") == "yes"
@@ -190,16 +285,23 @@ def item_features(items: pl.DataFrame) -> pl.DataFrame:
     for bound in reversed(LENGTH_BINS):
         bins = pl.when(pl.col("n_words") < bound).then(pl.lit(f"<{bound}")).otherwise(bins)
     out = out.with_columns(
-        pl.when(yes_no).then(pl.col("asked_norm").is_not_null() & pl.col("gold_norm").is_in(["yes", "no"]) & (n >= 2))
-        .otherwise(pl.col("gold_in_candidates") & (n >= 2)).alias("scorable"),
+        pl.when(yes_no)
+        .then(pl.col("asked_norm").is_not_null() & pl.col("gold_norm").is_in(["yes", "no"]) & (n >= 2))
+        .otherwise(pl.col("gold_in_candidates") & (n >= 2))
+        .alias("scorable"),
         pl.when(yes_no).then(pl.lit(0.5)).when(n > 0).then(1.0 / n).otherwise(None).alias("chance"),
         *[pl.when(yes_no).then(named[h] == says_yes).otherwise(named[h]).alias(f"hit_{h}") for h in PICKS],
         *[named[h].alias(f"answer_is_{h}") for h in ("first", "last", "most")],
-        (pl.col("pick_first").is_not_null() & (pl.col("pick_first") == pl.col("pick_last"))).fill_null(False)
+        (pl.col("pick_first").is_not_null() & (pl.col("pick_first") == pl.col("pick_last")))
+        .fill_null(False)
         .alias("ends_where_started"),
         bins.alias("story_length"),
         pl.col("n_agents").cast(pl.Utf8).fill_null("unknown").alias("n_agents_f"),
-        pl.when(pl.col("template_id").fill_null("") == "").then(pl.lit("none")).otherwise(pl.col("template_id")).alias("template"))
+        pl.when(pl.col("template_id").fill_null("") == "")
+        .then(pl.lit("none"))
+        .otherwise(pl.col("template_id"))
+        .alias("template"),
+    )
     return out.select([pl.col(c).cast(t) for c, t in _SCHEMA.items()])
 
 
@@ -211,20 +313,46 @@ def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:
 
     from tomforge.audits.store import ITEM_COLUMNS, frame_of, world_selection_sql
 
-    dtypes = {"belief_order": pl.Int64(), "answer_index": pl.Int64(), "n_agents": pl.Int64(), "is_false_belief": pl.Boolean(),
-              "options": pl.List(pl.Utf8)}
-    rows = [{**{c: r.get(c) for c in ITEM_COLUMNS}, "meta_json": orjson.dumps(r.get("meta") or {}).decode(),
-             "trace_json": orjson.dumps(r["trace"]).decode() if r.get("trace") is not None else None} for r in records]
-    frame = pl.DataFrame(rows, schema={c: dtypes.get(c, pl.Utf8) for c in ITEM_COLUMNS} | {"meta_json": pl.Utf8, "trace_json": pl.Utf8})
+    dtypes = {
+        "belief_order": pl.Int64(),
+        "answer_index": pl.Int64(),
+        "n_agents": pl.Int64(),
+        "is_false_belief": pl.Boolean(),
+        "options": pl.List(pl.Utf8),
+    }
+    rows = [
+        {
+            **{c: r.get(c) for c in ITEM_COLUMNS},
+            "meta_json": orjson.dumps(r.get("meta") or {}).decode(),
+            "trace_json": orjson.dumps(r["trace"]).decode() if r.get("trace") is not None else None,
+        }
+        for r in records
+    ]
+    frame = pl.DataFrame(
+        rows, schema={c: dtypes.get(c, pl.Utf8) for c in ITEM_COLUMNS} | {"meta_json": pl.Utf8, "trace_json": pl.Utf8}
+    )
     with duckdb.connect() as con:
         con.register("records", frame.to_arrow())
-        sql = world_selection_sql("(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records)", "true",
-                                  ", ".join(ITEM_COLUMNS))
+        sql = world_selection_sql(
+            "(SELECT *, meta_json::JSON AS meta, trace_json::JSON AS trace FROM records)",
+            "true",
+            ", ".join(ITEM_COLUMNS),
+        )
         return frame_of(con.sql(sql).to_arrow_table())
 
 
-STRUCTURAL = ("answer_is_first", "answer_is_last", "answer_is_most", "ends_where_started", "communication",
-              "story_length", "n_agents_f", "template", "n_candidates", "question_type")
+STRUCTURAL = (
+    "answer_is_first",
+    "answer_is_last",
+    "answer_is_most",
+    "ends_where_started",
+    "communication",
+    "story_length",
+    "n_agents_f",
+    "template",
+    "n_candidates",
+    "question_type",
+)
 
 
 # The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
@@ -266,5 +394,5 @@ def window_hits_jit(words, offsets, m, mults, wanted):
 @njit(cache=True, nogil=True)
 def _grown(a, cap):
     out = np.empty(cap, dtype=a.dtype)
-    out[:len(a)] = a
+    out[: len(a)] = a
     return out

@@ -11,6 +11,7 @@ Compared independently of how the audit computed anything: the `content_hash` it
 `audit_items` against the `items` table now, and its conditions (`audit_runs`) re-evaluated now against
 the item ids it recorded per side.
 """
+
 from __future__ import annotations
 
 import re
@@ -67,14 +68,20 @@ class Freshness:
         """One line: what is stale, by how much, and the commands that fix it."""
         fix = f"run `{self.audit_command(warehouse)}` then `tomforge clean -w {_quoted(str(warehouse))}`"
         if not self.hashes_recorded:
-            return (f"{step}: the audit {self.run_id} records no content hashes (made by an older tomforge), so "
-                    f"whether it saw the warehouse's current content cannot be told; {fix}")
+            return (
+                f"{step}: the audit {self.run_id} records no content hashes (made by an older tomforge), so "
+                f"whether it saw the warehouse's current content cannot be told; {fix}"
+            )
         if self.audit_stale:
-            return (f"{step}: the audit {self.run_id} is stale: {_plural(self.n_changed, 'item')} changed since it ran "
-                    f"({self.content_changed} with new content, {self.removed} removed, {self.selection_changed} new "
-                    f"to or moved between its selections); {fix}")
-        return (f"{step}: the cleaned table comes from audit {self.clean_run_id}, not from the latest audit "
-                f"{self.run_id}; run `tomforge clean -w {_quoted(str(warehouse))}`")
+            return (
+                f"{step}: the audit {self.run_id} is stale: {_plural(self.n_changed, 'item')} changed since it ran "
+                f"({self.content_changed} with new content, {self.removed} removed, {self.selection_changed} new "
+                f"to or moved between its selections); {fix}"
+            )
+        return (
+            f"{step}: the cleaned table comes from audit {self.clean_run_id}, not from the latest audit "
+            f"{self.run_id}; run `tomforge clean -w {_quoted(str(warehouse))}`"
+        )
 
 
 def _quoted(text: str) -> str:
@@ -93,8 +100,12 @@ def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
-    return {row[0] for row in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall()}
+    return {
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]
+        ).fetchall()
+    }
 
 
 def _selected_now(train_where: str, heldout_where: str | None) -> str:
@@ -113,8 +124,10 @@ def audit_freshness(con: duckdb.DuckDBPyConnection) -> Freshness | None:
     hashes = "content_hash" in _columns(con, "audit_items")
     audited_hash = "a.content_hash" if hashes else "i.content_hash"
     try:
-        removed, content, selection = one_row(con, f"""
-            WITH audited AS (SELECT DISTINCT item_id, side{', content_hash' if hashes else ''} FROM audit_items),
+        removed, content, selection = one_row(
+            con,
+            f"""
+            WITH audited AS (SELECT DISTINCT item_id, side{", content_hash" if hashes else ""} FROM audit_items),
                  now AS ({_selected_now(train_where, heldout_where)}),
                  moved AS (SELECT item_id FROM (SELECT item_id, side FROM now ANTI JOIN audited USING (item_id, side))
                            UNION SELECT item_id FROM (SELECT item_id, side FROM audited ANTI JOIN now USING (item_id, side))),
@@ -128,19 +141,24 @@ def audit_freshness(con: duckdb.DuckDBPyConnection) -> Freshness | None:
                    (SELECT count(*) FROM moved ANTI JOIN per_item USING (item_id))
                    + count(*) FILTER (WHERE NOT gone AND NOT new_content
                                                    AND item_id IN (SELECT item_id FROM moved))
-            FROM per_item""")
+            FROM per_item""",
+        )
     except duckdb.Error as exc:
-        raise StaleAuditError(f"the audit's conditions ({train_where!r}, {heldout_where!r}) no longer run on the "
-                              f"warehouse: {str(exc).splitlines()[0]}") from None
+        raise StaleAuditError(
+            f"the audit's conditions ({train_where!r}, {heldout_where!r}) no longer run on the "
+            f"warehouse: {str(exc).splitlines()[0]}"
+        ) from None
     clean_run_id = None
     if _exists(con, "clean_items") and "audit_run_id" in _columns(con, "clean_items"):
         clean_run_id = one_row(con, "SELECT any_value(audit_run_id) FROM clean_items")[0]
-    return Freshness(run_id, train_where, heldout_where, int(removed), int(content), int(selection), hashes,
-                     clean_run_id)
+    return Freshness(
+        run_id, train_where, heldout_where, int(removed), int(content), int(selection), hashes, clean_run_id
+    )
 
 
-def require_fresh_audit(con: duckdb.DuckDBPyConnection, warehouse: Path, step: str, *,
-                        with_cleaning: bool = False) -> Freshness | None:
+def require_fresh_audit(
+    con: duckdb.DuckDBPyConnection, warehouse: Path, step: str, *, with_cleaning: bool = False
+) -> Freshness | None:
     """Raise `StaleAuditError` (one line) when the latest audit, or with `with_cleaning` the cleaned
     table, is older than the warehouse content; return the comparison otherwise. The audit's run id
     covers the content hashes it read, so a cleaned table made from the latest audit was made from

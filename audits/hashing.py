@@ -10,6 +10,7 @@ more word characters), which `hashed_ngram_rows_jit` (below) applies to the byte
 go through sklearn itself and their rows are merged back in input order; without numba (or under
 TOMFORGE_JIT=0) every text does.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -46,8 +47,13 @@ def hashed_ngrams(texts: Sequence[str], n_features: int = N_FEATURES, workers: i
     if not fast.any():
         return reference(n_features).transform(texts)
     n_fast = int(fast.sum())
-    stacked = sp.vstack([_compiled([t for t, f in zip(texts, fast) if f], n_features, workers),
-                         reference(n_features).transform([t for t, f in zip(texts, fast) if not f])], format="csr")
+    stacked = sp.vstack(
+        [
+            _compiled([t for t, f in zip(texts, fast) if f], n_features, workers),
+            reference(n_features).transform([t for t, f in zip(texts, fast) if not f]),
+        ],
+        format="csr",
+    )
     order = np.empty(len(texts), dtype=np.int64)  # input row -> row of `stacked`
     order[fast] = np.arange(n_fast)
     order[~fast] = np.arange(n_fast, len(texts))
@@ -69,8 +75,10 @@ def _compiled(texts: list[str], n_features: int, workers: int) -> sp.csr_matrix:
     index_dtype = np.int32 if counts.sum() <= _INT32_MAX else np.int64
     indptr = np.zeros(len(texts) + 1, dtype=index_dtype)
     np.cumsum(counts, out=indptr[1:])
-    return sp.csr_matrix((np.concatenate(vals), np.concatenate(cols).astype(index_dtype, copy=False), indptr),
-                         shape=(len(texts), n_features))
+    return sp.csr_matrix(
+        (np.concatenate(vals), np.concatenate(cols).astype(index_dtype, copy=False), indptr),
+        shape=(len(texts), n_features),
+    )
 
 
 # The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
@@ -95,8 +103,12 @@ def murmurhash3_32(buf, lo, hi):
     n = hi - lo
     end = lo + (n // 4) * 4
     for i in range(lo, end, 4):
-        k = (np.uint64(buf[i]) | (np.uint64(buf[i + 1]) << np.uint64(8)) | (np.uint64(buf[i + 2]) << np.uint64(16))
-             | (np.uint64(buf[i + 3]) << np.uint64(24)))
+        k = (
+            np.uint64(buf[i])
+            | (np.uint64(buf[i + 1]) << np.uint64(8))
+            | (np.uint64(buf[i + 2]) << np.uint64(16))
+            | (np.uint64(buf[i + 3]) << np.uint64(24))
+        )
         k = _rotl32((k * c1) & m32, 15)
         h ^= (k * c2) & m32
         h = (_rotl32(h, 13) * np.uint64(5) + np.uint64(0xE6546B64)) & m32

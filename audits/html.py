@@ -2,6 +2,7 @@
 plus tables), figures embedded as data URIs so the single file opens anywhere (a browser, the Hub),
 status cells coloured, matched spans highlighted.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,9 +36,11 @@ _STATUS = re.compile(r"<td>(FAIL|warn|pass)</td>")
 
 def _embed(page: str, folder: Path) -> str:
     """Replace each local PNG reference with its bytes as a data URI."""
+
     def data_uri(match: re.Match[str]) -> str:
         data = base64.b64encode((folder / match.group(1)).read_bytes()).decode("ascii")
         return f'<img src="data:image/png;base64,{data}"'
+
     return _IMG.sub(data_uri, page)
 
 
@@ -45,8 +48,10 @@ def render_html(markdown: str, folder: Path, title: str) -> str:
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
     body = _STATUS.sub(lambda m: f'<td class="status-{m.group(1).lower()}">{m.group(1)}</td>', body)
     body = _embed(body, folder)
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
-            f"<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+        f"<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    )
 
 
 def write_html(markdown: str, path: Path, title: str) -> Path:

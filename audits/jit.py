@@ -16,12 +16,14 @@ missing, `AVAILABLE` is False and callers use the numpy path (polars or sklearn 
 change to it would leave their cached kernels stale: it is frozen (the stored MinHash signatures and
 every n-gram hash depend on it), and changing it means clearing the `__pycache__/*.nbi` caches.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 try:
     from numba import njit
+
     AVAILABLE = True
 except ImportError:
     AVAILABLE = False

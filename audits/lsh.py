@@ -6,6 +6,7 @@ negatives and catches a J = 0.8 pair only about 40% of the time; an audit must n
 every candidate is verified exactly afterwards, so we pick the largest r (fewest spurious
 candidates) whose detection probability at the threshold reaches the target recall.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ _ROW_MULT = np.array([(0x9E3779B97F4A7C15 * (2 * i + 1)) & ((1 << 64) - 1) for i
 def detection_probability(jaccard: np.ndarray | float, bands: int, rows: int) -> np.ndarray:
     """P(a pair of Jaccard J becomes a candidate) = 1 - (1 - J^rows)^bands."""
     j = np.asarray(jaccard, dtype=float)
-    return 1.0 - (1.0 - j ** rows) ** bands
+    return 1.0 - (1.0 - j**rows) ** bands
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,13 @@ def candidate_pairs_from_keys(keys: np.ndarray, max_bucket: int = 5000) -> tuple
     n, bands = keys.shape
     if n < 2:
         return np.empty((0, 2), dtype=np.int64), 0
-    frame = pl.DataFrame({
-        "band": np.repeat(np.arange(bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
-        "key": keys.ravel(),
-        "doc": np.repeat(np.arange(n, dtype=np.int64), bands),
-    })
+    frame = pl.DataFrame(
+        {
+            "band": np.repeat(np.arange(bands, dtype=np.int32)[None, :], n, axis=0).ravel(),
+            "key": keys.ravel(),
+            "doc": np.repeat(np.arange(n, dtype=np.int64), bands),
+        }
+    )
     buckets = frame.group_by("band", "key").agg(pl.col("doc").sort(), pl.len().alias("size")).filter(pl.col("size") > 1)
     skipped = buckets.filter(pl.col("size") > max_bucket).height
     buckets = buckets.filter(pl.col("size") <= max_bucket).with_row_index("bucket")

@@ -9,6 +9,7 @@ instead of one Python object and loop per document. Given the same seed and the 
 the signatures are identical to `datasketch.MinHash.bulk(..., hashfunc=...)`; with datasketch's
 default SHA-1 shingle hash (`sha1_shingle_hashes`) they equal its defaults too.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,7 +52,7 @@ def sha1_shingle_hashes(words: list[str], n: int) -> np.ndarray:
     """32-bit SHA-1 hashes of a document's word n-grams joined by spaces (datasketch's default
     hashing of the same shingle bytes); slow, for exact compatibility checks only."""
     width = min(n, len(words))
-    grams = [" ".join(words[i:i + width]).encode("utf-8") for i in range(len(words) - width + 1)] if words else []
+    grams = [" ".join(words[i : i + width]).encode("utf-8") for i in range(len(words) - width + 1)] if words else []
     return np.fromiter((sha1_hash32(g) for g in grams), dtype=np.uint32, count=len(grams))
 
 

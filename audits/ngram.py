@@ -8,6 +8,7 @@ per context, a counting sort on the top bits, one pass per run of equal grams; `
 the same counts with numpy sorts, without numba), never as polars joins over every gram; polars
 only joins the few grams of the flagged contexts to find each one's best train match.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def distinct_grams(flat: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, n
     return g[keep], out_offsets
 
 
-def coverage_hits(flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, heldout_only: np.ndarray,
-                  cluster: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def coverage_hits(
+    flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, heldout_only: np.ndarray, cluster: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per document (distinct grams given): grams shared by train documents of >= 2 clusters
     (the null's hits, for train documents) and grams shared by any train document (the
     observed hits, for held-out-only documents)."""
@@ -44,8 +46,9 @@ def coverage_hits(flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, held
     return _coverage_numpy(flat, offsets, train, heldout_only, cluster)
 
 
-def _coverage_numpy(flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, heldout_only: np.ndarray,
-                    cluster: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _coverage_numpy(
+    flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, heldout_only: np.ndarray, cluster: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     n_docs = len(offsets) - 1
     doc = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(offsets))
     order = np.argsort(flat, kind="stable")
@@ -83,31 +86,69 @@ def ngram_test(docs: pl.DataFrame, words: np.ndarray, word_offsets: np.ndarray, 
     pvals = (1 + ge) / (1 + len(sorted_null))
     flagged = (pvals <= p.ngram_alpha) & (obs_cov > 0)
     keys = docs["text_key"]
-    table = pl.concat([
-        pl.DataFrame({"text_key": keys.gather(obs_docs), "side": "heldout", "n_grams": n_grams[obs_docs], "coverage": obs_cov,
-                      "p_value": pvals, "flagged": flagged}),
-        pl.DataFrame({"text_key": keys.gather(null_docs), "side": "train_null", "n_grams": n_grams[null_docs], "coverage": null_cov,
-                      "p_value": None, "flagged": False}),
-    ], how="vertical_relaxed").with_columns(pl.col("n_grams").cast(pl.UInt32), pl.col("p_value").cast(pl.Float64)).sort("side", "text_key")
+    table = (
+        pl.concat(
+            [
+                pl.DataFrame(
+                    {
+                        "text_key": keys.gather(obs_docs),
+                        "side": "heldout",
+                        "n_grams": n_grams[obs_docs],
+                        "coverage": obs_cov,
+                        "p_value": pvals,
+                        "flagged": flagged,
+                    }
+                ),
+                pl.DataFrame(
+                    {
+                        "text_key": keys.gather(null_docs),
+                        "side": "train_null",
+                        "n_grams": n_grams[null_docs],
+                        "coverage": null_cov,
+                        "p_value": None,
+                        "flagged": False,
+                    }
+                ),
+            ],
+            how="vertical_relaxed",
+        )
+        .with_columns(pl.col("n_grams").cast(pl.UInt32), pl.col("p_value").cast(pl.Float64))
+        .sort("side", "text_key")
+    )
     pairs = best_train_matches(flat, offsets, train, obs_docs[flagged], pvals[flagged], p.ngram_max_doc_freq)
     return table, pairs, _calibration(sorted_null, obs_cov, flagged, p)
 
 
-def best_train_matches(flat: np.ndarray, offsets: np.ndarray, train: np.ndarray, flagged_docs: np.ndarray,
-                       pvals: np.ndarray, max_doc_freq: int) -> list[tuple[int, int, int, float]]:
+def best_train_matches(
+    flat: np.ndarray,
+    offsets: np.ndarray,
+    train: np.ndarray,
+    flagged_docs: np.ndarray,
+    pvals: np.ndarray,
+    max_doc_freq: int,
+) -> list[tuple[int, int, int, float]]:
     """For each flagged held-out doc: the train doc sharing most of its grams (ties: the lowest
     doc), counting only grams in at most `max_doc_freq` train docs; (doc, train doc, shared, p)."""
     if not len(flagged_docs):
         return []
     doc = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     grams = pl.DataFrame({"doc": doc, "gram": flat, "train": train[doc]})
-    wanted = grams.filter(pl.col("doc").is_in(pl.Series(flagged_docs).implode())).select("doc", "gram").join(
-        pl.DataFrame({"doc": flagged_docs, "p_value": pvals}), on="doc")
+    wanted = (
+        grams.filter(pl.col("doc").is_in(pl.Series(flagged_docs).implode()))
+        .select("doc", "gram")
+        .join(pl.DataFrame({"doc": flagged_docs, "p_value": pvals}), on="doc")
+    )
     # every train doc holding one of those grams, hence each gram's train document frequency
     holders = grams.filter(pl.col("train") & pl.col("gram").is_in(wanted["gram"].unique().implode()))
     common = holders.filter(pl.len().over("gram") <= max_doc_freq).select(pl.col("doc").alias("train_doc"), "gram")
-    hits = (wanted.join(common, on="gram").group_by("doc", "train_doc").agg(pl.len().alias("shared"), pl.col("p_value").first())
-            .sort(["doc", "shared", "train_doc"], descending=[False, True, False]).group_by("doc", maintain_order=True).first())
+    hits = (
+        wanted.join(common, on="gram")
+        .group_by("doc", "train_doc")
+        .agg(pl.len().alias("shared"), pl.col("p_value").first())
+        .sort(["doc", "shared", "train_doc"], descending=[False, True, False])
+        .group_by("doc", maintain_order=True)
+        .first()
+    )
     return [(int(r[0]), int(r[1]), int(r[2]), float(r[3])) for r in hits.iter_rows()]
 
 
@@ -118,13 +159,28 @@ def _calibration(null_cov: np.ndarray, obs_cov: np.ndarray, flagged: np.ndarray,
     naive_obs = float((obs_cov > 0).mean()) if len(obs_cov) else 0.0
     q = float(np.quantile(null_cov, 1 - p.ngram_alpha)) if n_null else float("nan")
     return [
-        {"check": f"{p.ngram_n}-gram overlap", "statistic": "share of contexts sharing any n-gram (naive rule)",
-         "observed": naive_obs, "null": naive_null, "n_observed": len(obs_cov), "n_null": n_null, "p_value": None,
-         "flagged": False, "note": "what 'any shared n-gram means contaminated' would flag: held-out vs independent train contexts"},
-        {"check": f"{p.ngram_n}-gram overlap", "statistic": f"coverage threshold (null quantile {1 - p.ngram_alpha:g})",
-         "observed": float(np.mean(obs_cov)) if len(obs_cov) else 0.0, "null": q, "n_observed": len(obs_cov),
-         "n_null": n_null, "p_value": None, "flagged": bool(flagged.any()),
-         "note": f"conformal test per held-out context; {int(flagged.sum())} flagged; expected false positives <= {p.ngram_alpha:g} x {len(obs_cov)}"},
+        {
+            "check": f"{p.ngram_n}-gram overlap",
+            "statistic": "share of contexts sharing any n-gram (naive rule)",
+            "observed": naive_obs,
+            "null": naive_null,
+            "n_observed": len(obs_cov),
+            "n_null": n_null,
+            "p_value": None,
+            "flagged": False,
+            "note": "what 'any shared n-gram means contaminated' would flag: held-out vs independent train contexts",
+        },
+        {
+            "check": f"{p.ngram_n}-gram overlap",
+            "statistic": f"coverage threshold (null quantile {1 - p.ngram_alpha:g})",
+            "observed": float(np.mean(obs_cov)) if len(obs_cov) else 0.0,
+            "null": q,
+            "n_observed": len(obs_cov),
+            "n_null": n_null,
+            "p_value": None,
+            "flagged": bool(flagged.any()),
+            "note": f"conformal test per held-out context; {int(flagged.sum())} flagged; expected false positives <= {p.ngram_alpha:g} x {len(obs_cov)}",
+        },
     ]
 
 
@@ -137,7 +193,7 @@ def doc_unique_jit(flat, offsets):
     out_offsets = np.zeros(len(offsets), dtype=np.int64)
     pos = 0
     for d in range(len(offsets) - 1):
-        seg = np.sort(flat[offsets[d]:offsets[d + 1]])
+        seg = np.sort(flat[offsets[d] : offsets[d + 1]])
         for k in range(len(seg)):
             if k == 0 or seg[k] != seg[k - 1]:
                 out[pos] = seg[k]

@@ -6,6 +6,7 @@ story that train also has is leaked whatever the question. Every reported pair c
 (estimated and exact Jaccard, both containments, matched spans); every rate is set beside the same
 rate among independent train contexts, so templated data is not flagged wholesale.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,22 +51,34 @@ def signature_params_key(p: AuditParams) -> str:
 
 def _docs(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Distinct contexts -> distinct normalized texts (docs), with which sides use them."""
-    ctx = (items.group_by("context_id").agg(
-        pl.col("context").first(),
-        (pl.col("side") == "train").sum().alias("n_train_items"),
-        (pl.col("side") == "heldout").sum().alias("n_heldout_items"),
-    ).sort("context_id"))
+    ctx = (
+        items.group_by("context_id")
+        .agg(
+            pl.col("context").first(),
+            (pl.col("side") == "train").sum().alias("n_train_items"),
+            (pl.col("side") == "heldout").sum().alias("n_heldout_items"),
+        )
+        .sort("context_id")
+    )
     ctx = ctx.with_columns(pl.Series("text_key", text_keys(ctx["context"]), dtype=pl.Utf8))
     # a text used by both sides may come from different contexts (raw texts that differ in case or punctuation):
     # each side's own context names it in that side's place of a pair
-    docs = (ctx.group_by("text_key").agg(
-        pl.col("context").first(), pl.col("context_id").sort(),
-        pl.col("n_train_items").sum(), pl.col("n_heldout_items").sum(),
-        pl.col("context_id").filter(pl.col("n_train_items") > 0).min().alias("train_context_id"),
-        pl.col("context_id").filter(pl.col("n_heldout_items") > 0).min().alias("heldout_context_id"),
-    ).sort("text_key").with_row_index("doc"))
+    docs = (
+        ctx.group_by("text_key")
+        .agg(
+            pl.col("context").first(),
+            pl.col("context_id").sort(),
+            pl.col("n_train_items").sum(),
+            pl.col("n_heldout_items").sum(),
+            pl.col("context_id").filter(pl.col("n_train_items") > 0).min().alias("train_context_id"),
+            pl.col("context_id").filter(pl.col("n_heldout_items") > 0).min().alias("heldout_context_id"),
+        )
+        .sort("text_key")
+        .with_row_index("doc")
+    )
     docs = docs.with_columns(
-        (pl.col("n_train_items") > 0).alias("train"), (pl.col("n_heldout_items") > 0).alias("heldout"))
+        (pl.col("n_train_items") > 0).alias("train"), (pl.col("n_heldout_items") > 0).alias("heldout")
+    )
     return ctx, docs
 
 
@@ -74,8 +87,9 @@ def _unique_sets(flat: np.ndarray, offsets: np.ndarray) -> Callable[[int], np.nd
 
     def get(d: int) -> np.ndarray:
         if d not in cache:
-            cache[d] = np.unique(flat[offsets[d]:offsets[d + 1]])
+            cache[d] = np.unique(flat[offsets[d] : offsets[d + 1]])
         return cache[d]
+
     return get
 
 
@@ -83,8 +97,12 @@ def _exact(get: Callable[[int], np.ndarray], a: int, b: int) -> tuple[float, flo
     sa, sb = get(a), get(b)
     inter = len(np.intersect1d(sa, sb, assume_unique=True))
     union = len(sa) + len(sb) - inter
-    return (inter / union if union else 1.0, inter / len(sa) if len(sa) else 0.0,
-            inter / len(sb) if len(sb) else 0.0, inter)
+    return (
+        inter / union if union else 1.0,
+        inter / len(sa) if len(sa) else 0.0,
+        inter / len(sb) if len(sb) else 0.0,
+        inter,
+    )
 
 
 def matched_spans(words_a: list[str], words_b: list[str], n: int, limit: int) -> list[dict]:
@@ -92,8 +110,8 @@ def matched_spans(words_a: list[str], words_b: list[str], n: int, limit: int) ->
     width = min(n, len(words_a), len(words_b))
     if width == 0:
         return []
-    grams = {tuple(words_a[i:i + width]) for i in range(len(words_a) - width + 1)}
-    hits = [tuple(words_b[i:i + width]) in grams for i in range(len(words_b) - width + 1)]
+    grams = {tuple(words_a[i : i + width]) for i in range(len(words_a) - width + 1)}
+    hits = [tuple(words_b[i : i + width]) in grams for i in range(len(words_b) - width + 1)]
     spans, start = [], None
     for i, hit in enumerate(hits + [False]):
         if hit and start is None:
@@ -158,7 +176,10 @@ class PhaseTimer:
             with self.progress.stage(f"{self.prefix}: {name}"):
                 yield
         finally:
-            self.seconds[name] = {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+            self.seconds[name] = {
+                "wall_s": round(time.perf_counter() - wall, 3),
+                "cpu_s": round(time.process_time() - cpu, 3),
+            }
 
 
 @dataclass
@@ -176,11 +197,21 @@ def _sign(docs: pl.DataFrame, p: AuditParams, lookup: Lookup | None, passes: Pas
     keys = docs["text_key"].to_list()
     banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
     cached, have = _cached_signatures(keys, p, lookup)
-    hashed = passes(docs["context"].to_list(), cached, have, PassSettings(p.shingle_n, p.num_perm, p.minhash_seed, banding))
+    hashed = passes(
+        docs["context"].to_list(), cached, have, PassSettings(p.shingle_n, p.num_perm, p.minhash_seed, banding)
+    )
     computed = np.flatnonzero(hashed.computed)
     offsets = hashed.offsets
-    new_sigs = signature_table([keys[i] for i in computed], signature_params_key(p), hashed.signatures[computed],
-                               offsets[computed + 1] - offsets[computed]) if len(computed) else None
+    new_sigs = (
+        signature_table(
+            [keys[i] for i in computed],
+            signature_params_key(p),
+            hashed.signatures[computed],
+            offsets[computed + 1] - offsets[computed],
+        )
+        if len(computed)
+        else None
+    )
     return _Signed(hashed, banding, new_sigs, docs.height - len(computed))
 
 
@@ -192,7 +223,10 @@ class _Evidence:
         self.p, self.sigs = p, hashed.signatures
         self.texts = docs["context"].to_list()
         self.keys = docs["text_key"].to_list()
-        self.side_context = {"train": docs["train_context_id"].to_list(), "heldout": docs["heldout_context_id"].to_list()}
+        self.side_context = {
+            "train": docs["train_context_id"].to_list(),
+            "heldout": docs["heldout_context_id"].to_list(),
+        }
         self.train, self.heldout = docs["train"].to_numpy(), docs["heldout"].to_numpy()
         self.get = _unique_sets(hashed.flat, hashed.offsets)
         self.rows: list[dict] = []
@@ -208,24 +242,48 @@ class _Evidence:
         jac, c_a, c_b, inter = _exact(self.get, a, b)
         extra = extra or {}
         side_a, side_b = ("train", "heldout") if scope == "cross" else (scope, scope)
-        self.rows.append({
-            "kind": kind, "scope": scope, "a_text_key": self.keys[a], "b_text_key": self.keys[b],
-            "a_context_id": self.side_context[side_a][a], "b_context_id": self.side_context[side_b][b],
-            "est_jaccard": float(estimate_jaccard(self.sigs[a], self.sigs[b])), "jaccard": jac, "containment_a": c_a,
-            "containment_b": c_b, "shared_shingles": inter, "shared_ngrams": extra.get("shared_ngrams"),
-            "p_value": extra.get("p_value"),
-            "spans": json.dumps(matched_spans(self.words_of(a), self.words_of(b), extra.get("span_n", self.p.shingle_n),
-                                              self.p.max_spans)),
-        })
+        self.rows.append(
+            {
+                "kind": kind,
+                "scope": scope,
+                "a_text_key": self.keys[a],
+                "b_text_key": self.keys[b],
+                "a_context_id": self.side_context[side_a][a],
+                "b_context_id": self.side_context[side_b][b],
+                "est_jaccard": float(estimate_jaccard(self.sigs[a], self.sigs[b])),
+                "jaccard": jac,
+                "containment_a": c_a,
+                "containment_b": c_b,
+                "shared_shingles": inter,
+                "shared_ngrams": extra.get("shared_ngrams"),
+                "p_value": extra.get("p_value"),
+                "spans": json.dumps(
+                    matched_spans(
+                        self.words_of(a), self.words_of(b), extra.get("span_n", self.p.shingle_n), self.p.max_spans
+                    )
+                ),
+            }
+        )
 
     def frame(self) -> pl.DataFrame:
         return pl.DataFrame(self.rows, schema=_PAIR_SCHEMA).sort("kind", "scope", "a_text_key", "b_text_key")
 
 
 _PAIR_SCHEMA = {
-    "kind": pl.Utf8, "scope": pl.Utf8, "a_text_key": pl.Utf8, "b_text_key": pl.Utf8, "a_context_id": pl.Utf8,
-    "b_context_id": pl.Utf8, "est_jaccard": pl.Float64, "jaccard": pl.Float64, "containment_a": pl.Float64,
-    "containment_b": pl.Float64, "shared_shingles": pl.Int64, "shared_ngrams": pl.Int64, "p_value": pl.Float64, "spans": pl.Utf8,
+    "kind": pl.Utf8,
+    "scope": pl.Utf8,
+    "a_text_key": pl.Utf8,
+    "b_text_key": pl.Utf8,
+    "a_context_id": pl.Utf8,
+    "b_context_id": pl.Utf8,
+    "est_jaccard": pl.Float64,
+    "jaccard": pl.Float64,
+    "containment_a": pl.Float64,
+    "containment_b": pl.Float64,
+    "shared_shingles": pl.Int64,
+    "shared_ngrams": pl.Int64,
+    "p_value": pl.Float64,
+    "spans": pl.Utf8,
 }
 
 
@@ -249,8 +307,14 @@ def _near_duplicates(ev: _Evidence, band_keys: np.ndarray, p: AuditParams) -> tu
     return clusters, {"lsh_candidates": len(cands), "verified_pairs": verified, "oversized_buckets": skipped}
 
 
-def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = None, passes: Passes = run_local,
-                  progress: Progress = SILENT, largest_done: Callable[[], None] = lambda: None) -> OverlapResult:
+def audit_overlap(
+    items: pl.DataFrame,
+    p: AuditParams,
+    lookup: Lookup | None = None,
+    passes: Passes = run_local,
+    progress: Progress = SILENT,
+    largest_done: Callable[[], None] = lambda: None,
+) -> OverlapResult:
     """`items` has the item columns of `audits.store.read_selection` plus `side` (train|heldout);
     `passes` runs the shingle and signature passes (here, or on Ray: `audits.ray_passes`);
     each phase is a stage of `progress` (their times are in the result's `timings`).
@@ -284,17 +348,43 @@ def audit_overlap(items: pl.DataFrame, p: AuditParams, lookup: Lookup | None = N
             for a, b, pval in struct_pairs:
                 ev.add("structural", a, b, {"p_value": pval})
             calibration += _near_dup_rates(ev.rows, ev.train, ev.heldout, p)
-    contexts = ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items").join(
-        docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key").sort("context_id")
-    st = {"contexts": ctx.height, "docs": docs.height, "signatures_cached": signed.n_cached,
-          "signatures_computed": docs.height - signed.n_cached, **counts, "bands": signed.banding.bands,
-          "rows": signed.banding.rows}
-    return OverlapResult(contexts, ev.frame(), ngram, pl.DataFrame(calibration, schema=_CALIB_SCHEMA), signed.banding,
-                         signed.new_signatures, st, timer.seconds)
+    contexts = (
+        ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items")
+        .join(docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key")
+        .sort("context_id")
+    )
+    st = {
+        "contexts": ctx.height,
+        "docs": docs.height,
+        "signatures_cached": signed.n_cached,
+        "signatures_computed": docs.height - signed.n_cached,
+        **counts,
+        "bands": signed.banding.bands,
+        "rows": signed.banding.rows,
+    }
+    return OverlapResult(
+        contexts,
+        ev.frame(),
+        ngram,
+        pl.DataFrame(calibration, schema=_CALIB_SCHEMA),
+        signed.banding,
+        signed.new_signatures,
+        st,
+        timer.seconds,
+    )
 
 
-_CALIB_SCHEMA = {"check": pl.Utf8, "statistic": pl.Utf8, "observed": pl.Float64, "null": pl.Float64,
-                 "n_observed": pl.Int64, "n_null": pl.Int64, "p_value": pl.Float64, "flagged": pl.Boolean, "note": pl.Utf8}
+_CALIB_SCHEMA = {
+    "check": pl.Utf8,
+    "statistic": pl.Utf8,
+    "observed": pl.Float64,
+    "null": pl.Float64,
+    "n_observed": pl.Int64,
+    "n_null": pl.Int64,
+    "p_value": pl.Float64,
+    "flagged": pl.Boolean,
+    "note": pl.Utf8,
+}
 
 
 def _structural(docs: pl.DataFrame, p: AuditParams):
@@ -302,9 +392,11 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
     which train docs have such a twin among the other train clusters (one-sided binomial test)."""
     d = docs.select("doc", "cluster", "skeleton_key", "train", "heldout")
     tr = d.filter(pl.col("train"))
-    per_skel = tr.group_by("skeleton_key").agg(pl.col("cluster").n_unique().alias("n_clusters"),
-                                               pl.col("doc").sort().alias("train_docs"),
-                                               pl.col("cluster").alias("train_clusters"))
+    per_skel = tr.group_by("skeleton_key").agg(
+        pl.col("cluster").n_unique().alias("n_clusters"),
+        pl.col("doc").sort().alias("train_docs"),
+        pl.col("cluster").alias("train_clusters"),
+    )
     null = tr.join(per_skel, on="skeleton_key").with_columns((pl.col("n_clusters") >= 2).alias("twin"))
     ho = d.filter(pl.col("heldout") & ~pl.col("train")).join(per_skel, on="skeleton_key", how="left")
     n_null, null_twins = null.height, int(null["twin"].sum()) if null.height else 0
@@ -313,7 +405,9 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
     doc_p = (1 + null_twins) / (1 + n_null)
     pairs: list[tuple] = []
     n_twins = 0
-    for doc, cluster, train_docs, train_clusters in ho.select("doc", "cluster", "train_docs", "train_clusters").iter_rows():
+    for doc, cluster, train_docs, train_clusters in ho.select(
+        "doc", "cluster", "train_docs", "train_clusters"
+    ).iter_rows():
         if not train_docs:
             continue
         others = [t for t, c in zip(train_docs, train_clusters) if c != cluster]
@@ -321,29 +415,63 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
             n_twins += 1
             pairs.extend((t, doc, doc_p) for t in others[:5])
     n_obs = ho.height
-    pval = float(stats.binomtest(n_twins, n_obs, min(max(null_rate, 1.0 / (n_null + 1)), 1.0), alternative="greater").pvalue) if n_obs else 1.0
-    calib = [{"check": "structural duplicates", "statistic": "share of contexts with a same-skeleton twin in train",
-              "observed": n_twins / n_obs if n_obs else 0.0, "null": null_rate, "n_observed": n_obs, "n_null": n_null,
-              "p_value": pval, "flagged": bool(n_twins and (pval <= p.alpha or doc_p <= p.ngram_alpha)),
-              "note": f"held-out vs train contexts (twins among other train clusters); per-context conformal p = {doc_p:.3g}, "
-                      f"flagged per pair when <= {p.ngram_alpha:g}"}]
+    pval = (
+        float(
+            stats.binomtest(n_twins, n_obs, min(max(null_rate, 1.0 / (n_null + 1)), 1.0), alternative="greater").pvalue
+        )
+        if n_obs
+        else 1.0
+    )
+    calib = [
+        {
+            "check": "structural duplicates",
+            "statistic": "share of contexts with a same-skeleton twin in train",
+            "observed": n_twins / n_obs if n_obs else 0.0,
+            "null": null_rate,
+            "n_observed": n_obs,
+            "n_null": n_null,
+            "p_value": pval,
+            "flagged": bool(n_twins and (pval <= p.alpha or doc_p <= p.ngram_alpha)),
+            "note": f"held-out vs train contexts (twins among other train clusters); per-context conformal p = {doc_p:.3g}, "
+            f"flagged per pair when <= {p.ngram_alpha:g}",
+        }
+    ]
     return pairs, calib
 
 
 def _near_dup_rates(rows: list[dict], train: np.ndarray, heldout: np.ndarray, p: AuditParams) -> list[dict]:
     """Near-duplicate pairs per possible pair: across sides vs within train (the generator's own rate)."""
     n_t, n_h = int((train & ~heldout).sum()), int((heldout & ~train).sum())
-    cross = sum(1 for r in rows if r["kind"] == "near_duplicate" and r["scope"] == "cross" and r["jaccard"] >= p.jaccard_threshold)
-    within = sum(1 for r in rows if r["kind"] == "near_duplicate" and r["scope"] == "train" and r["jaccard"] >= p.jaccard_threshold)
+    cross = sum(
+        1
+        for r in rows
+        if r["kind"] == "near_duplicate" and r["scope"] == "cross" and r["jaccard"] >= p.jaccard_threshold
+    )
+    within = sum(
+        1
+        for r in rows
+        if r["kind"] == "near_duplicate" and r["scope"] == "train" and r["jaccard"] >= p.jaccard_threshold
+    )
     pairs_cross = n_t * n_h
     pairs_within = n_t * (n_t - 1) // 2
     rate_c = cross / pairs_cross if pairs_cross else 0.0
     rate_w = within / pairs_within if pairs_within else 0.0
     null_rate = max(rate_w, 1.0 / (pairs_within + 1)) if pairs_within else 1.0
-    pval = float(stats.binomtest(cross, pairs_cross, min(null_rate, 1.0), alternative="greater").pvalue) if pairs_cross else 1.0
-    return [{"check": "near duplicates", "statistic": f"pairs with Jaccard >= {p.jaccard_threshold:g} per possible pair",
-             "observed": rate_c, "null": rate_w, "n_observed": cross, "n_null": within, "p_value": pval,
-             "flagged": bool(cross > 0 and pval <= p.alpha),
-             "note": "every cross pair is listed with its evidence; the flag says whether they exceed the within-train rate"}]
-
-
+    pval = (
+        float(stats.binomtest(cross, pairs_cross, min(null_rate, 1.0), alternative="greater").pvalue)
+        if pairs_cross
+        else 1.0
+    )
+    return [
+        {
+            "check": "near duplicates",
+            "statistic": f"pairs with Jaccard >= {p.jaccard_threshold:g} per possible pair",
+            "observed": rate_c,
+            "null": rate_w,
+            "n_observed": cross,
+            "n_null": within,
+            "p_value": pval,
+            "flagged": bool(cross > 0 and pval <= p.alpha),
+            "note": "every cross pair is listed with its evidence; the flag says whether they exceed the within-train rate",
+        }
+    ]

@@ -5,6 +5,7 @@ shard (`audits.ray_passes`), and the driver then joins the LSH buckets from the 
 keys; a shard needs nothing but its texts and the signatures already cached for them, so the
 result cannot depend on how the documents were cut into shards.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -76,8 +77,15 @@ def concat(parts: Sequence[Hashed], num_perm: int, bands: int) -> Hashed:
     """Shards back into one result, in shard order (offsets shifted)."""
     if not parts:
         empty = np.zeros(1, dtype=np.int64)
-        return Hashed(np.empty(0, np.uint64), empty, np.empty(0, np.uint64), empty,
-                      np.empty((0, num_perm), np.uint32), np.empty((0, bands), np.uint64), np.empty(0, bool))
+        return Hashed(
+            np.empty(0, np.uint64),
+            empty,
+            np.empty(0, np.uint64),
+            empty,
+            np.empty((0, num_perm), np.uint32),
+            np.empty((0, bands), np.uint64),
+            np.empty(0, bool),
+        )
 
     def offsets_of(name: str) -> np.ndarray:
         out, base = [np.zeros(1, dtype=np.int64)], 0
@@ -87,10 +95,15 @@ def concat(parts: Sequence[Hashed], num_perm: int, bands: int) -> Hashed:
             base += int(off[-1])
         return np.concatenate(out)
 
-    return Hashed(np.concatenate([p.words for p in parts]), offsets_of("word_offsets"),
-                  np.concatenate([p.flat for p in parts]), offsets_of("offsets"),
-                  np.concatenate([p.signatures for p in parts]), np.concatenate([p.band_keys for p in parts]),
-                  np.concatenate([p.computed for p in parts]))
+    return Hashed(
+        np.concatenate([p.words for p in parts]),
+        offsets_of("word_offsets"),
+        np.concatenate([p.flat for p in parts]),
+        offsets_of("offsets"),
+        np.concatenate([p.signatures for p in parts]),
+        np.concatenate([p.band_keys for p in parts]),
+        np.concatenate([p.computed for p in parts]),
+    )
 
 
 class Passes(Protocol):

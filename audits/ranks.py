@@ -25,6 +25,7 @@ item, else the record's container list (`meta.candidates`). Yes/no items are lef
 rules (their gold is not an option). Strata are the belief orders (memory questions apart) and the
 number of candidates, plus all orders pooled ("all") where a side has several.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,17 +39,34 @@ from scipy import stats
 from tomforge.audits.config import AuditParams
 
 RANKINGS = ("mentions", "first_mention", "last_mention", "events", "last_move")
-RANKING_LABELS = {"mentions": "mention count", "first_mention": "first mention", "last_mention": "last mention",
-                  "events": "sentences naming it", "last_move": "last move into it"}
-_MOVE = re.compile(r"\b(?:mov(?:e|es|ed|ing)|put|puts|putting|plac(?:e|es|ed|ing)|relocat(?:e|es|ed|ing)|"
-                   r"transferr?(?:s|ed|ing)?|stor(?:e|es|ed|ing)|shift(?:s|ed|ing)?|drop(?:s|ped|ping)?|"
-                   r"tuck(?:s|ed|ing)?|stash(?:es|ed|ing)?|slipp?(?:s|ed|ing)?)\b")
+RANKING_LABELS = {
+    "mentions": "mention count",
+    "first_mention": "first mention",
+    "last_mention": "last mention",
+    "events": "sentences naming it",
+    "last_move": "last move into it",
+}
+_MOVE = re.compile(
+    r"\b(?:mov(?:e|es|ed|ing)|put|puts|putting|plac(?:e|es|ed|ing)|relocat(?:e|es|ed|ing)|"
+    r"transferr?(?:s|ed|ing)?|stor(?:e|es|ed|ing)|shift(?:s|ed|ing)?|drop(?:s|ped|ping)?|"
+    r"tuck(?:s|ed|ing)?|stash(?:es|ed|ing)?|slipp?(?:s|ed|ing)?)\b"
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LINE_NUMBER = re.compile(r"^\s*\d+\s+")
 _NON_WORD = re.compile(r"[^\w]+")
-SCHEMA = {"selection": pl.Utf8, "belief_order": pl.Utf8, "ranking": pl.Utf8, "k": pl.Int64, "n": pl.Int64,
-          "position": pl.Int64, "share": pl.Float64, "expected": pl.Float64, "chi2": pl.Float64, "df": pl.Int64,
-          "p_value": pl.Float64}
+SCHEMA = {
+    "selection": pl.Utf8,
+    "belief_order": pl.Utf8,
+    "ranking": pl.Utf8,
+    "k": pl.Int64,
+    "n": pl.Int64,
+    "position": pl.Int64,
+    "share": pl.Float64,
+    "expected": pl.Float64,
+    "chi2": pl.Float64,
+    "df": pl.Int64,
+    "p_value": pl.Float64,
+}
 
 
 def norm(text: str) -> str:
@@ -80,7 +98,7 @@ def ranking_values(context: str, candidates: Sequence[str]) -> dict[str, list[fl
     for cand in candidates:
         phrase = cand.split()
         m = len(phrase)
-        hits = [i for i in range(len(words) - m + 1) if m and words[i:i + m] == phrase] if m else []
+        hits = [i for i in range(len(words) - m + 1) if m and words[i : i + m] == phrase] if m else []
         in_sentences = sorted({sentence_of[i] for i in hits})
         moved = [s for s in in_sentences if moves[s]]
         out["mentions"].append(float(len(hits)))
@@ -103,7 +121,7 @@ def spread(pattern: tuple[int, ...], group: int) -> np.ndarray:
     k = sum(pattern)
     start = sum(pattern[:group])
     out = np.zeros(k)
-    out[start:start + pattern[group]] = 1.0 / pattern[group]
+    out[start : start + pattern[group]] = 1.0 / pattern[group]
     return out
 
 
@@ -111,10 +129,10 @@ def null_covariance(pattern: tuple[int, ...]) -> np.ndarray:
     """Covariance of one item's `spread` when the gold is a uniformly random candidate:
     (1/k) sum over groups of (1/t) J_t on the group's block, minus (1/k^2) J."""
     k = sum(pattern)
-    cov = np.full((k, k), -1.0 / k ** 2)
+    cov = np.full((k, k), -1.0 / k**2)
     start = 0
     for t in pattern:
-        cov[start:start + t, start:start + t] += 1.0 / (k * t)
+        cov[start : start + t, start : start + t] += 1.0 / (k * t)
         start += t
     return cov
 
@@ -158,8 +176,21 @@ def item_patterns(df: pl.DataFrame) -> pl.DataFrame:
     """One row per rankable item and ranking: selection, stratum, ranking, k, tie pattern (as text) and the gold's group."""
     rows = []
     cache: dict[tuple[str, tuple[str, ...]], dict[str, list[float]]] = {}
-    cols = [c for c in ("selection", "context_id", "context", "options", "meta_candidates", "answer", "answer_format",
-                        "question_type", "belief_order") if c in df.columns]
+    cols = [
+        c
+        for c in (
+            "selection",
+            "context_id",
+            "context",
+            "options",
+            "meta_candidates",
+            "answer",
+            "answer_format",
+            "question_type",
+            "belief_order",
+        )
+        if c in df.columns
+    ]
     for row in df.select(cols).iter_rows(named=True):
         cands = _candidates(row)
         gold = norm(row.get("answer") or "")
@@ -173,8 +204,18 @@ def item_patterns(df: pl.DataFrame) -> pl.DataFrame:
         for name in RANKINGS:
             pattern, group = tie_pattern(values[name], cands.index(gold))
             rows.append((row.get("selection", "all"), stratum, name, len(cands), ",".join(map(str, pattern)), group))
-    return pl.DataFrame(rows, schema={"selection": pl.Utf8, "belief_order": pl.Utf8, "ranking": pl.Utf8, "k": pl.Int64,
-                                      "pattern": pl.Utf8, "group": pl.Int64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "selection": pl.Utf8,
+            "belief_order": pl.Utf8,
+            "ranking": pl.Utf8,
+            "k": pl.Int64,
+            "pattern": pl.Utf8,
+            "group": pl.Int64,
+        },
+        orient="row",
+    )
 
 
 def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
@@ -182,27 +223,53 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     items, the gold's share at each position against 1/k, the chi-square, its p-value and whether
     it is flagged (Bonferroni over the groups tested)."""
     patterns = item_patterns(df)
-    several = patterns.group_by("selection").agg(pl.col("belief_order").n_unique().alias("orders")).filter(pl.col("orders") > 1)
-    pooled = patterns.join(several.select("selection"), on="selection", how="semi").with_columns(pl.lit("all").alias("belief_order"))
+    several = (
+        patterns.group_by("selection")
+        .agg(pl.col("belief_order").n_unique().alias("orders"))
+        .filter(pl.col("orders") > 1)
+    )
+    pooled = patterns.join(several.select("selection"), on="selection", how="semi").with_columns(
+        pl.lit("all").alias("belief_order")
+    )
     patterns = pl.concat([pooled, patterns])
     rows = []
     keys = ["selection", "belief_order", "ranking", "k"]
     counted = patterns.group_by([*keys, "pattern", "group"]).len().sort([*keys, "pattern", "group"])
     for key, part in counted.group_by(keys, maintain_order=True):
-        items = [(tuple(int(t) for t in pat.split(",")), g) for pat, g, c in part.select("pattern", "group", "len").iter_rows()
-                 for _ in range(c)]
+        items = [
+            (tuple(int(t) for t in pat.split(",")), g)
+            for pat, g, c in part.select("pattern", "group", "len").iter_rows()
+            for _ in range(c)
+        ]
         if len(items) < p.min_group_items:
             continue
         n, share, chi2, df_, p_value = uniformity_test(items)
         selection, stratum, ranking, k = key
-        rows += [{"selection": selection, "belief_order": stratum, "ranking": ranking, "k": k, "n": n, "position": pos,
-                  "share": float(share[pos]), "expected": 1.0 / k, "chi2": chi2, "df": df_, "p_value": p_value}
-                 for pos in range(k)]
+        rows += [
+            {
+                "selection": selection,
+                "belief_order": stratum,
+                "ranking": ranking,
+                "k": k,
+                "n": n,
+                "position": pos,
+                "share": float(share[pos]),
+                "expected": 1.0 / k,
+                "chi2": chi2,
+                "df": df_,
+                "p_value": p_value,
+            }
+            for pos in range(k)
+        ]
     out = pl.DataFrame(rows, schema=SCHEMA)
     m = max(out.select(keys).unique().height, 1)
-    out = out.with_columns((pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected"))
+    out = out.with_columns(
+        (pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected")
+    )
     order = {name: i for i, name in enumerate(RANKINGS)}
-    return out.sort(["selection", "belief_order", pl.col("ranking").replace_strict(order, return_dtype=pl.Int64), "k", "position"])
+    return out.sort(
+        ["selection", "belief_order", pl.col("ranking").replace_strict(order, return_dtype=pl.Int64), "k", "position"]
+    )
 
 
 def worst_group(table: pl.DataFrame) -> dict | None:
@@ -210,5 +277,7 @@ def worst_group(table: pl.DataFrame) -> dict | None:
     if table.height == 0:
         return None
     ranked = table.with_columns((pl.col("share") - pl.col("expected")).abs().alias("gap"))
-    return ranked.sort(["flagged", "gap", "selection", "belief_order", "ranking", "position"],
-                       descending=[True, True, False, False, False, False]).row(0, named=True)
+    return ranked.sort(
+        ["flagged", "gap", "selection", "belief_order", "ranking", "position"],
+        descending=[True, True, False, False, False, False],
+    ).row(0, named=True)

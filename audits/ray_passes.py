@@ -6,6 +6,7 @@ buckets from the collected band keys, so the result is the single-process result
 Workers import tomforge: on a cluster every node needs the package installed (`pip install
 tomforge`); a local Ray started here inherits this process's environment.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -58,6 +59,13 @@ class RayPasses:
             task = ray.remote(hash_shard)
             settings = ray.put(s)
             cuts = range(0, len(texts), max(self.shard_docs, 1))
-            futures = [task.remote(list(texts[lo:lo + self.shard_docs]), cached[lo:lo + self.shard_docs],
-                                   have[lo:lo + self.shard_docs], settings) for lo in cuts]
+            futures = [
+                task.remote(
+                    list(texts[lo : lo + self.shard_docs]),
+                    cached[lo : lo + self.shard_docs],
+                    have[lo : lo + self.shard_docs],
+                    settings,
+                )
+                for lo in cuts
+            ]
             return concat(ray.get(futures), s.num_perm, s.banding.bands)

@@ -8,6 +8,7 @@ events the world itself repeats (identical enter/exit/move/stay/tell events,
 without a trace cannot say what happened twice (HiToM's chapters re-enter rooms), so only a
 sentence repeated back to back is flagged there.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -16,8 +17,16 @@ import polars as pl
 
 from tomforge.audits.ranks import norm, sentences
 
-SCHEMA = {"selection": pl.Utf8, "context_id": pl.Utf8, "sentence": pl.Utf8, "times": pl.Int64, "back_to_back": pl.Boolean,
-          "repeats": pl.Int64, "world_repeats": pl.Int64, "flagged": pl.Boolean}
+SCHEMA = {
+    "selection": pl.Utf8,
+    "context_id": pl.Utf8,
+    "sentence": pl.Utf8,
+    "times": pl.Int64,
+    "back_to_back": pl.Boolean,
+    "repeats": pl.Int64,
+    "world_repeats": pl.Int64,
+    "flagged": pl.Boolean,
+}
 
 
 def story_repeats(context: str) -> tuple[Counter[str], set[str]]:
@@ -31,8 +40,11 @@ def story_repeats(context: str) -> tuple[Counter[str], set[str]]:
 def repeated_sentences(df: pl.DataFrame) -> pl.DataFrame:
     """`audit_repeated_sentences`: one row per (selection, story, repeated sentence)."""
     world = pl.col("trace_repeated_events") if "trace_repeated_events" in df.columns else pl.lit(None, pl.Int64)
-    stories = (df.select("selection", "context_id", "context", world.alias("world"))
-               .unique(["selection", "context_id"], keep="first").sort("selection", "context_id"))
+    stories = (
+        df.select("selection", "context_id", "context", world.alias("world"))
+        .unique(["selection", "context_id"], keep="first")
+        .sort("selection", "context_id")
+    )
     rows = []
     for selection, context_id, context, world_repeats in stories.iter_rows():
         counts, adjacent = story_repeats(context or "")
@@ -42,7 +54,16 @@ def repeated_sentences(df: pl.DataFrame) -> pl.DataFrame:
         traced = world_repeats is not None
         for sentence, times in sorted(counts.items()):
             back = sentence in adjacent
-            rows.append({"selection": selection, "context_id": context_id, "sentence": sentence, "times": times,
-                         "back_to_back": back, "repeats": repeats, "world_repeats": world_repeats,
-                         "flagged": repeats > world_repeats if traced else back})
+            rows.append(
+                {
+                    "selection": selection,
+                    "context_id": context_id,
+                    "sentence": sentence,
+                    "times": times,
+                    "back_to_back": back,
+                    "repeats": repeats,
+                    "world_repeats": world_repeats,
+                    "flagged": repeats > world_repeats if traced else back,
+                }
+            )
     return pl.DataFrame(rows, schema=SCHEMA)

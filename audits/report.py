@@ -3,6 +3,7 @@ verdict table first (one line per check, `audits.verdict`), one section per chec
 the figures (`audits.plots`), then every table (first rows here, all rows in `tables/*.csv`),
 parameters and tool versions. No timestamps: same inputs, same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,32 +46,72 @@ def markdown_table(frame: pl.DataFrame, limit: int = MAX_ROWS, drop: tuple[str, 
 def flat_csv(frame: pl.DataFrame) -> pl.DataFrame:
     """Nested columns (lists of ids, answers) as JSON text, which CSV can hold."""
     nested = [c for c, t in frame.schema.items() if t.is_nested()]
-    return frame.with_columns([pl.Series(c, [json.dumps(v) for v in frame[c].to_list()], dtype=pl.Utf8) for c in nested])
+    return frame.with_columns(
+        [pl.Series(c, [json.dumps(v) for v in frame[c].to_list()], dtype=pl.Utf8) for c in nested]
+    )
 
 
 SECTIONS = (
     ("audit_findings", "Findings", "Every flagged item, with its evidence and the baseline it was judged against."),
-    ("audit_overlap_pairs", "Overlap pairs", "Candidate pairs verified exactly: estimated vs exact Jaccard, containment "
-     "of each side in the other, shared n-grams and the longest matched spans. `scope` cross: a = train, b = held-out; "
-     "scope train or heldout: both stories on that side (within-side duplicates, not leaks)."),
-    ("audit_null_calibration", "Null calibration", "Observed rates beside the same rates among independent train "
-     "contexts: the naive 'any shared n-gram' rule, the conformal n-gram threshold, structural twins, near duplicates."),
-    ("audit_ngram_overlap", "Exact n-gram coverage", "Per context: share of its n-grams found in train (held-out) or in "
-     "other train clusters (null); conformal p-value."),
+    (
+        "audit_overlap_pairs",
+        "Overlap pairs",
+        "Candidate pairs verified exactly: estimated vs exact Jaccard, containment "
+        "of each side in the other, shared n-grams and the longest matched spans. `scope` cross: a = train, b = held-out; "
+        "scope train or heldout: both stories on that side (within-side duplicates, not leaks).",
+    ),
+    (
+        "audit_null_calibration",
+        "Null calibration",
+        "Observed rates beside the same rates among independent train "
+        "contexts: the naive 'any shared n-gram' rule, the conformal n-gram threshold, structural twins, near duplicates.",
+    ),
+    (
+        "audit_ngram_overlap",
+        "Exact n-gram coverage",
+        "Per context: share of its n-grams found in train (held-out) or in "
+        "other train clusters (null); conformal p-value.",
+    ),
     ("audit_positions", "Gold position bias", "Chi-square against uniform per group; per-position z."),
-    ("audit_answer_prior", "Gold-answer prior", "Most frequent answers per format; chi-square for small answer spaces."),
-    ("audit_feature_assoc", "Feature-label association", "Gardner et al. (2021) z; flagged by exact binomial test, "
-     "Bonferroni over all tests."),
-    ("audit_partial_input", "Partial-input baselines", "Logistic regression (SGD) on hashed 1-2-grams; 99% cluster-bootstrap "
-     "CIs (Bonferroni-adjusted); flagged when better than the majority class and chance."),
-    ("audit_heuristics", "Heuristic rules by belief order", "First / last / most mentioned candidate, the asked "
-     "object's first container (world trace when recorded), the most frequent gold position (fitted in-sample: "
-     "descriptive, tested by the position and prior checks), each against what uniformly random options score; "
-     "memory questions are their own stratum and skip the first-container rules; inverted difficulty = accuracy rising with order (Cochran-Armitage)."),
-    ("audit_heuristics_by_format", "Heuristic rules by belief order and answer format", "The same, per answer format "
-     "(yes/no: the rule answers yes exactly when the question asks about its pick)."),
-    ("audit_label_conflicts", "Label consistency", "Same context and question, different gold answers, anywhere in the warehouse."),
-    ("audit_lsh_curve", "LSH detection probability", "P(candidate | true Jaccard) for the chosen banding and datasketch's default."),
+    (
+        "audit_answer_prior",
+        "Gold-answer prior",
+        "Most frequent answers per format; chi-square for small answer spaces.",
+    ),
+    (
+        "audit_feature_assoc",
+        "Feature-label association",
+        "Gardner et al. (2021) z; flagged by exact binomial test, Bonferroni over all tests.",
+    ),
+    (
+        "audit_partial_input",
+        "Partial-input baselines",
+        "Logistic regression (SGD) on hashed 1-2-grams; 99% cluster-bootstrap "
+        "CIs (Bonferroni-adjusted); flagged when better than the majority class and chance.",
+    ),
+    (
+        "audit_heuristics",
+        "Heuristic rules by belief order",
+        "First / last / most mentioned candidate, the asked "
+        "object's first container (world trace when recorded), the most frequent gold position (fitted in-sample: "
+        "descriptive, tested by the position and prior checks), each against what uniformly random options score; "
+        "memory questions are their own stratum and skip the first-container rules; inverted difficulty = accuracy rising with order (Cochran-Armitage).",
+    ),
+    (
+        "audit_heuristics_by_format",
+        "Heuristic rules by belief order and answer format",
+        "The same, per answer format (yes/no: the rule answers yes exactly when the question asks about its pick).",
+    ),
+    (
+        "audit_label_conflicts",
+        "Label consistency",
+        "Same context and question, different gold answers, anywhere in the warehouse.",
+    ),
+    (
+        "audit_lsh_curve",
+        "LSH detection probability",
+        "P(candidate | true Jaccard) for the chosen banding and datasketch's default.",
+    ),
 )
 
 
@@ -95,7 +136,14 @@ def _anchor(check: str) -> str:
 def _check_sections(verdicts: list[Verdict]) -> list[str]:
     lines = ["## Checks", ""]
     for v in verdicts:
-        lines += [f"### {v.check}: {STATUS_TEXT[v.status]}", "", f"**Found:** {v.finding}. **Do:** {v.action}.", "", v.explain, ""]
+        lines += [
+            f"### {v.check}: {STATUS_TEXT[v.status]}",
+            "",
+            f"**Found:** {v.finding}. **Do:** {v.action}.",
+            "",
+            v.explain,
+            "",
+        ]
         if v.evidence:
             lines += [_evidence_table(v.evidence)]
         if v.note:
@@ -108,17 +156,32 @@ def _figures(out_dir: Path, tables: dict[str, pl.DataFrame], p: AuditParams, sta
     made = []
     if tables["audit_heuristics"].height:
         plots.save(plots.heuristics_figure(tables["audit_heuristics"]), out_dir / "heuristics_by_order.png")
-        made.append(("heuristics_by_order.png", "Shortcut rules by belief order: a curve above the dotted chance line "
-                     "answers without reasoning; a rising one makes deeper questions easier (inverted difficulty)."))
+        made.append(
+            (
+                "heuristics_by_order.png",
+                "Shortcut rules by belief order: a curve above the dotted chance line "
+                "answers without reasoning; a rising one makes deeper questions easier (inverted difficulty).",
+            )
+        )
     if tables["audit_positions"].height:
         plots.save(plots.positions_figure(tables["audit_positions"]), out_dir / "gold_positions.png")
         made.append(("gold_positions.png", "Gold option letter per side: red bars are over-represented letters."))
     if tables["audit_ngram_overlap"].height:
         plots.save(plots.ngram_null_figure(tables["audit_ngram_overlap"], p), out_dir / "ngram_null.png")
-        made.append(("ngram_null.png", "Held-out stories right of the red line share more long n-grams with train than "
-                     "independent train stories share with each other."))
+        made.append(
+            (
+                "ngram_null.png",
+                "Held-out stories right of the red line share more long n-grams with train than "
+                "independent train stories share with each other.",
+            )
+        )
     plots.save(plots.lsh_figure(tables["audit_lsh_curve"], p, stats["bands"], stats["rows"]), out_dir / "lsh_curve.png")
-    made.append(("lsh_curve.png", "How likely a pair of a given Jaccard is checked exactly (this audit vs datasketch's default)."))
+    made.append(
+        (
+            "lsh_curve.png",
+            "How likely a pair of a given Jaccard is checked exactly (this audit vs datasketch's default).",
+        )
+    )
     return made
 
 
@@ -130,30 +193,65 @@ def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: Audit
     run = tables["audit_runs"].row(0, named=True)
     stats = json.loads(run["stats"])
     figures = _figures(out_dir, tables, p, stats)
-    lines = [f"# Audit report `{summary.run_id}`", "",
-             f"Train: `{summary.train_where}` ({summary.n_train} items). "
-             + (f"Held-out: `{summary.heldout_where}` ({summary.n_heldout} items)." if summary.heldout_where
-                else "No held-out side (within-selection audit).")
-             + (f" {summary.n_in_both} items match both selections." if summary.n_in_both else ""), "",
-             "## Verdict", "", verdict_table(summary.verdicts), LEGEND, ""]
+    lines = [
+        f"# Audit report `{summary.run_id}`",
+        "",
+        f"Train: `{summary.train_where}` ({summary.n_train} items). "
+        + (
+            f"Held-out: `{summary.heldout_where}` ({summary.n_heldout} items)."
+            if summary.heldout_where
+            else "No held-out side (within-selection audit)."
+        )
+        + (f" {summary.n_in_both} items match both selections." if summary.n_in_both else ""),
+        "",
+        "## Verdict",
+        "",
+        verdict_table(summary.verdicts),
+        LEGEND,
+        "",
+    ]
     lines += _check_sections(summary.verdicts)
     lines += ["## Figures", ""]
     for name, caption in figures:
         lines += [f"![{caption}]({name})", "", f"_{caption}_", ""]
-    lines += ["## Full tables", "", "Every table in full: " + ", ".join(
-        f"[{name}](tables/{name}.csv)" for name in sorted(tables)) + ". The first rows of each follow.", ""]
+    lines += [
+        "## Full tables",
+        "",
+        "Every table in full: "
+        + ", ".join(f"[{name}](tables/{name}.csv)" for name in sorted(tables))
+        + ". The first rows of each follow.",
+        "",
+    ]
     for name, title, text in SECTIONS:
         table = tables.get(name)
         if table is None:
             continue
-        lines += [f"### {title}", "", text, "", f"Table `{name}` ({table.height} rows; full: `tables/{name}.csv`).", "",
-                  markdown_table(table, drop=("run_id",)), ""]
-    lines += ["## Parameters", "", markdown_table(pl.DataFrame(
-        {"parameter": list(p.as_dict()), "value": [str(v) for v in p.as_dict().values()]}), limit=100),
-        "## Run statistics", "", markdown_table(pl.DataFrame(
-            {"statistic": list(stats), "value": [str(v) for v in stats.values()]}), limit=100),
-        "## Tool versions", "", markdown_table(pl.DataFrame(
-            {"tool": list(json.loads(run["tools"])), "version": list(json.loads(run["tools"]).values())}), limit=100)]
+        lines += [
+            f"### {title}",
+            "",
+            text,
+            "",
+            f"Table `{name}` ({table.height} rows; full: `tables/{name}.csv`).",
+            "",
+            markdown_table(table, drop=("run_id",)),
+            "",
+        ]
+    lines += [
+        "## Parameters",
+        "",
+        markdown_table(
+            pl.DataFrame({"parameter": list(p.as_dict()), "value": [str(v) for v in p.as_dict().values()]}), limit=100
+        ),
+        "## Run statistics",
+        "",
+        markdown_table(pl.DataFrame({"statistic": list(stats), "value": [str(v) for v in stats.values()]}), limit=100),
+        "## Tool versions",
+        "",
+        markdown_table(
+            pl.DataFrame({"tool": list(json.loads(run["tools"])), "version": list(json.loads(run["tools"]).values())}),
+            limit=100,
+        ),
+    ]
     path = out_dir / "audit_report.md"
     text = "\n".join(lines) + "\n"
     path.write_text(text, encoding="utf-8")

@@ -4,6 +4,7 @@ Reads the two selections over a read-only connection, runs every check, writes a
 in one atomic swap (plus new MinHash signatures to the `audit_minhash` cache), and renders the
 report. Outputs are deterministic: no timestamps in tables or report, ids derived from inputs.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,15 @@ class _Selections:
 
 
 @writes_warehouse
-def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = None, out_dir: Path | None = None,
-              params: AuditParams | None = None, progress: Progress = SILENT, passes: Passes = run_local) -> AuditSummary:
+def run_audit(
+    warehouse: Path,
+    train_where: str,
+    heldout_where: str | None = None,
+    out_dir: Path | None = None,
+    params: AuditParams | None = None,
+    progress: Progress = SILENT,
+    passes: Passes = run_local,
+) -> AuditSummary:
     """Audit `train_where` against `heldout_where` (or within the train selection alone); `passes`
     runs the shingle and signature passes (in this process, or `audits.ray_passes.RayPasses`).
     Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
@@ -79,8 +87,14 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
             artifacts_job = side.submit(_after(largest_done, _timed), _artifact_tables, sel.items, p)
             try:
                 with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
-                    ov = audit_overlap(sel.items, p, lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
-                                       passes=passes, progress=progress, largest_done=largest_done.set)
+                    ov = audit_overlap(
+                        sel.items,
+                        p,
+                        lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
+                        passes=passes,
+                        progress=progress,
+                        largest_done=largest_done.set,
+                    )
             finally:
                 largest_done.set()  # an overlap that failed must not leave the side thread waiting
         timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
@@ -93,19 +107,39 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
         tables["audit_label_conflicts"] = sel.conflicts
         run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
         tables |= _overlap_tables(ov, p, run_id, sel.items)
-        findings = checks.findings_of(FindingInputs(ov, tables, p, Path(warehouse), sel.train["item_id"],
-                                                    sel.heldout["item_id"]))
+        findings = checks.findings_of(
+            FindingInputs(ov, tables, p, Path(warehouse), sel.train["item_id"], sel.heldout["item_id"])
+        )
         tables["audit_findings"] = findings
-        checked = checks.verdicts_of(AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores))
+        checked = checks.verdicts_of(
+            AuditFacts(tables, sel.items, sel.conflict_items, p, heldout_where is not None, scores)
+        )
         tables["audit_verdicts"] = verdict_frame(checked)
         stats = _stats(ov, p)
-        n_both = int(sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum())  # items selected on both sides
+        n_both = int(
+            sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum()
+        )  # items selected on both sides
         tables["audit_runs"] = _runs_table(run_id, train_where, heldout_where, sel, n_both, findings.height, p, stats)
     with timer("write", "audit: write tables"):
-        store.write_tables(Path(warehouse), tables, drop_prefixes=("audit_",), append={
-            store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None)
-    summary = AuditSummary(run_id, train_where, heldout_where, sel.train.height, sel.heldout.height, n_both, findings,
-                           stats, Path(out_dir) if out_dir else None, timer.seconds, checked)
+        store.write_tables(
+            Path(warehouse),
+            tables,
+            drop_prefixes=("audit_",),
+            append={store.SIGNATURE_TABLE: ov.new_signatures} if ov.new_signatures is not None else None,
+        )
+    summary = AuditSummary(
+        run_id,
+        train_where,
+        heldout_where,
+        sel.train.height,
+        sel.heldout.height,
+        n_both,
+        findings,
+        stats,
+        Path(out_dir) if out_dir else None,
+        timer.seconds,
+        checked,
+    )
     if out_dir:
         with timer("report", "audit: report"):
             render_report(Path(out_dir), tables, summary, p)
@@ -114,9 +148,11 @@ def run_audit(warehouse: Path, train_where: str, heldout_where: str | None = Non
 
 def _after(event: threading.Event, step: Callable[..., T]) -> Callable[..., T]:
     """`step`, started once `event` is set."""
+
     def run(*args: object) -> T:
         event.wait()
         return step(*args)
+
     return run
 
 
@@ -127,8 +163,9 @@ def _timed(step: Callable[..., T], *args: object) -> tuple[T, float]:
     return result, round(time.perf_counter() - start, 3)
 
 
-def _read_selections(con: duckdb.DuckDBPyConnection, warehouse: Path, train_where: str,
-                     heldout_where: str | None) -> _Selections:
+def _read_selections(
+    con: duckdb.DuckDBPyConnection, warehouse: Path, train_where: str, heldout_where: str | None
+) -> _Selections:
     """Both selections (an empty one is an error: nothing to audit) and the label conflicts."""
     check_selection(train_where, "the train selection")
     if heldout_where is not None:
@@ -156,11 +193,15 @@ def _baseline_tables(train: pl.DataFrame, heldout: pl.DataFrame | None, p: Audit
     """The tables of the checks of the baselines phase (the partial-input baselines)."""
     return checks.tables_of(TableInputs(pl.DataFrame(), train, heldout, p), "baselines")
 
-def _run_id(train_where: str, heldout_where: str | None, p: AuditParams, items: pl.DataFrame,
-            ov: OverlapResult) -> str:
+
+def _run_id(train_where: str, heldout_where: str | None, p: AuditParams, items: pl.DataFrame, ov: OverlapResult) -> str:
     """Derived from the selections, the parameters and the data audited: same inputs, same id."""
-    data_digest = hex_digest(*items["item_id"].sort().to_list(), *items["content_hash"].sort().to_list(),
-                             *ov.contexts["text_key"].unique().sort().to_list(), size=8)  # new content => new run id
+    data_digest = hex_digest(
+        *items["item_id"].sort().to_list(),
+        *items["content_hash"].sort().to_list(),
+        *ov.contexts["text_key"].unique().sort().to_list(),
+        size=8,
+    )  # new content => new run id
     return hex_digest(train_where, heldout_where or "", json.dumps(p.as_dict(), sort_keys=True), data_digest, size=8)
 
 
@@ -171,32 +212,77 @@ def _overlap_tables(ov: OverlapResult, p: AuditParams, run_id: str, items: pl.Da
     return {
         "audit_overlap_pairs": ov.pairs.with_columns(pl.lit(run_id).alias("run_id")),
         "audit_contexts": ov.contexts,
-        "audit_ngram_overlap": ov.ngram if ov.ngram.height else pl.DataFrame(schema={
-            "text_key": pl.Utf8, "side": pl.Utf8, "n_grams": pl.UInt32, "coverage": pl.Float64, "p_value": pl.Float64,
-            "flagged": pl.Boolean}),
+        "audit_ngram_overlap": ov.ngram
+        if ov.ngram.height
+        else pl.DataFrame(
+            schema={
+                "text_key": pl.Utf8,
+                "side": pl.Utf8,
+                "n_grams": pl.UInt32,
+                "coverage": pl.Float64,
+                "p_value": pl.Float64,
+                "flagged": pl.Boolean,
+            }
+        ),
         "audit_null_calibration": ov.calibration,
         "audit_items": items.select("item_id", "side", "context_id", "content_hash").sort("side", "item_id"),
-        "audit_lsh_curve": pl.DataFrame({
-            "jaccard": [j for j, _ in curve], "p_detect": [v for _, v in curve],
-            "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve]}),
+        "audit_lsh_curve": pl.DataFrame(
+            {
+                "jaccard": [j for j, _ in curve],
+                "p_detect": [v for _, v in curve],
+                "p_detect_datasketch_default": [float(ds.probability(j)) for j, _ in curve],
+            }
+        ),
     }
 
 
 def _stats(ov: OverlapResult, p: AuditParams) -> dict:
     """The overlap figures, with the banding's detection probability at the threshold next to datasketch's default."""
     ds = datasketch_default_banding(p.num_perm, p.jaccard_threshold)
-    return ov.stats | {"datasketch_default_bands": ds.bands, "datasketch_default_rows": ds.rows,
-                       "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
-                       "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold))}
+    return ov.stats | {
+        "datasketch_default_bands": ds.bands,
+        "datasketch_default_rows": ds.rows,
+        "p_detect_at_threshold": float(ov.banding.probability(p.jaccard_threshold)),
+        "p_detect_at_threshold_datasketch_default": float(ds.probability(p.jaccard_threshold)),
+    }
 
 
-def _runs_table(run_id: str, train_where: str, heldout_where: str | None, sel: _Selections, n_in_both: int,
-                n_findings: int, p: AuditParams, stats: dict) -> pl.DataFrame:
+def _runs_table(
+    run_id: str,
+    train_where: str,
+    heldout_where: str | None,
+    sel: _Selections,
+    n_in_both: int,
+    n_findings: int,
+    p: AuditParams,
+    stats: dict,
+) -> pl.DataFrame:
     """`audit_runs`: one row saying what was audited, with which parameters and tools, and what it found."""
-    return pl.DataFrame([{
-        "run_id": run_id, "train_where": train_where, "heldout_where": heldout_where, "n_train": sel.train.height,
-        "n_heldout": sel.heldout.height, "n_in_both": n_in_both, "n_findings": n_findings,
-        "params": json.dumps(p.as_dict(), sort_keys=True), "tools": json.dumps(tool_versions(), sort_keys=True),
-        "stats": json.dumps(stats, sort_keys=True)}], schema={"run_id": pl.Utf8, "train_where": pl.Utf8, "heldout_where": pl.Utf8,
-                                                              "n_train": pl.Int64, "n_heldout": pl.Int64, "n_in_both": pl.Int64,
-                                                              "n_findings": pl.Int64, "params": pl.Utf8, "tools": pl.Utf8, "stats": pl.Utf8})
+    return pl.DataFrame(
+        [
+            {
+                "run_id": run_id,
+                "train_where": train_where,
+                "heldout_where": heldout_where,
+                "n_train": sel.train.height,
+                "n_heldout": sel.heldout.height,
+                "n_in_both": n_in_both,
+                "n_findings": n_findings,
+                "params": json.dumps(p.as_dict(), sort_keys=True),
+                "tools": json.dumps(tool_versions(), sort_keys=True),
+                "stats": json.dumps(stats, sort_keys=True),
+            }
+        ],
+        schema={
+            "run_id": pl.Utf8,
+            "train_where": pl.Utf8,
+            "heldout_where": pl.Utf8,
+            "n_train": pl.Int64,
+            "n_heldout": pl.Int64,
+            "n_in_both": pl.Int64,
+            "n_findings": pl.Int64,
+            "params": pl.Utf8,
+            "tools": pl.Utf8,
+            "stats": pl.Utf8,
+        },
+    )

@@ -8,6 +8,7 @@ at a time (`scan_shard`, the unit a Ray task runs: `audits.scan_ray`). Outputs: 
 copy of the corpus without the contaminated documents plus a removal ledger that must reconcile
 (read = kept + removed, per shard and in total).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,27 @@ from tomforge.warehouse.progress import SILENT, Progress
 
 LEDGER_FILE = "purify_ledger.json"
 REMOVED_FILE = "purify_removed.parquet"
-HITS_SCHEMA = pl.Schema({
-    "doc_id": pl.Utf8(), "shard": pl.Utf8(), "row": pl.Int64(), "story_key": pl.Utf8(), "context_id": pl.Utf8(),
-    "sources": pl.List(pl.Utf8()), "kind": pl.Utf8(), "char_start": pl.Int64(), "char_end": pl.Int64(), "word_start": pl.Int64(),
-    "word_end": pl.Int64(), "coverage": pl.Float64(), "jaccard": pl.Float64(), "shared_ngrams": pl.Int64(), "p_value": pl.Float64(),
-    "question_item_ids": pl.List(pl.Utf8()), "excerpt": pl.Utf8(),
-})
+HITS_SCHEMA = pl.Schema(
+    {
+        "doc_id": pl.Utf8(),
+        "shard": pl.Utf8(),
+        "row": pl.Int64(),
+        "story_key": pl.Utf8(),
+        "context_id": pl.Utf8(),
+        "sources": pl.List(pl.Utf8()),
+        "kind": pl.Utf8(),
+        "char_start": pl.Int64(),
+        "char_end": pl.Int64(),
+        "word_start": pl.Int64(),
+        "word_end": pl.Int64(),
+        "coverage": pl.Float64(),
+        "jaccard": pl.Float64(),
+        "shared_ngrams": pl.Int64(),
+        "p_value": pl.Float64(),
+        "question_item_ids": pl.List(pl.Utf8()),
+        "excerpt": pl.Utf8(),
+    }
+)
 EXCERPT_CHARS = 160
 
 
@@ -69,8 +85,11 @@ class ShardResult:
 
 def _questions_found(index: BenchmarkIndex, hits: pl.DataFrame, doc_norm: dict[int, str]) -> list[list[str]]:
     """Per hit: the held-out items of the story whose normalized question also occurs in the document."""
-    by_story = index.items.filter(pl.col("story").is_in(hits["story"].unique().implode())).group_by("story").agg(
-        pl.col("item_id"), pl.col("question_norm"))
+    by_story = (
+        index.items.filter(pl.col("story").is_in(hits["story"].unique().implode()))
+        .group_by("story")
+        .agg(pl.col("item_id"), pl.col("question_norm"))
+    )
     questions = {s: list(zip(ids, qs)) for s, ids, qs in by_story.iter_rows()}
     out = []
     for d, s in hits.select("doc", "story").iter_rows():
@@ -79,24 +98,37 @@ def _questions_found(index: BenchmarkIndex, hits: pl.DataFrame, doc_norm: dict[i
     return out
 
 
-def _evidence(index: BenchmarkIndex, batch_ids: list[str], texts: list[str], shard: str, first_row: int,
-              hits: pl.DataFrame) -> pl.DataFrame:
+def _evidence(
+    index: BenchmarkIndex, batch_ids: list[str], texts: list[str], shard: str, first_row: int, hits: pl.DataFrame
+) -> pl.DataFrame:
     """Batch-local hits -> rows of `scan_hits.parquet` (ids, character spans, questions, excerpt)."""
     docs = sorted(set(hits["doc"].to_list()))
     normalized = dict(zip(docs, norm_words(pl.Series([texts[d] for d in docs], dtype=pl.Utf8)).to_list()))
     spans = [char_span(texts[d], a, b) for d, a, b in hits.select("doc", "word_start", "word_end").iter_rows()]
     stories = index.stories
     story = hits["story"].to_numpy()
-    return pl.DataFrame({
-        "doc_id": [batch_ids[d] for d in hits["doc"].to_list()], "shard": shard,
-        "row": hits["doc"] + first_row, "story_key": stories["text_key"].gather(story),
-        "context_id": stories["context_id"].gather(story), "sources": stories["sources"].gather(story),
-        "kind": hits["kind"], "char_start": [a for a, _ in spans], "char_end": [b for _, b in spans],
-        "word_start": hits["word_start"], "word_end": hits["word_end"], "coverage": hits["coverage"],
-        "jaccard": hits["jaccard"], "shared_ngrams": hits["shared_ngrams"], "p_value": hits["p_value"],
-        "question_item_ids": _questions_found(index, hits, normalized),
-        "excerpt": [texts[d][a:b][:EXCERPT_CHARS] for d, (a, b) in zip(hits["doc"].to_list(), spans)],
-    }, schema=HITS_SCHEMA)
+    return pl.DataFrame(
+        {
+            "doc_id": [batch_ids[d] for d in hits["doc"].to_list()],
+            "shard": shard,
+            "row": hits["doc"] + first_row,
+            "story_key": stories["text_key"].gather(story),
+            "context_id": stories["context_id"].gather(story),
+            "sources": stories["sources"].gather(story),
+            "kind": hits["kind"],
+            "char_start": [a for a, _ in spans],
+            "char_end": [b for _, b in spans],
+            "word_start": hits["word_start"],
+            "word_end": hits["word_end"],
+            "coverage": hits["coverage"],
+            "jaccard": hits["jaccard"],
+            "shared_ngrams": hits["shared_ngrams"],
+            "p_value": hits["p_value"],
+            "question_item_ids": _questions_found(index, hits, normalized),
+            "excerpt": [texts[d][a:b][:EXCERPT_CHARS] for d, (a, b) in zip(hits["doc"].to_list(), spans)],
+        },
+        schema=HITS_SCHEMA,
+    )
 
 
 def scan_shard(index: BenchmarkIndex, shard: Shard, s: ShardSettings, progress: Progress = SILENT) -> ShardResult:
@@ -123,52 +155,78 @@ def scan_shard(index: BenchmarkIndex, shard: Shard, s: ShardSettings, progress: 
 ShardRunner = Callable[[BenchmarkIndex, Sequence[Shard], ShardSettings, Progress], list[ShardResult]]
 
 
-def run_local(index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings, progress: Progress) -> list[ShardResult]:
+def run_local(
+    index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings, progress: Progress
+) -> list[ShardResult]:
     """The single-process path: the shards one after the other."""
     return [scan_shard(index, shard, s, progress) for shard in shards]
 
 
 def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
     """Per benchmark source: held-out stories and questions, and how many occur in the corpus."""
-    found = hits.select("story_key", "kind").join(index.stories.select("text_key", "story"), left_on="story_key",
-                                                   right_on="text_key")
+    found = hits.select("story_key", "kind").join(
+        index.stories.select("text_key", "story"), left_on="story_key", right_on="text_key"
+    )
     story_found = set(found["story"].to_list())
     q_found = {i for ids in hits["question_item_ids"].to_list() for i in ids}
     rows = []
-    items = index.items.with_columns(pl.col("story").is_in(list(story_found)).alias("exposed"),
-                                     pl.col("item_id").is_in(list(q_found)).alias("text_found"))
+    items = index.items.with_columns(
+        pl.col("story").is_in(list(story_found)).alias("exposed"),
+        pl.col("item_id").is_in(list(q_found)).alias("text_found"),
+    )
     for source, group in items.group_by("source", maintain_order=False):
         stories = group["story"].unique()
         hit_kinds = found.filter(pl.col("story").is_in(stories.implode()))
-        first_kind = {k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique() for k in
-                      ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")}
-        rows.append({"source": source[0], "stories": stories.len(),
-                     "stories_found": int(stories.is_in(list(story_found)).sum()),
-                     "questions": group.height, "questions_exposed": int(group["exposed"].sum()),
-                     "questions_text_found": int(group["text_found"].sum()),
-                     **{f"stories_{k}": v for k, v in first_kind.items()}})
+        first_kind = {
+            k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique()
+            for k in ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
+        }
+        rows.append(
+            {
+                "source": source[0],
+                "stories": stories.len(),
+                "stories_found": int(stories.is_in(list(story_found)).sum()),
+                "questions": group.height,
+                "questions_exposed": int(group["exposed"].sum()),
+                "questions_text_found": int(group["text_found"].sum()),
+                **{f"stories_{k}": v for k, v in first_kind.items()},
+            }
+        )
     return pl.DataFrame(rows).sort("source") if rows else pl.DataFrame()
 
 
 def _ledger(results: list[ShardResult], purify_dir: Path, hits: pl.DataFrame) -> dict:
     """Per shard and in total: read = kept + removed, with kept counted by the writer."""
-    shards: list[dict[str, Any]] = [{"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed} for r in results]
+    shards: list[dict[str, Any]] = [
+        {"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed} for r in results
+    ]
     total = {k: sum(int(s[k] or 0) for s in shards) for k in ("read", "kept", "removed")}
     bad = [s["shard"] for s in shards if s["read"] != (s["kept"] or 0) + s["removed"]]
     removed_docs = hits.select("shard", "row").unique().height if hits.height else 0
-    ledger = {"purified": str(purify_dir), "shards": shards, "total": total, "reconciled": not bad and
-              total["removed"] == removed_docs}
+    ledger = {
+        "purified": str(purify_dir),
+        "shards": shards,
+        "total": total,
+        "reconciled": not bad and total["removed"] == removed_docs,
+    }
     if not ledger["reconciled"]:
-        raise PurifyUnreconciled(f"purify ledger does not reconcile: read {total['read']} != kept {total['kept']} + removed "
-                           f"{total['removed']} (shards {', '.join(bad) or 'none'}; {removed_docs} documents with hits)")
+        raise PurifyUnreconciled(
+            f"purify ledger does not reconcile: read {total['read']} != kept {total['kept']} + removed "
+            f"{total['removed']} (shards {', '.join(bad) or 'none'}; {removed_docs} documents with hits)"
+        )
     return ledger
 
 
 def _write_ledger(out: Path, ledger: dict, hits: pl.DataFrame) -> None:
     (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    removed = hits.group_by("doc_id", "shard", "row").agg(
-        pl.col("kind").unique().sort().str.join(",").alias("kinds"),
-        pl.col("story_key").unique().sort().alias("story_keys")).sort("shard", "row")
+    removed = (
+        hits.group_by("doc_id", "shard", "row")
+        .agg(
+            pl.col("kind").unique().sort().str.join(",").alias("kinds"),
+            pl.col("story_key").unique().sort().alias("story_keys"),
+        )
+        .sort("shard", "row")
+    )
     removed.write_parquet(out / REMOVED_FILE)
 
 
@@ -181,10 +239,20 @@ def read_benchmark(warehouse: Path, where: str) -> pl.DataFrame:
     return items
 
 
-def run_scan(warehouse: Path, corpus: list[str], out_dir: Path, *, benchmark_where: str = DEFAULT_BENCHMARK,
-             params: ScanParams | None = None, text_field: str | None = None, id_field: str | None = None,
-             revision: str | None = None, purify: Path | None = None, runner: ShardRunner = run_local,
-             progress: Progress = SILENT) -> ScanSummary:
+def run_scan(
+    warehouse: Path,
+    corpus: list[str],
+    out_dir: Path,
+    *,
+    benchmark_where: str = DEFAULT_BENCHMARK,
+    params: ScanParams | None = None,
+    text_field: str | None = None,
+    id_field: str | None = None,
+    revision: str | None = None,
+    purify: Path | None = None,
+    runner: ShardRunner = run_local,
+    progress: Progress = SILENT,
+) -> ScanSummary:
     """Scan `corpus` (files, folders, globs or `hub:ORG/NAME` at `revision`) against the benchmark."""
     from tomforge.audits.scan_report import render_scan_report
 
@@ -207,8 +275,17 @@ def run_scan(warehouse: Path, corpus: list[str], out_dir: Path, *, benchmark_whe
     if purify is not None:
         ledger = _ledger(results, purify, hits)
         _write_ledger(out_dir, ledger, hits)
-    summary = ScanSummary(benchmark_where, items.height, index.n_stories, sum(r.read for r in results), hits,
-                          per_source(index, hits), ledger, out_dir, p,
-                          [{"shard": r.shard, "read": r.read, "removed": r.removed} for r in results])
+    summary = ScanSummary(
+        benchmark_where,
+        items.height,
+        index.n_stories,
+        sum(r.read for r in results),
+        hits,
+        per_source(index, hits),
+        ledger,
+        out_dir,
+        p,
+        [{"shard": r.shard, "read": r.read, "removed": r.removed} for r in results],
+    )
     render_scan_report(summary, index)
     return summary

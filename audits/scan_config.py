@@ -4,6 +4,7 @@ The overlap parameters keep the audit's meaning and defaults (`audits.config.Aud
 same shingles, MinHash permutations, Jaccard threshold, LSH recall target and 13-gram test level,
 so a scan and an audit of the same texts agree on what a near duplicate is.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

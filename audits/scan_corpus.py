@@ -7,6 +7,7 @@ is the unit of work (a Ray task reads its own shard), so a shard is a name plus 
 A document's text is its `text` field (or `--text-field`); a verl-style row without one gives its
 `prompt` chat messages' contents, joined by newlines.
 """
+
 from __future__ import annotations
 
 import glob
@@ -82,7 +83,7 @@ def resolve_shards(specs: list[str], revision: str | None = None) -> list[Shard]
     shards: list[Shard] = []
     for spec in specs:
         if spec.startswith(HUB_PREFIX):
-            shards += _hub_shards(spec[len(HUB_PREFIX):], revision)
+            shards += _hub_shards(spec[len(HUB_PREFIX) :], revision)
             continue
         path = Path(spec)
         if path.is_dir():
@@ -154,8 +155,9 @@ def _record_id(record: dict, id_field: str | None, shard: Shard, row: int) -> st
     return str(record[id_field])
 
 
-def read_batches(shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None = None,
-                 keep_raw: bool = False) -> Iterator[Batch]:
+def read_batches(
+    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None = None, keep_raw: bool = False
+) -> Iterator[Batch]:
     """The shard's documents in batches of `batch_docs` (the last one shorter)."""
     if shard.fmt == "parquet":
         yield from _parquet_batches(shard, text_field, batch_docs, id_field, keep_raw)
@@ -163,8 +165,9 @@ def read_batches(shard: Shard, text_field: str | None, batch_docs: int, id_field
         yield from _jsonl_batches(shard, text_field, batch_docs, id_field, keep_raw)
 
 
-def _jsonl_batches(shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None,
-                   keep_raw: bool) -> Iterator[Batch]:
+def _jsonl_batches(
+    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool
+) -> Iterator[Batch]:
     with shard.open() as raw:
         stream: BinaryIO = gzip.open(raw) if shard.gzipped else raw  # type: ignore[assignment]
         row, first = 0, 0
@@ -174,7 +177,9 @@ def _jsonl_batches(shard: Shard, text_field: str | None, batch_docs: int, id_fie
         try:
             for line in stream:
                 if not line.strip():
-                    raise ScanInputError(f"{shard.name} line {row + 1}: empty line (a jsonl corpus holds one object a line)")
+                    raise ScanInputError(
+                        f"{shard.name} line {row + 1}: empty line (a jsonl corpus holds one object a line)"
+                    )
                 try:
                     record = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
@@ -200,8 +205,11 @@ def _column_texts(table: pa.Table, field: str, shard: Shard, first: int) -> list
     assert isinstance(column, pl.Series)
     if column.dtype == pl.Utf8:
         texts = column
-    elif isinstance(column.dtype, pl.List) and isinstance(column.dtype.inner, pl.Struct) and \
-            "content" in [f.name for f in column.dtype.inner.fields]:
+    elif (
+        isinstance(column.dtype, pl.List)
+        and isinstance(column.dtype.inner, pl.Struct)
+        and "content" in [f.name for f in column.dtype.inner.fields]
+    ):
         texts = column.list.eval(pl.element().struct.field("content")).list.join("\n")
     else:
         raise ScanInputError(f"{shard.name}: column {field!r} is {column.dtype}, not text or chat messages")
@@ -211,8 +219,9 @@ def _column_texts(table: pa.Table, field: str, shard: Shard, first: int) -> list
     return texts.to_list()
 
 
-def _parquet_batches(shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None,
-                     keep_raw: bool) -> Iterator[Batch]:
+def _parquet_batches(
+    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool
+) -> Iterator[Batch]:
     with shard.open() as raw:
         try:
             reader = pq.ParquetFile(raw)

@@ -13,6 +13,7 @@ the coverage of each benchmark story by all the *other* benchmark stories togeth
 over independent stories of the same benchmark). A union of many stories covers a story at least
 as much as one document of the same kind would, so the test errs towards not flagging.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -94,11 +95,22 @@ def _stories(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     ctx = items.select("context_id", "context").unique("context_id").sort("context_id")
     ctx = ctx.with_columns(pl.Series("text_key", text_keys(ctx["context"]), dtype=pl.Utf8))
     with_key = items.join(ctx.select("context_id", "text_key"), on="context_id")
-    stories = (with_key.group_by("text_key").agg(
-        pl.col("context").first(), pl.col("context_id").min(), pl.col("source").unique().sort().alias("sources"),
-        pl.len().alias("n_items")).sort("text_key").with_row_index("story"))
-    questions = with_key.join(stories.select("text_key", "story"), on="text_key").select(
-        "item_id", "story", "source", "split", norm_words(with_key["question"]).alias("question_norm")).sort("item_id")
+    stories = (
+        with_key.group_by("text_key")
+        .agg(
+            pl.col("context").first(),
+            pl.col("context_id").min(),
+            pl.col("source").unique().sort().alias("sources"),
+            pl.len().alias("n_items"),
+        )
+        .sort("text_key")
+        .with_row_index("story")
+    )
+    questions = (
+        with_key.join(stories.select("text_key", "story"), on="text_key")
+        .select("item_id", "story", "source", "split", norm_words(with_key["question"]).alias("question_norm"))
+        .sort("item_id")
+    )
     return stories, questions
 
 
@@ -131,11 +143,23 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     name_counts = Counter(by_name)
     name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
     stories = stories.with_columns(pl.Series("n_words", n_words), pl.Series("n_grams", n_grams)).select(
-        "story", "text_key", "context_id", "sources", "n_words", "n_grams", "n_items")
+        "story", "text_key", "context_id", "sources", "n_words", "n_grams", "n_items"
+    )
     return BenchmarkIndex(
-        stories=stories, items=questions, story_keys=dict(zip(stories["text_key"].to_list(), range(stories.height))), name_keys=name_keys,
-        story_lengths=np.unique(n_words), gram_hash=gram_hash, gram_story=gram_story, gram_filter=gram_filter,
-        story_grams=grams, story_gram_offsets=gram_offsets, story_shingles=shingles,
-        story_shingle_offsets=shingle_offsets, band_key=keys[korder], band_story=band_owner[korder],
-        null_coverage=null, banding=banding)
-
+        stories=stories,
+        items=questions,
+        story_keys=dict(zip(stories["text_key"].to_list(), range(stories.height))),
+        name_keys=name_keys,
+        story_lengths=np.unique(n_words),
+        gram_hash=gram_hash,
+        gram_story=gram_story,
+        gram_filter=gram_filter,
+        story_grams=grams,
+        story_gram_offsets=gram_offsets,
+        story_shingles=shingles,
+        story_shingle_offsets=shingle_offsets,
+        band_key=keys[korder],
+        band_story=band_owner[korder],
+        null_coverage=null,
+        banding=banding,
+    )

@@ -10,6 +10,7 @@ p <= alpha, and at least `ngram_min_coverage` of the story's n-grams).
 The work is whole-batch array operations on the audit's kernels; Python loops run only over the
 (few) candidate pairs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,8 +27,19 @@ from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_ban
 from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
 
 KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
-HIT_SCHEMA = pl.Schema({"doc": pl.Int64, "story": pl.Int64, "kind": pl.Utf8, "word_start": pl.Int64, "word_end": pl.Int64,
-                        "coverage": pl.Float64, "jaccard": pl.Float64, "shared_ngrams": pl.Int64, "p_value": pl.Float64})
+HIT_SCHEMA = pl.Schema(
+    {
+        "doc": pl.Int64,
+        "story": pl.Int64,
+        "kind": pl.Utf8,
+        "word_start": pl.Int64,
+        "word_end": pl.Int64,
+        "coverage": pl.Float64,
+        "jaccard": pl.Float64,
+        "shared_ngrams": pl.Int64,
+        "p_value": pl.Float64,
+    }
+)
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(rb"[A-Za-z0-9_]+")
 
@@ -51,8 +63,13 @@ def _gram_pairs(index: BenchmarkIndex, grams: np.ndarray, gram_offsets: np.ndarr
     pos, hashes, lo, hi = pos[found], hashes[found], lo[found], hi[found]
     doc = np.searchsorted(gram_offsets, pos, side="right") - 1
     counts = hi - lo
-    frame = pl.DataFrame({"doc": np.repeat(doc, counts), "story": index.gram_story[_repeat_ranges(lo, hi)],
-                          "gram": np.repeat(hashes, counts)})
+    frame = pl.DataFrame(
+        {
+            "doc": np.repeat(doc, counts),
+            "story": index.gram_story[_repeat_ranges(lo, hi)],
+            "gram": np.repeat(hashes, counts),
+        }
+    )
     return frame.unique().group_by("doc", "story").agg(pl.len().alias("shared_ngrams"))
 
 
@@ -66,10 +83,17 @@ def _ngram_hits(index: BenchmarkIndex, grams: np.ndarray, gram_offsets: np.ndarr
     pvals = index.p_values(coverage)
     pairs = pairs.with_columns(pl.Series("coverage", coverage), pl.Series("p_value", pvals))
     return pairs.with_columns(
-        pl.when(pl.col("coverage") >= p.containment_threshold).then(pl.lit("contained"))
-        .when((pl.col("p_value") <= p.ngram_alpha) & (pl.col("shared_ngrams") >= p.min_shared_ngrams)
-              & (pl.col("coverage") >= p.ngram_min_coverage)).then(pl.lit("ngram"))
-        .otherwise(pl.lit("")).alias("kind")).filter(pl.col("kind") != "")
+        pl.when(pl.col("coverage") >= p.containment_threshold)
+        .then(pl.lit("contained"))
+        .when(
+            (pl.col("p_value") <= p.ngram_alpha)
+            & (pl.col("shared_ngrams") >= p.min_shared_ngrams)
+            & (pl.col("coverage") >= p.ngram_min_coverage)
+        )
+        .then(pl.lit("ngram"))
+        .otherwise(pl.lit(""))
+        .alias("kind")
+    ).filter(pl.col("kind") != "")
 
 
 def _shingle_counts(n_words: np.ndarray, n: int) -> np.ndarray:
@@ -106,8 +130,8 @@ def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.
     distinct: dict[int, np.ndarray] = {}
     for d, s in cand:
         if d not in distinct:
-            distinct[d] = np.unique(shingles[offsets[d]:offsets[d + 1]])
-        a, b = distinct[d], index.story_shingles[so[s]:so[s + 1]]
+            distinct[d] = np.unique(shingles[offsets[d] : offsets[d + 1]])
+        a, b = distinct[d], index.story_shingles[so[s] : so[s + 1]]
         inter = len(np.intersect1d(a, b, assume_unique=True))
         jac = inter / (len(a) + len(b) - inter)
         if jac >= p.jaccard_threshold:
@@ -126,7 +150,9 @@ def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray)
     return out
 
 
-def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray, skip: set[int]) -> list[tuple[int, int]]:
+def _names_swapped(
+    index: BenchmarkIndex, texts: list[str], n_words: np.ndarray, skip: set[int]
+) -> list[tuple[int, int]]:
     """(doc, story) of documents telling a story with the names changed (one-word names keep the
     word count, so only documents of a story's word count are keyed)."""
     out = []
@@ -161,22 +187,35 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
     grams, gram_offsets = batch_ngrams(words, word_offsets, p.ngram_n)
     rows: dict[tuple[int, int], dict] = {}
     ngram = _ngram_hits(index, grams, gram_offsets, p)
-    for d, s, shared, cov, pval, kind in ngram.select("doc", "story", "shared_ngrams", "coverage", "p_value", "kind").iter_rows():
+    for d, s, shared, cov, pval, kind in ngram.select(
+        "doc", "story", "shared_ngrams", "coverage", "p_value", "kind"
+    ).iter_rows():
         rows[(d, s)] = {"kind": kind, "coverage": cov, "shared_ngrams": shared, "p_value": pval, "jaccard": None}
     for d, s, jac in _near_duplicates(index, words, word_offsets, p):
         row = rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "ngram"})
         # a story inside a longer document stays `contained` (its span is the evidence)
         rows[(d, s)] = {**row, "kind": "contained" if row["kind"] == "contained" else "near_duplicate", "jaccard": jac}
     for d, s in _names_swapped(index, texts, n_words, {d for d, _ in rows}):
-        rows[(d, s)] = {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "names_swapped", "jaccard": None}
+        rows[(d, s)] = {
+            "coverage": None,
+            "shared_ngrams": None,
+            "p_value": None,
+            "kind": "names_swapped",
+            "jaccard": None,
+        }
     for d, s in _verbatim(index, normalized, n_words):
-        rows[(d, s)] = {**rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None}),
-                        "kind": "verbatim", "jaccard": 1.0}
+        rows[(d, s)] = {
+            **rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None}),
+            "kind": "verbatim",
+            "jaccard": 1.0,
+        }
     out = []
     sg, so = index.story_grams, index.story_gram_offsets
     for (d, s), row in sorted(rows.items()):
         if row["kind"] in ("contained", "ngram"):
-            start, end = _longest_run(grams[gram_offsets[d]:gram_offsets[d + 1]], sg[so[s]:so[s + 1]], p.ngram_n, int(n_words[d]))
+            start, end = _longest_run(
+                grams[gram_offsets[d] : gram_offsets[d + 1]], sg[so[s] : so[s + 1]], p.ngram_n, int(n_words[d])
+            )
         else:
             start, end = 0, int(n_words[d])
         out.append({"doc": d, "story": s, "word_start": start, "word_end": end, **row})

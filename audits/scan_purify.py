@@ -2,6 +2,7 @@
 contaminated documents; the writer counts what it wrote, so the ledger's `kept` is counted where
 the rows land, not derived from `read - removed`.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -43,7 +44,9 @@ class ShardWriter:
         assert batch.raw_lines is not None
         if self._text is None:
             self._raw = open(self.path, "wb")
-            self._text = gzip.GzipFile(filename="", fileobj=self._raw, mode="wb", mtime=0) if self.shard.gzipped else self._raw
+            self._text = (
+                gzip.GzipFile(filename="", fileobj=self._raw, mode="wb", mtime=0) if self.shard.gzipped else self._raw
+            )
         lines = [line for line, k in zip(batch.raw_lines, keep) if k]
         self._text.writelines(lines)
         self.written += len(lines)

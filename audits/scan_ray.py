@@ -4,6 +4,7 @@ once through Ray's object store, and the driver takes the results in shard order
 are the single-process hits, row for row. A cluster's nodes must see the corpus paths (a shared
 filesystem or the Hub) and have tomforge installed; a local Ray inherits this environment.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,9 @@ class RayShards:
     num_cpus: int | None = None
     resources: Mapping[str, float] | None = None
 
-    def __call__(self, index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings,
-                 progress: Progress) -> list[ShardResult]:
+    def __call__(
+        self, index: BenchmarkIndex, shards: Sequence[Shard], s: ShardSettings, progress: Progress
+    ) -> list[ShardResult]:
         with ray_session(self.address, self.num_cpus) as ray:
             task = ray.remote(num_cpus=1, resources=dict(self.resources or {}))(scan_shard)
             index_ref, settings = ray.put(index), ray.put(s)

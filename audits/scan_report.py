@@ -3,6 +3,7 @@ verdict first (one line per benchmark source: how many held-out stories and ques
 corpus), then the evidence (document id, kind, span, excerpt), the purify ledger and the
 parameters. No timestamps: same inputs, same bytes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,12 +28,20 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
     lines = ["| status | benchmark | finding | what to do |", "|---|---|---|---|"]
     for r in summary.per_source.iter_rows(named=True):
         status = "fail" if r["stories_found"] else "pass"
-        finding = (f"{r['stories_found']} of {r['stories']} held-out stories and {r['questions_exposed']} of "
-                   f"{r['questions']} questions occur in the corpus ({r['questions_text_found']} with the question "
-                   f"text too): verbatim {r['stories_verbatim']}, contained {r['stories_contained']}, near duplicate "
-                   f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, n-gram {r['stories_ngram']}")
-        action = ("do not report scores on these items for a model trained on this corpus, or train on the purified "
-                  "copy (--purify)") if r["stories_found"] else "nothing to do"
+        finding = (
+            f"{r['stories_found']} of {r['stories']} held-out stories and {r['questions_exposed']} of "
+            f"{r['questions']} questions occur in the corpus ({r['questions_text_found']} with the question "
+            f"text too): verbatim {r['stories_verbatim']}, contained {r['stories_contained']}, near duplicate "
+            f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, n-gram {r['stories_ngram']}"
+        )
+        action = (
+            (
+                "do not report scores on these items for a model trained on this corpus, or train on the purified "
+                "copy (--purify)"
+            )
+            if r["stories_found"]
+            else "nothing to do"
+        )
         lines.append(f"| {STATUS_TEXT[status]} | {r['source']} | {finding} | {action} |")
     return lines
 
@@ -40,38 +49,69 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
 def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
     hits: pl.DataFrame = summary.hits
     docs = hits["doc_id"].n_unique() if hits.height else 0
-    lines = ["# Scan report", "",
-             f"Corpus: {summary.read} documents in {len(summary.shards)} shard(s). Benchmark: `{summary.benchmark_where}` "
-             f"({summary.n_items} held-out questions on {summary.n_stories} distinct stories). "
-             f"{hits.height} hits in {docs} documents.", "",
-             "## Verdict", "", *_verdict_rows(summary), "", LEGEND, "",
-             "## Kinds of evidence", "",
-             *[f"- `{k}`: {v}" for k, v in KIND_TEXT.items()], "",
-             f"Null of the n-gram test: coverage of each of the {len(index.null_coverage)} benchmark stories by the other "
-             f"benchmark stories (99th percentile {_quantile(index.null_coverage, 0.99):.3f}, max "
-             f"{_quantile(index.null_coverage, 1.0):.3f}); a pair is flagged at conformal p <= {summary.params.ngram_alpha:g} "
-             f"with coverage >= {summary.params.ngram_min_coverage:g}.", "",
-             "## Evidence", "",
-             f"The first {MAX_EVIDENCE} hits (all of them in `scan_hits.parquet`): document, kind, character span "
-             "[start, end) in the document's text, the story's share of long n-grams found, exact Jaccard, and the "
-             "held-out questions whose text also occurs.", "",
-             markdown_table(hits.with_columns(pl.col("sources").list.join(","),
-                                              pl.col("question_item_ids").list.len().alias("questions_in_doc"),
-                                              pl.col("story_key").str.slice(0, 12), pl.col("context_id").str.slice(0, 12),
-                                              pl.col("excerpt").str.replace_all(r"\s+", " "))
-                            .drop("question_item_ids", "word_start", "word_end"), limit=MAX_EVIDENCE),
-             "## Per benchmark source", "", markdown_table(summary.per_source, limit=100),
-             "## Shards", "", markdown_table(pl.DataFrame(summary.shards), limit=100)]
+    lines = [
+        "# Scan report",
+        "",
+        f"Corpus: {summary.read} documents in {len(summary.shards)} shard(s). Benchmark: `{summary.benchmark_where}` "
+        f"({summary.n_items} held-out questions on {summary.n_stories} distinct stories). "
+        f"{hits.height} hits in {docs} documents.",
+        "",
+        "## Verdict",
+        "",
+        *_verdict_rows(summary),
+        "",
+        LEGEND,
+        "",
+        "## Kinds of evidence",
+        "",
+        *[f"- `{k}`: {v}" for k, v in KIND_TEXT.items()],
+        "",
+        f"Null of the n-gram test: coverage of each of the {len(index.null_coverage)} benchmark stories by the other "
+        f"benchmark stories (99th percentile {_quantile(index.null_coverage, 0.99):.3f}, max "
+        f"{_quantile(index.null_coverage, 1.0):.3f}); a pair is flagged at conformal p <= {summary.params.ngram_alpha:g} "
+        f"with coverage >= {summary.params.ngram_min_coverage:g}.",
+        "",
+        "## Evidence",
+        "",
+        f"The first {MAX_EVIDENCE} hits (all of them in `scan_hits.parquet`): document, kind, character span "
+        "[start, end) in the document's text, the story's share of long n-grams found, exact Jaccard, and the "
+        "held-out questions whose text also occurs.",
+        "",
+        markdown_table(
+            hits.with_columns(
+                pl.col("sources").list.join(","),
+                pl.col("question_item_ids").list.len().alias("questions_in_doc"),
+                pl.col("story_key").str.slice(0, 12),
+                pl.col("context_id").str.slice(0, 12),
+                pl.col("excerpt").str.replace_all(r"\s+", " "),
+            ).drop("question_item_ids", "word_start", "word_end"),
+            limit=MAX_EVIDENCE,
+        ),
+        "## Per benchmark source",
+        "",
+        markdown_table(summary.per_source, limit=100),
+        "## Shards",
+        "",
+        markdown_table(pl.DataFrame(summary.shards), limit=100),
+    ]
     if summary.ledger:
         t = summary.ledger["total"]
-        lines += ["## Purified copy", "", f"`{summary.ledger['purified']}`: read {t['read']} = kept {t['kept']} + removed "
-                  f"{t['removed']} (reconciled: {'yes' if summary.ledger['reconciled'] else 'NO'}); removed documents with "
-                  "their kinds in `purify_removed.parquet`, the ledger in `purify_ledger.json`.", ""]
+        lines += [
+            "## Purified copy",
+            "",
+            f"`{summary.ledger['purified']}`: read {t['read']} = kept {t['kept']} + removed "
+            f"{t['removed']} (reconciled: {'yes' if summary.ledger['reconciled'] else 'NO'}); removed documents with "
+            "their kinds in `purify_removed.parquet`, the ledger in `purify_ledger.json`.",
+            "",
+        ]
     p = summary.params.as_dict()
-    lines += ["## Parameters", "", markdown_table(pl.DataFrame({"parameter": list(p), "value": [str(v) for v in p.values()]}),
-                                                  limit=100),
-              f"LSH banding: {index.banding.bands} bands x {index.banding.rows} rows "
-              f"(P(candidate | J = {summary.params.jaccard_threshold}) = {float(index.banding.probability(summary.params.jaccard_threshold)):.4f})."]
+    lines += [
+        "## Parameters",
+        "",
+        markdown_table(pl.DataFrame({"parameter": list(p), "value": [str(v) for v in p.values()]}), limit=100),
+        f"LSH banding: {index.banding.bands} bands x {index.banding.rows} rows "
+        f"(P(candidate | J = {summary.params.jaccard_threshold}) = {float(index.banding.probability(summary.params.jaccard_threshold)):.4f}).",
+    ]
     text = "\n".join(lines) + "\n"
     out = summary.out_dir
     (out / "scan_report.md").write_text(text, encoding="utf-8")

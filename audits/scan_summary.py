@@ -1,5 +1,6 @@
 """What a scan found, as the CLI prints it and the report renders it (a module of its own so the
 report and the step both use it without importing each other)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,18 +31,26 @@ class ScanSummary:
         return self.hits.height > 0
 
     def lines(self) -> list[str]:
-        out = [f"scan: {self.read} documents read in {len(self.shards)} shard(s) against {self.n_stories} held-out "
-               f"stories ({self.n_items} questions) selected by {self.benchmark_where!r}"]
+        out = [
+            f"scan: {self.read} documents read in {len(self.shards)} shard(s) against {self.n_stories} held-out "
+            f"stories ({self.n_items} questions) selected by {self.benchmark_where!r}"
+        ]
         for r in self.per_source.iter_rows(named=True):
-            out.append(f"{r['source']}: {r['stories_found']} of {r['stories']} held-out stories and "
-                       f"{r['questions_exposed']} of {r['questions']} questions occur in the corpus "
-                       f"({r['questions_text_found']} with the question text too)")
+            out.append(
+                f"{r['source']}: {r['stories_found']} of {r['stories']} held-out stories and "
+                f"{r['questions_exposed']} of {r['questions']} questions occur in the corpus "
+                f"({r['questions_text_found']} with the question text too)"
+            )
         kinds = self.hits.group_by("kind").len().sort("kind") if self.hits.height else None
         docs = self.hits["doc_id"].n_unique() if self.hits.height else 0
-        out.append(f"hits: {self.hits.height} (document, story) pairs in {docs} documents"
-                   + (": " + ", ".join(f"{k} {n}" for k, n in kinds.iter_rows()) if kinds is not None else ""))
+        out.append(
+            f"hits: {self.hits.height} (document, story) pairs in {docs} documents"
+            + (": " + ", ".join(f"{k} {n}" for k, n in kinds.iter_rows()) if kinds is not None else "")
+        )
         if self.ledger:
             t = self.ledger["total"]
-            out.append(f"purify: read {t['read']} = kept {t['kept']} + removed {t['removed']} -> {self.ledger['purified']}")
+            out.append(
+                f"purify: read {t['read']} = kept {t['kept']} + removed {t['removed']} -> {self.ledger['purified']}"
+            )
         out.append(f"report: {self.out_dir / 'scan_report.md'}; hits: {self.out_dir / HITS_FILE}")
         return out

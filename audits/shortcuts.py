@@ -4,14 +4,19 @@ are the ones the generator balances against (`generators/shortcuts.py`).
 
     python -m tomforge.audits.shortcuts [N]     # the table on N generated records (default 20000)
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from tomforge.generators.shortcuts import HEURISTICS
 
-AUDIT_NAMES = {"first_container": "first_container", "last_mentioned": "last", "most_mentioned": "most",
-               "modal_position": "modal_position"}
+AUDIT_NAMES = {
+    "first_container": "first_container",
+    "last_mentioned": "last",
+    "most_mentioned": "most",
+    "modal_position": "modal_position",
+}
 
 
 def shortcut_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -25,12 +30,18 @@ def shortcut_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     items = records_frame(records).with_columns(pl.lit("generated").alias("selection"))
     df = items.join(item_features(items), on="item_id", how="left")
     table = heuristic_baselines(df, AuditParams(), by_format=True).filter(pl.col("belief_order") != "all")
-    counts = df.with_columns(pl.when(pl.col("question_type") == "memory").then(pl.lit("memory"))
-                             .otherwise(pl.col("belief_order").cast(pl.Utf8)).alias("order"))
+    counts = df.with_columns(
+        pl.when(pl.col("question_type") == "memory")
+        .then(pl.lit("memory"))
+        .otherwise(pl.col("belief_order").cast(pl.Utf8))
+        .alias("order")
+    )
     counts = counts.group_by("order", "answer_format").agg(pl.len().alias("n"), pl.col("chance").mean())
     cells = {(r["belief_order"], r["answer_format"], r["heuristic"]): r for r in table.iter_rows(named=True)}
     rows = []
-    for order, fmt, n, chance in counts.sort(pl.col("order") == "memory", pl.col("order").str.zfill(3), "answer_format").iter_rows():
+    for order, fmt, n, chance in counts.sort(
+        pl.col("order") == "memory", pl.col("order").str.zfill(3), "answer_format"
+    ).iter_rows():
         row = {"order": order, "format": fmt, "n": n, "chance": round(chance, 4)}
         for name in HEURISTICS:
             cell = cells.get((order, fmt, AUDIT_NAMES[name]))

@@ -5,6 +5,7 @@ held-out item that is a train item with the names swapped). Entities are found w
 by rules that fit templated ToM stories: a name is a capitalized word seen at least once away from
 a sentence start; a thing is the phrase (up to three words) after a determiner or possessive.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,20 +21,116 @@ from tomforge.audits.text import use_jit
 _WORD = re.compile(r"\w+|[.!?]")
 _DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "my", "your", "our", "some", "this", "that"}
 _FUNCTION = {
-    "in", "into", "on", "onto", "to", "at", "from", "with", "and", "or", "but", "is", "was", "are", "were",
-    "of", "for", "by", "after", "before", "while", "then", "there", "here", "where", "when", "who", "what",
-    "which", "that", "it", "he", "she", "they", "him", "them", "not", "no", "does", "did", "do", "think",
-    "thinks", "believe", "believes", "about", "inside", "under", "behind", "near", "left", "entered",
-    "exited", "moved", "put", "placed", "has", "had", "have", "will", "would", "be", "been", "as", "so",
+    "in",
+    "into",
+    "on",
+    "onto",
+    "to",
+    "at",
+    "from",
+    "with",
+    "and",
+    "or",
+    "but",
+    "is",
+    "was",
+    "are",
+    "were",
+    "of",
+    "for",
+    "by",
+    "after",
+    "before",
+    "while",
+    "then",
+    "there",
+    "here",
+    "where",
+    "when",
+    "who",
+    "what",
+    "which",
+    "that",
+    "it",
+    "he",
+    "she",
+    "they",
+    "him",
+    "them",
+    "not",
+    "no",
+    "does",
+    "did",
+    "do",
+    "think",
+    "thinks",
+    "believe",
+    "believes",
+    "about",
+    "inside",
+    "under",
+    "behind",
+    "near",
+    "left",
+    "entered",
+    "exited",
+    "moved",
+    "put",
+    "placed",
+    "has",
+    "had",
+    "have",
+    "will",
+    "would",
+    "be",
+    "been",
+    "as",
+    "so",
 }
 _ENDS = {".", "!", "?"}
 
 
-_SENTENCE_WORDS = _DETERMINERS | _FUNCTION | {
-    "i", "we", "you", "yes", "now", "later", "meanwhile", "finally", "first", "next", "everyone", "nobody",
-    "someone", "each", "both", "all", "one", "two", "three", "once", "suddenly", "afterwards", "also", "how",
-    "why", "if", "because", "although", "though", "since", "during", "until", "story", "question", "answer",
-}
+_SENTENCE_WORDS = (
+    _DETERMINERS
+    | _FUNCTION
+    | {
+        "i",
+        "we",
+        "you",
+        "yes",
+        "now",
+        "later",
+        "meanwhile",
+        "finally",
+        "first",
+        "next",
+        "everyone",
+        "nobody",
+        "someone",
+        "each",
+        "both",
+        "all",
+        "one",
+        "two",
+        "three",
+        "once",
+        "suddenly",
+        "afterwards",
+        "also",
+        "how",
+        "why",
+        "if",
+        "because",
+        "although",
+        "though",
+        "since",
+        "during",
+        "until",
+        "story",
+        "question",
+        "answer",
+    }
+)
 
 
 def _names(words: list[str]) -> set[str]:
@@ -132,7 +229,7 @@ def skeleton_keys(texts: Sequence[str]) -> list[str]:
         return [skeleton_key(t) for t in texts]
     keys: list[str] = []
     for start in range(0, len(texts), _BATCH):
-        keys.extend(_compiled_keys(texts[start:start + _BATCH]))
+        keys.extend(_compiled_keys(texts[start : start + _BATCH]))
     return keys
 
 
@@ -167,11 +264,14 @@ def _vocab_tables(vocab: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         low_id[i] = lows.setdefault(low, len(lows))
         if word.islower():
             self_low[i] = lows.setdefault(word, len(lows))
-        flags[i] = ((SKEL_NAME if word[:1].isupper() and low not in _SENTENCE_WORDS else 0)
-                    | (SKEL_LOWER if word.islower() else 0) | (SKEL_END if word in _ENDS else 0)
-                    | (SKEL_DET if low in _DETERMINERS else 0)
-                    | (SKEL_STOP if low in _FUNCTION or low in _DETERMINERS else 0)
-                    | (SKEL_DIGIT if word.isdigit() else 0))
+        flags[i] = (
+            (SKEL_NAME if word[:1].isupper() and low not in _SENTENCE_WORDS else 0)
+            | (SKEL_LOWER if word.islower() else 0)
+            | (SKEL_END if word in _ENDS else 0)
+            | (SKEL_DET if low in _DETERMINERS else 0)
+            | (SKEL_STOP if low in _FUNCTION or low in _DETERMINERS else 0)
+            | (SKEL_DIGIT if word.isdigit() else 0)
+        )
     encoded = [w.encode("utf-8") for w in lows]
     low_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in encoded], out=low_offsets[1:])
@@ -182,7 +282,7 @@ def _compiled_keys(texts: Sequence[str]) -> list[str]:
     ids, offsets, vocab = _token_ids(texts)
     buf, out = skeletons_jit(ids, offsets, *_vocab_tables(vocab))
     view = memoryview(buf.tobytes())
-    return [_digest(view[out[d]:out[d + 1]]) for d in range(len(texts))]
+    return [_digest(view[out[d] : out[d + 1]]) for d in range(len(texts))]
 
 
 # The compiled twins of the numpy path above (numba, `audits.jit`): the tests compare them. They sit in
@@ -301,7 +401,9 @@ def skeletons_jit(ids, offsets, flags, low_id, self_low, low_bytes, low_offsets)
             elif flags[w] & SKEL_DIGIT:
                 buf, pos = _put_token(buf, pos, first, _NUM, 0, len(_NUM), -1)
             else:
-                buf, pos = _put_token(buf, pos, first, low_bytes, low_offsets[low_id[w]], low_offsets[low_id[w] + 1], -1)
+                buf, pos = _put_token(
+                    buf, pos, first, low_bytes, low_offsets[low_id[w]], low_offsets[low_id[w] + 1], -1
+                )
             first = False
             i += 1
             if name_stamp[w] != d and flags[w] & SKEL_DET:

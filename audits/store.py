@@ -4,6 +4,7 @@ A selection is a SQL condition on the `items_full` view, read over a read-only c
 results of a run are written in one `warehouse.db.building` transaction, so a failed audit leaves
 the previous warehouse (and its previous audit tables) as they were.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,22 @@ from tomforge.errors import TomforgeError
 from tomforge.warehouse import db
 
 ITEM_COLUMNS = (
-    "item_id", "context_id", "source", "source_ref", "split", "context", "question", "question_type", "belief_order",
-    "answer_format", "options", "answer", "answer_index", "template_id", "n_agents", "is_false_belief",
+    "item_id",
+    "context_id",
+    "source",
+    "source_ref",
+    "split",
+    "context",
+    "question",
+    "question_type",
+    "belief_order",
+    "answer_format",
+    "options",
+    "answer",
+    "answer_index",
+    "template_id",
+    "n_agents",
+    "is_false_belief",
     "content_hash",  # recorded per audited item, so a later step can tell content the audit never saw
 )
 
@@ -71,8 +86,10 @@ def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
     cols = ", ".join(c for c in ITEM_COLUMNS if c != "context")
     try:
         items = con.sql(world_selection_sql("items_full", where, cols)).to_arrow_table()
-        stories = con.sql(f"SELECT context_id, context FROM contexts WHERE context_id IN "
-                          f"(SELECT context_id FROM items_full WHERE ({where}))").to_arrow_table()
+        stories = con.sql(
+            f"SELECT context_id, context FROM contexts WHERE context_id IN "
+            f"(SELECT context_id FROM items_full WHERE ({where}))"
+        ).to_arrow_table()
     except duckdb.Error as exc:
         raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
     frame = pl.DataFrame(items).join(pl.DataFrame(stories), on="context_id", how="left", maintain_order="left")
@@ -83,8 +100,10 @@ def read_items(con: duckdb.DuckDBPyConnection, item_ids: list[str]) -> pl.DataFr
     """Where these items come from and what they ask (for evidence outside the selections)."""
     con.register("wanted_items", pa.table({"item_id": pa.array(item_ids, type=pa.string())}))
     try:
-        table = con.sql("SELECT item_id, context_id, source_ref, split, question, answer FROM items_full "
-                        "JOIN wanted_items USING (item_id) ORDER BY item_id").to_arrow_table()
+        table = con.sql(
+            "SELECT item_id, context_id, source_ref, split, question, answer FROM items_full "
+            "JOIN wanted_items USING (item_id) ORDER BY item_id"
+        ).to_arrow_table()
     finally:
         con.unregister("wanted_items")
     return frame_of(table)
@@ -97,7 +116,9 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 SIGNATURE_TABLE = "audit_minhash"
 
 
-def read_signatures(con: duckdb.DuckDBPyConnection, keys: list[str], params_key: str, num_perm: int) -> dict[str, np.ndarray]:
+def read_signatures(
+    con: duckdb.DuckDBPyConnection, keys: list[str], params_key: str, num_perm: int
+) -> dict[str, np.ndarray]:
     """Cached signatures for these text keys under these parameters (keyed by content, so every
     distinct text is signed once per parameter set)."""
     if not keys or not table_exists(con, SIGNATURE_TABLE):
@@ -106,7 +127,8 @@ def read_signatures(con: duckdb.DuckDBPyConnection, keys: list[str], params_key:
     try:
         rows = con.sql(
             f"SELECT m.text_key, m.signature FROM {SIGNATURE_TABLE} m JOIN wanted_keys w USING (text_key) "
-            "WHERE m.params = $params ORDER BY m.text_key", params={"params": params_key}
+            "WHERE m.params = $params ORDER BY m.text_key",
+            params={"params": params_key},
         ).to_arrow_table()
     finally:
         con.unregister("wanted_keys")
@@ -120,16 +142,24 @@ def read_signatures(con: duckdb.DuckDBPyConnection, keys: list[str], params_key:
 def signature_table(keys: list[str], params_key: str, signatures: np.ndarray, n_shingles: np.ndarray) -> pa.Table:
     num_perm = signatures.shape[1] if signatures.ndim == 2 else 0
     values = pa.array(signatures.reshape(-1), type=pa.uint32())
-    return pa.table({
-        "text_key": pa.array(keys, type=pa.string()),
-        "params": pa.array([params_key] * len(keys), type=pa.string()),
-        "n_shingles": pa.array(n_shingles.astype(np.int64)),
-        "signature": pa.FixedSizeListArray.from_arrays(values, num_perm),
-    })
+    return pa.table(
+        {
+            "text_key": pa.array(keys, type=pa.string()),
+            "params": pa.array([params_key] * len(keys), type=pa.string()),
+            "n_shingles": pa.array(n_shingles.astype(np.int64)),
+            "signature": pa.FixedSizeListArray.from_arrays(values, num_perm),
+        }
+    )
 
 
-def write_tables(warehouse: Path, tables: Mapping[str, pl.DataFrame | pa.Table], *, append: Mapping[str, pa.Table] | None = None,
-                 drop_prefixes: tuple[str, ...] = (), keep: tuple[str, ...] = (SIGNATURE_TABLE,)) -> None:
+def write_tables(
+    warehouse: Path,
+    tables: Mapping[str, pl.DataFrame | pa.Table],
+    *,
+    append: Mapping[str, pa.Table] | None = None,
+    drop_prefixes: tuple[str, ...] = (),
+    keep: tuple[str, ...] = (SIGNATURE_TABLE,),
+) -> None:
     """Replace `tables` (and drop stale tables with `drop_prefixes`, except `keep`: the signature
     cache outlives runs), append rows to `append`
     tables (created when missing), all in one atomic build-validate-swap."""
@@ -137,7 +167,12 @@ def write_tables(warehouse: Path, tables: Mapping[str, pl.DataFrame | pa.Table],
         if drop_prefixes:
             names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
             for name in names:
-                if name.startswith(drop_prefixes) and name not in tables and name not in (append or {}) and name not in keep:
+                if (
+                    name.startswith(drop_prefixes)
+                    and name not in tables
+                    and name not in (append or {})
+                    and name not in keep
+                ):
                     con.execute(f'DROP TABLE "{name}"')
         for name, frame in tables.items():
             arrow = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame

@@ -3,6 +3,7 @@
 It lives apart from `audits.run` so that the report can take it without importing the runner
 (which imports the report).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,8 +33,9 @@ class AuditSummary:
         return self.findings.height
 
     def header(self) -> str:
-        return (f"audit {self.run_id}: train {self.n_train} items ({self.train_where})"
-                + (f", held-out {self.n_heldout} items ({self.heldout_where})" if self.heldout_where else ", no held-out side"))
+        return f"audit {self.run_id}: train {self.n_train} items ({self.train_where})" + (
+            f", held-out {self.n_heldout} items ({self.heldout_where})" if self.heldout_where else ", no held-out side"
+        )
 
     def verdict_lines(self) -> list[str]:
         """The verdict table as text: one line per check, the action under each that fails or warns."""
@@ -49,13 +51,17 @@ class AuditSummary:
         """A one-screen summary: the verdict first, then the run's figures."""
         out = [self.header(), *self.verdict_lines()]
         if self.n_in_both:
-            out.append(f"  overlap of the selections: {self.n_in_both} items match both (train and held-out); "
-                       "`tomforge clean` keeps them held-out and drops them from train (reason in_both_selections)")
+            out.append(
+                f"  overlap of the selections: {self.n_in_both} items match both (train and held-out); "
+                "`tomforge clean` keeps them held-out and drops them from train (reason in_both_selections)"
+            )
         s = self.stats
-        out.append(f"  contexts {s.get('contexts', 0)} (distinct texts {s.get('docs', 0)}), LSH bands x rows "
-                   f"{s.get('bands')}x{s.get('rows')}, candidates {s.get('lsh_candidates', 0)}, verified {s.get('verified_pairs', 0)}, "
-                   f"signatures cached {s.get('signatures_cached', 0)} / computed {s.get('signatures_computed', 0)}; "
-                   f"{self.findings.height} findings in audit_findings")
+        out.append(
+            f"  contexts {s.get('contexts', 0)} (distinct texts {s.get('docs', 0)}), LSH bands x rows "
+            f"{s.get('bands')}x{s.get('rows')}, candidates {s.get('lsh_candidates', 0)}, verified {s.get('verified_pairs', 0)}, "
+            f"signatures cached {s.get('signatures_cached', 0)} / computed {s.get('signatures_computed', 0)}; "
+            f"{self.findings.height} findings in audit_findings"
+        )
         if self.out_dir:
             out.append(f"  report: {self.out_dir / 'audit_report.md'} (and audit_report.html)")
         return out

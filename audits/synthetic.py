@@ -8,6 +8,7 @@ last agent of the chain left); option order is shuffled uniformly. Tests plant k
 these records (a "really" cue, position bias, a first-mentioned-container shortcut, copies); the
 audit's behaviour on clean data is tested on `generators` output instead.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,25 +18,142 @@ from tomforge.warehouse.record import build_record
 from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAMES = [
-    "Abigail", "Alexander", "Amelia", "Aria", "Avery", "Benjamin", "Carter", "Charlotte", "Chloe", "Daniel",
-    "Elijah", "Ella", "Emily", "Emma", "Ethan", "Evelyn", "Grace", "Hannah", "Harper", "Isabella", "Jack",
-    "Jackson", "Jacob", "James", "Liam", "Lily", "Logan", "Lucas", "Mason", "Mia", "Noah", "Oliver", "Owen",
-    "Sophia", "Owen", "William", "Zoe", "Nora", "Hazel", "Leo", "Ruby", "Theo", "Ivy", "Miles", "Stella",
+    "Abigail",
+    "Alexander",
+    "Amelia",
+    "Aria",
+    "Avery",
+    "Benjamin",
+    "Carter",
+    "Charlotte",
+    "Chloe",
+    "Daniel",
+    "Elijah",
+    "Ella",
+    "Emily",
+    "Emma",
+    "Ethan",
+    "Evelyn",
+    "Grace",
+    "Hannah",
+    "Harper",
+    "Isabella",
+    "Jack",
+    "Jackson",
+    "Jacob",
+    "James",
+    "Liam",
+    "Lily",
+    "Logan",
+    "Lucas",
+    "Mason",
+    "Mia",
+    "Noah",
+    "Oliver",
+    "Owen",
+    "Sophia",
+    "Owen",
+    "William",
+    "Zoe",
+    "Nora",
+    "Hazel",
+    "Leo",
+    "Ruby",
+    "Theo",
+    "Ivy",
+    "Miles",
+    "Stella",
 ]
-OBJECTS = ["apple", "ball", "banana", "belt", "boots", "cap", "carrot", "cherry", "coat", "corn", "cucumber",
-           "gloves", "grapefruit", "hat", "jacket", "lemon", "lettuce", "lime", "melon", "onion", "orange",
-           "peach", "pear", "pineapple", "potato", "scarf", "shirt", "shoes", "slippers", "socks", "spinach",
-           "stockings", "strawberry", "suit", "sweater", "tie", "tomato", "trousers", "tangerine", "watermelon"]
+OBJECTS = [
+    "apple",
+    "ball",
+    "banana",
+    "belt",
+    "boots",
+    "cap",
+    "carrot",
+    "cherry",
+    "coat",
+    "corn",
+    "cucumber",
+    "gloves",
+    "grapefruit",
+    "hat",
+    "jacket",
+    "lemon",
+    "lettuce",
+    "lime",
+    "melon",
+    "onion",
+    "orange",
+    "peach",
+    "pear",
+    "pineapple",
+    "potato",
+    "scarf",
+    "shirt",
+    "shoes",
+    "slippers",
+    "socks",
+    "spinach",
+    "stockings",
+    "strawberry",
+    "suit",
+    "sweater",
+    "tie",
+    "tomato",
+    "trousers",
+    "tangerine",
+    "watermelon",
+]
 COLORS = ["blue", "green", "red", "yellow", "white", "black", "purple", "orange", "pink", "brown"]
-KINDS = ["box", "basket", "bucket", "crate", "drawer", "envelope", "pantry", "suitcase", "treasure_chest",
-         "bottle", "cupboard", "container", "bathtub", "tub"]
-ROOMS = ["kitchen", "garden", "hallway", "lounge", "cellar", "office", "patio", "study", "workshop",
-         "bedroom", "attic", "garage", "porch", "sunroom", "laundry", "basement"]
+KINDS = [
+    "box",
+    "basket",
+    "bucket",
+    "crate",
+    "drawer",
+    "envelope",
+    "pantry",
+    "suitcase",
+    "treasure_chest",
+    "bottle",
+    "cupboard",
+    "container",
+    "bathtub",
+    "tub",
+]
+ROOMS = [
+    "kitchen",
+    "garden",
+    "hallway",
+    "lounge",
+    "cellar",
+    "office",
+    "patio",
+    "study",
+    "workshop",
+    "bedroom",
+    "attic",
+    "garage",
+    "porch",
+    "sunroom",
+    "laundry",
+    "basement",
+]
 FILLER = [
-    "{a} likes the {o2}.", "{a} saw a {k} in the {r}.", "{a} hates the {o2}.", "The {r} was quiet that afternoon.",
-    "{a} thought about lunch for a while.", "{a} looked out of the window of the {r}.",
-    "Someone had left a {c} {k} near the door.", "{a} dislikes the {c} {k}.", "{a} and {b} talked about the weather.",
-    "{a} hummed a song while waiting.", "{a} checked the time twice.", "A clock ticked somewhere in the {r}.",
+    "{a} likes the {o2}.",
+    "{a} saw a {k} in the {r}.",
+    "{a} hates the {o2}.",
+    "The {r} was quiet that afternoon.",
+    "{a} thought about lunch for a while.",
+    "{a} looked out of the window of the {r}.",
+    "Someone had left a {c} {k} near the door.",
+    "{a} dislikes the {c} {k}.",
+    "{a} and {b} talked about the weather.",
+    "{a} hummed a song while waiting.",
+    "{a} checked the time twice.",
+    "A clock ticked somewhere in the {r}.",
 ]
 
 
@@ -72,15 +190,31 @@ def story(rng: random.Random, *, n_fillers: int = 12, max_order: int = 4) -> dic
     # containers are also mentioned outside the answer-bearing events (a listing in random order at
     # the start, glances in the fillers), so first/last/most-mentioned carry no answer signal
     listed = rng.sample(containers, len(containers))
-    lines.insert(n_agents, "In the " + room + " there were the " + ", the ".join(listed[:-1]) + f" and the {listed[-1]}.")
+    lines.insert(
+        n_agents, "In the " + room + " there were the " + ", the ".join(listed[:-1]) + f" and the {listed[-1]}."
+    )
     for _ in range(n_fillers):
         a, b = rng.sample(agents, 2)
-        text = rng.choice(FILLER).format(a=a, b=b, o2=rng.choice(OBJECTS), k=rng.choice(KINDS), c=rng.choice(COLORS),
-                                         r=room, box=rng.choice(containers))
+        text = rng.choice(FILLER).format(
+            a=a,
+            b=b,
+            o2=rng.choice(OBJECTS),
+            k=rng.choice(KINDS),
+            c=rng.choice(COLORS),
+            r=room,
+            box=rng.choice(containers),
+        )
         lines.insert(rng.randint(n_agents + 1, len(lines)), text)
     lines.append(f"{rng.choice(agents)} glanced at the {rng.choice(containers)}.")
-    return {"agents": agents, "obj": obj, "room": room, "containers": containers, "final": location,
-            "left_at": left_at, "text": " ".join(lines)}
+    return {
+        "agents": agents,
+        "obj": obj,
+        "room": room,
+        "containers": containers,
+        "final": location,
+        "left_at": left_at,
+        "text": " ".join(lines),
+    }
 
 
 def belief(world: dict[str, Any], chain: list[str]) -> str:
@@ -103,8 +237,9 @@ def question_for(world: dict[str, Any], order: int, rng: random.Random) -> tuple
     return text, belief(world, chain), chain
 
 
-def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", orders: tuple[int, ...] = (0, 1, 2, 3),
-                  n_fillers: int = 12) -> list[dict[str, Any]]:
+def clean_records(
+    n_stories: int, *, seed: int = 0, split: str = "train", orders: tuple[int, ...] = (0, 1, 2, 3), n_fillers: int = 12
+) -> list[dict[str, Any]]:
     """`n_stories` stories x one question per belief order, multiple choice over the story's containers."""
     rng = random.Random(seed)
     records = []
@@ -115,12 +250,28 @@ def clean_records(n_stories: int, *, seed: int = 0, split: str = "train", orders
             options = list(world["containers"])
             rng.shuffle(options)
             key = f"{split}-{seed}-{s}-o{order}"
-            records.append(build_record(
-                source="synth", source_version="synth-1", source_key=key, source_ref=f"synth#{key}", split=split,
-                context=world["text"], question=question, question_type=question_type_of_order(order),
-                belief_order=order, perspective_chain=chain, is_false_belief=answer != world["final"] if order else None,
-                answer=answer, answer_format="multiple_choice", options=options, n_agents=len(world["agents"]),
-                generator="audits.synthetic", generator_version="1", template_id=f"tpl{len(world['containers'])}",
-                seed=seed, meta={"story": s},
-            ))
+            records.append(
+                build_record(
+                    source="synth",
+                    source_version="synth-1",
+                    source_key=key,
+                    source_ref=f"synth#{key}",
+                    split=split,
+                    context=world["text"],
+                    question=question,
+                    question_type=question_type_of_order(order),
+                    belief_order=order,
+                    perspective_chain=chain,
+                    is_false_belief=answer != world["final"] if order else None,
+                    answer=answer,
+                    answer_format="multiple_choice",
+                    options=options,
+                    n_agents=len(world["agents"]),
+                    generator="audits.synthetic",
+                    generator_version="1",
+                    template_id=f"tpl{len(world['containers'])}",
+                    seed=seed,
+                    meta={"story": s},
+                )
+            )
     return records

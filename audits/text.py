@@ -8,6 +8,7 @@ Python functions (`word_hash`, `shingle_hash64`, `shingle_hash32`) compute the s
 a time: passed to datasketch as `hashfunc`, `shingle_hash32` makes it produce exactly our
 signatures (the tests check equality).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,11 +35,11 @@ _NON_WORD = re.compile(r"\W+")
 _MASK64 = (1 << 64) - 1
 NORMALIZER = "nfkc-lower-words-v1"
 _WORD_ASCII = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_BYTE_TABLE = bytes(
-    (c + 32 if 65 <= c <= 90 else c) if (c >= 128 or c in _WORD_ASCII) else 32 for c in range(256)
-)
+_BYTE_TABLE = bytes((c + 32 if 65 <= c <= 90 else c) if (c >= 128 or c in _WORD_ASCII) else 32 for c in range(256))
 _STR_TABLE = {c: " " for c in range(128) if c not in _WORD_ASCII}
-_WORD_BYTES = np.array([(c + 32 if 65 <= c <= 90 else c) if c in _WORD_ASCII else 0 for c in range(256)], dtype=np.uint8)
+_WORD_BYTES = np.array(
+    [(c + 32 if 65 <= c <= 90 else c) if c in _WORD_ASCII else 0 for c in range(256)], dtype=np.uint8
+)
 
 
 def normalize(text: str) -> str:
@@ -87,7 +88,7 @@ def _utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(arr, pa.LargeStringArray):
         arr = pa.compute.cast(arr, pa.large_string())
     _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, dtype=np.uint8)
     return data, offsets
 
@@ -190,7 +191,9 @@ def chunk_bytes(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The texts normalized and joined by single spaces as one byte array (non-word bytes are
     spaces, ASCII lower-cased), with each document's first byte and its size in bytes."""
     parts = [t if t.isascii() else normalize(t) for t in texts]
-    sizes = np.fromiter((len(p) if p.isascii() else len(p.encode("utf-8")) for p in parts), dtype=np.int64, count=len(parts))
+    sizes = np.fromiter(
+        (len(p) if p.isascii() else len(p.encode("utf-8")) for p in parts), dtype=np.int64, count=len(parts)
+    )
     data = np.frombuffer(" ".join(parts).encode("utf-8").translate(_BYTE_TABLE), dtype=np.uint8)
     doc_starts = np.zeros(len(parts), dtype=np.int64)
     np.cumsum(sizes[:-1] + 1, out=doc_starts[1:])
@@ -212,7 +215,7 @@ def _hash_chunk_numpy(data: np.ndarray, doc_starts: np.ndarray) -> tuple[np.ndar
     starts, ends = edges[0::2], edges[1::2]
     pw, inv = _power_tables(len(data) + 1)
     prefix = np.zeros(len(data) + 1, dtype=np.uint64)
-    np.cumsum(data.astype(np.uint64) * pw[:len(data)], out=prefix[1:])
+    np.cumsum(data.astype(np.uint64) * pw[: len(data)], out=prefix[1:])
     raw = (prefix[ends] - prefix[starts]) * inv[starts]
     hashes = fmix64(raw + (ends - starts).astype(np.uint64) * np.uint64(_LEN_MULT))
     # words never span documents (one space between them): count word starts per document
@@ -269,7 +272,7 @@ def distinct_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray, np.nd
     while (found := distinct_words_jit(data, offsets, np.uint64(_BASE), np.uint64(_LEN_MULT), size)) is None:
         size *= 8  # more than size / 2 distinct words
     ids, id_offsets, starts, sizes = found
-    names = np.array([bytes(data[a:a + n]).decode("utf-8") for a, n in zip(starts, sizes)], dtype=object)
+    names = np.array([bytes(data[a : a + n]).decode("utf-8") for a, n in zip(starts, sizes)], dtype=object)
     return ids, id_offsets, names
 
 
@@ -291,7 +294,7 @@ def window_hashes(words: np.ndarray, m: int) -> np.ndarray:
         return np.empty(0, dtype=np.uint64)
     total = words[:span] * POSITION_MULT[0]
     for j in range(1, m):
-        total += words[j:j + span] * POSITION_MULT[j]
+        total += words[j : j + span] * POSITION_MULT[j]
     return fmix64(total)
 
 
@@ -325,7 +328,7 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
         within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
         out[offsets[idx_doc] + within] = hashed[word_offsets[idx_doc] + within]
     for d in np.nonzero((~full) & (lengths > 0))[0]:
-        out[offsets[d]] = ngram_hashes(words[word_offsets[d]:word_offsets[d + 1]], n)[0]
+        out[offsets[d]] = ngram_hashes(words[word_offsets[d] : word_offsets[d + 1]], n)[0]
     return out, offsets
 
 

@@ -5,6 +5,7 @@ excerpt), `AuditFacts` (what every check's verdict reads) and the `audit_verdict
 The checks themselves are `audits.check.AuditCheck` objects, declared once each in the registry
 `audits.checks.CHECKS`, whose order is the verdict's order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Verdict:
 class AuditFacts:
     """What the checks read: the audit tables, the selected items (with `side`) and the items of
     label conflicts anywhere in the warehouse."""
+
     tables: dict[str, pl.DataFrame]
     items: pl.DataFrame
     conflict_items: pl.DataFrame
@@ -54,8 +56,11 @@ class AuditFacts:
         if key not in self._refs:
             cols = ("context_id", "source_ref", "item_id")
             story = pl.col("context_id") == context_id
-            frame = self.items.filter(story & (pl.col("side") == side)).select(cols) if side else pl.concat(
-                [self.items.filter(story).select(cols), self.conflict_items.filter(story).select(cols)])
+            frame = (
+                self.items.filter(story & (pl.col("side") == side)).select(cols)
+                if side
+                else pl.concat([self.items.filter(story).select(cols), self.conflict_items.filter(story).select(cols)])
+            )
             self._refs[key] = context_refs(frame).get(context_id, "?")
         return md_escape(self._refs[key])
 
@@ -74,8 +79,9 @@ class AuditFacts:
         """Per side, the items `tomforge clean` removes as repeats of a kept one (reason `duplicate`)."""
         from tomforge.audits.clean import with_kept_repeat
 
-        keyed = with_kept_repeat(self.items.unique(["side", "item_id"], maintain_order=True),
-                                 self.tables["audit_contexts"])
+        keyed = with_kept_repeat(
+            self.items.unique(["side", "item_id"], maintain_order=True), self.tables["audit_contexts"]
+        )
         gone = keyed.filter(pl.col("item_id") != pl.col("_keep"))
         return {str(side): int(n) for side, n in gone.group_by("side").len().iter_rows()}
 
@@ -95,8 +101,10 @@ class AuditFacts:
 
 
 def verdict_frame(items: list[Verdict]) -> pl.DataFrame:
-    return pl.DataFrame([{"check": v.check, "status": v.status, "finding": v.finding, "action": v.action} for v in items],
-                        schema={"check": pl.Utf8, "status": pl.Utf8, "finding": pl.Utf8, "action": pl.Utf8})
+    return pl.DataFrame(
+        [{"check": v.check, "status": v.status, "finding": v.finding, "action": v.action} for v in items],
+        schema={"check": pl.Utf8, "status": pl.Utf8, "finding": pl.Utf8, "action": pl.Utf8},
+    )
 
 
 def pct(x: float) -> str:

@@ -2,6 +2,7 @@
 
 Run: `python bench/generate.py [N]`. Prints figures; asserts nothing (timings vary by machine).
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,9 +24,11 @@ def rate(n: int, **kwargs) -> tuple[float, float]:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     rate(500)  # warm caches (chain feasibility tables, compiled templates)
-    for label, kwargs in (("all operators, orders 0-6", {}),
-                          ("no operators, orders 0-6", {"operators": ()}),
-                          ("all operators, orders 0-10", {"max_order": 10})):
+    for label, kwargs in (
+        ("all operators, orders 0-6", {}),
+        ("no operators, orders 0-6", {"operators": ()}),
+        ("all operators, orders 0-10", {"max_order": 10}),
+    ):
         wall, cpu = rate(n, seed=1, **kwargs)
         print(f"{label:28s} {wall:7.0f} questions/s wall-clock, {cpu:7.0f} per CPU-second  (n={n}, one process)")
 

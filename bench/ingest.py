@@ -13,6 +13,7 @@ unless TOMFORGE_INGEST_WORKERS=N asks for more (see warehouse/parallel.py): the 
 
     python bench/ingest.py [--rows 500000] [--baseline-rows 20000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,18 +76,40 @@ def baseline(hitom: Path, exploretom: Path, rows: int, out: Path) -> tuple[float
     con = duckdb.connect(str(out))
     con.execute(BASELINE_DDL)
     data = json.loads(hitom.read_text(encoding="utf-8"))["data"][:rows]
-    con.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
-        ("hitom", str(i), r["story"], r["question"], r["answer"], r["question_order"], r["choices"],
-         json.dumps({"prompting_type": r["prompting_type"], "deception": r["deception"]}))
-        for i, r in enumerate(data)])
+    con.executemany(
+        "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                "hitom",
+                str(i),
+                r["story"],
+                r["question"],
+                r["answer"],
+                r["question_order"],
+                r["choices"],
+                json.dumps({"prompting_type": r["prompting_type"], "deception": r["deception"]}),
+            )
+            for i, r in enumerate(data)
+        ],
+    )
     with exploretom.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         batch = []
         for i, r in enumerate(reader):
             if i == rows:
                 break
-            batch.append(("exploretom", str(i), r["story_structure"], r["question"], r["expected_answer"],
-                          int(r["qprop=nth_order"]), None, json.dumps(r)))
+            batch.append(
+                (
+                    "exploretom",
+                    str(i),
+                    r["story_structure"],
+                    r["question"],
+                    r["expected_answer"],
+                    int(r["qprop=nth_order"]),
+                    None,
+                    json.dumps(r),
+                )
+            )
     con.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
     con.close()
     questions = len(data) + len(batch)
@@ -104,8 +127,10 @@ def main() -> None:
         hitom, exploretom = folder / "Hi-ToM_data.json", folder / "ExploreToM-data-sample.csv"
         make_hitom(hitom, per_format)
         make_exploretom(exploretom, per_format)
-        print(f"input: {per_format:,} HiToM JSON rows ({hitom.stat().st_size / 1e6:.0f} MB), "
-              f"{per_format:,} ExploreToM CSV rows ({exploretom.stat().st_size / 1e6:.0f} MB)")
+        print(
+            f"input: {per_format:,} HiToM JSON rows ({hitom.stat().st_size / 1e6:.0f} MB), "
+            f"{per_format:,} ExploreToM CSV rows ({exploretom.stat().st_size / 1e6:.0f} MB)"
+        )
         warehouse = folder / "w.duckdb"
         total_start, total_cpu = time.perf_counter(), cpu_seconds()
         for name, path in (("hitom", hitom), ("exploretom", exploretom)):
@@ -114,16 +139,22 @@ def main() -> None:
             report = ingest(warehouse, name, path)
             seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
             assert report.reconciled and report.rejected == 0, report
-            print(f"tomforge ingest {name:<10} {report.loaded:>9,} questions {seconds:7.2f} s "
-                  f"{report.loaded / seconds:>10,.0f} q/s   CPU {cpu:6.2f} s = {cpu / report.loaded * 1e6:5.1f} us/q "
-                  f"({workers} process{'es' if workers > 1 else ''})")
+            print(
+                f"tomforge ingest {name:<10} {report.loaded:>9,} questions {seconds:7.2f} s "
+                f"{report.loaded / seconds:>10,.0f} q/s   CPU {cpu:6.2f} s = {cpu / report.loaded * 1e6:5.1f} us/q "
+                f"({workers} process{'es' if workers > 1 else ''})"
+            )
         seconds, cpu = time.perf_counter() - total_start, cpu_seconds() - total_cpu
         overall = 2 * per_format / seconds
         base, base_cpu = baseline(hitom, exploretom, args.baseline_rows, folder / "baseline.duckdb")
-        print(f"tomforge ingest overall    {overall:>10,.0f} q/s   CPU {cpu / (2 * per_format) * 1e6:5.1f} us/q "
-              f"(= {2 * per_format / cpu:,.0f} q/s per CPU-second)")
-        print(f"baseline (json/csv + executemany, {2 * args.baseline_rows:,} questions) {base:>10,.0f} q/s   "
-              f"CPU {base_cpu:7.1f} us/q")
+        print(
+            f"tomforge ingest overall    {overall:>10,.0f} q/s   CPU {cpu / (2 * per_format) * 1e6:5.1f} us/q "
+            f"(= {2 * per_format / cpu:,.0f} q/s per CPU-second)"
+        )
+        print(
+            f"baseline (json/csv + executemany, {2 * args.baseline_rows:,} questions) {base:>10,.0f} q/s   "
+            f"CPU {base_cpu:7.1f} us/q"
+        )
         print(f"ratio tomforge / baseline  {overall / base:10.1f}x   (goals: >= 100,000 q/s and >= 5x)")
 
 

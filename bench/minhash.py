@@ -10,6 +10,7 @@ peak RSS per phase, then a re-audit after adding 10% more items (only their sign
 
 Figures are noisy on a shared machine: each comes with process CPU time and the load average.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,7 @@ def stories(n: int, seed: int, fillers: int = 27) -> list[str]:
 
 def shingles(text: str, n: int = N) -> list[bytes]:
     words = tokens(text)
-    return [" ".join(words[i:i + n]).encode() for i in range(len(words) - n + 1)]
+    return [" ".join(words[i : i + n]).encode() for i in range(len(words) - n + 1)]
 
 
 def best_of(fn, reps: int = 3, cpu: dict | None = None) -> float:
@@ -103,8 +104,9 @@ def throughput(n_docs: int) -> dict:
             for t in sub:
                 words_ = tokens(t)
                 m = rensa.RMinHash(num_perm=128, seed=1)
-                m.update([" ".join(words_[i:i + N]) for i in range(len(words_) - N + 1)])
+                m.update([" ".join(words_[i : i + N]) for i in range(len(words_) - N + 1)])
                 m.digest()
+
         measure("rensa_end_to_end", run_rensa, len(sub), 2)
     except ImportError:
         out["rensa_end_to_end_docs_per_s"] = None
@@ -119,7 +121,8 @@ def throughput(n_docs: int) -> dict:
         numpy_path = hasher.signatures(*shingle_texts(sub[:50], N))
     out["identical_to_datasketch_with_same_hashfunc"] = all(
         np.array_equal(m.hashvalues, s) and np.array_equal(s, s2)
-        for m, s, s2 in zip(theirs, hasher.signatures(flat, offsets), numpy_path))
+        for m, s, s2 in zip(theirs, hasher.signatures(flat, offsets), numpy_path)
+    )
     out.update(hashing_vectorizer(texts, sub, measure))
     return out
 
@@ -128,8 +131,13 @@ def hashing_vectorizer(texts: list[str], sub: list[str], measure) -> dict:
     """The partial-input baselines' hashed 1-2-gram rows: ours (compiled, one thread) vs sklearn's
     HashingVectorizer on the same stories, and whether the matrices are identical."""
     ours, theirs = hashed_ngrams(sub), reference().transform(sub)
-    out = {"hashvec_identical_to_sklearn": bool(np.array_equal(ours.indptr, theirs.indptr) and np.array_equal(
-        ours.indices, theirs.indices) and np.array_equal(ours.data.view(np.uint64), theirs.data.view(np.uint64)))}
+    out = {
+        "hashvec_identical_to_sklearn": bool(
+            np.array_equal(ours.indptr, theirs.indptr)
+            and np.array_equal(ours.indices, theirs.indices)
+            and np.array_equal(ours.data.view(np.uint64), theirs.data.view(np.uint64))
+        )
+    }
     row: dict = {}
     measure("hashvec_ours", lambda: hashed_ngrams(texts), len(texts), 3, row)
     measure("hashvec_sklearn", lambda: reference().transform(sub), len(sub), 2, row)
@@ -169,11 +177,16 @@ def estimate_agreement(n_pairs: int = 400) -> dict:
         diffs.append(ours - theirs)
         ours_err.append(ours - true)
         ds_err.append(theirs - true)
-    return {"pairs": n_pairs, "mean_diff_ours_minus_datasketch": float(np.mean(diffs)),
-            "se_of_mean_diff": float(np.std(diffs, ddof=1) / np.sqrt(n_pairs)),
-            "ours_bias": float(np.mean(ours_err)), "ours_rmse": float(np.sqrt(np.mean(np.square(ours_err)))),
-            "datasketch_bias": float(np.mean(ds_err)), "datasketch_rmse": float(np.sqrt(np.mean(np.square(ds_err)))),
-            "binomial_rmse_at_128": float(np.sqrt(0.25 / 128))}
+    return {
+        "pairs": n_pairs,
+        "mean_diff_ours_minus_datasketch": float(np.mean(diffs)),
+        "se_of_mean_diff": float(np.std(diffs, ddof=1) / np.sqrt(n_pairs)),
+        "ours_bias": float(np.mean(ours_err)),
+        "ours_rmse": float(np.sqrt(np.mean(np.square(ours_err)))),
+        "datasketch_bias": float(np.mean(ds_err)),
+        "datasketch_rmse": float(np.sqrt(np.mean(np.square(ds_err)))),
+        "binomial_rmse_at_128": float(np.sqrt(0.25 / 128)),
+    }
 
 
 def planted_recall(n_base: int = 5000, n_near: int = 1000, n_hard: int = 1000) -> dict:
@@ -195,7 +208,7 @@ def planted_recall(n_base: int = 5000, n_near: int = 1000, n_hard: int = 1000) -
         texts.append(edit(base[i], rng.randint(8, 25)))
         truth.append((i, len(texts) - 1))
     flat, offsets = shingle_texts(texts, N)
-    sets = [set(flat[offsets[d]:offsets[d + 1]].tolist()) for d in range(len(texts))]
+    sets = [set(flat[offsets[d] : offsets[d + 1]].tolist()) for d in range(len(texts))]
 
     def jac(a: int, b: int) -> float:
         return len(sets[a] & sets[b]) / len(sets[a] | sets[b])
@@ -203,8 +216,10 @@ def planted_recall(n_base: int = 5000, n_near: int = 1000, n_hard: int = 1000) -
     sigs = MinHasher().signatures(flat, offsets)
     p = AuditParams()
     result = {}
-    for name, banding in (("chosen", choose_banding(128, p.jaccard_threshold, p.target_recall)),
-                          ("datasketch_default", datasketch_default_banding(128, p.jaccard_threshold))):
+    for name, banding in (
+        ("chosen", choose_banding(128, p.jaccard_threshold, p.target_recall)),
+        ("datasketch_default", datasketch_default_banding(128, p.jaccard_threshold)),
+    ):
         start = time.perf_counter()
         cands, _ = candidate_pairs(sigs, banding)
         found = {(int(a), int(b)) for a, b in cands}
@@ -212,11 +227,18 @@ def planted_recall(n_base: int = 5000, n_near: int = 1000, n_hard: int = 1000) -
         elapsed = time.perf_counter() - start
         positives = {pair for pair in truth if jac(*pair) >= p.jaccard_threshold}
         # any other pair with J >= 0.8 found is also a true positive (verification is exact)
-        result[name] = {"bands": banding.bands, "rows": banding.rows, "true_pairs_J>=0.8": len(positives),
-                        "recall": len(positives & verified) / max(len(positives), 1),
-                        "candidates": len(found), "candidate_precision": len(verified) / max(len(found), 1),
-                        "precision_after_verification": 1.0 if not verified else sum(jac(*q) >= p.jaccard_threshold for q in verified) / len(verified),
-                        "seconds": round(elapsed, 2)}
+        result[name] = {
+            "bands": banding.bands,
+            "rows": banding.rows,
+            "true_pairs_J>=0.8": len(positives),
+            "recall": len(positives & verified) / max(len(positives), 1),
+            "candidates": len(found),
+            "candidate_precision": len(verified) / max(len(found), 1),
+            "precision_after_verification": 1.0
+            if not verified
+            else sum(jac(*q) >= p.jaccard_threshold for q in verified) / len(verified),
+            "seconds": round(elapsed, 2),
+        }
     return result
 
 
@@ -224,8 +246,9 @@ def _synthetic_records(n_items: int, seed: int = 1) -> list[dict]:
     orders = (0, 1, 2, 3)
     n_stories = n_items // len(orders)
     n_test = n_stories // 5
-    return clean_records(n_stories - n_test, seed=seed, split="train", orders=orders, n_fillers=27) + \
-        clean_records(n_test, seed=seed + 1000, split="test", orders=orders, n_fillers=27)
+    return clean_records(n_stories - n_test, seed=seed, split="train", orders=orders, n_fillers=27) + clean_records(
+        n_test, seed=seed + 1000, split="test", orders=orders, n_fillers=27
+    )
 
 
 def _generated_records(n_items: int, seed: int = 1):
@@ -264,8 +287,15 @@ class Phases:
     def stop(self) -> None:
         if self._open:
             name, wall, cpu = self._open
-            self.rows.append({"phase": name, "wall_s": round(time.perf_counter() - wall, 1),
-                              "cpu_s": round(time.process_time() - cpu, 1), "peak_rss_gb": _peak_rss_gb(), "load": load()})
+            self.rows.append(
+                {
+                    "phase": name,
+                    "wall_s": round(time.perf_counter() - wall, 1),
+                    "cpu_s": round(time.process_time() - cpu, 1),
+                    "peak_rss_gb": _peak_rss_gb(),
+                    "load": load(),
+                }
+            )
             self._open = None
             if not self.quiet:
                 print(f"  {self.rows[-1]}", flush=True)
@@ -277,6 +307,7 @@ class Phases:
         class Steps(Progress):
             def started(self, stage: Stage) -> None:
                 phases.start(f"{prefix}: {stage.name.removeprefix('audit: ').split(' (')[0]}")
+
         return Steps()
 
 
@@ -288,7 +319,9 @@ def _ingest_here(path: Path, data: str, n_items: int, seed: int, ref: str) -> tu
     phases.start(ref)
     records = iter((_synthetic_records if data == "synthetic" else _generated_records)(n_items, seed))
     first = next(records)
-    report = ingest_records(path, AdapterInfo(first["source"], first["source_version"], "CC0"), itertools.chain([first], records), ref)
+    report = ingest_records(
+        path, AdapterInfo(first["source"], first["source_version"], "CC0"), itertools.chain([first], records), ref
+    )
     phases.stop()
     return report.loaded, phases.rows[0]
 
@@ -331,8 +364,12 @@ def _audit_here(path: Path, out: Path, prefix: str) -> tuple[list[dict], dict]:
     phases.stop()
     import polars as pl
 
-    return phases.rows, {"stats": summary.stats, "timings": summary.timings, "findings": summary.findings.height,
-                         "polars_threads": pl.thread_pool_size()}
+    return phases.rows, {
+        "stats": summary.stats,
+        "timings": summary.timings,
+        "findings": summary.findings.height,
+        "polars_threads": pl.thread_pool_size(),
+    }
 
 
 def _audit(phases: Phases, prefix: str, path: Path, out: Path, threads: int) -> dict:
@@ -364,19 +401,29 @@ def whole_audit(n_items: int, data: str = "synthetic", threads: int = 2) -> dict
         phases.stop()
     audit_rows = [r for r in phases.rows if r["phase"].startswith("audit:")]
     again_rows = [r for r in phases.rows if r["phase"].startswith("re-audit")]
-    total = {"audit_wall_s": round(sum(r["wall_s"] for r in audit_rows), 1),
-             "audit_cpu_s": round(sum(r["cpu_s"] for r in audit_rows), 1),
-             "audit_peak_rss_gb": max(r["peak_rss_gb"] for r in audit_rows),
-             "reaudit_wall_s": round(sum(r["wall_s"] for r in again_rows), 1),
-             "reaudit_cpu_s": round(sum(r["cpu_s"] for r in again_rows), 1),
-             "warm_up_wall_s": [r["wall_s"] for r in phases.rows if r["phase"].startswith("warm-up")]}
-    return {"data": data, "items": loaded, "items_added": added, "polars_threads": first["polars_threads"],
-            "contexts_docs": first["stats"]["docs"],
-            "signatures_computed_first": first["stats"]["signatures_computed"],
-            "signatures_computed_after_adding": second["stats"]["signatures_computed"],
-            "signatures_cached_after_adding": second["stats"]["signatures_cached"], **total,
-            "phases": phases.rows, "steps_s_first": first["timings"], "steps_s_after_adding": second["timings"],
-            "findings": first["findings"]}
+    total = {
+        "audit_wall_s": round(sum(r["wall_s"] for r in audit_rows), 1),
+        "audit_cpu_s": round(sum(r["cpu_s"] for r in audit_rows), 1),
+        "audit_peak_rss_gb": max(r["peak_rss_gb"] for r in audit_rows),
+        "reaudit_wall_s": round(sum(r["wall_s"] for r in again_rows), 1),
+        "reaudit_cpu_s": round(sum(r["cpu_s"] for r in again_rows), 1),
+        "warm_up_wall_s": [r["wall_s"] for r in phases.rows if r["phase"].startswith("warm-up")],
+    }
+    return {
+        "data": data,
+        "items": loaded,
+        "items_added": added,
+        "polars_threads": first["polars_threads"],
+        "contexts_docs": first["stats"]["docs"],
+        "signatures_computed_first": first["stats"]["signatures_computed"],
+        "signatures_computed_after_adding": second["stats"]["signatures_computed"],
+        "signatures_cached_after_adding": second["stats"]["signatures_cached"],
+        **total,
+        "phases": phases.rows,
+        "steps_s_first": first["timings"],
+        "steps_s_after_adding": second["timings"],
+        "findings": first["findings"],
+    }
 
 
 def ray_passes(n_docs: int, workers: int) -> dict:
@@ -404,19 +451,33 @@ def ray_passes(n_docs: int, workers: int) -> dict:
         spread = best_of(lambda: passes(texts, cached, have, settings), reps=2)
     finally:
         ray.shutdown()
-    return {"docs": n_docs, "workers": workers, "load_average_1_5_15": load(),
-            "one_process_docs_per_s": round(n_docs / local), "one_process_docs_per_cpu_s": round(n_docs / cpu["s"]),
-            "ray_docs_per_s": round(n_docs / spread), "ray_docs_per_s_per_worker": round(n_docs / spread / workers)}
+    return {
+        "docs": n_docs,
+        "workers": workers,
+        "load_average_1_5_15": load(),
+        "one_process_docs_per_s": round(n_docs / local),
+        "one_process_docs_per_cpu_s": round(n_docs / cpu["s"]),
+        "ray_docs_per_s": round(n_docs / spread),
+        "ray_docs_per_s_per_worker": round(n_docs / spread / workers),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--docs", type=int, default=4000)
     ap.add_argument("--audit-items", type=int, default=100000)
-    ap.add_argument("--audit-data", choices=("synthetic", "generated"), default="synthetic",
-                    help="records of the whole-audit run: audits.synthetic's ~200-word stories or generators output")
-    ap.add_argument("--audit-threads", type=int, default=len(os.sched_getaffinity(0)),
-                    help="polars threads of the whole-audit runs (default: this machine's cores)")
+    ap.add_argument(
+        "--audit-data",
+        choices=("synthetic", "generated"),
+        default="synthetic",
+        help="records of the whole-audit run: audits.synthetic's ~200-word stories or generators output",
+    )
+    ap.add_argument(
+        "--audit-threads",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="polars threads of the whole-audit runs (default: this machine's cores)",
+    )
     ap.add_argument("--ray-workers", type=int, default=2, help="local Ray CPUs for the passes on Ray (0: skip)")
     ap.add_argument("--ray-docs", type=int, default=100000)
     ap.add_argument("--skip-throughput", action="store_true", help="only the Ray and whole-audit parts")

@@ -8,6 +8,7 @@ audit's chi-square p-value, and the questions per second of each run. Markdown, 
 into docs/generator-controls.md as printed. The target (issue 28): every share within 3 points of
 uniform with controls on.
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,7 +28,10 @@ from tomforge.generators import generate_records  # noqa: E402
 
 def table(ranks: pl.DataFrame) -> tuple[list[str], float]:
     """Markdown rows (order, ranking, items, share per place, largest gap, p) and the largest gap in points."""
-    lines = ["| order | ranking | items | 1st | 2nd | 3rd | 4th | max gap (points) | p |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| order | ranking | items | 1st | 2nd | 3rd | 4th | max gap (points) | p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     worst = 0.0
     keys = ["belief_order", "ranking", "k"]
     for (order, ranking, k), part in ranks.group_by(keys, maintain_order=True):
@@ -35,7 +39,9 @@ def table(ranks: pl.DataFrame) -> tuple[list[str], float]:
         gap = 100 * max(abs(x - 1 / k) for x in shares)
         worst = max(worst, gap)
         cells = " | ".join(f"{100 * x:.1f}" for x in shares[:4])
-        lines.append(f"| {order} | {RANKING_LABELS[ranking]} | {part['n'][0]} | {cells} | {gap:.1f} | {part['p_value'][0]:.2g} |")
+        lines.append(
+            f"| {order} | {RANKING_LABELS[ranking]} | {part['n'][0]} | {cells} | {gap:.1f} | {part['p_value'][0]:.2g} |"
+        )
     return lines, worst
 
 
@@ -52,11 +58,13 @@ def run(n: int, seed: int, controls: bool) -> None:
     by_story = {r["context_id"]: r for r in records}.values()
     statements = sum(sum(e["kind"] == "statement" for e in r["trace"]) for r in by_story) / len(by_story)
     sentences = sum(len(r["trace"]) - 1 for r in by_story) / len(by_story)
-    print(f"\n### controls={'on' if controls else 'off'}: {len(records)} items, seed {seed}, {rate:.0f} questions/s; "
-          f"largest gap {worst:.1f} points; {int(ranks['flagged'].any())} flagged by the audit "
-          f"({ranks.filter(pl.col('flagged')).select('belief_order', 'ranking').unique().height} order x ranking groups); "
-          f"{flagged} of {stories} stories repeat a sentence the world does not; {statements:.1f} statements "
-          f"(likes, dislikes, stores) in {sentences:.1f} events per story\n")
+    print(
+        f"\n### controls={'on' if controls else 'off'}: {len(records)} items, seed {seed}, {rate:.0f} questions/s; "
+        f"largest gap {worst:.1f} points; {int(ranks['flagged'].any())} flagged by the audit "
+        f"({ranks.filter(pl.col('flagged')).select('belief_order', 'ranking').unique().height} order x ranking groups); "
+        f"{flagged} of {stories} stories repeat a sentence the world does not; {statements:.1f} statements "
+        f"(likes, dislikes, stores) in {sentences:.1f} events per story\n"
+    )
     print("\n".join(lines))
 
 

@@ -5,6 +5,7 @@ build time, in-memory size and zstd parquet size. The reference is the same colu
 Run: `python bench/rationale.py [N]` (N generated items, default 5000; the full HiToM and ToMi test files
 are added when `../shared/real-data/` has them). Prints figures; asserts nothing.
 """
+
 from __future__ import annotations
 
 import io
@@ -43,9 +44,11 @@ def main() -> None:
     for name, records in sets.items():
         base = measure(records, None)  # the reference: no rationales
         full = measure(records, rationale_columns)
-        print(f"{name}: {len(records)} rows, rationale on {full[3]}; build {base[0]:.2f} s -> {full[0]:.2f} s "
-              f"({full[0] / base[0]:.1f}x); arrow {base[1] / 1e6:.1f} -> {full[1] / 1e6:.1f} MB; "
-              f"parquet (zstd) {base[2] / 1e6:.2f} -> {full[2] / 1e6:.2f} MB ({full[2] / base[2]:.1f}x)")
+        print(
+            f"{name}: {len(records)} rows, rationale on {full[3]}; build {base[0]:.2f} s -> {full[0]:.2f} s "
+            f"({full[0] / base[0]:.1f}x); arrow {base[1] / 1e6:.1f} -> {full[1] / 1e6:.1f} MB; "
+            f"parquet (zstd) {base[2] / 1e6:.2f} -> {full[2] / 1e6:.2f} MB ({full[2] / base[2]:.1f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ rows and the planted row numbers, so the audit's findings can be checked against
     python -m tomforge.flows.cli audit --warehouse var/rl-example/w.duckdb --train "source = 'rlfiles'" \\
         --heldout "source = 'hitom'" --out var/rl-example/audit
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,15 @@ def planted_rows(n: int, hitom: Path) -> list[dict]:
     for number, record in enumerate(stories):
         body = f"Story: {record['context']}" if number % 3 else f"{FILLER}\n{record['context']}"
         user = f"Read the story.\n{body}\n\nQuestion: {record['question']}"
-        rows.append({"data_source": "other-lab/tom-rl", "ability": "tom",
-                     "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                     "reward_model": {"style": "rule", "ground_truth": record["answer"]},
-                     "extra_info": {"index": 0, "planted": record["source_ref"]}})
+        rows.append(
+            {
+                "data_source": "other-lab/tom-rl",
+                "ability": "tom",
+                "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                "reward_model": {"style": "rule", "ground_truth": record["answer"]},
+                "extra_info": {"index": 0, "planted": record["source_ref"]},
+            }
+        )
     return rows
 
 
@@ -51,8 +57,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--plant", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--hitom", type=Path, default=SAMPLES_DIR / "hitom",
-                        help="HiToM release to plant stories from (default: the project's own samples, 2 stories)")
+    parser.add_argument(
+        "--hitom",
+        type=Path,
+        default=SAMPLES_DIR / "hitom",
+        help="HiToM release to plant stories from (default: the project's own samples, 2 stories)",
+    )
     parser.add_argument("--out", type=Path, default=Path("var/rl-example/train.parquet"))
     args = parser.parse_args()
     rows = rl_table(generate_records(args.rows, max_order=4, seed=args.seed)).to_pylist()

@@ -15,6 +15,7 @@ on the weights; with random weights a sequence rarely stops early, so both sides
 model FLOPs per token (2N forward, 6N forward + backward; run 4's accounting: RL 10N per token of
 prompt + completion) over the H200's dense bf16 peak, attention FLOPs left out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,12 @@ from typing import Any, Callable
 
 N_PARAMS = 134_515_008  # SmolLM2-135M-Instruct (run 4's metrics.json)
 PEAK_FLOPS = 989e12  # H200 dense bf16, as in run 4's metrics.json (peak_flops_assumed)
-RUN4 = {"rl_step_s_per_arm_two_arms_at_once": [9.55, 9.63, 7.87, 8.18], "rl_step_median_s_run5": [4.0, 4.2],
-        "sft_mfu": [0.0102, 0.0151], "eval_new_tokens_per_s": [1234.8, 1951.0]}
+RUN4 = {
+    "rl_step_s_per_arm_two_arms_at_once": [9.55, 9.63, 7.87, 8.18],
+    "rl_step_median_s_run5": [4.0, 4.2],
+    "sft_mfu": [0.0102, 0.0151],
+    "eval_new_tokens_per_s": [1234.8, 1951.0],
+}
 
 
 def prepare(gguf: Path, out: Path, n_rows: int) -> None:
@@ -47,8 +52,9 @@ def prepare(gguf: Path, out: Path, n_rows: int) -> None:
         del config.quantization_config
     tokenizer.save_pretrained(out / "tokenizer")
     config.save_pretrained(out / "tokenizer")
-    records = generate_records(n_rows, max_order=3, seed=0, split="train_templated", controls=False,
-                               include_memory=False, held_out=False)
+    records = generate_records(
+        n_rows, max_order=3, seed=0, split="train_templated", controls=False, include_memory=False, held_out=False
+    )
     rows = []
     for i, record in enumerate(records):
         row = rl_columns(record, index=i)
@@ -108,11 +114,17 @@ def hf_greedy(model: Any, ids: list[list[int]], new_tokens: int, stops: list[int
     batch = torch.full((len(ids), width), pad, dtype=torch.long)
     mask = torch.zeros(len(ids), width, dtype=torch.long)
     for i, p in enumerate(ids):
-        batch[i, width - len(p):] = torch.tensor(p)
-        mask[i, width - len(p):] = 1
+        batch[i, width - len(p) :] = torch.tensor(p)
+        mask[i, width - len(p) :] = 1
     with torch.no_grad():
-        out = model.generate(input_ids=batch.cuda(), attention_mask=mask.cuda(), max_new_tokens=new_tokens,
-                             do_sample=False, eos_token_id=stops, pad_token_id=pad)
+        out = model.generate(
+            input_ids=batch.cuda(),
+            attention_mask=mask.cuda(),
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            eos_token_id=stops,
+            pad_token_id=pad,
+        )
     rows = out[:, width:].tolist()
     result = []
     for row in rows:
@@ -123,17 +135,26 @@ def hf_greedy(model: Any, ids: list[list[int]], new_tokens: int, stops: list[int
 
 def compare(ours: list[list[int]], theirs: list[list[int]]) -> dict[str, Any]:
     same = sum(a == b for a, b in zip(ours, theirs))
-    first_diff = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                  for a, b in zip(ours, theirs) if a != b]
-    tokens_agreeing = sum(next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                          for a, b in zip(ours, theirs))
-    return {"prompts": len(ours), "identical": same, "identical_share": round(same / len(ours), 4),
-            "median_first_difference": statistics.median(first_diff) if first_diff else None,
-            "tokens_before_first_difference_share": round(tokens_agreeing / max(1, sum(len(b) for b in theirs)), 4)}
+    first_diff = [
+        next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        for a, b in zip(ours, theirs)
+        if a != b
+    ]
+    tokens_agreeing = sum(
+        next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))) for a, b in zip(ours, theirs)
+    )
+    return {
+        "prompts": len(ours),
+        "identical": same,
+        "identical_share": round(same / len(ours), 4),
+        "median_first_difference": statistics.median(first_diff) if first_diff else None,
+        "tokens_before_first_difference_share": round(tokens_agreeing / max(1, sum(len(b) for b in theirs)), 4),
+    }
 
 
-def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int], new_tokens: int,
-                     long_tokens: int) -> dict[str, Any]:
+def bench_generation(
+    assets: Path, rows: list[dict[str, Any]], batches: list[int], new_tokens: int, long_tokens: int
+) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
@@ -146,9 +167,12 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
     pool = prompt_ids(tokenizer, rows)
     lengths = sorted(len(p) for p in pool)
-    out: dict[str, Any] = {"parameters": n_params, "stop_ids": stops, "new_tokens": new_tokens,
-                           "prompt_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2],
-                                             "max": lengths[-1]}}
+    out: dict[str, Any] = {
+        "parameters": n_params,
+        "stop_ids": stops,
+        "new_tokens": new_tokens,
+        "prompt_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1]},
+    }
     for batch in batches:
         ids = [pool[i % len(pool)] for i in range(batch)]
         generator = FastGenerator(model)
@@ -167,15 +191,26 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
         hf_s, hf_peak = time.perf_counter() - started, peak_gb()
         ours_tokens, hf_tokens = sum(len(r) for r in ours), sum(len(r) for r in theirs)
         entry = {
-            "ours": {"new_tokens": ours_tokens, "seconds": round(ours_s, 3), "new_tokens_per_s": round(ours_tokens / ours_s),
-                     "first_call_seconds_with_graph_capture": round(first_call, 3), "peak_gpu_gb": ours_peak,
-                     "mfu_forward_new_tokens": round(2 * n_params * ours_tokens / ours_s / PEAK_FLOPS, 4)},
-            "hf_generate": {"new_tokens": hf_tokens, "seconds": round(hf_s, 3), "new_tokens_per_s": round(hf_tokens / hf_s),
-                            "peak_gpu_gb": hf_peak,
-                            "mfu_forward_new_tokens": round(2 * n_params * hf_tokens / hf_s / PEAK_FLOPS, 4)},
+            "ours": {
+                "new_tokens": ours_tokens,
+                "seconds": round(ours_s, 3),
+                "new_tokens_per_s": round(ours_tokens / ours_s),
+                "first_call_seconds_with_graph_capture": round(first_call, 3),
+                "peak_gpu_gb": ours_peak,
+                "mfu_forward_new_tokens": round(2 * n_params * ours_tokens / ours_s / PEAK_FLOPS, 4),
+            },
+            "hf_generate": {
+                "new_tokens": hf_tokens,
+                "seconds": round(hf_s, 3),
+                "new_tokens_per_s": round(hf_tokens / hf_s),
+                "peak_gpu_gb": hf_peak,
+                "mfu_forward_new_tokens": round(2 * n_params * hf_tokens / hf_s / PEAK_FLOPS, 4),
+            },
             "greedy_bf16_vs_hf": compare(ours, theirs),
         }
-        entry["speedup"] = round(entry["ours"]["new_tokens_per_s"] / max(1, entry["hf_generate"]["new_tokens_per_s"]), 1)
+        entry["speedup"] = round(
+            entry["ours"]["new_tokens_per_s"] / max(1, entry["hf_generate"]["new_tokens_per_s"]), 1
+        )
         out[f"batch_{batch}"] = entry
         print(json.dumps(entry), flush=True)
         del generator
@@ -190,27 +225,35 @@ def bench_generation(assets: Path, rows: list[dict[str, Any]], batches: list[int
     generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
     generator.stats = type(generator.stats)()
     generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
-    out[f"ours_batch_{batches[-1]}_pytorch_kernel_choice"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
-                                                              "seconds": round(generator.stats.seconds, 3)}
+    out[f"ours_batch_{batches[-1]}_pytorch_kernel_choice"] = {
+        "new_tokens_per_s": round(generator.stats.tokens_per_s),
+        "seconds": round(generator.stats.seconds, 3),
+    }
     fastgen.FUSED_ATTENTION[0] = True
     generator = FastGenerator(model)
     generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
     generator.stats = type(generator.stats)()
     generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
-    out[f"ours_batch_{batches[-1]}_sdpa_fused_decode"] = {"new_tokens_per_s": round(generator.stats.tokens_per_s),
-                                                          "seconds": round(generator.stats.seconds, 3)}
+    out[f"ours_batch_{batches[-1]}_sdpa_fused_decode"] = {
+        "new_tokens_per_s": round(generator.stats.tokens_per_s),
+        "seconds": round(generator.stats.seconds, 3),
+    }
     fastgen.MATMUL_DECODE[0] = True
     del generator
     # longer completions, ours only (the RL setting of <= 256 tokens)
     ids = [pool[i % len(pool)] for i in range(batches[-1])]
     generator = FastGenerator(model)
-    generator.generate(ids[:batches[-1]], max_new_tokens=long_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
+    generator.generate(
+        ids[: batches[-1]], max_new_tokens=long_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1]
+    )
     generator.stats = type(generator.stats)()
     peak_gb()
     generator.generate(ids, max_new_tokens=long_tokens, stop_ids=stops, pad_id=pad, batch_size=batches[-1])
     out[f"ours_batch_{batches[-1]}_new_{long_tokens}"] = {
-        "new_tokens_per_s": round(generator.stats.tokens_per_s), "seconds": round(generator.stats.seconds, 3),
-        "peak_gpu_gb": peak_gb()}
+        "new_tokens_per_s": round(generator.stats.tokens_per_s),
+        "seconds": round(generator.stats.seconds, 3),
+        "peak_gpu_gb": peak_gb(),
+    }
     del generator, model
     torch.cuda.empty_cache()
     return out
@@ -237,7 +280,7 @@ def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_to
     order = sorted(range(n), key=lambda i: len(ids[i]))
     by_index: dict[int, list[int]] = {}
     for start in range(0, n, 256):
-        chunk = order[start:start + 256]
+        chunk = order[start : start + 256]
         for i, row in zip(chunk, hf_greedy(model, [ids[i] for i in chunk], new_tokens, stops, pad)):
             by_index[i] = row
     theirs = [by_index[i] for i in range(n)]
@@ -246,8 +289,16 @@ def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_to
     return {"new_tokens": new_tokens, **compare(ours, theirs)}
 
 
-def bench_rloo(assets: Path, rows: list[dict[str, Any]], model_dir: Path, completion: int, fast: bool,
-               steps: int, work: Path, micro: int = 16) -> dict[str, Any]:
+def bench_rloo(
+    assets: Path,
+    rows: list[dict[str, Any]],
+    model_dir: Path,
+    completion: int,
+    fast: bool,
+    steps: int,
+    work: Path,
+    micro: int = 16,
+) -> dict[str, Any]:
     """RLOO steps of 16 prompts x 8 samples (128 completions); `micro` completions per forward/backward
     (run 4: 16, i.e. 8 accumulation steps)."""
     from datasets import Dataset
@@ -256,11 +307,22 @@ def bench_rloo(assets: Path, rows: list[dict[str, Any]], model_dir: Path, comple
     from tomforge.rl.trl_backend import TrlSettings, train_trl
 
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
-    settings = TrlSettings(model=str(model_dir), output_dir=str(work / f"rloo-{completion}-{fast}-{micro}"),
-                           max_steps=steps, learning_rate=5e-6, beta=0.001, num_generations=8,
-                           per_device_train_batch_size=micro, gradient_accumulation_steps=128 // micro, max_completion_length=completion, bf16=True,
-                           save_steps=10**6, seed=0, fast_generation=fast)
-    dataset = Dataset.from_list(rows[:16 * steps])
+    settings = TrlSettings(
+        model=str(model_dir),
+        output_dir=str(work / f"rloo-{completion}-{fast}-{micro}"),
+        max_steps=steps,
+        learning_rate=5e-6,
+        beta=0.001,
+        num_generations=8,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=128 // micro,
+        max_completion_length=completion,
+        bf16=True,
+        save_steps=10**6,
+        seed=0,
+        fast_generation=fast,
+    )
+    dataset = Dataset.from_list(rows[: 16 * steps])
     peak_gb()
     result = train_trl(settings, dataset, tokenizer=tokenizer)
     times = result["step_times"]
@@ -270,15 +332,23 @@ def bench_rloo(assets: Path, rows: list[dict[str, Any]], model_dir: Path, comple
     tokens = history[-1]["num_tokens"] if history else None
     median = statistics.median(steady)
     tokens_per_step = tokens / len(times) if tokens else None
-    return {"completion": completion, "micro_batch": micro, "path": result["generation"], "steps": result["steps"],
-            "step_seconds": [round(t, 3) for t in times], "median_step_s_after_first": round(median, 3),
-            "tokens_per_step": tokens_per_step, "peak_gpu_gb": peak_gb(),
-            "mfu_10N": round(10 * n_params * tokens_per_step / median / PEAK_FLOPS, 4) if tokens_per_step else None,
-            "skipped_nonfinite_steps": result["skipped_nonfinite_steps"]}
+    return {
+        "completion": completion,
+        "micro_batch": micro,
+        "path": result["generation"],
+        "steps": result["steps"],
+        "step_seconds": [round(t, 3) for t in times],
+        "median_step_s_after_first": round(median, 3),
+        "tokens_per_step": tokens_per_step,
+        "peak_gpu_gb": peak_gb(),
+        "mfu_10N": round(10 * n_params * tokens_per_step / median / PEAK_FLOPS, 4) if tokens_per_step else None,
+        "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
+    }
 
 
-def bench_sft(assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: int, bucket: bool, steps: int,
-              work: Path) -> dict[str, Any]:
+def bench_sft(
+    assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: int, bucket: bool, steps: int, work: Path
+) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -286,14 +356,30 @@ def bench_sft(assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: 
 
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
     peak_gb()
-    result = sft_warmup(str(model_dir), tokenizer, Dataset.from_list(rows), str(work / f"sft-{batch}-{bucket}"),
-                        max_steps=steps, learning_rate=2e-5, batch_size=batch, bf16=True, bucket_by_length=bucket)
+    result = sft_warmup(
+        str(model_dir),
+        tokenizer,
+        Dataset.from_list(rows),
+        str(work / f"sft-{batch}-{bucket}"),
+        max_steps=steps,
+        learning_rate=2e-5,
+        batch_size=batch,
+        bf16=True,
+        bucket_by_length=bucket,
+    )
     n_params = N_PARAMS
     tokens = result["tokens"]
     tps = tokens / result["seconds"] if tokens else None
-    return {"batch": batch, "bucket_by_length": bucket, "steps": result["steps"], "seconds": round(result["seconds"], 2),
-            "tokens": tokens, "tokens_per_s": round(tps) if tps else None, "peak_gpu_gb": peak_gb(),
-            "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None}
+    return {
+        "batch": batch,
+        "bucket_by_length": bucket,
+        "steps": result["steps"],
+        "seconds": round(result["seconds"], 2),
+        "tokens": tokens,
+        "tokens_per_s": round(tps) if tps else None,
+        "peak_gpu_gb": peak_gb(),
+        "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None,
+    }
 
 
 def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
@@ -331,8 +417,13 @@ def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
         generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
         torch.cuda.synchronize()
     table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60)
-    summary = {"batch": batch, "new_tokens": new_tokens, "cache_length": cache.length,
-               "graph_replay_ms_per_step": round(replay_ms, 3), "prefill_s": round(prefill_s, 3)}
+    summary = {
+        "batch": batch,
+        "new_tokens": new_tokens,
+        "cache_length": cache.length,
+        "graph_replay_ms_per_step": round(replay_ms, 3),
+        "prefill_s": round(prefill_s, 3),
+    }
     print(json.dumps(summary))
     print(table)
     (out / "profile.txt").write_text(json.dumps(summary) + "\n" + table)
@@ -352,9 +443,17 @@ def run(assets: Path, out: Path, quick: bool) -> int:
 
     from tomforge.rl import fastgen
 
-    rec.data["setup"] = {"fused_attention_at_start": fastgen.FUSED_ATTENTION[0], "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                         "transformers": transformers.__version__, "trl": trl.__version__, "rows": len(rows),
-                         "peak_flops_assumed": PEAK_FLOPS, "run4_reference": RUN4, "quick": quick}
+    rec.data["setup"] = {
+        "fused_attention_at_start": fastgen.FUSED_ATTENTION[0],
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "rows": len(rows),
+        "peak_flops_assumed": PEAK_FLOPS,
+        "run4_reference": RUN4,
+        "quick": quick,
+    }
     model_dir = work / "model"
     model = random_model(assets, torch.float32)
     model.save_pretrained(model_dir)

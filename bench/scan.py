@@ -25,6 +25,7 @@ janitor is pure Python here (no janitor_util C++ module in the wheel): it runs o
 decontamination (`NGramsDecontIndexer` / `NGramsDecontFilter`) indexes lighteval tasks only, so it
 cannot take this benchmark without writing one; it is not run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,7 +68,7 @@ class Filler:
         out, i = [], 0
         while i < len(picks):
             k = int(self.rng.integers(6, 21))
-            sentence = picks[i:i + k]
+            sentence = picks[i : i + k]
             out.append(" ".join(sentence).capitalize() + ".")
             i += k
         return " ".join(out)
@@ -75,7 +76,7 @@ class Filler:
 
 def rewrap(text: str) -> str:
     words = text.replace(".", " ;").split()
-    return "\n".join("  ".join(words[i:i + 7]) for i in range(0, len(words), 7)).upper()
+    return "\n".join("  ".join(words[i : i + 7]) for i in range(0, len(words), 7)).upper()
 
 
 def swap_names(text: str, names: list[str]) -> str:
@@ -136,8 +137,12 @@ def build_corpus(work: Path, stories: list[str], n_docs: int, per_kind: int, poo
                 else:
                     text = filler.text(int(lengths[i]))
                 out.write(json.dumps({"id": f"d{i}", "text": text}) + "\n")
-    truth = {"plants": {f"d{i}": [k, s] for i, (k, s) in sorted(plants.items())}, "n_docs": n_docs,
-             "pool_stories": len(pool_stories), "n_stories": len(stories)}
+    truth = {
+        "plants": {f"d{i}": [k, s] for i, (k, s) in sorted(plants.items())},
+        "n_docs": n_docs,
+        "pool_stories": len(pool_stories),
+        "n_stories": len(stories),
+    }
     truth_file.write_text(json.dumps(truth))
     return truth
 
@@ -182,8 +187,22 @@ def ours(work: Path, corpus: Path, out: Path) -> tuple[dict, dict[str, set[int]]
     import polars as pl
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    wall, rss = run_measured([sys.executable, "-m", "tomforge.flows.cli", "scan", str(corpus), "-w",
-                                   str(work / "bench.duckdb"), "--out", str(out), "--id-field", "id"], env)
+    wall, rss = run_measured(
+        [
+            sys.executable,
+            "-m",
+            "tomforge.flows.cli",
+            "scan",
+            str(corpus),
+            "-w",
+            str(work / "bench.duckdb"),
+            "--out",
+            str(out),
+            "--id-field",
+            "id",
+        ],
+        env,
+    )
     hits = pl.read_parquet(out / "scan_hits.parquet")
     stories = read_story_order(work)
     flagged: dict[str, set[int]] = {}
@@ -218,8 +237,20 @@ def decon(work: Path, corpus: Path, stories: list[str], python: str) -> tuple[di
     evals.mkdir(exist_ok=True)
     with open(evals / "tom.jsonl", "w", encoding="utf-8") as out:  # decon's reference format: the story as the question
         for i, s in enumerate(stories):
-            out.write(json.dumps({"eval_key": "tom", "eval_instance_index": i, "doc_id": i, "split": "test",
-                                  "question": s, "fingerprint": f"tom-{i}", "is_correct": True}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "eval_key": "tom",
+                        "eval_instance_index": i,
+                        "doc_id": i,
+                        "split": "test",
+                        "question": s,
+                        "fingerprint": f"tom-{i}",
+                        "is_correct": True,
+                    }
+                )
+                + "\n"
+            )
     report = work / "decon-report"
     if report.exists():
         for f in report.iterdir():
@@ -249,7 +280,9 @@ def lm_eval_worker(corpus: Path, stories_file: Path, limit: int, out: Path) -> N
                 if n >= limit:
                     break
                 doc = json.loads(line)
-                if any(janitor.normalize_string(g) in janitor.dirt_ngrams for g, _ in word_ngrams_indices(doc["text"], 13)):
+                if any(
+                    janitor.normalize_string(g) in janitor.dirt_ngrams for g, _ in word_ngrams_indices(doc["text"], 13)
+                ):
                     flagged.append(doc["id"])
                 n += 1
         if n >= limit:
@@ -265,8 +298,10 @@ def lm_eval(work: Path, corpus: Path, stories: list[str], limit: int) -> tuple[d
         return None
     (work / "stories.json").write_text(json.dumps(stories))
     out = work / "lm-eval.json"
-    wall, rss = run_measured([sys.executable, __file__, "--lm-eval-worker", str(corpus), str(work / "stories.json"),
-                                   str(limit), str(out)], {**os.environ, "PYTHONPATH": str(REPO)})
+    wall, rss = run_measured(
+        [sys.executable, __file__, "--lm-eval-worker", str(corpus), str(work / "stories.json"), str(limit), str(out)],
+        {**os.environ, "PYTHONPATH": str(REPO)},
+    )
     result = json.loads(out.read_text())
     return {"wall": wall, "rss": rss}, {d: set() for d in result["flagged"]}, result["read"]
 
@@ -280,8 +315,11 @@ def score(name: str, figures: dict, flagged: dict[str, set[int]], truth: dict, n
         recall.append(f"{found / len(mine):.3f}" if mine else "-")
     right = sum(1 for d, s in flagged.items() if d in plants and (not s or plants[d][1] in s))
     precision = right / len(flagged) if flagged else 1.0
-    print(f"| {name} | {n_read} | {figures['wall']:.1f} | {n_read / figures['wall']:.0f} | {figures['rss']} | "
-          + " | ".join(recall) + f" | {precision:.4f} ({len(flagged)} flagged) | {load()} |")
+    print(
+        f"| {name} | {n_read} | {figures['wall']:.1f} | {n_read / figures['wall']:.0f} | {figures['rss']} | "
+        + " | ".join(recall)
+        + f" | {precision:.4f} ({len(flagged)} flagged) | {load()} |"
+    )
 
 
 def load() -> str:
@@ -317,11 +355,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--per-kind", type=int, default=200)
-    ap.add_argument("--questions", type=int, default=30_000, help="generated benchmark questions (10%% test, 10%% validation)")
-    ap.add_argument("--pool", type=int, default=20_000, help="distinct generated stories behind the corpus's story documents")
+    ap.add_argument(
+        "--questions", type=int, default=30_000, help="generated benchmark questions (10%% test, 10%% validation)"
+    )
+    ap.add_argument(
+        "--pool", type=int, default=20_000, help="distinct generated stories behind the corpus's story documents"
+    )
     ap.add_argument("--lm-eval-docs", type=int, default=20_000)
-    ap.add_argument("--decon-docs", type=int, default=100_000, help="decon reads the first shards holding this many documents")
-    ap.add_argument("--stream", type=int, default=10, help="stream the corpus this many times over through ours (0: skip)")
+    ap.add_argument(
+        "--decon-docs", type=int, default=100_000, help="decon reads the first shards holding this many documents"
+    )
+    ap.add_argument(
+        "--stream", type=int, default=10, help="stream the corpus this many times over through ours (0: skip)"
+    )
     ap.add_argument("--work", type=Path, default=REPO / "var" / "bench-scan")
     ap.add_argument("--decon-python", default="/tmp/decon-venv/bin/python")
     ap.add_argument("--tools", default="ours,decon,lm-eval")
@@ -336,13 +382,18 @@ def main() -> None:
     stories = build_benchmark(args.work, args.questions)
     truth = build_corpus(args.work, stories, args.docs, args.per_kind, args.pool)
     corpus = args.work / "corpus"
-    print(f"benchmark: {len(stories)} held-out stories; corpus: {truth['n_docs']} documents in {corpus} "
-          f"({len(truth['plants'])} planted, {truth['pool_stories']} distinct generated stories behind the story "
-          f"documents); built in {time.perf_counter() - t:.0f} s; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load {load()}, {os.cpu_count()} cores")
+    print(
+        f"benchmark: {len(stories)} held-out stories; corpus: {truth['n_docs']} documents in {corpus} "
+        f"({len(truth['plants'])} planted, {truth['pool_stories']} distinct generated stories behind the story "
+        f"documents); built in {time.perf_counter() - t:.0f} s; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load {load()}, {os.cpu_count()} cores"
+    )
     tools = args.tools.split(",")
-    print("| tool | docs | wall s | docs/s (1 core) | peak RSS MiB | " + " | ".join(f"recall {k}" for k in KINDS)
-          + " | precision | load 1/5/15 min after |")
+    print(
+        "| tool | docs | wall s | docs/s (1 core) | peak RSS MiB | "
+        + " | ".join(f"recall {k}" for k in KINDS)
+        + " | precision | load 1/5/15 min after |"
+    )
     print("|---|---|---|---|---|" + "---|" * len(KINDS) + "---|---|")
     if "ours" in tools:
         figures, flagged = ours(args.work, corpus, args.work / "ours")
@@ -361,8 +412,10 @@ def main() -> None:
         folder = stream_folder(args.work, corpus, args.stream)
         figures, flagged = ours(args.work, folder, args.work / "ours-stream")
         n = truth["n_docs"] * args.stream
-        print(f"ours streamed over {n} documents ({args.stream} x the corpus): {figures['wall']:.0f} s, "
-              f"{n / figures['wall']:.0f} docs/s, peak RSS {figures['rss']} MiB")
+        print(
+            f"ours streamed over {n} documents ({args.stream} x the corpus): {figures['wall']:.0f} s, "
+            f"{n / figures['wall']:.0f} docs/s, peak RSS {figures['rss']} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ The smallest size (200 documents) measures the fixed cost of each path; the hits
 run is hashed (sha256 of the file) and compared with the local run's: they must be identical.
 The 1/5/15-minute load averages are printed beside every figure: this machine is shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,11 +90,28 @@ def two_node_cluster(worker_niceness: int) -> Iterator[str]:
     common = ["--num-cpus=1", "--object-store-memory=200000000", f"--temp-dir={temp_dir}"]
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still runs the finally below
     try:
-        subprocess.run([ray_cmd, "start", "--head", f"--port={port}", "--include-dashboard=false",
-                        f"--resources={json.dumps({HEAD_RESOURCE: 1})}", *common],
-                       env=env, check=True, capture_output=True, timeout=180)
-        subprocess.run([ray_cmd, "start", f"--address=127.0.0.1:{port}", *common], env=env, check=True,
-                       capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                ray_cmd,
+                "start",
+                "--head",
+                f"--port={port}",
+                "--include-dashboard=false",
+                f"--resources={json.dumps({HEAD_RESOURCE: 1})}",
+                *common,
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        subprocess.run(
+            [ray_cmd, "start", f"--address=127.0.0.1:{port}", *common],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
         yield f"127.0.0.1:{port}"
     finally:
         _stop(temp_dir)
@@ -132,7 +150,8 @@ def size_folder(work: Path, corpus: Path, n: int) -> Path:
     return folder
 
 
-DRIVER = """
+DRIVER = (
+    """
 import hashlib, json, sys, time
 from pathlib import Path
 mode, address, wh, corpus, out = sys.argv[1:6]
@@ -145,14 +164,21 @@ r = run_scan(Path(wh), [corpus], Path(out), id_field="id", runner=runner)
 wall = time.perf_counter() - t
 digest = hashlib.sha256((Path(out) / "scan_hits.parquet").read_bytes()).hexdigest()
 print(json.dumps({"wall": wall, "read": r.read, "hits": r.hits.height, "sha256": digest, "shards": len(r.shards)}))
-""" % HEAD_RESOURCE
+"""
+    % HEAD_RESOURCE
+)
 
 
 def run_mode(mode: str, address: str, wh: Path, folder: Path, out: Path) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV}
-    done = subprocess.run([sys.executable, "-c", DRIVER, mode, address, str(wh), str(folder), str(out)], env=env,
-                          capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, mode, address, str(wh), str(folder), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{mode} on {folder} failed ({done.returncode}): {done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -166,14 +192,21 @@ def crossover(fixed: dict[str, float], rate: dict[str, float], mode: str) -> flo
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="200,10000,100000,300000,1000000",
-                    help="corpus sizes in documents, ascending; the first one measures the fixed cost")
+    ap.add_argument(
+        "--sizes",
+        default="200,10000,100000,300000,1000000",
+        help="corpus sizes in documents, ascending; the first one measures the fixed cost",
+    )
     ap.add_argument("--work", type=Path, default=REPO / "var" / "bench-scan")
     ap.add_argument("--per-kind", type=int, default=200)
     ap.add_argument("--questions", type=int, default=30_000)
     ap.add_argument("--pool", type=int, default=20_000)
-    ap.add_argument("--worker-niceness", type=int, default=0,
-                    help="nice value of the Ray workers (Ray's own default: 15); 0 = the local run's")
+    ap.add_argument(
+        "--worker-niceness",
+        type=int,
+        default=0,
+        help="nice value of the Ray workers (Ray's own default: 15); 0 = the local run's",
+    )
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     from scan import build_benchmark, build_corpus  # bench/scan.py: the same benchmark and corpus
@@ -183,16 +216,20 @@ def main() -> None:
     truth = build_corpus(args.work, stories, sizes[-1], args.per_kind, args.pool)
     wh, corpus = args.work / "bench.duckdb", args.work / "corpus"
     folders = {n: size_folder(args.work, corpus, n) for n in sizes}
-    print(f"scan on Ray vs local, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"load {load()}; corpus {corpus} ({truth['n_docs']} documents), {len(stories)} held-out stories; "
-          f"Ray workers at nice {args.worker_niceness}, drivers at nice {os.nice(0)}")
-    print("| docs | shards | mode | workers | wall s | docs/s | docs/s per worker | speed-up over local | hits | "
-          "hits = local's | load 1/5/15 min |")
+    print(
+        f"scan on Ray vs local, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+        f"load {load()}; corpus {corpus} ({truth['n_docs']} documents), {len(stories)} held-out stories; "
+        f"Ray workers at nice {args.worker_niceness}, drivers at nice {os.nice(0)}"
+    )
+    print(
+        "| docs | shards | mode | workers | wall s | docs/s | docs/s per worker | speed-up over local | hits | "
+        "hits = local's | load 1/5/15 min |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     walls: dict[tuple[int, str], float] = {}
     with two_node_cluster(args.worker_niceness) as address:
         for k, n in enumerate(sizes):
-            order = MODES[k % 3:] + MODES[:k % 3]
+            order = MODES[k % 3 :] + MODES[: k % 3]
             results = {m: run_mode(m, address, wh, folders[n], args.work / "ray-out" / m) for m in order}
             local = results["local"]
             for m in MODES:
@@ -200,23 +237,36 @@ def main() -> None:
                 walls[(n, m)] = r["wall"]
                 same = "yes" if r["sha256"] == local["sha256"] and r["read"] == n else "NO"
                 rate = n / r["wall"]
-                print(f"| {n} | {r['shards']} | {m} | {WORKERS[m]} | {r['wall']:.1f} | {rate:.0f} | "
-                      f"{rate / WORKERS[m]:.0f} | {local['wall'] / r['wall']:.2f} | {r['hits']} | {same} | {load()} |",
-                      flush=True)
+                print(
+                    f"| {n} | {r['shards']} | {m} | {WORKERS[m]} | {r['wall']:.1f} | {rate:.0f} | "
+                    f"{rate / WORKERS[m]:.0f} | {local['wall'] / r['wall']:.2f} | {r['hits']} | {same} | {load()} |",
+                    flush=True,
+                )
     small, big = sizes[0], sizes[-1]
     fixed = {m: walls[(small, m)] for m in MODES}
     rate = {m: (big - small) / (walls[(big, m)] - walls[(small, m)]) for m in MODES}
-    print(f"fixed cost (the {small}-document run): " + ", ".join(f"{m} {fixed[m]:.1f} s" for m in MODES)
-          + f"; the Ray path's start-up over local: ray-1 {fixed['ray-1'] - fixed['local']:.1f} s, "
-          f"ray-2 {fixed['ray-2'] - fixed['local']:.1f} s")
-    print(f"marginal docs/s ({small} -> {big} documents): " + ", ".join(
-        f"{m} {rate[m]:.0f} ({rate[m] / WORKERS[m]:.0f} per worker)" for m in MODES))
+    print(
+        f"fixed cost (the {small}-document run): "
+        + ", ".join(f"{m} {fixed[m]:.1f} s" for m in MODES)
+        + f"; the Ray path's start-up over local: ray-1 {fixed['ray-1'] - fixed['local']:.1f} s, "
+        f"ray-2 {fixed['ray-2'] - fixed['local']:.1f} s"
+    )
+    print(
+        f"marginal docs/s ({small} -> {big} documents): "
+        + ", ".join(f"{m} {rate[m]:.0f} ({rate[m] / WORKERS[m]:.0f} per worker)" for m in MODES)
+    )
     for m in ("ray-1", "ray-2"):
         n_star = crossover(fixed, rate, m)
         faster = [n for n in sizes if walls[(n, m)] < walls[(n, "local")]]
-        print(f"{m}: " + (f"pays from about {n_star:,.0f} documents on this machine (fixed cost / marginal gain)"
-                          if n_star is not None else "never pays on this machine (no marginal gain over local)")
-              + f"; measured faster than local at: {', '.join(map(str, faster)) or 'no size'}")
+        print(
+            f"{m}: "
+            + (
+                f"pays from about {n_star:,.0f} documents on this machine (fixed cost / marginal gain)"
+                if n_star is not None
+                else "never pays on this machine (no marginal gain over local)"
+            )
+            + f"; measured faster than local at: {', '.join(map(str, faster)) or 'no size'}"
+        )
 
 
 if __name__ == "__main__":

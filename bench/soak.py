@@ -11,6 +11,7 @@ folder, eval) is killed N times, half at a seeded one of its named checkpoints (
 a seeded delay; the warehouse and release folder must equal their state before or after, and a re-run
 must complete. Prints the figures; exit 1 when anything did not hold. The harness is `tests/writers.py`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,23 +44,29 @@ def main(argv: list[str] | None = None) -> int:
             result = writers.stress(Path(tmp) / "stress", args.writers, args.rounds, args.seed)
             figures["stress"] = result
             problems += result["problems"]
-            print(f"stress: {result['writers']} writers x {result['rounds']} rounds = {result['commands']} commands "
-                  f"at once in {result['concurrent_s']} s, the same one after the other in {result['serial_s']} s "
-                  f"(ratio {result['concurrent_s'] / max(result['serial_s'], 1e-9):.2f}); exit codes "
-                  f"{result['exit_codes']}; {result['waits']} commands waited for the lock; reader: {result['reads']} "
-                  f"reads, {result['read_failures']} failed, slowest {result['slowest_read_s']} s; {result['items']} items; problems: {len(result['problems'])} "
-                  f"({time.monotonic() - started:.0f} s in all)", flush=True)
+            print(
+                f"stress: {result['writers']} writers x {result['rounds']} rounds = {result['commands']} commands "
+                f"at once in {result['concurrent_s']} s, the same one after the other in {result['serial_s']} s "
+                f"(ratio {result['concurrent_s'] / max(result['serial_s'], 1e-9):.2f}); exit codes "
+                f"{result['exit_codes']}; {result['waits']} commands waited for the lock; reader: {result['reads']} "
+                f"reads, {result['read_failures']} failed, slowest {result['slowest_read_s']} s; {result['items']} items; problems: {len(result['problems'])} "
+                f"({time.monotonic() - started:.0f} s in all)",
+                flush=True,
+            )
         cases = [c for c in writers.KILL_CASES if not args.only_kill or c.name in args.only_kill]
         for case in cases if args.kill_trials else []:
             started = time.monotonic()
-            result = writers.kill_trials(Path(tmp) / "kill", case, args.kill_trials, args.seed,
-                                         log=print if args.verbose else lambda _: None)
+            result = writers.kill_trials(
+                Path(tmp) / "kill", case, args.kill_trials, args.seed, log=print if args.verbose else lambda _: None
+            )
             figures["kill"].append(result)
             problems += result["problems"]
-            print(f"kill {case.name}: {result['trials']} trials over {len(result['checkpoints'])} checkpoints "
-                  f"({', '.join(result['checkpoints'])}) and seeded delays up to {result['uninterrupted_s']} s: "
-                  f"{result['outcomes']}; problems: {len(result['problems'])} ({time.monotonic() - started:.0f} s)",
-                  flush=True)
+            print(
+                f"kill {case.name}: {result['trials']} trials over {len(result['checkpoints'])} checkpoints "
+                f"({', '.join(result['checkpoints'])}) and seeded delays up to {result['uninterrupted_s']} s: "
+                f"{result['outcomes']}; problems: {len(result['problems'])} ({time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
     for problem in problems:
         print(f"PROBLEM: {problem}")
     if args.json:

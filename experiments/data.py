@@ -16,6 +16,7 @@ With several `renderings` (`--renderings third_person,second_person`), every gen
 worlds told in each of them, item for item (`meta.rendering` names a row's; `CONFIG/SPLIT:RENDERING` selects
 one): the data of the format-transfer block (`experiments/transfer.py`, docs/rl.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,13 +56,15 @@ def _higher_order_records(plan: DataPlan, rendering: str = "third_person") -> li
     top = plan.max_order + plan.extra_orders
     per_story = top + 2
     wanted = -(-plan.n_higher * per_story // plan.extra_orders)
-    records = generate_records(wanted, max_order=top, seed=plan.seed + 1, split=HIGHER_ORDER_SPLIT, held_out=True,
-                               rendering=rendering)
+    records = generate_records(
+        wanted, max_order=top, seed=plan.seed + 1, split=HIGHER_ORDER_SPLIT, held_out=True, rendering=rendering
+    )
     return [r for r in records if r["belief_order"] is not None and r["belief_order"] > plan.max_order]
 
 
-def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
-                  progress: Progress | None = None) -> dict[str, Any]:
+def build_release(
+    root: Path, warehouse: Path, plan: DataPlan = DataPlan(), progress: Progress | None = None
+) -> dict[str, Any]:
     """Generate, ingest and publish into `root` (a fresh warehouse at `warehouse`); returns the
     release tag and row counts per config/split. Same plan => byte-identical release files.
     `progress`: the publish step's lines (default: printed)."""
@@ -80,25 +83,48 @@ def build_release(root: Path, warehouse: Path, plan: DataPlan = DataPlan(),
     for rendering in plan.renderings:
         told = {} if rendering == "third_person" else {"rendering": rendering}  # the default's refs as before
         reports += [
-            ingest_records(warehouse, ADAPTER_INFO, generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed,
-                                                                    rendering=rendering),
-                           generate_input_ref(plan.n, plan.max_order, plan.seed, **told)),
-            ingest_records(warehouse, ADAPTER_INFO, _higher_order_records(plan, rendering),
-                           generate_input_ref(plan.n_higher, plan.max_order + plan.extra_orders, plan.seed + 1,
-                                              split=HIGHER_ORDER_SPLIT, held_out=True, min_order=plan.max_order + 1,
-                                              **told)),
+            ingest_records(
+                warehouse,
+                ADAPTER_INFO,
+                generate_splits(plan.n, max_order=plan.max_order, seed=plan.seed, rendering=rendering),
+                generate_input_ref(plan.n, plan.max_order, plan.seed, **told),
+            ),
+            ingest_records(
+                warehouse,
+                ADAPTER_INFO,
+                _higher_order_records(plan, rendering),
+                generate_input_ref(
+                    plan.n_higher,
+                    plan.max_order + plan.extra_orders,
+                    plan.seed + 1,
+                    split=HIGHER_ORDER_SPLIT,
+                    held_out=True,
+                    min_order=plan.max_order + 1,
+                    **told,
+                ),
+            ),
         ]
     reports += [ingest(warehouse, name, SAMPLES_DIR / SAMPLE_SOURCES[name]) for name in plan.samples]
     for report in reports:
         if report.rejected:
             raise ValueError(f"{report.source} ({report.input_ref}): {report.rejected} records rejected")
-    release = publish_warehouse(warehouse, plan.repo_id, target=str(root),
-                                options=ReleaseOptions(plan.repo_id, tag=plan.tag),
-                                progress=PlainLineProgress(print) if progress is None else progress)
-    counts = {f"{config}/{split}": read_split(Path(root), SplitRef(config, split)).num_rows
-              for config, splits in list_splits(Path(root)).items() for split in splits}
-    return {"tag": release.tag, "counts": counts,
-            "plan": plan.__dict__ | {"samples": list(plan.samples), "renderings": list(plan.renderings)}}
+    release = publish_warehouse(
+        warehouse,
+        plan.repo_id,
+        target=str(root),
+        options=ReleaseOptions(plan.repo_id, tag=plan.tag),
+        progress=PlainLineProgress(print) if progress is None else progress,
+    )
+    counts = {
+        f"{config}/{split}": read_split(Path(root), SplitRef(config, split)).num_rows
+        for config, splits in list_splits(Path(root)).items()
+        for split in splits
+    }
+    return {
+        "tag": release.tag,
+        "counts": counts,
+        "plan": plan.__dict__ | {"samples": list(plan.samples), "renderings": list(plan.renderings)},
+    }
 
 
 def eval_refs(root: Path) -> list[str]:
@@ -106,9 +132,12 @@ def eval_refs(root: Path) -> list[str]:
     split of the release (the mixed `all` config left out)."""
     from tomforge.rl.release import list_splits
 
-    found = [f"{config}/{split}" for config, splits in list_splits(Path(root)).items() if config != "all"
-             for split in splits]
-    return [ref for ref in ("tomforge_gen/test",) if ref in found] + [ref for ref in found if ref not in IN_DISTRIBUTION]
+    found = [
+        f"{config}/{split}" for config, splits in list_splits(Path(root)).items() if config != "all" for split in splits
+    ]
+    return [ref for ref in ("tomforge_gen/test",) if ref in found] + [
+        ref for ref in found if ref not in IN_DISTRIBUTION
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,12 +151,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, default in DataPlan().__dict__.items():
         if isinstance(default, int):
             parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
-    parser.add_argument("--renderings", default=",".join(DataPlan().renderings),
-                        help="generated worlds told in each of these renderings, comma-separated")
+    parser.add_argument(
+        "--renderings",
+        default=",".join(DataPlan().renderings),
+        help="generated worlds told in each of these renderings, comma-separated",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
-    plan = DataPlan(**{k: getattr(args, k) for k, v in DataPlan().__dict__.items() if isinstance(v, int)},
-                    renderings=tuple(r for r in args.renderings.split(",") if r))
+    plan = DataPlan(
+        **{k: getattr(args, k) for k, v in DataPlan().__dict__.items() if isinstance(v, int)},
+        renderings=tuple(r for r in args.renderings.split(",") if r),
+    )
     warehouse = Path(args.warehouse) if args.warehouse else out.with_name(out.name + ".duckdb")
     result = build_release(out, warehouse, plan)
     print(json.dumps({"tag": result["tag"], "counts": result["counts"]}, indent=1))

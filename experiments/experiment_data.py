@@ -22,6 +22,7 @@ Splits of the release (a row may sit in several: the table is a union of selecti
 - `tomforge_gen/test_templated` (only with `n_gen_test_templated` > 0, the rationale experiment): the generator
   with `controls=False` on the held-out pools, orders 0-3 (seed + 2).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,32 +72,61 @@ def _generated(plan: ExperimentData) -> list[tuple[str, list[dict[str, Any]]]]:
     common: dict[str, Any] = dict(max_order=3, seed=plan.seed, include_memory=False, held_out=False)
     train, test = plan.n_gen_train, plan.n_gen_test
     return [
-        (generate_input_ref(train, 3, plan.seed, split="train_controlled", include_memory=False, held_out=False),
-         list(generate_records(train, split="train_controlled", **common))),
-        (generate_input_ref(train, 3, plan.seed, split="train_templated", include_memory=False, held_out=False,
-                            controls=False),
-         list(generate_records(train, split="train_templated", controls=False, **common))),
-        (generate_input_ref(test, 6, plan.seed + 1, split="test", include_memory=False, held_out=True),
-         list(generate_records(test, max_order=6, seed=plan.seed + 1, split="test", held_out=True,
-                               include_memory=False))),
-    ] + ([(f"generate:split=test_templated,n={plan.n_gen_test_templated},orders=0..3,seed={plan.seed + 2},held_out,"
-           "controls=off",
-           list(generate_records(plan.n_gen_test_templated, max_order=3, seed=plan.seed + 2, split="test_templated",
-                                 held_out=True, include_memory=False, controls=False)))]
-         if plan.n_gen_test_templated else [])
+        (
+            generate_input_ref(train, 3, plan.seed, split="train_controlled", include_memory=False, held_out=False),
+            list(generate_records(train, split="train_controlled", **common)),
+        ),
+        (
+            generate_input_ref(
+                train, 3, plan.seed, split="train_templated", include_memory=False, held_out=False, controls=False
+            ),
+            list(generate_records(train, split="train_templated", controls=False, **common)),
+        ),
+        (
+            generate_input_ref(test, 6, plan.seed + 1, split="test", include_memory=False, held_out=True),
+            list(
+                generate_records(
+                    test, max_order=6, seed=plan.seed + 1, split="test", held_out=True, include_memory=False
+                )
+            ),
+        ),
+    ] + (
+        [
+            (
+                f"generate:split=test_templated,n={plan.n_gen_test_templated},orders=0..3,seed={plan.seed + 2},held_out,"
+                "controls=off",
+                list(
+                    generate_records(
+                        plan.n_gen_test_templated,
+                        max_order=3,
+                        seed=plan.seed + 2,
+                        split="test_templated",
+                        held_out=True,
+                        include_memory=False,
+                        controls=False,
+                    )
+                ),
+            )
+        ]
+        if plan.n_gen_test_templated
+        else []
+    )
 
 
 def _selections(seed: int, tomi_per_order: int, templated_test: bool = False) -> list[tuple[str, str]]:
     """(split name, SQL over items_full `i` joined with the story sides `s`) for every release split."""
     vp = "json_extract_string(i.meta, '$.prompting_type') = 'VP'"
-    tomi_rank = (f"row_number() OVER (PARTITION BY i.belief_order ORDER BY md5(i.item_id || ':{int(seed)}'))")
+    tomi_rank = f"row_number() OVER (PARTITION BY i.belief_order ORDER BY md5(i.item_id || ':{int(seed)}'))"
     return [
         ("train_orders0to3", "i.source = 'hitom' AND i.belief_order <= 3"),
         ("train_story_split", "i.source = 'hitom' AND i.belief_order <= 3 AND s.side = 'train'"),
         ("test_order4", f"i.source = 'hitom' AND i.belief_order = 4 AND {vp}"),
         ("test_stories", f"i.source = 'hitom' AND s.side = 'test' AND {vp}"),
-        ("test_orders0to3", f"i.source IN ('hitom', 'tomforge_gen') AND i.belief_order <= 3 AND "
-                            f"((i.source = 'hitom' AND {vp}) OR i.split = 'test')"),
+        (
+            "test_orders0to3",
+            f"i.source IN ('hitom', 'tomforge_gen') AND i.belief_order <= 3 AND "
+            f"((i.source = 'hitom' AND {vp}) OR i.split = 'test')",
+        ),
         ("test_orders4to6", "i.source = 'tomforge_gen' AND i.split = 'test' AND i.belief_order >= 4"),
         ("test", f"i.source = 'tomi' AND i.split = 'test' QUALIFY {tomi_rank} <= {int(tomi_per_order)}"),
         ("train_controlled", "i.source = 'tomforge_gen' AND i.split = 'train_controlled'"),
@@ -106,15 +136,19 @@ def _selections(seed: int, tomi_per_order: int, templated_test: bool = False) ->
 
 def build_experiment_table(con: Any, plan: ExperimentData) -> dict[str, int]:
     """Write the story sides and `experiment_items` into an open warehouse; rows per source/split."""
-    stories = con.execute("SELECT DISTINCT context_id, json_extract_string(meta, '$.story_length'), "
-                          "json_extract_string(meta, '$.deception') FROM items_full WHERE source = 'hitom' "
-                          "ORDER BY 1").fetchall()
+    stories = con.execute(
+        "SELECT DISTINCT context_id, json_extract_string(meta, '$.story_length'), "
+        "json_extract_string(meta, '$.deception') FROM items_full WHERE source = 'hitom' "
+        "ORDER BY 1"
+    ).fetchall()
     sides = story_sides(stories, plan.train_story_share, plan.seed)
     con.execute(f"CREATE OR REPLACE TABLE {STORY_TABLE} (context_id VARCHAR PRIMARY KEY, side VARCHAR NOT NULL)")
     con.executemany(f"INSERT INTO {STORY_TABLE} VALUES (?, ?)", sorted(sides.items()))
-    parts = [f"(SELECT i.* REPLACE ('{name}' AS split) FROM items_full i LEFT JOIN {STORY_TABLE} s USING (context_id) "
-             f"WHERE {where})" for name, where in _selections(plan.seed, plan.tomi_per_order,
-                                                                 plan.n_gen_test_templated > 0)]
+    parts = [
+        f"(SELECT i.* REPLACE ('{name}' AS split) FROM items_full i LEFT JOIN {STORY_TABLE} s USING (context_id) "
+        f"WHERE {where})"
+        for name, where in _selections(plan.seed, plan.tomi_per_order, plan.n_gen_test_templated > 0)
+    ]
     con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS " + " UNION ALL ".join(parts))
     rows = con.execute(f"SELECT source || '/' || split, count(*) FROM {TABLE} GROUP BY 1 ORDER BY 1").fetchall()
     return {name: n for name, n in rows}
@@ -138,18 +172,31 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progre
         stale.unlink(missing_ok=True)
     reports = [ingest(warehouse, "hitom", Path(plan.hitom)), ingest(warehouse, "tomi", Path(plan.tomi))]
     reports += [ingest_records(warehouse, ADAPTER_INFO, records, ref) for ref, records in _generated(plan)]
-    loads = [{"source": r.source, "input": r.input_ref, "read": r.read, "loaded": r.loaded, "rejected": r.rejected}
-             for r in reports]
+    loads = [
+        {"source": r.source, "input": r.input_ref, "read": r.read, "loaded": r.loaded, "rejected": r.rejected}
+        for r in reports
+    ]
     for load in loads:
-        progress.info(f"{load['source']} ({load['input']}): read {load['read']} = loaded {load['loaded']} + "
-                      f"rejected {load['rejected']}")
+        progress.info(
+            f"{load['source']} ({load['input']}): read {load['read']} = loaded {load['loaded']} + "
+            f"rejected {load['rejected']}"
+        )
     with db.building(warehouse) as con:
         counts = build_experiment_table(con, plan)
-    release = publish_warehouse(warehouse, plan.repo_id, target=str(out / "release"),
-                                options=ReleaseOptions(plan.repo_id, export=ExportOptions(table=TABLE), derived=True),
-                                progress=progress)
-    result = {"plan": asdict(plan), "loads": loads, "splits": counts, "release": str(out / "release"),
-              "tag": release.tag}
+    release = publish_warehouse(
+        warehouse,
+        plan.repo_id,
+        target=str(out / "release"),
+        options=ReleaseOptions(plan.repo_id, export=ExportOptions(table=TABLE), derived=True),
+        progress=progress,
+    )
+    result = {
+        "plan": asdict(plan),
+        "loads": loads,
+        "splits": counts,
+        "release": str(out / "release"),
+        "tag": release.tag,
+    }
     (out / "data.json").write_text(json.dumps(result, indent=1, sort_keys=True))
     return result
 

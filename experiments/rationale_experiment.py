@@ -23,6 +23,7 @@ expected to take fits before `--deadline-s`; a job done in an earlier call (the 
 is not run again, one cut by the deadline is run again from the start. `--in-process` runs the jobs one after
 another in this process (the CPU smoke test: one import of torch instead of one per job).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EVAL_SPLITS = ("tomforge_gen/test_orders0to3", "tomforge_gen/test_orders4to6", "tomforge_gen/test_templated",
-               "hitom/test_stories", "hitom/test_order4", "tomi/test")
+EVAL_SPLITS = (
+    "tomforge_gen/test_orders0to3",
+    "tomforge_gen/test_orders4to6",
+    "tomforge_gen/test_templated",
+    "hitom/test_stories",
+    "hitom/test_order4",
+    "tomi/test",
+)
 IN_DISTRIBUTION = ("tomforge_gen/test_orders0to3",)  # same generator and orders as the training splits
 
 
@@ -59,9 +66,22 @@ ARMS = {
     "rationale-rl-process": Arm("tomforge_gen/train_controlled", start="rationale", process=1.0),
 }
 RECIPE: dict[str, Any] = dict(
-    sft_steps=250, sft_batch=32, sft_lr=3e-5, rationale_form="events",
-    rl_steps=30, generations=8, rl_batch=128, rl_micro_batch=32, rl_lr=5e-6, kl_coef=0.001, completion=320,
-    eval_batch=256, eval_tokens=384, eval_limit=None, generator="fast")
+    sft_steps=250,
+    sft_batch=32,
+    sft_lr=3e-5,
+    rationale_form="events",
+    rl_steps=30,
+    generations=8,
+    rl_batch=128,
+    rl_micro_batch=32,
+    rl_lr=5e-6,
+    kl_coef=0.001,
+    completion=320,
+    eval_batch=256,
+    eval_tokens=384,
+    eval_limit=None,
+    generator="fast",
+)
 # seconds a job is expected to take before any has finished (the queue then uses the measured ones)
 FIRST_GUESS = {"sft": 330.0, "rl": 300.0, "eval": 120.0}
 
@@ -129,8 +149,9 @@ def _deadline_callback(deadline: float | None) -> list[Any]:
     return [Deadline()]
 
 
-def run_sft(job: Job, release: Path, base: str, work: Path, recipe: dict[str, Any],
-            deadline: float | None) -> dict[str, Any]:
+def run_sft(
+    job: Job, release: Path, base: str, work: Path, recipe: dict[str, Any], deadline: float | None
+) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
@@ -144,15 +165,33 @@ def run_sft(job: Job, release: Path, base: str, work: Path, recipe: dict[str, An
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
     form = recipe["rationale_form"] if spec.rationale else None  # None: answer-only targets
-    result = sft_warmup(base, tokenizer, train, str(out), max_steps=recipe["sft_steps"], learning_rate=recipe["sft_lr"],
-                        batch_size=recipe["sft_batch"], bf16=gpu, seed=job.seed, extra=extra,
-                        rationale_form=form, callbacks=_deadline_callback(deadline))
+    result = sft_warmup(
+        base,
+        tokenizer,
+        train,
+        str(out),
+        max_steps=recipe["sft_steps"],
+        learning_rate=recipe["sft_lr"],
+        batch_size=recipe["sft_batch"],
+        bf16=gpu,
+        seed=job.seed,
+        extra=extra,
+        rationale_form=form,
+        callbacks=_deadline_callback(deadline),
+    )
     history = result["log_history"]
-    return {"data": spec.train, "items": train.num_rows, "rationale_form": form, "steps": result["steps"],
-            "planned_steps": recipe["sft_steps"],
-            "seconds": round(result["seconds"], 2), "tokens": result["tokens"],
-            "skipped_nonfinite_steps": result["skipped_nonfinite_steps"], "peak_gpu_gb": _peak_gb(),
-            "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h]}
+    return {
+        "data": spec.train,
+        "items": train.num_rows,
+        "rationale_form": form,
+        "steps": result["steps"],
+        "planned_steps": recipe["sft_steps"],
+        "seconds": round(result["seconds"], 2),
+        "tokens": result["tokens"],
+        "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
+        "peak_gpu_gb": _peak_gb(),
+        "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h],
+    }
 
 
 def run_rl(job: Job, release: Path, work: Path, recipe: dict[str, Any], deadline: float | None) -> dict[str, Any]:
@@ -167,24 +206,46 @@ def run_rl(job: Job, release: Path, work: Path, recipe: dict[str, Any], deadline
     spec = ARMS[job.arm]
     start = model_dir(work, spec.start or "rationale", job.seed)
     weights = {**asdict(DEFAULT_WEIGHTS), "process": spec.process}
-    settings = TrlSettings(model=str(start), output_dir=str(model_dir(work, job.arm, job.seed)),
-                           max_steps=recipe["rl_steps"], num_generations=recipe["generations"],
-                           per_device_train_batch_size=recipe["rl_micro_batch"],
-                           gradient_accumulation_steps=recipe["rl_batch"] // recipe["rl_micro_batch"],
-                           learning_rate=recipe["rl_lr"], beta=recipe["kl_coef"],
-                           max_completion_length=recipe["completion"], seed=job.seed,
-                           bf16=torch.cuda.is_available(), save_steps=10**6, reward_weights=weights,
-                           extra={} if torch.cuda.is_available() else {"use_cpu": True})
+    settings = TrlSettings(
+        model=str(start),
+        output_dir=str(model_dir(work, job.arm, job.seed)),
+        max_steps=recipe["rl_steps"],
+        num_generations=recipe["generations"],
+        per_device_train_batch_size=recipe["rl_micro_batch"],
+        gradient_accumulation_steps=recipe["rl_batch"] // recipe["rl_micro_batch"],
+        learning_rate=recipe["rl_lr"],
+        beta=recipe["kl_coef"],
+        max_completion_length=recipe["completion"],
+        seed=job.seed,
+        bf16=torch.cuda.is_available(),
+        save_steps=10**6,
+        reward_weights=weights,
+        extra={} if torch.cuda.is_available() else {"use_cpu": True},
+    )
     train = load_split(release, SplitRef.parse(spec.train))
     result = train_trl(settings, train, callbacks=_deadline_callback(deadline))
     steps = [h for h in result["log_history"] if "reward" in h]
-    keys = ("reward", "rewards/format_reward/mean", "rewards/correctness_reward/mean", "rewards/process_reward/mean",
-            "kl", "completions/mean_length", "step_time")
-    return {"start": str(start), "process_weight": spec.process, "steps": result["steps"],
-            "planned_steps": recipe["rl_steps"], "seconds": round(result["seconds"], 2),
-            "step_times": [round(t, 3) for t in result["step_times"]], "peak_gpu_gb": _peak_gb(),
-            "skipped_nonfinite_steps": result["skipped_nonfinite_steps"], "generation": result["generation"],
-            "curve": [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in steps]}
+    keys = (
+        "reward",
+        "rewards/format_reward/mean",
+        "rewards/correctness_reward/mean",
+        "rewards/process_reward/mean",
+        "kl",
+        "completions/mean_length",
+        "step_time",
+    )
+    return {
+        "start": str(start),
+        "process_weight": spec.process,
+        "steps": result["steps"],
+        "planned_steps": recipe["rl_steps"],
+        "seconds": round(result["seconds"], 2),
+        "step_times": [round(t, 3) for t in result["step_times"]],
+        "peak_gpu_gb": _peak_gb(),
+        "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
+        "generation": result["generation"],
+        "curve": [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in steps],
+    }
 
 
 def run_eval(job: Job, release: Path, work: Path, recipe: dict[str, Any]) -> dict[str, Any]:
@@ -198,20 +259,37 @@ def run_eval(job: Job, release: Path, work: Path, recipe: dict[str, Any]) -> dic
     refs = [SplitRef.parse(s) for s in EVAL_SPLITS if s in available]
     stats = GenerationStats()
     started = time.perf_counter()
-    rows = evaluate(str(model_dir(work, job.arm, job.seed)), release, refs, dataset=str(release),
-                    in_distribution=IN_DISTRIBUTION, label=f"{job.arm}/s{job.seed}", limit=recipe["eval_limit"],
-                    batch_size=recipe["eval_batch"], max_new_tokens=recipe["eval_tokens"], backend=recipe["generator"],
-                    stats=stats)
+    rows = evaluate(
+        str(model_dir(work, job.arm, job.seed)),
+        release,
+        refs,
+        dataset=str(release),
+        in_distribution=IN_DISTRIBUTION,
+        label=f"{job.arm}/s{job.seed}",
+        limit=recipe["eval_limit"],
+        batch_size=recipe["eval_batch"],
+        max_new_tokens=recipe["eval_tokens"],
+        backend=recipe["generator"],
+        stats=stats,
+    )
     seconds = time.perf_counter() - started
     pq.write_table(pa.Table.from_pylist(rows, schema=EVAL_COLUMNS), work / f"{job.arm}-s{job.seed}" / "eval.parquet")
-    return {"splits": [str(r) for r in refs], "missing_splits": [s for s in EVAL_SPLITS if s not in available],
-            "rows": len(rows), "seconds": round(seconds, 2), "sequences": stats.n_sequences,
-            "new_tokens": stats.new_tokens, "generation_seconds": round(stats.seconds, 2),
-            "new_tokens_per_s": round(stats.tokens_per_s, 1), "peak_gpu_gb": _peak_gb()}
+    return {
+        "splits": [str(r) for r in refs],
+        "missing_splits": [s for s in EVAL_SPLITS if s not in available],
+        "rows": len(rows),
+        "seconds": round(seconds, 2),
+        "sequences": stats.n_sequences,
+        "new_tokens": stats.new_tokens,
+        "generation_seconds": round(stats.seconds, 2),
+        "new_tokens_per_s": round(stats.tokens_per_s, 1),
+        "peak_gpu_gb": _peak_gb(),
+    }
 
 
-def run_job(job: Job, release: Path, model: str, work: Path, recipe: dict[str, Any],
-            deadline: float | None = None) -> dict[str, Any]:
+def run_job(
+    job: Job, release: Path, model: str, work: Path, recipe: dict[str, Any], deadline: float | None = None
+) -> dict[str, Any]:
     """Run one job; its record (timings, steps, memory) goes to `<arm>-s<seed>/<kind>.json`."""
     from tomforge.rl.models import materialize
 
@@ -257,18 +335,48 @@ def _fits(job: Job, work: Path, deadline: float | None) -> bool:
     return deadline is None or time.time() + expected_seconds(job.kind, work) <= deadline
 
 
-def _spawn(job: Job, release: Path, model: str, work: Path, recipe: dict[str, Any], deadline: float | None,
-           log_dir: Path) -> "subprocess.Popen[bytes]":
-    cmd = [sys.executable, "-m", "experiments.rationale_experiment", "job", "--kind", job.kind, "--arm", job.arm,
-           "--seed", str(job.seed), "--release", str(release), "--model", model, "--work", str(work),
-           "--recipe", json.dumps(recipe), *(["--deadline", str(deadline)] if deadline else [])]
+def _spawn(
+    job: Job, release: Path, model: str, work: Path, recipe: dict[str, Any], deadline: float | None, log_dir: Path
+) -> "subprocess.Popen[bytes]":
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.rationale_experiment",
+        "job",
+        "--kind",
+        job.kind,
+        "--arm",
+        job.arm,
+        "--seed",
+        str(job.seed),
+        "--release",
+        str(release),
+        "--model",
+        model,
+        "--work",
+        str(work),
+        "--recipe",
+        json.dumps(recipe),
+        *(["--deadline", str(deadline)] if deadline else []),
+    ]
     with (log_dir / f"{job.name}.log").open("w") as log:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
-                                start_new_session=True)
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(), start_new_session=True
+        )
 
 
-def run_queue(jobs: list[Job], release: Path, model: str, work: Path, recipe: dict[str, Any], *, parallel: int,
-              deadline: float | None, in_process: bool = False, log_dir: Path | None = None) -> dict[str, str]:
+def run_queue(
+    jobs: list[Job],
+    release: Path,
+    model: str,
+    work: Path,
+    recipe: dict[str, Any],
+    *,
+    parallel: int,
+    deadline: float | None,
+    in_process: bool = False,
+    log_dir: Path | None = None,
+) -> dict[str, str]:
     """Run what is not done yet; returns job name -> done | skipped (already done) | cut | failed | not started."""
     from tomforge.rl.models import materialize
 
@@ -285,7 +393,7 @@ def run_queue(jobs: list[Job], release: Path, model: str, work: Path, recipe: di
             status[job.name] = "not started"  # what it needs failed
             pending.remove(job)
         startable = [j for j in pending if all(is_done(n, work) for n in j.needs()) and _fits(j, work, deadline)]
-        for job in startable[:max(parallel - len(running), 0)]:
+        for job in startable[: max(parallel - len(running), 0)]:
             pending.remove(job)
             if in_process:
                 run_job(job, release, model, work, recipe, deadline)
@@ -317,8 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--recipe", default="{}", help="JSON overrides of RECIPE, e.g. '{\"rl_steps\": 5}'")
     parser.add_argument("--parallel", type=int, default=6, help="jobs at once")
-    parser.add_argument("--deadline-s", type=float, default=None, help="start nothing that would end later; stop "
-                        "training at this many seconds from now")
+    parser.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="start nothing that would end later; stop training at this many seconds from now",
+    )
     parser.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # unix time (jobs)
     parser.add_argument("--in-process", action="store_true", help="jobs one after another in this process")
     parser.add_argument("--kind", choices=("sft", "rl", "eval"))
@@ -341,11 +453,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--arms: unknown {bad} (known: {', '.join(ARMS)})")
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     started = time.time()
-    status = run_queue(plan_jobs(arms, [int(s) for s in args.seeds.split(",")]), Path(args.release), args.model, work,
-                       recipe, parallel=args.parallel, deadline=deadline, in_process=args.in_process)
+    status = run_queue(
+        plan_jobs(arms, [int(s) for s in args.seeds.split(",")]),
+        Path(args.release),
+        args.model,
+        work,
+        recipe,
+        parallel=args.parallel,
+        deadline=deadline,
+        in_process=args.in_process,
+    )
     calls = json.loads((work / "calls.json").read_text()) if (work / "calls.json").is_file() else []
-    calls.append({"started": round(started, 1), "seconds": round(time.time() - started, 1), "status": status,
-                  "recipe": recipe, "parallel": args.parallel})
+    calls.append(
+        {
+            "started": round(started, 1),
+            "seconds": round(time.time() - started, 1),
+            "status": status,
+            "recipe": recipe,
+            "parallel": args.parallel,
+        }
+    )
     (work / "calls.json").write_text(json.dumps(calls, indent=1))
     print(json.dumps(status, indent=1), flush=True)
     return 0 if all(s in ("done", "skipped") for s in status.values()) else 3

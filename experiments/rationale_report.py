@@ -10,6 +10,7 @@ tokens and peak GPU memory of each phase. Per arm over its seeds: the mean, min 
 and of its right-for-the-right-reasons share; and the paired difference rationale minus answer-only (same seed,
 same items) per set.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,12 @@ def _spread(values: dict[int, float | None]) -> dict[str, Any]:
     known = {s: v for s, v in values.items() if v is not None}
     if not known:
         return {"per_seed": values, "mean": None, "min": None, "max": None}
-    return {"per_seed": known, "mean": round(fmean(known.values()), 4), "min": min(known.values()),
-            "max": max(known.values())}
+    return {
+        "per_seed": known,
+        "mean": round(fmean(known.values()), 4),
+        "min": min(known.values()),
+        "max": max(known.values()),
+    }
 
 
 def across_seeds(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,10 +83,18 @@ def across_seeds(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             acc = {e["seed"]: e["eval"][split]["acc"] for e in mine if split in e["eval"]}
             if not acc:
                 continue
-            right = {e["seed"]: e["eval"][split].get("fidelity", {}).get("right_reasons") for e in mine
-                     if split in e["eval"]}
-            rows.append({"arm": arm, "split": split, "seeds": sorted(acc), "accuracy": _spread(acc),
-                         "right_reasons": _spread(right)})
+            right = {
+                e["seed"]: e["eval"][split].get("fidelity", {}).get("right_reasons") for e in mine if split in e["eval"]
+            }
+            rows.append(
+                {
+                    "arm": arm,
+                    "split": split,
+                    "seeds": sorted(acc),
+                    "accuracy": _spread(acc),
+                    "right_reasons": _spread(right),
+                }
+            )
     return rows
 
 
@@ -91,21 +104,35 @@ def paired(entries: list[dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[
     seeds = sorted({s for a, s in by if a == pair[0]} & {s for a, s in by if a == pair[1]})
     rows = []
     for split in EVAL_SPLITS:
-        diffs = {s: round(by[(pair[1], s)]["eval"][split]["acc"] - by[(pair[0], s)]["eval"][split]["acc"], 4)
-                 for s in seeds if split in by[(pair[0], s)]["eval"] and split in by[(pair[1], s)]["eval"]}
+        diffs = {
+            s: round(by[(pair[1], s)]["eval"][split]["acc"] - by[(pair[0], s)]["eval"][split]["acc"], 4)
+            for s in seeds
+            if split in by[(pair[0], s)]["eval"] and split in by[(pair[1], s)]["eval"]
+        }
         if diffs:
-            rows.append({"split": split, "pair": f"{pair[1]} - {pair[0]}", "per_seed": diffs,
-                         "mean": round(fmean(diffs.values()), 4), "ahead": sum(d > 0 for d in diffs.values()),
-                         "behind": sum(d < 0 for d in diffs.values()), "level": sum(d == 0 for d in diffs.values())})
+            rows.append(
+                {
+                    "split": split,
+                    "pair": f"{pair[1]} - {pair[0]}",
+                    "per_seed": diffs,
+                    "mean": round(fmean(diffs.values()), 4),
+                    "ahead": sum(d > 0 for d in diffs.values()),
+                    "behind": sum(d < 0 for d in diffs.values()),
+                    "level": sum(d == 0 for d in diffs.values()),
+                }
+            )
     return rows
 
 
 def summary_markdown(metrics: dict[str, Any]) -> str:
     """The tables of the run's README: accuracy per arm and set over seeds, fidelity, paired differences."""
     short = {s: s.split("/")[1].replace("test_", "") for s in EVAL_SPLITS}
-    lines = ["| arm (seeds) | " + " | ".join(f"{s.split('/')[0].replace('tomforge_gen', 'gen')} {short[s]}"
-                                            for s in EVAL_SPLITS) + " |",
-             "|---|" + "---|" * len(EVAL_SPLITS)]
+    lines = [
+        "| arm (seeds) | "
+        + " | ".join(f"{s.split('/')[0].replace('tomforge_gen', 'gen')} {short[s]}" for s in EVAL_SPLITS)
+        + " |",
+        "|---|" + "---|" * len(EVAL_SPLITS),
+    ]
     table = {(r["arm"], r["split"]): r for r in metrics["across_seeds"]}
     for arm in ARMS:
         cells = []
@@ -117,22 +144,35 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
             cells.append(f"{a['mean']:.3f} ({a['min']:.3f}-{a['max']:.3f})" if a and a["mean"] is not None else "-")
         if seeds:
             lines.append(f"| {arm} ({','.join(map(str, seeds))}) | " + " | ".join(cells) + " |")
-    lines += ["", "| arm | set | right for the right reasons (mean over seeds) | right for the wrong reasons | "
-              "faithful share of correct answers |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| arm | set | right for the right reasons (mean over seeds) | right for the wrong reasons | "
+        "faithful share of correct answers |",
+        "|---|---|---|---|---|",
+    ]
     for e_arm in ARMS:
         mine = [e for e in metrics["runs"] if e["arm"] == e_arm]
         for split in EVAL_SPLITS:
-            fid = [e["eval"][split]["fidelity"] for e in mine if split in e["eval"] and "fidelity" in e["eval"][split]
-                   and e["eval"][split]["fidelity"]["with_world"]]
+            fid = [
+                e["eval"][split]["fidelity"]
+                for e in mine
+                if split in e["eval"] and "fidelity" in e["eval"][split] and e["eval"][split]["fidelity"]["with_world"]
+            ]
             if fid:
-                mean = {k: fmean(f[k] or 0.0 for f in fid) for k in ("right_reasons", "wrong_reasons", "faithful_share")}
-                lines.append(f"| {e_arm} | {short[split]} | {mean['right_reasons']:.3f} | {mean['wrong_reasons']:.3f} | "
-                             f"{mean['faithful_share']:.3f} |")
+                mean = {
+                    k: fmean(f[k] or 0.0 for f in fid) for k in ("right_reasons", "wrong_reasons", "faithful_share")
+                }
+                lines.append(
+                    f"| {e_arm} | {short[split]} | {mean['right_reasons']:.3f} | {mean['wrong_reasons']:.3f} | "
+                    f"{mean['faithful_share']:.3f} |"
+                )
     lines += ["", f"| set | {PAIR[1]} - {PAIR[0]} per seed | mean | ahead / behind / level |", "|---|---|---|---|"]
     for row in metrics["paired"]:
         per = ", ".join(f"s{s} {d:+.3f}" for s, d in row["per_seed"].items())
-        lines.append(f"| {short[row['split']]} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
-                     f"{row['level']} |")
+        lines.append(
+            f"| {short[row['split']]} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
+            f"{row['level']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -153,11 +193,19 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
         entries.append({"arm": arm, "seed": seed, "eval": evals, "shortcut": shortcuts, "phases": phases(folder)})
     calls_file = work / "calls.json"
     metrics: dict[str, Any] = {
-        "model": "SmolLM2-135M-Instruct", "parameters": PARAMETERS, "peak_flops_assumed": PEAK_FLOPS,
-        "arms": {name: vars(arm) for name, arm in ARMS.items()}, "eval_splits": list(EVAL_SPLITS),
-        "recipe_default": RECIPE, "data": data, "eval_rows_stored": stored,
+        "model": "SmolLM2-135M-Instruct",
+        "parameters": PARAMETERS,
+        "peak_flops_assumed": PEAK_FLOPS,
+        "arms": {name: vars(arm) for name, arm in ARMS.items()},
+        "eval_splits": list(EVAL_SPLITS),
+        "recipe_default": RECIPE,
+        "data": data,
+        "eval_rows_stored": stored,
         "calls": json.loads(calls_file.read_text()) if calls_file.is_file() else None,
-        "across_seeds": across_seeds(entries), "paired": paired(entries), "runs": entries}
+        "across_seeds": across_seeds(entries),
+        "paired": paired(entries),
+        "runs": entries,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     (out / "summary.md").write_text(summary_markdown(metrics))
     return metrics

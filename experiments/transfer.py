@@ -16,6 +16,7 @@ several evaluations, which no single step of the package composes; each step it 
 (`tomforge train`, `tomforge eval`), so the same block comes out of `tomforge eval` run by hand on models
 trained with `--train CONFIG/SPLIT:RENDERING`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,20 @@ from typing import Any
 
 TRAIN_SPLIT = "tomforge_gen/train"
 EVAL_SPLITS = ("tomforge_gen/test", "tomforge_gen/test_higher_order")
-RECIPE: dict[str, Any] = dict(sft_steps=40, sft_batch=16, sft_lr=2e-5, rl_steps=0, generations=8, rl_batch=16,
-                              rl_lr=5e-6, completion=48, eval_batch=64, seed=0, limit=None, generator="auto")
+RECIPE: dict[str, Any] = dict(
+    sft_steps=40,
+    sft_batch=16,
+    sft_lr=2e-5,
+    rl_steps=0,
+    generations=8,
+    rl_batch=16,
+    rl_lr=5e-6,
+    completion=48,
+    eval_batch=64,
+    seed=0,
+    limit=None,
+    generator="auto",
+)
 
 
 def release_renderings(release: Path, split: str = TRAIN_SPLIT) -> list[str]:
@@ -40,19 +53,50 @@ def label_of(rendering: str) -> str:
     return f"trained-{rendering}"
 
 
-def eval_args(model: str, release: Path, rendering: str, renderings: list[str], splits: tuple[str, ...],
-              warehouse: Path, out: Path, recipe: dict[str, Any]) -> list[str]:
+def eval_args(
+    model: str,
+    release: Path,
+    rendering: str,
+    renderings: list[str],
+    splits: tuple[str, ...],
+    warehouse: Path,
+    out: Path,
+    recipe: dict[str, Any],
+) -> list[str]:
     """`tomforge eval` of one trained model on every split in every rendering."""
-    args = ["eval", "--model", model, "--dataset", str(release), "--label", label_of(rendering),
-            "--in-distribution", f"{splits[0]}:{rendering}", "--batch-size", str(recipe["eval_batch"]),
-            "--max-new-tokens", str(recipe["completion"]), "--generator", recipe["generator"],
-            "--warehouse", str(warehouse), "--out", str(out)]
+    args = [
+        "eval",
+        "--model",
+        model,
+        "--dataset",
+        str(release),
+        "--label",
+        label_of(rendering),
+        "--in-distribution",
+        f"{splits[0]}:{rendering}",
+        "--batch-size",
+        str(recipe["eval_batch"]),
+        "--max-new-tokens",
+        str(recipe["completion"]),
+        "--generator",
+        recipe["generator"],
+        "--warehouse",
+        str(warehouse),
+        "--out",
+        str(out),
+    ]
     args += [a for split in splits for r in renderings for a in ("--split", f"{split}:{r}")]
     return args + (["--limit", str(recipe["limit"])] if recipe["limit"] else [])
 
 
-def train_one(rendering: str, release: Path, model: str, folder: Path, recipe: dict[str, Any],
-              extra_sft: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+def train_one(
+    rendering: str,
+    release: Path,
+    model: str,
+    folder: Path,
+    recipe: dict[str, Any],
+    extra_sft: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """Warm-up (and RL) on the train split's rows of `rendering`; returns the model folder to evaluate and
     what it cost."""
     from transformers import AutoTokenizer
@@ -68,19 +112,53 @@ def train_one(rendering: str, release: Path, model: str, folder: Path, recipe: d
     base = materialize(model)
     from datasets import Dataset
 
-    sft = sft_warmup(base, AutoTokenizer.from_pretrained(base), Dataset(table), str(folder / "sft"),
-                     max_steps=recipe["sft_steps"], learning_rate=recipe["sft_lr"], batch_size=recipe["sft_batch"],
-                     seed=recipe["seed"], extra=extra_sft)
+    sft = sft_warmup(
+        base,
+        AutoTokenizer.from_pretrained(base),
+        Dataset(table),
+        str(folder / "sft"),
+        max_steps=recipe["sft_steps"],
+        learning_rate=recipe["sft_lr"],
+        batch_size=recipe["sft_batch"],
+        seed=recipe["seed"],
+        extra=extra_sft,
+    )
     write_training_record(folder / "sft", str(release), None, ref, table)
-    cost: dict[str, Any] = {"train": str(ref), "items": table.num_rows, "sft_steps": sft["steps"],
-                            "sft_seconds": round(sft["seconds"], 2), "sft_loss": sft["train_loss"]}
+    cost: dict[str, Any] = {
+        "train": str(ref),
+        "items": table.num_rows,
+        "sft_steps": sft["steps"],
+        "sft_seconds": round(sft["seconds"], 2),
+        "sft_loss": sft["train_loss"],
+    }
     if not recipe["rl_steps"]:
         return str(folder / "sft"), cost
-    app(["train", "--dataset", str(release), "--model", str(folder / "sft"), "--train", str(ref),
-         "--output-dir", str(folder / "rl"), "--max-steps", str(recipe["rl_steps"]),
-         "--num-generations", str(recipe["generations"]), "--batch-size", str(recipe["rl_batch"]),
-         "--learning-rate", str(recipe["rl_lr"]), "--max-completion-length", str(recipe["completion"]),
-         "--seed", str(recipe["seed"])], standalone_mode=False)
+    app(
+        [
+            "train",
+            "--dataset",
+            str(release),
+            "--model",
+            str(folder / "sft"),
+            "--train",
+            str(ref),
+            "--output-dir",
+            str(folder / "rl"),
+            "--max-steps",
+            str(recipe["rl_steps"]),
+            "--num-generations",
+            str(recipe["generations"]),
+            "--batch-size",
+            str(recipe["rl_batch"]),
+            "--learning-rate",
+            str(recipe["rl_lr"]),
+            "--max-completion-length",
+            str(recipe["completion"]),
+            "--seed",
+            str(recipe["seed"]),
+        ],
+        standalone_mode=False,
+    )
     cost["rl_steps"] = recipe["rl_steps"]
     return str(folder / "rl"), cost
 
@@ -91,17 +169,27 @@ def stored_rows(warehouse: Path, labels: list[str]) -> list[dict[str, Any]]:
 
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        cursor = con.execute("SELECT * FROM eval_results WHERE label IN (SELECT unnest(?)) "
-                             "ORDER BY label, config, split, rendering, item_id", [labels])
+        cursor = con.execute(
+            "SELECT * FROM eval_results WHERE label IN (SELECT unnest(?)) "
+            "ORDER BY label, config, split, rendering, item_id",
+            [labels],
+        )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
     finally:
         con.close()
 
 
-def run(release: Path, model: str, work: Path, recipe: dict[str, Any], renderings: list[str] | None = None,
-        trained: list[str] | None = None, splits: tuple[str, ...] = EVAL_SPLITS,
-        extra_sft: dict[str, Any] | None = None) -> dict[str, Any]:
+def run(
+    release: Path,
+    model: str,
+    work: Path,
+    recipe: dict[str, Any],
+    renderings: list[str] | None = None,
+    trained: list[str] | None = None,
+    splits: tuple[str, ...] = EVAL_SPLITS,
+    extra_sft: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Train on each rendering of `trained` (default: all), evaluate each model on all `renderings`, write
     `metrics.json` and `transfer.md` into `work`; returns the metrics."""
     from tomforge.flows.cli import app
@@ -115,13 +203,23 @@ def run(release: Path, model: str, work: Path, recipe: dict[str, Any], rendering
     for rendering in trained:
         folder = work / rendering
         checkpoint, costs[rendering] = train_one(rendering, release, model, folder, recipe, extra_sft)
-        app(eval_args(checkpoint, release, rendering, renderings, splits, warehouse, folder / "eval", recipe),
-            standalone_mode=False)
+        app(
+            eval_args(checkpoint, release, rendering, renderings, splits, warehouse, folder / "eval", recipe),
+            standalone_mode=False,
+        )
     rows = stored_rows(warehouse, [label_of(r) for r in trained])
     summary = summarize(rows, seed=recipe["seed"])
-    metrics = {"recipe": recipe, "release": str(release), "model": model, "renderings": renderings,
-               "trained": costs, "rows": len(rows), "transfer": summary["transfer"], "matrix": summary["matrix"],
-               "n": summary["n"]}
+    metrics = {
+        "recipe": recipe,
+        "release": str(release),
+        "model": model,
+        "renderings": renderings,
+        "trained": costs,
+        "rows": len(rows),
+        "transfer": summary["transfer"],
+        "matrix": summary["matrix"],
+        "n": summary["n"],
+    }
     (work / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str))
     (work / "transfer.md").write_text(format_matrix(summary) + "\n")
     return metrics
@@ -156,8 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--recipe: unknown keys {sorted(unknown)} (known: {', '.join(RECIPE)})")
     listed = [r for r in args.renderings.split(",") if r] or None
-    metrics = run(Path(args.release), args.model, Path(args.work), recipe, listed,
-                  [r for r in args.train_renderings.split(",") if r] or None)
+    metrics = run(
+        Path(args.release),
+        args.model,
+        Path(args.work),
+        recipe,
+        listed,
+        [r for r in args.train_renderings.split(",") if r] or None,
+    )
     print((Path(args.work) / "transfer.md").read_text())
     print(f"metrics: {Path(args.work) / 'metrics.json'} ({metrics['rows']} rows)")
     return 0

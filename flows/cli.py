@@ -5,6 +5,7 @@ Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not
 them in one place, `user_errors`, which every subcommand runs inside (`UserErrorGroup`): a `TomforgeError`
 (`tomforge/errors.py`) is one line and its class's exit code.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,15 +35,23 @@ class UserErrorGroup(TyperGroup):
             return super().invoke(ctx)
 
 
-app = typer.Typer(help="Build, audit and publish Theory-of-Mind data for RLVR.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False, cls=UserErrorGroup,
-                  context_settings=cli_polish.HELP_OPTIONS)
+app = typer.Typer(
+    help="Build, audit and publish Theory-of-Mind data for RLVR.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    cls=UserErrorGroup,
+    context_settings=cli_polish.HELP_OPTIONS,
+)
 cli_polish.flags_without_a_type()
 
 
 @app.callback()
-def _top(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=cli_polish.show_version,
-                                      help="Print the version and exit.")) -> None:
+def _top(
+    version: bool = typer.Option(
+        False, "--version", "-V", is_eager=True, callback=cli_polish.show_version, help="Print the version and exit."
+    ),
+) -> None:
     """Build, audit and publish Theory-of-Mind data for RLVR."""
 
 
@@ -85,13 +94,13 @@ def user_errors(ctx: Any) -> Iterator[None]:
 
 
 # The command groups, in the order `tomforge --help` lists their commands.
-app.add_typer(ingest.group)    # ingest, generate, variants
-app.add_typer(sql.group)       # sql
-app.add_typer(rebuild.group)   # rebuild
-app.add_typer(release.group)   # publish, verify
-app.add_typer(rl.group)        # train, eval
-app.add_typer(audit.group)     # audit, clean
-app.add_typer(scan.group)      # scan
+app.add_typer(ingest.group)  # ingest, generate, variants
+app.add_typer(sql.group)  # sql
+app.add_typer(rebuild.group)  # rebuild
+app.add_typer(release.group)  # publish, verify
+app.add_typer(rl.group)  # train, eval
+app.add_typer(audit.group)  # audit, clean
+app.add_typer(scan.group)  # scan
 
 
 def main() -> None:

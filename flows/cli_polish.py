@@ -1,6 +1,7 @@
 """What the `tomforge` command does around its subcommands: `--version`, `-h`, flags shown without a
 type in `--help`, and one line on Ctrl-C (issue 25 item 9). Kept apart from `flows/cli.py`, which
 registers the subcommands, so that `cli.py` only wires these in."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,10 @@ import typer
 from tomforge.flows.exit_codes import ExitCode
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
-INTERRUPTED = ("interrupted (Ctrl-C): nothing was swapped in, so the warehouse and any release folder keep "
-               "their last complete state")
+INTERRUPTED = (
+    "interrupted (Ctrl-C): nothing was swapped in, so the warehouse and any release folder keep "
+    "their last complete state"
+)
 
 
 def version_text() -> str:

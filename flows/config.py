@@ -3,6 +3,7 @@
 Embedded defaults (`flows/default_config.toml`) run offline on the project's own samples; a user
 file replaces whole sections it names.
 """
+
 from __future__ import annotations
 
 import os
@@ -127,7 +128,9 @@ class GenerateConfig(Section):
         """Unknown operators or styles fail here, on load, not in the middle of a run."""
         from tomforge.generators import generate_records
 
-        generate_records(1, operators=self.operator_names, styles=self.styles, **self.told())  # checks its arguments only
+        generate_records(
+            1, operators=self.operator_names, styles=self.styles, **self.told()
+        )  # checks its arguments only
         return self
 
     def split_sizes(self) -> dict[str, int]:
@@ -208,8 +211,8 @@ class RLConfig(Section):
     launch: Literal["none", "inline", "deployment"] = "none"
     backend: Literal["trl", "verl"] = "trl"
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"
-    dataset: str = ""              # default: the release just published
-    revision: str = ""             # default: its tag
+    dataset: str = ""  # default: the release just published
+    revision: str = ""  # default: its tag
     train: str = "all/train"
     val: str = "all/test"
     gpus: int = Field(default=1, ge=1)
@@ -283,8 +286,10 @@ def check_before_run(config: Config, origin: Path | None = None) -> None:
     timeout_from_env()  # a bad TOMFORGE_LOCK_TIMEOUT: exit 2 now, not when the flow first takes the lock
     for index, spec in enumerate(config.sources):
         if not Path(spec.resolved).exists() and hub_id_of(spec.resolved) is None:
-            raise ConfigError(f"{where}: sources[{index}] ({spec.name}): {spec.location}: path not found "
-                              "(give a local file or folder, \"@samples/<name>\", or a Hub dataset id ORG/NAME)")
+            raise ConfigError(
+                f"{where}: sources[{index}] ({spec.name}): {spec.location}: path not found "
+                '(give a local file or folder, "@samples/<name>", or a Hub dataset id ORG/NAME)'
+            )
     configured = [spec.name for spec in config.sources]
     for name in (config.variants.sources or []) if config.variants.enabled else []:
         if name not in configured:

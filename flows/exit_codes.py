@@ -3,6 +3,7 @@
 They are declared beside the error hierarchy, `tomforge/errors.py` (each error class carries its
 code there); this module keeps the name every front end imports.
 """
+
 from __future__ import annotations
 
 from tomforge.errors import ExitCode

@@ -5,6 +5,7 @@ versions), so an unchanged source is not parsed again; the warehouse itself is a
 from the staged folders, so a cached task never skips a side effect it owes (a deleted staging
 folder forces the task to run again).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,12 +59,22 @@ def _folder_key(folder: Path) -> str:
 
 
 def _stage_key(context: Any, parameters: dict[str, Any]) -> str:
-    return _folder_key(staged_folder(Path(parameters["staging"]), parameters["source"], parameters["location"],
-                                     parameters.get("options")))
+    return _folder_key(
+        staged_folder(
+            Path(parameters["staging"]), parameters["source"], parameters["location"], parameters.get("options")
+        )
+    )
 
 
-@task(name="stage-source", cache_key_fn=_stage_key, cache_expiration=timedelta(days=30), persist_result=True,
-      retries=2, retry_delay_seconds=[2, 10], task_run_name="stage-{source}")
+@task(
+    name="stage-source",
+    cache_key_fn=_stage_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    task_run_name="stage-{source}",
+)
 def stage_task(staging: str, source: str, location: str, options: dict[str, Any] | None = None) -> str:
     """Parse + validate one source (retried: a Hub id downloads over the network)."""
     return str(stage_source(Path(staging), source, location, run_progress(), options))
@@ -73,8 +84,13 @@ def _generated_key(context: Any, parameters: dict[str, Any]) -> str:
     return _folder_key(generated_folder(Path(parameters["staging"]), parameters["settings"], parameters["split"]))
 
 
-@task(name="generate-split", cache_key_fn=_generated_key, cache_expiration=timedelta(days=30), persist_result=True,
-      task_run_name="generate-{split}")
+@task(
+    name="generate-split",
+    cache_key_fn=_generated_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    task_run_name="generate-{split}",
+)
 def generate_task(staging: str, settings: GenerateConfig, split: str) -> str:
     """Generate one split; cached on every generator argument and the generator's version."""
     return str(stage_generated(Path(staging), settings, split, run_progress()))
@@ -98,10 +114,14 @@ def variants_task(warehouse: str, source: str, settings: VariantsConfig) -> dict
 
     run = run_variants(Path(warehouse), source, settings.settings)
     report = run.report
-    get_run_logger().info("%s: %d variants of %d candidates; oracle rejects %d of %d golds", report.source,
-                          report.loaded, run.outcome.candidates,
-                          sum(c.agrees is False for c in run.checks if c.source == source),
-                          sum(c.source == source for c in run.checks))
+    get_run_logger().info(
+        "%s: %d variants of %d candidates; oracle rejects %d of %d golds",
+        report.source,
+        report.loaded,
+        run.outcome.candidates,
+        sum(c.agrees is False for c in run.checks if c.source == source),
+        sum(c.source == source for c in run.checks),
+    )
     return report.as_dict()
 
 
@@ -110,8 +130,10 @@ def run_variants_step(config: Config) -> list[dict[str, Any]]:
     if not config.variants.enabled:
         return []
     warehouse = str(config.warehouse.path)
-    return [variants_task(warehouse, source, config.variants)
-            for source in config.variants.chosen([spec.name for spec in config.sources])]
+    return [
+        variants_task(warehouse, source, config.variants)
+        for source in config.variants.chosen([spec.name for spec in config.sources])
+    ]
 
 
 def task_runner_of(config: Config) -> Any:
@@ -131,8 +153,9 @@ def submit_stage(config: Config, spec: SourceSpec):
     """Submit staging; refresh the cache when the staged folder it points to is gone."""
     staging = str(config.warehouse.staging)
     folder = staged_folder(config.warehouse.staging, spec.name, spec.resolved, spec.options)
-    return stage_task.with_options(refresh_cache=not is_staged(folder)).submit(staging, spec.name, spec.resolved,
-                                                                               spec.options)
+    return stage_task.with_options(refresh_cache=not is_staged(folder)).submit(
+        staging, spec.name, spec.resolved, spec.options
+    )
 
 
 def submit_generate(config: Config) -> list:
@@ -141,9 +164,11 @@ def submit_generate(config: Config) -> list:
         return []
     staging = config.warehouse.staging
     return [
-        generate_task.with_options(refresh_cache=not is_staged(generated_folder(staging, config.generate, split)))
-        .submit(str(staging), config.generate, split)
-        for split, size in config.generate.split_sizes().items() if size
+        generate_task.with_options(
+            refresh_cache=not is_staged(generated_folder(staging, config.generate, split))
+        ).submit(str(staging), config.generate, split)
+        for split, size in config.generate.split_sizes().items()
+        if size
     ]
 
 
@@ -164,12 +189,23 @@ def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | Non
     """Overlap and template-artifact audit of train vs held-out; report under `settings.out`."""
     from tomforge.audits.run import run_audit
 
-    summary = run_audit(Path(warehouse), settings.train, settings.heldout, settings.out, settings.params,
-                        progress=run_progress(), passes=audit_passes_of(runner))
+    summary = run_audit(
+        Path(warehouse),
+        settings.train,
+        settings.heldout,
+        settings.out,
+        settings.params,
+        progress=run_progress(),
+        passes=audit_passes_of(runner),
+    )
     for line in summary.lines():
         get_run_logger().info(line)
-    return {"run_id": summary.run_id, "n_flagged": summary.n_flagged, "summary": "\n".join(summary.lines()),
-            "report": str(settings.out)}
+    return {
+        "run_id": summary.run_id,
+        "n_flagged": summary.n_flagged,
+        "summary": "\n".join(summary.lines()),
+        "report": str(settings.out),
+    }
 
 
 @task(name="clean")
@@ -204,28 +240,61 @@ def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | No
     from tomforge.warehouse.export import ExportOptions
 
     export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)
-    options = ReleaseOptions(settings.repo, tag=settings.tag or None, export=export,
-                             audit_report=Path(audit_report) if audit_report else None,
-                             allow_restricted_training=settings.allow_restricted_training)
-    result = publish_warehouse(Path(warehouse), settings.repo, target=settings.target, options=options,
-                               private=settings.private, progress=run_progress())
+    options = ReleaseOptions(
+        settings.repo,
+        tag=settings.tag or None,
+        export=export,
+        audit_report=Path(audit_report) if audit_report else None,
+        allow_restricted_training=settings.allow_restricted_training,
+    )
+    result = publish_warehouse(
+        Path(warehouse),
+        settings.repo,
+        target=settings.target,
+        options=options,
+        private=settings.private,
+        progress=run_progress(),
+    )
     where = settings.repo if settings.target == "hub" else str(Path(settings.target).resolve())
     if result.manifest is None:  # publish_warehouse attaches the built release's manifest to every result
         raise RuntimeError(f"{settings.repo}: the publish step returned no release manifest")
-    return {"tag": result.tag, "where": where, "table": export.table,
-            "ledger": "\n".join(ledger_lines(result.manifest["ledger"]))}
+    return {
+        "tag": result.tag,
+        "where": where,
+        "table": export.table,
+        "ledger": "\n".join(ledger_lines(result.manifest["ledger"])),
+    }
 
 
 @flow(name="rl-stage", log_prints=True)
-def rl_flow(dataset: str, revision: str | None = None, backend: str = "trl", model: str = "Qwen/Qwen2.5-0.5B-Instruct",
-            train: str = "all/train", val: str = "all/test", gpus: int = 1, ray_address: str = "",
-            data_dir: str = "var/rl-data", dry_run: bool = False, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def rl_flow(
+    dataset: str,
+    revision: str | None = None,
+    backend: str = "trl",
+    model: str = "Qwen/Qwen2.5-0.5B-Instruct",
+    train: str = "all/train",
+    val: str = "all/test",
+    gpus: int = 1,
+    ray_address: str = "",
+    data_dir: str = "var/rl-data",
+    dry_run: bool = False,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The GPU RL stage on a published release (deployed on the GPU work pool)."""
     from tomforge.rl import stage
 
     backend_settings = stage.make_settings(backend, model, settings, gpus=gpus)
-    outcome = stage.launch(backend_settings, dataset, revision, train, val, gpus=gpus,
-                           ray_address=ray_address or None, data_dir=data_dir, dry_run=dry_run)
+    outcome = stage.launch(
+        backend_settings,
+        dataset,
+        revision,
+        train,
+        val,
+        gpus=gpus,
+        ray_address=ray_address or None,
+        data_dir=data_dir,
+        dry_run=dry_run,
+    )
     get_run_logger().info(outcome["plan"])
     if outcome.get("exit_code"):
         raise RuntimeError(f"training exited with status {outcome['exit_code']}")
@@ -235,9 +304,19 @@ def rl_flow(dataset: str, revision: str | None = None, backend: str = "trl", mod
 def launch_rl(config: Config, release: dict[str, Any]) -> str:
     """Start the RL stage on the release just published: inline, or as the GPU deployment."""
     rl = config.rl
-    parameters: dict[str, Any] = dict(dataset=rl.dataset or release["where"], revision=rl.revision or release["tag"],
-                      backend=rl.backend, model=rl.model, train=rl.train, val=rl.val, gpus=rl.gpus,
-                      ray_address=rl.ray_address, data_dir=rl.data_dir, dry_run=rl.dry_run, settings=rl.settings)
+    parameters: dict[str, Any] = dict(
+        dataset=rl.dataset or release["where"],
+        revision=rl.revision or release["tag"],
+        backend=rl.backend,
+        model=rl.model,
+        train=rl.train,
+        val=rl.val,
+        gpus=rl.gpus,
+        ray_address=rl.ray_address,
+        data_dir=rl.data_dir,
+        dry_run=rl.dry_run,
+        settings=rl.settings,
+    )
     if rl.launch == "inline":
         rl_flow(**parameters)
         return "ran inline"
@@ -280,7 +359,9 @@ def stage_and_assemble(config: Config) -> list[dict[str, Any]]:
     folders = [future.result() for future in futures]
     reports = assemble_task(str(config.warehouse.path), folders)
     for r in reports:
-        get_run_logger().info("%s: read %d = loaded %d + rejected %d", r["source"], r["read"], r["loaded"], r["rejected"])
+        get_run_logger().info(
+            "%s: read %d = loaded %d + rejected %d", r["source"], r["read"], r["loaded"], r["rejected"]
+        )
     return reports
 
 
@@ -330,8 +411,11 @@ def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
         extra["audit report"] = str((Path(config.audit.out) / "audit_report.md").resolve())
     if release and config.rl.launch != "none":
         extra["rl"] = launch_rl(config, release)
-    create_markdown_artifact(summary_markdown(reports, extra), key="rebuild-summary",
-                             description="counts, rejects, audit summary and release of this rebuild")
+    create_markdown_artifact(
+        summary_markdown(reports, extra),
+        key="rebuild-summary",
+        description="counts, rejects, audit summary and release of this rebuild",
+    )
     return {"sources": reports, **extra}
 
 

@@ -3,6 +3,7 @@
 When the output is captured (a pipe, a log, CI, tests) rich draws nothing, so only the info
 lines appear, each on its own line: what a pipe reads is the same as before bars existed.
 """
+
 from __future__ import annotations
 
 from types import TracebackType
@@ -20,17 +21,25 @@ class RichProgress(Progress):
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.bars = Bars(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
-                         TextColumn("{task.fields[count]}", markup=False), TimeElapsedColumn(), console=console,
-                         transient=True, disable=not console.is_terminal)
+        self.bars = Bars(
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TextColumn("{task.fields[count]}", markup=False),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
         self._tasks: dict[Stage, TaskID] = {}
 
     def __enter__(self) -> "RichProgress":
         self.bars.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.bars.stop()
 
     def info(self, message: str) -> None:

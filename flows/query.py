@@ -4,6 +4,7 @@ The table format is a preview (the first rows, then how many more) so that it re
 result size; csv and json stream every row in chunks and never hold the whole result. Values are
 printed literally: no Rich markup, emoji codes or highlighting, so `[/x] :smile:` prints as typed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,10 +22,10 @@ from rich.text import Text
 from tomforge.errors import TomforgeError
 
 PREVIEW_ROWS = 50
-NARROWEST = 12           # characters a preview column keeps however narrow the terminal
-WIDEST = 40              # characters a preview column shows at most
-COUNT_BUDGET_S = 1.0     # counting the rows after the preview stops here, so the table returns at once
-CHUNK_ROWS = 2048        # rows fetched at a time by csv/json
+NARROWEST = 12  # characters a preview column keeps however narrow the terminal
+WIDEST = 40  # characters a preview column shows at most
+COUNT_BUDGET_S = 1.0  # counting the rows after the preview stops here, so the table returns at once
+CHUNK_ROWS = 2048  # rows fetched at a time by csv/json
 
 
 class OutputFormat(str, Enum):
@@ -33,7 +34,8 @@ class OutputFormat(str, Enum):
     json = "json"
     parquet = "parquet"
 
-PIPE_WIDTH = 100_000     # a piped preview is as wide as its columns (at most WIDEST each), never cut to 80
+
+PIPE_WIDTH = 100_000  # a piped preview is as wide as its columns (at most WIDEST each), never cut to 80
 
 
 class QueryError(TomforgeError, ValueError):
@@ -59,13 +61,20 @@ def query_error(exc: duckdb.Error) -> QueryError:
     """DuckDB's first line, with why a file access was refused."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, duckdb.PermissionException):
-        return QueryError("query refused: tomforge sql reads the warehouse only (no COPY TO, EXPORT, ATTACH, "
-                          f"INSTALL/LOAD or file readers): {first}")
+        return QueryError(
+            "query refused: tomforge sql reads the warehouse only (no COPY TO, EXPORT, ATTACH, "
+            f"INSTALL/LOAD or file readers): {first}"
+        )
     return QueryError(f"query failed: {first}")
 
 
-def print_preview(con: duckdb.DuckDBPyConnection, query: str, console: Console, limit: Optional[int] = None,
-                  notes: Optional[Console] = None) -> None:
+def print_preview(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    console: Console,
+    limit: Optional[int] = None,
+    notes: Optional[Console] = None,
+) -> None:
     """The first `limit` rows as a table fitted to the terminal, then the count of the rest."""
     limit = PREVIEW_ROWS if limit is None else limit
     try:
@@ -83,11 +92,15 @@ def print_preview(con: duckdb.DuckDBPyConnection, query: str, console: Console, 
     table, hidden = preview_table(columns, rows[:limit], console.width)
     console.print(table, crop=False)
     if hidden:
-        console.print(f"{len(hidden)} columns not shown (too narrow a terminal; select fewer or use --format csv): "
-                      + ", ".join(hidden), soft_wrap=True)
+        console.print(
+            f"{len(hidden)} columns not shown (too narrow a terminal; select fewer or use --format csv): "
+            + ", ".join(hidden),
+            soft_wrap=True,
+        )
     if more is None:
-        console.print(f"more rows (not counted within {COUNT_BUDGET_S:g} s), use --format csv or --limit N",
-                      soft_wrap=True)
+        console.print(
+            f"more rows (not counted within {COUNT_BUDGET_S:g} s), use --format csv or --limit N", soft_wrap=True
+        )
     elif more:
         console.print(f"{more} more rows, use --format csv or --limit N", soft_wrap=True)
     else:
@@ -114,23 +127,32 @@ def preview_table(columns: Sequence[str], rows: Sequence[tuple], width: int) -> 
     cells = [[cell(value) for value in row] for row in rows]
     wanted = [min(WIDEST, max([len(name)] + [len(row[i]) for row in cells])) for i, name in enumerate(columns)]
     widths: list[int] = []
-    room = width - 1                        # the table's left border
+    room = width - 1  # the table's left border
     for want in wanted:
         least = min(want, NARROWEST)
-        if widths and least + 3 > room:     # a column adds two spaces of padding and a border
+        if widths and least + 3 > room:  # a column adds two spaces of padding and a border
             break
         widths.append(least)
         room -= least + 3
-    for i, want in enumerate(wanted[:len(widths)]):
+    for i, want in enumerate(wanted[: len(widths)]):
         extra = max(0, min(want - widths[i], room))
         widths[i] += extra
         room -= extra
-    table = Table(*(Column(Text(name), no_wrap=True, overflow="ellipsis", width=w,
-                           justify="right" if is_numeric([row[i] for row in rows]) else "left")
-                    for i, (name, w) in enumerate(zip(columns, widths, strict=False))))
+    table = Table(
+        *(
+            Column(
+                Text(name),
+                no_wrap=True,
+                overflow="ellipsis",
+                width=w,
+                justify="right" if is_numeric([row[i] for row in rows]) else "left",
+            )
+            for i, (name, w) in enumerate(zip(columns, widths, strict=False))
+        )
+    )
     for row in cells:
-        table.add_row(*row[:len(widths)])
-    return table, list(columns[len(widths):])
+        table.add_row(*row[: len(widths)])
+    return table, list(columns[len(widths) :])
 
 
 def is_numeric(values: Sequence[Any]) -> bool:
@@ -146,8 +168,9 @@ def cell(value: Any) -> Text:
     return Text(str(value).replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r"))
 
 
-def stream_rows(con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, out: IO[str],
-                limit: Optional[int] = None) -> int:
+def stream_rows(
+    con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, out: IO[str], limit: Optional[int] = None
+) -> int:
     """Every row (or the first `limit`) as CSV with a header or as a JSON array, fetched in chunks;
     returns how many (nothing is written for a statement without a result)."""
     written = 0
@@ -221,8 +244,9 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-def write_query_file(con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, output: Any,
-                     limit: Optional[int] = None) -> int:
+def write_query_file(
+    con: duckdb.DuckDBPyConnection, query: str, fmt: OutputFormat, output: Any, limit: Optional[int] = None
+) -> int:
     """`tomforge sql --output FILE`: csv, json or parquet into a file (a table preview is for reading)."""
     if output is None:
         raise QueryError("--format parquet writes a file: give --output FILE.parquet")

@@ -3,6 +3,7 @@
 Kept apart from `flows/cli.py` (which only declares the flags): the flags apply to the RL files
 source alone, and a flag given for another source is an error rather than silently ignored.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,14 +12,27 @@ from typing import Optional
 from tomforge.warehouse.sources.base import Adapter
 
 
-def rl_adapter(source: str, *, split: Optional[str] = None, answer_field: Optional[str] = None,
-               story_markers: Optional[list[str]] = None, question_markers: Optional[list[str]] = None,
-               end_markers: Optional[list[str]] = None, prompt_field: Optional[str] = None) -> Adapter | None:
+def rl_adapter(
+    source: str,
+    *,
+    split: Optional[str] = None,
+    answer_field: Optional[str] = None,
+    story_markers: Optional[list[str]] = None,
+    question_markers: Optional[list[str]] = None,
+    end_markers: Optional[list[str]] = None,
+    prompt_field: Optional[str] = None,
+) -> Adapter | None:
     """The `rlfiles` adapter with the flags given (a marker flag, repeated, replaces that default list),
     or None for another source given no RL flag. ValueError (a one-line user error) for an RL flag
     given with another source, an empty marker or an empty split name."""
-    given = {"--split": split, "--answer-field": answer_field, "--story-marker": story_markers,
-             "--question-marker": question_markers, "--end-marker": end_markers, "--prompt-field": prompt_field}
+    given = {
+        "--split": split,
+        "--answer-field": answer_field,
+        "--story-marker": story_markers,
+        "--question-marker": question_markers,
+        "--end-marker": end_markers,
+        "--prompt-field": prompt_field,
+    }
     named = [flag for flag, value in given.items() if value]
     if source != "rlfiles":
         if named:
@@ -30,8 +44,13 @@ def rl_adapter(source: str, *, split: Optional[str] = None, answer_field: Option
     if split is not None and not split.strip():
         raise ValueError("--split: give a split name, e.g. train")
     markers = PromptMarkers()
-    markers = replace(markers, **{kind: tuple(values) for kind, values in
-                                  (("story", story_markers), ("question", question_markers), ("end", end_markers))
-                                  if values})
+    markers = replace(
+        markers,
+        **{
+            kind: tuple(values)
+            for kind, values in (("story", story_markers), ("question", question_markers), ("end", end_markers))
+            if values
+        },
+    )
     options = RLFileOptions(split=split, answer_field=answer_field or None, markers=markers)
     return ADAPTER.configured(replace(options, prompt_field=prompt_field) if prompt_field else options)

@@ -3,6 +3,7 @@
 The folder is named by the input's fingerprint (file bytes + adapter and schema versions), so an
 unchanged source maps to the same folder and a changed one to a new folder.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,14 +53,17 @@ def is_staged(folder: Path) -> bool:
     return (folder / _COMPLETE).is_file()
 
 
-def stage_source(staging: Path, source: str, location: str, progress: Progress = SILENT,
-                 options: dict[str, Any] | None = None) -> Path:
+def stage_source(
+    staging: Path, source: str, location: str, progress: Progress = SILENT, options: dict[str, Any] | None = None
+) -> Path:
     """Read and validate one source into its staging folder (written aside, then renamed), the way
     `tomforge ingest` stages it: a big single-file input is split over worker processes."""
     adapter = _adapter(source, options)
     root = resolve_input(location, adapter)
-    return _save(_folder_of(staging, source, adapter, root, options),
-                 stage_input(info_of(adapter), adapter, root, location, progress))
+    return _save(
+        _folder_of(staging, source, adapter, root, options),
+        stage_input(info_of(adapter), adapter, root, location, progress),
+    )
 
 
 def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> Path:
@@ -67,7 +71,9 @@ def generated_folder(staging: Path, settings: "GenerateConfig", split: str) -> P
     from tomforge.generators import GENERATOR_VERSION
 
     key = hashlib.sha256(
-        "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version(), STAGED_FORMAT]).encode("utf-8")
+        "|".join([settings.model_dump_json(), split, GENERATOR_VERSION, schema_version(), STAGED_FORMAT]).encode(
+            "utf-8"
+        )
     ).hexdigest()
     return Path(staging) / f"tomforge_gen-{split}-{key[:24]}"
 
@@ -78,11 +84,20 @@ def stage_generated(staging: Path, settings: "GenerateConfig", split: str, progr
     from tomforge.generators.generate import generate_input_ref
 
     size = settings.split_sizes()[split]
-    records = generate_records(size, max_order=settings.max_order, seed=settings.seed, split=split,
-                               operators=settings.operator_names, styles=settings.styles,
-                               held_out=None if settings.held_out_test else False, **settings.told())
+    records = generate_records(
+        size,
+        max_order=settings.max_order,
+        seed=settings.seed,
+        split=split,
+        operators=settings.operator_names,
+        styles=settings.styles,
+        held_out=None if settings.held_out_test else False,
+        **settings.told(),
+    )
     input_ref = generate_input_ref(size, settings.max_order, settings.seed, split=split, **settings.input_choices())
-    return _save(generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, progress, read=size))
+    return _save(
+        generated_folder(staging, settings, split), stage(ADAPTER_INFO, records, input_ref, progress, read=size)
+    )
 
 
 def _save(folder: Path, staged: Staged) -> Path:

@@ -8,6 +8,7 @@ The names below load on first use (PEP 562), so that importing the world model a
 (`generators.checker`, `generators.world_question`, as the RL stage's process reward does on a GPU
 machine) does not pull in the generator and the record builder's dependencies.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,21 +16,31 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tomforge.generators.generate import (
-                                     ADAPTER_INFO,
-                                     DEFAULT_SOURCE,
-                                     FORMATS,
-                                     GENERATOR,
-                                     GENERATOR_VERSION,
-                                     generate_records,
-                                     generate_splits,
-                                     generator_info,
+        ADAPTER_INFO,
+        DEFAULT_SOURCE,
+        FORMATS,
+        GENERATOR,
+        GENERATOR_VERSION,
+        generate_records,
+        generate_splits,
+        generator_info,
     )
     from tomforge.generators.operators import OPERATORS
     from tomforge.generators.templates import STYLES
 
 _HOMES = {"OPERATORS": "operators", "STYLES": "templates"}
-__all__ = ["ADAPTER_INFO", "DEFAULT_SOURCE", "FORMATS", "GENERATOR", "GENERATOR_VERSION", "OPERATORS", "STYLES",
-           "generate_records", "generate_splits", "generator_info"]
+__all__ = [
+    "ADAPTER_INFO",
+    "DEFAULT_SOURCE",
+    "FORMATS",
+    "GENERATOR",
+    "GENERATOR_VERSION",
+    "OPERATORS",
+    "STYLES",
+    "generate_records",
+    "generate_splits",
+    "generator_info",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ far more often than chance). Here every such statistic is set on purpose:
   mentioned last, which most often, which container a "no" question asks about) so that each
   heuristic's running hit rate per stratum stays at its chance rate.
 """
+
 from __future__ import annotations
 
 import random
@@ -68,8 +69,13 @@ class Cycle(Generic[H]):
         return counts
 
 
-def deal(total: int, formats: Sequence[str], roles: Sequence[str], labels: Callable[[str], Sequence[Hashable]],
-         rng: random.Random) -> dict[tuple[str, str, Hashable], int]:
+def deal(
+    total: int,
+    formats: Sequence[str],
+    roles: Sequence[str],
+    labels: Callable[[str], Sequence[Hashable]],
+    rng: random.Random,
+) -> dict[tuple[str, str, Hashable], int]:
     """Exact counts per (format, role, label) for a stratum of `total` items.
 
     `roles` is a block of role slots (repeat a role to weight it, e.g. 1 initial : 3 final);
@@ -145,8 +151,9 @@ class Controller:
     def __init__(self) -> None:
         self.deviation: dict[Hashable, float] = defaultdict(float)
 
-    def choose(self, hits: Mapping[T, Sequence[bool]], items: Sequence[tuple[Hashable, int, float, float]],
-               rng: random.Random) -> T:
+    def choose(
+        self, hits: Mapping[T, Sequence[bool]], items: Sequence[tuple[Hashable, int, float, float]], rng: random.Random
+    ) -> T:
         """The candidate that brings the weighted squared deviations closest to zero (ties broken at
         random), committed. `hits[candidate][q]` says whether picking the candidate scores question
         q; each item (stratum, q, chance rate, weight) adds question q's outcome to a stratum."""
@@ -181,4 +188,3 @@ class Controller:
     def commit(self, row: Sequence[bool], items: Sequence[tuple[Hashable, int, float, float]]) -> None:
         for stratum, q, rate, _ in items:
             self.deviation[stratum] += row[q] - rate
-

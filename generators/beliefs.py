@@ -39,6 +39,7 @@ pairs allowed by rule 7). A chain's belief is the value of the latest effect wit
 a2..ak in `public` and its innermost pair in `pairs`. `answers()` evaluates all chain signatures
 at once with bitsets (see `generators.chains`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -9,6 +9,7 @@ thinks" says nothing new). Agents are numbered 0..n-1; a signature's bit positio
 `(((a1 * n + penultimate) * n + last) << n) | rest_mask`, where the penultimate agent of a chain
 of one agent is that agent itself.
 """
+
 from __future__ import annotations
 
 import random
@@ -41,8 +42,9 @@ def _states(n: int, first: int, order: int) -> frozenset[tuple[int, int, int]]:
     """(penultimate, last, mask of a2..ak) over the chains of `order` >= 2 agents starting with `first`."""
     if order == 2:
         return frozenset((first, x, 1 << x) for x in range(n) if x != first)
-    return frozenset((last, y, mask | (1 << y)) for _, last, mask in _states(n, first, order - 1)
-                     for y in range(n) if y != last)
+    return frozenset(
+        (last, y, mask | (1 << y)) for _, last, mask in _states(n, first, order - 1) for y in range(n) if y != last
+    )
 
 
 @lru_cache(maxsize=None)
@@ -88,8 +90,11 @@ def random_chain(n: int, index: int, order: int, rng: random.Random) -> tuple[in
     chain = [first]
     prev, need = first, rest & ~(1 << last)
     for remaining in range(order - 2, 0, -1):
-        options = [y for y in range(n) if (rest >> y) & 1 and y != prev
-                   and _can_fill(rest, penultimate, remaining - 1, y, need & ~(1 << y))]
+        options = [
+            y
+            for y in range(n)
+            if (rest >> y) & 1 and y != prev and _can_fill(rest, penultimate, remaining - 1, y, need & ~(1 << y))
+        ]
         if not options:
             raise ValueError(f"signature {index} has no chain of order {order}")
         prev = rng.choice(options)

@@ -30,6 +30,7 @@ label error, not a convention (see `generators/real/` and docs/variants.md):
   the chain ever enters the object's room, the chain (order 2+) believes the final location (ToMi
   applies that third agent's entry after the whole story). Rule set `tomi_generator` = `tomi` plus this.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,15 +54,22 @@ class Rules:
 DEFAULT_RULES = Rules()
 RULE_SETS: dict[str, Rules] = {
     "tomforge": DEFAULT_RULES,
-    "hitom": Rules("hitom", entry_reveals=True, tell_max_order=2, speaker_assumes_belief=True,
-                   others_infer_adoption=False),
+    "hitom": Rules(
+        "hitom", entry_reveals=True, tell_max_order=2, speaker_assumes_belief=True, others_infer_adoption=False
+    ),
     "tomi": Rules("tomi", entry_reveals=True, reentry_common_knowledge=True),
 }
-RULE_SETS["hitom_generator"] = Rules("hitom_generator", entry_reveals=True, tell_max_order=2,
-                                     speaker_assumes_belief=True, others_infer_adoption=False,
-                                     move_observer_order=True)
-RULE_SETS["tomi_generator"] = Rules("tomi_generator", entry_reveals=True, reentry_common_knowledge=True,
-                                    bystander_entry_final=True)
+RULE_SETS["hitom_generator"] = Rules(
+    "hitom_generator",
+    entry_reveals=True,
+    tell_max_order=2,
+    speaker_assumes_belief=True,
+    others_infer_adoption=False,
+    move_observer_order=True,
+)
+RULE_SETS["tomi_generator"] = Rules(
+    "tomi_generator", entry_reveals=True, reentry_common_knowledge=True, bystander_entry_final=True
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,9 @@ class Perceived:
     listeners: frozenset[str] = frozenset()
     trusting: frozenset[str] = frozenset()  # listeners who trust the speaker (left the room before it did)
     entrant: str | None = None  # reveals: who entered
-    listed: tuple[str, ...] = ()  # placements: observers in the order HiToM's generator lists them (move_observer_order)
+    listed: tuple[
+        str, ...
+    ] = ()  # placements: observers in the order HiToM's generator lists them (move_observer_order)
 
 
 class TraceWorld:
@@ -104,8 +114,11 @@ class TraceWorld:
                 rooms[event["agent"]] = event["room"]
                 if event["room"] == self.room:
                     self.entered.add(event["agent"])
-                if event["room"] == self.room and location is not None and (
-                        everything_visible or location in transparent):
+                if (
+                    event["room"] == self.room
+                    and location is not None
+                    and (everything_visible or location in transparent)
+                ):
                     seen = frozenset(a for a, r in rooms.items() if r == self.room)
                     self.events.append(Perceived(step, "place", location, seen, seen, entrant=event["agent"]))
             elif kind == "exit":
@@ -119,10 +132,14 @@ class TraceWorld:
                     self.initial = location
                 secret = frozenset(event.get("witnesses", ()))
                 distracted = frozenset(event.get("distracted", ()))  # present, missed it, nobody noticed
-                listed = (_listing(trace, step, here, event["agent"], self.room)
-                          if rules.move_observer_order and kind == "move" else ())
-                self.events.append(Perceived(step, "place", location, (here - distracted) | secret, here,
-                                             listed=listed))
+                listed = (
+                    _listing(trace, step, here, event["agent"], self.room)
+                    if rules.move_observer_order and kind == "move"
+                    else ()
+                )
+                self.events.append(
+                    Perceived(step, "place", location, (here - distracted) | secret, here, listed=listed)
+                )
             elif kind == "tell" and event["obj"] == self.obj:
                 speaker = event["agent"]
                 if event["public"]:
@@ -131,8 +148,9 @@ class TraceWorld:
                     hearers = frozenset(event["listeners"]) | {speaker}
                 listeners = hearers - {speaker}
                 trusting = frozenset(a for a in listeners if self.trusts(a, speaker))
-                self.events.append(Perceived(step, "tell", event["container"], hearers, hearers, speaker,
-                                             listeners, trusting))
+                self.events.append(
+                    Perceived(step, "tell", event["container"], hearers, hearers, speaker, listeners, trusting)
+                )
         self.reality = location
         self.perceived_by = {agent: [e for e in self.events if agent in e.perceivers] for agent in setup["agents"]}
 
@@ -184,11 +202,12 @@ class TraceWorld:
         return self.rules.speaker_assumes_belief and outside == event.speaker and innermost in event.listeners
 
 
-def _listing(trace: list[dict[str, Any]], step: int, here: frozenset[str], mover: str | None,
-             room: str) -> tuple[str, ...]:
+def _listing(
+    trace: list[dict[str, Any]], step: int, here: frozenset[str], mover: str | None, room: str
+) -> tuple[str, ...]:
     """Those present, by their next exit from the room (never leaving: last), the mover at the very end."""
     exits: dict[str, int] = {}
-    for later, event in enumerate(trace[step + 2:], start=step + 1):
+    for later, event in enumerate(trace[step + 2 :], start=step + 1):
         if event["kind"] == "exit" and event["room"] == room and event["agent"] in here:
             exits.setdefault(event["agent"], later)
     stayers = sorted((a for a in here if a != mover), key=lambda a: (exits.get(a, len(trace)), a))
@@ -213,8 +232,9 @@ def has_access(world: TraceWorld, agent: str, before: int | None = None) -> bool
     the event that set its belief is the last placement (or a reveal after it), or a tell of the true
     location by a speaker who had such access when speaking."""
     counting = [e for e in world.counting_events([agent]) if before is None or e.step < before]
-    placements = [e for e in world.events if e.what == "place" and e.entrant is None
-                  and (before is None or e.step < before)]
+    placements = [
+        e for e in world.events if e.what == "place" and e.entrant is None and (before is None or e.step < before)
+    ]
     decisive = counting[-1]
     if decisive.what == "place":
         return decisive.step >= placements[-1].step
@@ -271,7 +291,9 @@ def check_record(record: dict[str, Any]) -> list[str]:
         problems.append(f"answer {record['answer']!r} but the trace implies {expected!r}")
     if record["answer_format"] == "list":
         if record.get("answer_list") != expected_knowledge(record):
-            problems.append(f"answer_list {record.get('answer_list')!r} but the trace implies {expected_knowledge(record)!r}")
+            problems.append(
+                f"answer_list {record.get('answer_list')!r} but the trace implies {expected_knowledge(record)!r}"
+            )
         if not set(record.get("answer_list") or []) <= set(record["options"]):
             problems.append("a listed agent is not among the options")
     if record["answer_format"] == "yes_no" and record.get("answer_index") is not None:

@@ -28,6 +28,7 @@ trace index of that turn's event, which the checker cuts the trace at). Only tur
 question's answer never changes are chosen, so the gold is the third person's, item for item; the
 quoted turn names no container, so the quote gives nothing away.
 """
+
 from __future__ import annotations
 
 import random
@@ -46,41 +47,97 @@ MID_SHARE = 0.5  # the share of questions asked mid-conversation where the story
 # Five phrasings per turn kind: 0-2 main, 3-4 held out (as `generators.templates`). Placeholders:
 # {room}, {obj}, {c} container, {b} listener, {t} thing, {a} agent (narrator lines), {list} containers.
 TURNS: dict[str, tuple[str, ...]] = {
-    ENTER: ("Hi everyone, I just came into the {room}.", "Hello, I'm here in the {room} now.",
-            "Hey all, I've just walked into the {room}.", "Good to see you, I just arrived in the {room}.",
-            "Hi there, I've come into the {room}."),
-    EXIT: ("I'm heading out of the {room} now.", "I have to leave the {room}, see you later.",
-           "Bye for now, I'm leaving the {room}.", "I'm stepping out of the {room}.",
-           "Time for me to go out of the {room}."),
-    INIT: ("The {obj} is in the {c}.", "Look, the {obj} is inside the {c}.", "I can see the {obj} sitting in the {c}.",
-           "Note that the {obj} is in the {c}.", "The {obj} is right there in the {c}."),
-    MOVE: ("I'm moving the {obj} to the {c}.", "I'm putting the {obj} in the {c}.", "I just placed the {obj} into the {c}.",
-           "I'm transferring the {obj} to the {c}.", "I relocated the {obj} to the {c}."),
-    STAY: ("I'll just wait here for a minute.", "I'm staying here and not touching anything.",
-           "Nothing to do for me, I'll look around for a while.", "I'll stay here a minute.",
-           "I'm just lingering here for now."),
-    "likes": ("I really like the {t}.", "The {t} looks nice to me.", "I've always liked the {t}.",
-              "I'm quite fond of the {t}.", "The {t} is lovely, I think."),
-    "dislikes": ("I don't like the {t} at all.", "The {t} looks ugly to me.", "I've never liked the {t}.",
-                 "I can't stand the {t}.", "The {t} annoys me."),
-    "stores": ("I once put a phone charger in the {t}.", "I used to store old photos in the {t}.",
-               "I placed a stack of napkins in the {t} last week.", "I once stored some receipts in the {t}.",
-               "I put spare keys in the {t} last winter."),
-    "tell_public": ("Listen, everyone: the {obj} is in the {c}.", "Everyone, the {obj} is in the {c}.",
-                    "Just so you all know, the {obj} is in the {c}.", "For everyone's information, the {obj} is in the {c}.",
-                    "Let me tell you all: the {obj} is in the {c}."),
-    "tell_private": ("(privately, to {b}) The {obj} is in the {c}.", "(whispering to {b}) The {obj} is in the {c}.",
-                     "(in a private message to {b}) The {obj} is in the {c}.", "(aside, to {b} only) The {obj} is in the {c}.",
-                     "(quietly, to {b}) Just so you know, the {obj} is in the {c}."),
-    "witness": ("({a} secretly watches this from outside the {room}.)", "({a} sees this through the window without being noticed.)",
-                "(Unseen by anyone, {a} observes this from outside.)", "({a} peeks through the door and sees this in secret.)",
-                "(Hidden outside the {room}, {a} sees this happen.)"),
-    SCENE: ("In the {room} we have {list}.", "Around the {room} there are {list}.", "This {room} has {list}.",
-            "I can see {list} in the {room}.", "The {room} holds {list}."),
-    TRANSPARENT: ("The {c} is see-through, so anyone in the {room} can see what is inside it.",
-                  "The {c} is made of glass: everyone in here can see its content.",
-                  "Anyone in the {room} can see inside the {c}.", "The walls of the {c} are clear, we can all see inside.",
-                  "The {c} is transparent, you can see into it from anywhere here."),
+    ENTER: (
+        "Hi everyone, I just came into the {room}.",
+        "Hello, I'm here in the {room} now.",
+        "Hey all, I've just walked into the {room}.",
+        "Good to see you, I just arrived in the {room}.",
+        "Hi there, I've come into the {room}.",
+    ),
+    EXIT: (
+        "I'm heading out of the {room} now.",
+        "I have to leave the {room}, see you later.",
+        "Bye for now, I'm leaving the {room}.",
+        "I'm stepping out of the {room}.",
+        "Time for me to go out of the {room}.",
+    ),
+    INIT: (
+        "The {obj} is in the {c}.",
+        "Look, the {obj} is inside the {c}.",
+        "I can see the {obj} sitting in the {c}.",
+        "Note that the {obj} is in the {c}.",
+        "The {obj} is right there in the {c}.",
+    ),
+    MOVE: (
+        "I'm moving the {obj} to the {c}.",
+        "I'm putting the {obj} in the {c}.",
+        "I just placed the {obj} into the {c}.",
+        "I'm transferring the {obj} to the {c}.",
+        "I relocated the {obj} to the {c}.",
+    ),
+    STAY: (
+        "I'll just wait here for a minute.",
+        "I'm staying here and not touching anything.",
+        "Nothing to do for me, I'll look around for a while.",
+        "I'll stay here a minute.",
+        "I'm just lingering here for now.",
+    ),
+    "likes": (
+        "I really like the {t}.",
+        "The {t} looks nice to me.",
+        "I've always liked the {t}.",
+        "I'm quite fond of the {t}.",
+        "The {t} is lovely, I think.",
+    ),
+    "dislikes": (
+        "I don't like the {t} at all.",
+        "The {t} looks ugly to me.",
+        "I've never liked the {t}.",
+        "I can't stand the {t}.",
+        "The {t} annoys me.",
+    ),
+    "stores": (
+        "I once put a phone charger in the {t}.",
+        "I used to store old photos in the {t}.",
+        "I placed a stack of napkins in the {t} last week.",
+        "I once stored some receipts in the {t}.",
+        "I put spare keys in the {t} last winter.",
+    ),
+    "tell_public": (
+        "Listen, everyone: the {obj} is in the {c}.",
+        "Everyone, the {obj} is in the {c}.",
+        "Just so you all know, the {obj} is in the {c}.",
+        "For everyone's information, the {obj} is in the {c}.",
+        "Let me tell you all: the {obj} is in the {c}.",
+    ),
+    "tell_private": (
+        "(privately, to {b}) The {obj} is in the {c}.",
+        "(whispering to {b}) The {obj} is in the {c}.",
+        "(in a private message to {b}) The {obj} is in the {c}.",
+        "(aside, to {b} only) The {obj} is in the {c}.",
+        "(quietly, to {b}) Just so you know, the {obj} is in the {c}.",
+    ),
+    "witness": (
+        "({a} secretly watches this from outside the {room}.)",
+        "({a} sees this through the window without being noticed.)",
+        "(Unseen by anyone, {a} observes this from outside.)",
+        "({a} peeks through the door and sees this in secret.)",
+        "(Hidden outside the {room}, {a} sees this happen.)",
+    ),
+    SCENE: (
+        "In the {room} we have {list}.",
+        "Around the {room} there are {list}.",
+        "This {room} has {list}.",
+        "I can see {list} in the {room}.",
+        "The {room} holds {list}.",
+    ),
+    TRANSPARENT: (
+        "The {c} is see-through, so anyone in the {room} can see what is inside it.",
+        "The {c} is made of glass: everyone in here can see its content.",
+        "Anyone in the {room} can see inside the {c}.",
+        "The walls of the {c} are clear, we can all see inside.",
+        "The {c} is transparent, you can see into it from anywhere here.",
+    ),
     "absent": ('(Away from the others, {a} says: "{said}")',) * 5,  # a statement by someone in no room
 }
 
@@ -154,8 +211,14 @@ class _Teller:
             self.statement(index, event)
         elif kind == TELL:
             private = {} if event.public else {"b": join_names(list(event.listeners))}
-            self.say(index, event.the_agent(), "tell_public" if event.public else "tell_private", obj=name(event.obj),
-                     c=name(event.container), **private)
+            self.say(
+                index,
+                event.the_agent(),
+                "tell_public" if event.public else "tell_private",
+                obj=name(event.obj),
+                c=name(event.container),
+                **private,
+            )
         else:
             self.scenery(index, event)
 
@@ -165,8 +228,13 @@ class _Teller:
         if event.kind == INIT:
             self.say(index, self.someone_here(), INIT, obj=name(event.obj), c=name(event.container))
         elif event.kind == SCENE:
-            self.say(index, self.someone_here(), SCENE, room=self.room,
-                     list=join_names([f"the {name(c)}" for c in event.things]))
+            self.say(
+                index,
+                self.someone_here(),
+                SCENE,
+                room=self.room,
+                list=join_names([f"the {name(c)}" for c in event.things]),
+            )
         elif event.kind == TRANSPARENT:
             self.say(index, self.someone_here(), TRANSPARENT, c=name(event.container), room=self.room)
         else:
@@ -199,8 +267,9 @@ def settled_from(answer: Callable[[BeliefEngine], Hashable], engines: list[Belie
 def prefix_engines(story: Story) -> list[BeliefEngine | None]:
     """The belief engine of the story cut after each event (None while the object is not yet placed)."""
     start = next(i for i, e in enumerate(story.events) if e.kind == INIT and e.obj == story.obj)
-    return [None if i < start else BeliefEngine(story.with_events(story.events[: i + 1]))
-            for i in range(len(story.events))]
+    return [
+        None if i < start else BeliefEngine(story.with_events(story.events[: i + 1])) for i in range(len(story.events))
+    ]
 
 
 def quiet_turns(dialogue: Dialogue, containers: Sequence[str]) -> list[int]:
@@ -211,9 +280,15 @@ def quiet_turns(dialogue: Dialogue, containers: Sequence[str]) -> list[int]:
     counts: dict[tuple[str, str], int] = {}
     for turn in turns:
         counts[turn] = counts.get(turn, 0) + 1
-    return [j for j in range(len(turns) - 1)
-            if events[j] is not None and events[j + 1] != events[j] and turns[j][0] != NARRATOR
-            and not names.search(turns[j][1]) and counts[turns[j]] == 1]
+    return [
+        j
+        for j in range(len(turns) - 1)
+        if events[j] is not None
+        and events[j + 1] != events[j]
+        and turns[j][0] != NARRATOR
+        and not names.search(turns[j][1])
+        and counts[turns[j]] == 1
+    ]
 
 
 def surface_picks(dialogue: Dialogue, containers: Sequence[str]) -> list[dict[str, str | None]]:
@@ -232,9 +307,13 @@ def surface_picks(dialogue: Dialogue, containers: Sequence[str]) -> list[dict[st
             last[found] = position
             count[found] = count.get(found, 0) + 1
             position += 1
-        out.append({"first": min(first, key=first.__getitem__) if first else None,
-                    "last": max(last, key=last.__getitem__) if last else None,
-                    "most": min(count, key=lambda c: (-count[c], first[c])) if count else None})
+        out.append(
+            {
+                "first": min(first, key=first.__getitem__) if first else None,
+                "last": max(last, key=last.__getitem__) if last else None,
+                "most": min(count, key=lambda c: (-count[c], first[c])) if count else None,
+            }
+        )
     return out
 
 
@@ -255,8 +334,14 @@ class CutBalance:
     def __init__(self) -> None:
         self.surplus: dict[tuple[str, Hashable], float] = {}
 
-    def choose(self, places: Sequence[int], hits: Callable[[int], dict[str, bool]], stratum: Hashable,
-               chance: float, rng: random.Random) -> int | None:
+    def choose(
+        self,
+        places: Sequence[int],
+        hits: Callable[[int], dict[str, bool]],
+        stratum: Hashable,
+        chance: float,
+        rng: random.Random,
+    ) -> int | None:
         best: list[tuple[int, dict[str, float]]] = []
         best_cost = float("inf")
         for place in places:
@@ -277,8 +362,13 @@ class CutBalance:
         return place
 
 
-def choose_cut(dialogue: Dialogue, settled: int, quiet: list[int], rng: random.Random,
-               balance: Callable[[list[int]], int | None] | None = None) -> int | None:
+def choose_cut(
+    dialogue: Dialogue,
+    settled: int,
+    quiet: list[int],
+    rng: random.Random,
+    balance: Callable[[list[int]], int | None] | None = None,
+) -> int | None:
     """The turn (position) a question is asked right after, or None to ask it at the end: with
     probability `MID_SHARE`, a quiet turn at or after the event from which its answer is settled,
     chosen by `balance` (a `CutBalance.choose` bound to the question) or at random."""

@@ -33,6 +33,7 @@ The parts, one job each: `generators.settings` (the run's checked arguments), `g
 statements), `generators.record_writer` (the story and its questions as records); `Generator` here
 draws the stories and composes them.
 """
+
 from __future__ import annotations
 
 import random
@@ -62,9 +63,23 @@ from tomforge.generators.templates import HELD_OUT_VARIANTS, MAIN_VARIANTS, STYL
 from tomforge.generators.world import Story
 from tomforge.warehouse.sources.base import AdapterInfo
 
-__all__ = ["ADAPTER_INFO", "DEFAULT_MAX_ORDER", "DEFAULT_SOURCE", "DEFAULT_SPLIT_FRACTIONS", "FORMATS", "GENERATOR",
-           "GENERATOR_VERSION", "Generator", "GenerationSettings", "derive_seed", "generate_records",
-           "generate_splits", "generate_input_ref", "generator_info", "split_sizes"]
+__all__ = [
+    "ADAPTER_INFO",
+    "DEFAULT_MAX_ORDER",
+    "DEFAULT_SOURCE",
+    "DEFAULT_SPLIT_FRACTIONS",
+    "FORMATS",
+    "GENERATOR",
+    "GENERATOR_VERSION",
+    "Generator",
+    "GenerationSettings",
+    "derive_seed",
+    "generate_records",
+    "generate_splits",
+    "generate_input_ref",
+    "generator_info",
+    "split_sizes",
+]
 
 DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)  # train / validation / test
 
@@ -87,8 +102,9 @@ def generate_input_ref(n: int, max_order: int, seed: int, split: str | None = No
     """What the `sources` table records as the input of a generate run: `generate:[<split>:]n=..,max_order=..,
     seed=..` and then every other choice as `name=value`, in the order given (the one place this is written)."""
     head = f"generate:{split}:" if split else "generate:"
-    return head + ",".join([f"n={n}", f"max_order={max_order}", f"seed={seed}"]
-                           + [f"{name}={value}" for name, value in choices.items()])
+    return head + ",".join(
+        [f"n={n}", f"max_order={max_order}", f"seed={seed}"] + [f"{name}={value}" for name, value in choices.items()]
+    )
 
 
 class Generator:
@@ -147,8 +163,10 @@ class Generator:
             if not questions:
                 idle += 1
                 if idle >= STALL_STORIES:
-                    raise RuntimeError(f"no story in {idle} serves the remaining quotas {self.planner.remaining()}: "
-                                       "the chosen operators cannot produce these gold roles")
+                    raise RuntimeError(
+                        f"no story in {idle} serves the remaining quotas {self.planner.remaining()}: "
+                        "the chosen operators cannot produce these gold roles"
+                    )
                 continue
             idle = 0
             story = self.padder.pad(story, [q for q in questions if q.key not in forms.KNOWLEDGE_FORMS], rng)
@@ -156,11 +174,21 @@ class Generator:
             yield from self.writer.records(story, story_seed, questions, engine, rng)
 
 
-def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
-                     operators: Sequence[str] = tuple(OPERATORS), styles: Sequence[str] = STYLES,
-                     split: str = "train", held_out: bool | None = None, formats: Sequence[str] = FORMATS,
-                     include_memory: bool = True, operator_rate: float = 0.4, controls: bool = True,
-                     source: str = DEFAULT_SOURCE, rendering: str = THIRD_PERSON) -> Iterator[dict[str, Any]]:
+def generate_records(
+    n: int,
+    max_order: int = DEFAULT_MAX_ORDER,
+    seed: int = 0,
+    operators: Sequence[str] = tuple(OPERATORS),
+    styles: Sequence[str] = STYLES,
+    split: str = "train",
+    held_out: bool | None = None,
+    formats: Sequence[str] = FORMATS,
+    include_memory: bool = True,
+    operator_rate: float = 0.4,
+    controls: bool = True,
+    source: str = DEFAULT_SOURCE,
+    rendering: str = THIRD_PERSON,
+) -> Iterator[dict[str, Any]]:
     """`n` unified records of generated ToM questions (deterministic in all arguments).
 
     `operators`: which adversarial operators stories may use (each applied to a story with
@@ -173,8 +201,20 @@ def generate_records(n: int, max_order: int = DEFAULT_MAX_ORDER, seed: int = 0,
     "answerability" (`generators.question_forms`), each given a share of the run like an order.
     The arguments are checked here, before the first record is asked for.
     """
-    settings = GenerationSettings(max_order, seed, operators, styles, split, held_out, formats, include_memory,
-                                  operator_rate, controls, source, rendering)
+    settings = GenerationSettings(
+        max_order,
+        seed,
+        operators,
+        styles,
+        split,
+        held_out,
+        formats,
+        include_memory,
+        operator_rate,
+        controls,
+        source,
+        rendering,
+    )
     return Generator(settings).records(n)
 
 
@@ -185,7 +225,9 @@ def split_sizes(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) ->
     return dict(zip(SPLITS, sizes))
 
 
-def generate_splits(n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def generate_splits(
+    n: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS, **kwargs: Any
+) -> Iterator[dict[str, Any]]:
     """Train, validation and test records (test on held-out entities and phrasings by default)."""
     for split, size in split_sizes(n, fractions).items():
         if size:

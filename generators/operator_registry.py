@@ -6,6 +6,7 @@ Two registries of this one type exist, declared side by side: `generators.operat
 generated stories (transform `(story, rng, pools)`), `generators.real.operators.OPERATORS` on parsed
 real stories (transform `(story, target, rng)`, in the source's own sentences). Adding an operator is
 adding one `Operator(...)` to one of them (ARCHITECTURE.md, "A new generator operator")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,9 @@ class Operator(Generic[TransformT]):
 
     def applies_to(self, sentences: Sequence[str] | dict[str, Any], answer_format: str) -> bool:
         """Whether a real source with these sentence shapes can express it on a question of this format."""
-        return ((self.needs_sentence is None or self.needs_sentence in sentences)
-                and (self.formats is None or answer_format in self.formats))
+        return (self.needs_sentence is None or self.needs_sentence in sentences) and (
+            self.formats is None or answer_format in self.formats
+        )
 
 
 class OperatorRegistry(Generic[TransformT]):

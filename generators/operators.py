@@ -7,6 +7,7 @@ always gives the same composition for the same random state (see `apply_operator
 Each docstring says which shortcut the operator breaks; tests check that each one changes what
 it should and leaves every other belief as it was.
 """
+
 from __future__ import annotations
 
 import random
@@ -53,8 +54,9 @@ def _next_destination(events, obj: str, position: int) -> str | None:
     return next((e.container for e in events[position:] if e.kind == MOVE and e.obj == obj), None)
 
 
-def _insert_move(story: Story, events: list[Event], obj: str, position: int, actor: str, rng: random.Random,
-                 to: str | None = None) -> None:
+def _insert_move(
+    story: Story, events: list[Event], obj: str, position: int, actor: str, rng: random.Random, to: str | None = None
+) -> None:
     """Insert a move at `position` to a container that is neither the current one nor the next move's."""
     here, after = _location_at(events, obj, position), _next_destination(events, obj, position)
     if to is None:
@@ -90,8 +92,10 @@ def distractor(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     low = _index(events, INIT, story.obj) + 1
     events.insert(rng.randint(low, start), Event(EXIT, agent=bystander, room=story.room))
     start = _gathering_start(events, story.gathering)
-    events.insert(rng.randint(low, start), Event(STATEMENT, agent=bystander, polarity=rng.choice(("likes", "dislikes")),
-                                                 thing=other))
+    events.insert(
+        rng.randint(low, start),
+        Event(STATEMENT, agent=bystander, polarity=rng.choice(("likes", "dislikes")), thing=other),
+    )
     last_gathering = max(i for i, e in enumerate(events) if e.kind == ENTER and e.room == story.gathering)
     events.insert(last_gathering + 1, Event(ENTER, agent=bystander, room=story.gathering))
     return _done(story, events, "distractor", agents=story.agents + (bystander,), objects=objects)
@@ -130,8 +134,11 @@ def unobserved_move(story: Story, rng: random.Random, pools: Pools) -> Story | N
     replay = check_story(story)
     low = _index(events, INIT, story.obj) + 1
     everyone = set(story.agents)
-    slots = [p for p in range(low, _gathering_start(events, story.gathering))
-             if replay.present_before[p] and everyone - replay.present_before[p]]
+    slots = [
+        p
+        for p in range(low, _gathering_start(events, story.gathering))
+        if replay.present_before[p] and everyone - replay.present_before[p]
+    ]
     if not slots:
         return None
     position = rng.choice(slots)
@@ -167,8 +174,13 @@ def secret_witness(story: Story, rng: random.Random, pools: Pools) -> Story | No
     """
     replay = check_story(story)
     events = list(story.events)
-    options = [(i, a) for i, e in enumerate(events) if e.kind == MOVE and e.obj == story.obj
-               for a in story.agents if a not in replay.present_before[i] and a not in e.witnesses]
+    options = [
+        (i, a)
+        for i, e in enumerate(events)
+        if e.kind == MOVE and e.obj == story.obj
+        for a in story.agents
+        if a not in replay.present_before[i] and a not in e.witnesses
+    ]
     if not options:
         return None
     i, agent = rng.choice(options)
@@ -198,7 +210,9 @@ def transparent(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     mistaken = [a for a in absent if engine.belief((a,)) != box]  # prefer one whose belief the reveal corrects
     agent = rng.choice(mistaken or absent)
     events.insert(last + 1, Event(ENTER, agent=agent, room=story.room))
-    events.insert(rng.randint(last + 2, _gathering_start(events, story.gathering)), Event(EXIT, agent=agent, room=story.room))
+    events.insert(
+        rng.randint(last + 2, _gathering_start(events, story.gathering)), Event(EXIT, agent=agent, room=story.room)
+    )
     scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
     events.insert(scene + 1, Event(TRANSPARENT, container=box))
     return _done(story, events, "transparent", transparent=(box,))
@@ -208,11 +222,18 @@ def _tell(story: Story, rng: random.Random, public: bool, engine: BeliefEngine |
     engine = engine or BeliefEngine(story)
     if public:
         speaker = rng.choice(story.agents)
-        return Event(TELL, agent=speaker, room=story.gathering, obj=story.obj, container=engine.belief((speaker,)),
-                     public=True)
+        return Event(
+            TELL, agent=speaker, room=story.gathering, obj=story.obj, container=engine.belief((speaker,)), public=True
+        )
     speaker, listener = rng.sample(story.agents, 2)
-    return Event(TELL, agent=speaker, room=story.gathering, obj=story.obj, container=engine.belief((speaker,)),
-                 listeners=(listener,))
+    return Event(
+        TELL,
+        agent=speaker,
+        room=story.gathering,
+        obj=story.obj,
+        container=engine.belief((speaker,)),
+        listeners=(listener,),
+    )
 
 
 def private_tell(story: Story, rng: random.Random, pools: Pools) -> Story | None:
@@ -246,24 +267,39 @@ def lie(story: Story, rng: random.Random, pools: Pools) -> Story | None:
     wrong = [c for c in story.containers if c != believed]
     never = [c for c in wrong if c not in engine.replay.visited]
     content = rng.choice(never if never and rng.random() < 0.9 else wrong)
-    false = Event(TELL, agent=told.agent, room=told.room, obj=told.obj, container=content, listeners=told.listeners,
-                  public=told.public)
+    false = Event(
+        TELL,
+        agent=told.agent,
+        room=told.room,
+        obj=told.obj,
+        container=content,
+        listeners=told.listeners,
+        public=told.public,
+    )
     return _done(story, list(story.events) + [false], "lie")
 
 
-OPERATORS: OperatorRegistry[Transform] = OperatorRegistry("generated stories", [
-    Operator("distractor", distractor, "every named agent matters; the only object named is the one asked about"),
-    Operator("extra_moves", extra_moves, "the last container mentioned or the last move is the answer"),
-    Operator("unobserved_move", unobserved_move, "beliefs equal reality; everyone saw the same moves"),
-    Operator("return", return_to_initial, "the first container is an outdated belief, never reality",
-             rate_scale=0.4, ends_at_start=True),  # returns happen in base stories anyway
-    Operator("secret_witness", secret_witness, "an agent who left has an outdated belief"),
-    Operator("transparent", transparent, "missed the last move means a false belief"),
-    # truthful tells offset the many lies that "never visited" golds need
-    Operator("private_tell", private_tell, "only what one saw counts", rate_scale=1.5, is_tell=True),
-    Operator("public_tell", public_tell, "communication is private", rate_scale=1.5, is_tell=True),
-    Operator("lie", lie, "what is said is true", is_tell=True, makes_never_visited=True),
-])
+OPERATORS: OperatorRegistry[Transform] = OperatorRegistry(
+    "generated stories",
+    [
+        Operator("distractor", distractor, "every named agent matters; the only object named is the one asked about"),
+        Operator("extra_moves", extra_moves, "the last container mentioned or the last move is the answer"),
+        Operator("unobserved_move", unobserved_move, "beliefs equal reality; everyone saw the same moves"),
+        Operator(
+            "return",
+            return_to_initial,
+            "the first container is an outdated belief, never reality",
+            rate_scale=0.4,
+            ends_at_start=True,
+        ),  # returns happen in base stories anyway
+        Operator("secret_witness", secret_witness, "an agent who left has an outdated belief"),
+        Operator("transparent", transparent, "missed the last move means a false belief"),
+        # truthful tells offset the many lies that "never visited" golds need
+        Operator("private_tell", private_tell, "only what one saw counts", rate_scale=1.5, is_tell=True),
+        Operator("public_tell", public_tell, "communication is private", rate_scale=1.5, is_tell=True),
+        Operator("lie", lie, "what is said is true", is_tell=True, makes_never_visited=True),
+    ],
+)
 """Every operator on generated stories, in the order a story applies them (tells last, see `apply_operators`)."""
 
 

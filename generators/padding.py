@@ -1,6 +1,7 @@
 """The padding step of `generators.generate`: the scene's listing order and added statements that keep,
 per order, the gold's place under every surface ranking (`generators.rank_control`) and the first-,
 last- and most-mentioned rules at chance, by error diffusion over the run (`docs/generator-controls.md`)."""
+
 from __future__ import annotations
 
 import random
@@ -51,21 +52,32 @@ class Padder:
         ranked = [(i, q, story.containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
-        events[scene] = replace(events[scene], things=self._best_listing(events[scene].things, questions, ranked,
-                                                                         items, rng))
+        events[scene] = replace(
+            events[scene], things=self._best_listing(events[scene].things, questions, ranked, items, rng)
+        )
         plan = self._best_plan(story, Base.of(story, events, scene), questions, ranked, items, rng)
         return story.with_events(realize(story, events, plan, rng))
 
-    def _best_listing(self, things: tuple[str, ...], questions: list[Question],
-                      ranked: list[tuple[int, Question, int]], items: list[tuple[Any, int, float, float]],
-                      rng: random.Random) -> tuple[str, ...]:
+    def _best_listing(
+        self,
+        things: tuple[str, ...],
+        questions: list[Question],
+        ranked: list[tuple[int, Question, int]],
+        items: list[tuple[Any, int, float, float]],
+        rng: random.Random,
+    ) -> tuple[str, ...]:
         """The scene's listing order (the first mentions) with the least cost; committed to the controllers."""
         listings = list(permutations(things))
         rng.shuffle(listings)
         best_cost, best_listing, best_outcomes = float("inf"), listings[0], []
         for listing in listings:
-            outcomes = [(("first_mention", q.key), tuple(1.0 if pos == listing.index(q.gold) else 0.0 for pos in range(len(listing))))
-                        for _, q, _ in ranked]
+            outcomes = [
+                (
+                    ("first_mention", q.key),
+                    tuple(1.0 if pos == listing.index(q.gold) else 0.0 for pos in range(len(listing))),
+                )
+                for _, q, _ in ranked
+            ]
             cost = self.ranks.cost(outcomes) + self.first.cost([q.hit(listing[0]) for q in questions], items)
             if cost < best_cost:
                 best_cost, best_listing, best_outcomes = cost, listing, outcomes
@@ -73,8 +85,15 @@ class Padder:
         self.first.commit([q.hit(best_listing[0]) for q in questions], items)
         return tuple(best_listing)
 
-    def _best_plan(self, story: Story, base: Base, questions: list[Question], ranked: list[tuple[int, Question, int]],
-                   items: list[tuple[Any, int, float, float]], rng: random.Random) -> Plan:
+    def _best_plan(
+        self,
+        story: Story,
+        base: Base,
+        questions: list[Question],
+        ranked: list[tuple[int, Question, int]],
+        items: list[tuple[Any, int, float, float]],
+        rng: random.Random,
+    ) -> Plan:
         """The padding statements with the least cost (the tail first, then the middle); committed."""
         containers = story.containers
         n = len(containers)
@@ -85,8 +104,10 @@ class Padder:
             return [((name, q.key), spreads[gold]) for _, q, gold in ranked]
 
         def picks(keys: dict[str, list[Any]]) -> tuple[int, int]:
-            return (max(range(n), key=lambda c: keys["last_mention"][c]),
-                    max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c])))
+            return (
+                max(range(n), key=lambda c: keys["last_mention"][c]),
+                max(range(n), key=lambda c: (keys["mentions"][c], keys["first_mention"][c])),
+            )
 
         last_cost = [self.last.cost([q.hit(c) for q in questions], items) for c in containers]
         most_cost = [self.most.cost([q.hit(c) for q in questions], items) for c in containers]

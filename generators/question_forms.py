@@ -19,6 +19,7 @@ Both golds are re-derived from the trace by `generators.checker.expected_knowled
 code with this module. `answer_in` is the gold of any generated question in a (possibly truncated)
 story's engine: the dialogue rendering uses it to find when a question's answer is settled.
 """
+
 from __future__ import annotations
 
 import random
@@ -31,18 +32,31 @@ from tomforge.generators.world import INIT, MOVE, TELL
 LIST, ANSWERABILITY = "list", "answerability"
 KNOWLEDGE_FORMS = (LIST, ANSWERABILITY)
 """Question keys (beside the belief orders and "memory") and cell formats of the two new forms."""
-FORM_NAMES = {"mc": "multiple_choice", "free": "free_text", "yes_no": "yes_no", LIST: LIST, ANSWERABILITY: ANSWERABILITY}
+FORM_NAMES = {
+    "mc": "multiple_choice",
+    "free": "free_text",
+    "yes_no": "yes_no",
+    LIST: LIST,
+    ANSWERABILITY: ANSWERABILITY,
+}
 """`--forms` names -> the generator's `formats` entries."""
 DEFAULT_FORMS = ("mc", "free", "yes_no")
 CAN_KNOW, CANNOT_KNOW, ANY = "can_know", "cannot_know", "any"  # answerability quota roles (balanced yes/no)
 
-LIST_QUESTIONS = ("Who knows where the {o} is?", "Which of them know where the {o} really is?",
-                  "List everyone who knows where the {o} is now.", "Name every person who knows the true location of the {o}.",
-                  "Who is aware of where the {o} actually is?")
-ANSWERABILITY_QUESTIONS = ("Can {a} know where the {o} is?", "Is {a} in a position to know where the {o} is?",
-                           "Does {a} have any way of knowing where the {o} is now?",
-                           "Could {a} tell where the {o} really is?",
-                           "Has there been a way for {a} to learn where the {o} is now?")
+LIST_QUESTIONS = (
+    "Who knows where the {o} is?",
+    "Which of them know where the {o} really is?",
+    "List everyone who knows where the {o} is now.",
+    "Name every person who knows the true location of the {o}.",
+    "Who is aware of where the {o} actually is?",
+)
+ANSWERABILITY_QUESTIONS = (
+    "Can {a} know where the {o} is?",
+    "Is {a} in a position to know where the {o} is?",
+    "Does {a} have any way of knowing where the {o} is now?",
+    "Could {a} tell where the {o} really is?",
+    "Has there been a way for {a} to learn where the {o} is now?",
+)
 
 
 class Asked(Protocol):
@@ -129,8 +143,9 @@ def answer_in(engine: BeliefEngine, q: Asked) -> Hashable:
     return gold
 
 
-def take(key: str, quota: Quota[tuple[str, str, Any], str], engine: BeliefEngine, pick: random.Random,
-         rng: random.Random) -> tuple[tuple[str, str, Any], tuple[str, ...], str] | None:
+def take(
+    key: str, quota: Quota[tuple[str, str, Any], str], engine: BeliefEngine, pick: random.Random, rng: random.Random
+) -> tuple[tuple[str, str, Any], tuple[str, ...], str] | None:
     """The cell a knowledge key's quota serves with this story, the chain (answerability: the agent
     asked about) and the gold; None when the story can serve none (`pick`: the run's random state,
     which `Quota.take` draws ties from; `rng`: the story's, which draws the agent)."""
@@ -141,8 +156,11 @@ def take(key: str, quota: Quota[tuple[str, str, Any], str], engine: BeliefEngine
         cell = quota.take(lambda role: True, pick)
         return None if cell is None else (cell, (), ", ".join(answer))
     clear = [a for a in engine.agents if not lucky(engine, a)]
-    by_role = {CAN_KNOW: [a for a in clear if has_access(engine, a)], CANNOT_KNOW: [a for a in clear if not has_access(engine, a)],
-               ANY: clear}
+    by_role = {
+        CAN_KNOW: [a for a in clear if has_access(engine, a)],
+        CANNOT_KNOW: [a for a in clear if not has_access(engine, a)],
+        ANY: clear,
+    }
     cell = quota.take(lambda role: bool(by_role[role]), pick)
     if cell is None:
         return None
@@ -155,24 +173,47 @@ def shown(agent: str, reader: str | None) -> str:
     return "you" if agent == reader else agent
 
 
-def knowledge_fields(key: str, chain: tuple[str, ...], variant: int, engine: BeliefEngine, obj: str,
-                     render: Callable[[str], str], reader: str | None) -> dict[str, Any]:
+def knowledge_fields(
+    key: str,
+    chain: tuple[str, ...],
+    variant: int,
+    engine: BeliefEngine,
+    obj: str,
+    render: Callable[[str], str],
+    reader: str | None,
+) -> dict[str, Any]:
     """The record fields of a knowledge question (text through the rendering's `render`)."""
     if key == LIST:
         answer = knowledge_answer(engine, LIST, ())
         if not isinstance(answer, tuple):
             raise ValueError("a list question about a world with a lucky belief")
         listed = sorted(shown(a, reader) for a in answer)
-        return {"question": render(LIST_QUESTIONS[variant].format(o=obj)), "question_type": "answerability",
-                "belief_order": 1, "perspective_chain": (), "is_false_belief": None, "answer_format": "list",
-                "answer": ", ".join(listed), "answer_list": listed,
-                "options": sorted(shown(a, reader) for a in engine.agents), "answer_index": None}
+        return {
+            "question": render(LIST_QUESTIONS[variant].format(o=obj)),
+            "question_type": "answerability",
+            "belief_order": 1,
+            "perspective_chain": (),
+            "is_false_belief": None,
+            "answer_format": "list",
+            "answer": ", ".join(listed),
+            "answer_list": listed,
+            "options": sorted(shown(a, reader) for a in engine.agents),
+            "answer_index": None,
+        }
     agent = chain[0]
     yes = knowledge_answer(engine, ANSWERABILITY, chain) == "yes"
-    return {"question": render(ANSWERABILITY_QUESTIONS[variant].format(a=agent, o=obj)),
-            "question_type": "answerability", "belief_order": 1, "perspective_chain": chain,
-            "is_false_belief": engine.belief(chain) != engine.reality(), "answer_format": "yes_no",
-            "answer": "yes" if yes else "no", "answer_list": None, "options": ["yes", "no"], "answer_index": 0 if yes else 1}
+    return {
+        "question": render(ANSWERABILITY_QUESTIONS[variant].format(a=agent, o=obj)),
+        "question_type": "answerability",
+        "belief_order": 1,
+        "perspective_chain": chain,
+        "is_false_belief": engine.belief(chain) != engine.reality(),
+        "answer_format": "yes_no",
+        "answer": "yes" if yes else "no",
+        "answer_list": None,
+        "options": ["yes", "no"],
+        "answer_index": 0 if yes else 1,
+    }
 
 
 def knowledge_template(style: str, key: str, variant: int) -> str:

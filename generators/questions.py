@@ -5,6 +5,7 @@ A run of `n` items splits `n` evenly over the orders and deals each order's shar
 (answer format, gold role, option position or yes/no answer) (`generators.balance.deal`); each story
 then serves at most one question per order. The planner owns the run's random state for those draws
 (shared with the story deck, so the order of calls is part of the output)."""
+
 from __future__ import annotations
 
 import random
@@ -87,8 +88,11 @@ class QuestionPlanner:
         self.asked: Counter[tuple[Any, int]] = Counter()  # questions per (order, base agent count)
         lies = any(OPERATORS[name].makes_never_visited for name in settings.operator_names)
         never = "never" if lies else "intermediate"
-        self.role_blocks = {0: ("initial", "final", "final", "final"), "belief": ("initial", "final", "intermediate", never),
-                            "memory": ("initial",)}
+        self.role_blocks = {
+            0: ("initial", "final", "final", "final"),
+            "belief": ("initial", "final", "intermediate", never),
+            "memory": ("initial",),
+        }
         self.quotas: dict[Any, Quota[Cell, str]] = {}  # cells (format, role, label) by role
         self.ask_first_decks = {key: Deck((True, False, False), self.rng) for key in self.keys}
 
@@ -100,13 +104,17 @@ class QuestionPlanner:
         for i, key in enumerate(self.keys):
             if key in forms.KNOWLEDGE_FORMS:  # list / answerability quotas (generators.question_forms)
                 formats, knowledge_block = forms.quota_cells(key, self.controls)
-                self.quotas[key] = Quota(deal(share + (i in lucky), formats, knowledge_block, _no_label, self.rng), _role)
+                self.quotas[key] = Quota(
+                    deal(share + (i in lucky), formats, knowledge_block, _no_label, self.rng), _role
+                )
                 continue
             block = self.role_blocks["memory" if key == "memory" else 0 if key == 0 else "belief"]
             labels = _labels
             if not self.controls:  # formats only: any gold role, position and yes/no answer
                 block, labels = (ANY_ROLE,), _no_label
-            self.quotas[key] = Quota(deal(share + (i in lucky), self.settings.container_formats, block, labels, self.rng), _role)
+            self.quotas[key] = Quota(
+                deal(share + (i in lucky), self.settings.container_formats, block, labels, self.rng), _role
+            )
 
     def left(self) -> bool:
         return any(quota.left for quota in self.quotas.values())
@@ -157,13 +165,22 @@ class QuestionPlanner:
             if not quota.left:
                 continue
             knowledge = key in forms.KNOWLEDGE_FORMS  # list / answerability (generators.question_forms)
-            taken = (forms.take(key, quota, engine, self.rng, rng) if knowledge
-                     else self._take(key, quota, story, engine, roles, by_role, rng))
+            taken = (
+                forms.take(key, quota, engine, self.rng, rng)
+                if knowledge
+                else self._take(key, quota, story, engine, roles, by_role, rng)
+            )
             if taken is None:
                 continue
             (fmt, role, label), chain, gold = taken
-            q = Question(key, chain, gold, roles[gold] if role == ANY_ROLE and not knowledge else role, fmt,
-                         rng.choice(self.variants))
+            q = Question(
+                key,
+                chain,
+                gold,
+                roles[gold] if role == ANY_ROLE and not knowledge else role,
+                fmt,
+                rng.choice(self.variants),
+            )
             if fmt == "multiple_choice":
                 q.position = label
             elif fmt == "yes_no":
@@ -184,9 +201,16 @@ class QuestionPlanner:
                 by_role[ANY_ROLE] = by_role.get(ANY_ROLE, 0) | bits
         return by_role
 
-    def _take(self, key: Any, quota: Quota[Cell, str], story: Story, engine: BeliefEngine,
-              roles: dict[str, str], by_role: dict[str, int], rng: random.Random,
-              ) -> tuple[Cell, tuple[str, ...], str] | None:
+    def _take(
+        self,
+        key: Any,
+        quota: Quota[Cell, str],
+        story: Story,
+        engine: BeliefEngine,
+        roles: dict[str, str],
+        by_role: dict[str, int],
+        rng: random.Random,
+    ) -> tuple[Cell, tuple[str, ...], str] | None:
         """The cell (format, role, label) that `key`'s quota serves with this story, the question's
         perspective chain and its gold container; None when the story can serve none of its cells."""
         replay = engine.replay

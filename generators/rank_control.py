@@ -13,6 +13,7 @@ names at most one container (the one `Event.mentioned_container` says), the scen
 in its listing order, and only moves and "stores" statements use a move verb, so these values equal
 the text's (the tests compare the two on generated stories). Ties are split as the audit splits them.
 """
+
 from __future__ import annotations
 
 import random
@@ -24,7 +25,10 @@ from typing import Any, Hashable, Sequence
 from tomforge.generators.world import ENTER, MOVE, SCENE, STATEMENT, Event, Story
 
 RANKINGS = ("mentions", "first_mention", "last_mention", "events", "last_move")
-OPINION, STORES = "opinion", "stores"  # statement kinds: an opinion; someone once stored some other thing in it (a move verb)
+OPINION, STORES = (
+    "opinion",
+    "stores",
+)  # statement kinds: an opinion; someone once stored some other thing in it (a move verb)
 POLARITIES = {OPINION: ("likes", "dislikes"), STORES: ("stores",)}
 Key = tuple[Any, ...]
 
@@ -100,7 +104,9 @@ class RankBalancer:
         return [1.0 / k + d / n for d in self.deviation[stratum]]
 
 
-Plan = tuple[tuple[float, str, str], ...]  # planned statements: (position, container, kind); p - 0.5 sits before event p
+Plan = tuple[
+    tuple[float, str, str], ...
+]  # planned statements: (position, container, kind); p - 0.5 sits before event p
 
 
 @dataclass
@@ -122,13 +128,27 @@ class Base:
     @classmethod
     def of(cls, story: Story, events: Sequence[Event], scene: int) -> "Base":
         keys = ranking_keys(events, story.containers)
-        slots = [p for p in range(scene + 1, len(events) + 1)
-                 if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)]
+        slots = [
+            p
+            for p in range(scene + 1, len(events) + 1)
+            if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)
+        ]
         said = _said(events)
-        fresh = {(c, kind): sum((a, kind, c) not in said for a in story.agents) for c in story.containers for kind in POLARITIES}
-        return cls(story.containers, [k[0] for k in keys["mentions"]], keys["first_mention"],
-                   [float(k[0]) for k in keys["last_mention"]], [float(k[0]) for k in keys["last_move"]], len(events),
-                   slots, fresh)
+        fresh = {
+            (c, kind): sum((a, kind, c) not in said for a in story.agents)
+            for c in story.containers
+            for kind in POLARITIES
+        }
+        return cls(
+            story.containers,
+            [k[0] for k in keys["mentions"]],
+            keys["first_mention"],
+            [float(k[0]) for k in keys["last_mention"]],
+            [float(k[0]) for k in keys["last_move"]],
+            len(events),
+            slots,
+            fresh,
+        )
 
     def feasible(self, plan: Plan) -> bool:
         """Whether every planned statement can be a fresh one."""
@@ -148,8 +168,13 @@ class Base:
             if kind == STORES:
                 moved[c] = max(moved[c], position)
         counts = [(n,) for n in count]
-        return {"mentions": counts, "first_mention": list(self.first), "last_mention": [(x,) for x in last],
-                "events": counts, "last_move": [(x,) for x in moved]}
+        return {
+            "mentions": counts,
+            "first_mention": list(self.first),
+            "last_mention": [(x,) for x in last],
+            "events": counts,
+            "last_move": [(x,) for x in moved],
+        }
 
     def tails(self, max_tail: int) -> list[Plan]:
         """Every tail of up to `max_tail` statements about distinct containers appended at the end:

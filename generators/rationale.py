@@ -13,6 +13,7 @@ process-reward grammar, `rl.claims`), and the nested belief after it. The belief
 after its last counting event is the answer. `rationale_text` renders it in one of the named forms
 (`FORMS`).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,9 @@ def question_of_record(record: dict[str, Any]) -> WorldQuestion | None:
         kind = "memory" if qtype == "memory" else "belief"
         chain = tuple(record.get("perspective_chain") or ())
         generated = record.get("generator") == GENERATOR
-        return WorldQuestion(trace, chain, kind, GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES))
+        return WorldQuestion(
+            trace, chain, kind, GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES)
+        )
     if base not in SOURCE_RULES or record.get("context") is None or record.get("question") is None:
         return None
     meta = _decoded(record.get("meta")) or {}
@@ -90,14 +93,30 @@ class Rationale:
     def to_json(self) -> dict[str, Any]:
         q = self.question
         return {
-            "version": RATIONALE_VERSION, "rules": q.rules, "kind": q.kind, "object": q.obj, "chain": list(q.chain),
-            "answer": self.answer, "deciding_step": self.deciding_step,
+            "version": RATIONALE_VERSION,
+            "rules": q.rules,
+            "kind": q.kind,
+            "object": q.obj,
+            "chain": list(q.chain),
+            "answer": self.answer,
+            "deciding_step": self.deciding_step,
             "levels": [list(level) for level in self.levels],
-            "events": [{"step": e.step, "line": e.line, "what": e.what, "actor": e.actor, "container": e.container,
-                        "listeners": None if e.listeners is None else list(e.listeners), "perceivers": list(e.perceivers),
-                        "trusting": list(e.trusting),
-                        "counts": list(e.counts),
-                        "why_not": list(e.why_not), "beliefs": list(e.beliefs)} for e in self.events],
+            "events": [
+                {
+                    "step": e.step,
+                    "line": e.line,
+                    "what": e.what,
+                    "actor": e.actor,
+                    "container": e.container,
+                    "listeners": None if e.listeners is None else list(e.listeners),
+                    "perceivers": list(e.perceivers),
+                    "trusting": list(e.trusting),
+                    "counts": list(e.counts),
+                    "why_not": list(e.why_not),
+                    "beliefs": list(e.beliefs),
+                }
+                for e in self.events
+            ],
         }
 
 
@@ -153,8 +172,21 @@ def build_rationale(question: WorldQuestion) -> Rationale:
         current = [event.container if c else old for c, old in zip(counts, current)]
         listeners = tuple(item["listeners"]) if item["kind"] == "tell" and not item.get("public") else None
         actor = item.get("agent") if item["kind"] != "init" else None
-        rows.append(EventRow(event.step, item.get("line"), _what(item), actor, event.container, listeners,
-                             tuple(sorted(event.perceivers)), tuple(sorted(event.trusting)), counts, reasons, tuple(current)))
+        rows.append(
+            EventRow(
+                event.step,
+                item.get("line"),
+                _what(item),
+                actor,
+                event.container,
+                listeners,
+                tuple(sorted(event.perceivers)),
+                tuple(sorted(event.trusting)),
+                counts,
+                reasons,
+                tuple(current),
+            )
+        )
     deciding = [row for row in rows if row.counts[-1]]
     if question.kind == "memory":
         deciding = deciding[:1]

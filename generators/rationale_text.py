@@ -10,6 +10,7 @@
 Every form ends with "In the end, <chain> the <object> is in the <container>." (memory questions:
 "At the start, the <object> is in the <container>."), the sentence a fidelity check looks for.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -62,7 +63,9 @@ def _state(r: Rationale, row: EventRow) -> str:
         return f"{reason[:1].upper()}{reason[1:]}. "
     agents = [a for a in dict.fromkeys(chain) if a in row.perceivers]
     if len(agents) < len(set(chain)):  # ToMi: an entry into the room counts for every chain naming the entrant
-        return f"{_names(agents)} saw it, and by these rules that counts. " if agents else "By these rules that counts. "
+        return (
+            f"{_names(agents)} saw it, and by these rules that counts. " if agents else "By these rules that counts. "
+        )
     if row.what != "tell":
         return f"{_names(agents)} saw it. "
     trust = next((f" {a} trusts {row.actor}" for a in (chain[-1], *chain[-2:-1]) if a in row.trusting), "")
@@ -83,8 +86,11 @@ def beliefs_form(r: Rationale) -> str:
     lines = []
     previous: tuple[str | None, ...] = (None,) * len(r.levels)
     for row in rows:
-        changed = [belief_sentence(level, r.obj, after) for level, before, after in
-                   zip(r.levels, previous, row.beliefs) if after != before]
+        changed = [
+            belief_sentence(level, r.obj, after)
+            for level, before, after in zip(r.levels, previous, row.beliefs)
+            if after != before
+        ]
         said = "; ".join(f"now {c}" for c in changed) if changed else "nothing changes along the chain"
         lines.append(f"{event_sentence(row, r.obj)}. {said[:1].upper()}{said[1:]}.")
         previous = row.beliefs
@@ -132,5 +138,8 @@ def rationale_columns(record: dict[str, Any]) -> RationaleColumns | None:
     rationale = rationale_of_record(record)
     if rationale is None:
         return None
-    return RationaleColumns(rationale.question.to_json(), rationale.to_json(),
-                            {form: rationale_text(rationale, form) for form in RATIONALE_FORMS})
+    return RationaleColumns(
+        rationale.question.to_json(),
+        rationale.to_json(),
+        {form: rationale_text(rationale, form) for form in RATIONALE_FORMS},
+    )

@@ -1,5 +1,6 @@
 """The rendering step of `generators.generate`: one padded story and its questions told as unified records
 (the story's text in the run's style and rendering, each question's options, answer and meta)."""
+
 from __future__ import annotations
 
 import random
@@ -28,8 +29,9 @@ class RecordWriter:
         self.held_out = settings.uses_held_out
         self.cut_balance = dialogue_turns.CutBalance()  # where dialogue questions are asked mid-conversation
 
-    def records(self, story: Story, story_seed: int, questions: list[Question], engine: BeliefEngine,
-                rng: random.Random) -> Iterator[dict[str, Any]]:
+    def records(
+        self, story: Story, story_seed: int, questions: list[Question], engine: BeliefEngine, rng: random.Random
+    ) -> Iterator[dict[str, Any]]:
         style = story.params["style"]
 
         def name(x: str) -> str:
@@ -50,23 +52,44 @@ class RecordWriter:
             context, cuts = spoken.context, self.dialogue_cuts(story, spoken, questions, name, story_seed)
         for qi, q in enumerate(questions):
             meta: dict[str, Any] = {
-                "style": style, "entity_pool": self.pools.label, "object": name(story.obj), "candidates": candidates,
-                "gold_role": q.role, "story_no": story_no, "n_moves": story.params["n_moves"],
-                "base_agents": story.params["n_agents"], "rendering": self.rendering,
+                "style": style,
+                "entity_pool": self.pools.label,
+                "object": name(story.obj),
+                "candidates": candidates,
+                "gold_role": q.role,
+                "story_no": story_no,
+                "n_moves": story.params["n_moves"],
+                "base_agents": story.params["n_agents"],
+                "rendering": self.rendering,
             }
             if self.rendering == SECOND_PERSON:
                 meta["reader"] = reader
             shared: dict[str, Any] = dict(
-                source=self.settings.source, source_version=GENERATOR_VERSION,
+                source=self.settings.source,
+                source_version=GENERATOR_VERSION,
                 source_key=f"{split}/{seed}/{int(self.held_out)}/{story_no}/{qi}{told}",
                 source_ref=f"generated/{split}/seed-{seed}#story-{story_no}/q-{qi}",
-                split=split, context=context, n_agents=len(story.agents), n_events=len(story.events),
-                generator=GENERATOR, generator_version=GENERATOR_VERSION, seed=story_seed, operators=story.operators,
-                trace=trace, meta=meta)
+                split=split,
+                context=context,
+                n_agents=len(story.agents),
+                n_events=len(story.events),
+                generator=GENERATOR,
+                generator_version=GENERATOR_VERSION,
+                seed=story_seed,
+                operators=story.operators,
+                trace=trace,
+                meta=meta,
+            )
             if q.key in forms.KNOWLEDGE_FORMS:  # list / answerability records (generators.question_forms)
-                fields = forms.knowledge_fields(q.key, q.chain, q.variant, engine, name(story.obj),
-                                                lambda t: render(t, self.rendering, reader),
-                                                reader if self.rendering == SECOND_PERSON else None)
+                fields = forms.knowledge_fields(
+                    q.key,
+                    q.chain,
+                    q.variant,
+                    engine,
+                    name(story.obj),
+                    lambda t: render(t, self.rendering, reader),
+                    reader if self.rendering == SECOND_PERSON else None,
+                )
                 tid = forms.knowledge_template(style, q.key, q.variant) + told.replace("/", ".")
             else:
                 fields = self.container_fields(q, story, name, final, rng, meta, reader)
@@ -76,8 +99,9 @@ class RecordWriter:
                 shared.update(context_kind="dialogue", turns=spoken.as_records())
             yield build_record(**shared, **fields, template_id=tid)
 
-    def dialogue_cuts(self, story: Story, spoken: dialogue_turns.Dialogue, questions: list[Question],
-                      name: Any, story_seed: int) -> list[int | None]:
+    def dialogue_cuts(
+        self, story: Story, spoken: dialogue_turns.Dialogue, questions: list[Question], name: Any, story_seed: int
+    ) -> list[int | None]:
         """Per question, the turn it is asked right after (None: at the end), from its own random state
         (so the third person's records, options included, stay as they are)."""
         rng = random.Random(derive_seed("dialogue-cuts", story_seed))
@@ -90,18 +114,23 @@ class RecordWriter:
             settled = dialogue_turns.settled_from(partial(forms.answer_in, q=q), engines)
             balance = None
             if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick of "the container so far" stays at chance
+
                 def hits(place: int, q: Question = q) -> dict[str, bool]:
-                    return {h: q.hit(story.containers[containers.index(c)]) if c is not None else False
-                            for h, c in picks[place].items()}
+                    return {
+                        h: q.hit(story.containers[containers.index(c)]) if c is not None else False
+                        for h, c in picks[place].items()
+                    }
 
                 def balance(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
                     return self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
+
             cuts.append(dialogue_turns.choose_cut(spoken, settled, quiet, rng, balance))
         return cuts
 
     @staticmethod
-    def asked_in_dialogue(spoken: dialogue_turns.Dialogue, cut: int | None, question: str, meta: dict[str, Any],
-                          tid: str) -> tuple[str, str]:
+    def asked_in_dialogue(
+        spoken: dialogue_turns.Dialogue, cut: int | None, question: str, meta: dict[str, Any], tid: str
+    ) -> tuple[str, str]:
         """The question as asked in the conversation, its template id, and `meta.asked_after_turn` (turns
         said before it) and `meta.asked_after_event` (the trace index the checker cuts at)."""
         meta["turn_events"] = [None if e is None else e + 1 for e in spoken.events]
@@ -111,21 +140,36 @@ class RecordWriter:
         meta["asked_after_turn"], meta["asked_after_event"] = cut + 1, (spoken.events[cut] or 0) + 1
         return dialogue_turns.asked_after(spoken, cut, question), tid + ".mid"
 
-    def container_fields(self, q: Question, story: Story, name: Any, final: str, rng: random.Random,
-                         meta: dict[str, Any], reader: str) -> dict[str, Any]:
+    def container_fields(
+        self, q: Question, story: Story, name: Any, final: str, rng: random.Random, meta: dict[str, Any], reader: str
+    ) -> dict[str, Any]:
         """The question fields of a "where is it" question (multiple choice, yes/no or free text)."""
-        text = render(render_question(q.kind, q.fmt == "yes_no", q.variant, q.chain, name(story.obj),
-                                      name(q.asked) if q.asked else None), self.rendering, reader)
+        text = render(
+            render_question(
+                q.kind, q.fmt == "yes_no", q.variant, q.chain, name(story.obj), name(q.asked) if q.asked else None
+            ),
+            self.rendering,
+            reader,
+        )
         options, answer, index = self._answer(q, story, name, meta, rng)
         order = 0 if q.key == "memory" else q.key  # memory: no mind nested (README, "belief_order")
         qtype = question_type_of_order(order, memory=q.key == "memory")
-        return dict(question=text, question_type=qtype, answer=answer, answer_format=q.fmt, belief_order=order,
-                    perspective_chain=q.chain, is_false_belief=None if q.kind != "belief" else q.gold != final,
-                    options=options, answer_index=index)
+        return dict(
+            question=text,
+            question_type=qtype,
+            answer=answer,
+            answer_format=q.fmt,
+            belief_order=order,
+            perspective_chain=q.chain,
+            is_false_belief=None if q.kind != "belief" else q.gold != final,
+            options=options,
+            answer_index=index,
+        )
 
     @staticmethod
-    def _answer(q: Question, story: Story, name: Any, meta: dict[str, Any],
-                rng: random.Random) -> tuple[list[str], str, int | None]:
+    def _answer(
+        q: Question, story: Story, name: Any, meta: dict[str, Any], rng: random.Random
+    ) -> tuple[list[str], str, int | None]:
         """The question's options, answer and answer index (a yes/no question also names its container in `meta`)."""
         if q.fmt == "multiple_choice" and q.position is None:  # no controls: the scene's listing order
             listed = next(e.things for e in story.events if e.kind == SCENE)
@@ -137,7 +181,9 @@ class RecordWriter:
             return [name(c) for c in others], name(q.gold), q.position
         if q.fmt == "yes_no":
             if q.asked is None:
-                raise ValueError(f"story {story.params['story_no']}: a yes/no question without the container it asks about")
+                raise ValueError(
+                    f"story {story.params['story_no']}: a yes/no question without the container it asks about"
+                )
             meta["asked_container"] = name(q.asked)
             return ["yes", "no"], "yes" if q.yes else "no", 0 if q.yes else 1
         return [], name(q.gold), None

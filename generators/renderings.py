@@ -8,6 +8,7 @@ possessives that follow it agree ("you likes" -> "you like", "does you" -> "do y
 "your"). The world, the questions' perspective chains (names) and the golds do not change, so the
 checker re-derives every gold from the trace as for third person.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,16 +18,19 @@ RENDERINGS = (THIRD_PERSON, SECOND_PERSON, DIALOGUE)
 """`dialogue` (`generators.dialogue`) replaces the story with chat turns; its questions keep the names."""
 
 # (pattern on text where the reader is already "you", replacement): subject-verb agreement and possessives
-_AGREEMENT = tuple((re.compile(p), r) for p, r in (
-    (r"\b([Yy]ou) (really )?(like|dislike|love|hate|admire|believe|think)s\b", r"\1 \2\3"),
-    (r"\b([Yy]ou) is\b", r"\1 are"),
-    (r"\b([Yy]ou) has\b", r"\1 have"),
-    (r"\b([Yy]ou) does\b", r"\1 do"),
-    (r"\b([Dd])oes you\b", r"\1o you"),
-    (r"\bIs you\b", "Are you"),
-    (r"\byou's\b", "your"),
-    (r"\b([Yy]ou) (made|checked) their\b", r"\1 \2 your"),
-))
+_AGREEMENT = tuple(
+    (re.compile(p), r)
+    for p, r in (
+        (r"\b([Yy]ou) (really )?(like|dislike|love|hate|admire|believe|think)s\b", r"\1 \2\3"),
+        (r"\b([Yy]ou) is\b", r"\1 are"),
+        (r"\b([Yy]ou) has\b", r"\1 have"),
+        (r"\b([Yy]ou) does\b", r"\1 do"),
+        (r"\b([Dd])oes you\b", r"\1o you"),
+        (r"\bIs you\b", "Are you"),
+        (r"\byou's\b", "your"),
+        (r"\b([Yy]ou) (made|checked) their\b", r"\1 \2 your"),
+    )
+)
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n\d*\s*|^\d+\s+)you\b")
 
 

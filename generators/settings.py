@@ -2,6 +2,7 @@
 
 Checked once, on construction, so that a bad name fails before any story is drawn (the CLI and the
 config call `GenerationSettings(...)` for that alone)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -81,6 +82,9 @@ class GenerationSettings:
     def keys(self) -> list[Any]:
         """What the run asks per story: each belief order 0..max_order, then "memory" if included (when a
         container format is asked), then the list / answerability forms asked."""
-        orders = (list(range(self.max_order + 1)) + (["memory"] if self.include_memory else [])
-                  if self.container_formats else [])
+        orders = (
+            list(range(self.max_order + 1)) + (["memory"] if self.include_memory else [])
+            if self.container_formats
+            else []
+        )
         return orders + [key for key in forms.KNOWLEDGE_FORMS if key in self.formats]

@@ -12,6 +12,7 @@ yes/no it answers "yes" iff the asked container is its pick. `chance` is what un
 options score (1/#options; 1/#containers for free text; 1/2 for yes/no). Memory questions ask for
 the first container, so `first_container` is not scored on them (None).
 """
+
 from __future__ import annotations
 
 import re

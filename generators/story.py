@@ -5,6 +5,7 @@ moves and one exit per agent come in random order (the last event is always an e
 move has someone to make it), with a few stays and object-only statements in between; finally
 everyone meets in the gathering room. Who leaves before which move is what makes beliefs differ.
 """
+
 from __future__ import annotations
 
 import random
@@ -42,8 +43,22 @@ def build_base(rng: random.Random, pools: Pools, n_agents: int, n_moves: int) ->
         elif token == "S" and present:
             events.append(Event(STAY, agent=rng.choice(present), room=room))
         elif token == "D":
-            events.append(Event(STATEMENT, agent=rng.choice(agents), polarity=rng.choice(("likes", "dislikes")),
-                                thing=rng.choice(others)))
+            events.append(
+                Event(
+                    STATEMENT,
+                    agent=rng.choice(agents),
+                    polarity=rng.choice(("likes", "dislikes")),
+                    thing=rng.choice(others),
+                )
+            )
     events.extend(Event(ENTER, agent=a, room=gathering) for a in agents)
-    return Story(agents, room, gathering, containers, obj, (obj,), tuple(events),
-                 params={"n_agents": n_agents, "n_moves": n_moves})
+    return Story(
+        agents,
+        room,
+        gathering,
+        containers,
+        obj,
+        (obj,),
+        tuple(events),
+        params={"n_agents": n_agents, "n_moves": n_moves},
+    )

@@ -6,6 +6,7 @@ moving an object, an object "moved" to where it already is), so operators cannot
 whose text contradicts itself. The epistemic rules (who learns what from an event) live in
 `generators.beliefs`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,16 @@ from tomforge.errors import ExitCode, TomforgeError
 
 # Event kinds. `scene` lists the room's containers; `transparent` says a container is see-through.
 ENTER, EXIT, INIT, MOVE, STAY, STATEMENT, TELL, SCENE, TRANSPARENT = (
-    "enter", "exit", "init", "move", "stay", "statement", "tell", "scene", "transparent")
+    "enter",
+    "exit",
+    "init",
+    "move",
+    "stay",
+    "statement",
+    "tell",
+    "scene",
+    "transparent",
+)
 KINDS = (ENTER, EXIT, INIT, MOVE, STAY, STATEMENT, TELL, SCENE, TRANSPARENT)
 
 
@@ -124,8 +134,9 @@ def check_story(story: Story) -> Replay:
             raise StoryError(f"event {index}: unknown kind {event.kind}")
     if obj not in location:
         raise StoryError("the question object is never placed")
-    return Replay(present_before, location_before, location[obj], world.visited[0], tuple(world.visited),
-                  world.last_exit)
+    return Replay(
+        present_before, location_before, location[obj], world.visited[0], tuple(world.visited), world.last_exit
+    )
 
 
 class _World:
@@ -147,8 +158,13 @@ class _World:
         agent, obj, container = event.agent, event.obj, event.container
         if agent is None or where.get(agent) != room:
             raise StoryError(f"event {index}: {agent} moves {obj} from outside the room")
-        if (obj is None or container is None or obj not in location or location[obj] == container
-                or container not in self.containers):
+        if (
+            obj is None
+            or container is None
+            or obj not in location
+            or location[obj] == container
+            or container not in self.containers
+        ):
             raise StoryError(f"event {index}: {obj} cannot move to {container}")
         if event.witnesses and any(where.get(w) == room or w == agent for w in event.witnesses):
             raise StoryError(f"event {index}: a secret witness must be outside the room")
@@ -159,8 +175,10 @@ class _World:
     def enter(self, index: int, event: Event) -> None:
         story, agent = self.story, event.agent
         if agent is None or self.where.get(agent, "?") is not None:
-            raise StoryError(f"event {index}: {agent} enters {event.room} while in "
-                             f"{self.where.get(agent) if agent is not None else None}")
+            raise StoryError(
+                f"event {index}: {agent} enters {event.room} while in "
+                f"{self.where.get(agent) if agent is not None else None}"
+            )
         if event.room == story.room:
             transparent, obj, location = story.transparent, story.obj, self.location
             if transparent and obj in location and location[obj] not in transparent:
@@ -201,16 +219,27 @@ class _World:
             raise StoryError(f"event {index}: tells come after everyone has left the {self.story.room}")
 
 
-_CHECKS = {MOVE: _World.move, ENTER: _World.enter, EXIT: _World.exit, INIT: _World.init, STAY: _World.stay,
-           TELL: _World.tell}
+_CHECKS = {
+    MOVE: _World.move,
+    ENTER: _World.enter,
+    EXIT: _World.exit,
+    INIT: _World.init,
+    STAY: _World.stay,
+    TELL: _World.tell,
+}
 
 
 def trace_of(story: Story, name: Any = str) -> list[dict[str, Any]]:
     """The story as plain JSON values (setup first), names written by `name` (a style's surface)."""
     setup = {
-        "kind": "setup", "agents": list(story.agents), "room": name(story.room), "gathering": name(story.gathering),
-        "containers": [name(c) for c in story.containers], "transparent": [name(c) for c in story.transparent],
-        "object": name(story.obj), "objects": [name(o) for o in story.objects],
+        "kind": "setup",
+        "agents": list(story.agents),
+        "room": name(story.room),
+        "gathering": name(story.gathering),
+        "containers": [name(c) for c in story.containers],
+        "transparent": [name(c) for c in story.transparent],
+        "object": name(story.obj),
+        "objects": [name(o) for o in story.objects],
     }
     out: list[dict[str, Any]] = [setup]
     for event in story.events:

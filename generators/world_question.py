@@ -4,6 +4,7 @@ Kept apart from `generators.rationale` (which parses real stories and knows the 
 RL stage can rebuild the world from a release's ground truth with nothing but the checker: the two are
 the world model the record's trace is written in, the lowest layer (ARCHITECTURE.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ class WorldQuestion:
     def to_json(self) -> dict[str, Any]:
         """What the process reward needs to rebuild the world: the setup and the events the checker
         reads (no distractor statements, scenery or noise; no source sentences)."""
-        trace = [{k: v for k, v in event.items() if k != "text"} for event in self.trace
-                 if event["kind"] in _WORLD_KINDS]
+        trace = [
+            {k: v for k, v in event.items() if k != "text"} for event in self.trace if event["kind"] in _WORLD_KINDS
+        ]
         return {"trace": trace, "chain": list(self.chain), "kind": self.kind, "rules": self.rules}
 
     @classmethod

@@ -4,6 +4,7 @@ The YAML header is what `datasets.load_dataset` and the Hub read (configs and th
 licenses, task and size categories); the body is what a researcher reads before training on it:
 what each config holds, counts per split, the audit summary, how to load a release and whom to cite.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,15 +13,40 @@ from typing import Any, Iterable, Sequence
 from tomforge.warehouse.export import ALL_CONFIG, SplitExport
 
 # Hub license identifiers (https://huggingface.co/docs/hub/repositories-licenses) the sources use.
-HUB_LICENSES = frozenset({
-    "apache-2.0", "mit", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0",
-    "cc-by-nc-nd-4.0", "cc-by-3.0", "cc-by-sa-3.0", "cc-by-nc-3.0", "bsd-2-clause", "bsd-3-clause",
-    "gpl-3.0", "lgpl-3.0", "odc-by", "odbl", "pddl", "unknown", "other",
-})
+HUB_LICENSES = frozenset(
+    {
+        "apache-2.0",
+        "mit",
+        "cc0-1.0",
+        "cc-by-4.0",
+        "cc-by-sa-4.0",
+        "cc-by-nc-4.0",
+        "cc-by-nc-sa-4.0",
+        "cc-by-nc-nd-4.0",
+        "cc-by-3.0",
+        "cc-by-sa-3.0",
+        "cc-by-nc-3.0",
+        "bsd-2-clause",
+        "bsd-3-clause",
+        "gpl-3.0",
+        "lgpl-3.0",
+        "odc-by",
+        "odbl",
+        "pddl",
+        "unknown",
+        "other",
+    }
+)
 TASK_CATEGORIES = ["question-answering", "multiple-choice", "text-generation"]
 TAGS = ["theory-of-mind", "reasoning", "rlvr", "tomforge"]
-_SIZE_BOUNDS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]
+_SIZE_BOUNDS = [
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+]
 
 CITATIONS: dict[str, str] = {
     "hitom": """@inproceedings{wu2023hitom,
@@ -131,14 +157,19 @@ def _configs_section(exports: list[SplitExport], facts: list[dict[str, Any]]) ->
             fact = by_source.get(export.config, {})
             versions = ", ".join(fact.get("versions", [])) or "?"
             holds = f"`{export.config}` (version {versions})"
-        renamed = "" if export.split == export.source_split else \
-            f" (source split{'s' if ', ' in export.source_split else ''} `{export.source_split}`)"
+        renamed = (
+            ""
+            if export.split == export.source_split
+            else f" (source split{'s' if ', ' in export.source_split else ''} `{export.source_split}`)"
+        )
         rows.append([f"`{export.config}`", holds, f"`{export.split}`{renamed}", export.n_rows, len(export.shards)])
     table = _table(["config", "holds", "split", "rows", "files"], rows)
     if any(export.split != export.source_split for export in exports):
-        table += ("\n\nSplit names follow one vocabulary in every config: a source's own name for its validation "
-                  "split (`val`, `valid`, `dev`) is published as `validation`, other characters as `_`; each row's "
-                  "`split` column keeps the name its source uses.")
+        table += (
+            "\n\nSplit names follow one vocabulary in every config: a source's own name for its validation "
+            "split (`val`, `valid`, `dev`) is published as `validation`, other characters as `_`; each row's "
+            "`split` column keeps the name its source uses."
+        )
     return table
 
 
@@ -153,37 +184,50 @@ def _rows_table(rows: list[dict[str, Any]], limit: int = 20) -> str:
     return table + more
 
 
-def _audit_section(audit: dict[str, Any], report_paths: list[str], table: str,
-                   ledger: dict[str, Any] | None = None) -> str:
+def _audit_section(
+    audit: dict[str, Any], report_paths: list[str], table: str, ledger: dict[str, Any] | None = None
+) -> str:
     source = f"Rows come from the warehouse table `{table}`"
     source += " (the audit's cleaned selections)" if table.startswith("clean") else ""
     if table.startswith("clean") and ledger and ledger["totals"]["not_audited"]:
         source += " and, unchanged, the items outside the audit's selections (`audit_selection` = `not_audited`)"
     source += "."
     if not audit.get("ran"):
-        text = (f"{source} No audit was run on this release: no `audit_*` tables were in the warehouse it was built "
-                "from. Check overlap between splits yourself before trusting held-out scores.")
+        text = (
+            f"{source} No audit was run on this release: no `audit_*` tables were in the warehouse it was built "
+            "from. Check overlap between splits yourself before trusting held-out scores."
+        )
     else:
         parts = [source]
         for run in audit.get("runs", []):
-            parts.append(f"Audit run `{run.get('run_id')}`: train side `{run.get('train_where')}` ({run.get('n_train')} "
-                         f"items), held-out side `{run.get('heldout_where')}` ({run.get('n_heldout')} items), "
-                         f"{run.get('n_in_both')} in both, {run.get('n_findings')} findings.")
+            parts.append(
+                f"Audit run `{run.get('run_id')}`: train side `{run.get('train_where')}` ({run.get('n_train')} "
+                f"items), held-out side `{run.get('heldout_where')}` ({run.get('n_heldout')} items), "
+                f"{run.get('n_in_both')} in both, {run.get('n_findings')} findings."
+            )
         if audit.get("verdicts"):
-            parts += ["Verdict (one line per check, failures first; the evidence is in the audit report):",
-                      _verdict_table(audit["verdicts"])]
+            parts += [
+                "Verdict (one line per check, failures first; the evidence is in the audit report):",
+                _verdict_table(audit["verdicts"]),
+            ]
         if audit.get("findings"):
-            parts.append(f"Findings: {audit.get('tables', {}).get('audit_findings', len(audit['findings']))} rows in "
-                         "`audit_findings` (listed in `manifest.json` and the audit report)."
-                         if audit.get("verdicts") else "Findings:")
+            parts.append(
+                f"Findings: {audit.get('tables', {}).get('audit_findings', len(audit['findings']))} rows in "
+                "`audit_findings` (listed in `manifest.json` and the audit report)."
+                if audit.get("verdicts")
+                else "Findings:"
+            )
             if not audit.get("verdicts"):  # an audit from before verdicts were stored: its raw findings
                 parts.append(_rows_table(audit["findings"]))
         else:
             parts.append("Findings: none.")
         if audit.get("cleaning"):
             parts += ["Cleaning (items selected, kept and removed, by reason):", _rows_table(audit["cleaning"])]
-        parts += ["Audit tables in the warehouse (rows): " +
-                  ", ".join(f"`{name}` {n}" for name, n in audit.get("tables", {}).items()) + "."]
+        parts += [
+            "Audit tables in the warehouse (rows): "
+            + ", ".join(f"`{name}` {n}" for name, n in audit.get("tables", {}).items())
+            + "."
+        ]
         text = "\n\n".join(parts)
     if report_paths:
         links = ", ".join(f"[{path}]({path})" for path in report_paths)
@@ -199,34 +243,68 @@ _STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
 
 def _verdict_table(verdicts: list[dict[str, Any]]) -> str:
     rows = sorted(verdicts, key=lambda v: (_STATUS_ORDER.get(str(v.get("status")), 3), str(v.get("check"))))
-    return _table(["status", "check", "finding", "action"],
-                  [[_cell(str(v.get("status", "")).upper() if v.get("status") == "fail" else v.get("status")),
-                    _cell(v.get("check")), _cell(v.get("finding")), _cell(v.get("action"))] for v in rows])
+    return _table(
+        ["status", "check", "finding", "action"],
+        [
+            [
+                _cell(str(v.get("status", "")).upper() if v.get("status") == "fail" else v.get("status")),
+                _cell(v.get("check")),
+                _cell(v.get("finding")),
+                _cell(v.get("action")),
+            ]
+            for v in rows
+        ],
+    )
 
 
 def _ledger_section(ledger: dict[str, Any] | None) -> str:
     """warehouse = released + removed per source and split; removals by reason."""
     if not ledger:
         return "No ledger was recorded for this release."
-    rows = [[f"`{r['source']}`", f"`{r['split']}`", r["warehouse"], r["released"], r["removed"],
-             ", ".join(f"{reason} {n}" for reason, n in r["reasons"].items()), r["not_audited"]]
-            for r in ledger["rows"]]
+    rows = [
+        [
+            f"`{r['source']}`",
+            f"`{r['split']}`",
+            r["warehouse"],
+            r["released"],
+            r["removed"],
+            ", ".join(f"{reason} {n}" for reason, n in r["reasons"].items()),
+            r["not_audited"],
+        ]
+        for r in ledger["rows"]
+    ]
     total = ledger["totals"]
     rows.append(["**total**", "", total["warehouse"], total["released"], total["removed"], "", total["not_audited"]])
-    outside = ("published unchanged (column `audit_selection` = `not_audited`)" if ledger["unaudited"] == "published"
-               else "removed (reason `not_selected`)")
-    return (f"Every item of the warehouse this release was built from is either in the release or in "
-            f"`ledger/removed.parquet` with the reason it was removed. Items outside the audit's selections were "
-            f"{outside}. Released and removed are counted by reading the written files back.\n\n"
-            + _table(["source", "split", "warehouse", "released", "removed", "removed by reason", "not audited"], rows))
+    outside = (
+        "published unchanged (column `audit_selection` = `not_audited`)"
+        if ledger["unaudited"] == "published"
+        else "removed (reason `not_selected`)"
+    )
+    return (
+        f"Every item of the warehouse this release was built from is either in the release or in "
+        f"`ledger/removed.parquet` with the reason it was removed. Items outside the audit's selections were "
+        f"{outside}. Released and removed are counted by reading the written files back.\n\n"
+        + _table(["source", "split", "warehouse", "released", "removed", "removed by reason", "not audited"], rows)
+    )
 
 
 def _sources_section(facts: list[dict[str, Any]]) -> str:
-    rows = [[f"`{f['source']}`", ", ".join(f.get("versions", [])), f.get("license") or "not stated",
-             f"`{hub_license(f.get('license'))}`", f.get("hub_repo") or "", f["n_items"]] for f in facts]
+    rows = [
+        [
+            f"`{f['source']}`",
+            ", ".join(f.get("versions", [])),
+            f.get("license") or "not stated",
+            f"`{hub_license(f.get('license'))}`",
+            f.get("hub_repo") or "",
+            f["n_items"],
+        ]
+        for f in facts
+    ]
     table = _table(["source", "version", "license as published", "Hub id", "upstream", "items"], rows)
-    return (table + "\n\nEach config keeps the license its source publishes; restrictions in parentheses "
-            "(for example evaluation only) apply to that config and to `all`.")
+    return (
+        table + "\n\nEach config keeps the license its source publishes; restrictions in parentheses "
+        "(for example evaluation only) apply to that config and to `all`."
+    )
 
 
 def _citations_section(facts: list[dict[str, Any]]) -> str:
@@ -238,9 +316,18 @@ def _citations_section(facts: list[dict[str, Any]]) -> str:
     return text
 
 
-def render_body(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
-                facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: list[str],
-                table: str = "items_full", ledger: dict[str, Any] | None = None) -> str:
+def render_body(
+    *,
+    repo_id: str,
+    tag: str,
+    pretty_name: str,
+    exports: list[SplitExport],
+    facts: list[dict[str, Any]],
+    audit: dict[str, Any],
+    report_paths: list[str],
+    table: str = "items_full",
+    ledger: dict[str, Any] | None = None,
+) -> str:
     first = next((e for e in exports if e.config == ALL_CONFIG), exports[0])
     return f"""# {pretty_name}
 
@@ -285,23 +372,44 @@ Pass `revision=` with a release tag to get exactly the rows of that release; `ma
 """
 
 
-def build_card(*, repo_id: str, tag: str, pretty_name: str, exports: list[SplitExport],
-               facts: list[dict[str, Any]], audit: dict[str, Any], report_paths: Sequence[str] = (),
-               table: str = "items_full", ledger: dict[str, Any] | None = None,
-               training_override: Sequence[str] = ()) -> str:
+def build_card(
+    *,
+    repo_id: str,
+    tag: str,
+    pretty_name: str,
+    exports: list[SplitExport],
+    facts: list[dict[str, Any]],
+    audit: dict[str, Any],
+    report_paths: Sequence[str] = (),
+    table: str = "items_full",
+    ledger: dict[str, Any] | None = None,
+    training_override: Sequence[str] = (),
+) -> str:
     """The README.md text: YAML header from `DatasetCardData`, then the body (`training_override`:
     what `--allow-restricted-training` let into the train split, said under the licenses)."""
     from huggingface_hub import DatasetCard
 
     data = card_data(exports, facts, pretty_name)
-    body = render_body(repo_id=repo_id, tag=tag, pretty_name=pretty_name, exports=exports, facts=facts,
-                       audit=audit, report_paths=list(report_paths), table=table, ledger=ledger)
+    body = render_body(
+        repo_id=repo_id,
+        tag=tag,
+        pretty_name=pretty_name,
+        exports=exports,
+        facts=facts,
+        audit=audit,
+        report_paths=list(report_paths),
+        table=table,
+        ledger=ledger,
+    )
     if training_override:
         body = body.replace("\n## Citation\n", "\n" + _override_note(training_override) + "\n\n## Citation\n", 1)
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
 
 
 def _override_note(found: Sequence[str]) -> str:
-    return ("**License override.** This release was published with `--allow-restricted-training`: "
-            + "; ".join(found) + " in the `train` split, although its license forbids training. Check the "
-            "license before training on this split.")
+    return (
+        "**License override.** This release was published with `--allow-restricted-training`: "
+        + "; ".join(found)
+        + " in the `train` split, although its license forbids training. Check the "
+        "license before training on this split."
+    )

@@ -5,6 +5,7 @@ Every layer that talks to the Hub (a source downloaded by `warehouse.sources`, a
 line and exit code (5) in every command, and no message can carry the token. It imports nothing of
 the project but `tomforge.errors`: the lowest layer (ARCHITECTURE.md).
 """
+
 from __future__ import annotations
 
 import re
@@ -73,8 +74,10 @@ def is_unreachable(exc: BaseException) -> bool:
 def unreachable(action: str, exc: BaseException, token: str | None = None) -> UnreachableError:
     """The one line every command prints when the Hub cannot be reached (exit 5), whatever it was doing."""
     cause = unreachable_cause(exc) or exc
-    return UnreachableError(f"{action} failed: cannot reach the Hub ({describe(cause, token)}); check the "
-                            "network connection, HF_ENDPOINT and HF_HUB_OFFLINE")
+    return UnreachableError(
+        f"{action} failed: cannot reach the Hub ({describe(cause, token)}); check the "
+        "network connection, HF_ENDPOINT and HF_HUB_OFFLINE"
+    )
 
 
 def describe(exc: BaseException, token: str | None = None) -> str:

@@ -6,6 +6,7 @@ beside it (tag -> sha256 of that release's manifest; the current tag is in the f
 with it in one `renameat2(RENAME_EXCHANGE)` (Linux): a reader, or a `kill -9` at any point, finds the
 old release or the new one, never a missing or half-written folder.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -58,8 +59,10 @@ def check_tag(target: Path, current_manifest: Path, tag: str, new_manifest: byte
         return False
     if held == manifest_digest(new_manifest):
         return True
-    raise ConflictError(f"{target}: tag {tag} already holds a different release (manifest sha256 {held[:12]}, this "
-                        f"build {manifest_digest(new_manifest)[:12]}); tags never move: publish under another tag")
+    raise ConflictError(
+        f"{target}: tag {tag} already holds a different release (manifest sha256 {held[:12]}, this "
+        f"build {manifest_digest(new_manifest)[:12]}); tags never move: publish under another tag"
+    )
 
 
 def remember_tags(target: Path, current_manifest: Path) -> None:

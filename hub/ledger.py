@@ -14,6 +14,7 @@ several splits) accounts for its table instead: the table counted in SQL = relea
 nothing removed, and every row must be a warehouse item with its content unchanged (same item_id and
 content_hash) so that a derived release can only re-select, never alter or invent, items.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,8 +36,15 @@ CLEAN_TABLE = "clean_items"
 MARK_COLUMN = "audit_selection"  # train | heldout (the audit's selections) | not_audited
 NOT_AUDITED = "not_audited"
 NOT_SELECTED = "not_selected"
-LEDGER_SCHEMA = pa.schema([("item_id", pa.string()), ("source", pa.string()), ("split", pa.string()),
-                           ("reason", pa.string()), ("detail", pa.string())])
+LEDGER_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("source", pa.string()),
+        ("split", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
 
 Key = tuple[str, str]  # (source, split as the source names it)
 
@@ -52,21 +60,31 @@ def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
-    return {row[0] for row in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall()}
+    return {
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]
+        ).fetchall()
+    }
 
 
 def table_counts(con: duckdb.DuckDBPyConnection, table: str = "items") -> Counter[Key]:
     """Rows per (source, split) of `table`, taken before any export: the warehouse's items, or a
     derived release's table."""
-    return Counter({(source, split): int(n) for source, split, n in con.execute(
-        f"SELECT source, split, count(*) FROM {table} GROUP BY ALL").fetchall()})
+    return Counter(
+        {
+            (source, split): int(n)
+            for source, split, n in con.execute(f"SELECT source, split, count(*) FROM {table} GROUP BY ALL").fetchall()
+        }
+    )
 
 
 def altered_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     """A derived table's rows that are not warehouse items as they are now (unknown id or other content)."""
-    n = con.execute(f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM items i "
-                    "WHERE i.item_id = t.item_id AND i.content_hash = t.content_hash)").fetchall()[0][0]
+    n = con.execute(
+        f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM items i "
+        "WHERE i.item_id = t.item_id AND i.content_hash = t.content_hash)"
+    ).fetchall()[0][0]
     return [f"{table}: {n} rows are not warehouse items with unchanged content"] if n else []
 
 
@@ -78,8 +96,9 @@ class Selection:
     removed: pa.Table
 
 
-def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool, warehouse: Path,
-                   derived: bool = False) -> Selection:
+def select_release(
+    con: duckdb.DuckDBPyConnection, table: str, include_unaudited: bool, warehouse: Path, derived: bool = False
+) -> Selection:
     """Rows of `table` (plus, with `include_unaudited`, every item outside the audit's selections),
     and every other warehouse item with the reason it is not released (none for a derived release).
     Refused (`StaleAuditError`) when the audit or its cleaning is older than the warehouse content
@@ -89,8 +108,11 @@ def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited
         require_fresh_audit(con, warehouse, "publish", with_cleaning=table == CLEAN_TABLE)
     rows = read_table(con, table)
     if include_unaudited:
-        outside = "item_id NOT IN (SELECT item_id FROM audit_items)" if audited else \
-            f"item_id NOT IN (SELECT item_id FROM {table})"
+        outside = (
+            "item_id NOT IN (SELECT item_id FROM audit_items)"
+            if audited
+            else f"item_id NOT IN (SELECT item_id FROM {table})"
+        )
         rows = pa.concat_tables([rows, read_table(con, "items_full", where=outside)]).sort_by("item_id")
     marks: dict[str, str] = {}
     if audited:  # an item in both selections stays held-out (as cleaning keeps it)
@@ -102,13 +124,19 @@ def select_release(con: duckdb.DuckDBPyConnection, table: str, include_unaudited
     released = pa.table({"item_id": rows.column("item_id")})
     con.register("_released_ids", released)
     try:
-        stale = con.execute("SELECT count(*) FROM _released_ids WHERE item_id NOT IN (SELECT item_id FROM items)"
-                            ).fetchall()[0][0]
+        stale = con.execute(
+            "SELECT count(*) FROM _released_ids WHERE item_id NOT IN (SELECT item_id FROM items)"
+        ).fetchall()[0][0]
         if stale:
-            raise LedgerError(f"{table}: {stale} rows are not warehouse items any more (the audit and cleaning are "
-                              "older than the warehouse); run `tomforge audit` and `tomforge clean` again")
-        removed = LEDGER_SCHEMA.empty_table() if derived else \
-            con.sql(_removed_sql(con, table, audited)).to_arrow_table().cast(LEDGER_SCHEMA)
+            raise LedgerError(
+                f"{table}: {stale} rows are not warehouse items any more (the audit and cleaning are "
+                "older than the warehouse); run `tomforge audit` and `tomforge clean` again"
+            )
+        removed = (
+            LEDGER_SCHEMA.empty_table()
+            if derived
+            else con.sql(_removed_sql(con, table, audited)).to_arrow_table().cast(LEDGER_SCHEMA)
+        )
     finally:
         con.unregister("_released_ids")
     return Selection(rows, removed)
@@ -119,15 +147,20 @@ def _removed_sql(con: duckdb.DuckDBPyConnection, table: str, audited: bool) -> s
     An item the audit selected from `clean_items`' audit that cleaning neither kept nor removed gets
     no reason: it was lost, and the ledger check reports it."""
     if _exists(con, "clean_removed"):
-        reasons = ("SELECT item_id, first(reason ORDER BY reason = 'in_both_selections', reason) AS reason, "
-                   "first(detail ORDER BY reason = 'in_both_selections', reason) AS detail "
-                   "FROM clean_removed GROUP BY item_id")
+        reasons = (
+            "SELECT item_id, first(reason ORDER BY reason = 'in_both_selections', reason) AS reason, "
+            "first(detail ORDER BY reason = 'in_both_selections', reason) AS detail "
+            "FROM clean_removed GROUP BY item_id"
+        )
     else:
         reasons = "SELECT NULL::VARCHAR AS item_id, NULL::VARCHAR AS reason, NULL::VARCHAR AS detail WHERE false"
     lost_possible = audited and table == CLEAN_TABLE
     selected = "a.item_id IS NOT NULL" if lost_possible else "false"
-    audit_join = "LEFT JOIN (SELECT DISTINCT item_id FROM audit_items) a USING (item_id)" if audited else \
-        "LEFT JOIN (SELECT NULL::VARCHAR AS item_id WHERE false) a USING (item_id)"
+    audit_join = (
+        "LEFT JOIN (SELECT DISTINCT item_id FROM audit_items) a USING (item_id)"
+        if audited
+        else "LEFT JOIN (SELECT NULL::VARCHAR AS item_id WHERE false) a USING (item_id)"
+    )
     return f"""
         SELECT i.item_id, i.source, i.split,
                coalesce(r.reason, CASE WHEN {selected} THEN NULL ELSE '{NOT_SELECTED}' END) AS reason,
@@ -172,8 +205,11 @@ def read_back(root: Path, data_files: Iterable[str], derived: bool = False) -> R
         out.per_config.setdefault(config, Counter()).update(_keys(part))
         if config != ALL_CONFIG:
             continue
-        ids = list(zip(part.column("item_id").to_pylist(), part.column("split").to_pylist())) if derived else \
-            part.column("item_id").to_pylist()
+        ids = (
+            list(zip(part.column("item_id").to_pylist(), part.column("split").to_pylist()))
+            if derived
+            else part.column("item_id").to_pylist()
+        )
         repeated = len(ids) - len(set(ids)) + len(released_ids.intersection(ids))
         if repeated:
             out.problems.append(f"{path}: {repeated} items released more than once")
@@ -194,19 +230,28 @@ def read_back(root: Path, data_files: Iterable[str], derived: bool = False) -> R
         out.problems.append(f"{LEDGER_PATH}: {len(both)} items are both released and removed")
     unexplained = sum(n for reasons in out.reasons.values() for r, n in reasons.items() if r == "(no reason)")
     if unexplained:
-        out.problems.append(f"{LEDGER_PATH}: {unexplained} items removed with no reason (selected by the audit, "
-                            "but cleaning neither kept nor removed them)")
+        out.problems.append(
+            f"{LEDGER_PATH}: {unexplained} items removed with no reason (selected by the audit, "
+            "but cleaning neither kept nor removed them)"
+        )
     return out
 
 
 def ledger_rows(warehouse: Mapping[Key, int], back: ReadBack) -> list[dict[str, Any]]:
     """One row per (source, split) seen anywhere: warehouse, released, removed (by reason), not audited."""
     keys = sorted(set(warehouse) | set(back.released) | set(back.removed))
-    return [{"source": source, "split": split, "warehouse": warehouse.get((source, split), 0),
-             "released": back.released.get((source, split), 0), "removed": back.removed.get((source, split), 0),
-             "not_audited": back.not_audited.get((source, split), 0),
-             "reasons": dict(sorted(back.reasons.get((source, split), Counter()).items()))}
-            for source, split in keys]
+    return [
+        {
+            "source": source,
+            "split": split,
+            "warehouse": warehouse.get((source, split), 0),
+            "released": back.released.get((source, split), 0),
+            "removed": back.removed.get((source, split), 0),
+            "not_audited": back.not_audited.get((source, split), 0),
+            "reasons": dict(sorted(back.reasons.get((source, split), Counter()).items())),
+        }
+        for source, split in keys
+    ]
 
 
 def problems_of(rows: list[dict[str, Any]], back: ReadBack) -> list[str]:
@@ -215,15 +260,19 @@ def problems_of(rows: list[dict[str, Any]], back: ReadBack) -> list[str]:
     problems = list(back.problems)
     for row in rows:
         if row["warehouse"] != row["released"] + row["removed"]:
-            problems.append(f"{row['source']}/{row['split']}: warehouse {row['warehouse']} != released "
-                            f"{row['released']} + removed {row['removed']}")
+            problems.append(
+                f"{row['source']}/{row['split']}: warehouse {row['warehouse']} != released "
+                f"{row['released']} + removed {row['removed']}"
+            )
     for config, counts in sorted(back.per_config.items()):
         if config == ALL_CONFIG:
             continue
         expected = Counter({key: n for key, n in back.released.items() if key[0] == config})
         if counts != expected:
-            problems.append(f"config {config}: rows per split {dict(sorted(counts.items()))} differ from config "
-                            f"{ALL_CONFIG} {dict(sorted(expected.items()))}")
+            problems.append(
+                f"config {config}: rows per split {dict(sorted(counts.items()))} differ from config "
+                f"{ALL_CONFIG} {dict(sorted(expected.items()))}"
+            )
     return problems
 
 
@@ -235,22 +284,32 @@ def lines(ledger: dict[str, Any], problems: Iterable[str] = ()) -> list[str]:
     """The ledger as printed by publish and rebuild (from the manifest's `ledger` section)."""
     total, problems = ledger["totals"], list(problems)
     if "derived_from" in ledger:
-        out = [f"ledger (derived release of table {ledger['derived_from']}): table {total['warehouse']} = released "
-               f"{total['released']}; reconciled: {'NO' if problems else 'yes'}"]
+        out = [
+            f"ledger (derived release of table {ledger['derived_from']}): table {total['warehouse']} = released "
+            f"{total['released']}; reconciled: {'NO' if problems else 'yes'}"
+        ]
         return out + [f"  problem: {problem}" for problem in problems]
-    out = [(f"ledger: warehouse {total['warehouse']} = released {total['released']} + removed {total['removed']}"
-            f" ({total['not_audited']} released items not audited); reconciled: {'NO' if problems else 'yes'}")]
+    out = [
+        (
+            f"ledger: warehouse {total['warehouse']} = released {total['released']} + removed {total['removed']}"
+            f" ({total['not_audited']} released items not audited); reconciled: {'NO' if problems else 'yes'}"
+        )
+    ]
     for row in ledger["rows"]:
         reasons = ", ".join(f"{reason} {n}" for reason, n in row["reasons"].items())
-        out.append(f"  {row['source']}/{row['split']}: warehouse {row['warehouse']} = released {row['released']}"
-                   f" + removed {row['removed']}" + (f" ({reasons})" if reasons else "")
-                   + (f"; not audited {row['not_audited']}" if row["not_audited"] else ""))
+        out.append(
+            f"  {row['source']}/{row['split']}: warehouse {row['warehouse']} = released {row['released']}"
+            f" + removed {row['removed']}"
+            + (f" ({reasons})" if reasons else "")
+            + (f"; not audited {row['not_audited']}" if row["not_audited"] else "")
+        )
     out += [f"  problem: {problem}" for problem in problems]
     return out
 
 
-def build_ledger(warehouse: Counter[Key], root: Path, data_files: Iterable[str],
-                 unaudited: str, derived_from: str | None = None) -> tuple[dict[str, Any], list[str]]:
+def build_ledger(
+    warehouse: Counter[Key], root: Path, data_files: Iterable[str], unaudited: str, derived_from: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The manifest's `ledger` section and its problems, from the warehouse counts (a derived release:
     its table's counts) and the files as written."""
     back = read_back(root, data_files, derived=derived_from is not None)

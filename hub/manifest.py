@@ -5,6 +5,7 @@ versions, the audit summary and the export options travel along. The manifest is
 of its inputs (no wall-clock time unless `created_at` is given), serialized canonically, and
 validated against `schemas/manifest.schema.json` before it is written or trusted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,8 +45,9 @@ def file_entries(root: Path, n_rows: dict[str, int] | None = None) -> list[dict[
         relative = path.relative_to(root).as_posix()
         if relative == MANIFEST_NAME:
             continue
-        entries.append({"path": relative, "sha256": sha256_file(path), "size": path.stat().st_size,
-                        "n_rows": n_rows.get(relative)})
+        entries.append(
+            {"path": relative, "sha256": sha256_file(path), "size": path.stat().st_size, "n_rows": n_rows.get(relative)}
+        )
     return entries
 
 
@@ -73,7 +75,8 @@ def configs_section(exports: list[SplitExport]) -> list[dict[str, Any]]:
     configs: dict[str, list[dict[str, Any]]] = {}
     for e in exports:
         configs.setdefault(e.config, []).append(
-            {"name": e.split, "source_split": e.source_split, "n_rows": e.n_rows, "files": [s.path for s in e.shards]})
+            {"name": e.split, "source_split": e.source_split, "n_rows": e.n_rows, "files": [s.path for s in e.shards]}
+        )
     return [{"name": name, "splits": splits} for name, splits in configs.items()]
 
 

@@ -5,6 +5,7 @@ the commit names that head as its parent (optimistic locking), so a concurrent w
 fail instead of being overwritten. Transient failures are retried with backoff. A dry run
 prints the plan and changes nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,13 +45,16 @@ class Plan:
 
     def lines(self) -> list[str]:
         """The plan as a user reads it (no secrets: paths, sizes, hashes, commit ids)."""
-        out = [f"repo: {self.repo_id} (dataset){'' if self.repo_exists else ' -- will be created'}",
-               f"branch: {self.branch} at {self.parent or '(new repo)'}",
-               f"tag: {self.tag}" + (f" -- already exists at {self.tag_target}" if self.tag_target else " (new)")]
+        out = [
+            f"repo: {self.repo_id} (dataset){'' if self.repo_exists else ' -- will be created'}",
+            f"branch: {self.branch} at {self.parent or '(new repo)'}",
+            f"tag: {self.tag}" + (f" -- already exists at {self.tag_target}" if self.tag_target else " (new)"),
+        ]
         out += [f"  add     {f.path} ({f.size} bytes, sha256 {f.sha256[:12]})" for f in self.add]
         out += [f"  delete  {path} (not in this release)" for path in self.delete]
-        out.append(f"one commit: {len(self.add)} to upload, {len(self.delete)} to delete, "
-                   f"{len(self.unchanged)} unchanged")
+        out.append(
+            f"one commit: {len(self.add)} to upload, {len(self.delete)} to delete, {len(self.unchanged)} unchanged"
+        )
         return out
 
 
@@ -91,8 +95,9 @@ def _same(local: LocalFile, remote: Any) -> bool:
 class Publisher:
     """One publish run against one repo (the api, retry policy and progress travel together)."""
 
-    def __init__(self, api: Any, repo_id: str, *, policy: RetryPolicy = RetryPolicy(),
-                 progress: Progress = SILENT) -> None:
+    def __init__(
+        self, api: Any, repo_id: str, *, policy: RetryPolicy = RetryPolicy(), progress: Progress = SILENT
+    ) -> None:
         self.api, self.repo_id, self.policy, self.progress = api, repo_id, policy, progress
         self.token = api.token if isinstance(getattr(api, "token", None), str) else None
 
@@ -108,11 +113,13 @@ class Publisher:
                 return call()
             except (RepositoryNotFoundError, RevisionNotFoundError):
                 return None
+
         return self._call(action, guarded)
 
     def head(self, branch: str) -> str | None:
-        info = self._missing("read the repo", lambda: self.api.repo_info(
-            self.repo_id, repo_type=REPO_TYPE, revision=branch))
+        info = self._missing(
+            "read the repo", lambda: self.api.repo_info(self.repo_id, repo_type=REPO_TYPE, revision=branch)
+        )
         return None if info is None else info.sha
 
     def tag_target(self, tag: str) -> str | None:
@@ -127,21 +134,33 @@ class Publisher:
         def read() -> bytes | None:
             with tempfile.TemporaryDirectory(prefix="tomforge-manifest-") as tmp:  # never the shared cache
                 try:
-                    path = self.api.hf_hub_download(self.repo_id, MANIFEST_NAME, repo_type=REPO_TYPE,
-                                                    revision=revision, local_dir=tmp)
+                    path = self.api.hf_hub_download(
+                        self.repo_id, MANIFEST_NAME, repo_type=REPO_TYPE, revision=revision, local_dir=tmp
+                    )
                 except EntryNotFoundError:
                     return None
                 return Path(path).read_bytes()
+
         return self._call("read the remote manifest", read)
 
     def plan(self, local: dict[str, LocalFile], tag: str, branch: str) -> Plan:
         parent = self.head(branch)
-        plan = Plan(self.repo_id, tag, branch, repo_exists=parent is not None, parent=parent,
-                    tag_target=self.tag_target(tag) if parent is not None else None)
+        plan = Plan(
+            self.repo_id,
+            tag,
+            branch,
+            repo_exists=parent is not None,
+            parent=parent,
+            tag_target=self.tag_target(tag) if parent is not None else None,
+        )
         remote: dict[str, Any] = {}
         if parent is not None:
-            tree = self._call("list the repo files", lambda: list(self.api.list_repo_tree(
-                self.repo_id, repo_type=REPO_TYPE, revision=parent, recursive=True)))
+            tree = self._call(
+                "list the repo files",
+                lambda: list(
+                    self.api.list_repo_tree(self.repo_id, repo_type=REPO_TYPE, revision=parent, recursive=True)
+                ),
+            )
             remote = {item.path: item for item in tree if hasattr(item, "blob_id")}
         for path in sorted(local):
             if path in remote and _same(local[path], remote[path]):
@@ -165,37 +184,60 @@ class Publisher:
             if current != plan.parent:
                 if current is not None and self.remote_manifest(current) == local_manifest:
                     return current  # an earlier attempt landed; its answer was lost
-                raise ConflictError(f"{self.repo_id}@{plan.branch} moved from {plan.parent} to {current} while "
-                                    "publishing; run publish again to plan against the new head")
+                raise ConflictError(
+                    f"{self.repo_id}@{plan.branch} moved from {plan.parent} to {current} while "
+                    "publishing; run publish again to plan against the new head"
+                )
             operations: list[CommitOperationAdd | CommitOperationDelete] = [
-                CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add]
+                CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path)) for f in plan.add
+            ]
             operations += [CommitOperationDelete(path_in_repo=path) for path in plan.delete]
             try:
-                info = self.api.create_commit(self.repo_id, operations, commit_message=message, repo_type=REPO_TYPE,
-                                              revision=plan.branch, parent_commit=plan.parent)
+                info = self.api.create_commit(
+                    self.repo_id,
+                    operations,
+                    commit_message=message,
+                    repo_type=REPO_TYPE,
+                    revision=plan.branch,
+                    parent_commit=plan.parent,
+                )
             except Exception as exc:
                 if status_of(exc) in (409, 412):
-                    raise ConflictError(f"{self.repo_id}@{plan.branch} moved since {plan.parent}: another commit "
-                                        "landed first; run publish again") from None
+                    raise ConflictError(
+                        f"{self.repo_id}@{plan.branch} moved since {plan.parent}: another commit "
+                        "landed first; run publish again"
+                    ) from None
                 raise
             return info.oid
+
         return self._call("commit the release", attempt)
 
     def tag(self, tag: str, commit: str) -> None:
         def create() -> None:
             try:
-                self.api.create_tag(self.repo_id, tag=tag, revision=commit, repo_type=REPO_TYPE,
-                                    tag_message=f"tomforge release {tag}")
+                self.api.create_tag(
+                    self.repo_id, tag=tag, revision=commit, repo_type=REPO_TYPE, tag_message=f"tomforge release {tag}"
+                )
             except Exception as exc:
                 if status_of(exc) == 409 and self.tag_target(tag) == commit:
                     return  # an earlier attempt created it
                 raise
+
         self._call(f"create tag {tag}", create)
 
 
-def publish_release(root: Path, repo_id: str, *, api: Any = None, tag: str | None = None, branch: str = "main",
-                    private: bool = False, dry_run: bool = False, policy: RetryPolicy = RetryPolicy(),
-                    progress: Progress = SILENT) -> PublishResult:
+def publish_release(
+    root: Path,
+    repo_id: str,
+    *,
+    api: Any = None,
+    tag: str | None = None,
+    branch: str = "main",
+    private: bool = False,
+    dry_run: bool = False,
+    policy: RetryPolicy = RetryPolicy(),
+    progress: Progress = SILENT,
+) -> PublishResult:
     """Upload the release folder `root` (as built by `hub.release.build_release`) and tag it: the plan
     and the outcome as info lines, the commit as the stage "upload" (files added)."""
     from tomforge.hub.remote import make_api
@@ -219,8 +261,10 @@ def publish_release(root: Path, repo_id: str, *, api: Any = None, tag: str | Non
             return PublishResult(plan, plan.tag_target, tag, dry_run=False, already_published=True)
         raise ConflictError(f"tag {tag} already exists on {repo_id} with a different release; choose another tag")
     if not plan.repo_exists:
-        publisher._call("create the repo", lambda: publisher.api.create_repo(
-            repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True))
+        publisher._call(
+            "create the repo",
+            lambda: publisher.api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True),
+        )
         plan = publisher.plan(local, tag, branch)
     with progress.stage("upload", total=len(plan.add)) as uploading:
         commit = publisher.commit(root, plan, f"Release {tag}", local_manifest)

@@ -1,4 +1,5 @@
 """The publish and verify steps as plain functions (the CLI and Prefect flows call these)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -26,8 +27,12 @@ def choose_table(warehouse: Path, table: str | None) -> str:
         return table
     con = connect_readonly(Path(warehouse))
     try:
-        columns = {row[0] for row in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [CLEAN_TABLE]).fetchall()}
+        columns = {
+            row[0]
+            for row in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [CLEAN_TABLE]
+            ).fetchall()
+        }
     finally:
         con.close()
     return CLEAN_TABLE if set(ITEM_FIELDS) <= columns else DEFAULT_TABLE
@@ -56,8 +61,9 @@ def publish_warehouse(
             with tempfile.TemporaryDirectory(prefix="tomforge-release-") as tmp:
                 with progress.stage("build release"):
                     release = build_release(warehouse, Path(tmp) / "release", options)
-                progress.info(f"would write release {release.tag} to {target}: "
-                              f"{len(release.manifest['files']) + 1} files")
+                progress.info(
+                    f"would write release {release.tag} to {target}: {len(release.manifest['files']) + 1} files"
+                )
                 _ledger_lines(release.manifest, progress)
                 return release
         with progress.stage("build release"):
@@ -73,8 +79,16 @@ def publish_warehouse(
         with progress.stage("build release"):
             release = build_release(warehouse, Path(tmp) / "release", options)
         _ledger_lines(release.manifest, progress)
-        result = publish_release(release.root, repo_id, api=api, tag=release.tag, private=private, dry_run=dry_run,
-                                 policy=policy, progress=progress)
+        result = publish_release(
+            release.root,
+            repo_id,
+            api=api,
+            tag=release.tag,
+            private=private,
+            dry_run=dry_run,
+            policy=policy,
+            progress=progress,
+        )
         result.manifest = release.manifest
         return result
 
@@ -89,13 +103,22 @@ def looks_like_path(repo: str) -> bool:
     return not REPO_PATTERN.match(repo)
 
 
-def verify_release(repo: str, revision: str = "main", *, api: object = None,
-                   policy: RetryPolicy = RetryPolicy(), progress: Progress = SILENT) -> VerifyReport:
+def verify_release(
+    repo: str,
+    revision: str = "main",
+    *,
+    api: object = None,
+    policy: RetryPolicy = RetryPolicy(),
+    progress: Progress = SILENT,
+) -> VerifyReport:
     """A local release folder when `repo` is one (or looks like a path), else the Hub dataset repo at `revision`."""
     folder = Path(repo).expanduser()
     if folder.is_dir():
         return verify_folder(folder, progress=progress)
     if folder.exists() or looks_like_path(repo):
-        raise ReleaseError(f"{repo}: no such release folder" + (" (a file, not a folder)" if folder.exists() else "")
-                           + "; give a release folder or a Hub dataset id ORG/NAME")
+        raise ReleaseError(
+            f"{repo}: no such release folder"
+            + (" (a file, not a folder)" if folder.exists() else "")
+            + "; give a release folder or a Hub dataset id ORG/NAME"
+        )
     return verify_remote(repo, revision, api=api, policy=policy, progress=progress)

@@ -1,6 +1,7 @@
 """Assemble one release folder (parquet shards, card, audit report, manifest) and swap it into a
 local target atomically; the Hub target uploads the same folder (`hub.publish`).
 """
+
 from __future__ import annotations
 
 import os
@@ -97,8 +98,11 @@ def _training_license_guard(table: pa.Table, sources: list[dict[str, Any]], opti
     """Refuse rows of a source whose license forbids training in the `train` split (issue 25); with
     the override, the lines the card prints instead."""
     splits = table.column("split").to_pylist()
-    in_train = Counter(source for source, split in zip(table.column("source").to_pylist(), splits)
-                       if hub_split_name(split) == TRAIN_SPLIT)
+    in_train = Counter(
+        source
+        for source, split in zip(table.column("source").to_pylist(), splits)
+        if hub_split_name(split) == TRAIN_SPLIT
+    )
     found = restricted(in_train, {fact["source"]: fact.get("license") for fact in sources})
     if found and not options.allow_restricted_training:
         raise TrainingLicenseError(refusal(found, f"the {TRAIN_SPLIT!r} split of release {options.repo_id}"))
@@ -133,23 +137,44 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     exports = export_table(selection.table, out_dir, options.export)
     n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
     n_rows[ledger.write_removed(selection.removed, out_dir)] = selection.removed.num_rows
-    book, problems = ledger.build_ledger(counted, out_dir, [p for p in n_rows if p.startswith("data/")],
-                                         "published" if include_unaudited else "removed",
-                                         derived_from=table_name if options.derived else None)
+    book, problems = ledger.build_ledger(
+        counted,
+        out_dir,
+        [p for p in n_rows if p.startswith("data/")],
+        "published" if include_unaudited else "removed",
+        derived_from=table_name if options.derived else None,
+    )
     problems = altered + problems
     if problems:
         raise ledger.LedgerError("the release does not account for every warehouse item: " + "; ".join(problems))
     report_files, report_pages = _copy_report(options.audit_report, out_dir)
     tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
     pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"
-    card = build_card(repo_id=options.repo_id, tag=tag, pretty_name=pretty_name, exports=exports,
-                      facts=sources, audit=audit, report_paths=report_pages, table=table_name, ledger=book,
-                      training_override=overridden)
+    card = build_card(
+        repo_id=options.repo_id,
+        tag=tag,
+        pretty_name=pretty_name,
+        exports=exports,
+        facts=sources,
+        audit=audit,
+        report_paths=report_pages,
+        table=table_name,
+        ledger=book,
+        training_override=overridden,
+    )
     (out_dir / "README.md").write_text(card, encoding="utf-8")
     manifest = build_manifest(
-        files=file_entries(out_dir, n_rows), exports=exports, sources=sources, generators=generators,
-        audit=audit, report=report_files, options=options.export.as_dict(), repo_id=options.repo_id,
-        tag=tag, created_at=options.created_at, ledger=book,
+        files=file_entries(out_dir, n_rows),
+        exports=exports,
+        sources=sources,
+        generators=generators,
+        audit=audit,
+        report=report_files,
+        options=options.export.as_dict(),
+        repo_id=options.repo_id,
+        tag=tag,
+        created_at=options.created_at,
+        ledger=book,
     )
     (out_dir / MANIFEST_NAME).write_bytes(dump_manifest(manifest))
     return Release(out_dir, tag, manifest)
@@ -180,5 +205,5 @@ def publish_folder(warehouse: Path, target: Path, options: ReleaseOptions) -> Re
             folder.swap_in(building, target)
             checkpoint("release: swapped")
         finally:
-            shutil.rmtree(building, ignore_errors=True)   # the half-built release, or the old one swapped out
+            shutil.rmtree(building, ignore_errors=True)  # the half-built release, or the old one swapped out
     return Release(target, release.tag, release.manifest)

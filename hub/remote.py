@@ -4,6 +4,7 @@ errors, and error messages that can never carry the token.
 The endpoint and token are read when a command runs (HF_ENDPOINT, HF_TOKEN or the stored
 `hf auth login` token), so tests and users can point the same code at another server.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def make_api(endpoint: str | None = None, token: str | None = None):
     from tomforge.hub.manifest import producer_version
 
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
-    return HfApi(endpoint=endpoint, token=token or resolve_token(), library_name="tomforge",
-                 library_version=producer_version())
+    return HfApi(
+        endpoint=endpoint, token=token or resolve_token(), library_name="tomforge", library_version=producer_version()
+    )
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -50,8 +52,9 @@ def is_transient(exc: BaseException) -> bool:
         return status in TRANSIENT_STATUS
     if is_unreachable(exc):
         return False
-    return bool(_names(exc) & {"TimeoutException", "NetworkError", "RemoteProtocolError", "ConnectionError",
-                               "TimeoutError"})
+    return bool(
+        _names(exc) & {"TimeoutException", "NetworkError", "RemoteProtocolError", "ConnectionError", "TimeoutError"}
+    )
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,13 @@ class RetryPolicy:
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
-def with_retries(action: str, call: Callable[[], T], policy: RetryPolicy, token: str | None = None,
-                 on_retry: Callable[[str], None] | None = None) -> T:
+def with_retries(
+    action: str,
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    token: str | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> T:
     """Run `call`, retrying transient failures; raise PublishError (redacted) when it gives up."""
     for attempt in range(1, policy.attempts + 1):
         try:

@@ -6,6 +6,7 @@ picked up by the card's globs and change what `load_dataset` returns). Parquet f
 rows the manifest lists (read from the files), and the ledger must add up: per source and split,
 warehouse = released + removed, with released and removed counted by reading the files back.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -68,8 +69,10 @@ def _row_counts(root: Path, manifest: dict[str, Any]) -> list[str]:
     for config in manifest["configs"]:
         for split in config["splits"]:
             if all(f in rows for f in split["files"]) and sum(rows[f] for f in split["files"]) != split["n_rows"]:
-                problems.append(f"config {config['name']}/{split['name']}: files hold "
-                                f"{sum(rows[f] for f in split['files'])} rows, the manifest lists {split['n_rows']}")
+                problems.append(
+                    f"config {config['name']}/{split['name']}: files hold "
+                    f"{sum(rows[f] for f in split['files'])} rows, the manifest lists {split['n_rows']}"
+                )
     return problems
 
 
@@ -99,8 +102,9 @@ def _ledger(root: Path, manifest: dict[str, Any]) -> list[str]:
     return problems
 
 
-def verify_folder(root: Path, where: str | None = None, downloaded: bool = False,
-                  progress: Progress = SILENT) -> VerifyReport:
+def verify_folder(
+    root: Path, where: str | None = None, downloaded: bool = False, progress: Progress = SILENT
+) -> VerifyReport:
     """Compare the files under `root` with `root/manifest.json` (the stage "check files": one per listed file)."""
     root = Path(root)
     report = VerifyReport(where or str(root))
@@ -137,8 +141,9 @@ def _file_problems(root: Path, path: str, entry: dict[str, Any]) -> list[str]:
     return []
 
 
-def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: RetryPolicy = RetryPolicy(),
-                  progress: Progress = SILENT) -> VerifyReport:
+def verify_remote(
+    repo_id: str, revision: str, *, api: Any = None, policy: RetryPolicy = RetryPolicy(), progress: Progress = SILENT
+) -> VerifyReport:
     """Download `repo_id@revision` into a fresh temporary folder (never a cache that could hide a
     change; the stage "download") and verify it."""
     from tomforge.hub.remote import make_api
@@ -146,6 +151,7 @@ def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: Retry
     api = api if api is not None else make_api()
     token = api.token if isinstance(getattr(api, "token", None), str) else None
     with tempfile.TemporaryDirectory(prefix="tomforge-verify-") as tmp:
+
         def download() -> str:
             from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
@@ -153,6 +159,7 @@ def verify_remote(repo_id: str, revision: str, *, api: Any = None, policy: Retry
                 return api.snapshot_download(repo_id, repo_type=REPO_TYPE, revision=revision, local_dir=tmp)
             except (RepositoryNotFoundError, RevisionNotFoundError):
                 raise PublishError(f"{repo_id}@{revision}: no such dataset repo or revision") from None
+
         with progress.stage("download"):
             with_retries(f"download {repo_id}@{revision}", download, policy, token)
         return verify_folder(Path(tmp), where=f"{repo_id}@{revision}", downloaded=True, progress=progress)

@@ -27,6 +27,7 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
   (perceived, not in the room);
 - trust: `NAME (trusts|trusted) NAME`, `NAME (does not|doesn't|did not|didn't) trust NAME`.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,9 +36,11 @@ from typing import Iterable
 
 _SPLIT = re.compile(r"[.;!?\n]+|,?\s+(?=\b(?:so|because|but|therefore|hence)\b)")
 _LEAD = re.compile(r"^(?:(?:so|because|but|therefore|hence|then|and|thus|now|still|also|later|order \d+)\b[,:]?\s*)+")
-_TIME = re.compile(r"^(?:(?:after |at |on |in )?line (?P<line>\d+)|(?P<start>at the start|at the beginning|at first|"
-                   r"initially|in the beginning)|(?P<end>in the end|at the end|finally|by the end|eventually))"
-                   r"\b[,:]?\s*")
+_TIME = re.compile(
+    r"^(?:(?:after |at |on |in )?line (?P<line>\d+)|(?P<start>at the start|at the beginning|at first|"
+    r"initially|in the beginning)|(?P<end>in the end|at the end|finally|by the end|eventually))"
+    r"\b[,:]?\s*"
+)
 _THINK = r"(?:thinks|believes|knows|assumes|expects|think|believe|would think|will think)"
 _MOVE = r"(?:moves|moved|puts|put|places|placed|relocates|relocated|transfers|transferred|moving|putting)"
 _TELL = r"(?:tells|told|says|said|claims|claimed|announces|announced|lies|lied|states|stated)"
@@ -78,8 +81,11 @@ class _Patterns:
     def __init__(self, vocab: Vocabulary) -> None:
         self.agents = {norm(a): a for a in vocab.agents}
         self.containers = {norm(c): c for c in vocab.containers}
-        name = "(?:" + "|".join(re.escape(a) for a in sorted(self.agents, key=len, reverse=True)) + ")" \
-            if self.agents else "(?!x)x"
+        name = (
+            "(?:" + "|".join(re.escape(a) for a in sorted(self.agents, key=len, reverse=True)) + ")"
+            if self.agents
+            else "(?!x)x"
+        )
         obj = rf"(?:the {re.escape(norm(vocab.obj))}|{re.escape(norm(vocab.obj))}|it)"
         place = r"(?P<place>.+)"
         names = rf"{name}(?:(?:, | and ){name})*"
@@ -87,28 +93,43 @@ class _Patterns:
         self.belief = re.compile(
             rf"^(?:according to (?P<acc>{name}),? )?(?P<chain>(?:{name} (?:still |also |now )?{_THINK}(?: that)? )*)"
             rf"{obj} (?:is|was|must be|should be|would be|remains|stays) (?:still |now |really |actually |then )*"
-            rf"(?:in|inside|on|at) {place}$")
+            rf"(?:in|inside|on|at) {place}$"
+        )
         self.looks = re.compile(rf"^(?P<chain>{name}) will (?:look|search) for {obj} (?:in|inside|on|at) {place}$")
         self.move = re.compile(rf"^(?P<actor>{name}) {_MOVE} {obj} (?:to|in|into|inside|on|onto) {place}$")
-        self.saw_move = re.compile(rf"^(?P<agent>{name}) (?:saw|sees|watched|witnessed) (?P<actor>{name}) "
-                                   rf"(?:move|moves|moving|put|puts|putting|place|places) {obj} "
-                                   rf"(?:to|in|into|inside|on) {place}$")
-        self.knows_that = re.compile(rf"^(?P<agent>{name}) (?P<neg>(?:did not|didn't|does not|doesn't) )?"
-                                     rf"(?:saw|sees|see|knows|know|noticed|notice|heard|hear) that (?P<rest>.+)$")
+        self.saw_move = re.compile(
+            rf"^(?P<agent>{name}) (?:saw|sees|watched|witnessed) (?P<actor>{name}) "
+            rf"(?:move|moves|moving|put|puts|putting|place|places) {obj} "
+            rf"(?:to|in|into|inside|on) {place}$"
+        )
+        self.knows_that = re.compile(
+            rf"^(?P<agent>{name}) (?P<neg>(?:did not|didn't|does not|doesn't) )?"
+            rf"(?:saw|sees|see|knows|know|noticed|notice|heard|hear) that (?P<rest>.+)$"
+        )
         self.init = re.compile(rf"^{obj} (?:starts|started|begins|began|sits|sat) (?:out )?(?:in|inside|on) {place}$")
-        self.reveal = re.compile(rf"^(?P<actor>{name}) (?:enters|entered|comes back|came back|returns|returned)"
-                                 rf"(?: \w+)*? and (?:sees|saw|finds|found) {obj} (?:in|inside|on) {place}$")
-        self.tell = re.compile(rf"^(?P<actor>{name}) (?:privately |publicly |secretly )?{_TELL}(?: to)?"
-                               rf"(?: (?:everyone|all|{names}))?(?: that)? {obj} (?:is|was) (?:in|inside|on) {place}$")
+        self.reveal = re.compile(
+            rf"^(?P<actor>{name}) (?:enters|entered|comes back|came back|returns|returned)"
+            rf"(?: \w+)*? and (?:sees|saw|finds|found) {obj} (?:in|inside|on) {place}$"
+        )
+        self.tell = re.compile(
+            rf"^(?P<actor>{name}) (?:privately |publicly |secretly )?{_TELL}(?: to)?"
+            rf"(?: (?:everyone|all|{names}))?(?: that)? {obj} (?:is|was) (?:in|inside|on) {place}$"
+        )
         self.perceived = re.compile(rf"^(?P<names>{names}) (?:also )?{_SEE} (?:it|this|that|the move|the claim)$")
-        self.not_perceived = re.compile(rf"^(?P<names>{names}) (?:did not|didn't|does not|doesn't|could not|"
-                                        rf"couldn't) (?:see|notice|hear|witness) (?:it|this|that|the move|the claim)$"
-                                        rf"|^(?P<names2>{names}) missed (?:it|this|that)$")
-        self.not_present = re.compile(rf"^(?P<names>{names}) (?:was not|wasn't|were not|weren't|is not|isn't) "
-                                      rf"(?:there|present|in the room|around)$|^(?P<names2>{names}) (?:had (?:already )?left|"
-                                      rf"was away|was gone|was outside|had gone)(?: the room)?$")
-        self.secret = re.compile(rf"^(?P<names>{name}) (?:watched|saw it|saw) in secret$|"
-                                 rf"^(?P<names2>{name}) secretly (?:watched|saw)(?: it)?$")
+        self.not_perceived = re.compile(
+            rf"^(?P<names>{names}) (?:did not|didn't|does not|doesn't|could not|"
+            rf"couldn't) (?:see|notice|hear|witness) (?:it|this|that|the move|the claim)$"
+            rf"|^(?P<names2>{names}) missed (?:it|this|that)$"
+        )
+        self.not_present = re.compile(
+            rf"^(?P<names>{names}) (?:was not|wasn't|were not|weren't|is not|isn't) "
+            rf"(?:there|present|in the room|around)$|^(?P<names2>{names}) (?:had (?:already )?left|"
+            rf"was away|was gone|was outside|had gone)(?: the room)?$"
+        )
+        self.secret = re.compile(
+            rf"^(?P<names>{name}) (?:watched|saw it|saw) in secret$|"
+            rf"^(?P<names2>{name}) secretly (?:watched|saw)(?: it)?$"
+        )
         self.trust = re.compile(rf"^(?P<agent>{name}) (?:trusts|trusted) (?P<other>{name})$")
         self.distrust = re.compile(rf"^(?P<agent>{name}) (?:does not|doesn't|did not|didn't) trust (?P<other>{name})$")
 
@@ -145,14 +166,20 @@ def _about_event(p: _Patterns, clause: str, base: dict) -> list[Claim]:
     m = p.saw_move.match(clause)
     if m:
         mover = p.agents[m.group("actor")]
-        return [Claim("event", container=p.place(m.group("place")), agent=mover, event="move", **base),
-                Claim("perceived", agent=p.agents[m.group("agent")], **base)]
+        return [
+            Claim("event", container=p.place(m.group("place")), agent=mover, event="move", **base),
+            Claim("perceived", agent=p.agents[m.group("agent")], **base),
+        ]
     return []
 
 
 def _about_people(p: _Patterns, clause: str, base: dict) -> list[Claim]:
-    for pattern, kind in ((p.not_perceived, "not_perceived"), (p.not_present, "not_present"),
-                          (p.secret, "secret"), (p.perceived, "perceived")):
+    for pattern, kind in (
+        (p.not_perceived, "not_perceived"),
+        (p.not_present, "not_present"),
+        (p.secret, "secret"),
+        (p.perceived, "perceived"),
+    ):
         m = pattern.match(clause)
         if m:
             found = m.group("names") or m.groupdict().get("names2") or ""
@@ -188,7 +215,7 @@ def parse_claims(text: str, vocab: Vocabulary) -> list[Claim]:
             if m:
                 line = int(m.group("line")) if m.group("line") else line
                 time = "start" if m.group("start") else "end" if m.group("end") else time
-                stripped = stripped[m.end():]
+                stripped = stripped[m.end() :]
             if stripped == clause:
                 break
             clause = stripped

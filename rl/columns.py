@@ -14,6 +14,7 @@ contract of the release, so this module imports nothing above it: whoever builds
 the rationales in (`warehouse.export` passes `generators.rationale_text.rationale_columns`); without
 them the two columns are null and the ground truth carries no world.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,35 +31,39 @@ DATA_SOURCE_PREFIX = "tomforge/"
 RL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info", "answer", "rationale", "rationale_text")
 
 _STR_LIST = pa.list_(pa.string())
-EXTRA_INFO_TYPE = pa.struct([
-    ("split", pa.string()),
-    ("index", pa.int64()),
-    ("item_id", pa.string()),
-    ("context_id", pa.string()),
-    ("source", pa.string()),
-    ("belief_order", pa.int64()),
-    ("question_type", pa.string()),
-    ("answer_format", pa.string()),
-    ("options", _STR_LIST),
-    ("option_labels", _STR_LIST),
-    ("answer_index", pa.int64()),
-    ("answer_list", _STR_LIST),
-    ("is_false_belief", pa.bool_()),
-    ("perspective_chain", _STR_LIST),
-    ("template_id", pa.string()),
-])
+EXTRA_INFO_TYPE = pa.struct(
+    [
+        ("split", pa.string()),
+        ("index", pa.int64()),
+        ("item_id", pa.string()),
+        ("context_id", pa.string()),
+        ("source", pa.string()),
+        ("belief_order", pa.int64()),
+        ("question_type", pa.string()),
+        ("answer_format", pa.string()),
+        ("options", _STR_LIST),
+        ("option_labels", _STR_LIST),
+        ("answer_index", pa.int64()),
+        ("answer_list", _STR_LIST),
+        ("is_false_belief", pa.bool_()),
+        ("perspective_chain", _STR_LIST),
+        ("template_id", pa.string()),
+    ]
+)
 RATIONALE_FORMS = ("events", "beliefs", "curriculum")  # `generators.rationale_text.FORMS` renders each
 RATIONALE_TEXT_TYPE = pa.struct([(form, pa.string()) for form in RATIONALE_FORMS])
-RL_SCHEMA = pa.schema([
-    ("data_source", pa.string()),
-    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-    ("ability", pa.string()),
-    ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-    ("extra_info", EXTRA_INFO_TYPE),
-    ("answer", pa.string()),
-    ("rationale", pa.string()),
-    ("rationale_text", RATIONALE_TEXT_TYPE),
-])
+RL_SCHEMA = pa.schema(
+    [
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("ability", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+        ("extra_info", EXTRA_INFO_TYPE),
+        ("answer", pa.string()),
+        ("rationale", pa.string()),
+        ("rationale_text", RATIONALE_TEXT_TYPE),
+    ]
+)
 
 
 def _str_list(value: Any) -> list[str]:
@@ -118,8 +123,9 @@ class RationaleColumns:
 Rationales = Callable[[dict[str, Any]], "RationaleColumns | None"]  # a record -> its rationale, or None
 
 
-def rl_columns(record: dict[str, Any], *, index: int | None = None,
-               rationales: Rationales | None = None) -> dict[str, Any]:
+def rl_columns(
+    record: dict[str, Any], *, index: int | None = None, rationales: Rationales | None = None
+) -> dict[str, Any]:
     """The RL-ready columns for one unified record (types as in `RL_SCHEMA`).
 
     `index` is the row's position in its split (verl's `extra_info.index`); None when unknown.
@@ -188,10 +194,24 @@ def decode_ground_truth(value: str | dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError):
         decoded = None
     if not isinstance(decoded, dict) or "answer" not in decoded:
-        return {"answer_format": "free_text", "answer": str(value), "options": [], "option_labels": [],
-                "answer_index": None, "answer_list": None}
+        return {
+            "answer_format": "free_text",
+            "answer": str(value),
+            "options": [],
+            "option_labels": [],
+            "answer_index": None,
+            "answer_list": None,
+        }
     return decoded
 
 
-__all__: Sequence[str] = ("RL_SCHEMA", "RL_COLUMNS", "rl_columns", "rl_table", "with_rl_columns",
-                          "ground_truth", "decode_ground_truth", "canonical_answer")
+__all__: Sequence[str] = (
+    "RL_SCHEMA",
+    "RL_COLUMNS",
+    "rl_columns",
+    "rl_table",
+    "with_rl_columns",
+    "ground_truth",
+    "decode_ground_truth",
+    "canonical_answer",
+)

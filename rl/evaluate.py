@@ -7,6 +7,7 @@ Generation is batched greedy decoding: `rl.fastgen` (static KV cache, CUDA graph
 turn or at `</answer>`) by default, `transformers`' own `generate` as the fallback (`--generator hf`), and vLLM
 when it is installed and a GPU is present (the same prompts, the same chat template).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,15 +29,35 @@ from tomforge.rl.trained_on import trained_on as trained_on_of
 from tomforge.rl.transfer import format_transfer, pair_key, transfer_view
 
 log = logging.getLogger(__name__)
-EVAL_COLUMNS = pa.schema([
-    ("run_id", pa.string()), ("model", pa.string()), ("label", pa.string()), ("dataset", pa.string()),
-    ("revision", pa.string()), ("config", pa.string()), ("split", pa.string()), ("distribution", pa.string()),
-    ("item_id", pa.string()), ("source", pa.string()), ("belief_order", pa.int64()),
-    ("question_type", pa.string()), ("answer_format", pa.string()), ("completion", pa.string()),
-    ("extracted", pa.string()), ("format_ok", pa.bool_()), ("correct", pa.bool_()), ("reward", pa.float64()),
-    ("claims_correct", pa.int64()), ("claims_contradicted", pa.int64()), ("states_deciding_belief", pa.bool_()),
-    ("faithful", pa.bool_()), ("rendering", pa.string()), ("pair_key", pa.string()), ("trained_on", pa.string()),
-])
+EVAL_COLUMNS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("model", pa.string()),
+        ("label", pa.string()),
+        ("dataset", pa.string()),
+        ("revision", pa.string()),
+        ("config", pa.string()),
+        ("split", pa.string()),
+        ("distribution", pa.string()),
+        ("item_id", pa.string()),
+        ("source", pa.string()),
+        ("belief_order", pa.int64()),
+        ("question_type", pa.string()),
+        ("answer_format", pa.string()),
+        ("completion", pa.string()),
+        ("extracted", pa.string()),
+        ("format_ok", pa.bool_()),
+        ("correct", pa.bool_()),
+        ("reward", pa.float64()),
+        ("claims_correct", pa.int64()),
+        ("claims_contradicted", pa.int64()),
+        ("states_deciding_belief", pa.bool_()),
+        ("faithful", pa.bool_()),
+        ("rendering", pa.string()),
+        ("pair_key", pa.string()),
+        ("trained_on", pa.string()),
+    ]
+)
 EVAL_DDL = """
 CREATE TABLE IF NOT EXISTS eval_results (
   run_id VARCHAR NOT NULL, model VARCHAR NOT NULL, label VARCHAR NOT NULL, dataset VARCHAR NOT NULL,
@@ -79,9 +100,17 @@ def _has_vllm() -> bool:
     return torch.cuda.is_available()
 
 
-def generate(model_path: str, prompts: Sequence[list[dict[str, str]]], *, batch_size: int = 64,
-             max_new_tokens: int = 256, backend: str = "auto", model: Any = None, tokenizer: Any = None,
-             stats: GenerationStats | None = None) -> list[str]:
+def generate(
+    model_path: str,
+    prompts: Sequence[list[dict[str, str]]],
+    *,
+    batch_size: int = 64,
+    max_new_tokens: int = 256,
+    backend: str = "auto",
+    model: Any = None,
+    tokenizer: Any = None,
+    stats: GenerationStats | None = None,
+) -> list[str]:
     """Greedy completions for chat prompts, in input order. `backend`: auto (vLLM when installed with a GPU,
     else the fast path, else HF), fast, hf or vllm."""
     if backend not in GENERATORS:
@@ -103,8 +132,15 @@ def generate(model_path: str, prompts: Sequence[list[dict[str, str]]], *, batch_
 GENERATORS = ("auto", "fast", "hf", "vllm")
 
 
-def _generate_fast(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
-                   model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+def _generate_fast(
+    model_path: str,
+    prompts: Sequence[list[dict[str, str]]],
+    batch_size: int,
+    max_new_tokens: int,
+    model: Any,
+    tokenizer: Any,
+    stats: GenerationStats | None,
+) -> list[str]:
     """The same prompts and token ids as `_generate_hf`, decoded by `rl.fastgen` (stops at the end of the turn
     and at `</answer>`)."""
     from tomforge.rl.fastgen import FastGenerator, check_supported, stop_sequence_ids, stop_token_ids
@@ -124,8 +160,14 @@ def _generate_fast(model_path: str, prompts: Sequence[list[dict[str, str]]], bat
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     before = (generator.stats.new_tokens, generator.stats.seconds)
-    new = generator.generate(ids, max_new_tokens=max_new_tokens, stop_ids=stop_token_ids(tokenizer, model),
-                             pad_id=pad_id, stop_sequences=stop_sequence_ids(tokenizer), batch_size=batch_size)
+    new = generator.generate(
+        ids,
+        max_new_tokens=max_new_tokens,
+        stop_ids=stop_token_ids(tokenizer, model),
+        pad_id=pad_id,
+        stop_sequences=stop_sequence_ids(tokenizer),
+        batch_size=batch_size,
+    )
     if stats is not None:
         stats.new_tokens += generator.stats.new_tokens - before[0]
         stats.seconds += generator.stats.seconds - before[1]
@@ -136,8 +178,9 @@ def _generate_fast(model_path: str, prompts: Sequence[list[dict[str, str]]], bat
 _fast_generators: dict[int, Any] = {}
 
 
-def _generate_vllm(model_path: str, prompts: Sequence[list[dict[str, str]]], max_new_tokens: int,
-                   stats: GenerationStats | None) -> list[str]:
+def _generate_vllm(
+    model_path: str, prompts: Sequence[list[dict[str, str]]], max_new_tokens: int, stats: GenerationStats | None
+) -> list[str]:
     from vllm import LLM, SamplingParams
 
     llm = LLM(model=model_path)
@@ -170,8 +213,15 @@ def _load_cached(model_path: str, stamp: int) -> tuple[Any, Any]:
     return model.to(device), AutoTokenizer.from_pretrained(model_path)
 
 
-def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch_size: int, max_new_tokens: int,
-                 model: Any, tokenizer: Any, stats: GenerationStats | None) -> list[str]:
+def _generate_hf(
+    model_path: str,
+    prompts: Sequence[list[dict[str, str]]],
+    batch_size: int,
+    max_new_tokens: int,
+    model: Any,
+    tokenizer: Any,
+    stats: GenerationStats | None,
+) -> list[str]:
     import torch
     from transformers import AutoTokenizer
 
@@ -187,13 +237,15 @@ def _generate_hf(model_path: str, prompts: Sequence[list[dict[str, str]]], batch
     out: list[str] = [""] * len(texts)
     started = time.perf_counter()
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(model.device)
+        idx = order[start : start + batch_size]
+        batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(
+            model.device
+        )
         with torch.no_grad():
-            generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
-                                       pad_token_id=tokenizer.pad_token_id)
-        new = generated[:, batch["input_ids"].shape[1]:]
+            generated = model.generate(
+                **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+            )
+        new = generated[:, batch["input_ids"].shape[1] :]
         for row, i in enumerate(idx):
             tokens = new[row]
             if stats is not None:
@@ -211,11 +263,24 @@ def run_id_of(model: str, label: str, dataset: str, revision: str | None) -> str
     return hashlib.blake2b(f"{model}\x1f{label}\x1f{dataset}\x1f{revision}".encode(), digest_size=8).hexdigest()
 
 
-def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: str, revision: str | None = None,
-             in_distribution: Iterable[str] = (), label: str | None = None, limit: int | None = None,
-             batch_size: int = 64, max_new_tokens: int = 256, backend: str = "auto", model: Any = None,
-             tokenizer: Any = None, stats: GenerationStats | None = None,
-             trained_on: str | None = None) -> list[dict[str, Any]]:
+def evaluate(
+    model_path: str,
+    root: Path,
+    refs: Iterable[SplitRef],
+    *,
+    dataset: str,
+    revision: str | None = None,
+    in_distribution: Iterable[str] = (),
+    label: str | None = None,
+    limit: int | None = None,
+    batch_size: int = 64,
+    max_new_tokens: int = 256,
+    backend: str = "auto",
+    model: Any = None,
+    tokenizer: Any = None,
+    stats: GenerationStats | None = None,
+    trained_on: str | None = None,
+) -> list[dict[str, Any]]:
     """Per-item results for every split in `refs`; a split whose config (`config`) or which
     itself (`config/split`, or `config/split:rendering`) is listed in `in_distribution` is labelled
     'in_distribution', any other 'held_out' (so one config can hold both, e.g. a test split of higher
@@ -234,31 +299,58 @@ def evaluate(model_path: str, root: Path, refs: Iterable[SplitRef], *, dataset: 
         infos = table.column("extra_info").to_pylist()
         renderings = renderings_of(table)
         places = table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos)
-        completions = generate(load_path, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                               backend=backend, model=model, tokenizer=tokenizer, stats=stats)
+        completions = generate(
+            load_path,
+            prompts,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            backend=backend,
+            model=model,
+            tokenizer=tokenizer,
+            stats=stats,
+        )
         for completion, truth, info, rendering, place in zip(completions, truths, infos, renderings, places):
             scored = score_completion(completion, truth)
-            rows.append({
-                "run_id": run_id, "model": model_path, "label": label, "dataset": dataset, "revision": revision,
-                "config": ref.config, "split": ref.split,
-                "distribution": "in_distribution" if {ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names
-                else "held_out",
-                "item_id": info["item_id"], "source": info["source"], "belief_order": info["belief_order"],
-                "question_type": info["question_type"], "answer_format": info["answer_format"],
-                "completion": completion, "extracted": scored.extracted, "format_ok": scored.format_ok,
-                "correct": scored.correct, "reward": scored.score,
-                **_fidelity_fields(scored), "rendering": rendering, "trained_on": trained_on,
-                "pair_key": pair_key(info["source"], place or info["item_id"], truth),
-            })
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "model": model_path,
+                    "label": label,
+                    "dataset": dataset,
+                    "revision": revision,
+                    "config": ref.config,
+                    "split": ref.split,
+                    "distribution": "in_distribution"
+                    if {ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names
+                    else "held_out",
+                    "item_id": info["item_id"],
+                    "source": info["source"],
+                    "belief_order": info["belief_order"],
+                    "question_type": info["question_type"],
+                    "answer_format": info["answer_format"],
+                    "completion": completion,
+                    "extracted": scored.extracted,
+                    "format_ok": scored.format_ok,
+                    "correct": scored.correct,
+                    "reward": scored.score,
+                    **_fidelity_fields(scored),
+                    "rendering": rendering,
+                    "trained_on": trained_on,
+                    "pair_key": pair_key(info["source"], place or info["item_id"], truth),
+                }
+            )
     return rows
 
 
 def _fidelity_fields(scored: Scored) -> dict[str, Any]:
     """The trace-fidelity columns of one row (null when the item carries no world)."""
     judged = scored.states_deciding_belief is not None
-    return {"claims_correct": scored.claims_correct if judged else None,
-            "claims_contradicted": scored.claims_contradicted if judged else None,
-            "states_deciding_belief": scored.states_deciding_belief, "faithful": scored.faithful}
+    return {
+        "claims_correct": scored.claims_correct if judged else None,
+        "claims_contradicted": scored.claims_contradicted if judged else None,
+        "states_deciding_belief": scored.states_deciding_belief,
+        "faithful": scored.faithful,
+    }
 
 
 def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
@@ -291,6 +383,7 @@ def summarize(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     wrong reasons (`rl.fidelity`)}}, 'fidelity_by_order': {label: {config/split: {order: ...}}},
     'transfer': the format-transfer block (`rl.transfer.transfer_view`, its intervals drawn with `seed`)}.
     A split a model was evaluated on in several renderings gets a column per rendering (`config/split:rendering`)."""
+
     def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
         return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
 
@@ -315,8 +408,15 @@ def summarize(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
         for r in items:
             orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
         by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
-    return {"matrix": matrix, "format_rate": fmt, "n": counts, "by_order": by_order, "fidelity": faithful,
-            "fidelity_by_order": faithful_by_order, "transfer": transfer_view(rows, seed=seed)}
+    return {
+        "matrix": matrix,
+        "format_rate": fmt,
+        "n": counts,
+        "by_order": by_order,
+        "fidelity": faithful,
+        "fidelity_by_order": faithful_by_order,
+        "transfer": transfer_view(rows, seed=seed),
+    }
 
 
 def _rendered_several_ways(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
@@ -367,8 +467,12 @@ def format_matrix(summary: dict[str, Any]) -> str:
     for label, row in summary.get("fidelity", {}).items():  # right for the right / wrong reasons, where measured
         if any(row.get(c, {}).get("with_world") for c in columns):
             cells = [row.get(c, {}) for c in columns]
-            lines.append(f"{label} right reasons / wrong reasons | " + " | ".join(
-                f"{_share(cell.get('right_reasons'))} / {_share(cell.get('wrong_reasons'))}" for cell in cells))
+            lines.append(
+                f"{label} right reasons / wrong reasons | "
+                + " | ".join(
+                    f"{_share(cell.get('right_reasons'))} / {_share(cell.get('wrong_reasons'))}" for cell in cells
+                )
+            )
     transfer = format_transfer(summary["transfer"]) if summary.get("transfer") else ""
     return "\n".join(lines + (["", transfer] if transfer else []))
 

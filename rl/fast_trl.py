@@ -13,6 +13,7 @@ The reference and "old" log-probs are no-grad forward passes; TRL runs them in c
 micro-batch. Here they run in chunks of `logprob_batch_size` (no activations are kept, so larger chunks
 fit and keep the GPU busy); the values are the same per row.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,13 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def fast_trainer_class(base: type, *, logprob_batch_size: int = 128,
-                       stop_texts: tuple[str, ...] = ("</answer>",), generation_batch_size: int = 1024) -> type:
+def fast_trainer_class(
+    base: type,
+    *,
+    logprob_batch_size: int = 128,
+    stop_texts: tuple[str, ...] = ("</answer>",),
+    generation_batch_size: int = 1024,
+) -> type:
     """A subclass of TRL's `RLOOTrainer` or `GRPOTrainer` whose rollouts use the fast generator."""
     returns_logprobs = base.__name__.startswith("GRPO")
 
@@ -56,29 +62,43 @@ def fast_trainer_class(base: type, *, logprob_batch_size: int = 128,
             self._fast.sync_from(model)
             return self._fast
 
-        def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, *args: Any,
-                                  **kwargs: Any) -> Any:
+        def _generate_single_turn(
+            self, prompt_ids: Any, images: Any, multimodal_fields: Any, *args: Any, **kwargs: Any
+        ) -> Any:
             fast = None if images is not None or multimodal_fields else self._fast_generator()
             if fast is None:
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, *args, **kwargs)
             from tomforge.rl.fastgen import stop_sequence_ids
 
             completion_ids = fast.generate(
-                [list(p) for p in prompt_ids], max_new_tokens=self.max_completion_length,
-                stop_ids=list(self.eos_token_ids), pad_id=self._tokenizer.pad_token_id,
-                stop_sequences=stop_sequence_ids(self._tokenizer, stop_texts), sampling=self._fast_sampling,
-                batch_size=generation_batch_size, sort_by_length=False)
+                [list(p) for p in prompt_ids],
+                max_new_tokens=self.max_completion_length,
+                stop_ids=list(self.eos_token_ids),
+                pad_id=self._tokenizer.pad_token_id,
+                stop_sequences=stop_sequence_ids(self._tokenizer, stop_texts),
+                sampling=self._fast_sampling,
+                batch_size=generation_batch_size,
+                sort_by_length=False,
+            )
             return (completion_ids, None) if returns_logprobs else completion_ids  # GRPO's form: (ids, logprobs)
 
-        def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any,
-                                               logits_to_keep: Any, batch_size: Any = None, *args: Any,
-                                               **kwargs: Any) -> Any:
+        def _get_per_token_logps_and_entropies(
+            self,
+            model: Any,
+            input_ids: Any,
+            attention_mask: Any,
+            logits_to_keep: Any,
+            batch_size: Any = None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> Any:
             import torch
 
             if not torch.is_grad_enabled():  # reference / old log-probs: nothing kept for backward
                 batch_size = max(batch_size or 0, logprob_batch_size)
-            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
-                                                              batch_size, *args, **kwargs)
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, *args, **kwargs
+            )
 
     FastRolloutTrainer.__name__ = f"FastRollout{base.__name__}"
     FastRolloutTrainer.__qualname__ = FastRolloutTrainer.__name__

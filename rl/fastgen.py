@@ -18,6 +18,7 @@ Sampling applies Hugging Face's own logits warpers in `generate`'s order and dra
 on the global generator, as `generate(do_sample=True)` does; greedy takes the argmax. On the CPU (tests) the
 same loop runs without graphs. `tests/test_rl_fastgen.py` compares both with `generate` token for token.
 """
+
 from __future__ import annotations
 
 import copy
@@ -54,14 +55,27 @@ class Sampling:
             value = getattr(config, name, None)
             if value is not None and value != neutral:
                 raise UnsupportedModel(f"generation setting {name}={value} is not supported by the fast path")
-        for name in ("bad_words_ids", "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "top_h",
-                     "epsilon_cutoff", "eta_cutoff", "min_new_tokens", "watermarking_config"):
+        for name in (
+            "bad_words_ids",
+            "suppress_tokens",
+            "begin_suppress_tokens",
+            "sequence_bias",
+            "top_h",
+            "epsilon_cutoff",
+            "eta_cutoff",
+            "min_new_tokens",
+            "watermarking_config",
+        ):
             value = getattr(config, name, None)
             if value not in (None, 0, 0.0, [], {}):
                 raise UnsupportedModel(f"generation setting {name}={value} is not supported by the fast path")
-        return cls(do_sample=bool(config.do_sample), temperature=config.temperature,
-                   top_k=HF_DEFAULT_TOP_K if config.top_k is None else config.top_k,
-                   top_p=config.top_p, min_p=config.min_p)
+        return cls(
+            do_sample=bool(config.do_sample),
+            temperature=config.temperature,
+            top_k=HF_DEFAULT_TOP_K if config.top_k is None else config.top_k,
+            top_p=config.top_p,
+            min_p=config.min_p,
+        )
 
     def warpers(self) -> list[Callable[[Any, Any], Any]]:
         """HF's warpers, in the order `GenerationMixin._get_logits_processor` appends them."""
@@ -103,9 +117,14 @@ class FastStats:
 def check_supported(model: Any) -> None:
     config = model.config
     if getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
-        raise UnsupportedModel(f"model type {getattr(config, 'model_type', None)!r} is not one of {SUPPORTED_MODEL_TYPES}")
-    if getattr(config, "use_sliding_window", False) or getattr(config, "sliding_window", None) and \
-            config.model_type == "mistral":
+        raise UnsupportedModel(
+            f"model type {getattr(config, 'model_type', None)!r} is not one of {SUPPORTED_MODEL_TYPES}"
+        )
+    if (
+        getattr(config, "use_sliding_window", False)
+        or getattr(config, "sliding_window", None)
+        and config.model_type == "mistral"
+    ):
         raise UnsupportedModel("sliding-window attention is not supported by the fast path")
     attn = model.model.layers[0].self_attn
     if hasattr(attn, "q_norm"):
@@ -114,6 +133,7 @@ def check_supported(model: Any) -> None:
 
 def torch_no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`torch.no_grad()` around a method, imported lazily (the CLI must start without torch)."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import torch
 
@@ -214,8 +234,16 @@ class _Cache:
 class FastGenerator:
     """Generates for many prompts at once with a static cache; see the module docstring."""
 
-    def __init__(self, model: Any, *, length_bucket: int = 64, cuda_graphs: bool | None = None,
-                 check_every: int = 8, max_caches: int = 6, prefill_rows: int = 64) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        length_bucket: int = 64,
+        cuda_graphs: bool | None = None,
+        check_every: int = 8,
+        max_caches: int = 6,
+        prefill_rows: int = 64,
+    ) -> None:
         check_supported(model)
         self.model = model.eval()
         self.length_bucket = length_bucket
@@ -248,8 +276,9 @@ class FastGenerator:
                     ours[name].copy_(p)
 
     # ---- the model, one step ----
-    def _forward(self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any,
-                 rows: slice = slice(None)) -> Any:
+    def _forward(
+        self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any, rows: slice = slice(None)
+    ) -> Any:
         """Logits of the last position after writing keys/values of `ids` at `slots` in the cache rows `rows`.
         `mask`: (rows, 1, queries, length) bool, True where a query may attend."""
         import torch
@@ -298,7 +327,7 @@ class FastGenerator:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm-up outside the graph (allocator, kernel choice); it computes the
-            for _ in range(2):           # same step the replay computes again, so nothing needs restoring
+            for _ in range(2):  # same step the replay computes again, so nothing needs restoring
                 self._decode(cache)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
@@ -325,8 +354,8 @@ class FastGenerator:
         present = torch.zeros(cache.rows, width, dtype=torch.bool)
         for row, prompt in enumerate(prompts):
             if prompt:
-                ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
-                present[row, width - len(prompt):] = True
+                ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+                present[row, width - len(prompt) :] = True
         ids, present = ids.to(device), present.to(device)
         positions = present.long().cumsum(-1) - 1
         positions.masked_fill_(~present, 1)  # as `generate` does for left padding
@@ -348,8 +377,15 @@ class FastGenerator:
         return width
 
     @torch_no_grad
-    def _generate_batch(self, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop_ids: Sequence[int],
-                        stop_sequences: Sequence[Sequence[int]], sampling: Sampling, pad_id: int) -> list[list[int]]:
+    def _generate_batch(
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: int,
+        stop_ids: Sequence[int],
+        stop_sequences: Sequence[Sequence[int]],
+        sampling: Sampling,
+        pad_id: int,
+    ) -> list[list[int]]:
         import torch
 
         width = max(len(p) for p in prompts)
@@ -378,7 +414,7 @@ class FastGenerator:
             ended = torch.isin(token, stops)
             for seq in sequences:
                 if step + 1 >= len(seq):
-                    ended |= (out[:, step + 1 - len(seq):step + 1] == seq).all(dim=1)
+                    ended |= (out[:, step + 1 - len(seq) : step + 1] == seq).all(dim=1)
             done |= ended
             self.stats.decode_steps += 1
             if step + 1 == max_new_tokens or ((step + 1) % self.check_every == 0 and bool(done.all())):
@@ -389,22 +425,33 @@ class FastGenerator:
             cache.slot.add_(1)
         return _trim(out.cpu().tolist(), done.cpu().tolist(), stop_ids, sequences_as_lists(stop_sequences))
 
-    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, stop_ids: Sequence[int],
-                 pad_id: int, stop_sequences: Sequence[Sequence[int]] = (), sampling: Sampling = GREEDY,
-                 batch_size: int = 256, sort_by_length: bool = True) -> list[list[int]]:
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        stop_ids: Sequence[int],
+        pad_id: int,
+        stop_sequences: Sequence[Sequence[int]] = (),
+        sampling: Sampling = GREEDY,
+        batch_size: int = 256,
+        sort_by_length: bool = True,
+    ) -> list[list[int]]:
         """New tokens for each prompt (token ids), in input order, each cut after its first stop."""
         if not prompts:
             return []
         if any(not p for p in prompts):
             raise ValueError("fast generation: an empty prompt (no tokens) cannot be continued")
         started = time.perf_counter()
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i])) if sort_by_length \
-            else list(range(len(prompts)))
+        order = (
+            sorted(range(len(prompts)), key=lambda i: len(prompts[i])) if sort_by_length else list(range(len(prompts)))
+        )
         results: list[list[int]] = [[] for _ in prompts]
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            batch = self._generate_batch([prompts[i] for i in chunk], max_new_tokens, stop_ids, stop_sequences,
-                                         sampling, pad_id)
+            chunk = order[start : start + batch_size]
+            batch = self._generate_batch(
+                [prompts[i] for i in chunk], max_new_tokens, stop_ids, stop_sequences, sampling, pad_id
+            )
             for i, tokens in zip(chunk, batch):
                 results[i] = tokens
         if self.model.device.type == "cuda":
@@ -421,8 +468,9 @@ def sequences_as_lists(sequences: Sequence[Sequence[int]]) -> list[list[int]]:
     return [list(s) for s in sequences if s]
 
 
-def _trim(rows: list[list[int]], done: list[bool], stop_ids: Sequence[int],
-          stop_sequences: list[list[int]]) -> list[list[int]]:
+def _trim(
+    rows: list[list[int]], done: list[bool], stop_ids: Sequence[int], stop_sequences: list[list[int]]
+) -> list[list[int]]:
     """Each row up to and including its first stop token or stop sequence; a row that never stopped whole."""
     stops = set(stop_ids)
     out = []
@@ -430,7 +478,7 @@ def _trim(rows: list[list[int]], done: list[bool], stop_ids: Sequence[int],
         end = len(tokens)
         if finished:
             for i, t in enumerate(tokens):
-                if t in stops or any(i + 1 >= len(s) and tokens[i + 1 - len(s):i + 1] == s for s in stop_sequences):
+                if t in stops or any(i + 1 >= len(s) and tokens[i + 1 - len(s) : i + 1] == s for s in stop_sequences):
                     end = i + 1
                     break
         out.append(tokens[:end])

@@ -7,6 +7,7 @@ Only items whose release row carries the world count (`with_world`); the shares 
 `right_reasons + wrong_reasons` is their accuracy, and `faithful_share` is the share of their correct
 answers that are right for the right reasons.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -23,10 +24,14 @@ def fidelity(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     def share(k: int, d: int) -> float | None:
         return round(k / d, 4) if d else None
 
-    return {"with_world": n, "right_reasons": share(right, n), "wrong_reasons": share(wrong, n),
-            "faithful_share": share(right, right + wrong),
-            "mean_claims_correct": share(sum(int(r.get("claims_correct") or 0) for r in judged), n),
-            "mean_claims_contradicted": share(sum(int(r.get("claims_contradicted") or 0) for r in judged), n)}
+    return {
+        "with_world": n,
+        "right_reasons": share(right, n),
+        "wrong_reasons": share(wrong, n),
+        "faithful_share": share(right, right + wrong),
+        "mean_claims_correct": share(sum(int(r.get("claims_correct") or 0) for r in judged), n),
+        "mean_claims_contradicted": share(sum(int(r.get("claims_contradicted") or 0) for r in judged), n),
+    }
 
 
 def fidelity_by_order(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -34,4 +39,7 @@ def fidelity_by_order(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault("none" if r.get("belief_order") is None else str(r["belief_order"]), []).append(r)
-    return {order: fidelity(items) for order, items in sorted(groups.items(), key=lambda kv: (kv[0] == "none", kv[0].zfill(3)))}
+    return {
+        order: fidelity(items)
+        for order, items in sorted(groups.items(), key=lambda kv: (kv[0] == "none", kv[0].zfill(3)))
+    }

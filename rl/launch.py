@@ -3,6 +3,7 @@
 Kept apart from the `tomforge` CLI so that `accelerate launch` (one process per GPU) and a Ray
 job's entrypoint can start it with nothing but this repository and the RL extra installed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         result = stage.run_trl_here(TrlSettings(**settings), args.dataset, args.revision, args.train, args.limit)
         print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
         return 0
-    return stage.run_verl_here(VerlSettings(**settings), args.dataset, args.revision, args.train, args.val,
-                               args.data_dir)
+    return stage.run_verl_here(
+        VerlSettings(**settings), args.dataset, args.revision, args.train, args.val, args.data_dir
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ split that does, each with one line naming the source and its license, unless th
 `--allow-restricted-training`; a release published with the override says so in its card. The rule
 reads the license as the source words it (releases and manifests carry it), so it lives here, where
 both the publisher (`hub/`) and the training machine (which has only the RL stage) can import it."""
+
 from __future__ import annotations
 
 import json
@@ -38,14 +39,19 @@ class Restricted:
 
 def restricted(rows_per_source: Mapping[str, int], licenses: Mapping[str, str | None]) -> list[Restricted]:
     """The sources of `rows_per_source` whose license forbids training, by name."""
-    return [Restricted(source, str(licenses.get(source)), n) for source, n in sorted(rows_per_source.items())
-            if n and forbids_training(licenses.get(source))]
+    return [
+        Restricted(source, str(licenses.get(source)), n)
+        for source, n in sorted(rows_per_source.items())
+        if n and forbids_training(licenses.get(source))
+    ]
 
 
 def refusal(found: Iterable[Restricted], where: str) -> str:
     """The one line `publish` and `train` print when they refuse."""
-    return ("; ".join(str(r) for r in found) + f" in {where}: its license forbids training; "
-            f"leave it out of the training split, or pass {OVERRIDE_FLAG} to do it anyway")
+    return (
+        "; ".join(str(r) for r in found) + f" in {where}: its license forbids training; "
+        f"leave it out of the training split, or pass {OVERRIDE_FLAG} to do it anyway"
+    )
 
 
 def release_licenses(root: Path) -> dict[str, str | None]:

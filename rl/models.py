@@ -9,6 +9,7 @@ same architecture from its config (the quantization entry removed) and load the 
 file's sha256, and every later step (SFT, TRL, `tomforge eval`, a second process) reads that
 folder: the gguf stays the artefact, the folder is derived from it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -48,8 +49,10 @@ def check_model_spec(model: str) -> None:
     if path.is_dir() and not (path / "config.json").is_file():
         raise ModelSourceError(f"{model}: not a saved model folder (no config.json)")
     if not path.is_dir() and (path.exists() or not HUB_MODEL_ID.match(model)):
-        raise ModelSourceError(f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or "
-                               "a Hub model id ORG/NAME)")
+        raise ModelSourceError(
+            f"{model}: model not found (give a saved model folder, e.g. var/rl, a .gguf file or "
+            "a Hub model id ORG/NAME)"
+        )
 
 
 def file_sha256(path: Path) -> str:
@@ -110,8 +113,9 @@ def materialize(spec: str, cache_dir: str | os.PathLike[str] | None = None) -> s
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
-    (partial / MARKER).write_text(json.dumps({"gguf": path.name, "sha256": sha,
-                                              "architecture": type(model).__name__}, indent=1))
+    (partial / MARKER).write_text(
+        json.dumps({"gguf": path.name, "sha256": sha, "architecture": type(model).__name__}, indent=1)
+    )
     shutil.rmtree(folder, ignore_errors=True)
     try:
         os.replace(partial, folder)
@@ -128,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m tomforge.rl.models")
     parser.add_argument("gguf")
-    parser.add_argument("--cache", default=None, help=f"folder for converted models (default ${CACHE_ENV} or {DEFAULT_CACHE})")
+    parser.add_argument(
+        "--cache", default=None, help=f"folder for converted models (default ${CACHE_ENV} or {DEFAULT_CACHE})"
+    )
     args = parser.parse_args(argv)
     print(materialize(args.gguf, args.cache))
     return 0

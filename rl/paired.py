@@ -7,6 +7,7 @@ items; since a resample is fully described by how many of its items are discorda
 multinomial count per resample (the same distribution as resampling items, in O(resamples) instead of
 O(resamples x items)). The exact McNemar test (two-sided binomial on b of b + c) says whether the renderings differ.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -40,8 +41,9 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def paired_difference(reference: Sequence[bool], other: Sequence[bool], *, seed: int = 0,
-                      resamples: int = RESAMPLES) -> PairedDifference:
+def paired_difference(
+    reference: Sequence[bool], other: Sequence[bool], *, seed: int = 0, resamples: int = RESAMPLES
+) -> PairedDifference:
     """mean(other) - mean(reference) over items paired by position, with a paired-bootstrap 95% percentile
     interval (seeded: the same inputs and seed give the same interval)."""
     import numpy as np
@@ -54,5 +56,6 @@ def paired_difference(reference: Sequence[bool], other: Sequence[bool], *, seed:
     counts = np.random.default_rng(seed).multinomial(n, [b / n, c / n, (n - b - c) / n], size=resamples)
     means = (counts[:, 1] - counts[:, 0]) / n
     low, high = np.quantile(means, [0.025, 0.975])
-    return PairedDifference(n, round((c - b) / n, 4), (round(float(low), 4), round(float(high), 4)), b, c,
-                            round(mcnemar_exact(b, c), 6))
+    return PairedDifference(
+        n, round((c - b) / n, 4), (round(float(low), 4), round(float(high), 4)), b, c, round(mcnemar_exact(b, c), 6)
+    )

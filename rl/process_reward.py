@@ -14,6 +14,7 @@ container and is true when it is made. A text is faithful when it also names the
 last event that sets the chain's belief; for memory, the first placement) and no claim of it is
 contradicted: a text that only asserts the conclusion, or invents a move, is not, whatever it concludes.
 """
+
 from __future__ import annotations
 
 import math
@@ -88,12 +89,17 @@ class _Checker:
     def find_events(self, claim: Claim, cursor: list[Perceived]) -> list[Perceived]:
         """The events a claim may name: every match after the event last named (else every match); a
         text that cannot tell two alike events apart is read in whichever way makes it true."""
+
         def fits(event: Perceived) -> bool:
             item = self.trace[event.step + 1]
             kind = {"enter": "reveal"}.get(item["kind"], item["kind"])
-            return (kind == claim.event and event.container == claim.container
-                    and (claim.agent is None or item.get("agent") == claim.agent)
-                    and (claim.line is None or item.get("line") == claim.line))
+            return (
+                kind == claim.event
+                and event.container == claim.container
+                and (claim.agent is None or item.get("agent") == claim.agent)
+                and (claim.line is None or item.get("line") == claim.line)
+            )
+
         matching = [e for e in self.world.events if fits(e)]
         after = min((e.step for e in cursor), default=-1)
         return [e for e in matching if e.step > after] or matching
@@ -113,9 +119,12 @@ class _Checker:
             return UNVERIFIABLE
         agent = claim.agent
         for event in events:
-            truth = {"perceived": agent in event.perceivers, "not_perceived": agent not in event.perceivers,
-                     "not_present": agent not in event.public,
-                     "secret": agent in event.perceivers and agent not in event.public}[claim.kind]
+            truth = {
+                "perceived": agent in event.perceivers,
+                "not_perceived": agent not in event.perceivers,
+                "not_present": agent not in event.public,
+                "secret": agent in event.perceivers and agent not in event.public,
+            }[claim.kind]
             if truth:
                 return CORRECT
         return CONTRADICTED
@@ -167,8 +176,12 @@ class _Checker:
 
     def states_deciding(self, checked: list[Checked]) -> bool:
         if self.question.kind == "memory":
-            said = [c for c in checked if (c.claim.kind == "event" and c.claim.event == "init")
-                    or (c.claim.kind == "belief" and not c.claim.chain and c.claim.time == "start")]
+            said = [
+                c
+                for c in checked
+                if (c.claim.kind == "event" and c.claim.event == "init")
+                or (c.claim.kind == "belief" and not c.claim.chain and c.claim.time == "start")
+            ]
         else:
             said = [c for c in checked if c.claim.kind == "belief" and c.claim.chain == self.question.chain]
         return bool(said) and said[-1].verdict == CORRECT and said[-1].claim.container == self.answer()

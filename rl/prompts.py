@@ -4,6 +4,7 @@
 The reward (rl.reward) accepts exactly what these instructions ask for (an option letter or
 its text, yes/no, a comma-separated list), so prompt and reward change together.
 """
+
 from __future__ import annotations
 
 import string

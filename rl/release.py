@@ -8,6 +8,7 @@ A generated row names the rendering its world is told in (`meta.rendering`: thir
 dialogue...), and the renderings of one generator run share a split. `CONFIG/SPLIT:RENDERING` reads the rows
 of one rendering only, by name, wherever a split is named (train, eval, in-distribution): docs/rl.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,10 @@ class SplitRef:
         where, colon, rendering = text.partition(":")
         config, sep, split = where.partition("/")
         if not sep or not config or not split or (colon and not rendering):
-            raise ReleaseReadError(f"{text!r}: expected CONFIG/SPLIT or CONFIG/SPLIT:RENDERING, e.g. default/test "
-                                   "or tomforge_gen/test:second_person")
+            raise ReleaseReadError(
+                f"{text!r}: expected CONFIG/SPLIT or CONFIG/SPLIT:RENDERING, e.g. default/test "
+                "or tomforge_gen/test:second_person"
+            )
         return cls(config, split, rendering or None)
 
     @property
@@ -82,8 +85,10 @@ def _select_rendering(table: pa.Table, ref: SplitRef, root: Path) -> pa.Table:
     kept = table.filter(pa.array([r == ref.rendering for r in found], pa.bool_()))
     if kept.num_rows == 0:
         held = Counter("none" if r is None else r for r in found)
-        raise ReleaseReadError(f"{root}: {ref}: no rows told in {ref.rendering!r} (meta.rendering); the split holds "
-                               + ", ".join(f"{name} {n}" for name, n in sorted(held.items())))
+        raise ReleaseReadError(
+            f"{root}: {ref}: no rows told in {ref.rendering!r} (meta.rendering); the split holds "
+            + ", ".join(f"{name} {n}" for name, n in sorted(held.items()))
+        )
     keys = [name for name in ("source_ref", "item_id") if name in kept.column_names]
     return kept.sort_by([(name, "ascending") for name in keys]) if keys else kept
 
@@ -101,12 +106,17 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
     try:
         validate_repo_id(dataset)
     except HFValidationError:  # a path that is not there, not a Hub id: say so rather than "download failed"
-        raise ReleaseReadError(f"{local}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
-                           ) from None
+        raise ReleaseReadError(
+            f"{local}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
+        ) from None
     try:
-        path = snapshot_download(repo_id=dataset, repo_type="dataset", revision=revision,
-                                 cache_dir=None if cache_dir is None else str(cache_dir),
-                                 allow_patterns=["data/**", "*.md", "*.json"])
+        path = snapshot_download(
+            repo_id=dataset,
+            repo_type="dataset",
+            revision=revision,
+            cache_dir=None if cache_dir is None else str(cache_dir),
+            allow_patterns=["data/**", "*.md", "*.json"],
+        )
     except Exception as exc:  # the hub client raises many types; the CLI wants one line
         from tomforge.hub.errors import is_unreachable, unreachable
 
@@ -128,8 +138,9 @@ def list_splits(root: Path) -> dict[str, list[str]]:
 
 def shard_files(root: Path, ref: SplitRef) -> list[Path]:
     folder = Path(root) / "data" / ref.config
-    files = sorted(p for p in folder.glob(f"{ref.split}-*.parquet")
-                   if (m := SHARD_RE.match(p.name)) and m["split"] == ref.split)
+    files = sorted(
+        p for p in folder.glob(f"{ref.split}-*.parquet") if (m := SHARD_RE.match(p.name)) and m["split"] == ref.split
+    )
     if not files:
         raise ReleaseReadError(f"{root}: no shards for {ref} (have: {list_splits(Path(root))})")
     return files
@@ -189,8 +200,9 @@ def check_training_split(root: Path, ref: SplitRef, where: str, allow: bool = Fa
     return found
 
 
-def check_training_release(dataset: str, revision: str | None, train_split: str,
-                           allow: bool = False) -> list[Restricted]:
+def check_training_release(
+    dataset: str, revision: str | None, train_split: str, allow: bool = False
+) -> list[Restricted]:
     """`check_training_split` on a release as the command line names it: a folder or a Hub id at a revision,
     and `CONFIG/SPLIT`."""
     where = dataset if revision is None else f"{dataset}@{revision}"

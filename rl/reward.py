@@ -8,6 +8,7 @@ surface form (case, unicode width, underscores, articles, punctuation, a leading
 an option letter for its text, yes/no synonyms, list order) but never substring matches, so
 "not the basket" does not score as "basket".
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,9 @@ _YES = {"yes", "y", "true", "correct", "yeah", "yep", "affirmative", "right"}
 _NO = {"no", "n", "false", "incorrect", "nope", "negative", "wrong", "not"}
 _EMPTY_LIST = {"", "none", "nobody", "no one", "noone", "nothing", "neither", "empty"}
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final\s+)?answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
-_LETTER_RE = re.compile(r"^[\(\[]?\s*(?:option\s+|choice\s+)?([a-z]|\d{1,3})(?:[\)\]\.:]|\s|$)\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_LETTER_RE = re.compile(
+    r"^[\(\[]?\s*(?:option\s+|choice\s+)?([a-z]|\d{1,3})(?:[\)\]\.:]|\s|$)\s*(.*)$", re.IGNORECASE | re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class Scored:
 
 # ---------------------------------------------------------------- format and extraction
 
+
 def format_ok(text: str) -> bool:
     """Each of <think>, </think>, <answer>, </answer> exactly once, in that order."""
     if any(text.count(tag) != 1 for tag in TAGS):
@@ -80,6 +84,7 @@ def extract_answer(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------- normalization
+
 
 def _unicode(text: str) -> str:
     """NFKC (full-width letters, ligatures), casefold, drop format characters (zero-width)."""
@@ -166,6 +171,7 @@ def choice_index(response: str, options: Sequence[str], labels: Sequence[str]) -
 
 # ---------------------------------------------------------------- correctness and score
 
+
 def is_correct(response: str, truth: dict[str, Any]) -> bool:
     """Whether an extracted answer matches the ground truth of `rl.columns.ground_truth`."""
     answer_format = truth.get("answer_format", "free_text")
@@ -187,14 +193,17 @@ def is_correct(response: str, truth: dict[str, Any]) -> bool:
     return texts_match(response, truth["answer"])
 
 
-def score_completion(completion: str, ground_truth: str | dict[str, Any],
-                     weights: RewardWeights = DEFAULT_WEIGHTS) -> Scored:
+def score_completion(
+    completion: str, ground_truth: str | dict[str, Any], weights: RewardWeights = DEFAULT_WEIGHTS
+) -> Scored:
     """Score one completion against one ground truth (JSON string, dict, or plain answer text)."""
     truth = decode_ground_truth(ground_truth)
     ok = format_ok(completion)
     extracted = extract_answer(completion)
     # every <answer> block must be right: "<answer>no</answer>...<answer>yes</answer>" is a hedge, not an answer
-    answers = [found.strip() for found in _ANSWER_RE.findall(completion)] if ok or weights.score_malformed_answers else []
+    answers = (
+        [found.strip() for found in _ANSWER_RE.findall(completion)] if ok or weights.score_malformed_answers else []
+    )
     correct = all(is_correct(answer, truth) for answer in answers) if answers else False
     process = score_completion_process(completion, truth)
     return Scored(
@@ -204,7 +213,8 @@ def score_completion(completion: str, ground_truth: str | dict[str, Any],
         format_reward=weights.format_ok if ok else weights.format_bad,
         correctness_reward=weights.correct if correct else weights.wrong,
         process_reward=weights.process * process.score(weights.process_contradiction_penalty)
-        if process is not None and weights.process else 0.0,
+        if process is not None and weights.process
+        else 0.0,
         claims_correct=process.n_correct if process is not None else 0,
         claims_contradicted=process.n_contradicted if process is not None else 0,
         states_deciding_belief=process.states_deciding_belief if process is not None else None,
@@ -218,8 +228,10 @@ def reward(completion: str, ground_truth: str | dict[str, Any], weights: RewardW
 
 # ---------------------------------------------------------------- verl
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                  **kwargs: Any) -> dict[str, float]:
+
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **kwargs: Any
+) -> dict[str, float]:
     """verl's custom reward entry point (`custom_reward_function.name=compute_score`).
     Returns `score` plus numeric extras that verl logs (accuracy, format rate, the process reward and
     trace fidelity). Keyword arguments named as `RewardWeights` fields (verl's
@@ -227,11 +239,17 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     fields = set(RewardWeights.__dataclass_fields__)
     weights = RewardWeights(**{k: v for k, v in kwargs.items() if k in fields})
     scored = score_completion(solution_str, ground_truth, weights)
-    return {"score": scored.score, "acc": float(scored.correct), "format_ok": float(scored.format_ok),
-            "process": scored.process_reward, "faithful": float(bool(scored.faithful))}
+    return {
+        "score": scored.score,
+        "acc": float(scored.correct),
+        "format_ok": float(scored.format_ok),
+        "process": scored.process_reward,
+        "faithful": float(bool(scored.faithful)),
+    }
 
 
 # ---------------------------------------------------------------- TRL
+
 
 def completion_text(completion: Any) -> str:
     """TRL passes strings (standard) or message lists (conversational): take the assistant text."""
@@ -257,16 +275,22 @@ def make_trl_rewards(weights: RewardWeights = DEFAULT_WEIGHTS) -> list[Callable[
     curves for free."""
 
     def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-        return [score_completion(completion_text(c), t, weights).format_reward
-                for c, t in zip(completions, _truths(len(completions), kwargs))]
+        return [
+            score_completion(completion_text(c), t, weights).format_reward
+            for c, t in zip(completions, _truths(len(completions), kwargs))
+        ]
 
     def correctness_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-        return [score_completion(completion_text(c), t, weights).correctness_reward
-                for c, t in zip(completions, _truths(len(completions), kwargs))]
+        return [
+            score_completion(completion_text(c), t, weights).correctness_reward
+            for c, t in zip(completions, _truths(len(completions), kwargs))
+        ]
 
     def process_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-        return [score_completion(completion_text(c), t, weights).process_reward
-                for c, t in zip(completions, _truths(len(completions), kwargs))]
+        return [
+            score_completion(completion_text(c), t, weights).process_reward
+            for c, t in zip(completions, _truths(len(completions), kwargs))
+        ]
 
     return [format_reward, correctness_reward, *([process_reward] if weights.process else [])]
 
@@ -276,5 +300,15 @@ def trl_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [reward(completion_text(c), t) for c, t in zip(completions, _truths(len(completions), kwargs))]
 
 
-__all__ = ("RewardWeights", "Scored", "score_completion", "reward", "compute_score",
-           "trl_reward", "make_trl_rewards", "normalize", "format_ok", "extract_answer")
+__all__ = (
+    "RewardWeights",
+    "Scored",
+    "score_completion",
+    "reward",
+    "compute_score",
+    "trl_reward",
+    "make_trl_rewards",
+    "normalize",
+    "format_ok",
+    "extract_answer",
+)

@@ -2,6 +2,7 @@
 prints), run it here, or hand it to `accelerate launch` / a Ray cluster. The CLI (`tomforge
 train`), `python -m tomforge.rl.launch` and the Prefect GPU deployment all call these.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,42 +28,74 @@ class TrainPlan:
         """Full command and config, as the dry run prints them."""
         lines = [f"# backend: {self.backend}", "# command", trl_backend.format_command(self.command)]
         if self.verl_command is not None:
-            lines += ["", "# verl command (run by the entrypoint on the cluster, after the download)",
-                      trl_backend.format_command(self.verl_command)]
+            lines += [
+                "",
+                "# verl command (run by the entrypoint on the cluster, after the download)",
+                trl_backend.format_command(self.verl_command),
+            ]
         lines += ["", "# config", json.dumps(self.config, indent=1, sort_keys=True, default=str)]
         return "\n".join(lines)
 
 
-def plan_trl(settings: trl_backend.TrlSettings, dataset: str, revision: str | None, train: str,
-             n_gpus: int = 1, accelerate_config: str | None = None) -> TrainPlan:
+def plan_trl(
+    settings: trl_backend.TrlSettings,
+    dataset: str,
+    revision: str | None,
+    train: str,
+    n_gpus: int = 1,
+    accelerate_config: str | None = None,
+) -> TrainPlan:
     SplitRef.parse(train)
     command = trl_backend.trl_launch_command(settings, dataset, revision, train, n_gpus, accelerate_config)
-    config = {"settings": asdict(settings), "trl_config": trl_backend.trl_config_kwargs(settings),
-              "trainer": "RLOOTrainer" if settings.algorithm == "rloo" else "GRPOTrainer",
-              "dataset": dataset, "revision": revision, "train": train, "n_gpus": n_gpus}
+    config = {
+        "settings": asdict(settings),
+        "trl_config": trl_backend.trl_config_kwargs(settings),
+        "trainer": "RLOOTrainer" if settings.algorithm == "rloo" else "GRPOTrainer",
+        "dataset": dataset,
+        "revision": revision,
+        "train": train,
+        "n_gpus": n_gpus,
+    }
     return TrainPlan("trl", command, config)
 
 
 def verl_data_files(data_dir: str, train: str, val: str) -> tuple[list[str], list[str]]:
     """Where the entrypoint writes the RL parquet files (known before any download)."""
     t, v = SplitRef.parse(train), SplitRef.parse(val)
-    return ([str(Path(data_dir) / t.config / f"{t.stem}.parquet")],
-            [str(Path(data_dir) / v.config / f"{v.stem}.parquet")])
+    return (
+        [str(Path(data_dir) / t.config / f"{t.stem}.parquet")],
+        [str(Path(data_dir) / v.config / f"{v.stem}.parquet")],
+    )
 
 
-def plan_verl(settings: verl_backend.VerlSettings, dataset: str, revision: str | None, train: str, val: str,
-              data_dir: str, ray_address: str | None = None) -> TrainPlan:
+def plan_verl(
+    settings: verl_backend.VerlSettings,
+    dataset: str,
+    revision: str | None,
+    train: str,
+    val: str,
+    data_dir: str,
+    ray_address: str | None = None,
+) -> TrainPlan:
     settings.train_files, settings.val_files = verl_data_files(data_dir, train, val)
     overrides = verl_backend.compose_overrides(settings)
     entry = verl_backend.stage_entrypoint(dataset, revision, train, val, settings, data_dir)
     command = verl_backend.ray_submit_command(entry, ray_address) if ray_address else entry
-    config = {"overrides": overrides, "dataset": dataset, "revision": revision, "train": train, "val": val,
-              "ray_address": ray_address, "data_dir": data_dir}
+    config = {
+        "overrides": overrides,
+        "dataset": dataset,
+        "revision": revision,
+        "train": train,
+        "val": val,
+        "ray_address": ray_address,
+        "data_dir": data_dir,
+    }
     return TrainPlan("verl", command, config, verl_command=verl_backend.verl_command(overrides))
 
 
-def run_trl_here(settings: trl_backend.TrlSettings, dataset: str, revision: str | None, train: str,
-                 limit: int | None = None) -> dict[str, Any]:
+def run_trl_here(
+    settings: trl_backend.TrlSettings, dataset: str, revision: str | None, train: str, limit: int | None = None
+) -> dict[str, Any]:
     """Download the release, load the train split, train with TRL in this process; record what it trained on
     beside the checkpoint (`rl.trained_on`: the eval's format-transfer block reads it)."""
     from datasets import Dataset
@@ -75,8 +108,9 @@ def run_trl_here(settings: trl_backend.TrlSettings, dataset: str, revision: str 
     return result
 
 
-def run_verl_here(settings: verl_backend.VerlSettings, dataset: str, revision: str | None, train: str, val: str,
-                  data_dir: str) -> int:
+def run_verl_here(
+    settings: verl_backend.VerlSettings, dataset: str, revision: str | None, train: str, val: str, data_dir: str
+) -> int:
     """Download the release, write the RL parquet files verl reads, start verl."""
     root = fetch_release(dataset, revision)
     settings.train_files = [str(write_rl_parquet(root, SplitRef.parse(train), Path(data_dir)))]
@@ -89,13 +123,16 @@ def execute(plan: TrainPlan) -> int:
     return subprocess.call(plan.command)
 
 
-def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = None, gpus: int = 1,
-                  nnodes: int = 1) -> trl_backend.TrlSettings | verl_backend.VerlSettings:
+def make_settings(
+    backend: str, model: str, overrides: dict[str, Any] | None = None, gpus: int = 1, nnodes: int = 1
+) -> trl_backend.TrlSettings | verl_backend.VerlSettings:
     """Backend settings from a model and overrides (the config file's `[rl] settings`)."""
     overrides = dict(overrides or {})
     if backend != "trl" and is_gguf(model):
-        raise ValueError(f"{model}: a .gguf model runs with the trl backend; for verl convert it to a folder first "
-                         "(python -m tomforge.rl.models FILE.gguf)")
+        raise ValueError(
+            f"{model}: a .gguf model runs with the trl backend; for verl convert it to a folder first "
+            "(python -m tomforge.rl.models FILE.gguf)"
+        )
     if backend == "trl":
         return trl_backend.TrlSettings(model=model, **overrides)
     overrides.setdefault("n_gpus_per_node", gpus)
@@ -103,9 +140,19 @@ def make_settings(backend: str, model: str, overrides: dict[str, Any] | None = N
     return verl_backend.VerlSettings(model=model, train_files=[], val_files=[], **overrides)
 
 
-def launch(settings: trl_backend.TrlSettings | verl_backend.VerlSettings, dataset: str, revision: str | None,
-           train: str, val: str, *, gpus: int = 1, accelerate_config: str | None = None,
-           ray_address: str | None = None, data_dir: str = "var/rl-data", dry_run: bool = False) -> dict[str, Any]:
+def launch(
+    settings: trl_backend.TrlSettings | verl_backend.VerlSettings,
+    dataset: str,
+    revision: str | None,
+    train: str,
+    val: str,
+    *,
+    gpus: int = 1,
+    accelerate_config: str | None = None,
+    ray_address: str | None = None,
+    data_dir: str = "var/rl-data",
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """Plan and run one training: TRL here (one GPU) or under accelerate (several), verl here or as
     a Ray job. Returns what happened; `dry_run` only plans (the plan's text is in "plan")."""
     if isinstance(settings, trl_backend.TrlSettings):

@@ -6,6 +6,7 @@ folder: the release, the split named and the renderings of the rows actually tra
 so a split that holds one rendering names it even without a `:RENDERING` selector). A later stage started
 from that folder writes its own record: the last stage's data is what the file says.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,26 @@ from tomforge.rl.release import SplitRef, renderings_of
 TRAINING_FILE = "tomforge_training.json"
 
 
-def write_training_record(output_dir: str | Path, dataset: str, revision: str | None, ref: SplitRef,
-                          table: pa.Table) -> Path:
+def write_training_record(
+    output_dir: str | Path, dataset: str, revision: str | None, ref: SplitRef, table: pa.Table
+) -> Path:
     """Record the data a checkpoint in `output_dir` was trained on (`table`: the rows trained on)."""
     renderings = sorted({r for r in renderings_of(table) if r is not None})
     path = Path(output_dir) / TRAINING_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"dataset": dataset, "revision": revision, "train": str(ref), "rows": table.num_rows,
-                                "renderings": renderings}, indent=1, sort_keys=True))
+    path.write_text(
+        json.dumps(
+            {
+                "dataset": dataset,
+                "revision": revision,
+                "train": str(ref),
+                "rows": table.num_rows,
+                "renderings": renderings,
+            },
+            indent=1,
+            sort_keys=True,
+        )
+    )
     return path
 
 

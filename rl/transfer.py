@@ -13,6 +13,7 @@ Nothing is dropped silently: items of a rendering with no partner in the trained
 `unpaired`, and an item evaluated twice by one model (a split named twice) counts once, the rest as `duplicates`.
 Renderings are handled by name, so a new one joins the block with no change here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,9 @@ def _accuracy(values: list[bool]) -> float:
     return round(sum(values) / len(values), 4)
 
 
-def _cells(by_rendering: dict[str, dict[str, bool]], trained: str | None, seed: int,
-           resamples: int) -> tuple[dict[str, Any], dict[str, int]]:
+def _cells(
+    by_rendering: dict[str, dict[str, bool]], trained: str | None, seed: int, resamples: int
+) -> tuple[dict[str, Any], dict[str, int]]:
     """{rendering: cell} and {rendering: items with no partner in the trained rendering}."""
     cells: dict[str, Any] = {}
     unpaired: dict[str, int] = {}
@@ -43,8 +45,13 @@ def _cells(by_rendering: dict[str, dict[str, bool]], trained: str | None, seed: 
         if reference is not None and rendering != trained:
             keys = sorted(set(results) & set(reference))
             unpaired[rendering] = len(results) - len(keys)
-            cell["vs_trained"] = paired_difference([reference[k] for k in keys], [results[k] for k in keys],
-                                                   seed=seed, resamples=resamples).as_dict() if keys else None
+            cell["vs_trained"] = (
+                paired_difference(
+                    [reference[k] for k in keys], [results[k] for k in keys], seed=seed, resamples=resamples
+                ).as_dict()
+                if keys
+                else None
+            )
         cells[rendering] = cell
     return cells, unpaired
 
@@ -71,7 +78,11 @@ def transfer_view(rows: Iterable[dict[str, Any]], *, seed: int = 0, resamples: i
         entry: dict[str, Any] = {"trained_on": trained[label], "splits": {}}
         for split, by_rendering in sorted(splits.items()):
             cells, unpaired = _cells(by_rendering, trained[label], seed, resamples)
-            entry["splits"][split] = {"cells": cells, "unpaired": unpaired, "duplicates": duplicates.get((label, split), 0)}
+            entry["splits"][split] = {
+                "cells": cells,
+                "unpaired": unpaired,
+                "duplicates": duplicates.get((label, split), 0),
+            }
         models[label] = entry
     renderings = sorted({rendering for splits in results.values() for by in splits.values() for rendering in by})
     return {"seed": seed, "resamples": resamples, "renderings": renderings, "models": models}
@@ -97,16 +108,21 @@ def format_transfer(view: dict[str, Any]) -> str:
     renderings = view["renderings"]
     if len(renderings) < 2:  # one rendering: nothing transfers; the matrix above says it all
         return ""
-    lines = [f"format transfer: accuracy (n); other renderings: minus the trained one on the same worlds "
-             f"[95% paired bootstrap, seed {view['seed']}]",
-             "model (trained on) | split | " + " | ".join(renderings)]
+    lines = [
+        f"format transfer: accuracy (n); other renderings: minus the trained one on the same worlds "
+        f"[95% paired bootstrap, seed {view['seed']}]",
+        "model (trained on) | split | " + " | ".join(renderings),
+    ]
     notes = []
     for label, entry in view["models"].items():
         for split, block in entry["splits"].items():
             cells = [_cell_text(block["cells"].get(r), r == entry["trained_on"]) for r in renderings]
             lines.append(f"{label} ({entry['trained_on'] or 'unknown'}) | {split} | " + " | ".join(cells))
-            notes += [f"{label} {split}: {n} {r} items without a {entry['trained_on']} partner, not paired"
-                      for r, n in block["unpaired"].items() if n]
+            notes += [
+                f"{label} {split}: {n} {r} items without a {entry['trained_on']} partner, not paired"
+                for r, n in block["unpaired"].items()
+                if n
+            ]
             if block["duplicates"]:
                 notes.append(f"{label} {split}: {block['duplicates']} items evaluated twice, counted once")
     return "\n".join(lines + notes)

@@ -18,6 +18,7 @@ the tokens after it), and both presets subtract a per-prompt baseline, which REI
 does not (it subtracts the batch mean); with `num_generations=2` the baseline is weakest.
 Heavy imports (torch, trl) happen inside the functions: `tomforge --help` stays fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,17 +72,29 @@ class TrlSettings:
 def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:
     """The keyword arguments of `RLOOConfig` / `GRPOConfig` for the REINFORCE++ approximation."""
     common = dict(
-        output_dir=s.output_dir, max_steps=s.max_steps, learning_rate=s.learning_rate, beta=s.beta,
-        epsilon=s.epsilon, num_generations=s.num_generations, num_iterations=1,
+        output_dir=s.output_dir,
+        max_steps=s.max_steps,
+        learning_rate=s.learning_rate,
+        beta=s.beta,
+        epsilon=s.epsilon,
+        num_generations=s.num_generations,
+        num_iterations=1,
         per_device_train_batch_size=s.per_device_train_batch_size,
         gradient_accumulation_steps=s.gradient_accumulation_steps,
-        max_completion_length=s.max_completion_length, temperature=s.temperature,
-        logging_steps=s.logging_steps, save_steps=s.save_steps, seed=s.seed, bf16=s.bf16,
-        use_vllm=s.use_vllm, report_to=s.report_to,
+        max_completion_length=s.max_completion_length,
+        temperature=s.temperature,
+        logging_steps=s.logging_steps,
+        save_steps=s.save_steps,
+        seed=s.seed,
+        bf16=s.bf16,
+        use_vllm=s.use_vllm,
+        report_to=s.report_to,
         gradient_checkpointing=s.gradient_checkpointing,  # TRL's own default is True
         # format, correctness (and process) functions already carry the recipe weights
         reward_weights=[1.0] * (3 if s.reward_weights.get("process") else 2),
-        remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
+        remove_unused_columns=False,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
     )
     if s.algorithm == "rloo":
         common.update(normalize_advantages=True)
@@ -123,9 +136,15 @@ def nonfinite_guard() -> Any:
     return NonFiniteGuard()
 
 
-def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenizer: Any = None,
-              reward_funcs: list[Callable[..., list[float]]] | None = None,
-              callbacks: list[Any] | None = None) -> dict[str, Any]:
+def train_trl(
+    s: TrlSettings,
+    train_dataset: Any,
+    *,
+    model: Any = None,
+    tokenizer: Any = None,
+    reward_funcs: list[Callable[..., list[float]]] | None = None,
+    callbacks: list[Any] | None = None,
+) -> dict[str, Any]:
     """Run RLOO/GRPO on `train_dataset` (a `datasets.Dataset` with `prompt` and `reward_model`);
     save the final model to `output_dir`; return the log history and timing."""
     from transformers import TrainerCallback
@@ -151,9 +170,14 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
 
         trainer_cls = fast_trainer_class(trainer_cls)
     guard = nonfinite_guard()
-    trainer = trainer_cls(model=model if model is not None else materialize(s.model), reward_funcs=funcs,
-                          args=build_trl_config(s), train_dataset=train_dataset, processing_class=tokenizer,
-                          callbacks=[StepTimer(), guard, *(callbacks or [])])
+    trainer = trainer_cls(
+        model=model if model is not None else materialize(s.model),
+        reward_funcs=funcs,
+        args=build_trl_config(s),
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        callbacks=[StepTimer(), guard, *(callbacks or [])],
+    )
     started = last[0] = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started
@@ -162,9 +186,16 @@ def train_trl(s: TrlSettings, train_dataset: Any, *, model: Any = None, tokenize
         trainer.processing_class.save_pretrained(s.output_dir)
     history = trainer.state.log_history
     Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
-    return {"output_dir": s.output_dir, "steps": trainer.state.global_step, "seconds": elapsed,
-            "step_times": step_times, "log_history": history, "train_loss": result.training_loss,
-            "skipped_nonfinite_steps": guard.skipped, "generation": generation_summary(trainer)}
+    return {
+        "output_dir": s.output_dir,
+        "steps": trainer.state.global_step,
+        "seconds": elapsed,
+        "step_times": step_times,
+        "log_history": history,
+        "train_loss": result.training_loss,
+        "skipped_nonfinite_steps": guard.skipped,
+        "generation": generation_summary(trainer),
+    }
 
 
 def generation_summary(trainer: Any) -> dict[str, Any]:
@@ -173,17 +204,37 @@ def generation_summary(trainer: Any) -> dict[str, Any]:
     refused = getattr(trainer, "_fast_refused", None)
     if stats is None:
         return {"path": "trl-generate", "reason": refused or "fast generation off"}
-    return {"path": "fastgen", "sequences": stats.sequences, "new_tokens": stats.new_tokens,
-            "seconds": round(stats.seconds, 3), "tokens_per_s": round(stats.tokens_per_s, 1),
-            "graphs_captured": stats.graphs_captured}
+    return {
+        "path": "fastgen",
+        "sequences": stats.sequences,
+        "new_tokens": stats.new_tokens,
+        "seconds": round(stats.seconds, 3),
+        "tokens_per_s": round(stats.tokens_per_s, 1),
+        "graphs_captured": stats.graphs_captured,
+    }
 
 
-def trl_launch_command(s: TrlSettings, dataset: str, revision: str | None, train: str, n_gpus: int = 1,
-                       accelerate_config: str | None = None) -> list[str]:
+def trl_launch_command(
+    s: TrlSettings,
+    dataset: str,
+    revision: str | None,
+    train: str,
+    n_gpus: int = 1,
+    accelerate_config: str | None = None,
+) -> list[str]:
     """The command line that runs this training: plain python on one GPU, `accelerate launch`
     with one process per GPU on several (the same script; TRL shards generation and the batch)."""
-    args = ["-m", "tomforge.rl.launch", "trl", "--dataset", dataset, "--train", train,
-            "--settings-json", json.dumps(asdict(s), sort_keys=True)]
+    args = [
+        "-m",
+        "tomforge.rl.launch",
+        "trl",
+        "--dataset",
+        dataset,
+        "--train",
+        train,
+        "--settings-json",
+        json.dumps(asdict(s), sort_keys=True),
+    ]
     if revision:
         args += ["--revision", revision]
     if n_gpus <= 1:

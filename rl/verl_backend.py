@@ -7,6 +7,7 @@ typo fails here, not an hour into a cluster job. The job itself runs `python -m 
 on the cluster: it downloads the release there, writes the RL parquet files, then starts
 `verl.trainer.main_ppo` with these overrides.
 """
+
 from __future__ import annotations
 
 import json
@@ -148,20 +149,45 @@ def verl_command(overrides: dict[str, Any], python: str = "python3") -> list[str
     return [python, "-m", "verl.trainer.main_ppo", *override_args(overrides)]
 
 
-def ray_submit_command(entrypoint: list[str], address: str, working_dir: str = ".",
-                       env: dict[str, str] | None = None) -> list[str]:
+def ray_submit_command(
+    entrypoint: list[str], address: str, working_dir: str = ".", env: dict[str, str] | None = None
+) -> list[str]:
     """`ray job submit` of `entrypoint` to the cluster at `address` (e.g. http://head:8265);
     the repo travels as the job's working_dir and is put on PYTHONPATH there."""
     runtime_env = {"working_dir": working_dir, "env_vars": {"PYTHONPATH": ".", **(env or {})}}
-    return ["ray", "job", "submit", "--address", address, "--runtime-env-json",
-            json.dumps(runtime_env, sort_keys=True), "--", *entrypoint]
+    return [
+        "ray",
+        "job",
+        "submit",
+        "--address",
+        address,
+        "--runtime-env-json",
+        json.dumps(runtime_env, sort_keys=True),
+        "--",
+        *entrypoint,
+    ]
 
 
-def stage_entrypoint(dataset: str, revision: str | None, train: str, val: str, s: VerlSettings,
-                     data_dir: str) -> list[str]:
+def stage_entrypoint(
+    dataset: str, revision: str | None, train: str, val: str, s: VerlSettings, data_dir: str
+) -> list[str]:
     """What runs on the cluster: download the release, write RL parquet, start verl."""
-    cmd = ["python3", "-m", "tomforge.rl.launch", "verl", "--dataset", dataset, "--train", train, "--val", val,
-           "--data-dir", data_dir, "--settings-json", json.dumps(asdict(s), sort_keys=True)]
+    cmd = [
+        "python3",
+        "-m",
+        "tomforge.rl.launch",
+        "verl",
+        "--dataset",
+        dataset,
+        "--train",
+        train,
+        "--val",
+        val,
+        "--data-dir",
+        data_dir,
+        "--settings-json",
+        json.dumps(asdict(s), sort_keys=True),
+    ]
     if revision:
         cmd += ["--revision", revision]
     return cmd

@@ -1,4 +1,5 @@
 """JSON Schemas of tomforge and a tiny loader, so every module validates against the same files."""
+
 from __future__ import annotations
 
 import json

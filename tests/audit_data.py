@@ -1,4 +1,5 @@
 """Shared test data for the audit tests: clean synthetic stories plus known, planted problems."""
+
 from __future__ import annotations
 
 import random
@@ -18,8 +19,22 @@ FAST = AuditParams(bootstrap=200, folds=3)
 
 def variant(record: dict, key: str, split: str, **changes) -> dict:
     """A copy of `record` under a new source key with some fields changed."""
-    fields = {k: record[k] for k in ("source", "source_version", "context", "question", "question_type", "belief_order",
-                                     "answer", "answer_format", "options", "n_agents", "template_id")}
+    fields = {
+        k: record[k]
+        for k in (
+            "source",
+            "source_version",
+            "context",
+            "question",
+            "question_type",
+            "belief_order",
+            "answer",
+            "answer_format",
+            "options",
+            "n_agents",
+            "template_id",
+        )
+    }
     fields.update(changes)
     if "options" in changes or "answer" in changes:
         fields["answer_index"] = None
@@ -45,19 +60,37 @@ def planted_overlap_records() -> tuple[list[dict], dict[str, str]]:
     for i in (len(words) // 3, len(words) // 2):  # two edits in ~100 words: Jaccard of 5-gram sets ~0.85
         words[i] = "Zebediah"
     planted.append(variant(s1, "near", "test", context=" ".join(words)))
-    names = {w: f"Q{w}x" for w in set(re.findall(r"\b[A-Z][a-z]+\b", s2["context"])) if w not in {"The", "In", "A", "Someone"}}
+    names = {
+        w: f"Q{w}x"
+        for w in set(re.findall(r"\b[A-Z][a-z]+\b", s2["context"]))
+        if w not in {"The", "In", "A", "Someone"}
+    }
     things = {c: c.replace("_", "_zz") for c in s2["options"]}
     mapping = names | things
-    planted.append(variant(s2, "struct", "test", context=rename(s2["context"], mapping), question=rename(s2["question"], mapping),
-                           answer=mapping[s2["answer"]], options=[mapping[o] for o in s2["options"]]))
+    planted.append(
+        variant(
+            s2,
+            "struct",
+            "test",
+            context=rename(s2["context"], mapping),
+            question=rename(s2["question"], mapping),
+            answer=mapping[s2["answer"]],
+            options=[mapping[o] for o in s2["options"]],
+        )
+    )
     donor = s3["context"].split(" ")
     host = test[0]
     planted.append(variant(host, "partial", "test", context=host["context"] + " " + " ".join(donor[20:60])))
     conflict_src = by_story[4][1]
     other = next(o for o in conflict_src["options"] if o != conflict_src["answer"])
     planted.append(variant(conflict_src, "conflict", "train", answer=other))
-    keys = {"exact": s0["context_id"], "near": s1["context_id"], "struct": s2["context_id"], "partial": s3["context_id"],
-            "conflict": conflict_src["item_id"]}
+    keys = {
+        "exact": s0["context_id"],
+        "near": s1["context_id"],
+        "struct": s2["context_id"],
+        "partial": s3["context_id"],
+        "conflict": conflict_src["item_id"],
+    }
     return train + test + planted, keys
 
 

@@ -1,5 +1,6 @@
 """Per-item Python reference of the artifact audit's item features: the test oracle for the
 vectorized `audits.features.item_features`, and the helpers the planted-shortcut tests use."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -80,7 +81,9 @@ def reference_item_features(items: pl.DataFrame) -> pl.DataFrame:
         picks["first_container"] = norm(initial) if initial else picks["first"]
         gold = norm(item["answer"] or "")
         if yes_no:
-            asked = norm(item["meta_asked"]) if item.get("meta_asked") else asked_candidate(cands, norm(item["question"]))
+            asked = (
+                norm(item["meta_asked"]) if item.get("meta_asked") else asked_candidate(cands, norm(item["question"]))
+            )
             scorable = asked is not None and gold in ("yes", "no") and len(cands) >= 2
             named = {h: picks[h] is not None and picks[h] == asked for h in features.PICKS}
             hits = {h: named[h] == (gold == "yes") for h in features.PICKS}
@@ -91,18 +94,25 @@ def reference_item_features(items: pl.DataFrame) -> pl.DataFrame:
             named = hits = {h: picks[h] is not None and picks[h] == gold for h in features.PICKS}
             chance = 1.0 / len(cands) if cands else None
         n_words = story.count(" ") + 1 if story else 0
-        rows.append({
-            "item_id": item["item_id"],
-            "n_candidates": len(cands),
-            "gold_in_candidates": gold in cands,
-            **{f"pick_{h}": picks[h] for h in features.PICKS},
-            "gold_norm": gold, "asked_norm": asked, "scorable": scorable, "chance": chance,
-            **{f"hit_{h}": hits[h] for h in features.PICKS},
-            "answer_is_first": named["first"], "answer_is_last": named["last"], "answer_is_most": named["most"],
-            "ends_where_started": picks["first"] is not None and picks["first"] == picks["last"],
-            "communication": communication,
-            "story_length": length_bin(n_words),
-            "n_agents_f": str(item["n_agents"]) if item["n_agents"] is not None else "unknown",
-            "template": item["template_id"] or "none",
-        })
+        rows.append(
+            {
+                "item_id": item["item_id"],
+                "n_candidates": len(cands),
+                "gold_in_candidates": gold in cands,
+                **{f"pick_{h}": picks[h] for h in features.PICKS},
+                "gold_norm": gold,
+                "asked_norm": asked,
+                "scorable": scorable,
+                "chance": chance,
+                **{f"hit_{h}": hits[h] for h in features.PICKS},
+                "answer_is_first": named["first"],
+                "answer_is_last": named["last"],
+                "answer_is_most": named["most"],
+                "ends_where_started": picks["first"] is not None and picks["first"] == picks["last"],
+                "communication": communication,
+                "story_length": length_bin(n_words),
+                "n_agents_f": str(item["n_agents"]) if item["n_agents"] is not None else "unknown",
+                "template": item["template_id"] or "none",
+            }
+        )
     return pl.DataFrame(rows, schema=features._SCHEMA)

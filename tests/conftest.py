@@ -1,4 +1,5 @@
 """Shared fixtures: where the real public samples are (optional) and the project's own samples."""
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 (gguf.GGUFWriter, its tensor-name map, the q/k row permutation, a GPT-2-style BPE vocabulary), so
 that `rl.models` runs the real GGUF loading code on something small. The torch model it came from
 is returned too: it is the independent reference the loaded model must reproduce."""
+
 from __future__ import annotations
 
 import json
@@ -10,14 +11,20 @@ from typing import Any
 
 from tomforge.rl.tiny_model import build_tokenizer
 
-TEXTS = ["Sally put the marble in the basket. Anne moved it to the box. Where will Sally look?",
-         "<think>Sally did not see the move.</think><answer>basket</answer>", "A. box B. basket yes no"] * 4
+TEXTS = [
+    "Sally put the marble in the basket. Anne moved it to the box. Where will Sally look?",
+    "<think>Sally did not see the move.</think><answer>basket</answer>",
+    "A. box B. basket yes no",
+] * 4
 
 
 def _permute(weights: Any, n_head: int) -> Any:
     """llama.cpp's convert_hf_to_gguf permutation of q/k rows (transformers undoes it on load)."""
-    return (weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
-            .swapaxes(1, 2).reshape(weights.shape))
+    return (
+        weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
 
 
 def write_tiny_gguf(path: Path, seed: int = 0) -> tuple[Any, Any]:
@@ -30,11 +37,21 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> tuple[Any, Any]:
     tokenizer = build_tokenizer(TEXTS, vocab_size=300)
     torch.manual_seed(seed)
     heads, kv_heads, hidden = 4, 2, 32
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=256,
-                         rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=True,
-                         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=256,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     model = LlamaForCausalLM(config).eval()
     with torch.no_grad():  # RMSNorm weights start at 1: make them differ so a dropped norm would show
         for name, param in model.named_parameters():
@@ -63,8 +80,16 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> tuple[Any, Any]:
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
     added = {t.content for t in tokenizer.added_tokens_decoder.values()} - special  # the reasoning tags
-    writer.add_token_types([gguf.TokenType.CONTROL if t in special else gguf.TokenType.USER_DEFINED if t in added
-                            else gguf.TokenType.NORMAL for t in tokens])
+    writer.add_token_types(
+        [
+            gguf.TokenType.CONTROL
+            if t in special
+            else gguf.TokenType.USER_DEFINED
+            if t in added
+            else gguf.TokenType.NORMAL
+            for t in tokens
+        ]
+    )
     writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in merges])
     writer.add_bos_token_id(config.bos_token_id)
     writer.add_eos_token_id(tokenizer.eos_token_id)

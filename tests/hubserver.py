@@ -8,6 +8,7 @@ blob ids, LFS pointers and commit ids are computed the way git and the Hub compu
 clients' own checks (etags, unchanged-file detection) run for real. Tests can inject transient
 failures (`fail`) and read every request made (`requests`).
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,13 +37,41 @@ LFS_MIN_SIZE = 10 * 1024 * 1024
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
 # The Hub's own lists are longer; these are the identifiers tomforge may emit plus a few common ones.
 KNOWN_LICENSES = {
-    "apache-2.0", "mit", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0",
-    "cc-by-nc-nd-4.0", "cc-by-3.0", "cc-by-sa-3.0", "cc-by-nc-3.0", "bsd-2-clause", "bsd-3-clause", "gpl-3.0",
-    "lgpl-3.0", "odc-by", "odbl", "pddl", "openrail", "llama2", "unknown", "other",
+    "apache-2.0",
+    "mit",
+    "cc0-1.0",
+    "cc-by-4.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-4.0",
+    "cc-by-nc-sa-4.0",
+    "cc-by-nc-nd-4.0",
+    "cc-by-3.0",
+    "cc-by-sa-3.0",
+    "cc-by-nc-3.0",
+    "bsd-2-clause",
+    "bsd-3-clause",
+    "gpl-3.0",
+    "lgpl-3.0",
+    "odc-by",
+    "odbl",
+    "pddl",
+    "openrail",
+    "llama2",
+    "unknown",
+    "other",
 }
 KNOWN_SIZES = {"n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B", "n>1T"}
-KNOWN_TASKS = {"question-answering", "multiple-choice", "text-generation", "text-classification",
-               "token-classification", "summarization", "translation", "fill-mask", "other"}
+KNOWN_TASKS = {
+    "question-answering",
+    "multiple-choice",
+    "text-generation",
+    "text-classification",
+    "token-classification",
+    "summarization",
+    "translation",
+    "fill-mask",
+    "other",
+}
 
 
 def git_blob_oid(data: bytes) -> str:
@@ -69,8 +98,11 @@ class Blob:
     def entry(self, path: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"type": "file", "oid": self.git_oid, "size": len(self.data), "path": path}
         if self.lfs:
-            entry["lfs"] = {"oid": self.sha256, "size": len(self.data),
-                            "pointerSize": len(lfs_pointer(self.sha256, len(self.data)))}
+            entry["lfs"] = {
+                "oid": self.sha256,
+                "size": len(self.data),
+                "pointerSize": len(lfs_pointer(self.sha256, len(self.data))),
+            }
         return entry
 
 
@@ -124,8 +156,9 @@ class FakeHub:
         self._lock = threading.RLock()
         self._secret = b"loopback-hub"
         self._counter = 0
-        self.app = Starlette(routes=[Route("/{rest:path}", self._dispatch,
-                                           methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
+        self.app = Starlette(
+            routes=[Route("/{rest:path}", self._dispatch, methods=["GET", "HEAD", "POST", "PUT", "DELETE"])]
+        )
 
     # ----- test helpers -------------------------------------------------------------------
     def fail(self, method: str, pattern: str, status: int = 503, times: int = 1, after: bool = False) -> None:
@@ -148,8 +181,12 @@ class FakeHub:
         raw = request.scope.get("raw_path") or request.url.path.encode()
         path = raw.decode("latin-1").split("?", 1)[0]
         authorized = self.token is None or request.headers.get("authorization") == f"Bearer {self.token}"
-        record = {"method": request.method, "path": unquote(path), "authorized": authorized,
-                  "sent_token": "authorization" in request.headers}
+        record = {
+            "method": request.method,
+            "path": unquote(path),
+            "authorized": authorized,
+            "sent_token": "authorization" in request.headers,
+        }
         try:
             fault = self._take_fault(request.method, unquote(path), after=False)
             if fault is not None:
@@ -247,8 +284,16 @@ class FakeHub:
         self.repos[(repo_type, repo_id)] = repo
         return JSONResponse({"url": url, "name": repo_id, "id": repo_id})
 
-    def _api(self, request: Request, repo: Repo, rest: list[str], body: bytes, authorized: bool, base: str,
-             query: dict[str, list[str]]) -> Response:
+    def _api(
+        self,
+        request: Request,
+        repo: Repo,
+        rest: list[str],
+        body: bytes,
+        authorized: bool,
+        base: str,
+        query: dict[str, list[str]],
+    ) -> Response:
         method = request.method
         if not rest and method == "GET":
             return self._info(repo, "main")
@@ -278,21 +323,38 @@ class FakeHub:
         readme = commit.files.get("README.md")
         if readme is not None:
             card = _front_matter(readme.data.decode("utf-8", "replace"))
-        return JSONResponse({
-            "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24], "id": repo.repo_id,
-            "author": repo.repo_id.split("/")[0], "sha": commit.oid, "lastModified": DATE, "createdAt": DATE,
-            "private": repo.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "cardData": card, "siblings": [{"rfilename": p} for p in sorted(commit.files)],
-            "usedStorage": sum(len(b.data) for b in commit.files.values()),
-        })
+        return JSONResponse(
+            {
+                "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24],
+                "id": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": commit.oid,
+                "lastModified": DATE,
+                "createdAt": DATE,
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "cardData": card,
+                "siblings": [{"rfilename": p} for p in sorted(commit.files)],
+                "usedStorage": sum(len(b.data) for b in commit.files.values()),
+            }
+        )
 
     def _refs(self, repo: Repo) -> Response:
         def ref(kind: str, name: str, oid: str) -> dict[str, str]:
             return {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": oid}
 
-        return JSONResponse({"branches": [ref("heads", n, o) for n, o in sorted(repo.branches.items())],
-                             "converts": [], "tags": [ref("tags", n, o) for n, o in sorted(repo.tags.items())],
-                             "pullRequests": []})
+        return JSONResponse(
+            {
+                "branches": [ref("heads", n, o) for n, o in sorted(repo.branches.items())],
+                "converts": [],
+                "tags": [ref("tags", n, o) for n, o in sorted(repo.tags.items())],
+                "pullRequests": [],
+            }
+        )
 
     def _create_tag(self, repo: Repo, revision: str, payload: dict[str, Any]) -> Response:
         commit = self._commit(repo, revision)
@@ -312,6 +374,7 @@ class FakeHub:
     # ----- reading ------------------------------------------------------------------------
     def _last_commit(self, repo: Repo, commit: Commit, path: str) -> dict[str, str]:
         """The newest commit (walking parents) that changed `path` or anything under it."""
+
         def view(c: Commit | None) -> dict[str, str]:
             if c is None:
                 return {}
@@ -329,13 +392,15 @@ class FakeHub:
         for path, blob in sorted(commit.files.items()):
             if not path.startswith(prefix):
                 continue
-            parts = path[len(prefix):].split("/")
+            parts = path[len(prefix) :].split("/")
             for depth in range(1, len(parts) if recursive else min(2, len(parts))):
                 folders.setdefault(prefix + "/".join(parts[:depth]), []).append(blob.git_oid)
             if recursive or len(parts) == 1:
                 files.append(blob.entry(path))
-        entries = [{"type": "directory", "oid": hashlib.sha1("".join(sorted(oids)).encode()).hexdigest(), "path": p}
-                   for p, oids in sorted(folders.items())] + files
+        entries = [
+            {"type": "directory", "oid": hashlib.sha1("".join(sorted(oids)).encode()).hexdigest(), "path": p}
+            for p, oids in sorted(folders.items())
+        ] + files
         if expand:
             for entry in entries:
                 entry["lastCommit"] = self._last_commit(repo, commit, entry["path"])
@@ -363,8 +428,11 @@ class FakeHub:
             if path in commit.files:
                 entry = commit.files[path].entry(path)
             elif path and self._is_folder(commit, path):
-                entry = {"type": "directory", "path": path,
-                         "oid": hashlib.sha1(path.encode() + commit.oid.encode()).hexdigest()}
+                entry = {
+                    "type": "directory",
+                    "path": path,
+                    "oid": hashlib.sha1(path.encode() + commit.oid.encode()).hexdigest(),
+                }
             else:
                 continue
             if expand:
@@ -377,8 +445,12 @@ class FakeHub:
         blob = commit.files.get(path)
         if blob is None:
             raise HubError(404, "Entry not found", "EntryNotFound", {"X-Repo-Commit": commit.oid})
-        headers = {"X-Repo-Commit": commit.oid, "ETag": f'"{blob.git_oid}"', "Accept-Ranges": "bytes",
-                   "Content-Type": "application/octet-stream"}
+        headers = {
+            "X-Repo-Commit": commit.oid,
+            "ETag": f'"{blob.git_oid}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
         if blob.lfs:
             headers["X-Linked-Etag"] = f'"{blob.sha256}"'
             headers["X-Linked-Size"] = str(len(blob.data))
@@ -391,7 +463,7 @@ class FakeHub:
             end = min(int(end_s), size - 1) if start_s and end_s else size - 1
             if start >= size:
                 return Response(status_code=416, headers={"Content-Range": f"bytes */{size}", **headers})
-            data, status = blob.data[start:end + 1], 206
+            data, status = blob.data[start : end + 1], 206
             headers["Content-Range"] = f"bytes {start}-{end}/{size}"
         if request.method == "HEAD":
             headers["Content-Length"] = str(len(data))
@@ -428,8 +500,10 @@ class FakeHub:
                     "verify": {"href": f"{base}/lfs-verify", "header": {}},
                 }
             objects.append(entry)
-        return JSONResponse({"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
-                            headers={"Content-Type": "application/vnd.git-lfs+json"})
+        return JSONResponse(
+            {"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
+            headers={"Content-Type": "application/vnd.git-lfs+json"},
+        )
 
     def _lfs_put(self, oid: str, query: dict[str, list[str]], body: bytes) -> Response:
         if not hmac.compare_digest(query.get("sig", [""])[0], self._signature(oid)):
@@ -463,8 +537,15 @@ class FakeHub:
         commit = self._new_commit(repo, head, header.get("summary", ""), files)
         repo.branches[branch] = commit.oid
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
-        return JSONResponse({"success": True, "commitOid": commit.oid, "hookOutput": "", "pullRequestUrl": None,
-                             "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{commit.oid}"})
+        return JSONResponse(
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "hookOutput": "",
+                "pullRequestUrl": None,
+                "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{commit.oid}",
+            }
+        )
 
     def _apply(self, files: dict[str, Blob], key: str, value: dict[str, Any]) -> None:
         """One operation line of a commit applied to the files of the commit being built."""
@@ -474,8 +555,11 @@ class FakeHub:
         elif key == "lfsFile":
             data = self.lfs_store.get(value["oid"])
             if data is None:
-                raise HubError(422, f"Your push was rejected because an LFS pointer pointed to a file that does "
-                                    f"not exist. For instance: {path}")
+                raise HubError(
+                    422,
+                    f"Your push was rejected because an LFS pointer pointed to a file that does "
+                    f"not exist. For instance: {path}",
+                )
             files[path] = Blob(data, True)
         elif key == "deletedFile":
             if files.pop(path, None) is None:
@@ -495,7 +579,9 @@ class FakeHub:
         except yaml.YAMLError as exc:
             return JSONResponse({"errors": [{"message": f"invalid YAML: {exc}"}]}, status_code=400)
         if metadata is None:
-            return JSONResponse({"errors": [], "warnings": [{"message": "Empty or missing yaml metadata in repo card"}]})
+            return JSONResponse(
+                {"errors": [], "warnings": [{"message": "Empty or missing yaml metadata in repo card"}]}
+            )
         errors = _card_errors(metadata)
         if errors:
             return JSONResponse({"errors": [{"message": m} for m in errors]}, status_code=400)
@@ -549,8 +635,11 @@ def _config_errors(configs: list[Any]) -> list[str]:
         for item in _as_list(config.get("data_files", [])):
             if isinstance(item, str):
                 continue
-            if not (isinstance(item, dict) and isinstance(item.get("split"), str)
-                    and all(isinstance(p, str) for p in _as_list(item.get("path")))):
+            if not (
+                isinstance(item, dict)
+                and isinstance(item.get("split"), str)
+                and all(isinstance(p, str) for p in _as_list(item.get("path")))
+            ):
                 errors.append(f"config {config['config_name']!r}: data_files items need a split and a path")
     if defaults > 1:
         errors.append("at most one config can be the default")
@@ -599,8 +688,13 @@ def point_clients_at(monkeypatch: Any, url: str, home: Any, token: str | None) -
     """
     import huggingface_hub.constants as constants
 
-    for name, value in {"HF_ENDPOINT": url, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1",
-                        "HF_HUB_DISABLE_TELEMETRY": "1", "HF_DATASETS_CACHE": str(home / "datasets")}.items():
+    for name, value in {
+        "HF_ENDPOINT": url,
+        "HF_HOME": str(home),
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_DATASETS_CACHE": str(home / "datasets"),
+    }.items():
         monkeypatch.setenv(name, value)
     if token is None:
         monkeypatch.delenv("HF_TOKEN", raising=False)
@@ -613,6 +707,7 @@ def point_clients_at(monkeypatch: Any, url: str, home: Any, token: str | None) -
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
     try:
         from huggingface_hub.utils import _detect_agent
+
         monkeypatch.setattr(_detect_agent, "_registry", {"standardEnvVars": [], "harnesses": {}})
     except (ImportError, AttributeError):
         pass

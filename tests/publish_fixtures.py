@@ -1,5 +1,6 @@
 """Small warehouses for the publish tests: two sources with different licenses and splits
 (one with the split "unsplit" of a source that publishes none), in two versions whose second drops and changes rows."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,11 +17,22 @@ BETA = AdapterInfo("beta", "beta-2", "CC BY-NC 4.0 (not for training)")
 
 def record(source: str, version: str, i: int, split: str, answer: str = "box", **extra) -> dict:
     return build_record(
-        source=source, source_version=version, source_key=f"q{i}", source_ref=f"{source}.json#{i}", split=split,
+        source=source,
+        source_version=version,
+        source_key=f"q{i}",
+        source_ref=f"{source}.json#{i}",
+        split=split,
         context=f"Story {i % 4}: Anne put the marble in the box. Anne left. Sally moved it.",
-        question=f"Where will Anne look for the marble? ({source} {i})", question_type="first_order_belief",
-        belief_order=1, perspective_chain=["Anne"], is_false_belief=True, answer=answer,
-        answer_format="multiple_choice", options=["box", "basket"], meta={"row": i, "note": "ünïcode"}, **extra,
+        question=f"Where will Anne look for the marble? ({source} {i})",
+        question_type="first_order_belief",
+        belief_order=1,
+        perspective_chain=["Anne"],
+        is_false_belief=True,
+        answer=answer,
+        answer_format="multiple_choice",
+        options=["box", "basket"],
+        meta={"row": i, "note": "ünïcode"},
+        **extra,
     )
 
 
@@ -51,4 +63,6 @@ def release_two(path: Path) -> Path:
 
 def item_ids(warehouse: Path, where: str = "TRUE") -> list[str]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        return [row[0] for row in con.execute(f"SELECT item_id FROM items_full WHERE {where} ORDER BY item_id").fetchall()]
+        return [
+            row[0] for row in con.execute(f"SELECT item_id FROM items_full WHERE {where} ORDER BY item_id").fetchall()
+        ]

@@ -1,5 +1,6 @@
 """A `Progress` that records what a step reports, for tests: stages in order with their totals,
 units done and outcome, and the info lines."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

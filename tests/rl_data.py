@@ -1,5 +1,6 @@
 """A small release made by the project's own pipeline (generator + samples -> warehouse ->
 `publish_warehouse`), shared by the RL tests."""
+
 from __future__ import annotations
 
 from pathlib import Path

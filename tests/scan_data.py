@@ -1,6 +1,7 @@
 """Own fixtures for the scan tests: a tiny warehouse of templated held-out stories and a corpus of
 fresh stories from the same templates (the null: they share long n-grams with the benchmark by
 nature) plus filler prose, with benchmark stories planted in known ways at known places."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,10 @@ from pathlib import Path
 from tests.audit_data import load
 from tomforge.audits.synthetic import NAMES, clean_records
 
-FILLER_WORDS = ("the river ran past old mills while traders argued about grain prices and weather in the "
-                "valley towns where children learned letters from travelling teachers every winter").split()
+FILLER_WORDS = (
+    "the river ran past old mills while traders argued about grain prices and weather in the "
+    "valley towns where children learned letters from travelling teachers every winter"
+).split()
 
 
 def filler(rng: random.Random, n_words: int) -> str:
@@ -31,7 +34,7 @@ def swap_names(text: str) -> str:
 def rewrap(text: str) -> str:
     """Upper case, lines re-wrapped every 7 words, punctuation changed: the same words."""
     words = text.replace(".", " ;").split()
-    return "\n".join(" ".join(words[i:i + 7]) for i in range(0, len(words), 7)).upper()
+    return "\n".join(" ".join(words[i : i + 7]) for i in range(0, len(words), 7)).upper()
 
 
 @dataclass

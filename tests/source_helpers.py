@@ -1,4 +1,5 @@
 """Checks the adapter tests share: what an adapter reads from a path, and how it fails on bad input."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The one adapter contract (`warehouse.sources.base.Adapter`) and the question-type vocabulary."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,9 +24,18 @@ class TwoLineAdapter(Adapter):
             try:
                 if "?" not in line:
                     raise RecordError("question", "no question mark")
-                yield build_record(source=self.name, source_version=self.version, source_key=str(number),
-                                   source_ref=f"{root.name}#{number}", split="unsplit", context="Ann is here.",
-                                   question=line, question_type="reality", answer="here", answer_format="free_text")
+                yield build_record(
+                    source=self.name,
+                    source_version=self.version,
+                    source_key=str(number),
+                    source_ref=f"{root.name}#{number}",
+                    split="unsplit",
+                    context="Ann is here.",
+                    question=line,
+                    question_type="reality",
+                    answer="here",
+                    answer_format="free_text",
+                )
             except RecordError as bad:
                 yield Reject(self.name, f"{root.name}#{number}", root.name, str(number), bad.field, bad.reason, line)
 
@@ -60,10 +70,16 @@ def test_a_minimal_adapter_stages_in_one_process_through_the_defaults(tmp_path: 
     assert staged.rejects.column("reason").to_pylist() == ["no question mark"]
 
 
-@pytest.mark.parametrize(("order", "memory", "expected"), [
-    (0, False, "reality"), (0, True, "memory"), (1, False, "first_order_belief"),
-    (2, False, "higher_order_belief"), (5, False, "higher_order_belief"),
-])
+@pytest.mark.parametrize(
+    ("order", "memory", "expected"),
+    [
+        (0, False, "reality"),
+        (0, True, "memory"),
+        (1, False, "first_order_belief"),
+        (2, False, "higher_order_belief"),
+        (5, False, "higher_order_belief"),
+    ],
+)
 def test_question_type_of_order(order: int, memory: bool, expected: str) -> None:
     assert question_type_of_order(order, memory=memory) == expected
     assert expected in QUESTION_TYPES

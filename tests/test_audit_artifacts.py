@@ -1,5 +1,6 @@
 """Artifact audit: planted gold-position bias and a first-container shortcut whose accuracy rises
 with belief order are found; clean generated data passes every check."""
+
 from __future__ import annotations
 
 import duckdb
@@ -18,15 +19,18 @@ def audited(tmp_path_factory: pytest.TempPathFactory):
     path = load(tmp_path_factory.mktemp("art") / "w.duckdb", shortcut_records())
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     with duckdb.connect(str(path), read_only=True) as con:
-        tables = {name: con.sql(f"SELECT * FROM {name}").pl()
-                  for name in ("audit_positions", "audit_heuristics", "audit_feature_assoc", "audit_partial_input")}
+        tables = {
+            name: con.sql(f"SELECT * FROM {name}").pl()
+            for name in ("audit_positions", "audit_heuristics", "audit_feature_assoc", "audit_partial_input")
+        }
     return summary, tables
 
 
 def test_position_bias_found(audited) -> None:
     summary, tables = audited
-    pos = tables["audit_positions"].filter((pl.col("selection") == "train") & (pl.col("belief_order") == "all")
-                                           & (pl.col("position") == 0))
+    pos = tables["audit_positions"].filter(
+        (pl.col("selection") == "train") & (pl.col("belief_order") == "all") & (pl.col("position") == 0)
+    )
     assert pos.height >= 1 and pos["flagged"].all() and (pos["z"] > 4).all()
     held = tables["audit_positions"].filter((pl.col("selection") == "heldout") & pl.col("flagged"))
     assert held.height == 0, "the held-out side has no position bias"
@@ -35,7 +39,9 @@ def test_position_bias_found(audited) -> None:
 
 def test_position_bias_is_seen_by_partial_input_baselines(audited) -> None:
     _, tables = audited
-    opt = tables["audit_partial_input"].filter((pl.col("input") == "question_only") & (pl.col("answer_format") == "multiple_choice"))
+    opt = tables["audit_partial_input"].filter(
+        (pl.col("input") == "question_only") & (pl.col("answer_format") == "multiple_choice")
+    )
     assert opt.height == 1
     row = opt.row(0, named=True)
     assert row["cv_accuracy"] > row["chance"] + 0.15  # train-side group k-fold learns "position 0"
@@ -55,12 +61,18 @@ def test_first_container_shortcut_and_inverted_difficulty_found(audited) -> None
 
 def test_feature_association_finds_the_token_cue(audited) -> None:
     _, tables = audited
-    hits = tables["audit_feature_assoc"].filter(pl.col("flagged") & (pl.col("selection") == "train")
-                                                & (pl.col("belief_order") == "all") & (pl.col("feature") == "q:really"))
+    hits = tables["audit_feature_assoc"].filter(
+        pl.col("flagged")
+        & (pl.col("selection") == "train")
+        & (pl.col("belief_order") == "all")
+        & (pl.col("feature") == "q:really")
+    )
     assert hits.height >= 1
     positive = hits.filter(pl.col("z") > 0)
     assert positive.height >= 1
-    assert all(label == str(int(kind.split("=")[1]) - 1) for kind, label in positive.select("label_kind", "label").iter_rows())
+    assert all(
+        label == str(int(kind.split("=")[1]) - 1) for kind, label in positive.select("label_kind", "label").iter_rows()
+    )
     assert tables["audit_feature_assoc"].filter(pl.col("flagged") & (pl.col("selection") == "heldout")).height == 0
 
 
@@ -73,12 +85,16 @@ def test_trend_statistic() -> None:
 
 
 def test_clean_data_passes_every_artifact_check(tmp_path) -> None:
-    records = [*generate_records(800, max_order=3, seed=21, split="train"),
-               *generate_records(300, max_order=3, seed=22, split="test")]
+    records = [
+        *generate_records(800, max_order=3, seed=21, split="train"),
+        *generate_records(300, max_order=3, seed=22, split="test"),
+    ]
     path = tmp_path / "w.duckdb"
     ingest_records(path, ADAPTER_INFO, records, "generated")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
-    artifacts = summary.findings.filter(pl.col("check").str.starts_with("artifact") | pl.col("check").str.starts_with("consistency"))
+    artifacts = summary.findings.filter(
+        pl.col("check").str.starts_with("artifact") | pl.col("check").str.starts_with("consistency")
+    )
     assert artifacts.height == 0, summary.lines()
 
 
@@ -90,9 +106,21 @@ def test_heuristic_accuracy_and_chance_are_item_means() -> None:
     from tomforge.audits.artifacts import baselines_from_scores
     from tomforge.audits.config import AuditParams
 
-    scores = pl.DataFrame({"item_id": ["a", "b", "c", "d"], "selection": ["train"] * 4, "stratum": ["1"] * 4,
-                           "answer_format": ["multiple_choice"] * 4, "heuristic": ["first"] * 4,
-                           "hit": [True, False, True, False], "chance": [0.5, 0.25, 0.5, 0.5]})
+    scores = pl.DataFrame(
+        {
+            "item_id": ["a", "b", "c", "d"],
+            "selection": ["train"] * 4,
+            "stratum": ["1"] * 4,
+            "answer_format": ["multiple_choice"] * 4,
+            "heuristic": ["first"] * 4,
+            "hit": [True, False, True, False],
+            "chance": [0.5, 0.25, 0.5, 0.5],
+        }
+    )
     for frame in (scores, scores.reverse()):
-        row = baselines_from_scores(frame, AuditParams(min_group_items=1)).filter(pl.col("belief_order") == "all").row(0, named=True)
+        row = (
+            baselines_from_scores(frame, AuditParams(min_group_items=1))
+            .filter(pl.col("belief_order") == "all")
+            .row(0, named=True)
+        )
         assert (row["n"], row["correct"], row["accuracy"], row["chance"]) == (4, 2, 0.5, 0.4375)

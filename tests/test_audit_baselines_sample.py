@@ -2,6 +2,7 @@
 stories, reproducible and just large enough; on planted cue words the sampled evaluation flags
 the same shortcut as scoring every held-out item, with an accuracy inside the full run's CI, and
 the evaluation column says that it sampled."""
+
 from __future__ import annotations
 
 import random

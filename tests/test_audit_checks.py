@@ -1,5 +1,6 @@
 """Issue 29 (audit checks) and issue 25 item 9: each audit check is one object in one registry, and a
 mixed-source audit names the source behind every failing check, statistical ones included."""
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,9 @@ def test_each_check_is_declared_once_and_owns_what_it_says(tmp_path: Path) -> No
     owned = [table for check in CHECKS for table in check.owns]
     assert len(set(owned)) == len(owned) and all(owner_of(t).owns.count(t) == 1 for t in owned)  # type: ignore[union-attr]
     # a check recomputed per source must be able to recompute every table it reads
-    assert all(owner_of(t) is not None for check in CHECKS if check.by_source == "recompute" for t in check.owns + check.reads)
+    assert all(
+        owner_of(t) is not None for check in CHECKS if check.by_source == "recompute" for t in check.owns + check.reads
+    )
     emitted = {kind for check in CHECKS for kind in check.emits}
     assert set(FINDINGS_ORDER) == emitted  # the order lists exactly the kinds the checks emit
 
@@ -98,8 +101,17 @@ def _skewed(records: list[dict]) -> list[dict]:
         first = heuristic_choices([norm(o) for o in r["options"]], norm(r["context"]))["first"]
         answer = next(o for o in r["options"] if norm(o) == first)
         options = [answer] + [o for o in r["options"] if o != answer]
-        out.append(variant(r, f"skew-{r['source_ref']}", r["split"], source="skewco", source_version="s-1",
-                           answer=answer, options=options))
+        out.append(
+            variant(
+                r,
+                f"skew-{r['source_ref']}",
+                r["split"],
+                source="skewco",
+                source_version="s-1",
+                answer=answer,
+                options=options,
+            )
+        )
     return out
 
 
@@ -121,9 +133,12 @@ def test_a_mixed_source_statistical_fail_names_the_skewed_source_only(mixed) -> 
     summary, skewed = mixed
     position = _verdict(summary, "gold position")
     assert position.status == "fail", position
-    tail = position.finding[position.finding.index("[by source:"):]
-    alone = re.search(r"fails in skewco alone \(train: gold at A on 100% of (\d+) items \((\d) options\), uniform \d+%; "
-                      r"held-out: gold at A on 100% of (\d+) items \((\d) options\)", tail)
+    tail = position.finding[position.finding.index("[by source:") :]
+    alone = re.search(
+        r"fails in skewco alone \(train: gold at A on 100% of (\d+) items \((\d) options\), uniform \d+%; "
+        r"held-out: gold at A on 100% of (\d+) items \((\d) options\)",
+        tail,
+    )
     assert alone, tail
     n_train, k_train, n_held, k_held = map(int, alone.groups())  # counted again from the planted records
     assert n_train == sum(r["split"] == "train" and len(r["options"]) == k_train for r in skewed)
@@ -131,10 +146,13 @@ def test_a_mixed_source_statistical_fail_names_the_skewed_source_only(mixed) -> 
     assert "passes in synth" in tail and "fails in synth" not in tail
     rules = _verdict(summary, "heuristic rules")
     assert rules.status == "fail", rules
-    tail = rules.finding[rules.finding.index("[by source:"):]
+    tail = rules.finding[rules.finding.index("[by source:") :]
     n_train = sum(r["split"] == "train" for r in skewed)
-    assert re.search(rf"fails in skewco alone \(train: [a-z' -]+ rule right on 100% of {n_train} items, chance \d+%; "
-                     rf"held-out: [a-z' -]+ rule right on 100% of {len(skewed) - n_train} items", tail), tail
+    assert re.search(
+        rf"fails in skewco alone \(train: [a-z' -]+ rule right on 100% of {n_train} items, chance \d+%; "
+        rf"held-out: [a-z' -]+ rule right on 100% of {len(skewed) - n_train} items",
+        tail,
+    ), tail
     assert "passes in synth" in tail and "fails in synth" not in tail
 
 
@@ -155,7 +173,7 @@ def test_a_source_on_the_held_out_side_only_is_named(tmp_path: Path) -> None:
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     position = _verdict(summary, "gold position")
     assert position.status == "fail", position
-    tail = position.finding[position.finding.index("[by source:"):]
+    tail = position.finding[position.finding.index("[by source:") :]
     alone = re.search(r"fails in skewco alone \(held-out: gold at A on 100% of (\d+) items \((\d) options\)", tail)
     assert alone, tail
     assert int(alone.group(1)) == sum(len(r["options"]) == int(alone.group(2)) for r in skewed)

@@ -1,5 +1,6 @@
 """Cleaning policy: overlapping train items dropped, conflicts quarantined, duplicates collapsed,
 gold positions balanced deterministically, counts reconcile; and the CLI commands."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,8 +35,10 @@ def cleaned(tmp_path_factory: pytest.TempPathFactory):
 def test_counts_reconcile(cleaned) -> None:
     path, _, _, result, removed, kept = cleaned
     with duckdb.connect(str(path), read_only=True) as con:  # the selections, counted here from the items
-        selected = {"train": con.sql("SELECT count(*) FROM items_full WHERE split = 'train'").fetchall()[0][0],
-                    "heldout": con.sql("SELECT count(*) FROM items_full WHERE split = 'test'").fetchall()[0][0]}
+        selected = {
+            "train": con.sql("SELECT count(*) FROM items_full WHERE split = 'train'").fetchall()[0][0],
+            "heldout": con.sql("SELECT count(*) FROM items_full WHERE split = 'test'").fetchall()[0][0],
+        }
     assert result.reconciled
     for row in result.summary.iter_rows(named=True):
         side = row["side"]
@@ -58,6 +61,7 @@ def test_an_item_lost_in_cleaning_fails_it(tmp_path, monkeypatch) -> None:
     def lossy(warehouse):
         run, items, *rest = real(warehouse)
         return (run, items.slice(1), *rest)
+
     monkeypatch.setattr(clean, "_read", lossy)
     with duckdb.connect(str(path), read_only=True) as con:
         n = con.sql("SELECT count(*) FROM items_full WHERE split = 'test'").fetchall()[0][0]
@@ -94,8 +98,10 @@ def test_gold_positions_balanced_and_answers_kept(tmp_path) -> None:
     run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     apply_cleaning(path, CleaningPolicy(seed=1))
     with duckdb.connect(str(path), read_only=True) as con:
-        rows = con.sql("SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
-                       "options FROM clean_items ORDER BY item_id").fetchall()
+        rows = con.sql(
+            "SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
+            "options FROM clean_items ORDER BY item_id"
+        ).fetchall()
     assert all(r[4] for r in rows), "the gold answer moved with its index"
     groups: dict[tuple, Counter] = {}
     for side, order, k, index, _, _ in rows:
@@ -104,8 +110,10 @@ def test_gold_positions_balanced_and_answers_kept(tmp_path) -> None:
         assert max(counts.values()) - min(counts.get(i, 0) for i in range(k)) <= 1, (side, order, k, counts)
     apply_cleaning(path, CleaningPolicy(seed=1))
     with duckdb.connect(str(path), read_only=True) as con:
-        again = con.sql("SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
-                        "options FROM clean_items ORDER BY item_id").fetchall()
+        again = con.sql(
+            "SELECT side, belief_order, len(options), answer_index, options[answer_index + 1] = answer, "
+            "options FROM clean_items ORDER BY item_id"
+        ).fetchall()
     assert again == rows, "deterministic under the seed"
 
 
@@ -114,10 +122,25 @@ def test_cli_audit_and_clean(tmp_path) -> None:
     path = load(tmp_path / "w.duckdb", records)
     runner = CliRunner()
     out = tmp_path / "report"
-    res = runner.invoke(app, ["audit", "-w", str(path), "--train", "split = 'train'", "--heldout", "split = 'test'",
-                              "--out", str(out), "--strict"])
+    res = runner.invoke(
+        app,
+        [
+            "audit",
+            "-w",
+            str(path),
+            "--train",
+            "split = 'train'",
+            "--heldout",
+            "split = 'test'",
+            "--out",
+            str(out),
+            "--strict",
+        ],
+    )
     assert res.exit_code == ExitCode.FINDINGS, res.output
-    assert "FAIL  exact copies" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
+    assert (
+        "FAIL  exact copies" in res.output and (out / "audit_report.md").is_file() and (out / "lsh_curve.png").is_file()
+    )
     report = (out / "audit_report.md").read_text()
     assert "Null calibration" in report and "LSH detection probability" in report and "datasketch" in report
     res = runner.invoke(app, ["clean", "-w", str(path)])
@@ -137,8 +160,11 @@ def test_an_original_is_never_removed_for_its_own_variant(tmp_path) -> None:
     records = clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test")
     original = next(r for r in records if r["split"] == "train")
     of_original = {"variant_of": original["item_id"]}
-    same = next(v for k in range(100) if (v := variant(original, f"re-ask-{k}", "train", meta=of_original))["item_id"]
-                < original["item_id"])
+    same = next(
+        v
+        for k in range(100)
+        if (v := variant(original, f"re-ask-{k}", "train", meta=of_original))["item_id"] < original["item_id"]
+    )
     new_q = {"question": "Which container did the story name last?", "answer": original["answer"]}
     asks_new = variant(original, "new-question", "train", meta=of_original, question="Which container held it first?")
     repeat_a = variant(original, "repeat-a", "train", meta=of_original, **new_q)

@@ -1,6 +1,7 @@
 """The vectorized item features and feature-label counts equal their per-item definitions: on
 random stories with multi-word, repeated, overlapping and non-ASCII candidates, every answer
 format, with and without recorded world facts."""
+
 from __future__ import annotations
 
 import random
@@ -15,39 +16,94 @@ from tomforge.audits.features import item_features
 from tomforge.audits.text import tokens
 
 PLACES = ["box", "green box", "red_box", "green", "Box lid", "café", "ﬁn jar", "", "—"]
-WORDS = ["Ann", "told", "the", "in", "to", "at", "inside", "moved", "apple", "and", "Émile", "x", ".", ",", "—", "asked", "\n4", "-"]
+WORDS = [
+    "Ann",
+    "told",
+    "the",
+    "in",
+    "to",
+    "at",
+    "inside",
+    "moved",
+    "apple",
+    "and",
+    "Émile",
+    "x",
+    ".",
+    ",",
+    "—",
+    "asked",
+    "\n4",
+    "-",
+]
 FORMATS = ["multiple_choice", "yes_no", "free_text"]
-
 
 
 def random_case(rng: random.Random) -> tuple[list[list[str]], list[dict]]:
     """Stories of words and "the <place>" phrases, and items over them with random formats,
     options, answers and recorded world facts (or none)."""
-    stories = [[rng.choice(WORDS) if rng.random() < 0.6 else "the " + rng.choice(PLACES) for _ in range(rng.randint(0, 25))]
-               for _ in range(4)]
+    stories = [
+        [rng.choice(WORDS) if rng.random() < 0.6 else "the " + rng.choice(PLACES) for _ in range(rng.randint(0, 25))]
+        for _ in range(4)
+    ]
 
     def maybe(value):
         return value if rng.random() < 0.5 else None
 
-    rows = [{"story": rng.randrange(4), "fmt": rng.choice(FORMATS), "options": rng.choices(PLACES, k=rng.randint(0, 4)),
-             "answer": maybe(rng.choice(PLACES + ["yes", "no", "Yes"])), "question_place": maybe(rng.choice(PLACES)),
-             "listed": maybe(rng.choices(PLACES, k=rng.randint(0, 4))), "asked": maybe(rng.choice(PLACES)),
-             "initial": maybe(rng.choice(PLACES)), "n_agents": maybe(rng.randint(1, 4)), "template": maybe(rng.choice(["", "t1"]))}
-            for _ in range(rng.randint(1, 12))]
+    rows = [
+        {
+            "story": rng.randrange(4),
+            "fmt": rng.choice(FORMATS),
+            "options": rng.choices(PLACES, k=rng.randint(0, 4)),
+            "answer": maybe(rng.choice(PLACES + ["yes", "no", "Yes"])),
+            "question_place": maybe(rng.choice(PLACES)),
+            "listed": maybe(rng.choices(PLACES, k=rng.randint(0, 4))),
+            "asked": maybe(rng.choice(PLACES)),
+            "initial": maybe(rng.choice(PLACES)),
+            "n_agents": maybe(rng.randint(1, 4)),
+            "template": maybe(rng.choice(["", "t1"])),
+        }
+        for _ in range(rng.randint(1, 12))
+    ]
     return stories, rows
 
 
 def frame(stories: list[list[str]], rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame([{
-        "item_id": f"i{i}", "context_id": f"c{r['story']}", "context": " ".join(stories[r["story"]]),
-        "options": r["options"], "answer": r["answer"], "answer_format": r["fmt"],
-        "question": f"Is it in the {r['question_place']}?" if r["question_place"] is not None else "Where is it?",
-        "n_agents": r["n_agents"], "template_id": r["template"], "meta_candidates": r["listed"], "meta_asked": r["asked"],
-        "trace_first_container": r["initial"]} for i, r in enumerate(rows)],
-        schema={"item_id": pl.Utf8, "context_id": pl.Utf8, "context": pl.Utf8, "options": pl.List(pl.Utf8),
-                "answer": pl.Utf8, "answer_format": pl.Utf8, "question": pl.Utf8, "n_agents": pl.Int64,
-                "template_id": pl.Utf8, "meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8,
-                "trace_first_container": pl.Utf8})
+    return pl.DataFrame(
+        [
+            {
+                "item_id": f"i{i}",
+                "context_id": f"c{r['story']}",
+                "context": " ".join(stories[r["story"]]),
+                "options": r["options"],
+                "answer": r["answer"],
+                "answer_format": r["fmt"],
+                "question": f"Is it in the {r['question_place']}?"
+                if r["question_place"] is not None
+                else "Where is it?",
+                "n_agents": r["n_agents"],
+                "template_id": r["template"],
+                "meta_candidates": r["listed"],
+                "meta_asked": r["asked"],
+                "trace_first_container": r["initial"],
+            }
+            for i, r in enumerate(rows)
+        ],
+        schema={
+            "item_id": pl.Utf8,
+            "context_id": pl.Utf8,
+            "context": pl.Utf8,
+            "options": pl.List(pl.Utf8),
+            "answer": pl.Utf8,
+            "answer_format": pl.Utf8,
+            "question": pl.Utf8,
+            "n_agents": pl.Int64,
+            "template_id": pl.Utf8,
+            "meta_candidates": pl.List(pl.Utf8),
+            "meta_asked": pl.Utf8,
+            "trace_first_container": pl.Utf8,
+        },
+    )
 
 
 def test_vectorized_item_features_equal_the_per_item_definition() -> None:
@@ -66,10 +122,21 @@ def test_feature_label_counts_match_a_direct_count() -> None:
     rows = []
     for i in range(240):
         cue = i % 3 == 0
-        rows.append({"item_id": f"i{i}", "context_id": f"c{i % 60}", "context": f"Story {i % 60} about the {'lamp' if i % 2 else 'desk'}.",
-                     "question": "Where is it really?" if cue else "Where is it?", "answer_format": "multiple_choice",
-                     "options": ["a", "b", "c"], "answer_index": 2 if cue else i % 3, "answer": "x",
-                     "belief_order": i % 2, "selection": "train" if i < 200 else "heldout", "question_type": "reality"})
+        rows.append(
+            {
+                "item_id": f"i{i}",
+                "context_id": f"c{i % 60}",
+                "context": f"Story {i % 60} about the {'lamp' if i % 2 else 'desk'}.",
+                "question": "Where is it really?" if cue else "Where is it?",
+                "answer_format": "multiple_choice",
+                "options": ["a", "b", "c"],
+                "answer_index": 2 if cue else i % 3,
+                "answer": "x",
+                "belief_order": i % 2,
+                "selection": "train" if i < 200 else "heldout",
+                "question_type": "reality",
+            }
+        )
     df = pl.DataFrame(rows)
     out = feature_association(df, AuditParams(min_feature_count=5))
     assert out.filter(pl.col("flagged") & (pl.col("feature") == "q:really") & (pl.col("label") == "2")).height >= 1
@@ -78,8 +145,12 @@ def test_feature_label_counts_match_a_direct_count() -> None:
         if kind not in ("q", "s"):
             continue
         column = "question" if kind == "q" else "context"
-        family = [x for x in rows if x["selection"] == r["selection"]
-                  and (r["belief_order"] == "all" or str(x["belief_order"]) == r["belief_order"])]
+        family = [
+            x
+            for x in rows
+            if x["selection"] == r["selection"]
+            and (r["belief_order"] == "all" or str(x["belief_order"]) == r["belief_order"])
+        ]
         having = [x for x in family if feature in tokens(x[column])]
         assert r["n_feature"] == len(having), r
         assert r["n_label_and_feature"] == sum(str(x["answer_index"]) == r["label"] for x in having), r
@@ -99,8 +170,11 @@ NUMBERED_STORY = """1 Mia entered the kitchen.
 7 Noah moved the plum to the blue_crate.
 8 Noah exited the kitchen.
 """
-NUMBERED_QUESTIONS = {"Where was the plum at the beginning?": "green_bucket", "Where is the plum really?": "blue_crate",
-                      "Where will Mia look for the plum?": "green_bucket"}
+NUMBERED_QUESTIONS = {
+    "Where was the plum at the beginning?": "green_bucket",
+    "Where is the plum really?": "blue_crate",
+    "Where will Mia look for the plum?": "green_bucket",
+}
 
 
 def test_numbered_story_candidates_are_the_containers_not_the_next_line_number(tmp_path) -> None:
@@ -133,14 +207,25 @@ def test_unnumbered_story_keeps_two_word_places_and_stops_at_the_sentence() -> N
     stay whole ("green bucket"), and a name still ends at its sentence."""
     from tomforge.audits.features import places
 
-    story = ("Ava entered the hall. The key is in the green bucket. Ava moved the key into the red box.\n"
-             "Ben put the cup on the shelf. Ben waited at the door.")
+    story = (
+        "Ava entered the hall. The key is in the green bucket. Ava moved the key into the red box.\n"
+        "Ben put the cup on the shelf. Ben waited at the door."
+    )
     assert places(story) == ["green bucket", "red box", "shelf", "door"]
-    frame_ = pl.DataFrame({"item_id": ["a", "b"], "context_id": ["c", "c"], "context": [story, story],
-                           "options": [None, None], "answer": ["green bucket", "shelf"],
-                           "answer_format": ["free_text", "free_text"], "question": ["Where?", "Where?"],
-                           "n_agents": [2, 2], "template_id": [None, None]},
-                          schema_overrides={"options": pl.List(pl.Utf8), "template_id": pl.Utf8})
+    frame_ = pl.DataFrame(
+        {
+            "item_id": ["a", "b"],
+            "context_id": ["c", "c"],
+            "context": [story, story],
+            "options": [None, None],
+            "answer": ["green bucket", "shelf"],
+            "answer_format": ["free_text", "free_text"],
+            "question": ["Where?", "Where?"],
+            "n_agents": [2, 2],
+            "template_id": [None, None],
+        },
+        schema_overrides={"options": pl.List(pl.Utf8), "template_id": pl.Utf8},
+    )
     out = item_features(frame_)
     assert out["n_candidates"].to_list() == [4, 4]
     assert out["pick_first"].to_list() == ["green bucket"] * 2
@@ -164,8 +249,14 @@ def test_compiled_window_hits_equal_the_numpy_path(monkeypatch) -> None:
     words, offsets = hash_words(docs)
     for m in (1, 2, 3):
         every = window_hashes(words, m)  # includes windows crossing documents: must not be reported
-        wanted = np.unique(np.concatenate([rng.sample(list(every), min(len(every), 40)),
-                                           np.array([rng.getrandbits(64) for _ in range(5)], dtype=np.uint64)]))
+        wanted = np.unique(
+            np.concatenate(
+                [
+                    rng.sample(list(every), min(len(every), 40)),
+                    np.array([rng.getrandbits(64) for _ in range(5)], dtype=np.uint64),
+                ]
+            )
+        )
         fast = features._gram_hashes(words, offsets, m, wanted)
         monkeypatch.setenv("TOMFORGE_JIT", "0")
         slow = features._gram_hashes(words, offsets, m, wanted)
@@ -191,7 +282,8 @@ def test_norm_words_equals_the_python_tokens_on_both_paths(monkeypatch, jit: boo
     rng = random.Random(5)
     alphabet = "aZ09_ .,;!?-\n\t'\"()é"
     texts = ["", None, "Ab,, c!", "  x__y  ", "Ünïcode café", "a\nb\t1", "ﬁ ok", "A-B", "...", "x", "END."] + [
-        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(300)]
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(300)
+    ]
     got = norm_words(pl.Series("t", texts)).to_list()
     assert got == [" ".join(tokens(t or "")) for t in texts]
     assert norm_words(pl.Series("t", texts[2:5])[1:]).to_list() == ["x__y", "ünïcode café"]  # a sliced column
@@ -212,9 +304,11 @@ def test_token_matrix_compiled_equals_the_polars_lists(monkeypatch) -> None:
         pytest.skip("numba not installed")
     rng = random.Random(8)
     many = [f"w{i}" for i in range(40_000)]
-    texts = ["", None, "a a a", "Émile put the café in the box. The box!", "x_y x-y"] + [
-        " ".join(rng.choice(WORDS + many[:50]) for _ in range(rng.randint(0, 30))) for _ in range(400)] + [
-        " ".join(many[i:i + 100]) for i in range(0, len(many), 100)]
+    texts = (
+        ["", None, "a a a", "Émile put the café in the box. The box!", "x_y x-y"]
+        + [" ".join(rng.choice(WORDS + many[:50]) for _ in range(rng.randint(0, 30))) for _ in range(400)]
+        + [" ".join(many[i : i + 100]) for i in range(0, len(many), 100)]
+    )
     series = pl.Series("t", texts)
     fast, fast_names = _token_matrix(series)
     monkeypatch.setenv("TOMFORGE_JIT", "0")
@@ -229,13 +323,29 @@ def test_structural_matrix_names_each_column_by_its_value() -> None:
     "null"), with the columns sorted by that text."""
     from tomforge.audits.artifacts import _structural_matrix
 
-    df = pl.DataFrame({"communication": [True, False, None], "n_candidates": [2, 3, 2], "answer_is_first": [False, False, True],
-                       "ends_where_started": [True, True, True]})  # STRUCTURAL lists it before "communication"
+    df = pl.DataFrame(
+        {
+            "communication": [True, False, None],
+            "n_candidates": [2, 3, 2],
+            "answer_is_first": [False, False, True],
+            "ends_where_started": [True, True, True],
+        }
+    )  # STRUCTURAL lists it before "communication"
     matrix, names = _structural_matrix(df)
-    assert list(names) == ["answer_is_first=false", "answer_is_first=true", "communication=false", "communication=null",
-                           "communication=true", "ends_where_started=true", "n_candidates=2", "n_candidates=3"]
+    assert list(names) == [
+        "answer_is_first=false",
+        "answer_is_first=true",
+        "communication=false",
+        "communication=null",
+        "communication=true",
+        "ends_where_started=true",
+        "n_candidates=2",
+        "n_candidates=3",
+    ]
     rows = [sorted(names[j] for j in matrix[i].indices) for i in range(3)]
-    assert rows == [["answer_is_first=false", "communication=true", "ends_where_started=true", "n_candidates=2"],
-                    ["answer_is_first=false", "communication=false", "ends_where_started=true", "n_candidates=3"],
-                    ["answer_is_first=true", "communication=null", "ends_where_started=true", "n_candidates=2"]]
+    assert rows == [
+        ["answer_is_first=false", "communication=true", "ends_where_started=true", "n_candidates=2"],
+        ["answer_is_first=false", "communication=false", "ends_where_started=true", "n_candidates=3"],
+        ["answer_is_first=true", "communication=null", "ends_where_started=true", "n_candidates=2"],
+    ]
     assert matrix.sum() == 12 and matrix.max() == 1

@@ -5,6 +5,7 @@ TOMFORGE_AUDIT_GEN_N items (default 20,000: the issue's acceptance size; about 3
 the issue's four heuristics stay within 3 points of chance for every belief order (and memory
 questions); on both sides the audit flags no artifact, and overlap only at its stated rate.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,10 @@ def audited(tmp_path_factory: pytest.TempPathFactory):
     ingest_records(path, ADAPTER_INFO, generate_splits(N_ITEMS, max_order=MAX_ORDER, seed=8), "generated")
     summary = run_audit(path, "split = 'train'", "split <> 'train'", None, FAST)
     with duckdb.connect(str(path), read_only=True) as con:
-        tables = {name: con.sql(f"SELECT * FROM {name}").pl()
-                  for name in ("audit_heuristics", "audit_heuristics_by_format", "audit_contexts", "audit_items")}
+        tables = {
+            name: con.sql(f"SELECT * FROM {name}").pl()
+            for name in ("audit_heuristics", "audit_heuristics_by_format", "audit_contexts", "audit_items")
+        }
     return summary, tables
 
 
@@ -70,7 +73,9 @@ def test_clean_generated_data_is_flagged_only_at_the_stated_rate(audited) -> Non
     summary, tables = audited
     checks = summary.findings["check"].to_list()
     assert not [c for c in checks if c.startswith(("artifact", "consistency"))], summary.lines()
-    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), summary.lines()
+    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), (
+        summary.lines()
+    )
     heldout_contexts = tables["audit_items"].filter(pl.col("side") == "heldout")["context_id"].n_unique()
     assert heldout_contexts >= 300
     assert checks.count("overlap:ngram") <= binom.ppf(0.999, heldout_contexts, FAST.ngram_alpha), summary.lines()

@@ -1,4 +1,5 @@
 """MinHash: exact equality with datasketch, estimate agreement, vectorized text hashing, LSH recall."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,13 +33,21 @@ from tomforge.audits.text import (
     word_hash,
 )
 
-DOCS = ["Anne put the ball in the box. Anne left the room!", "short doc", "", "one two three four five six seven",
-        "Émile a mis la balle — dans «la boîte» ﬁn.", "Jack moved the apple to the green_bottle."]
+DOCS = [
+    "Anne put the ball in the box. Anne left the room!",
+    "short doc",
+    "",
+    "one two three four five six seven",
+    "Émile a mis la balle — dans «la boîte» ﬁn.",
+    "Jack moved the apple to the green_bottle.",
+]
 
 
 # every equality test runs on both paths: the compiled kernels (numba) and the numpy formulation
-PATHS = [pytest.param("numpy", id="numpy"),
-         pytest.param("jit", id="jit", marks=pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed"))]
+PATHS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param("jit", id="jit", marks=pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")),
+]
 
 
 @contextlib.contextmanager
@@ -58,7 +67,7 @@ def hashing_path(path: str) -> Iterator[None]:
 
 def shingle_bytes(words: list[str], n: int) -> list[bytes]:
     width = min(n, len(words))
-    return [" ".join(words[i:i + width]).encode() for i in range(len(words) - width + 1)] if words else []
+    return [" ".join(words[i : i + width]).encode() for i in range(len(words) - width + 1)] if words else []
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -116,7 +125,11 @@ def test_jaccard_estimates_agree_with_datasketch_defaults_statistically() -> Non
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5
+    )
+)
 def test_vectorized_word_hashes_match_reference(path: str, texts: list[str]) -> None:
     with hashing_path(path):
         flat, offsets = hash_words(texts)
@@ -124,14 +137,18 @@ def test_vectorized_word_hashes_match_reference(path: str, texts: list[str]) -> 
     for i, text in enumerate(texts):
         words = tokens(text)
         assert words == re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower())
-        assert flat[offsets[i]:offsets[i + 1]].tolist() == [word_hash(w) for w in words]
+        assert flat[offsets[i] : offsets[i + 1]].tolist() == [word_hash(w) for w in words]
         width = min(2, len(words))
-        expect = [shingle_hash64(words[j:j + width]) for j in range(len(words) - width + 1)] if words else []
-        assert grams[goff[i]:goff[i + 1]].tolist() == expect
+        expect = [shingle_hash64(words[j : j + width]) for j in range(len(words) - width + 1)] if words else []
+        assert grams[goff[i] : goff[i + 1]].tolist() == expect
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), min_size=1, max_size=5
+    )
+)
 def test_batch_text_keys_equal_the_per_text_key(texts: list[str]) -> None:
     assert text_keys(pl.Series(texts + DOCS, dtype=pl.Utf8)) == [text_key(t) for t in texts + DOCS]
 
@@ -178,15 +195,17 @@ def test_batch_shingles_and_chunked_signatures_match_per_document_references(mon
     for n in (1, 3, 5):
         grams, goff = batch_ngrams(words, offsets, n)
         for d in range(len(texts)):
-            expect = ngram_hashes(words[offsets[d]:offsets[d + 1]], n)
-            assert np.array_equal(grams[goff[d]:goff[d + 1]], expect)
+            expect = ngram_hashes(words[offsets[d] : offsets[d + 1]], n)
+            assert np.array_equal(grams[goff[d] : goff[d + 1]], expect)
     texts[7] = texts[150] = ""
-    monkeypatch.setattr("tomforge.audits.minhash._CHUNK_SHINGLES", 1000)  # dozens of chunks, some inside one long document
+    monkeypatch.setattr(
+        "tomforge.audits.minhash._CHUNK_SHINGLES", 1000
+    )  # dozens of chunks, some inside one long document
     flat, offs = shingle_texts(texts, 5)
     hasher = MinHasher(64, seed=3)
     together = hasher.signatures(flat, offs)
     for d in range(len(texts)):
-        alone = hasher.signatures(flat[offs[d]:offs[d + 1]], np.array([0, offs[d + 1] - offs[d]]))
+        alone = hasher.signatures(flat[offs[d] : offs[d + 1]], np.array([0, offs[d + 1] - offs[d]]))
         assert np.array_equal(together[d], alone[0]), d
     assert (together[7] == np.iinfo(np.uint32).max).all()
 
@@ -197,7 +216,9 @@ def test_compiled_kernels_equal_the_numpy_path_on_mixed_documents() -> None:
     very long words among them) and signatures: the same arrays, bit for bit, from both paths."""
     rng = random.Random(11)
     vocab = ["Anne", "box", "green_bottle", "é", "naïve", "x" * 300, "Ünïcödé", "42", "a"]
-    texts = [" ".join(rng.choices(vocab, k=rng.randint(0, 60))) + rng.choice(["", ".", " —  ", "!?"]) for _ in range(400)]
+    texts = [
+        " ".join(rng.choices(vocab, k=rng.randint(0, 60))) + rng.choice(["", ".", " —  ", "!?"]) for _ in range(400)
+    ]
     texts[3:3] = ["", "   ", "one", "one two", "ﬁn «ﬂ»"]
     out = {}
     for path in ("numpy", "jit"):

@@ -7,6 +7,7 @@ promises (a binomial bound on misses computed from 1 - (1 - J^r)^b, written out 
 nothing the exact check rejects: pairs below both thresholds, and far-apart pairs made to share
 one LSH band exactly.
 """
+
 from __future__ import annotations
 
 import random
@@ -33,12 +34,12 @@ MISS_RISK = 1e-6  # chance that a correct banding still misses more pairs than t
 
 
 def detection(j: float, bands: int, rows: int) -> float:
-    return 1.0 - (1.0 - j ** rows) ** bands
+    return 1.0 - (1.0 - j**rows) ** bands
 
 
 def shingles(text: str) -> set[tuple[str, ...]]:
     words = text.split()
-    return {tuple(words[i:i + N]) for i in range(len(words) - N + 1)}
+    return {tuple(words[i : i + N]) for i in range(len(words) - N + 1)}
 
 
 def exact(a: str, b: str) -> tuple[float, float]:
@@ -61,7 +62,7 @@ class Words:
 
 def block_replaced(words: list[str], k: int, fresh: Words) -> list[str]:
     start = (len(words) - k) // 2
-    return words[:start] + fresh.take(k) + words[start + k:]
+    return words[:start] + fresh.take(k) + words[start + k :]
 
 
 def values(words: list[str], hasher: MinHasher) -> np.ndarray:
@@ -82,7 +83,7 @@ def band_twin(a: list[str], rows: slice, fresh: Words, hasher: MinHasher, rng: r
     def fits(added: list[str], skip_last: bool = False) -> bool:
         """Every 5-gram that appending `added` creates stays above the band's minima (but the
         copied window itself, when `skip_last`)."""
-        tail = out[-(N - 1):] + added if out else added
+        tail = out[-(N - 1) :] + added if out else added
         if len(tail) < N:
             return True
         new = values(tail, hasher)[:, rows]
@@ -91,7 +92,7 @@ def band_twin(a: list[str], rows: slice, fresh: Words, hasher: MinHasher, rng: r
         return bool((new > minima).all())
 
     for start in windows:
-        window = a[start:start + N]
+        window = a[start : start + N]
         for _ in range(200):
             filler = fresh.take(rng.randint(3, 8))
             if not fits(filler):
@@ -100,7 +101,7 @@ def band_twin(a: list[str], rows: slice, fresh: Words, hasher: MinHasher, rng: r
             if fits(window, skip_last=True):
                 out += window
                 break
-            del out[-len(filler):]
+            del out[-len(filler) :]
         else:
             raise AssertionError("could not place a window")
     while len(out) < LENGTH:

@@ -3,6 +3,7 @@ exactly the table, best matches and calibration of the polars implementation it 
 (`tests/ngram_reference.py`), on generated stories with planted partial copies, docs on both
 sides, short and empty docs and shared templates; and the per-document counts match a by-hand
 count on a tiny corpus."""
+
 from __future__ import annotations
 
 import random
@@ -51,7 +52,7 @@ def _corpus(seed: int) -> tuple[list[str], list[bool], list[bool], list[int], di
             planted[len(texts)] = donor
             words = donors[donor].split()
             start = rng.randrange(max(len(words) - 40, 1))
-            host = host + " " + " ".join(words[start:start + 40])
+            host = host + " " + " ".join(words[start : start + 40])
         add(host, False, True)
     add(donors[0] + " again", True, True, 0)  # on both sides, in its source's cluster
     add(donors[1] + " one more sentence here.", True, False, 1)  # near copy in its source's cluster
@@ -62,14 +63,21 @@ def _corpus(seed: int) -> tuple[list[str], list[bool], list[bool], list[int], di
 
 
 def _docs(texts, train, heldout, cluster) -> pl.DataFrame:
-    return pl.DataFrame({"text_key": [text_key(t) + str(i) for i, t in enumerate(texts)], "train": train,
-                         "heldout": heldout, "cluster": np.array(cluster, dtype=np.int64)}).with_row_index("doc")
+    return pl.DataFrame(
+        {
+            "text_key": [text_key(t) + str(i) for i, t in enumerate(texts)],
+            "train": train,
+            "heldout": heldout,
+            "cluster": np.array(cluster, dtype=np.int64),
+        }
+    ).with_row_index("doc")
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("seed,n,alpha,max_freq", [(1, 13, 0.01, 1000), (2, 13, 0.2, 3), (3, 5, 0.05, 1000)])
-def test_equals_the_polars_reference(monkeypatch: pytest.MonkeyPatch, jit: bool, seed: int, n: int, alpha: float,
-                                     max_freq: int) -> None:
+def test_equals_the_polars_reference(
+    monkeypatch: pytest.MonkeyPatch, jit: bool, seed: int, n: int, alpha: float, max_freq: int
+) -> None:
     if jit and not use_jit():
         pytest.skip("numba not installed")
     monkeypatch.setenv("TOMFORGE_JIT", "1" if jit else "0")

@@ -1,5 +1,6 @@
 """Overlap audit: planted exact copies, near duplicates, structural twins and partial copies are
 found with their evidence; clean generated data is not flagged; signatures are cached."""
+
 from __future__ import annotations
 
 import json
@@ -91,13 +92,17 @@ def test_signatures_are_cached_by_content(planted) -> None:
 def test_clean_data_is_flagged_only_at_the_stated_rate(tmp_path: Path) -> None:
     """Exact, near-duplicate and structural checks flag nothing on independent generated stories; the
     n-gram test flags held-out contexts at its stated per-context rate (alpha = 0.01) at most."""
-    records = [*generate_records(1000, max_order=3, seed=11, split="train"),
-               *generate_records(750, max_order=3, seed=12, split="test")]
+    records = [
+        *generate_records(1000, max_order=3, seed=11, split="train"),
+        *generate_records(750, max_order=3, seed=12, split="test"),
+    ]
     path = tmp_path / "w.duckdb"
     ingest_records(path, ADAPTER_INFO, records, "generated")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     checks = summary.findings["check"].to_list()
-    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), summary.lines()
+    assert not {"overlap:exact", "overlap:near_duplicate", "overlap:contained", "overlap:structural"} & set(checks), (
+        summary.lines()
+    )
     n_heldout = len({r["context_id"] for r in records if r["split"] == "test"})
     assert n_heldout >= 140
     n_flagged = checks.count("overlap:ngram")

@@ -1,5 +1,6 @@
 """The gold-rank test and the repeated-sentence check, on planted skews, worked examples, another
 implementation (scipy's Pearson chi-square), a null simulation, and HiToM's known artifact."""
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,17 @@ from tomforge.audits.config import AuditParams
 from tomforge.audits.ranks import gold_ranks, null_covariance, ranking_values, spread, tie_pattern, uniformity_test
 from tomforge.audits.repeats import repeated_sentences, story_repeats
 
-HITOM_FULL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data")) / "hitom"
+HITOM_FULL = (
+    Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data")) / "hitom"
+)
 COLOURS = ("red", "blue", "green", "white")
 
 
 def test_ranking_values_worked_by_hand() -> None:
-    story = ("1 Ann entered the hall.\n2 The hall has the red box, the blue box and the green box.\n"
-             "3 The pear is in the red box.\n4 Ann moved the pear to the green box.\n5 Ann likes the red box.")
+    story = (
+        "1 Ann entered the hall.\n2 The hall has the red box, the blue box and the green box.\n"
+        "3 The pear is in the red box.\n4 Ann moved the pear to the green box.\n5 Ann likes the red box."
+    )
     values = ranking_values(story, ["red box", "blue box", "green box", "white box"])
     assert values["mentions"] == [3, 1, 2, 0]
     assert values["events"] == [3, 1, 2, 0]
@@ -91,9 +96,19 @@ def planted(n: int, skew: bool, seed: int) -> pl.DataFrame:
         counts = dict(zip(rng.sample(COLOURS, 4), (5, 4, 3, 2)))
         gold = next(c for c in COLOURS if counts[c] == 4) if skew else rng.choice(COLOURS)
         mover = rng.choice(COLOURS)
-        rows.append({"selection": "train", "context_id": f"c{i}", "context": _story(first, counts, mover),
-                     "options": [f"{c} box" for c in COLOURS], "meta_candidates": None, "answer": f"{gold} box",
-                     "answer_format": "multiple_choice", "question_type": "first_order_belief", "belief_order": i % 2 + 1})
+        rows.append(
+            {
+                "selection": "train",
+                "context_id": f"c{i}",
+                "context": _story(first, counts, mover),
+                "options": [f"{c} box" for c in COLOURS],
+                "meta_candidates": None,
+                "answer": f"{gold} box",
+                "answer_format": "multiple_choice",
+                "question_type": "first_order_belief",
+                "belief_order": i % 2 + 1,
+            }
+        )
     return pl.DataFrame(rows, schema_overrides={"meta_candidates": pl.List(pl.Utf8)})
 
 
@@ -101,7 +116,9 @@ def test_a_planted_second_place_is_flagged_and_named() -> None:
     table = gold_ranks(planted(400, skew=True, seed=1), AuditParams())
     flagged = table.filter(pl.col("flagged")).select("belief_order", "ranking").unique()
     assert set(flagged["ranking"]) == {"mentions", "events"}  # not the random listing order, last mention or move
-    second = table.filter((pl.col("ranking") == "mentions") & (pl.col("belief_order") == "all") & (pl.col("position") == 1))
+    second = table.filter(
+        (pl.col("ranking") == "mentions") & (pl.col("belief_order") == "all") & (pl.col("position") == 1)
+    )
     assert second["share"].item() == 1.0
 
 
@@ -110,7 +127,9 @@ def test_no_skew_passes() -> None:
     assert table.height and not table["flagged"].any()
 
 
-@pytest.mark.skipif(not (HITOM_FULL / "Hi-ToM_data.json").exists(), reason="the full HiToM release is not on this machine")
+@pytest.mark.skipif(
+    not (HITOM_FULL / "Hi-ToM_data.json").exists(), reason="the full HiToM release is not on this machine"
+)
 def test_hitom_first_container_artifact_shows_as_the_first_mention() -> None:
     from tomforge.audits.features import records_frame
     from tomforge.warehouse.sources import get_adapter
@@ -118,18 +137,29 @@ def test_hitom_first_container_artifact_shows_as_the_first_mention() -> None:
     records = [r for r in get_adapter("hitom").read(HITOM_FULL) if isinstance(r, dict)]
     frame = records_frame(records).with_columns(pl.lit("train").alias("selection"))
     table = gold_ranks(frame, AuditParams())
-    top = table.filter((pl.col("ranking") == "first_mention") & (pl.col("belief_order") == "all") & (pl.col("position") == 0))
+    top = table.filter(
+        (pl.col("ranking") == "first_mention") & (pl.col("belief_order") == "all") & (pl.col("position") == 0)
+    )
     assert top["flagged"].item() and top["share"].item() > 0.4  # uniform: 1 in 15
 
 
 def test_repeated_sentences_back_to_back_and_against_the_world() -> None:
     said, adjacent = story_repeats("1 Ann likes the box.\n2 Ann likes the box.\n3 Bob left. Ann left. Bob left.")
     assert said == {"ann likes the box": 2, "bob left": 2} and adjacent == {"ann likes the box"}
-    frame = pl.DataFrame({
-        "selection": ["train"] * 4, "context_id": ["a", "b", "c", "d"],
-        "context": ["Ann likes the box. Ann likes the box.", "Bob left. Ann left. Bob left.",
-                    "Bob left. Ann left. Bob left.", "Ann likes the box. Bob left. Ann likes the box."],
-        "trace_repeated_events": [None, None, 1, 0]}, schema_overrides={"trace_repeated_events": pl.Int64})
+    frame = pl.DataFrame(
+        {
+            "selection": ["train"] * 4,
+            "context_id": ["a", "b", "c", "d"],
+            "context": [
+                "Ann likes the box. Ann likes the box.",
+                "Bob left. Ann left. Bob left.",
+                "Bob left. Ann left. Bob left.",
+                "Ann likes the box. Bob left. Ann likes the box.",
+            ],
+            "trace_repeated_events": [None, None, 1, 0],
+        },
+        schema_overrides={"trace_repeated_events": pl.Int64},
+    )
     flagged = repeated_sentences(frame).filter(pl.col("flagged"))["context_id"].to_list()
     # a: back to back, no trace; b: apart, no trace (HiToM's chapters): kept; c: the world repeats it; d: it does not
     assert flagged == ["a", "d"]

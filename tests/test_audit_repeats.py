@@ -1,5 +1,6 @@
 """Issue 25 item 4: repeated questions on one story (HiToM asks each question once per prompting
 style) reach the audit's verdict, with the count `tomforge clean` then removes as `duplicate`."""
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,9 @@ def test_repeated_questions_are_counted_in_the_verdict_and_match_what_clean_remo
 
 
 def test_no_repeats_no_warning(tmp_path: Path) -> None:
-    path = load(tmp_path / "w.duckdb", clean_records(12, seed=1, split="train") + clean_records(6, seed=2, split="test"))
+    path = load(
+        tmp_path / "w.duckdb", clean_records(12, seed=1, split="train") + clean_records(6, seed=2, split="test")
+    )
     line = _verdict(run_audit(path, "split = 'train'", "split = 'test'", None, FAST), "within-side duplicates")
     assert line.status == "pass" and "0 repeated questions" in line.finding, line.finding
 
@@ -57,7 +60,9 @@ def test_the_release_card_shows_the_verdict_lines_not_raw_findings(tmp_path: Pat
     release = publish_folder(path, tmp_path / "release", ReleaseOptions("org/tom", tag="v1"))
     card = (release.root / "README.md").read_text()
     for verdict in summary.verdicts:  # every line of the verdict, worded as the audit worded it
-        row = next((line for line in card.splitlines() if line.startswith("| ") and f"| {verdict.check} |" in line), None)
+        row = next(
+            (line for line in card.splitlines() if line.startswith("| ") and f"| {verdict.check} |" in line), None
+        )
         assert row is not None, verdict.check
         assert verdict.finding.split(" (")[0] in row.replace("\\|", "|"), (row, verdict.finding)
     assert "| check | severity | selection | message |" not in card  # the raw findings stay in the manifest
@@ -73,8 +78,19 @@ def test_the_audit_command_prints_the_overlap_of_its_selections(tmp_path: Path) 
     path = load(tmp_path / "w.duckdb", clean_records(6, seed=1, split="train") + clean_records(3, seed=2, split="test"))
     with duckdb.connect(str(path), read_only=True) as con:
         both = con.execute("SELECT count(*) FROM items_full WHERE split = 'test'").fetchone()[0]
-    done = cli("audit", "-w", str(path), "--train", "TRUE", "--heldout", "split = 'test'", "--out", str(tmp_path / "a"),
-               "--seed", "0")
+    done = cli(
+        "audit",
+        "-w",
+        str(path),
+        "--train",
+        "TRUE",
+        "--heldout",
+        "split = 'test'",
+        "--out",
+        str(tmp_path / "a"),
+        "--seed",
+        "0",
+    )
     assert done.exit_code == 0, done.output
     assert f"overlap of the selections: {both} items match both" in done.output
     assert apply_cleaning(path).removed.filter(pl.col("reason") == "in_both_selections").height == both
@@ -87,13 +103,17 @@ def test_a_mixed_source_verdict_names_the_source_that_fails(tmp_path: Path) -> N
     from tomforge.warehouse.load import ingest_records
     from tomforge.warehouse.sources.base import AdapterInfo
 
-    copied = [variant(r, f"copy-{i}", "test", source="copyco", source_version="c-1")  # one whole story, re-sourced
-              for i, r in enumerate(train[:4])]
+    copied = [
+        variant(r, f"copy-{i}", "test", source="copyco", source_version="c-1")  # one whole story, re-sourced
+        for i, r in enumerate(train[:4])
+    ]
     path = load(tmp_path / "w.duckdb", train + held)
     ingest_records(path, AdapterInfo("copyco", "c-1", "CC0"), copied, "copy")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     exact = _verdict(summary, "exact copies")
     assert exact.status == "fail", exact
     n_train_on_story = sum(r["context_id"] == train[0]["context_id"] for r in train)
-    assert exact.finding.endswith(f"[items by source: held-out copyco 4; train synth {n_train_on_story}]"), exact.finding
+    assert exact.finding.endswith(f"[items by source: held-out copyco 4; train synth {n_train_on_story}]"), (
+        exact.finding
+    )
     assert all("items by source" not in v.finding for v in summary.verdicts if v.status != "fail")

@@ -3,6 +3,7 @@ figure worked out from the planted records, evidence is shown by source_ref with
 marked, an empty selection is an error that stores nothing, inverted difficulty needs a rule that
 beats chance, the plots have integer order axes, and the HTML report shows the verdict table in a
 headless browser (Debian's chromium; skipped only when no chromium binary exists)."""
+
 from __future__ import annotations
 
 import re
@@ -57,8 +58,10 @@ def _pct(x: float) -> str:
 def test_verdict_names_each_planted_overlap_with_its_figure(planted) -> None:
     records, keys, _, summary, _ = planted
     held_stories = len({r["context_id"] for r in records if r["split"] == "test"})
+
     def train_on(cid: str) -> int:
         return sum(1 for r in records if r["split"] == "train" and r["context_id"] == cid)
+
     exact = _line(summary, "exact copies")
     assert exact.status == "fail" and exact.finding.startswith(f"1 of {held_stories} held-out stories appear verbatim")
     assert exact.action == f"`tomforge clean` drops {train_on(keys['exact'])} train items"
@@ -103,8 +106,10 @@ def test_clean_generated_data_passes_every_check(tmp_path: Path) -> None:
     from tomforge.generators import ADAPTER_INFO, generate_records
     from tomforge.warehouse.load import ingest_records
 
-    records = [*generate_records(800, max_order=3, seed=21, split="train"),
-               *generate_records(300, max_order=3, seed=22, split="test")]
+    records = [
+        *generate_records(800, max_order=3, seed=21, split="train"),
+        *generate_records(300, max_order=3, seed=22, split="test"),
+    ]
     path = tmp_path / "w.duckdb"
     ingest_records(path, ADAPTER_INFO, records, "generated")
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
@@ -125,7 +130,10 @@ def test_verdict_names_planted_artifacts_with_their_figures(shortcuts) -> None:
     inverted = _line(summary, "inverted difficulty")
     assert inverted.status == "fail"
     # planted: held-out gold is the first-mentioned container with probability 1.0 at order 3
-    assert re.search(r"held-out: first-mentioned candidate( = [^:;]+)? rule right on \d+% at order 0, 100% at order 3", inverted.finding)
+    assert re.search(
+        r"held-out: first-mentioned candidate( = [^:;]+)? rule right on \d+% at order 0, 100% at order 3",
+        inverted.finding,
+    )
     assert _line(summary, "heuristic rules").status == "fail"
     cues = _line(summary, "feature-label cues")
     assert cues.status == "fail" and any(row["feature"] == "q:really" for row in cues.evidence), cues.evidence
@@ -135,8 +143,18 @@ def _scores(rule: str, rates: list[float], n: int = 200, chance: float = 0.25) -
     rows = []
     for order, rate in enumerate(rates):
         hits = round(rate * n)
-        rows += [{"item_id": f"{rule}{order}-{i}", "selection": "train", "stratum": str(order), "answer_format": "multiple_choice",
-                  "heuristic": rule, "hit": i < hits, "chance": chance} for i in range(n)]
+        rows += [
+            {
+                "item_id": f"{rule}{order}-{i}",
+                "selection": "train",
+                "stratum": str(order),
+                "answer_format": "multiple_choice",
+                "heuristic": rule,
+                "hit": i < hits,
+                "chance": chance,
+            }
+            for i in range(n)
+        ]
     return pl.DataFrame(rows)
 
 
@@ -194,12 +212,18 @@ def test_html_report_shows_the_verdict_table_in_a_headless_browser(planted, tmp_
 
     *_, out = planted
     page = (out / "audit_report.html").resolve()
-    assert "src=\"data:image/png;base64," in page.read_text() and ".png\"" not in page.read_text()  # figures embedded
+    assert 'src="data:image/png;base64,' in page.read_text() and '.png"' not in page.read_text()  # figures embedded
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
-    dom = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    dom = subprocess.run(
+        [*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     first_table = dom.split("<table>")[1].split("</table>")[0]
     rows = re.findall(r'<td class="status-(\w+)">\w+</td>\s*<td>([^<]+)</td>', first_table)
-    assert ("fail", "exact copies") in rows and ("warn", "within-side duplicates") in rows and ("pass", "gold position") in rows
+    assert (
+        ("fail", "exact copies") in rows
+        and ("warn", "within-side duplicates") in rows
+        and ("pass", "gold position") in rows
+    )
     shot = tmp_path / "shot.png"
     subprocess.run([*args, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     image = Image.open(shot).convert("RGB")
@@ -230,8 +254,12 @@ def test_same_inputs_give_byte_identical_reports(planted, tmp_path: Path) -> Non
     *_, first = planted
 
     def digests(folder: Path) -> dict[str, str]:
-        return {f.relative_to(folder).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
-                for f in sorted(folder.rglob("*")) if f.is_file()}
+        return {
+            f.relative_to(folder).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(folder.rglob("*"))
+            if f.is_file()
+        }
+
     again = digests(tmp_path / "audit")
     assert {"audit_report.md", "audit_report.html", "heuristics_by_order.png"} <= set(again)
     assert again == digests(first)
@@ -247,12 +275,27 @@ def test_html_report_does_not_scroll_sideways_at_1400_px(planted, tmp_path: Path
     *_, out = planted
     page = (out / "audit_report.html").read_text()
     token = "data/" + "x" * 300 + ".json#12345"
-    harder = page.replace("</body>", f"<p>{token}</p><table><tr><td><code>{token}</code></td><td>{token}</td></tr>"
-                                     f"</table><pre>{token}</pre></body>")
+    harder = page.replace(
+        "</body>",
+        f"<p>{token}</p><table><tr><td><code>{token}</code></td><td>{token}</td></tr></table><pre>{token}</pre></body>",
+    )
     for name, text in (("as written", page), ("long tokens", harder)):
         copy = tmp_path / f"{name.replace(' ', '_')}.html"
         copy.write_text(text.replace("</body>", SCROLL_WIDTH + "</body>"))
-        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
-                              "--dump-dom", copy.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+        dom = subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--window-size=1400,900",
+                "--dump-dom",
+                copy.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
         width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
         assert width <= 1400, (name, width)

@@ -1,5 +1,6 @@
 """Overlap audit at scale: shards give the single-pass result, a re-audit after adding items signs
 only the new texts and equals a from-scratch audit, and the passes on Ray equal the local ones."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,8 @@ def test_gather_picks_the_shingles_of_the_chosen_documents() -> None:
     flat, offsets = shingle_texts(["a b c d e f", "", "x y z", "one two three four five six seven"], 3)
     docs = np.array([3, 1, 0])
     sub, sub_off = gather(flat, offsets, docs)
-    expect = [flat[offsets[d]:offsets[d + 1]] for d in docs]
-    assert [sub[sub_off[i]:sub_off[i + 1]].tolist() for i in range(3)] == [e.tolist() for e in expect]
+    expect = [flat[offsets[d] : offsets[d + 1]] for d in docs]
+    assert [sub[sub_off[i] : sub_off[i + 1]].tolist() for i in range(3)] == [e.tolist() for e in expect]
 
 
 def test_shards_concatenate_to_the_single_pass_result() -> None:
@@ -54,8 +55,11 @@ def test_shards_concatenate_to_the_single_pass_result() -> None:
     cached = np.where(have[:, None], direct, 0).astype(np.uint32)
     whole = run_local(texts, cached, have, SETTINGS)
     cuts = [0, 1, 57, 58, 200, len(texts)]
-    parts = concat([hash_shard(texts[a:b], cached[a:b], have[a:b], SETTINGS) for a, b in zip(cuts[:-1], cuts[1:])], 64,
-                   SETTINGS.banding.bands)
+    parts = concat(
+        [hash_shard(texts[a:b], cached[a:b], have[a:b], SETTINGS) for a, b in zip(cuts[:-1], cuts[1:])],
+        64,
+        SETTINGS.banding.bands,
+    )
     for name in ("words", "word_offsets", "flat", "offsets", "signatures", "band_keys", "computed"):
         assert np.array_equal(getattr(whole, name), getattr(parts, name)), name
     assert np.array_equal(whole.signatures, direct)  # cached + computed = all computed here
@@ -69,15 +73,23 @@ def audit_tables(path: Path) -> dict[str, pl.DataFrame]:
     """Every audit table, rows in a canonical order (the signature cache is appended to run by run)."""
     with duckdb.connect(str(path), read_only=True) as con:
         names = [r[0] for r in con.execute(AUDIT_TABLES_SQL).fetchall()]
-        return {n: con.sql(f'SELECT * FROM "{n}"').pl().sort(pl.all()) if n != "audit_minhash"
-                else con.sql(f'SELECT * FROM "{n}" ORDER BY text_key, params').pl() for n in names}
+        return {
+            n: con.sql(f'SELECT * FROM "{n}"').pl().sort(pl.all())
+            if n != "audit_minhash"
+            else con.sql(f'SELECT * FROM "{n}" ORDER BY text_key, params').pl()
+            for n in names
+        }
 
 
 def without_cache_counts(runs: pl.DataFrame) -> pl.DataFrame:
     """audit_runs with the run's cache hit/miss counts left out of its stats (they differ by design)."""
+
     def strip(stats: str) -> str:
         d = json.loads(stats)
-        return json.dumps({k: v for k, v in d.items() if k not in ("signatures_cached", "signatures_computed")}, sort_keys=True)
+        return json.dumps(
+            {k: v for k, v in d.items() if k not in ("signatures_cached", "signatures_computed")}, sort_keys=True
+        )
+
     return runs.with_columns(pl.col("stats").map_elements(strip, return_dtype=pl.Utf8))
 
 
@@ -85,7 +97,10 @@ def assert_same_audit(a: Path, b: Path, same_cache_use: bool = True) -> None:
     ta, tb = audit_tables(a), audit_tables(b)
     assert sorted(ta) == sorted(tb)
     if not same_cache_use:
-        ta["audit_runs"], tb["audit_runs"] = without_cache_counts(ta["audit_runs"]), without_cache_counts(tb["audit_runs"])
+        ta["audit_runs"], tb["audit_runs"] = (
+            without_cache_counts(ta["audit_runs"]),
+            without_cache_counts(tb["audit_runs"]),
+        )
     for name in ta:
         assert ta[name].equals(tb[name]), name
 
@@ -121,8 +136,11 @@ def test_reaudit_after_adding_items_signs_only_the_new_texts(tmp_path: Path, mon
     assert fresh.run_id == again.run_id
     assert_same_audit(path, scratch, same_cache_use=False)
     with duckdb.connect(str(path), read_only=True) as con:  # the planted near duplicate is still found
-        near = con.execute("SELECT count(*) FROM audit_overlap_pairs WHERE kind = 'near_duplicate' AND scope = 'cross' "
-                           "AND a_context_id = ?", [planted_keys["near"]]).fetchone()[0]
+        near = con.execute(
+            "SELECT count(*) FROM audit_overlap_pairs WHERE kind = 'near_duplicate' AND scope = 'cross' "
+            "AND a_context_id = ?",
+            [planted_keys["near"]],
+        ).fetchone()[0]
     assert near == 1
 
 
@@ -163,7 +181,9 @@ def test_audit_params_key_names_what_signatures_depend_on() -> None:
     assert text_key("Anne, the BOX!") == text_key("anne the box")
 
 
-def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_tables(tmp_path: Path, monkeypatch) -> None:
+def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_tables(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The partial-input baselines run on a thread of their own beside the overlap and artifact
     phases: their error must surface as the audit's error, and the audit tables of the previous run
     must stay as they were (nothing half-written)."""
@@ -173,7 +193,10 @@ def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_ta
     path = load(tmp_path / "w.duckdb", records)
     first = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     with duckdb.connect(str(path), read_only=True) as con:
-        before = {name: con.execute(f'SELECT * FROM "{name}"').fetchall() for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()}
+        before = {
+            name: con.execute(f'SELECT * FROM "{name}"').fetchall()
+            for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()
+        }
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("planted failure in the baselines")
@@ -182,12 +205,20 @@ def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_ta
     with pytest.raises(RuntimeError, match="planted failure in the baselines"):
         run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     with duckdb.connect(str(path), read_only=True) as con:
-        after = {name: con.execute(f'SELECT * FROM "{name}"').fetchall() for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()}
+        after = {
+            name: con.execute(f'SELECT * FROM "{name}"').fetchall()
+            for (name,) in con.execute(AUDIT_TABLES_SQL).fetchall()
+        }
     assert after == before and first.run_id in {row[0] for row in before["audit_runs"]}
-    assert "baselines: own thread" in first.timings and first.timings["baselines"] <= first.timings["baselines: own thread"] + 0.5
+    assert (
+        "baselines: own thread" in first.timings
+        and first.timings["baselines"] <= first.timings["baselines: own thread"] + 0.5
+    )
 
 
-def test_artifacts_wait_for_the_overlaps_largest_phases_and_a_failed_overlap_does_not_hang(tmp_path: Path, monkeypatch) -> None:
+def test_artifacts_wait_for_the_overlaps_largest_phases_and_a_failed_overlap_does_not_hang(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The side thread starts the template artifacts only once the overlap's 13-gram test is over
     (beside it a million items pass 6 GB); an overlap that fails before that point must fail the
     audit, not leave the side thread waiting forever."""

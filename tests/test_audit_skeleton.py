@@ -2,6 +2,7 @@
 per-text Python reference (`skeleton_key`), on generated stories and on texts built to hit each
 rule (names at and away from sentence starts, thing phrases cut by stop words, names and sentence
 ends, digits, non-ASCII words, empty texts); renamed stories share a skeleton, changed plots do not."""
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,37 @@ RULES = [
 
 def _random_texts(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    words = ["the", "a", "his", "Anne", "anne", "Bob", "ball", "red", "box", "in", "into", "moved", ".", "!", "?", "3",
-             "Émile", "café", "The", "Then", "thinks", "is", "Box", "Ball", "green", "that", "and", "x_y", "ÉLAN"]
+    words = [
+        "the",
+        "a",
+        "his",
+        "Anne",
+        "anne",
+        "Bob",
+        "ball",
+        "red",
+        "box",
+        "in",
+        "into",
+        "moved",
+        ".",
+        "!",
+        "?",
+        "3",
+        "Émile",
+        "café",
+        "The",
+        "Then",
+        "thinks",
+        "is",
+        "Box",
+        "Ball",
+        "green",
+        "that",
+        "and",
+        "x_y",
+        "ÉLAN",
+    ]
     return [" ".join(rng.choice(words) for _ in range(rng.randint(0, 60))) for _ in range(n)]
 
 

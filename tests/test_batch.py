@@ -1,5 +1,6 @@
 """Records built as columns (`warehouse.batch`) are the records `build_record` builds, byte for byte,
 and a batch with anything wrong in it is sorted record by record, as plain records are."""
+
 from __future__ import annotations
 
 import json
@@ -25,22 +26,24 @@ json_value = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
     max_leaves=6,
 )
-row = st.fixed_dictionaries({
-    "source_key": text,
-    "source_ref": text,
-    "context": st.sampled_from(["1 A entered.\n2 B left.", "one story", "x\ty \u00e9\u2028"]) | text,
-    "question": text,
-    "answer": st.sampled_from(["a", "b", "yes"]),
-    "answer_format": st.sampled_from(["multiple_choice", "yes_no", "free_text"]),
-    "options": st.lists(st.sampled_from(["a", "b", "c\"\\"]), max_size=3).map(tuple) | st.lists(text, max_size=2),
-    "belief_order": st.none() | st.integers(0, 4),
-    "answer_index": st.none() | st.integers(0, 3),
-    "is_false_belief": st.none() | st.booleans(),
-    "n_agents": st.none() | st.integers(0, 9),
-    "perspective_chain": st.lists(text, max_size=3),
-    "meta": st.none() | st.dictionaries(text, json_value, max_size=4),
-    "trace": st.none() | st.lists(json_value, max_size=3),
-})
+row = st.fixed_dictionaries(
+    {
+        "source_key": text,
+        "source_ref": text,
+        "context": st.sampled_from(["1 A entered.\n2 B left.", "one story", "x\ty \u00e9\u2028"]) | text,
+        "question": text,
+        "answer": st.sampled_from(["a", "b", "yes"]),
+        "answer_format": st.sampled_from(["multiple_choice", "yes_no", "free_text"]),
+        "options": st.lists(st.sampled_from(["a", "b", 'c"\\']), max_size=3).map(tuple) | st.lists(text, max_size=2),
+        "belief_order": st.none() | st.integers(0, 4),
+        "answer_index": st.none() | st.integers(0, 3),
+        "is_false_belief": st.none() | st.booleans(),
+        "n_agents": st.none() | st.integers(0, 9),
+        "perspective_chain": st.lists(text, max_size=3),
+        "meta": st.none() | st.dictionaries(text, json_value, max_size=4),
+        "trace": st.none() | st.lists(json_value, max_size=3),
+    }
+)
 
 
 def as_columns(rows: list[dict], constant: set[str]) -> ColumnBatch:
@@ -52,7 +55,10 @@ def as_columns(rows: list[dict], constant: set[str]) -> ColumnBatch:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(row, min_size=1, max_size=6), st.sets(st.sampled_from(["answer_format", "options", "meta", "context", "answer_index"])))
+@given(
+    st.lists(row, min_size=1, max_size=6),
+    st.sets(st.sampled_from(["answer_format", "options", "meta", "context", "answer_index"])),
+)
 def test_column_batch_is_build_record_byte_for_byte(rows: list[dict], constant: set[str]) -> None:
     batch, fixed = as_columns(rows, constant)
     expected = _to_arrow(list(batch.records()), FIELDS)
@@ -67,12 +73,32 @@ def test_string_encoder_escapes_every_code_point_as_orjson() -> None:
 
 
 def test_values_arrow_cannot_hold_raise_batch_error() -> None:
-    batch = ColumnBatch(2, {"source_key": ["a", "b"], "source_ref": ["a", "b"], "question": ["q?", 7],
-                            "context": ["s", "s"], "answer": ["x", "y"], "answer_format": ["yes_no"] * 2}, CONSTANTS)
+    batch = ColumnBatch(
+        2,
+        {
+            "source_key": ["a", "b"],
+            "source_ref": ["a", "b"],
+            "question": ["q?", 7],
+            "context": ["s", "s"],
+            "answer": ["x", "y"],
+            "answer_format": ["yes_no"] * 2,
+        },
+        CONSTANTS,
+    )
     with pytest.raises(BatchError):
         batch.table()
-    surrogate = ColumnBatch(1, {"source_key": ["a"], "source_ref": ["a"], "question": ["q\ud800"], "context": ["s"],
-                                "answer": ["x"], "answer_format": ["yes_no"]}, CONSTANTS)
+    surrogate = ColumnBatch(
+        1,
+        {
+            "source_key": ["a"],
+            "source_ref": ["a"],
+            "question": ["q\ud800"],
+            "context": ["s"],
+            "answer": ["x"],
+            "answer_format": ["yes_no"],
+        },
+        CONSTANTS,
+    )
     with pytest.raises(BatchError):
         surrogate.table()
 
@@ -81,9 +107,24 @@ def test_batched_keeps_rejects_in_input_order() -> None:
     reject = Reject("hitom", "f#1", "f", "1", "story", "bad")
     produced = [("a",), reject, ("b",), ("c",), ("d",)]
     out = list(batched(produced, ("source_key",), {}, size=2))
-    assert [x.rows["source_key"] if isinstance(x, ColumnBatch) else x for x in out] == [["a"], reject, ["b", "c"], ["d"]]
-    one = ColumnBatch(1, {"source_key": ["a"], "source_ref": ["f#0"], "context": ["s"], "question": ["q?"],
-                          "answer": ["x"], "answer_format": ["yes_no"]}, CONSTANTS)
+    assert [x.rows["source_key"] if isinstance(x, ColumnBatch) else x for x in out] == [
+        ["a"],
+        reject,
+        ["b", "c"],
+        ["d"],
+    ]
+    one = ColumnBatch(
+        1,
+        {
+            "source_key": ["a"],
+            "source_ref": ["f#0"],
+            "context": ["s"],
+            "question": ["q?"],
+            "answer": ["x"],
+            "answer_format": ["yes_no"],
+        },
+        CONSTANTS,
+    )
     record, passed = expand([one, reject])
     assert record == next(one.records()) and passed is reject
 
@@ -115,8 +156,14 @@ def test_column_path_stages_what_the_row_path_stages(name: str, samples: Path, t
 
 
 def test_a_batch_with_an_invalid_or_repeated_record_is_sorted_record_by_record() -> None:
-    good = {"source_key": "k", "source_ref": "f#0", "context": "s", "question": "q?", "answer": "x",
-            "answer_format": "yes_no"}
+    good = {
+        "source_key": "k",
+        "source_ref": "f#0",
+        "context": "s",
+        "question": "q?",
+        "answer": "x",
+        "answer_format": "yes_no",
+    }
     rows = [good, {**good, "source_key": "k2", "source_ref": "f#1", "question": ""}, {**good, "source_ref": "f#2"}]
     batch = ColumnBatch(3, {name: [r[name] for r in rows] for name in good}, CONSTANTS)
     info = info_of(get_adapter("hitom"))

@@ -1,4 +1,5 @@
 """The `tomforge` command: clear one-line errors, exit codes, read-only SQL."""
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,20 @@ def assert_one_line_error(result, *needles: str, code: int = ExitCode.BAD_INPUT)
 
 
 def test_unknown_source(tmp_path: Path) -> None:
-    assert_one_line_error(run("ingest", "--source", "nosuch", "--path", str(tmp_path), "-w", str(tmp_path / "w.duckdb")),
-                          "nosuch", "unknown source")
+    assert_one_line_error(
+        run("ingest", "--source", "nosuch", "--path", str(tmp_path), "-w", str(tmp_path / "w.duckdb")),
+        "nosuch",
+        "unknown source",
+    )
 
 
 def test_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "absent" / "Hi-ToM_data.json"
-    assert_one_line_error(run("ingest", "--source", "hitom", "--path", str(missing), "-w", str(tmp_path / "w.duckdb")),
-                          str(missing), "not found")
+    assert_one_line_error(
+        run("ingest", "--source", "hitom", "--path", str(missing), "-w", str(tmp_path / "w.duckdb")),
+        str(missing),
+        "not found",
+    )
 
 
 def test_sql_formats_and_read_only(tmp_path: Path) -> None:
@@ -63,7 +70,9 @@ def test_sql_formats_and_read_only(tmp_path: Path) -> None:
 
 
 def test_console_script_runs() -> None:
-    out = subprocess.run([sys.executable, "-m", "tomforge.flows.cli", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "tomforge.flows.cli", "--help"], capture_output=True, text=True, check=True
+    )
     for command in ("ingest", "sql", "rebuild"):
         assert command in out.stdout
 
@@ -109,7 +118,7 @@ def printed_counts(output: str) -> list[str]:
     lines = output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["source", "input"])
     rows = []
-    for line in lines[header + 2:]:  # after the header and its rule, up to the end of the table
+    for line in lines[header + 2 :]:  # after the header and its rule, up to the end of the table
         if not line.strip() or line.startswith("error:"):
             break
         rows.append(line)
@@ -138,10 +147,17 @@ def test_ingest_prints_reconciliation_and_is_idempotent(tmp_path: Path, samples:
     counts = run("sql", "-w", str(warehouse), "-f", "csv", "SELECT n_read, n_loaded, n_rejected FROM sources")
     assert counts.output.splitlines()[1] == f"{n},{n},0"
     assert run("sql", "-w", str(warehouse), "-f", "csv", "SELECT count(*) FROM items").output.splitlines()[1] == n
-    view = run("sql", "-w", str(warehouse), "-f", "json", "SELECT n_loads, n_loaded, n_new, n_items, reconciled "
-                                                          "FROM reconciliation")
+    view = run(
+        "sql",
+        "-w",
+        str(warehouse),
+        "-f",
+        "json",
+        "SELECT n_loads, n_loaded, n_new, n_items, reconciled FROM reconciliation",
+    )
     assert json.loads(view.output) == [
-        {"n_loads": 2, "n_loaded": 2 * questions, "n_new": questions, "n_items": questions, "reconciled": True}]
+        {"n_loads": 2, "n_loaded": 2 * questions, "n_new": questions, "n_items": questions, "reconciled": True}
+    ]
 
 
 def test_a_record_lost_between_parse_and_load_exits_3_with_the_counts(
@@ -223,7 +239,10 @@ def test_sql_table_is_a_bounded_preview(tmp_path: Path) -> None:
     assert len(_table_rows(default.output)) == 50
     assert default.output.splitlines()[-1] == "70 more rows, use --format csv or --limit N"
     five = run("sql", "-w", str(path), "--limit", "5", query)
-    assert len(_table_rows(five.output)) == 5 and five.output.splitlines()[-1] == "115 more rows, use --format csv or --limit N"
+    assert (
+        len(_table_rows(five.output)) == 5
+        and five.output.splitlines()[-1] == "115 more rows, use --format csv or --limit N"
+    )
     everything = run("sql", "-w", str(path), "--limit", "500", query)
     assert len(_table_rows(everything.output)) == 120 and everything.output.splitlines()[-1] == "120 rows"
     # csv and json stream every row (or the first --limit)
@@ -245,8 +264,9 @@ def test_sql_preview_never_runs_the_whole_result(tmp_path: Path, monkeypatch) ->
 
 def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     """Columns that do not fit 80 characters are named, not squeezed to nothing; a newline shows as \\n."""
-    monkeypatch.setattr(terminal, "stdout_console", terminal.literal_console(width=80, force_terminal=True,
-                                                                                 color_system=None))
+    monkeypatch.setattr(
+        terminal, "stdout_console", terminal.literal_console(width=80, force_terminal=True, color_system=None)
+    )
     path = _warehouse(tmp_path)
     result = run("sql", "-w", str(path), "SELECT 'a' || chr(10) || 'b' AS two_lines, * FROM items_full LIMIT 1")
     assert result.exit_code == 0, result.output
@@ -257,14 +277,17 @@ def test_sql_table_fits_the_terminal(tmp_path: Path, monkeypatch) -> None:
     assert "context" in hidden.split(": ", 1)[1].split(", ")
 
 
-@pytest.mark.parametrize("query, needle", [
-    ("", "empty query"),
-    ("   \n ", "empty query"),
-    ("SELECT 1; SELECT 2", "2 statements"),
-    ("SELEC nonsense", "query failed"),
-    ("DELETE FROM items", "query failed"),
-    ("CREATE TABLE t AS SELECT 1", "query failed"),
-])
+@pytest.mark.parametrize(
+    "query, needle",
+    [
+        ("", "empty query"),
+        ("   \n ", "empty query"),
+        ("SELECT 1; SELECT 2", "2 statements"),
+        ("SELEC nonsense", "query failed"),
+        ("DELETE FROM items", "query failed"),
+        ("CREATE TABLE t AS SELECT 1", "query failed"),
+    ],
+)
 def test_sql_bad_queries_are_one_line(tmp_path: Path, query: str, needle: str) -> None:
     path = _warehouse(tmp_path)
     for fmt in ("table", "csv"):
@@ -294,7 +317,9 @@ def test_sql_cannot_touch_the_file_system(tmp_path: Path) -> None:
     assert path.read_bytes() == warehouse_bytes
     # the warehouse and its views still read
     assert run("sql", "-w", str(path), "-f", "csv", "SELECT n_loaded FROM reconciliation").output.splitlines() == [
-        "n_loaded", "3"]
+        "n_loaded",
+        "3",
+    ]
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -303,18 +328,26 @@ def _config(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("text, needles", [
-    ('[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[[sources]]\nname = "hitom"\nlocation = "{missing}"\n',
-     ["sources[1] (hitom)", "{missing}", "path not found"]),
-    ('[generate]\noperators = ["lie", "nosuch"]\n', ["generate", "unknown operators", "nosuch"]),
-    ('[generate]\nstyles = ["sonnet"]\n', ["generate", "unknown styles", "sonnet"]),
-    ('[audit]\ntrain = "splt = \'train\'"\n', ["audit.train", "splt"]),
-    ('[rl]\nlaunch = "inline"\nsettings = { max_stepz = 3 }\n', ["rl.settings", "max_stepz"]),
-    ('[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[variants]\nsources = ["hitom"]\n',
-     ["variants.sources", "hitom is not a configured source"]),
-])
-def test_rebuild_checks_the_config_before_prefect_starts(tmp_path: Path, monkeypatch, text: str,
-                                                         needles: list[str]) -> None:
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        (
+            '[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[[sources]]\nname = "hitom"\nlocation = "{missing}"\n',
+            ["sources[1] (hitom)", "{missing}", "path not found"],
+        ),
+        ('[generate]\noperators = ["lie", "nosuch"]\n', ["generate", "unknown operators", "nosuch"]),
+        ('[generate]\nstyles = ["sonnet"]\n', ["generate", "unknown styles", "sonnet"]),
+        ("[audit]\ntrain = \"splt = 'train'\"\n", ["audit.train", "splt"]),
+        ('[rl]\nlaunch = "inline"\nsettings = { max_stepz = 3 }\n', ["rl.settings", "max_stepz"]),
+        (
+            '[[sources]]\nname = "tomi"\nlocation = "@samples/tomi"\n[variants]\nsources = ["hitom"]\n',
+            ["variants.sources", "hitom is not a configured source"],
+        ),
+    ],
+)
+def test_rebuild_checks_the_config_before_prefect_starts(
+    tmp_path: Path, monkeypatch, text: str, needles: list[str]
+) -> None:
     import tomforge.flows.pipeline as flows_pipeline
 
     def must_not_start(*args, **kwargs):
@@ -334,8 +367,9 @@ def test_prefect_console_drops_tracebacks_of_user_errors_only() -> None:
         try:
             raise exc
         except BaseException:
-            return logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1, "failed: %r", (exc,),
-                                     sys.exc_info())
+            return logging.LogRecord(
+                "prefect.task_runs", logging.ERROR, __file__, 1, "failed: %r", (exc,), sys.exc_info()
+            )
 
     user, internal = record(SourceError(Path("x.json"), "bad")), record(RuntimeError("bug"))
     assert quiet.filter(user) and quiet.filter(internal)
@@ -390,19 +424,23 @@ def test_a_missing_model_is_one_line(tmp_path: Path, command: str) -> None:
     assert_one_line_error(result, missing, "model not found")
     not_a_model = tmp_path / "folder"
     not_a_model.mkdir()
-    assert_one_line_error(run(command, "--model", str(not_a_model), "--dataset", str(tmp_path)),
-                          str(not_a_model), "no config.json")
+    assert_one_line_error(
+        run(command, "--model", str(not_a_model), "--dataset", str(tmp_path)), str(not_a_model), "no config.json"
+    )
 
 
-@pytest.mark.parametrize("location, repo_id", [
-    ("facebook/ExploreToM", "facebook/ExploreToM"),
-    ("hf://datasets/facebook/ExploreToM", "facebook/ExploreToM"),
-    ("hf://facebook/ExploreToM", "facebook/ExploreToM"),
-    ("./data/tomi", None),
-    ("/data/tomi", None),
-    ("Hi-ToM_data.json", None),
-    ("a/b/c", None),
-])
+@pytest.mark.parametrize(
+    "location, repo_id",
+    [
+        ("facebook/ExploreToM", "facebook/ExploreToM"),
+        ("hf://datasets/facebook/ExploreToM", "facebook/ExploreToM"),
+        ("hf://facebook/ExploreToM", "facebook/ExploreToM"),
+        ("./data/tomi", None),
+        ("/data/tomi", None),
+        ("Hi-ToM_data.json", None),
+        ("a/b/c", None),
+    ],
+)
 def test_which_locations_are_hub_ids(location: str, repo_id: str | None) -> None:
     """What `check_before_run` lets through to a download, the same rule `resolve_input` downloads by."""
     assert hub_id_of(location) == repo_id
@@ -418,21 +456,30 @@ def test_eval_errors_need_no_warehouse_dependencies(tmp_path: Path) -> None:
         "for name in ('jsonschema', 'jsonschema_rs', 'orjson', 'polars', 'prefect'):\n"
         "    sys.modules[name] = None\n"
         "from tomforge.flows.cli import app\n"
-        f"app(['eval', '--model', {str(tmp_path / 'model')!r}, '--dataset', 'no/such-release', '--split', 'a/b'])\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        f"app(['eval', '--model', {str(tmp_path / 'model')!r}, '--dataset', 'no/such-release', '--split', 'a/b'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == ExitCode.REMOTE, done.stderr  # offline: the Hub out of reach, as in every command
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: download no/such-release@main failed: cannot reach the Hub"), \
-        done.stderr
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: download no/such-release@main failed: cannot reach the Hub"
+    ), done.stderr
 
 
 def test_eval_of_a_missing_release_folder_names_the_folder(tmp_path: Path) -> None:
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     missing = tmp_path / "no-such-release"
-    result = CliRunner().invoke(app, ["eval", "--model", str(tmp_path / "model"), "--dataset", str(missing),
-                                      "--split", "a/b"])
+    result = CliRunner().invoke(
+        app, ["eval", "--model", str(tmp_path / "model"), "--dataset", str(missing), "--split", "a/b"]
+    )
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
-        f"error: {missing}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"]
+        f"error: {missing}: no such release folder (give a release folder or a Hub dataset id ORG/NAME)"
+    ]

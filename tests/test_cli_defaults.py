@@ -2,6 +2,7 @@
 decides. The defaults shown in `--help` are read from the settings field each flag names
 (`flows/commands/flags.py`); here each flag's shown default is checked against the field this file
 expects it to set, so a flag wired to the wrong field (or a literal default) fails."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,21 +37,55 @@ def shown_default(value: object, opts: list[str], secondary: list[str]) -> str:
 
 
 SETTINGS_FLAGS = [  # (command, the settings' defaults, flag parameter -> the settings field it sets)
-    ("audit", {f.name: f.default for f in dataclasses.fields(AuditParams)},
-     {"shingle_n": "shingle_n", "num_perm": "num_perm", "jaccard": "jaccard_threshold", "ngram_n": "ngram_n",
-      "seed": "seed"}),
-    ("clean", {f.name: f.default for f in dataclasses.fields(CleaningPolicy)},
-     {"drop_jaccard": "drop_cross_jaccard", "drop_containment": "drop_cross_containment",
-      "drop_structural": "drop_structural", "reshuffle": "reshuffle_options", "seed": "seed",
-      "quarantine_oracle": "quarantine_oracle"}),
-    ("variants", {f.name: f.default for f in dataclasses.fields(Settings)},
-     {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance": "balance"}),
-    ("generate", {"max_order": DEFAULT_MAX_ORDER, "styles": ",".join(STYLES), "source": DEFAULT_SOURCE,
-                  "rendering": THIRD_PERSON, "forms": ",".join(DEFAULT_FORMS)},
-     {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering", "forms": "forms"}),
-    ("scan", {f.name: f.default for f in dataclasses.fields(ScanParams)},
-     {"jaccard": "jaccard_threshold", "containment": "containment_threshold", "alpha": "ngram_alpha",
-      "batch_docs": "batch_docs"}),
+    (
+        "audit",
+        {f.name: f.default for f in dataclasses.fields(AuditParams)},
+        {
+            "shingle_n": "shingle_n",
+            "num_perm": "num_perm",
+            "jaccard": "jaccard_threshold",
+            "ngram_n": "ngram_n",
+            "seed": "seed",
+        },
+    ),
+    (
+        "clean",
+        {f.name: f.default for f in dataclasses.fields(CleaningPolicy)},
+        {
+            "drop_jaccard": "drop_cross_jaccard",
+            "drop_containment": "drop_cross_containment",
+            "drop_structural": "drop_structural",
+            "reshuffle": "reshuffle_options",
+            "seed": "seed",
+            "quarantine_oracle": "quarantine_oracle",
+        },
+    ),
+    (
+        "variants",
+        {f.name: f.default for f in dataclasses.fields(Settings)},
+        {"max_order": "max_order", "seed": "seed", "n_per_story": "n_per_story", "balance": "balance"},
+    ),
+    (
+        "generate",
+        {
+            "max_order": DEFAULT_MAX_ORDER,
+            "styles": ",".join(STYLES),
+            "source": DEFAULT_SOURCE,
+            "rendering": THIRD_PERSON,
+            "forms": ",".join(DEFAULT_FORMS),
+        },
+        {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering", "forms": "forms"},
+    ),
+    (
+        "scan",
+        {f.name: f.default for f in dataclasses.fields(ScanParams)},
+        {
+            "jaccard": "jaccard_threshold",
+            "containment": "containment_threshold",
+            "alpha": "ngram_alpha",
+            "batch_docs": "batch_docs",
+        },
+    ),
 ]
 
 
@@ -111,18 +146,28 @@ def _rl_expected() -> dict[str, dict[str, str]]:
     def both(trl_name: str, verl_name: str) -> str:
         return f"trl {trl[trl_name]}, verl {verl[verl_name]}"
 
-    train = {"output_dir": one("output_dir", "output_dir"), "algorithm": one("algorithm"),
-             "max_steps": one("max_steps"), "epochs": str(verl["total_epochs"]),
-             "num_generations": one("num_generations", "rollout_n"),
-             "batch_size": both("per_device_train_batch_size", "train_batch_size"),
-             "grad_accum": one("gradient_accumulation_steps"), "learning_rate": both("learning_rate", "learning_rate"),
-             "beta": one("beta", "kl_coef"), "max_completion_length": both("max_completion_length", "max_response_length"),
-             "bf16": "--bf16" if trl["bf16"] else "--no-bf16", "seed": one("seed"),
-             "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
-             "data_dir": str(_defaults_of(stage.launch)["data_dir"])}
+    train = {
+        "output_dir": one("output_dir", "output_dir"),
+        "algorithm": one("algorithm"),
+        "max_steps": one("max_steps"),
+        "epochs": str(verl["total_epochs"]),
+        "num_generations": one("num_generations", "rollout_n"),
+        "batch_size": both("per_device_train_batch_size", "train_batch_size"),
+        "grad_accum": one("gradient_accumulation_steps"),
+        "learning_rate": both("learning_rate", "learning_rate"),
+        "beta": one("beta", "kl_coef"),
+        "max_completion_length": both("max_completion_length", "max_response_length"),
+        "bf16": "--bf16" if trl["bf16"] else "--no-bf16",
+        "seed": one("seed"),
+        "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
+        "data_dir": str(_defaults_of(stage.launch)["data_dir"]),
+    }
     evaluated = _defaults_of(evaluate)
-    eval_ = {"batch_size": str(evaluated["batch_size"]), "max_new_tokens": str(evaluated["max_new_tokens"]),
-             "generator": str(evaluated["backend"])}
+    eval_ = {
+        "batch_size": str(evaluated["batch_size"]),
+        "max_new_tokens": str(evaluated["max_new_tokens"]),
+        "generator": str(evaluated["backend"]),
+    }
     return {"train": train, "eval": eval_}
 
 
@@ -143,8 +188,9 @@ def test_train_without_flags_runs_on_the_settings_defaults() -> None:
 
     from tomforge.rl.trl_backend import TrlSettings
 
-    result = CliRunner().invoke(app, ["train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct",
-                                      "--dry-run"])
+    result = CliRunner().invoke(
+        app, ["train", "--dataset", "org/tom", "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run"]
+    )
     assert result.exit_code == 0, result.output
     start = result.stdout.index("{")
     printed, _ = json.JSONDecoder().raw_decode(result.stdout[start:])
@@ -162,23 +208,45 @@ def _mirrored() -> dict[tuple[str, str], object]:
     from tomforge.warehouse.export import ExportOptions
 
     mirrored: dict[tuple[str, str], object] = {(name, "warehouse"): DEFAULT_WAREHOUSE for name in COMMANDS}
-    mirrored.update({("generate", "seed"): _defaults_of(generate_records)["seed"],
-                     ("publish", "max_rows"): ExportOptions().max_rows_per_shard,
-                     ("publish", "target"): _defaults_of(publish_warehouse)["target"],
-                     ("verify", "revision"): _defaults_of(verify_release)["revision"],
-                     ("train", "gpus"): _defaults_of(stage.make_settings)["gpus"],
-                     ("train", "nnodes"): _defaults_of(stage.make_settings)["nnodes"],
-                     ("scan", "benchmark"): DEFAULT_BENCHMARK})
+    mirrored.update(
+        {
+            ("generate", "seed"): _defaults_of(generate_records)["seed"],
+            ("publish", "max_rows"): ExportOptions().max_rows_per_shard,
+            ("publish", "target"): _defaults_of(publish_warehouse)["target"],
+            ("verify", "revision"): _defaults_of(verify_release)["revision"],
+            ("train", "gpus"): _defaults_of(stage.make_settings)["gpus"],
+            ("train", "nnodes"): _defaults_of(stage.make_settings)["nnodes"],
+            ("scan", "benchmark"): DEFAULT_BENCHMARK,
+        }
+    )
     return mirrored
 
 
 # Flags that choose what the command does (no step has a default for them): the CLI owns their defaults.
-CLI_OWNED = {("audit", "out"), ("audit", "strict"), ("eval", "splits"), ("eval", "in_distribution"), ("eval", "store"),
-             ("eval", "out"), ("generate", "operators"), ("generate", "held_out"), ("publish", "dry_run"),
-             ("publish", "private"), ("publish", "only_audited"), ("sql", "fmt"), ("train", "backend"),
-             ("train", "train_split"), ("train", "val_split"), ("train", "dry_run"), ("variants", "operators"),
-             ("publish", "allow_restricted_training"), ("train", "allow_restricted_training"), ("sql", "output"),
-             ("scan", "out"), ("scan", "strict")}
+CLI_OWNED = {
+    ("audit", "out"),
+    ("audit", "strict"),
+    ("eval", "splits"),
+    ("eval", "in_distribution"),
+    ("eval", "store"),
+    ("eval", "out"),
+    ("generate", "operators"),
+    ("generate", "held_out"),
+    ("publish", "dry_run"),
+    ("publish", "private"),
+    ("publish", "only_audited"),
+    ("sql", "fmt"),
+    ("train", "backend"),
+    ("train", "train_split"),
+    ("train", "val_split"),
+    ("train", "dry_run"),
+    ("variants", "operators"),
+    ("publish", "allow_restricted_training"),
+    ("train", "allow_restricted_training"),
+    ("sql", "output"),
+    ("scan", "out"),
+    ("scan", "strict"),
+}
 # the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
 RLFILES_FLAGS = {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"}
 
@@ -221,9 +289,11 @@ def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nimport tomforge.flows.cli\n"
-            "print(sorted(m for m in ('tomforge.rl.trl_backend', 'tomforge.generators.generate', "
-            "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n")
+    code = (
+        "import sys\nimport tomforge.flows.cli\n"
+        "print(sorted(m for m in ('tomforge.rl.trl_backend', 'tomforge.generators.generate', "
+        "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
 
@@ -272,12 +342,16 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     app_ = typer.Typer()
 
     @app_.command(cls=SettingsHelp)
-    def planted(differ: int = setting_option("--differ", by_backend={"trl": f"{here}:_Planted.size",
-                                                                    "verl": f"{here}:_planted_step.rows"}),
-                agree: int = setting_option("--agree", by_backend={"trl": f"{here}:_Planted.size",
-                                                                  "verl": f"{here}:_Planted.size"}),
-                on: bool = setting_option("--on/--off", setting=f"{here}:_Planted.on"),
-                names: str = setting_option("--names", setting=f"{here}:_Planted.names")) -> None:
+    def planted(
+        differ: int = setting_option(
+            "--differ", by_backend={"trl": f"{here}:_Planted.size", "verl": f"{here}:_planted_step.rows"}
+        ),
+        agree: int = setting_option(
+            "--agree", by_backend={"trl": f"{here}:_Planted.size", "verl": f"{here}:_Planted.size"}
+        ),
+        on: bool = setting_option("--on/--off", setting=f"{here}:_Planted.on"),
+        names: str = setting_option("--names", setting=f"{here}:_Planted.names"),
+    ) -> None:
         """Planted flags."""
 
     @app_.command()

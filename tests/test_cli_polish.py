@@ -1,6 +1,7 @@
 """Issue 25 item 9: `--version`, `-h`, flags without `<bool>` in --help, one default publish target,
 one line on Ctrl-C (exit 130, warehouse unchanged), `sql --format parquet --output`, a piped preview
 as wide as its columns."""
+
 from __future__ import annotations
 
 import sys
@@ -50,9 +51,22 @@ def test_ctrl_c_says_the_warehouse_is_unchanged(tmp_path: Path, monkeypatch, cap
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(ingest_module, "write_staged", interrupted)  # Ctrl-C inside the write, before the swap
-    monkeypatch.setattr(sys, "argv", ["tomforge", "ingest", "--source", "tomi", "--path",
-                                      str(Path(__file__).parents[1] / "warehouse/samples/tomi"), "-w", str(warehouse)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "tomforge",
+            "ingest",
+            "--source",
+            "tomi",
+            "--path",
+            str(Path(__file__).parents[1] / "warehouse/samples/tomi"),
+            "-w",
+            str(warehouse),
+        ],
+    )
     with pytest.raises(SystemExit) as exited:
         cli.main()
     assert exited.value.code == ExitCode.INTERRUPTED == 130
@@ -79,7 +93,9 @@ def test_sql_writes_parquet(tmp_path: Path) -> None:
     assert run("sql", query, "-w", str(warehouse), "-f", "csv", "-o", str(csv_out)).exit_code == 0
     assert len(csv_out.read_text().splitlines()) == 6
     assert_one_line_error(run("sql", query, "-w", str(warehouse), "--format", "parquet"), "--output")
-    bad = run("sql", "SELECT nosuch FROM items", "-w", str(warehouse), "-f", "parquet", "-o", str(tmp_path / "bad.parquet"))
+    bad = run(
+        "sql", "SELECT nosuch FROM items", "-w", str(warehouse), "-f", "parquet", "-o", str(tmp_path / "bad.parquet")
+    )
     assert_one_line_error(bad, "nosuch")
     assert not list(tmp_path.glob("bad.parquet*"))
 

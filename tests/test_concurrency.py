@@ -1,6 +1,7 @@
 """One writer at a time (issue 25, defects 1 and 2): two writers at once keep both results, a busy lock
 waits with a message and then fails with exit 9, a killed holder frees the lock, readers never wait,
 and a folder release's tag never moves."""
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def toy(source: str, i: int) -> dict:
-    return build_record(source=source, source_version="1", source_key=f"q{i}", source_ref=f"{source}.json#{i}",
-                        split="test", context=f"Story {i}: Anne put the ball in the box.", question=f"Where? {i}",
-                        question_type="reality", belief_order=0, answer="box", answer_format="free_text")
+    return build_record(
+        source=source,
+        source_version="1",
+        source_key=f"q{i}",
+        source_ref=f"{source}.json#{i}",
+        split="test",
+        context=f"Story {i}: Anne put the ball in the box.",
+        question=f"Where? {i}",
+        question_type="reality",
+        belief_order=0,
+        answer="box",
+        answer_format="free_text",
+    )
 
 
 def rows(path: Path, query: str) -> list[tuple]:
@@ -48,7 +59,7 @@ def test_two_ingests_at_once_keep_both_sources(tmp_path: Path, capsys: pytest.Ca
     def slow_input():
         yield toy("alpha", 0)
         b_started.set()
-        b_done.wait(timeout=3)   # with the lock B cannot finish meanwhile: A goes on after 3 s
+        b_done.wait(timeout=3)  # with the lock B cannot finish meanwhile: A goes on after 3 s
         yield toy("alpha", 1)
 
     def writer_b() -> None:
@@ -57,17 +68,26 @@ def test_two_ingests_at_once_keep_both_sources(tmp_path: Path, capsys: pytest.Ca
         b_done.set()
 
     # two threads, each with a fresh context: two unrelated writers, as two processes would be
-    threads = [threading.Thread(target=ingest_records, args=(path, AdapterInfo("alpha", "1", "CC0"), slow_input(),
-                                                             "alpha.json")),
-               threading.Thread(target=writer_b)]
+    threads = [
+        threading.Thread(
+            target=ingest_records, args=(path, AdapterInfo("alpha", "1", "CC0"), slow_input(), "alpha.json")
+        ),
+        threading.Thread(target=writer_b),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
     assert rows(path, "SELECT source, count(*) FROM items GROUP BY source ORDER BY source") == [
-        ("alpha", 2), ("base", 3), ("beta", 4)]
+        ("alpha", 2),
+        ("base", 3),
+        ("beta", 4),
+    ]
     assert rows(path, "SELECT source, n_loads, reconciled FROM reconciliation ORDER BY source") == [
-        ("alpha", 1, True), ("base", 1, True), ("beta", 1, True)]
+        ("alpha", 1, True),
+        ("base", 1, True),
+        ("beta", 1, True),
+    ]
     waited = capsys.readouterr().err
     assert f"waiting for {path}: locked by pid {os.getpid()}" in waited
 
@@ -97,8 +117,10 @@ def test_busy_lock_fails_with_one_line_and_a_killed_holder_frees_it(tmp_path: Pa
         monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", "0.3")
         result = CliRunner().invoke(app, ["sql", "--warehouse", str(path), "SELECT count(*) AS n FROM items"])
         assert result.exit_code == 0 and "3" in result.output, "a reader never takes the lock"
-        busy = CliRunner().invoke(app, ["ingest", "--source", "tomi", "--path", str(ROOT / "warehouse/samples/tomi"),
-                                        "--warehouse", str(path)])
+        busy = CliRunner().invoke(
+            app,
+            ["ingest", "--source", "tomi", "--path", str(ROOT / "warehouse/samples/tomi"), "--warehouse", str(path)],
+        )
         assert busy.exit_code == ExitCode.LOCKED
         error = [line for line in busy.output.splitlines() if line.startswith("error:")]
         assert len(error) == 1 and f"pid {holder.pid}" in error[0] and "-c" in error[0] and "0.3 s" in error[0]
@@ -108,10 +130,14 @@ def test_busy_lock_fails_with_one_line_and_a_killed_holder_frees_it(tmp_path: Pa
         holder.wait()
     # the OS drops a dead process's lock: the next writer does not wait at all
     monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", "0")
-    done = CliRunner().invoke(app, ["ingest", "--source", "tomi", "--path", str(ROOT / "warehouse/samples/tomi"),
-                                    "--warehouse", str(path)])
+    done = CliRunner().invoke(
+        app, ["ingest", "--source", "tomi", "--path", str(ROOT / "warehouse/samples/tomi"), "--warehouse", str(path)]
+    )
     assert done.exit_code == 0, done.output
-    assert rows(path, "SELECT source, reconciled FROM reconciliation ORDER BY source") == [("beta", True), ("tomi", True)]
+    assert rows(path, "SELECT source, reconciled FROM reconciliation ORDER BY source") == [
+        ("beta", True),
+        ("tomi", True),
+    ]
 
 
 def test_lock_is_reentrant_in_one_flow_of_control_only(tmp_path: Path) -> None:
@@ -126,7 +152,7 @@ def test_lock_is_reentrant_in_one_flow_of_control_only(tmp_path: Path) -> None:
             outcome.append(str(exc))
 
     with hold(target):
-        with hold(target, timeout=0):   # a step calling db.building: re-enters at once
+        with hold(target, timeout=0):  # a step calling db.building: re-enters at once
             thread = threading.Thread(target=other_writer)
             thread.start()
             thread.join()
@@ -151,7 +177,7 @@ def test_a_folder_tag_never_moves(tmp_path: Path) -> None:
     v1 = tree(target)
     assert runner.invoke(app, [*publish, "--tag", "v1"]).exit_code == 0, "the same release again is no conflict"
     assert tree(target) == v1
-    ingest_records(warehouse, ALPHA, [], "alpha.json", replace_source=True)   # alpha's rows removed
+    ingest_records(warehouse, ALPHA, [], "alpha.json", replace_source=True)  # alpha's rows removed
     moved = runner.invoke(app, [*publish, "--tag", "v1"])
     assert moved.exit_code == ExitCode.CONFLICT, moved.output
     assert "tag v1 already holds a different release" in moved.output

@@ -7,6 +7,7 @@
   named checkpoints: the warehouse and release folder equal their state before or after, never a mix, and
   a re-run completes.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,13 @@ def kill_case(name: str) -> writers.KillCase:
 def test_ingest_killed_at_each_checkpoint_leaves_before_or_after(tmp_path: Path) -> None:
     result = writers.kill_trials(tmp_path, kill_case("ingest"), 0, every_checkpoint=True)
     assert result["problems"] == []
-    assert result["checkpoints"] == ["building: locked", "building: copied", "building: changed",
-                                     "building: validated", "building: swapped"]
+    assert result["checkpoints"] == [
+        "building: locked",
+        "building: copied",
+        "building: changed",
+        "building: validated",
+        "building: swapped",
+    ]
     # killed before the swap: the warehouse as it was; after it: the new one
     assert result["outcomes"] == {"checkpoint before": 4, "checkpoint after": 1}
 
@@ -39,8 +45,12 @@ def test_ingest_killed_at_each_checkpoint_leaves_before_or_after(tmp_path: Path)
 def test_folder_publish_killed_at_each_checkpoint_leaves_before_or_after(tmp_path: Path) -> None:
     result = writers.kill_trials(tmp_path, kill_case("publish"), 0, every_checkpoint=True)
     assert result["problems"] == []
-    assert result["checkpoints"] == ["release: locked", "release: built", "release: tags remembered",
-                                     "release: swapped"]
+    assert result["checkpoints"] == [
+        "release: locked",
+        "release: built",
+        "release: tags remembered",
+        "release: swapped",
+    ]
     assert result["outcomes"] == {"checkpoint before": 3, "checkpoint after": 1}
 
 
@@ -53,9 +63,15 @@ def test_eval_killed_in_its_write_leaves_before_or_after(tmp_path: Path) -> None
     aimed = ("eval: earlier rows deleted", "eval: rows inserted", "building: swapped")
     result = writers.kill_trials(tmp_path, kill_case("eval"), 0, at=aimed)
     assert result["problems"] == []
-    assert result["checkpoints"] == ["building: locked", "building: copied", "eval: earlier rows deleted",
-                                     "eval: rows inserted", "building: changed", "building: validated",
-                                     "building: swapped"]
+    assert result["checkpoints"] == [
+        "building: locked",
+        "building: copied",
+        "eval: earlier rows deleted",
+        "eval: rows inserted",
+        "building: changed",
+        "building: validated",
+        "building: swapped",
+    ]
     assert result["outcomes"] == {"checkpoint before": 2, "checkpoint after": 1}
     # the states compared are the ones meant: 2 rows of the run before, 4 after (read apart from the harness)
     base = writers.table_rows(tmp_path / "eval-base" / "w.duckdb", ("eval_results",))["eval_results"]

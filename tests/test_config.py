@@ -1,4 +1,5 @@
 """The typed config: embedded defaults, section replacement, one-line errors naming file and field."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,21 +28,24 @@ def test_a_user_file_replaces_the_sections_it_names(tmp_path: Path) -> None:
     assert config.audit.enabled  # untouched sections keep their defaults
 
 
-@pytest.mark.parametrize("text, needle", [
-    ('[generate]\nn = "many"\n', "generate.n"),
-    ('[generate]\nmax_orders = 3\n', "generate.max_orders"),
-    ('[[sources]]\nname = "nosuch"\nlocation = "x"\n', "unknown source"),
-    ('[audit]\nparams = { shingle = 3 }\n', "shingle"),
-    ('[clean]\npolicy = { drop_everything = true }\n', "drop_everything"),
-    ('[publish]\nrepo = "no slash"\n', "publish.repo"),
-    ('[rl]\nlaunch = "sometimes"\n', "rl.launch"),
-    ("[generate\n", "invalid TOML"),
-    ('[variants]\nsources = ["fantom"]\n', "variants.sources: no story parser for fantom"),
-    ('[variants]\nsettings = { max_orders = 3 }\n', "max_orders"),
-    ('[variants]\nsettings = { operators = ["teleport"] }\n', "unknown operators teleport"),
-    ('[generate]\nforms = ["mc", "essay"]\n', "unknown question forms ['essay']"),
-    ('[generate]\nrendering = "limerick"\n', "unknown rendering 'limerick'"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ('[generate]\nn = "many"\n', "generate.n"),
+        ("[generate]\nmax_orders = 3\n", "generate.max_orders"),
+        ('[[sources]]\nname = "nosuch"\nlocation = "x"\n', "unknown source"),
+        ("[audit]\nparams = { shingle = 3 }\n", "shingle"),
+        ("[clean]\npolicy = { drop_everything = true }\n", "drop_everything"),
+        ('[publish]\nrepo = "no slash"\n', "publish.repo"),
+        ('[rl]\nlaunch = "sometimes"\n', "rl.launch"),
+        ("[generate\n", "invalid TOML"),
+        ('[variants]\nsources = ["fantom"]\n', "variants.sources: no story parser for fantom"),
+        ("[variants]\nsettings = { max_orders = 3 }\n", "max_orders"),
+        ('[variants]\nsettings = { operators = ["teleport"] }\n', "unknown operators teleport"),
+        ('[generate]\nforms = ["mc", "essay"]\n', "unknown question forms ['essay']"),
+        ('[generate]\nrendering = "limerick"\n', "unknown rendering 'limerick'"),
+    ],
+)
 def test_bad_config_is_one_line_naming_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "c.toml"
     path.write_text(text, encoding="utf-8")
@@ -66,8 +70,11 @@ def test_variants_section_defaults_and_sources(tmp_path: Path) -> None:
     assert config.variants.enabled and config.variants.settings == Settings()  # the step's own defaults
     assert config.variants.chosen([s.name for s in config.sources]) == ["hitom", "exploretom", "tomi"]
     path = tmp_path / "c.toml"
-    path.write_text('[variants]\nsources = ["tomi"]\nsettings = { max_order = 3, balance = false }\n'
-                    '[[sources]]\nname = "hitom"\nlocation = "@samples/hitom"\n', encoding="utf-8")
+    path.write_text(
+        '[variants]\nsources = ["tomi"]\nsettings = { max_order = 3, balance = false }\n'
+        '[[sources]]\nname = "hitom"\nlocation = "@samples/hitom"\n',
+        encoding="utf-8",
+    )
     config = load_config(path)
     assert config.variants.settings == Settings(max_order=3, balance=False)
     with pytest.raises(ConfigError, match="variants.sources: tomi is not a configured source"):
@@ -79,8 +86,10 @@ def test_generate_section_takes_the_rendering_and_question_forms(tmp_path: Path)
     from tomforge.flows.staging import open_staged, stage_generated
 
     path = tmp_path / "c.toml"
-    path.write_text('[generate]\nn = 40\nmax_order = 2\nrendering = "dialogue"\nforms = ["list", "answerability"]\n',
-                    encoding="utf-8")
+    path.write_text(
+        '[generate]\nn = 40\nmax_order = 2\nrendering = "dialogue"\nforms = ["list", "answerability"]\n',
+        encoding="utf-8",
+    )
     config = load_config(path)
     staged = open_staged(stage_generated(tmp_path / "staging", config.generate, "train"))
     rows = staged.items.to_pylist()

@@ -1,4 +1,5 @@
 """prefect.yaml against a real local Prefect server on loopback, with a process worker."""
+
 from __future__ import annotations
 
 import os
@@ -25,10 +26,20 @@ def free_port() -> int:
 @pytest.fixture()
 def server(tmp_path: Path):
     port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_UI_ENABLED": "false"}
-    process = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_UI_ENABLED": "false",
+    }
+    process = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         try:
@@ -61,8 +72,16 @@ def test_deploy_all_and_run_on_demand_with_a_process_worker(server: dict, tmp_pa
     )
     env = {**server, "PWD": str(REPO)}
     prefect(env, "work-pool", "create", "cpu-pool", "--type", "process")
-    prefect(env, "work-pool", "create", "gpu-pool", "--type", "process",
-            "--base-job-template", str(REPO / "flows" / "work_pools" / "gpu-pool.json"))
+    prefect(
+        env,
+        "work-pool",
+        "create",
+        "gpu-pool",
+        "--type",
+        "process",
+        "--base-job-template",
+        str(REPO / "flows" / "work_pools" / "gpu-pool.json"),
+    )
     out = prefect(env, "--no-prompt", "deploy", "--all")
     for deployment in ("rebuild/on-demand", "rebuild/nightly", "publish/publish", "rl-stage/gpu", "scan/scan"):
         assert deployment in out

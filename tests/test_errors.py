@@ -4,6 +4,7 @@ command has always given it, and the CLI's one handler turns each into that code
 The expected codes are written out by hand from the contract the handlers had before they became one
 (`one_line_errors`, `publish_errors`, `rl_errors`, `audit_errors` and the inline try/excepts of
 `clean`, `sql` and `rebuild`), not read from the classes."""
+
 from __future__ import annotations
 
 import ast
@@ -67,7 +68,8 @@ def _declared_exception_classes() -> set[str]:
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ClassDef) and any(
-                        isinstance(base, ast.Name) and base.id in names for base in node.bases):
+                    isinstance(base, ast.Name) and base.id in names for base in node.bases
+                ):
                     found.add(f"{module}.{node.name}")
     return found
 

@@ -1,4 +1,5 @@
 """Prefect flows under Prefect's own test harness: states, the summary artifact, and caching."""
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,10 @@ def write_config(tmp_path: Path, samples: Path) -> Path:
 
 
 # tasks without a run-name template get run names '<task name>-<random key>': name their runs by the task
-TASK_NAMES = {task.task_key: task.name for task in (pipeline.assemble_task, pipeline.audit_task,
-                                                     pipeline.clean_task, pipeline.publish_task)}
+TASK_NAMES = {
+    task.task_key: task.name
+    for task in (pipeline.assemble_task, pipeline.audit_task, pipeline.clean_task, pipeline.publish_task)
+}
 
 
 async def task_states(since: datetime | None = None) -> dict[str, list[str]]:
@@ -69,8 +72,14 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     state = rebuild_flow(str(config), return_state=True)
     assert state.is_completed()
     first = state.result()
-    assert {r["source"] for r in first["sources"]} == {"hitom", "tomi", "bigtom", "tomforge_gen", "hitom_variants",
-                                                       "tomi_variants"}  # [variants]: on by default
+    assert {r["source"] for r in first["sources"]} == {
+        "hitom",
+        "tomi",
+        "bigtom",
+        "tomforge_gen",
+        "hitom_variants",
+        "tomi_variants",
+    }  # [variants]: on by default
     counts = count_items(tmp_path / "w.duckdb")
     assert counts["tomforge_gen"] == 100
     loaded: dict[str, int] = {}
@@ -82,8 +91,10 @@ def test_rebuild_flow_states_artifact_and_cache(tmp_path: Path, samples: Path) -
     assert "**audit**" in markdown and "**cleaning**" in markdown and f"**release**: {first['release']}" in markdown
     assert (tmp_path / "release" / "manifest.json").is_file() and (tmp_path / "audit" / "audit_report.md").is_file()
     lines = where_things_are(first)  # the end of `tomforge rebuild`: where things are, and the ledger
-    assert lines[0] == f"warehouse: {tmp_path / 'w.duckdb'} ({sum(counts.values())} items, " \
-                       f"{sum(r['rejected'] for r in first['sources'])} rejects)"
+    assert (
+        lines[0] == f"warehouse: {tmp_path / 'w.duckdb'} ({sum(counts.values())} items, "
+        f"{sum(r['rejected'] for r in first['sources'])} rejects)"
+    )
     assert f"audit report: {tmp_path / 'audit' / 'audit_report.md'}" in lines
     assert f"release: {first['release']}" in lines and str(tmp_path / "release") in first["release"]
     released = pq.read_table(tmp_path / "release" / "data" / "all", columns=["item_id"]).num_rows
@@ -131,19 +142,23 @@ def test_failed_rebuild_keeps_previous_warehouse(tmp_path: Path, samples: Path) 
 def test_rebuild_launches_the_rl_stage_on_its_release(tmp_path: Path, samples: Path) -> None:
     config = write_config(tmp_path, samples)
     with config.open("a", encoding="utf-8") as handle:
-        handle.write('[rl]\nlaunch = "inline"\nbackend = "trl"\nmodel = "tiny-model"\ndry_run = true\n'
-                     'settings = { max_steps = 3, num_generations = 2, per_device_train_batch_size = 4 }\n')
+        handle.write(
+            '[rl]\nlaunch = "inline"\nbackend = "trl"\nmodel = "tiny-model"\ndry_run = true\n'
+            "settings = { max_steps = 3, num_generations = 2, per_device_train_batch_size = 4 }\n"
+        )
     started = datetime.now(timezone.utc)
     result = rebuild_flow(str(config))
     assert result["rl"] == "ran inline"
     states = asyncio.run(task_states(started))
     assert states["publish"] == ["Completed"]  # this rebuild published once, then launched the RL stage
+
     async def rl_runs():
         async with get_client() as client:
             runs = await client.read_flow_runs()
             flows = {f.id: f.name for f in await client.read_flows()}
         return [(flows[r.flow_id], r.parameters, r.state.name) for r in runs]
-    (name, parameters, state), = [r for r in asyncio.run(rl_runs()) if r[0] == "rl-stage"]
+
+    ((name, parameters, state),) = [r for r in asyncio.run(rl_runs()) if r[0] == "rl-stage"]
     assert state == "Completed"
     assert parameters["dataset"] == str((tmp_path / "release").resolve())
     assert parameters["revision"] == result["release"].split()[0]

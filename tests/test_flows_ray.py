@@ -1,4 +1,5 @@
 """The ingest flow on Prefect's Ray task runner (a local Ray started by the test)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,7 @@ def test_ingest_flow_on_ray(tmp_path: Path, samples: Path) -> None:
     config.write_text(
         f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\nstaging = "{tmp_path / "staging"}"\n'
         '[runner]\ntask_runner = "ray"\nmax_workers = 2\n'
-        '[generate]\nn = 60\nmax_order = 2\n'
+        "[generate]\nn = 60\nmax_order = 2\n"
         f'[[sources]]\nname = "tomi"\nlocation = "{samples / "tomi"}"\n'
         f'[[sources]]\nname = "bigtom"\nlocation = "{samples / "bigtom"}"\n',
         encoding="utf-8",

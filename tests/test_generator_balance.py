@@ -11,6 +11,7 @@ stay within one item); last / most mentioned come from controllers, within 2.25 
 seeds. So per order we assert at most 2.5 items off (the adaptive balancing before quotas was off
 by up to 7 on the first container), and 3 points over the orders pooled (175 items).
 """
+
 from __future__ import annotations
 
 import random
@@ -37,13 +38,17 @@ def audit_table(records: list[dict], selection: str) -> pl.DataFrame:
     items = records_frame(records).with_columns(pl.col(selection).alias("selection"))
     df = items.join(item_features(items), on="item_id", how="left")
     table = heuristic_baselines(df, AuditParams())
-    return table.filter(pl.col("heuristic").is_in(ISSUE_HEURISTICS)
-                        & ~((pl.col("belief_order") == "memory") & (pl.col("heuristic") == "first_container")))
+    return table.filter(
+        pl.col("heuristic").is_in(ISSUE_HEURISTICS)
+        & ~((pl.col("belief_order") == "memory") & (pl.col("heuristic") == "first_container"))
+    )
 
 
 def rows_of(table: pl.DataFrame, selection: str, order: str) -> list[dict]:
     rows = table.filter((pl.col("selection") == selection) & (pl.col("belief_order") == order)).to_dicts()
-    assert {r["heuristic"] for r in rows} == set(ISSUE_HEURISTICS) - ({"first_container"} if order == "memory" else set())
+    assert {r["heuristic"] for r in rows} == set(ISSUE_HEURISTICS) - (
+        {"first_container"} if order == "memory" else set()
+    )
     return rows
 
 
@@ -98,8 +103,13 @@ def test_every_stratum_is_balanced_to_one_item(n: int) -> None:
     for (split, order, scope, kind), counts in strata.items():
         total = sum(counts.values())
         if kind == "role":
-            shares = ({"initial": 1.0} if order == "memory" else {"initial": 0.25, "final": 0.75} if order == 0
-                      else dict.fromkeys(("initial", "final", "intermediate", "never"), 0.25))
+            shares = (
+                {"initial": 1.0}
+                if order == "memory"
+                else {"initial": 0.25, "final": 0.75}
+                if order == 0
+                else dict.fromkeys(("initial", "final", "intermediate", "never"), 0.25)
+            )
         else:
             values = {"format": FORMATS, "position": range(N_CONTAINERS), "answer": ("yes", "no")}[kind]
             shares = {v: 1 / len(values) for v in values}
@@ -109,9 +119,14 @@ def test_every_stratum_is_balanced_to_one_item(n: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(total=st.integers(0, 400), n_formats=st.integers(1, 3), block=st.sampled_from(
-    [("initial", "final", "intermediate", "never"), ("initial", "final", "final", "final"), ("initial",)]),
-    seed=st.integers(0, 2**32))
+@given(
+    total=st.integers(0, 400),
+    n_formats=st.integers(1, 3),
+    block=st.sampled_from(
+        [("initial", "final", "intermediate", "never"), ("initial", "final", "final", "final"), ("initial",)]
+    ),
+    seed=st.integers(0, 2**32),
+)
 def test_deal_counts_are_within_one_of_their_share(total: int, n_formats: int, block: tuple, seed: int) -> None:
     formats = FORMATS[:n_formats]
     labels = {"multiple_choice": (0, 1, 2, 3), "yes_no": (True, False), "free_text": (None,)}

@@ -4,6 +4,7 @@ References: the oracle (`generators.checker`, which shares no code with the simu
 gold of every rendering and form; a world written and worked out by hand; the third person's
 records item for item; counts of container mentions taken from the text here, apart from the
 rendering's rules; the audit itself."""
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,18 @@ def test_dialogue_tells_the_same_worlds_golds_options_and_chains(told) -> None:
     third, spoken = told["third_person"], told["dialogue"]
     assert len(third) == len(spoken) == ARGS["n"]
     for a, b in zip(third, spoken):
-        for field in ("trace", "answer", "answer_list", "options", "answer_index", "perspective_chain", "belief_order",
-                      "answer_format", "question_type", "is_false_belief"):
+        for field in (
+            "trace",
+            "answer",
+            "answer_list",
+            "options",
+            "answer_index",
+            "perspective_chain",
+            "belief_order",
+            "answer_format",
+            "question_type",
+            "is_false_belief",
+        ):
             assert a[field] == b[field], (field, b["source_ref"])
         assert a["item_id"] != b["item_id"] and b["meta"]["rendering"] == "dialogue"
         assert b["context_kind"] == "dialogue" and b["turns"]
@@ -149,7 +160,9 @@ def test_a_mid_conversation_gold_is_checked_at_its_cut(told) -> None:
     moved = 0
     for r in told["dialogue"]:
         if "asked_after_event" in r["meta"] and r["question_type"] == "reality":
-            init = next(i for i, e in enumerate(r["trace"]) if e["kind"] == "init" and e["obj"] == r["trace"][0]["object"])
+            init = next(
+                i for i, e in enumerate(r["trace"]) if e["kind"] == "init" and e["obj"] == r["trace"][0]["object"]
+            )
             early = {**r, "meta": {**r["meta"], "asked_after_event": init}}
             moved += expected_answer(early) != r["answer"]
     assert moved > 5
@@ -184,9 +197,15 @@ def test_the_surface_pick_so_far_stays_at_chance_where_questions_are_asked_mid_c
 def test_the_audit_sees_the_same_ranks_in_the_dialogue(told) -> None:
     """On "where" questions; a one-name list answer is ranked among the agents, whose names the
     dialogue says more often (each turn opens with its speaker's)."""
-    tables = [gold_ranks(records_frame([r for r in told[name] if r["question_type"] != "answerability"])
-                         .with_columns(pl.lit("t").alias("selection")), AuditParams())
-              for name in ("third_person", "dialogue")]
+    tables = [
+        gold_ranks(
+            records_frame([r for r in told[name] if r["question_type"] != "answerability"]).with_columns(
+                pl.lit("t").alias("selection")
+            ),
+            AuditParams(),
+        )
+        for name in ("third_person", "dialogue")
+    ]
     assert tables[0].height and tables[0].equals(tables[1])
 
 
@@ -219,25 +238,41 @@ def hand_world() -> Story:
     """Anne, Bob and Carl see the apple in the box; Bob leaves; Anne moves it to the basket; Carl
     leaves; Anne moves it to the crate and leaves. In the hall Anne tells Carl, in private, that it
     is in the crate (Carl left before Anne: he trusts her)."""
-    events = (Event(ENTER, agent="Anne", room="kitchen"), Event(ENTER, agent="Bob", room="kitchen"),
-              Event(ENTER, agent="Carl", room="kitchen"), Event(SCENE, room="kitchen", things=("box", "basket", "crate", "bag")),
-              Event(INIT, obj="apple", container="box"), Event(EXIT, agent="Bob", room="kitchen"),
-              Event(MOVE, agent="Anne", obj="apple", container="basket"), Event(EXIT, agent="Carl", room="kitchen"),
-              Event(MOVE, agent="Anne", obj="apple", container="crate"), Event(EXIT, agent="Anne", room="kitchen"),
-              Event(ENTER, agent="Anne", room="hall"), Event(ENTER, agent="Bob", room="hall"),
-              Event(ENTER, agent="Carl", room="hall"),
-              Event(TELL, agent="Anne", room="hall", obj="apple", container="crate", listeners=("Carl",)))
-    return Story(("Anne", "Bob", "Carl"), "kitchen", "hall", ("box", "basket", "crate", "bag"), "apple", ("apple",), events)
+    events = (
+        Event(ENTER, agent="Anne", room="kitchen"),
+        Event(ENTER, agent="Bob", room="kitchen"),
+        Event(ENTER, agent="Carl", room="kitchen"),
+        Event(SCENE, room="kitchen", things=("box", "basket", "crate", "bag")),
+        Event(INIT, obj="apple", container="box"),
+        Event(EXIT, agent="Bob", room="kitchen"),
+        Event(MOVE, agent="Anne", obj="apple", container="basket"),
+        Event(EXIT, agent="Carl", room="kitchen"),
+        Event(MOVE, agent="Anne", obj="apple", container="crate"),
+        Event(EXIT, agent="Anne", room="kitchen"),
+        Event(ENTER, agent="Anne", room="hall"),
+        Event(ENTER, agent="Bob", room="hall"),
+        Event(ENTER, agent="Carl", room="hall"),
+        Event(TELL, agent="Anne", room="hall", obj="apple", container="crate", listeners=("Carl",)),
+    )
+    return Story(
+        ("Anne", "Bob", "Carl"), "kitchen", "hall", ("box", "basket", "crate", "bag"), "apple", ("apple",), events
+    )
 
 
 def as_record(story: Story, form: str, chain: tuple[str, ...] = (), cut: int | None = None) -> dict:
     meta = {} if cut is None else {"asked_after_event": cut}
-    return {"trace": trace_of(story), "meta": meta, "question_type": "answerability",
-            "answer_format": "list" if form == "list" else "yes_no", "perspective_chain": list(chain)}
+    return {
+        "trace": trace_of(story),
+        "meta": meta,
+        "question_type": "answerability",
+        "answer_format": "list" if form == "list" else "yes_no",
+        "perspective_chain": list(chain),
+    }
 
 
 def test_hand_world_dialogue_and_its_golds() -> None:
     import random
+
     story = hand_world()
     spoken = tell(story, str, (0,), random.Random(0))  # one phrasing per kind
     scene, placed = spoken.turns[4], spoken.turns[5]  # said by someone in the room, drawn at random
@@ -280,11 +315,16 @@ def test_hand_world_dialogue_and_its_golds() -> None:
 def test_a_lucky_belief_is_never_asked_about() -> None:
     """Bob sees the apple in the box and leaves; it goes to the basket and back: he believes the truth
     without any way of knowing it. Both the engine and the oracle refuse to ask who knows."""
-    events = (Event(ENTER, agent="Anne", room="kitchen"), Event(ENTER, agent="Bob", room="kitchen"),
-              Event(SCENE, room="kitchen", things=("box", "basket", "crate", "bag")),
-              Event(INIT, obj="apple", container="box"), Event(EXIT, agent="Bob", room="kitchen"),
-              Event(MOVE, agent="Anne", obj="apple", container="basket"),
-              Event(MOVE, agent="Anne", obj="apple", container="box"), Event(EXIT, agent="Anne", room="kitchen"))
+    events = (
+        Event(ENTER, agent="Anne", room="kitchen"),
+        Event(ENTER, agent="Bob", room="kitchen"),
+        Event(SCENE, room="kitchen", things=("box", "basket", "crate", "bag")),
+        Event(INIT, obj="apple", container="box"),
+        Event(EXIT, agent="Bob", room="kitchen"),
+        Event(MOVE, agent="Anne", obj="apple", container="basket"),
+        Event(MOVE, agent="Anne", obj="apple", container="box"),
+        Event(EXIT, agent="Anne", room="kitchen"),
+    )
     story = Story(("Anne", "Bob"), "kitchen", "hall", ("box", "basket", "crate", "bag"), "apple", ("apple",), events)
     engine = BeliefEngine(story)
     assert engine.belief(("Bob",)) == engine.reality() and not has_access(engine, "Bob")
@@ -325,8 +365,9 @@ def test_generate_forms_flag(tmp_path) -> None:
     result = CliRunner().invoke(app, [*args, "--forms", "list,answerability"])
     assert result.exit_code == 0, result.output
     with duckdb.connect(str(path), read_only=True) as con:
-        rows = con.execute("SELECT question_type, answer_format, context_kind, count(*) FROM items_full "
-                           "GROUP BY ALL ORDER BY ALL").fetchall()
+        rows = con.execute(
+            "SELECT question_type, answer_format, context_kind, count(*) FROM items_full GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
     assert rows == [("answerability", "list", "dialogue", 40), ("answerability", "yes_no", "dialogue", 40)]
     bad = CliRunner().invoke(app, [*args, "--forms", "mc,lists"])
     assert bad.exit_code == 2 and "unknown question forms ['lists']" in bad.output

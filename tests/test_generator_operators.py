@@ -1,4 +1,5 @@
 """Each adversarial operator changes what it should and leaves everything else as it was."""
+
 from __future__ import annotations
 
 import itertools
@@ -83,7 +84,7 @@ def test_extra_moves_only_move_another_object() -> None:
 def _one_inserted_move(base: Story, new: Story) -> int:
     inserted = [i for i, e in enumerate(new.events) if e.kind == MOVE and e.obj == new.obj]
     for i in inserted:
-        if list(new.events[:i] + new.events[i + 1:]) == list(base.events):
+        if list(new.events[:i] + new.events[i + 1 :]) == list(base.events):
             return i
     raise AssertionError("not exactly one inserted move of the object")
 
@@ -151,8 +152,12 @@ def test_transparent_lets_the_returning_agent_see_the_object() -> None:
         agent = next(e.agent for e in added if e.kind == ENTER)
         assert all(e.agent == agent and e.room == new.room for e in added if e.kind != TRANSPARENT)
         old, now = beliefs(base, base.agents), beliefs(new, base.agents)
-        assert agent not in check_story(base).present_before[max(i for i, e in enumerate(base.events)
-                                                                  if e.kind == MOVE and e.obj == base.obj)]
+        assert (
+            agent
+            not in check_story(base).present_before[
+                max(i for i, e in enumerate(base.events) if e.kind == MOVE and e.obj == base.obj)
+            ]
+        )
         assert now[(agent,)] == box  # it had missed the move, now it sees
         corrected += old[(agent,)] != box
         for chain in old:
@@ -208,6 +213,6 @@ def test_operators_compose_in_a_fixed_way() -> None:
     two = apply_operators(base, list(reversed(names)), random.Random(1), POOL)
     assert one is not None and one == two and set(one.operators) == set(names)
     tells = [name for name in one.operators if name in ("private_tell", "public_tell", "lie")]
-    assert one.operators[:len(names) - len(tells)] == tuple(n for n in OPERATORS if n not in tells)
+    assert one.operators[: len(names) - len(tells)] == tuple(n for n in OPERATORS if n not in tells)
     with pytest.raises(ValueError, match="unknown operators"):
         apply_operators(base, ["teleport"], random.Random(1), POOL)

@@ -4,6 +4,7 @@ A story that cannot be built (an operator finds no place to act, 50 tries) is no
 the property tests `assume` it away, so each still checks its full number of stories, and
 `test_stories_rarely_fail_to_build` counts how often that happens, so an operator that silently
 stops applying cannot shrink what the properties cover."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,10 @@ from tomforge.generators.world import check_story, trace_of
 
 stories = st.builds(
     lambda seed, n_agents, n_moves, ops, held_out: (seed, n_agents, n_moves, tuple(ops), held_out),
-    st.integers(0, 2**32), st.integers(2, 5), st.integers(1, 5), st.sets(st.sampled_from(tuple(OPERATORS))),
+    st.integers(0, 2**32),
+    st.integers(2, 5),
+    st.integers(1, 5),
+    st.sets(st.sampled_from(tuple(OPERATORS))),
     st.booleans(),
 )
 chains = st.lists(st.integers(0, 9), min_size=0, max_size=9)
@@ -78,8 +82,13 @@ def test_stories_rarely_fail_to_build() -> None:
     draws = 300
     failed = []
     for _ in range(draws):
-        params = (rng.randrange(2**32), rng.randint(2, 5), rng.randint(1, 5),
-                  tuple(name for name in OPERATORS if rng.random() < 0.5), rng.random() < 0.5)
+        params = (
+            rng.randrange(2**32),
+            rng.randint(2, 5),
+            rng.randint(1, 5),
+            tuple(name for name in OPERATORS if rng.random() < 0.5),
+            rng.random() < 0.5,
+        )
         if make(*params) is None:
             failed.append(params)
     assert len(failed) <= draws // 100, f"{len(failed)} of {draws} stories could not be built, e.g. {failed[:3]}"

@@ -1,5 +1,6 @@
 """Rank controls (issue 28): the gold's place under every surface ranking at chance per order, no
 repeated sentences, and the event-level rankings the controls balance equal to the text's."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -40,7 +41,9 @@ def test_every_rank_within_three_points_per_order(controlled_frame) -> None:
 
 def test_without_controls_the_ranks_are_skewed() -> None:
     """The same measurement can fail: the templated baseline's gold is mostly the most mentioned."""
-    frame = records_frame(generate_records(800, max_order=3, seed=11, controls=False)).with_columns(pl.lit("t").alias("selection"))
+    frame = records_frame(generate_records(800, max_order=3, seed=11, controls=False)).with_columns(
+        pl.lit("t").alias("selection")
+    )
     table = gold_ranks(frame, AuditParams())
     assert set(table.filter(pl.col("flagged"))["ranking"]) >= {"mentions", "last_mention", "last_move"}
 
@@ -50,7 +53,9 @@ def test_no_story_repeats_a_sentence_its_world_does_not(controlled, controlled_f
     # and counted from the trace here, apart from the audit's SQL: a speaker gives one opinion of a thing
     # (never likes and dislikes it both) and says once that they stored something in it
     for record in {r["context_id"]: r for r in controlled}.values():
-        statements = Counter((e["agent"], e["polarity"] == "stores", e["thing"]) for e in record["trace"] if e["kind"] == "statement")
+        statements = Counter(
+            (e["agent"], e["polarity"] == "stores", e["thing"]) for e in record["trace"] if e["kind"] == "statement"
+        )
         assert max(statements.values(), default=1) == 1, record["source_ref"]
         said = Counter(norm(s) for s in sentences(record["context"]))
         repeated = {s for s, c in said.items() if c > 1}
@@ -60,8 +65,14 @@ def test_no_story_repeats_a_sentence_its_world_does_not(controlled, controlled_f
 
 def _event(item: dict) -> Event:
     fields = {k: item[k] for k in ("agent", "room", "obj", "container", "polarity", "thing") if k in item}
-    return Event(item["kind"], things=tuple(item.get("things", ())), witnesses=tuple(item.get("witnesses", ())),
-                 listeners=tuple(item.get("listeners", ())), public=item.get("public", False), **fields)
+    return Event(
+        item["kind"],
+        things=tuple(item.get("things", ())),
+        witnesses=tuple(item.get("witnesses", ())),
+        listeners=tuple(item.get("listeners", ())),
+        public=item.get("public", False),
+        **fields,
+    )
 
 
 def _order(keys: list) -> tuple[int, ...]:

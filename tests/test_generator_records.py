@@ -3,6 +3,7 @@
 The big checks run on TOMFORGE_GEN_CHECK_N items (default 20,000: the issue's acceptance size;
 about 10-20 s here). Set it lower for a quick local run.
 """
+
 from __future__ import annotations
 
 import json
@@ -157,9 +158,21 @@ def test_higher_orders_and_operator_subsets() -> None:
 
 
 def test_template_bank_has_at_least_three_phrasings_everywhere() -> None:
-    needs = {"enter": "{a}", "exit": "{a}", "init": "{c}", "move": "{c}", "stay": "{a}", "likes": "{t}",
-             "dislikes": "{t}", "stores": "{t}", "tell_private": "{b}", "tell_public": "{c}", "witness": "{a}", "scene": "{list}",
-             "transparent": "{c}"}
+    needs = {
+        "enter": "{a}",
+        "exit": "{a}",
+        "init": "{c}",
+        "move": "{c}",
+        "stay": "{a}",
+        "likes": "{t}",
+        "dislikes": "{t}",
+        "stores": "{t}",
+        "tell_private": "{b}",
+        "tell_public": "{c}",
+        "witness": "{a}",
+        "scene": "{list}",
+        "transparent": "{c}",
+    }
     for style, bank in EVENTS.items():
         assert set(bank) == set(needs), style
         for kind, phrasings in bank.items():
@@ -181,5 +194,6 @@ def test_entity_pools_are_disjoint_and_unambiguous() -> None:
         words = [surface(c, style) for c in pool.containers for style in STYLES]
         others = pool.names + pool.rooms + pool.objects
         for word in words:
-            assert not any(word != other and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", other)
-                           for other in words + list(others)), word
+            assert not any(
+                word != other and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", other) for other in words + list(others)
+            ), word

@@ -1,5 +1,6 @@
 """The second-person rendering: the same worlds and golds as third person, the reader as "you",
 grammatical agreement, every gold re-derived by the checker, and the audit's rank table unchanged."""
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,10 @@ from tomforge.generators.renderings import second_person
 
 ARGS = {"n": 600, "max_order": 4, "seed": 5}
 # what English never says with "you" as the subject (written here apart from the rendering's rules)
-UNGRAMMATICAL = re.compile(r"\b[Yy]ou (really )?(likes|dislikes|loves|hates|admires|is|has|does|thinks|believes|was)\b"
-                           r"|\b[Dd]oes you\b|\bIs you\b|\byou's\b|\b[Yy]ou (made|checked) their\b")
+UNGRAMMATICAL = re.compile(
+    r"\b[Yy]ou (really )?(likes|dislikes|loves|hates|admires|is|has|does|thinks|believes|was)\b"
+    r"|\b[Dd]oes you\b|\bIs you\b|\byou's\b|\b[Yy]ou (made|checked) their\b"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +32,37 @@ def both() -> tuple[list[dict], list[dict]]:
 
 def test_worked_example() -> None:
     story = "1 Anne and Bob entered the hall.\n2 Anne likes the box.\n3 Bob told Anne that the pear is in the box.\n4 Anne is fond of it."
-    assert second_person(story, "Anne") == ("1 You and Bob entered the hall.\n2 You like the box.\n"
-                                            "3 Bob told you that the pear is in the box.\n4 You are fond of it.")
-    assert second_person("Where does Bob think Anne thinks the pear is?", "Anne") == "Where does Bob think you think the pear is?"
-    assert second_person("What is Anne's belief about where the pear is?", "Anne") == "What is your belief about where the pear is?"
-    assert second_person("Does Anne believe that Bob believes the pear is in the box?", "Anne") == \
-        "Do you believe that Bob believes the pear is in the box?"
+    assert second_person(story, "Anne") == (
+        "1 You and Bob entered the hall.\n2 You like the box.\n"
+        "3 Bob told you that the pear is in the box.\n4 You are fond of it."
+    )
+    assert (
+        second_person("Where does Bob think Anne thinks the pear is?", "Anne")
+        == "Where does Bob think you think the pear is?"
+    )
+    assert (
+        second_person("What is Anne's belief about where the pear is?", "Anne")
+        == "What is your belief about where the pear is?"
+    )
+    assert (
+        second_person("Does Anne believe that Bob believes the pear is in the box?", "Anne")
+        == "Do you believe that Bob believes the pear is in the box?"
+    )
 
 
 def test_same_worlds_and_golds_told_to_the_reader(both) -> None:
     third, second = both
     assert len(third) == len(second) == ARGS["n"]
     for a, b in zip(third, second):
-        for field in ("trace", "answer", "options", "answer_index", "perspective_chain", "belief_order", "answer_format"):
+        for field in (
+            "trace",
+            "answer",
+            "options",
+            "answer_index",
+            "perspective_chain",
+            "belief_order",
+            "answer_format",
+        ):
             assert a[field] == b[field], field
         assert a["item_id"] != b["item_id"] and a["meta"]["rendering"] == "third_person"
         reader = b["meta"]["reader"]

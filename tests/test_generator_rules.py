@@ -3,6 +3,7 @@
 Both implementations (the simulator's `BeliefEngine` and the trace-only `checker.TraceWorld`) must
 give the hand answers, so a rule both got wrong the same way would still be caught here.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,8 +41,9 @@ def story(agents: str, *events: Event, transparent: tuple[str, ...] = ()) -> Sto
     closing = [Event(ENTER, agent=a, room=HALL) for a in names]
     tells = [e for e in events if e.kind == TELL]
     body = [e for e in events if e.kind != TELL]
-    return Story(names, ROOM, HALL, BOXES, "apple", ("apple",), tuple(opening + body + closing + tells),
-                 transparent=transparent)
+    return Story(
+        names, ROOM, HALL, BOXES, "apple", ("apple",), tuple(opening + body + closing + tells), transparent=transparent
+    )
 
 
 def put(agent: str, where: str, *witnesses: str) -> Event:
@@ -75,11 +77,24 @@ def assert_answers(s: Story, expected: dict[str, str]) -> None:
 
 def test_first_and_higher_order_false_beliefs() -> None:
     s = story("ABC", *SALLY)
-    assert_answers(s, {
-        "": GREEN, "A": RED, "B": BLUE, "C": GREEN,
-        "BA": RED, "AB": RED, "CB": BLUE, "BC": BLUE, "CA": RED, "AC": RED,
-        "CBC": BLUE, "ACB": RED, "CBCBCB": BLUE,
-    })
+    assert_answers(
+        s,
+        {
+            "": GREEN,
+            "A": RED,
+            "B": BLUE,
+            "C": GREEN,
+            "BA": RED,
+            "AB": RED,
+            "CB": BLUE,
+            "BC": BLUE,
+            "CA": RED,
+            "AC": RED,
+            "CBC": BLUE,
+            "ACB": RED,
+            "CBCBCB": BLUE,
+        },
+    )
     assert BeliefEngine(s).memory() == RED
 
 
@@ -90,17 +105,39 @@ def test_secret_witness_is_known_only_to_the_witness() -> None:
 
 def test_transparent_container_reveals_on_entering() -> None:
     enter_again = Event(ENTER, agent="A", room=ROOM)
-    s = story("ABC", INIT_RED, out("A"), put("B", BLUE), put("C", WHITE), enter_again, Event(STAY, agent="A", room=ROOM),
-              out("A"), out("B"), out("C"), transparent=(WHITE,))
+    s = story(
+        "ABC",
+        INIT_RED,
+        out("A"),
+        put("B", BLUE),
+        put("C", WHITE),
+        enter_again,
+        Event(STAY, agent="A", room=ROOM),
+        out("A"),
+        out("B"),
+        out("C"),
+        transparent=(WHITE,),
+    )
     s = s.with_events(s.events[:5] + (Event(TRANSPARENT, container=WHITE),) + s.events[5:])
     assert_answers(s, {"A": WHITE, "BA": WHITE, "AB": WHITE, "CAB": WHITE})
-    opaque = story("ABC", INIT_RED, out("A"), put("B", BLUE), put("C", WHITE), enter_again, out("A"), out("B"), out("C"))
+    opaque = story(
+        "ABC", INIT_RED, out("A"), put("B", BLUE), put("C", WHITE), enter_again, out("A"), out("B"), out("C")
+    )
     assert_answers(opaque, {"A": RED, "BA": RED, "AB": RED})  # without transparency nothing is seen
 
 
 def test_reentering_while_the_object_is_elsewhere_is_refused() -> None:
-    s = story("AB", INIT_RED, out("A"), put("B", WHITE), put("B", BLUE), Event(ENTER, agent="A", room=ROOM), out("A"),
-              out("B"), transparent=(WHITE,))
+    s = story(
+        "AB",
+        INIT_RED,
+        out("A"),
+        put("B", WHITE),
+        put("B", BLUE),
+        Event(ENTER, agent="A", room=ROOM),
+        out("A"),
+        out("B"),
+        transparent=(WHITE,),
+    )
     with pytest.raises(StoryError, match="transparent"):
         check_story(s)
 
@@ -108,16 +145,17 @@ def test_reentering_while_the_object_is_elsewhere_is_refused() -> None:
 def test_private_tell_trust_follows_exit_order() -> None:
     # C left last, so A and B trust C; C trusts nobody.
     s = story("ABC", *SALLY, tell("C", GREEN, to="A"))
-    assert_answers(s, {"A": GREEN, "C": GREEN, "CA": GREEN, "AC": GREEN, "ACA": GREEN,
-                       "BA": RED, "AB": RED, "B": BLUE})
+    assert_answers(s, {"A": GREEN, "C": GREEN, "CA": GREEN, "AC": GREEN, "ACA": GREEN, "BA": RED, "AB": RED, "B": BLUE})
     untrusted = story("ABC", *SALLY, tell("A", WHITE, to="C"))  # C left after A: C ignores A
     assert_answers(untrusted, {"C": GREEN, "A": RED, "AC": RED, "CA": RED})
 
 
 def test_public_lie_reaches_every_trusting_listener() -> None:
     s = story("ABC", *SALLY, tell("B", WHITE))  # B lies in public; only A left before B
-    assert_answers(s, {"B": BLUE, "A": WHITE, "C": GREEN, "CA": WHITE, "BA": WHITE, "AB": WHITE,
-                       "CB": BLUE, "AC": RED, "BCA": WHITE})
+    assert_answers(
+        s,
+        {"B": BLUE, "A": WHITE, "C": GREEN, "CA": WHITE, "BA": WHITE, "AB": WHITE, "CB": BLUE, "AC": RED, "BCA": WHITE},
+    )
 
 
 def test_tells_need_everyone_in_the_chain_to_hear() -> None:

@@ -2,6 +2,7 @@
 independent reference: the same CSR matrix (shape, index dtypes, indices, indptr, float64 values bit
 for bit) on planted texts, texts with non-ASCII characters (rows merged from sklearn's path) and
 generated corpora."""
+
 from __future__ import annotations
 
 import random
@@ -24,15 +25,19 @@ needs_jit = pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
 
 def sklearn_rows(texts: list[str], n_features: int = N_FEATURES) -> sp.csr_matrix:
     """Written out here from the baselines' settings, not taken from the module under test."""
-    return HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False,
-                             norm="l2").transform(texts)
+    return HashingVectorizer(n_features=n_features, ngram_range=(1, 2), alternate_sign=False, norm="l2").transform(
+        texts
+    )
 
 
 def assert_same_matrix(ours: sp.csr_matrix, theirs: sp.csr_matrix) -> None:
     assert type(ours) is type(theirs)
     assert ours.shape == theirs.shape
-    assert (ours.indices.dtype, ours.indptr.dtype, ours.data.dtype) == (theirs.indices.dtype, theirs.indptr.dtype,
-                                                                        theirs.data.dtype)
+    assert (ours.indices.dtype, ours.indptr.dtype, ours.data.dtype) == (
+        theirs.indices.dtype,
+        theirs.indptr.dtype,
+        theirs.data.dtype,
+    )
     assert np.array_equal(ours.indptr, theirs.indptr)
     assert np.array_equal(ours.indices, theirs.indices)
     assert np.array_equal(ours.data.view(np.uint64), theirs.data.view(np.uint64))  # bit for bit
@@ -66,7 +71,7 @@ NON_ASCII = [
 
 @needs_jit
 def test_planted_texts_equal_sklearn() -> None:
-    assert murmurhash3_32("aivlts3m", seed=0) == -(2 ** 31)  # the planted word does hit the special case
+    assert murmurhash3_32("aivlts3m", seed=0) == -(2**31)  # the planted word does hit the special case
     for text in PLANTED:
         assert_same_matrix(hashed_ngrams([text]), sklearn_rows([text]))
     assert_same_matrix(hashed_ngrams(PLANTED), sklearn_rows(PLANTED))
@@ -85,8 +90,8 @@ def test_single_character_tokens_are_dropped_before_bigrams() -> None:
 def test_the_minus_two_to_the_31_hash_with_column_counts_that_are_not_powers_of_two() -> None:
     """sklearn maps h == -2**31 (whose abs does not fit an int32) to 2**31 % n, worked out by hand:
     2**31 = 2147483648 gives 8 for n = 10; 2**3 = 1 (mod 7), so 2**31 = 2 (mod 7)."""
-    assert hashing._feature_index(-(2 ** 31), 10) == 8
-    assert hashing._feature_index(-(2 ** 31), 7) == 2
+    assert hashing._feature_index(-(2**31), 10) == 8
+    assert hashing._feature_index(-(2**31), 7) == 2
     texts = ["aivlts3m aivlts3m ok", "aivlts3m"]
     for n in (7, 10, 1000003):
         assert_same_matrix(hashed_ngrams(texts, n), sklearn_rows(texts, n))
@@ -113,10 +118,32 @@ def random_corpus(n_docs: int, seed: int, non_ascii: float) -> list[str]:
     """Texts from a vocabulary with one-letter words, digits, underscores, upper case, punctuation
     runs, long words and (in a `non_ascii` share of texts) accented or other Unicode words."""
     rng = random.Random(seed)
-    vocab = ["a", "I", "x", "7", "_", "the", "The", "THE", "box", "green_box", "p0_red", "n4", "42", "3rd",
-             "looked", "Anne", "supercalifragilistic", "ab", "ba", "__init__"]
-    vocab += ["".join(rng.choice(string.ascii_letters + string.digits + "_") for _ in range(rng.randint(1, 12)))
-              for _ in range(200)]
+    vocab = [
+        "a",
+        "I",
+        "x",
+        "7",
+        "_",
+        "the",
+        "The",
+        "THE",
+        "box",
+        "green_box",
+        "p0_red",
+        "n4",
+        "42",
+        "3rd",
+        "looked",
+        "Anne",
+        "supercalifragilistic",
+        "ab",
+        "ba",
+        "__init__",
+    ]
+    vocab += [
+        "".join(rng.choice(string.ascii_letters + string.digits + "_") for _ in range(rng.randint(1, 12)))
+        for _ in range(200)
+    ]
     seps = [" ", "  ", ". ", ", ", "!", "...", "-", "'", "\n", " (", ") ", "\t", "/"]
     unicode_words = ["café", "Straße", "İ", "naïve", "x²", "ﬁn", "über", "日本"]
     texts = []
@@ -149,8 +176,13 @@ def test_corpus_larger_than_one_chunk_equals_sklearn() -> None:
 
 @needs_jit
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet=st.sampled_from(list("aAbZz09_ .,!-\n") + ["é", "ß", "²"]), max_size=40),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from(list("aAbZz09_ .,!-\n") + ["é", "ß", "²"]), max_size=40),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_generated_texts_equal_sklearn(texts: list[str]) -> None:
     assert_same_matrix(hashed_ngrams(texts), sklearn_rows(texts))
 

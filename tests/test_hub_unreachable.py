@@ -1,6 +1,7 @@
 """Issue 25 item 8 (second half): the Hub out of reach is one line and exit 5 in every command that
 talks to it (ingest, publish, verify, train, eval), worded the same way. Offline mode stands in for
 a network that is down (huggingface_hub reads HF_HUB_OFFLINE at call time from its constants)."""
+
 from __future__ import annotations
 
 from pathlib import Path

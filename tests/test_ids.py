@@ -8,6 +8,7 @@ the content fields: every field except the ids (`item_id`, `context_id`, `conten
 item was found (`source`, `source_version`, `source_ref`, `split`) and what made it (`generator`,
 `generator_version`). The list is written out here, not imported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,8 +26,17 @@ def blake(*parts: str) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-NOT_CONTENT = {"item_id", "context_id", "content_hash", "source", "source_version", "source_ref", "split",
-               "generator", "generator_version"}
+NOT_CONTENT = {
+    "item_id",
+    "context_id",
+    "content_hash",
+    "source",
+    "source_version",
+    "source_ref",
+    "split",
+    "generator",
+    "generator_version",
+}
 
 
 def recipe_content_hash(record: dict) -> str:
@@ -40,10 +50,20 @@ def recipe_context_id(context: str) -> str:
 
 
 def toy(**changes) -> dict:
-    fields = dict(source="toy", source_version="1", source_key="stories.json#7", source_ref="stories.json#7",
-                  split="test", context="1 Zoé entered the den.\n2  The ball is in the box.\t",
-                  question="Where is the ball?", question_type="reality", answer="box", answer_format="free_text",
-                  belief_order=0, meta={"b": [1, 2], "a": "ü"})
+    fields = dict(
+        source="toy",
+        source_version="1",
+        source_key="stories.json#7",
+        source_ref="stories.json#7",
+        split="test",
+        context="1 Zoé entered the den.\n2  The ball is in the box.\t",
+        question="Where is the ball?",
+        question_type="reality",
+        answer="box",
+        answer_format="free_text",
+        belief_order=0,
+        meta={"b": [1, 2], "a": "ü"},
+    )
     fields.update(changes)
     return build_record(**fields)
 
@@ -77,21 +97,57 @@ def test_content_hash_covers_the_content_and_nothing_else() -> None:
     """Filing the same question elsewhere keeps its hash; changing anything a model sees or is scored
     against, or how a generated item was built, changes it."""
     base = toy()
-    by_hand = hashlib.sha256(json.dumps(
-        {"answer": "box", "answer_format": "free_text", "answer_index": None, "answer_list": None, "belief_order": 0,
-         "context": "1 Zoé entered the den.\n2  The ball is in the box.\t", "context_kind": "story",
-         "is_false_belief": None, "meta": {"a": "ü", "b": [1, 2]}, "n_agents": None, "n_events": None,
-         "operators": [], "options": [], "perspective_chain": [], "question": "Where is the ball?",
-         "question_type": "reality", "seed": None, "template_id": None, "trace": None, "turns": None},
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest()
+    by_hand = hashlib.sha256(
+        json.dumps(
+            {
+                "answer": "box",
+                "answer_format": "free_text",
+                "answer_index": None,
+                "answer_list": None,
+                "belief_order": 0,
+                "context": "1 Zoé entered the den.\n2  The ball is in the box.\t",
+                "context_kind": "story",
+                "is_false_belief": None,
+                "meta": {"a": "ü", "b": [1, 2]},
+                "n_agents": None,
+                "n_events": None,
+                "operators": [],
+                "options": [],
+                "perspective_chain": [],
+                "question": "Where is the ball?",
+                "question_type": "reality",
+                "seed": None,
+                "template_id": None,
+                "trace": None,
+                "turns": None,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode("utf-8")
+    ).hexdigest()
     assert base["content_hash"] == by_hand
-    for moved in (dict(split="train"), dict(source_ref="elsewhere.json#1"), dict(source_version="2"),
-                  dict(source="toy_copy"), dict(generator="g", generator_version="9.9")):
+    for moved in (
+        dict(split="train"),
+        dict(source_ref="elsewhere.json#1"),
+        dict(source_version="2"),
+        dict(source="toy_copy"),
+        dict(generator="g", generator_version="9.9"),
+    ):
         assert toy(**moved)["content_hash"] == base["content_hash"], moved
-    for changed in (dict(context="1 Zoé left."), dict(question="Where was the ball?"), dict(answer="den"),
-                    dict(belief_order=1), dict(question_type="memory"), dict(meta={"a": "u"}), dict(seed=1),
-                    dict(template_id="t"), dict(operators=["lie"]), dict(trace=[{"kind": "init"}]),
-                    dict(answer_format="multiple_choice", options=["box", "den"])):
+    for changed in (
+        dict(context="1 Zoé left."),
+        dict(question="Where was the ball?"),
+        dict(answer="den"),
+        dict(belief_order=1),
+        dict(question_type="memory"),
+        dict(meta={"a": "u"}),
+        dict(seed=1),
+        dict(template_id="t"),
+        dict(operators=["lie"]),
+        dict(trace=[{"kind": "init"}]),
+        dict(answer_format="multiple_choice", options=["box", "den"]),
+    ):
         assert toy(**changed)["content_hash"] != base["content_hash"], changed
 
 
@@ -113,5 +169,7 @@ def test_adapter_records_and_column_batches_follow_the_recipe(samples: Path) -> 
     for row in table_rows:
         want = by_ref[row["source_ref"]]
         assert (row["item_id"], row["context_id"], row["content_hash"]) == (
-            blake("hitom", row["source_ref"]), recipe_context_id(want["context"]), recipe_content_hash(want))
-
+            blake("hitom", row["source_ref"]),
+            recipe_context_id(want["context"]),
+            recipe_content_hash(want),
+        )

@@ -3,6 +3,7 @@
 A cycle hidden inside a function still couples two modules both ways (each needs the other to be
 importable and understood), so the graph counts every `import` statement wherever it stands.
 """
+
 from __future__ import annotations
 
 import ast

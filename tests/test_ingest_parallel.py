@@ -1,4 +1,5 @@
 """Staging an input split over worker processes gives exactly what one pass gives."""
+
 from __future__ import annotations
 
 import csv
@@ -68,9 +69,11 @@ def test_small_or_unsplittable_inputs_stay_in_one_process(samples: Path, monkeyp
         raise AssertionError("should not split")
 
     monkeypatch.setattr(parallel, "_stage_split", no_split)
-    cases = [("hitom", samples / "hitom" / "Hi-ToM_data.json", None),  # below the default MIN_BYTES
-             ("hitom", samples / "hitom", 0),  # the text tree too
-             ("bigtom", samples / "bigtom", 0)]  # no read_part
+    cases = [
+        ("hitom", samples / "hitom" / "Hi-ToM_data.json", None),  # below the default MIN_BYTES
+        ("hitom", samples / "hitom", 0),  # the text tree too
+        ("bigtom", samples / "bigtom", 0),
+    ]  # no read_part
     for source, path, min_bytes in cases:
         adapter = get_adapter(source)
         got = parallel.stage_input(info_of(adapter), adapter, path, "in", workers=2, min_bytes=min_bytes)
@@ -110,9 +113,16 @@ def test_ingest_splits_big_inputs_with_the_same_warehouse(
     monkeypatch.setattr(parallel, "_stage_split", lambda *a: called.append(1) or real(*a))
     report_split = ingest(split, "exploretom", path)
     assert called and vars(report_split) == vars(report_one)
-    for table, key in (("items", "item_id"), ("contexts", "context_id"), ("rejects", "source_ref"), ("sources", "source")):
-        rows = [duckdb.connect(str(db), read_only=True).execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
-                for db in (one, split)]
+    for table, key in (
+        ("items", "item_id"),
+        ("contexts", "context_id"),
+        ("rejects", "source_ref"),
+        ("sources", "source"),
+    ):
+        rows = [
+            duckdb.connect(str(db), read_only=True).execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
+            for db in (one, split)
+        ]
         assert rows[0] == rows[1], table
 
 
@@ -139,7 +149,14 @@ def test_bad_worker_setting_is_a_one_line_error(
 ) -> None:
     monkeypatch.setenv(parallel.WORKERS_ENV, value)
     warehouse = tmp_path / "w.duckdb"
-    result = run("ingest", "--source", "exploretom", "--path", str(exploretom_input(samples, tmp_path, 5)),
-                 "--warehouse", str(warehouse))
+    result = run(
+        "ingest",
+        "--source",
+        "exploretom",
+        "--path",
+        str(exploretom_input(samples, tmp_path, 5)),
+        "--warehouse",
+        str(warehouse),
+    )
     assert_one_line_error(result, f"{parallel.WORKERS_ENV}={value!r}")
     assert not warehouse.exists()

@@ -5,17 +5,32 @@ fixes the direction. The layer of each module is written out below, in the order
 "Layers" table (the longest matching prefix wins), and every project module must have one, so a new
 module is placed deliberately. Imports inside functions count, as in the cycle test.
 """
+
 from __future__ import annotations
 
 from tests.test_import_cycles import imported_modules, project_modules
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
-    ("record contract", ("tomforge.errors", "tomforge.schemas", "tomforge.warehouse.record", "tomforge.warehouse.columns",
-                         "tomforge.warehouse.ddl", "tomforge.warehouse.vocabulary", "tomforge.warehouse.progress",
-                         "tomforge.warehouse.versions", "tomforge.rl.columns", "tomforge.rl.prompts",
-                         "tomforge.rl.licenses", "tomforge.hub.errors",  # what a release's licenses allow: the exporter and the trainer ask it
-                         # the world model a record's trace is written in: the RL stage rebuilds it from a release
-                         "tomforge.generators.checker", "tomforge.generators.world_question")),
+    (
+        "record contract",
+        (
+            "tomforge.errors",
+            "tomforge.schemas",
+            "tomforge.warehouse.record",
+            "tomforge.warehouse.columns",
+            "tomforge.warehouse.ddl",
+            "tomforge.warehouse.vocabulary",
+            "tomforge.warehouse.progress",
+            "tomforge.warehouse.versions",
+            "tomforge.rl.columns",
+            "tomforge.rl.prompts",
+            "tomforge.rl.licenses",
+            "tomforge.hub.errors",  # what a release's licenses allow: the exporter and the trainer ask it
+            # the world model a record's trace is written in: the RL stage rebuilds it from a release
+            "tomforge.generators.checker",
+            "tomforge.generators.world_question",
+        ),
+    ),
     ("reading sources", ("tomforge.warehouse.sources", "tomforge.warehouse.batch", "tomforge.generators")),
     ("storage", ("tomforge.warehouse", "tomforge.generators.real.store")),
     ("analysis", ("tomforge.audits",)),
@@ -24,8 +39,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("front ends", ("tomforge.flows",)),
 )
 # the one documented exception: the RL stage stores its evaluation rows in the warehouse (`eval_results`)
-ALLOWED_UPWARD = {("tomforge.rl.evaluate", "tomforge.warehouse"), ("tomforge.rl.evaluate", "tomforge.warehouse.db"),
-                  ("tomforge.rl.evaluate", "tomforge.warehouse.faults")}  # its write's kill points (issue 25)
+ALLOWED_UPWARD = {
+    ("tomforge.rl.evaluate", "tomforge.warehouse"),
+    ("tomforge.rl.evaluate", "tomforge.warehouse.db"),
+    ("tomforge.rl.evaluate", "tomforge.warehouse.faults"),
+}  # its write's kill points (issue 25)
 # training reads a release (a folder or the Hub), never the warehouse, the audit or the generator
 TRAINING_NEVER_IMPORTS = ("reading sources", "storage", "analysis")
 
@@ -42,8 +60,11 @@ def layer_of(module: str) -> int:
 def project_edges() -> list[tuple[str, str]]:
     modules = project_modules()
     known = set(modules)
-    return [(name, target) for name, path in sorted(modules.items())
-            for target in sorted(imported_modules(name, path, known))]
+    return [
+        (name, target)
+        for name, path in sorted(modules.items())
+        for target in sorted(imported_modules(name, path, known))
+    ]
 
 
 def violations(edges: list[tuple[str, str]]) -> list[str]:
@@ -67,15 +88,20 @@ def test_no_import_against_the_layers() -> None:
 
 
 def test_planted_imports_are_judged_by_the_table() -> None:
-    planted = [("tomforge.warehouse.export", "tomforge.rl.trl_backend"),  # release -> training: up
-               ("tomforge.rl.stage", "tomforge.warehouse.load"),            # training -> storage: never
-               ("tomforge.generators.generate", "tomforge.audits.run"),     # sources -> analysis: up
-               ("tomforge.rl.evaluate", "tomforge.warehouse.db"),           # the eval_results exception
-               ("tomforge.hub.publish", "tomforge.warehouse.export"),       # same layer
-               ("tomforge.flows.cli", "tomforge.rl.stage"),                 # down
-               ("tomforge.warehouse.export", "tomforge.rl.columns")]        # release -> record contract
+    planted = [
+        ("tomforge.warehouse.export", "tomforge.rl.trl_backend"),  # release -> training: up
+        ("tomforge.rl.stage", "tomforge.warehouse.load"),  # training -> storage: never
+        ("tomforge.generators.generate", "tomforge.audits.run"),  # sources -> analysis: up
+        ("tomforge.rl.evaluate", "tomforge.warehouse.db"),  # the eval_results exception
+        ("tomforge.hub.publish", "tomforge.warehouse.export"),  # same layer
+        ("tomforge.flows.cli", "tomforge.rl.stage"),  # down
+        ("tomforge.warehouse.export", "tomforge.rl.columns"),
+    ]  # release -> record contract
     assert [v.split(" ")[0] for v in violations(planted)] == [
-        "tomforge.warehouse.export", "tomforge.rl.stage", "tomforge.generators.generate"]
+        "tomforge.warehouse.export",
+        "tomforge.rl.stage",
+        "tomforge.generators.generate",
+    ]
 
 
 def test_the_rl_reward_path_needs_none_of_the_warehouse_dependencies() -> None:
@@ -85,8 +111,10 @@ def test_the_rl_reward_path_needs_none_of_the_warehouse_dependencies() -> None:
     import sys
 
     heavy = ("duckdb", "polars", "jsonschema", "jsonschema_rs", "orjson", "prefect")
-    code = ("import sys\n"
-            "import tomforge.rl.reward, tomforge.rl.process_reward, tomforge.rl.evaluate\n"
-            f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        "import tomforge.rl.reward, tomforge.rl.process_reward, tomforge.rl.evaluate\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout

@@ -1,6 +1,7 @@
 """Issue 25 item 10: a source whose license forbids training never lands in an RL train split
 unless the user says so: `publish` and `train` refuse with one line naming the source and its
 license; `--allow-restricted-training` overrides, and the card says so."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,16 +25,28 @@ def _warehouse(path: Path, split: str = "train") -> Path:
     return path
 
 
-@pytest.mark.parametrize("license_text, forbids", [
-    ("MIT (evaluation only)", True), ("CC BY-NC 4.0 (not for training)", True), ("MIT", False),
-    ("Apache-2.0", False), ("CC BY-NC 4.0", False), (None, False), ("", False)])
+@pytest.mark.parametrize(
+    "license_text, forbids",
+    [
+        ("MIT (evaluation only)", True),
+        ("CC BY-NC 4.0 (not for training)", True),
+        ("MIT", False),
+        ("Apache-2.0", False),
+        ("CC BY-NC 4.0", False),
+        (None, False),
+        ("", False),
+    ],
+)
 def test_which_licenses_forbid_training(license_text, forbids) -> None:
     assert forbids_training(license_text) is forbids
 
 
 def test_the_real_sources_that_say_evaluation_only_are_caught() -> None:
-    assert {name for name in ("hitom", "tomi", "exploretom", "bigtom", "fantom", "opentom")
-            if forbids_training(get_adapter(name).license)} == {"fantom", "opentom"}
+    assert {
+        name
+        for name in ("hitom", "tomi", "exploretom", "bigtom", "fantom", "opentom")
+        if forbids_training(get_adapter(name).license)
+    } == {"fantom", "opentom"}
 
 
 def test_publish_refuses_then_overrides_and_the_card_says_so(tmp_path: Path) -> None:
@@ -45,8 +58,18 @@ def test_publish_refuses_then_overrides_and_the_card_says_so(tmp_path: Path) -> 
     for needle in ("source gamma", "'MIT (evaluation only)'", "'train' split", "--allow-restricted-training"):
         assert needle in error, error
     assert not target.exists()
-    allowed = run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(target), "--tag", "v1",
-                  "--allow-restricted-training")
+    allowed = run(
+        "publish",
+        "-w",
+        str(warehouse),
+        "--repo",
+        "org/tom",
+        "--target",
+        str(target),
+        "--tag",
+        "v1",
+        "--allow-restricted-training",
+    )
     assert allowed.exit_code == 0, allowed.output
     card = (target / "README.md").read_text()
     assert "**License override.**" in card and "source gamma (license 'MIT (evaluation only)') has 3 rows" in card
@@ -62,11 +85,27 @@ def test_a_restricted_source_outside_train_publishes_without_a_flag(tmp_path: Pa
 def test_train_refuses_a_split_with_a_restricted_source(tmp_path: Path) -> None:
     warehouse = _warehouse(tmp_path / "w.duckdb")
     target = tmp_path / "release"
-    assert run("publish", "-w", str(warehouse), "--repo", "org/tom", "--target", str(target), "--tag", "v1",
-               "--allow-restricted-training").exit_code == 0
-    refused = run("train", "--backend", "verl", "--dataset", str(target), "--model", "Qwen/Qwen2.5-0.5B",
-                  "--train", "all/train")
-    assert_one_line_error(refused, "source gamma", "'MIT (evaluation only)'", "all/train", "--allow-restricted-training")
+    assert (
+        run(
+            "publish",
+            "-w",
+            str(warehouse),
+            "--repo",
+            "org/tom",
+            "--target",
+            str(target),
+            "--tag",
+            "v1",
+            "--allow-restricted-training",
+        ).exit_code
+        == 0
+    )
+    refused = run(
+        "train", "--backend", "verl", "--dataset", str(target), "--model", "Qwen/Qwen2.5-0.5B", "--train", "all/train"
+    )
+    assert_one_line_error(
+        refused, "source gamma", "'MIT (evaluation only)'", "all/train", "--allow-restricted-training"
+    )
     with pytest.raises(ReleaseReadError, match="source beta"):  # beta's 2 unsplit rows: not for training either
         check_training_split(target, SplitRef("all", "unsplit"), "r")
     found = check_training_split(target, SplitRef("all", "train"), "r", allow=True)

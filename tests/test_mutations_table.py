@@ -1,5 +1,6 @@
 """Every entry of bench/mutations.py still applies: its snippet occurs exactly once in its file, so a
 moved or reworded line makes this fail here rather than show as STALE at the end of CI."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,8 +20,11 @@ def _mutations() -> tuple:
 
 
 def test_every_mutation_snippet_occurs_exactly_once() -> None:
-    stale = [f"{m.name}: {m.file} holds its snippet {(ROOT / m.file).read_text(encoding='utf-8').count(m.original)} times"
-             for m in _mutations() if (ROOT / m.file).read_text(encoding="utf-8").count(m.original) != 1]
+    stale = [
+        f"{m.name}: {m.file} holds its snippet {(ROOT / m.file).read_text(encoding='utf-8').count(m.original)} times"
+        for m in _mutations()
+        if (ROOT / m.file).read_text(encoding="utf-8").count(m.original) != 1
+    ]
     assert stale == []
 
 

@@ -1,5 +1,6 @@
 """The project installs one namespace, `tomforge`: a user's own `flows` or `hub` package next to it
 is theirs, and every project module imports as `tomforge.<folder>...`."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,12 +21,19 @@ def test_a_users_own_flows_and_hub_packages_do_not_collide(tmp_path: Path) -> No
     for name in ("flows", "hub", "audits"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(f"MINE = '{name}'\n")
-    code = ("import flows, hub, audits\n"
-            "import tomforge.flows.cli, tomforge.hub.manifest, tomforge.audits.run\n"
-            "assert (flows.MINE, hub.MINE, audits.MINE) == ('flows', 'hub', 'audits')\n"
-            "assert not hasattr(tomforge.flows.cli, 'MINE') and hasattr(tomforge.flows.cli, 'app')\n"
-            "print('ok')\n")
+    code = (
+        "import flows, hub, audits\n"
+        "import tomforge.flows.cli, tomforge.hub.manifest, tomforge.audits.run\n"
+        "assert (flows.MINE, hub.MINE, audits.MINE) == ('flows', 'hub', 'audits')\n"
+        "assert not hasattr(tomforge.flows.cli, 'MINE') and hasattr(tomforge.flows.cli, 'app')\n"
+        "print('ok')\n"
+    )
     env_path = str(REPO)  # the checkout's tomforge/, as an installed copy would provide it
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PYTHONPATH": f"{tmp_path}:{env_path}", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": f"{tmp_path}:{env_path}", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -4,6 +4,7 @@ read come from each `Operator`, and every `--operators` spelling reads the same 
 The expected values are written out by hand from the rules the generator had before the traits
 existed (`RATE_SCALE`, `TELL_OPERATORS`, the "lie" and "return" special cases, the variants'
 sentence needs), not read from the registries."""
+
 from __future__ import annotations
 
 import random
@@ -23,8 +24,17 @@ runner = CliRunner()
 
 
 def test_both_registries_parse_every_spelling_the_same() -> None:
-    every = ["distractor", "extra_moves", "unobserved_move", "return", "secret_witness", "transparent",
-             "private_tell", "public_tell", "lie"]
+    every = [
+        "distractor",
+        "extra_moves",
+        "unobserved_move",
+        "return",
+        "secret_witness",
+        "transparent",
+        "private_tell",
+        "public_tell",
+        "lie",
+    ]
     for registry in (OPERATORS, real.OPERATORS):
         assert registry.parse("all") is None and registry.parse(" all ") is None and registry.parse(["all"]) is None
         assert registry.parse("none") == [] and registry.parse("") == [] and registry.parse(["none"]) == []
@@ -33,10 +43,19 @@ def test_both_registries_parse_every_spelling_the_same() -> None:
         with pytest.raises(UnknownOperatorError, match="unknown operators all, teleport; choose from "):
             registry.parse("teleport,all")
     assert OPERATORS.resolve("all") == every
-    assert real.OPERATORS.resolve("all") == ["unobserved_move", "return", "remention", "private_tell", "public_tell",
-                                             "lie", "reorder_options"]
+    assert real.OPERATORS.resolve("all") == [
+        "unobserved_move",
+        "return",
+        "remention",
+        "private_tell",
+        "public_tell",
+        "lie",
+        "reorder_options",
+    ]
     assert OPERATORS.in_order(["lie", "distractor", "return"]) == ["distractor", "return", "lie"]
-    assert UnknownOperatorError("x").exit_code == ExitCode.BAD_INPUT and isinstance(UnknownOperatorError("x"), ValueError)
+    assert UnknownOperatorError("x").exit_code == ExitCode.BAD_INPUT and isinstance(
+        UnknownOperatorError("x"), ValueError
+    )
 
 
 def test_a_registry_refuses_two_operators_of_one_name() -> None:
@@ -52,9 +71,17 @@ def test_the_generator_rates_follow_the_traits() -> None:
     "never visited" golds need: the base rate before any quota, 1.0 once a quarter of the belief
     quotas asks for them (4 x 1/4), the base rate again without controls."""
     generator = Generator(GenerationSettings(max_order=2, seed=1))
-    expected = {"distractor": 0.4, "extra_moves": 0.4, "unobserved_move": 0.4, "return": 0.4 * 0.4,
-                "secret_witness": 0.4, "transparent": 0.4, "private_tell": 0.4 * 1.5, "public_tell": 0.4 * 1.5,
-                "lie": 0.4}
+    expected = {
+        "distractor": 0.4,
+        "extra_moves": 0.4,
+        "unobserved_move": 0.4,
+        "return": 0.4 * 0.4,
+        "secret_witness": 0.4,
+        "transparent": 0.4,
+        "private_tell": 0.4 * 1.5,
+        "public_tell": 0.4 * 1.5,
+        "lie": 0.4,
+    }
     assert generator.operator_rates() == pytest.approx(expected)
     generator.planner.deal_quotas(120)
     assert generator.operator_rates()["lie"] == 1.0
@@ -91,19 +118,22 @@ def test_real_operators_need_the_sources_sentences() -> None:
     assert real.supported("hitom", "multiple_choice") == every + ["reorder_options"]
     assert real.supported("tomi", "free_text") == every
     assert [op.name for op in real.OPERATORS.operators() if op.applies_to({"move": "..."}, "yes_no")] == [
-        "unobserved_move", "return"]
+        "unobserved_move",
+        "return",
+    ]
     assert real.shortcut_of("lie") == "what is said is true"
     assert real.shortcut_of("higher_order") == "orders the source never asks"
 
 
 def test_the_generate_input_ref_keeps_the_strings_earlier_warehouses_hold() -> None:
     assert generate_input_ref(500, 6, 0, operators="lie,return", styles="hitom,exploretom", held_out=True) == (
-        "generate:n=500,max_order=6,seed=0,operators=lie,return,styles=hitom,exploretom,held_out=True")
+        "generate:n=500,max_order=6,seed=0,operators=lie,return,styles=hitom,exploretom,held_out=True"
+    )
     assert generate_input_ref(40, 6, 3, split="test") == "generate:test:n=40,max_order=6,seed=3"
 
 
 def test_variants_read_operators_like_generate(tmp_path: Path) -> None:
-    """"lie,none" is a valid selection for `variants` too (it used to be refused): the command gets past
+    """ "lie,none" is a valid selection for `variants` too (it used to be refused): the command gets past
     the operators and stops at the source, which has no story parser; an unknown name stops it first."""
     warehouse = str(tmp_path / "w.duckdb")
     result = runner.invoke(app, ["variants", "--source", "fantom", "--operators", "lie,none", "-w", warehouse])

@@ -7,6 +7,7 @@ manifest.ledger_not_content).
   verify (exit 4) and publish (exit 3), naming the key;
 - the content id (and so the default tag) covers data/, audit/ and ledger/, not the card.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -41,22 +42,33 @@ def test_an_audited_item_removed_by_a_reingest_makes_the_audit_stale(tmp_path: P
     folder, warehouse = tmp_path / "tomi", tmp_path / "w.duckdb"
     shutil.copytree(SAMPLES / "tomi", folder)
     assert run("ingest", "--source", "tomi", "--path", folder, "-w", warehouse).exit_code == 0
-    audited = run("audit", "-w", warehouse, "--train", "split = 'train'", "--heldout", "split = 'test'",
-                  "--out", tmp_path / "audit")
+    audited = run(
+        "audit",
+        "-w",
+        warehouse,
+        "--train",
+        "split = 'train'",
+        "--heldout",
+        "split = 'test'",
+        "--out",
+        tmp_path / "audit",
+    )
     assert audited.exit_code == 0, audited.output
     assert run("clean", "-w", warehouse).exit_code == 0
     # the first test question becomes one ToMi cannot ask: its record is rejected, its item removed
     path = folder / "tomi_sample_test.txt"
     text = path.read_text(encoding="utf-8")
     assert "Where was the mango at the beginning?\t" in text
-    path.write_text(text.replace("Where was the mango at the beginning?\t", "Why is the mango here?\t", 1),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace("Where was the mango at the beginning?\t", "Why is the mango here?\t", 1), encoding="utf-8"
+    )
     again = run("ingest", "--source", "tomi", "--path", folder, "-w", warehouse)
-    assert again.exit_code == 0 and " 1 " in again.output.splitlines()[-1], again.output   # removed: 1
-    for command in (("clean", "-w", warehouse),
-                    ("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "rel"),
-                    ("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "rel",
-                     "--table", "items_full")):
+    assert again.exit_code == 0 and " 1 " in again.output.splitlines()[-1], again.output  # removed: 1
+    for command in (
+        ("clean", "-w", warehouse),
+        ("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "rel"),
+        ("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "rel", "--table", "items_full"),
+    ):
         result = run(*command)
         assert result.exit_code == ExitCode.STALE_AUDIT, (command, result.output)
         assert len(error_lines(result.output)) == 1 and "1 removed" in result.output, result.output
@@ -66,8 +78,9 @@ def test_an_audited_item_removed_by_a_reingest_makes_the_audit_stale(tmp_path: P
 @pytest.fixture()
 def release(tmp_path: Path) -> tuple[Path, Path]:
     warehouse = release_one(tmp_path / "w.duckdb")
-    root = publish_folder(warehouse, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1",
-                                                                      export=ExportOptions(max_rows_per_shard=3))).root
+    root = publish_folder(
+        warehouse, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=3))
+    ).root
     return warehouse, root
 
 
@@ -76,7 +89,9 @@ def as_gamma(table: pa.Table, n: int) -> pa.Table:
     part = table.slice(0, n)
     part = part.set_column(part.schema.get_field_index("source"), "source", pa.array(["gamma"] * n))
     ids = pc.binary_join_element_wise(pa.array(["gamma-"] * n), part.column("item_id").cast(pa.string()), "")
-    return part.set_column(part.schema.get_field_index("item_id"), "item_id", ids.cast(part.schema.field("item_id").type))
+    return part.set_column(
+        part.schema.get_field_index("item_id"), "item_id", ids.cast(part.schema.field("item_id").type)
+    )
 
 
 def reseal(root: Path, added: str | None = None, n_rows: int | None = None) -> None:
@@ -106,8 +121,9 @@ def test_removed_rows_under_a_new_key_fail_verify(release) -> None:
     _, root = release
     ledger = root / "ledger/removed.parquet"
     removed = pq.read_table(ledger)
-    planted = pa.Table.from_pylist([{"item_id": "gamma-1", "source": "gamma", "split": "test", "reason": "duplicate",
-                                     "detail": "planted"}])
+    planted = pa.Table.from_pylist(
+        [{"item_id": "gamma-1", "source": "gamma", "split": "test", "reason": "duplicate", "detail": "planted"}]
+    )
     planted = planted.select(removed.column_names).cast(removed.schema)
     pq.write_table(pa.concat_tables([removed, planted]), ledger)
     reseal(root)
@@ -121,8 +137,9 @@ def test_publish_refuses_rows_under_a_key_the_warehouse_lacks(release, tmp_path:
     import tomforge.hub.release as hub_release
 
     real = hub_release.export_table
-    monkeypatch.setattr(hub_release, "export_table",
-                        lambda table, *a, **k: real(pa.concat_tables([table, as_gamma(table, 1)]), *a, **k))
+    monkeypatch.setattr(
+        hub_release, "export_table", lambda table, *a, **k: real(pa.concat_tables([table, as_gamma(table, 1)]), *a, **k)
+    )
     result = run("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "other")
     assert result.exit_code == ExitCode.UNRECONCILED, result.output
     assert len(error_lines(result.output)) == 1
@@ -144,8 +161,12 @@ def test_content_id_covers_data_audit_and_ledger_but_not_the_card(release, tmp_p
 
     def new_removals(path: Path) -> None:
         table = pq.read_table(path)
-        pq.write_table(table.slice(0, max(table.num_rows - 1, 0)) if table.num_rows else
-                       pa.Table.from_pylist([dict.fromkeys(table.column_names, "x")]).cast(table.schema), path)
+        pq.write_table(
+            table.slice(0, max(table.num_rows - 1, 0))
+            if table.num_rows
+            else pa.Table.from_pylist([dict.fromkeys(table.column_names, "x")]).cast(table.schema),
+            path,
+        )
 
     def rewrite_rows(path: Path) -> None:
         pq.write_table(pq.read_table(path).slice(1), path)

@@ -6,6 +6,7 @@ moves it to the box while Cid watches in secret from outside; Ann leaves; in the
 tells Bob it is in the crate (a lie). Bob left first, so he trusts Ann. True beliefs at the end:
 reality box; Ann box; Bob crate; Cid box; Ann thinks Bob: crate; Bob thinks Ann: crate; Cid thinks Ann: box.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -23,41 +24,72 @@ def question(chain: tuple[str, ...], kind: str = "belief") -> WorldQuestion:
     return WorldQuestion(TRACE, chain, kind, "tomforge")
 
 
-RIGHT_REASONS = ("The apple starts in the basket. Bob saw it. Ann moved the apple to the box. Bob had left. "
-                 "Ann told Bob that the apple is in the crate. Bob trusts Ann. So Bob thinks the apple is in the crate.")
+RIGHT_REASONS = (
+    "The apple starts in the basket. Bob saw it. Ann moved the apple to the box. Bob had left. "
+    "Ann told Bob that the apple is in the crate. Bob trusts Ann. So Bob thinks the apple is in the crate."
+)
 WRONG_REASONS = "Bob saw Ann move the apple to the crate. So Bob thinks the apple is in the crate."
-MOSTLY_RIGHT = ("The apple starts in the basket. Bob saw it. Ann moved the apple to the box. Bob had left. "
-                "Ann told Bob that the apple is in the crate. Bob does not trust Ann. "
-                "So Bob thinks the apple is in the basket.")
+MOSTLY_RIGHT = (
+    "The apple starts in the basket. Bob saw it. Ann moved the apple to the box. Bob had left. "
+    "Ann told Bob that the apple is in the crate. Bob does not trust Ann. "
+    "So Bob thinks the apple is in the basket."
+)
 
 # (name, chain, think text, verdicts in order, states the deciding belief)
 CASES = [
     ("right for the right reasons", ("Bob",), RIGHT_REASONS, [CORRECT] * 7, True),
     # the conclusion is right, but the move it rests on never happened (and "Bob saw" has no event to be about)
     ("right answer, invented move", ("Bob",), WRONG_REASONS, [CONTRADICTED, UNVERIFIABLE, CORRECT], True),
-    ("right answer, wrong belief", ("Bob",),
-     "Bob saw the apple go into the basket. The apple starts in the basket. Bob saw it. Bob thinks the apple is in "
-     "the basket. In the end, the apple is in the box.", [CORRECT, CORRECT, CORRECT, CORRECT], False),
+    (
+        "right answer, wrong belief",
+        ("Bob",),
+        "Bob saw the apple go into the basket. The apple starts in the basket. Bob saw it. Bob thinks the apple is in "
+        "the basket. In the end, the apple is in the box.",
+        [CORRECT, CORRECT, CORRECT, CORRECT],
+        False,
+    ),
     ("wrong answer, mostly right reasons", ("Bob",), MOSTLY_RIGHT, [CORRECT] * 5 + [CONTRADICTED] * 2, False),
-    ("paraphrases", ("Ann", "Bob"),
-     "According to Ann, Bob believes that the apple is in the crate. Bob will look for the apple in the crate. "
-     "The apple is really in the box. Ann put it in the box; Cid secretly watched it. Cid didn't see it. "
-     "In the end, according to Bob, Ann thinks the apple is in the crate.",  # Bob trusts Ann's claim; Ann herself: the box
-     [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT], True),  # Cid did see the move, in secret
-    ("knows that, doesn't know that", ("Bob",),
-     "Bob doesn't know that Ann moved the apple to the box. Cid saw that Ann put the apple in the box. "
-     "Bob knows that Ann moved the apple to the box. Bob heard that the apple is in the crate.",
-     [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED], False),  # the last clause is no claim
+    (
+        "paraphrases",
+        ("Ann", "Bob"),
+        "According to Ann, Bob believes that the apple is in the crate. Bob will look for the apple in the crate. "
+        "The apple is really in the box. Ann put it in the box; Cid secretly watched it. Cid didn't see it. "
+        "In the end, according to Bob, Ann thinks the apple is in the crate.",  # Bob trusts Ann's claim; Ann herself: the box
+        [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT],
+        True,
+    ),  # Cid did see the move, in secret
+    (
+        "knows that, doesn't know that",
+        ("Bob",),
+        "Bob doesn't know that Ann moved the apple to the box. Cid saw that Ann put the apple in the box. "
+        "Bob knows that Ann moved the apple to the box. Bob heard that the apple is in the crate.",
+        [CORRECT, CORRECT, CORRECT, CORRECT, CORRECT, CONTRADICTED],
+        False,
+    ),  # the last clause is no claim
     ("a place the story does not have", ("Cid",), "Cid thinks the apple is in the fridge.", [CONTRADICTED], False),
-    ("a chain the rules leave open", ("Ann", "Cid"), "Ann thinks Cid thinks the apple is in the box.",
-     [UNVERIFIABLE], False),
-    ("secret witness seen as present", ("Cid", "Ann"),
-     "Ann moved the apple to the box. Cid was not there. Cid saw it. Ann did not see it. "
-     "In the end, Cid thinks Ann thinks the apple is in the box.",
-     [CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT], True),
+    (
+        "a chain the rules leave open",
+        ("Ann", "Cid"),
+        "Ann thinks Cid thinks the apple is in the box.",
+        [UNVERIFIABLE],
+        False,
+    ),
+    (
+        "secret witness seen as present",
+        ("Cid", "Ann"),
+        "Ann moved the apple to the box. Cid was not there. Cid saw it. Ann did not see it. "
+        "In the end, Cid thinks Ann thinks the apple is in the box.",
+        [CORRECT, CORRECT, CORRECT, CONTRADICTED, CORRECT],
+        True,
+    ),
     ("nothing checkable", ("Bob",), "Let me think step by step about this story.", [], False),
-    ("memory", (), "At the start, the apple is in the basket. Initially the apple is in the box.",
-     [CORRECT, CONTRADICTED], False),
+    (
+        "memory",
+        (),
+        "At the start, the apple is in the basket. Initially the apple is in the box.",
+        [CORRECT, CONTRADICTED],
+        False,
+    ),
 ]
 
 
@@ -78,10 +110,12 @@ def test_line_anchors_on_a_real_story() -> None:
     """HiToM rules: Kim left first and trusts Max's claim (red_tin); her own tell leaves her belief alone."""
     trace = hitom.parse_story(HITOM_STORY).trace_for("fig")
     kim = WorldQuestion(trace, ("Kim",), "belief", "hitom")
-    text = ("Line 3: Kim moved the fig to the blue_jar. Line 6: Lou moved the fig to the green_pot. Kim was not there. "
-            "Line 11: Max publicly claimed that the fig is in the red_tin. Kim trusts Max. "
-            "So Kim thinks the fig is in the red_tin. After line 6, Kim thinks the fig is in the blue_jar. "
-            "Line 5: Lou moved the fig to the green_pot.")
+    text = (
+        "Line 3: Kim moved the fig to the blue_jar. Line 6: Lou moved the fig to the green_pot. Kim was not there. "
+        "Line 11: Max publicly claimed that the fig is in the red_tin. Kim trusts Max. "
+        "So Kim thinks the fig is in the red_tin. After line 6, Kim thinks the fig is in the blue_jar. "
+        "Line 5: Lou moved the fig to the green_pot."
+    )
     scored = score_reasoning(text, kim)
     assert [c.verdict for c in scored.checked] == [CORRECT] * 7 + [CONTRADICTED]
     assert not scored.states_deciding_belief  # the last claim about Kim's belief is about line 6, not the end
@@ -94,8 +128,15 @@ def test_grammar_reads_names_and_places_with_underscores() -> None:
 
 
 def truth(chain: tuple[str, ...], answer: str) -> dict:
-    return {"answer_format": "free_text", "answer": answer, "options": [], "option_labels": [], "answer_index": None,
-            "answer_list": None, "world": question(chain).to_json()}
+    return {
+        "answer_format": "free_text",
+        "answer": answer,
+        "options": [],
+        "option_labels": [],
+        "answer_index": None,
+        "answer_list": None,
+        "world": question(chain).to_json(),
+    }
 
 
 def wrap(think: str, answer: str) -> str:
@@ -149,9 +190,12 @@ def test_faithful_needs_the_deciding_event_named() -> None:
     bob = question(("Bob",))
     only = score_reasoning("In the end, Bob thinks the apple is in the crate.", bob)
     assert only.states_deciding_belief and not only.names_deciding_event and not only.faithful
-    move = score_reasoning("Ann moved the apple to the box. Bob had left. In the end, Bob thinks the apple is in the "
-                           "crate.", bob)
+    move = score_reasoning(
+        "Ann moved the apple to the box. Bob had left. In the end, Bob thinks the apple is in the crate.", bob
+    )
     assert move.n_contradicted == 0 and not move.names_deciding_event and not move.faithful
-    tell = score_reasoning("Ann told Bob the apple is in the crate. In the end, Bob thinks the apple is in the crate.", bob)
+    tell = score_reasoning(
+        "Ann told Bob the apple is in the crate. In the end, Bob thinks the apple is in the crate.", bob
+    )
     assert tell.names_deciding_event and tell.faithful
     assert score_reasoning(RIGHT_REASONS, bob).faithful

@@ -1,6 +1,7 @@
 """The one progress path (`warehouse.progress`): steps report their stages with totals that match
 sizes known apart from the step, the plain-line renderer keeps a sensible rate, and the CLI's rich
 renderer draws nothing but the info lines when its output is not a terminal."""
+
 from __future__ import annotations
 
 import io
@@ -61,22 +62,46 @@ def test_a_rejected_load_ends_its_stage_and_writes_nothing(tmp_path: Path) -> No
     assert [(s.name, s.total, s.done, s.ok) for s in progress.stages] == [("stage toy", 5, 4, True)]
 
 
-OVERLAP_PHASES = ["distinct texts", "shingles and signatures", "near duplicates", "13-gram test", "skeletons",
-                  "structural twins"]  # audits/overlap.py audit_overlap, in the order it runs them
-AUDIT_PHASES = ["read", "overlap", *[f"overlap: {name}" for name in OVERLAP_PHASES],  # then what the side thread ran
-                "baselines: own thread", "baselines", "artifacts: own thread", "artifacts", "findings", "write", "report"]
+OVERLAP_PHASES = [
+    "distinct texts",
+    "shingles and signatures",
+    "near duplicates",
+    "13-gram test",
+    "skeletons",
+    "structural twins",
+]  # audits/overlap.py audit_overlap, in the order it runs them
+AUDIT_PHASES = [
+    "read",
+    "overlap",
+    *[f"overlap: {name}" for name in OVERLAP_PHASES],  # then what the side thread ran
+    "baselines: own thread",
+    "baselines",
+    "artifacts: own thread",
+    "artifacts",
+    "findings",
+    "write",
+    "report",
+]
 
 
 def test_audit_reports_each_phase_once_and_times_it(tmp_path: Path) -> None:
     from tomforge.audits.run import run_audit
 
-    path = load(tmp_path / "w.duckdb", clean_records(60, seed=1, split="train") + clean_records(20, seed=2, split="test"))
+    path = load(
+        tmp_path / "w.duckdb", clean_records(60, seed=1, split="train") + clean_records(20, seed=2, split="test")
+    )
     progress = Recording()
     summary = run_audit(path, "split = 'train'", "split = 'test'", tmp_path / "audit", FAST, progress=progress)
     assert [s.name.split(" (")[0] for s in progress.stages] == [
-        "audit: read selections", "audit: overlap", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES],
-        "audit: partial-input baselines", "audit: template artifacts",  # waits for the side thread, in its order
-        "audit: findings and verdicts", "audit: write tables", "audit: report"]
+        "audit: read selections",
+        "audit: overlap",
+        *[f"audit: overlap: {name}" for name in OVERLAP_PHASES],
+        "audit: partial-input baselines",
+        "audit: template artifacts",  # waits for the side thread, in its order
+        "audit: findings and verdicts",
+        "audit: write tables",
+        "audit: report",
+    ]
     assert all(s.ok for s in progress.stages)
     assert list(summary.timings) == AUDIT_PHASES and all(t >= 0 for t in summary.timings.values())
 
@@ -96,8 +121,13 @@ def test_publish_and_verify_of_a_folder_report_their_stages(tmp_path: Path) -> N
     records = clean_records(12, seed=1, split="train")
     path = load(tmp_path / "w.duckdb", records)
     progress = Recording()
-    release = publish_warehouse(path, "org/tom", target=str(tmp_path / "rel"), progress=progress,
-                                options=ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=5)))
+    release = publish_warehouse(
+        path,
+        "org/tom",
+        target=str(tmp_path / "rel"),
+        progress=progress,
+        options=ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=5)),
+    )
     assert progress.names() == ["build release"]
     n = len(records)
     assert progress.lines[0] == f"wrote release v1 to {release.root} ({n} rows)"
@@ -137,7 +167,9 @@ def test_lines_say_when_a_stage_failed_or_counted_nothing() -> None:
     with pytest.raises(KeyError), progress.stage("broken", total=3) as stage:
         stage.advance(1)
         raise KeyError("x")
-    assert out[0].startswith("quiet: done in ") and out[1].startswith("broken: failed after ") and out[1].endswith("(1/3)")
+    assert (
+        out[0].startswith("quiet: done in ") and out[1].startswith("broken: failed after ") and out[1].endswith("(1/3)")
+    )
 
 
 def test_timer_keeps_each_phase_under_its_key_and_shows_its_name() -> None:
@@ -173,7 +205,9 @@ def test_flow_tasks_log_their_stages_to_the_run_logger(tmp_path: Path, monkeypat
     from tomforge.flows import pipeline
     from tomforge.flows.config import AuditConfig
 
-    path = load(tmp_path / "w.duckdb", clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test"))
+    path = load(
+        tmp_path / "w.duckdb", clean_records(40, seed=1, split="train") + clean_records(10, seed=2, split="test")
+    )
     logged: list[str] = []
 
     class RunLogger(logging.Logger):
@@ -184,9 +218,15 @@ def test_flow_tasks_log_their_stages_to_the_run_logger(tmp_path: Path, monkeypat
     pipeline.audit_task.fn(str(path), AuditConfig(out=tmp_path / "audit", params=FAST, heldout="split = 'test'"))
     ends = [line for line in logged if line.startswith("audit: ")]
     assert [line.split(" (")[0].split(": done in")[0] for line in ends] == [
-        "audit: read selections", *[f"audit: overlap: {name}" for name in OVERLAP_PHASES], "audit: overlap",
-        "audit: partial-input baselines", "audit: template artifacts",  # waits for the side thread, in its order
-        "audit: findings and verdicts", "audit: write tables", "audit: report"]
+        "audit: read selections",
+        *[f"audit: overlap: {name}" for name in OVERLAP_PHASES],
+        "audit: overlap",
+        "audit: partial-input baselines",
+        "audit: template artifacts",  # waits for the side thread, in its order
+        "audit: findings and verdicts",
+        "audit: write tables",
+        "audit: report",
+    ]
     assert all(": done in " in line for line in ends)
 
 

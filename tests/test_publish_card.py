@@ -1,4 +1,5 @@
 """Dataset card and manifest of a release: YAML configs and licenses, body sections, schema, determinism."""
+
 from __future__ import annotations
 
 import copy
@@ -36,13 +37,20 @@ def test_card_yaml_configs_and_licenses(release) -> None:
     assert data["size_categories"] == ["n<1K"] and "question-answering" in data["task_categories"]
     configs = {c["config_name"]: c for c in data["configs"]}
     assert list(configs) == ["alpha", "beta", "all"] and configs["all"].get("default") is True
-    assert configs["alpha"]["data_files"] == [{"split": "test", "path": "data/alpha/test-*.parquet"},
-                                              {"split": "train", "path": "data/alpha/train-*.parquet"}]
+    assert configs["alpha"]["data_files"] == [
+        {"split": "test", "path": "data/alpha/test-*.parquet"},
+        {"split": "train", "path": "data/alpha/train-*.parquet"},
+    ]
     for config in configs.values():  # every glob matches exactly the files the manifest lists
         for item in config["data_files"]:
             matched = sorted(p.relative_to(release.root).as_posix() for p in release.root.glob(item["path"]))
-            listed = next(s["files"] for c in release.manifest["configs"] if c["name"] == config["config_name"]
-                          for s in c["splits"] if s["name"] == item["split"])
+            listed = next(
+                s["files"]
+                for c in release.manifest["configs"]
+                if c["name"] == config["config_name"]
+                for s in c["splits"]
+                if s["name"] == item["split"]
+            )
             assert matched == listed
 
 
@@ -65,22 +73,33 @@ def test_license_and_size_mapping() -> None:
     assert hub_license("Apache-2.0") == "apache-2.0"
     assert hub_license("Custom research license") == "other"
     assert hub_license(None) == "unknown"
-    assert [size_category(n) for n in (0, 999, 1000, 54_321, 2_000_000)] == \
-        ["n<1K", "n<1K", "1K<n<10K", "10K<n<100K", "1M<n<10M"]
+    assert [size_category(n) for n in (0, 999, 1000, 54_321, 2_000_000)] == [
+        "n<1K",
+        "n<1K",
+        "1K<n<10K",
+        "10K<n<100K",
+        "1M<n<10M",
+    ]
 
 
 def test_audit_summary_and_report_in_card(warehouse: Path, tmp_path: Path) -> None:
     audited = tmp_path / "w.duckdb"
     audited.write_bytes(warehouse.read_bytes())
     with duckdb.connect(str(audited)) as con:  # the tables `tomforge audit` and `tomforge clean` write
-        con.execute("CREATE TABLE audit_runs AS SELECT 'run1' AS run_id, $$split = 'train'$$ AS train_where, "
-                    "$$split <> 'train'$$ AS heldout_where, 7 AS n_train, 7 AS n_heldout, 0 AS n_in_both, "
-                    "1 AS n_findings, '{}' AS params")
-        con.execute("CREATE TABLE audit_findings AS SELECT 'positions' AS \"check\", 'warn' AS severity, "
-                    "'train' AS selection, 'gold | always first' AS message, '{}' AS evidence")
+        con.execute(
+            "CREATE TABLE audit_runs AS SELECT 'run1' AS run_id, $$split = 'train'$$ AS train_where, "
+            "$$split <> 'train'$$ AS heldout_where, 7 AS n_train, 7 AS n_heldout, 0 AS n_in_both, "
+            "1 AS n_findings, '{}' AS params"
+        )
+        con.execute(
+            "CREATE TABLE audit_findings AS SELECT 'positions' AS \"check\", 'warn' AS severity, "
+            "'train' AS selection, 'gold | always first' AS message, '{}' AS evidence"
+        )
         con.execute("CREATE TABLE audit_overlap_pairs (a VARCHAR, b VARCHAR)")
-        con.execute("CREATE TABLE clean_summary AS SELECT 'train' AS side, 7 AS selected, 5 AS kept, 2 AS removed, "
-                    "2 AS duplicate")
+        con.execute(
+            "CREATE TABLE clean_summary AS SELECT 'train' AS side, 7 AS selected, 5 AS kept, 2 AS removed, "
+            "2 AS duplicate"
+        )
     report = tmp_path / "report"
     (report / "plots").mkdir(parents=True)
     (report / "audit_report.md").write_text("# audit\n", encoding="utf-8")
@@ -92,8 +111,12 @@ def test_audit_summary_and_report_in_card(warehouse: Path, tmp_path: Path) -> No
     assert "| train | 7 | 5 | 2 | 2 |" in text and "`audit_overlap_pairs` 0" in text
     assert "[audit/audit_report.md](audit/audit_report.md)" in text and "No audit was run" not in text
     audit = release.manifest["audit"]
-    assert audit["ran"] is True and audit["tables"] == {"audit_findings": 1, "audit_overlap_pairs": 0,
-                                                        "audit_runs": 1, "clean_summary": 1}
+    assert audit["ran"] is True and audit["tables"] == {
+        "audit_findings": 1,
+        "audit_overlap_pairs": 0,
+        "audit_runs": 1,
+        "clean_summary": 1,
+    }
     assert audit["runs"][0]["n_train"] == 7 and "params" not in audit["runs"][0]
     assert audit["cleaning"] == [{"side": "train", "selected": 7, "kept": 5, "removed": 2, "duplicate": 2}]
     assert audit["report"] == ["audit/audit_report.md", "audit/plots/curve.png"]
@@ -104,8 +127,11 @@ def test_manifest_lists_every_file_and_validates(release) -> None:
     manifest = json.loads((release.root / "manifest.json").read_text(encoding="utf-8"))
     on_disk = sorted(p.relative_to(release.root).as_posix() for p in release.root.rglob("*") if p.is_file())
     assert sorted(f["path"] for f in manifest["files"]) == [p for p in on_disk if p != "manifest.json"]
-    assert manifest["counts"] == {"n_items": 14, "per_source": {"alpha": 10, "beta": 4},
-                                  "per_split": {"test": 3, "train": 7, "unsplit": 4}}
+    assert manifest["counts"] == {
+        "n_items": 14,
+        "per_source": {"alpha": 10, "beta": 4},
+        "per_split": {"test": 3, "train": 7, "unsplit": 4},
+    }
     assert manifest["sources"][1]["hub_license"] == "cc-by-nc-4.0" and manifest["sources"][0]["versions"] == ["alpha-1"]
     assert manifest["release"]["created_at"] is None and manifest["options"]["max_rows_per_shard"] == 3
     assert {"python", "duckdb", "pyarrow", "huggingface_hub"} <= set(manifest["tools"])
@@ -114,14 +140,17 @@ def test_manifest_lists_every_file_and_validates(release) -> None:
     validate_manifest(manifest)
 
 
-@pytest.mark.parametrize("mutate, where", [
-    (lambda m: m["files"][0].update(sha256="abc"), "files/0/sha256"),
-    (lambda m: m["files"][0].update(path="../etc/passwd"), "files/0/path"),
-    (lambda m: m["files"][0].update(path="/abs/path"), "files/0/path"),
-    (lambda m: m.pop("audit"), "(root)"),
-    (lambda m: m["release"].update(tag="bad tag"), "release/tag"),
-    (lambda m: m["counts"].update(n_items=-1), "counts/n_items"),
-])
+@pytest.mark.parametrize(
+    "mutate, where",
+    [
+        (lambda m: m["files"][0].update(sha256="abc"), "files/0/sha256"),
+        (lambda m: m["files"][0].update(path="../etc/passwd"), "files/0/path"),
+        (lambda m: m["files"][0].update(path="/abs/path"), "files/0/path"),
+        (lambda m: m.pop("audit"), "(root)"),
+        (lambda m: m["release"].update(tag="bad tag"), "release/tag"),
+        (lambda m: m["counts"].update(n_items=-1), "counts/n_items"),
+    ],
+)
 def test_schema_rejects_broken_manifests(release, mutate, where: str) -> None:
     broken = copy.deepcopy(release.manifest)
     mutate(broken)
@@ -133,8 +162,11 @@ def test_release_is_deterministic(warehouse: Path, release, tmp_path: Path) -> N
     again = build_release(warehouse, tmp_path / "again", OPTIONS)
     for path in ("manifest.json", "README.md"):
         assert (again.root / path).read_bytes() == (release.root / path).read_bytes()
-    stamped = build_release(warehouse, tmp_path / "stamped",
-                            ReleaseOptions("org/tom", tag="v1", export=OPTIONS.export, created_at="2026-12-01T00:00:00Z"))
+    stamped = build_release(
+        warehouse,
+        tmp_path / "stamped",
+        ReleaseOptions("org/tom", tag="v1", export=OPTIONS.export, created_at="2026-12-01T00:00:00Z"),
+    )
     assert stamped.manifest["release"]["created_at"] == "2026-12-01T00:00:00Z"
     assert content_id(stamped.manifest["files"]) == release.manifest["release"]["content_id"]
     untagged = build_release(warehouse, tmp_path / "untagged", ReleaseOptions("org/tom", export=OPTIONS.export))

@@ -1,4 +1,5 @@
 """Export of the warehouse into the Hub layout: determinism, ordering, shards, splits, columns."""
+
 from __future__ import annotations
 
 import json
@@ -44,15 +45,19 @@ def test_layout_shards_and_order(warehouse: Path, tmp_path: Path) -> None:
     exports = export_parquet(warehouse, tmp_path, ExportOptions(max_rows_per_shard=3, row_group_size=2))
     got = {(e.config, e.split): [s.path for s in e.shards] for e in exports}
     assert got[("alpha", "train")] == [f"data/alpha/train-{i:05d}-of-00003.parquet" for i in range(3)]
-    assert got[("beta", "unsplit")] == ["data/beta/unsplit-00000-of-00002.parquet", "data/beta/unsplit-00001-of-00002.parquet"]
+    assert got[("beta", "unsplit")] == [
+        "data/beta/unsplit-00000-of-00002.parquet",
+        "data/beta/unsplit-00001-of-00002.parquet",
+    ]
     assert [c for c, _ in got][-1] == "all" and ("all", "unsplit") in got
     shards = [pq.read_table(tmp_path / p) for p in got[("alpha", "train")]]
     assert [t.num_rows for t in shards] == [3, 3, 1]
     assert pq.ParquetFile(tmp_path / got[("alpha", "train")][0]).metadata.num_row_groups == 2
     ids = [i for t in shards for i in t.column("item_id").to_pylist()]
     assert ids == item_ids(warehouse, "source = 'alpha' AND split = 'train'")
-    every = pa.concat_tables(pq.read_table(tmp_path / p) for e in exports if e.config == "all" for p in
-                             [s.path for s in e.shards])
+    every = pa.concat_tables(
+        pq.read_table(tmp_path / p) for e in exports if e.config == "all" for p in [s.path for s in e.shards]
+    )
     assert sorted(every.column("item_id").to_pylist()) == item_ids(warehouse)
 
 
@@ -85,8 +90,10 @@ def test_cleaned_table_is_exported_when_asked(warehouse: Path, tmp_path: Path) -
     copy.write_bytes(warehouse.read_bytes())
     assert choose_table(copy, None) == "items_full"
     with duckdb.connect(str(copy)) as con:  # like `tomforge clean`: item columns only, plus its own
-        con.execute("CREATE TABLE clean_items AS SELECT i.*, 'heldout' AS side, false AS reshuffled FROM items i "
-                    "WHERE source = 'alpha' AND split = 'test'")
+        con.execute(
+            "CREATE TABLE clean_items AS SELECT i.*, 'heldout' AS side, false AS reshuffled FROM items i "
+            "WHERE source = 'alpha' AND split = 'test'"
+        )
     assert choose_table(copy, None) == "clean_items"
     exports = export_parquet(copy, tmp_path / "out", ExportOptions(table="clean_items"))
     assert {(e.config, e.split, e.n_rows) for e in exports} == {("alpha", "test", 3), ("all", "test", 3)}
@@ -107,5 +114,7 @@ def test_bad_inputs_are_clear(warehouse: Path, tmp_path: Path) -> None:
         export_table(clash, tmp_path / "x")
     with pytest.raises(ExportError, match="both be published"):
         # two source splits that would publish under one name
-        export_table(table.slice(0, 2).set_column(table.column_names.index("split"), "split",
-                                                  pa.array(["dev-1", "dev_1"])), tmp_path / "y")
+        export_table(
+            table.slice(0, 2).set_column(table.column_names.index("split"), "split", pa.array(["dev-1", "dev_1"])),
+            tmp_path / "y",
+        )

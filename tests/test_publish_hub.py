@@ -2,6 +2,7 @@
 `huggingface_hub` publishes and verifies in-process, `datasets.load_dataset` reads in a
 subprocess (it fixes its endpoint at import). Two releases, stale shards, tampering, retries,
 optimistic locking, tags, dry runs, card validation, and a token that never leaks."""
+
 from __future__ import annotations
 
 import json
@@ -73,19 +74,29 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def publish(warehouse: Path, repo: str, tag: str | None, lines: list[str] | None = None, **kwargs):
     options = ReleaseOptions(repo, tag=tag, export=SMALL)
-    return publish_warehouse(warehouse, repo, target="hub", options=options, policy=kwargs.pop("policy", FAST),
-                             progress=PlainLineProgress((lines if lines is not None else []).append), **kwargs)
+    return publish_warehouse(
+        warehouse,
+        repo,
+        target="hub",
+        options=options,
+        policy=kwargs.pop("policy", FAST),
+        progress=PlainLineProgress((lines if lines is not None else []).append),
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
 def built(warehouses: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Release one built once (tag v1) for the tests about publishing mechanics, not content."""
-    return build_release(warehouses[0], tmp_path_factory.mktemp("built") / "v1",
-                         ReleaseOptions("org/mechanics", tag="v1", export=SMALL)).root
+    return build_release(
+        warehouses[0], tmp_path_factory.mktemp("built") / "v1", ReleaseOptions("org/mechanics", tag="v1", export=SMALL)
+    ).root
 
 
 def push(root: Path, repo: str, lines: list[str] | None = None):
-    return publish_release(root, repo, policy=FAST, progress=PlainLineProgress((lines if lines is not None else []).append))
+    return publish_release(
+        root, repo, policy=FAST, progress=PlainLineProgress((lines if lines is not None else []).append)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,19 +107,29 @@ def two_releases(warehouses: tuple[Path, Path], server: HubServer):
 
 def rows(warehouse: Path, where: str) -> list[list[str]]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        return [list(r) for r in con.execute(f"SELECT item_id, answer FROM items_full WHERE {where} ORDER BY item_id").fetchall()]
+        return [
+            list(r)
+            for r in con.execute(f"SELECT item_id, answer FROM items_full WHERE {where} ORDER BY item_id").fetchall()
+        ]
 
 
 def test_load_dataset_returns_exactly_each_release(two_releases, warehouses, server: HubServer) -> None:
     one, two = warehouses
-    cases = {("v1", "alpha", "train"): rows(one, "source = 'alpha' AND split = 'train'"),
-             ("v1", "all", "unsplit"): rows(one, "split = 'unsplit'"),
-             ("v2", "alpha", "train"): rows(two, "source = 'alpha' AND split = 'train'"),
-             ("v2", "beta", "unsplit"): rows(two, "source = 'beta'"),
-             ("v2", "all", "test"): rows(two, "split = 'test'")}
+    cases = {
+        ("v1", "alpha", "train"): rows(one, "source = 'alpha' AND split = 'train'"),
+        ("v1", "all", "unsplit"): rows(one, "split = 'unsplit'"),
+        ("v2", "alpha", "train"): rows(two, "source = 'alpha' AND split = 'train'"),
+        ("v2", "beta", "unsplit"): rows(two, "source = 'beta'"),
+        ("v2", "all", "test"): rows(two, "split = 'test'"),
+    }
     assert cases[("v1", "alpha", "train")] != cases[("v2", "alpha", "train")]
-    done = subprocess.run([sys.executable, "-c", LOADER, "org/tom", json.dumps([list(k) for k in cases])],
-                          env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADER, "org/tom", json.dumps([list(k) for k in cases])],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     for (revision, config, split), expected in cases.items():
@@ -139,13 +160,19 @@ def test_verify_passes_releases_and_catches_tampering(warehouses, hub: FakeHub, 
     data = bytearray(hub.files("org/tampered")[victim])
     data[-40] ^= 0xFF
     api.upload_file(path_or_fileobj=bytes(data), path_in_repo=victim, repo_id="org/tampered", repo_type="dataset")
-    api.upload_file(path_or_fileobj=b"PAR1 stray", path_in_repo="data/all/test-00005-of-00009.parquet",
-                    repo_id="org/tampered", repo_type="dataset")
+    api.upload_file(
+        path_or_fileobj=b"PAR1 stray",
+        path_in_repo="data/all/test-00005-of-00009.parquet",
+        repo_id="org/tampered",
+        repo_type="dataset",
+    )
     api.upload_file(path_or_fileobj=b"top level", path_in_repo="NOTES.md", repo_id="org/tampered", repo_type="dataset")
     report = verify_release("org/tampered", "main", policy=FAST)
-    assert report.problems == [f"{victim}: sha256 differs from the manifest",
-                               "NOTES.md: not in the manifest (stale or foreign file)",
-                               "data/all/test-00005-of-00009.parquet: not in the manifest (stale or foreign file)"]
+    assert report.problems == [
+        f"{victim}: sha256 differs from the manifest",
+        "NOTES.md: not in the manifest (stale or foreign file)",
+        "data/all/test-00005-of-00009.parquet: not in the manifest (stale or foreign file)",
+    ]
     runner = CliRunner()
     bad = runner.invoke(app, ["verify", "--repo", "org/tampered", "--revision", "main"])
     assert bad.exit_code == ExitCode.MISMATCH and "sha256 differs" in bad.output
@@ -156,8 +183,13 @@ def test_verify_passes_releases_and_catches_tampering(warehouses, hub: FakeHub, 
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(two_releases, warehouses, hub: FakeHub) -> None:
-    writes = lambda: [r for r in hub.requests if r["method"] in ("POST", "PUT", "DELETE")  # noqa: E731
-                      and "validate-yaml" not in r["path"] and "paths-info" not in r["path"]]
+    writes = lambda: [
+        r
+        for r in hub.requests
+        if r["method"] in ("POST", "PUT", "DELETE")  # noqa: E731
+        and "validate-yaml" not in r["path"]
+        and "paths-info" not in r["path"]
+    ]
     before, head = len(writes()), hub.head("org/tom")
     lines: list[str] = []
     result = publish(warehouses[0], "org/tom", "v3", lines, dry_run=True)
@@ -206,19 +238,23 @@ def test_concurrent_commit_makes_publish_fail_not_overwrite(built: Path, warehou
 
     def echo(line: str) -> None:  # runs after planning, before committing: someone else commits now
         if line.startswith("one commit:"):
-            interloper.upload_file(path_or_fileobj=b"theirs", path_in_repo="NOTES.md", repo_id="org/race",
-                                   repo_type="dataset")
+            interloper.upload_file(
+                path_or_fileobj=b"theirs", path_in_repo="NOTES.md", repo_id="org/race", repo_type="dataset"
+            )
 
     options = ReleaseOptions("org/race", tag="v2", export=SMALL)
     with pytest.raises(ConflictError, match="moved"):
-        publish_warehouse(warehouses[1], "org/race", target="hub", options=options, policy=FAST, progress=PlainLineProgress(echo))
+        publish_warehouse(
+            warehouses[1], "org/race", target="hub", options=options, policy=FAST, progress=PlainLineProgress(echo)
+        )
     repo = hub.repos[("dataset", "org/race")]
     assert hub.files("org/race")["NOTES.md"] == b"theirs" and "v2" not in repo.tags
     assert json.loads(hub.files("org/race")["manifest.json"])["release"]["tag"] == "v1"
 
 
-def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub: FakeHub, monkeypatch,
-                                                    tmp_path: Path) -> None:
+def test_server_refuses_a_commit_on_a_stale_parent(
+    built: Path, warehouses, hub: FakeHub, monkeypatch, tmp_path: Path
+) -> None:
     """The parent commit travels with the commit: even if our own head check were fooled, the
     Hub answers 412 and nothing is overwritten."""
     from tomforge.hub.publish import Publisher
@@ -228,8 +264,9 @@ def test_server_refuses_a_commit_on_a_stale_parent(built: Path, warehouses, hub:
 
     def echo(line: str) -> None:
         if line.startswith("one commit:"):
-            make_api().upload_file(path_or_fileobj=b"theirs", path_in_repo="NOTES.md", repo_id="org/stale",
-                                   repo_type="dataset")
+            make_api().upload_file(
+                path_or_fileobj=b"theirs", path_in_repo="NOTES.md", repo_id="org/stale", repo_type="dataset"
+            )
             monkeypatch.setattr(Publisher, "head", lambda self, branch: planned)  # a stale view of the repo
 
     release = build_release(warehouses[1], tmp_path / "two", ReleaseOptions("org/stale", tag="v2", export=SMALL))
@@ -275,10 +312,26 @@ def test_server_validates_the_card_before_upload(warehouses, hub: FakeHub, tmp_p
 
 def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub, monkeypatch) -> None:
     runner = CliRunner()
-    done = runner.invoke(app, ["publish", "-w", str(warehouses[0]), "--target", "hub", "--repo", "org/secret", "--tag", "s1",
-                               "--max-rows-per-shard", "3"])
+    done = runner.invoke(
+        app,
+        [
+            "publish",
+            "-w",
+            str(warehouses[0]),
+            "--target",
+            "hub",
+            "--repo",
+            "org/secret",
+            "--tag",
+            "s1",
+            "--max-rows-per-shard",
+            "3",
+        ],
+    )
     assert done.exit_code == 0, done.output
-    dry = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--dry-run"])
+    dry = runner.invoke(
+        app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--dry-run"]
+    )
     assert dry.exit_code == 0 and "delete" in dry.output
     writes = [r for r in hub.requests if r["path"].startswith("/api/datasets/org/secret/commit/")]
     assert writes and all(r["authorized"] for r in writes), "the token was really used"
@@ -290,7 +343,9 @@ def test_token_never_appears_in_output_files_or_errors(warehouses, hub: FakeHub,
     wrong = "hf_WRONGtoken9876543210zyxwvuABCDEF"
     monkeypatch.setenv("HF_TOKEN", wrong)
     monkeypatch.setattr(hub, "leaky_errors", True)  # the server even echoes the token back: redaction must hold
-    refused = runner.invoke(app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--tag", "s2"])
+    refused = runner.invoke(
+        app, ["publish", "-w", str(warehouses[1]), "--target", "hub", "--repo", "org/secret", "--tag", "s2"]
+    )
     assert refused.exit_code == ExitCode.REMOTE and "401" in refused.output
     assert wrong not in refused.output and TOKEN not in refused.output
     with pytest.raises(PublishError) as caught:

@@ -1,4 +1,5 @@
 """The local folder target: same layout as the Hub, swapped in atomically, read by `load_dataset`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,8 +48,9 @@ def test_failed_build_keeps_the_last_good_release(warehouses, tmp_path: Path) ->
     publish_folder(warehouses[0], target, ReleaseOptions("org/tom", tag="v1", export=SMALL))
     before = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     with pytest.raises(ExportError):
-        publish_folder(warehouses[1], target, ReleaseOptions("org/tom", tag="v2",
-                                                             export=ExportOptions(table="missing_table")))
+        publish_folder(
+            warehouses[1], target, ReleaseOptions("org/tom", tag="v2", export=ExportOptions(table="missing_table"))
+        )
     assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
     # the lock stays beside the folder; nothing half-built does
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "release.lock"]
@@ -70,11 +72,28 @@ def test_refuses_to_replace_a_folder_that_is_not_a_release(warehouses, tmp_path:
 def test_cli_publish_to_folder_and_verify(warehouses, tmp_path: Path) -> None:
     runner = CliRunner()
     target = tmp_path / "out"
-    dry = runner.invoke(app, ["publish", "-w", str(warehouses[0]), "--repo", "org/tom", "--target", str(target),
-                              "--dry-run"])
+    dry = runner.invoke(
+        app, ["publish", "-w", str(warehouses[0]), "--repo", "org/tom", "--target", str(target), "--dry-run"]
+    )
     assert dry.exit_code == 0 and "would write release release-" in dry.output and not target.exists()
-    done = runner.invoke(app, ["publish", "-w", str(warehouses[0]), "--repo", "org/tom", "--target", str(target),
-                               "--tag", "v1", "--max-rows-per-shard", "4", "--created-at", "2026-12-01"])
+    done = runner.invoke(
+        app,
+        [
+            "publish",
+            "-w",
+            str(warehouses[0]),
+            "--repo",
+            "org/tom",
+            "--target",
+            str(target),
+            "--tag",
+            "v1",
+            "--max-rows-per-shard",
+            "4",
+            "--created-at",
+            "2026-12-01",
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert (target / "data/alpha/train-00001-of-00002.parquet").is_file()
     ok = runner.invoke(app, ["verify", "--repo", str(target)])
@@ -85,6 +104,7 @@ def test_cli_publish_to_folder_and_verify(warehouses, tmp_path: Path) -> None:
     bad = runner.invoke(app, ["verify", "--repo", str(target)])
     assert bad.exit_code == ExitCode.MISMATCH
     assert "README.md: missing" in bad.output and "unsplit-00000-of-00001.parquet: size" in bad.output
-    missing = runner.invoke(app, ["publish", "-w", str(tmp_path / "nope.duckdb"), "--repo", "org/tom",
-                                  "--target", str(tmp_path / "o2")])
+    missing = runner.invoke(
+        app, ["publish", "-w", str(tmp_path / "nope.duckdb"), "--repo", "org/tom", "--target", str(tmp_path / "o2")]
+    )
     assert missing.exit_code == ExitCode.BAD_INPUT and "warehouse not found" in missing.output

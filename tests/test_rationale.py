@@ -4,6 +4,7 @@ built on; for real stories the oracle, and the published gold where the oracle a
 every rendered form, read back by the process-reward grammar, makes only true claims.
 A hand-worked story pins each form's text.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,16 @@ REAL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parent
 # then Cid (never in the room) ... and in the hall Ann privately tells Bob it is in the crate (a lie).
 # Bob left before Ann (exit order Bob, Ann), so Bob trusts Ann and believes the crate.
 TRACE = [
-    {"kind": "setup", "agents": ["Ann", "Bob", "Cid"], "room": "kitchen", "gathering": "hall",
-     "containers": ["basket", "box", "crate"], "transparent": [], "object": "apple", "objects": ["apple"]},
+    {
+        "kind": "setup",
+        "agents": ["Ann", "Bob", "Cid"],
+        "room": "kitchen",
+        "gathering": "hall",
+        "containers": ["basket", "box", "crate"],
+        "transparent": [],
+        "object": "apple",
+        "objects": ["apple"],
+    },
     {"kind": "enter", "agent": "Ann", "room": "kitchen"},
     {"kind": "enter", "agent": "Bob", "room": "kitchen"},
     {"kind": "init", "obj": "apple", "container": "basket"},
@@ -36,15 +45,30 @@ TRACE = [
     {"kind": "exit", "agent": "Ann", "room": "kitchen"},
     {"kind": "enter", "agent": "Ann", "room": "hall"},
     {"kind": "enter", "agent": "Bob", "room": "hall"},
-    {"kind": "tell", "agent": "Ann", "room": "hall", "obj": "apple", "container": "crate", "listeners": ["Bob"],
-     "public": False},
+    {
+        "kind": "tell",
+        "agent": "Ann",
+        "room": "hall",
+        "obj": "apple",
+        "container": "crate",
+        "listeners": ["Bob"],
+        "public": False,
+    },
 ]
 
 
-def record(chain: list[str], question_type: str = "higher_order_belief", answer_format: str = "free_text",
-           **extra) -> dict:
-    return {"source": "tomforge_gen", "generator": "tomforge_gen", "trace": TRACE, "perspective_chain": chain,
-            "question_type": question_type, "answer_format": answer_format, **extra}
+def record(
+    chain: list[str], question_type: str = "higher_order_belief", answer_format: str = "free_text", **extra
+) -> dict:
+    return {
+        "source": "tomforge_gen",
+        "generator": "tomforge_gen",
+        "trace": TRACE,
+        "perspective_chain": chain,
+        "question_type": question_type,
+        "answer_format": answer_format,
+        **extra,
+    }
 
 
 def test_hand_worked_forms() -> None:
@@ -54,14 +78,16 @@ def test_hand_worked_forms() -> None:
         "The apple starts in the basket. Cid was not there. It does not count.\n"
         "Ann moves the apple to the box. Cid and Ann saw it. It counts.\n"
         "Ann tells Bob the apple is in the crate. Cid did not hear it. It does not count.\n"
-        "In the end, Cid thinks Ann thinks the apple is in the box.")
+        "In the end, Cid thinks Ann thinks the apple is in the box."
+    )
     bob = rationale_of_record(record(["Bob"], "first_order_belief"))
     assert bob is not None and bob.answer == "crate"
     assert rationale_text(bob, "beliefs") == (
         "The apple starts in the basket. Now Bob thinks the apple is in the basket.\n"
         "Ann moves the apple to the box. Nothing changes along the chain.\n"
         "Ann tells Bob the apple is in the crate. Now Bob thinks the apple is in the crate.\n"
-        "In the end, Bob thinks the apple is in the crate.")
+        "In the end, Bob thinks the apple is in the crate."
+    )
     ann_bob = rationale_of_record(record(["Ann", "Bob"]))
     assert ann_bob is not None and ann_bob.answer == "crate"  # Ann knows Bob trusts her claim
     assert rationale_text(ann_bob, "curriculum") == (
@@ -70,10 +96,14 @@ def test_hand_worked_forms() -> None:
         "is in the box.\n"
         "Order 2. Ann tells Bob the apple is in the crate. That is the last event that counts. "
         "So Ann thinks Bob thinks the apple is in the crate.\n"
-        "In the end, Ann thinks Bob thinks the apple is in the crate.")
+        "In the end, Ann thinks Bob thinks the apple is in the crate."
+    )
     memory = rationale_of_record(record([], "memory", "yes_no", meta={"asked_container": "box"}))
-    assert memory is not None and memory.answer == "basket" and gold_from_rationale(memory, {
-        "answer_format": "yes_no", "meta": {"asked_container": "box"}}) == "no"
+    assert (
+        memory is not None
+        and memory.answer == "basket"
+        and gold_from_rationale(memory, {"answer_format": "yes_no", "meta": {"asked_container": "box"}}) == "no"
+    )
 
 
 def test_structure_per_level() -> None:
@@ -139,8 +169,10 @@ def _check_real(records: list[dict], every_form: int = 0) -> int:
     return checked
 
 
-@pytest.mark.parametrize("source,path", [("hitom", "hitom/Hi-ToM_data.json"), ("tomi", "tomi"),
-                                         ("exploretom", "exploretom/exploretom-sample.csv")])
+@pytest.mark.parametrize(
+    "source,path",
+    [("hitom", "hitom/Hi-ToM_data.json"), ("tomi", "tomi"), ("exploretom", "exploretom/exploretom-sample.csv")],
+)
 def test_sample_files(samples: Path, source: str, path: str) -> None:
     assert _check_real(read_records(source, samples / path), every_form=1) > 0
 
@@ -196,13 +228,18 @@ def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
         truth = json.loads(row["reward_model"]["ground_truth"])
         assert truth["world"]["chain"] == list(rec["perspective_chain"])
         for form in FORMS:
-            scored = score_completion(target_completion(row, form), row["reward_model"]["ground_truth"],
-                                      RewardWeights(process=1.0))
+            scored = score_completion(
+                target_completion(row, form), row["reward_model"]["ground_truth"], RewardWeights(process=1.0)
+            )
             assert scored.correct and scored.faithful and scored.score == 4.0, (form, rec["item_id"])
-        neutral = score_completion(target_completion(row), row["reward_model"]["ground_truth"], RewardWeights(process=1.0))
+        neutral = score_completion(
+            target_completion(row), row["reward_model"]["ground_truth"], RewardWeights(process=1.0)
+        )
         assert neutral.score == 3.0 and neutral.faithful is False  # the neutral thought states no belief
-    other = rl_columns({**records[0], "source": "fantom", "trace": None, "question_type": "answerability"},
-                       rationales=rationale_columns)
+    other = rl_columns(
+        {**records[0], "source": "fantom", "trace": None, "question_type": "answerability"},
+        rationales=rationale_columns,
+    )
     assert other["rationale"] is None and other["rationale_text"] is None
     assert "world" not in json.loads(other["reward_model"]["ground_truth"])
 
@@ -210,10 +247,25 @@ def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
 def test_a_variant_is_explained_under_its_source_rules() -> None:
     """A ToMi variant (its record carries the trace): Ann comes back into the porch after Bob moved the
     kiwi. ToMi's rules let whoever enters see where it is (blue_bag); the project's own would keep red_box."""
-    setup = {"kind": "setup", "agents": ["Ann", "Bob"], "room": "porch", "gathering": None,
-             "containers": ["red_box", "blue_bag"], "transparent": [], "object": "kiwi", "objects": ["kiwi"]}
-    events = [("enter", "Ann"), ("enter", "Bob"), ("init", None), ("exit", "Ann"), ("move", "Bob"), ("exit", "Bob"),
-              ("enter", "Ann")]
+    setup = {
+        "kind": "setup",
+        "agents": ["Ann", "Bob"],
+        "room": "porch",
+        "gathering": None,
+        "containers": ["red_box", "blue_bag"],
+        "transparent": [],
+        "object": "kiwi",
+        "objects": ["kiwi"],
+    }
+    events = [
+        ("enter", "Ann"),
+        ("enter", "Bob"),
+        ("init", None),
+        ("exit", "Ann"),
+        ("move", "Bob"),
+        ("exit", "Bob"),
+        ("enter", "Ann"),
+    ]
     trace = [setup]
     for line, (kind, agent) in enumerate(events, start=1):
         item = {"kind": kind, "line": line}
@@ -224,8 +276,17 @@ def test_a_variant_is_explained_under_its_source_rules() -> None:
             if agent:
                 item["agent"] = agent
         trace.append(item)
-    variant = {"source": "tomi_variants", "generator": "tomforge_variants", "trace": trace, "perspective_chain": ["Ann"],
-               "question_type": "first_order_belief", "answer_format": "free_text"}
+    variant = {
+        "source": "tomi_variants",
+        "generator": "tomforge_variants",
+        "trace": trace,
+        "perspective_chain": ["Ann"],
+        "question_type": "first_order_belief",
+        "answer_format": "free_text",
+    }
     r = rationale_of_record(variant)
     assert r is not None and r.question.rules == "tomi" and r.answer == "blue_bag"
-    assert rationale_text(r, "events").splitlines()[-2] == "Line 7: Ann enters and sees the kiwi in the blue_bag. Ann saw it. It counts."
+    assert (
+        rationale_text(r, "events").splitlines()[-2]
+        == "Line 7: Ann enters and sees the kiwi in the blue_bag. Ann saw it. It counts."
+    )

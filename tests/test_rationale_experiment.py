@@ -1,6 +1,7 @@
 """The rationale experiment (issue 27, item 4) on CPU: the job queue's order and dependencies, trace fidelity in
 the report against a hand-worked case, and a smoke run of the whole script (SFT with and without rationales, RL
 with the process reward, evaluation, report) with a tiny model on a tiny release made by the pipeline."""
+
 from __future__ import annotations
 
 import json
@@ -29,19 +30,35 @@ def test_queue_runs_every_job_once_after_what_it_needs() -> None:
 def test_split_entry_reports_fidelity_as_worked_by_hand() -> None:
     from experiments.experiment_report import split_entry
 
-    rows = pl.DataFrame({  # order 4: right for the right reasons, right for the wrong ones; order 5: wrong;
-        "correct": [True, True, False, True], "format_ok": [True, True, True, False],  # last: no world to judge
-        "faithful": [True, False, False, None], "claims_correct": [5, 2, 4, None],
-        "claims_contradicted": [0, 1, 3, None], "belief_order": [4, 4, 5, 5]})
+    rows = pl.DataFrame(
+        {  # order 4: right for the right reasons, right for the wrong ones; order 5: wrong;
+            "correct": [True, True, False, True],
+            "format_ok": [True, True, True, False],  # last: no world to judge
+            "faithful": [True, False, False, None],
+            "claims_correct": [5, 2, 4, None],
+            "claims_contradicted": [0, 1, 3, None],
+            "belief_order": [4, 4, 5, 5],
+        }
+    )
     entry = split_entry(rows)
     assert (entry["n"], entry["correct"], entry["format_rate"]) == (4, 3, 0.75)
-    assert entry["fidelity"] == {"with_world": 3, "right_reasons": round(1 / 3, 4), "wrong_reasons": round(1 / 3, 4),
-                                 "faithful_share": 0.5, "mean_claims_correct": round(11 / 3, 4),
-                                 "mean_claims_contradicted": round(4 / 3, 4)}
+    assert entry["fidelity"] == {
+        "with_world": 3,
+        "right_reasons": round(1 / 3, 4),
+        "wrong_reasons": round(1 / 3, 4),
+        "faithful_share": 0.5,
+        "mean_claims_correct": round(11 / 3, 4),
+        "mean_claims_contradicted": round(4 / 3, 4),
+    }
     assert entry["fidelity_by_order"]["4"]["right_reasons"] == 0.5
-    assert entry["fidelity_by_order"]["5"] == {"with_world": 1, "right_reasons": 0.0, "wrong_reasons": 0.0,
-                                               "faithful_share": None, "mean_claims_correct": 4.0,
-                                               "mean_claims_contradicted": 3.0}
+    assert entry["fidelity_by_order"]["5"] == {
+        "with_world": 1,
+        "right_reasons": 0.0,
+        "wrong_reasons": 0.0,
+        "faithful_share": None,
+        "mean_claims_correct": 4.0,
+        "mean_claims_contradicted": 3.0,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +71,54 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from tomforge.warehouse.progress import SILENT
 
     base = tmp_path_factory.mktemp("rexp")
-    plan = ExperimentData(hitom=str(SAMPLES / "hitom" / "Hi-ToM_data.json"), tomi=str(SAMPLES / "tomi"),
-                          n_gen_train=16, n_gen_test=14, n_gen_test_templated=8, tomi_per_order=1)
+    plan = ExperimentData(
+        hitom=str(SAMPLES / "hitom" / "Hi-ToM_data.json"),
+        tomi=str(SAMPLES / "tomi"),
+        n_gen_train=16,
+        n_gen_test=14,
+        n_gen_test_templated=8,
+        tomi_per_order=1,
+    )
     prepare(base, plan, SILENT)
     release = base / "release"
-    texts = [m["content"] for p in read_split(release, SplitRef.parse("tomforge_gen/train_controlled"))
-             .column("prompt").to_pylist() for m in p]
+    texts = [
+        m["content"]
+        for p in read_split(release, SplitRef.parse("tomforge_gen/train_controlled")).column("prompt").to_pylist()
+        for m in p
+    ]
     tokenizer = build_tokenizer(texts, vocab_size=1200)
     build_model(tokenizer).save_pretrained(base / "tiny")
     tokenizer.save_pretrained(base / "tiny")
-    recipe = {"sft_steps": 2, "sft_batch": 4, "rl_steps": 1, "generations": 2, "rl_batch": 4, "rl_micro_batch": 4,
-              "completion": 8, "eval_tokens": 8, "eval_limit": 2, "eval_batch": 4}
-    code = main(["run", "--release", str(release), "--model", str(base / "tiny"), "--work", str(base / "work"),
-                 "--seeds", "0", "--arms", "answer-only,rationale,rationale-rl-process", "--in-process",
-                 "--recipe", json.dumps(recipe)])
+    recipe = {
+        "sft_steps": 2,
+        "sft_batch": 4,
+        "rl_steps": 1,
+        "generations": 2,
+        "rl_batch": 4,
+        "rl_micro_batch": 4,
+        "completion": 8,
+        "eval_tokens": 8,
+        "eval_limit": 2,
+        "eval_batch": 4,
+    }
+    code = main(
+        [
+            "run",
+            "--release",
+            str(release),
+            "--model",
+            str(base / "tiny"),
+            "--work",
+            str(base / "work"),
+            "--seeds",
+            "0",
+            "--arms",
+            "answer-only,rationale,rationale-rl-process",
+            "--in-process",
+            "--recipe",
+            json.dumps(recipe),
+        ]
+    )
     return {"base": base, "code": code, "recipe": recipe}
 
 
@@ -91,9 +142,27 @@ def test_smoke_trains_and_evaluates_every_arm(smoke_run: dict) -> None:
     # a sequel call finds every job done and runs none again
     from experiments.rationale_experiment import main
 
-    assert main(["run", "--release", str(smoke_run["base"] / "release"), "--model", str(smoke_run["base"] / "tiny"),
-                 "--work", str(work), "--seeds", "0", "--arms", "answer-only", "--in-process",
-                 "--recipe", json.dumps(smoke_run["recipe"])]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--release",
+                str(smoke_run["base"] / "release"),
+                "--model",
+                str(smoke_run["base"] / "tiny"),
+                "--work",
+                str(work),
+                "--seeds",
+                "0",
+                "--arms",
+                "answer-only",
+                "--in-process",
+                "--recipe",
+                json.dumps(smoke_run["recipe"]),
+            ]
+        )
+        == 0
+    )
     assert set(json.loads((work / "calls.json").read_text())[-1]["status"].values()) == {"skipped"}
 
 
@@ -104,16 +173,20 @@ def test_smoke_report_counts_every_row_and_pairs_the_seeds(smoke_run: dict) -> N
     metrics = report(base / "data.duckdb", base / "work", base / "report")
     total = sum(pl.read_parquet(p).height for p in (base / "work").glob("*/eval.parquet"))
     assert metrics["eval_rows_stored"] == total == 3 * 2 * len(metrics["runs"][0]["eval"])
-    assert {(e["arm"], e["seed"]) for e in metrics["runs"]} == {("answer-only", 0), ("rationale", 0),
-                                                                ("rationale-rl-process", 0)}
+    assert {(e["arm"], e["seed"]) for e in metrics["runs"]} == {
+        ("answer-only", 0),
+        ("rationale", 0),
+        ("rationale-rl-process", 0),
+    }
     for entry in metrics["runs"]:
         for split, ev in entry["eval"].items():
             assert ev["n"] == 2 and "fidelity" in ev and "by_order" in ev, (entry["arm"], split)
     by = {(e["arm"]): e for e in metrics["runs"]}
     pair = {r["split"]: r for r in metrics["paired"]}
     for split, row in pair.items():
-        assert row["per_seed"][0] == pytest.approx(by["rationale"]["eval"][split]["acc"]
-                                                   - by["answer-only"]["eval"][split]["acc"])
+        assert row["per_seed"][0] == pytest.approx(
+            by["rationale"]["eval"][split]["acc"] - by["answer-only"]["eval"][split]["acc"]
+        )
     assert "| rationale (0) |" in (base / "report" / "summary.md").read_text()
 
 

@@ -1,4 +1,5 @@
 """The README is a door: its two commands stay true (command 2 is what CI runs) and its links lead somewhere."""
+
 import re
 from pathlib import Path
 

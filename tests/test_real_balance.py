@@ -5,6 +5,7 @@ The selection is checked on planted candidate pools against counts worked out by
 audit's corrected alpha) and two-sided binomial bounds computed with scipy, and the same pool without
 balance must fail that test (so the check can fail).
 """
+
 from __future__ import annotations
 
 import re
@@ -72,21 +73,46 @@ def test_reality_questions_and_strata_that_cannot_be_balanced() -> None:
     # nothing but first containers: no choice keeps the rule at chance, so nothing is kept
     assert select(pool((1, "free_text", 2), initial=50), 1, 0) == []
     # no final gold in the pool: `other` stands in for it, the first container stays at 1 in k
-    assert roles(select(pool((1, "free_text", 2), initial=50, intermediate=7), 1, 0)) == Counter(initial=7, intermediate=7)
+    assert roles(select(pool((1, "free_text", 2), initial=50, intermediate=7), 1, 0)) == Counter(
+        initial=7, intermediate=7
+    )
     # memory questions ask for the first container by definition: kept as they are
     assert len(select(pool(("memory", "free_text", 2), initial=9), 1, 0)) == 9
     assert role_block(1, 5, {"initial", "final"}) == ("initial", "final", "final", "final", "final")
 
 
 TEMPLATES = [  # (story lines, questions with golds under ToMi's rules): Ann away during the move, or there
-    (["{a} entered the {r}.", "{b} entered the {r}.", "The {o} is in the {c1}.", "{a} exited the {r}.",
-      "{b} moved the {o} to the {c2}.", "{b} exited the {r}."],
-     [("Where was the {o} at the beginning?", "{c1}"), ("Where is the {o} really?", "{c2}"),
-      ("Where will {a} look for the {o}?", "{c1}"), ("Where does {b} think that {a} searches for the {o}?", "{c1}")]),
-    (["{a} entered the {r}.", "{b} entered the {r}.", "The {o} is in the {c1}.", "{b} moved the {o} to the {c2}.",
-      "{a} exited the {r}."],
-     [("Where was the {o} at the beginning?", "{c1}"), ("Where is the {o} really?", "{c2}"),
-      ("Where will {a} look for the {o}?", "{c2}"), ("Where does {b} think that {a} searches for the {o}?", "{c2}")]),
+    (
+        [
+            "{a} entered the {r}.",
+            "{b} entered the {r}.",
+            "The {o} is in the {c1}.",
+            "{a} exited the {r}.",
+            "{b} moved the {o} to the {c2}.",
+            "{b} exited the {r}.",
+        ],
+        [
+            ("Where was the {o} at the beginning?", "{c1}"),
+            ("Where is the {o} really?", "{c2}"),
+            ("Where will {a} look for the {o}?", "{c1}"),
+            ("Where does {b} think that {a} searches for the {o}?", "{c1}"),
+        ],
+    ),
+    (
+        [
+            "{a} entered the {r}.",
+            "{b} entered the {r}.",
+            "The {o} is in the {c1}.",
+            "{b} moved the {o} to the {c2}.",
+            "{a} exited the {r}.",
+        ],
+        [
+            ("Where was the {o} at the beginning?", "{c1}"),
+            ("Where is the {o} really?", "{c2}"),
+            ("Where will {a} look for the {o}?", "{c2}"),
+            ("Where does {b} think that {a} searches for the {o}?", "{c2}"),
+        ],
+    ),
 ]
 NAMES = ["Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal"]
 THINGS = ["kiwi", "plum", "pear", "lime", "fig", "date"]
@@ -99,8 +125,14 @@ def planted_tomi(tmp_path: Path, n: int = 60) -> list[dict]:
     blocks = []
     for i in range(n):
         lines, questions = TEMPLATES[i % 2]
-        fields = {"a": NAMES[i % 8], "b": NAMES[(i + 3) % 8], "r": "porch", "o": THINGS[i % 6],
-                  "c1": BOXES[i % 7], "c2": BOXES[(i + 2) % 7]}
+        fields = {
+            "a": NAMES[i % 8],
+            "b": NAMES[(i + 3) % 8],
+            "r": "porch",
+            "o": THINGS[i % 6],
+            "c1": BOXES[i % 7],
+            "c2": BOXES[(i + 2) % 7],
+        }
         story = "\n".join(f"{k} {line.format(**fields)}" for k, line in enumerate(lines, start=1))
         for question, gold in questions:
             blocks.append(f"{story}\n{len(lines) + 1} {question.format(**fields)}\t{gold.format(**fields)}\t1")
@@ -134,7 +166,11 @@ def test_planted_skewed_pool_is_balanced_by_default(tmp_path: Path) -> None:
             assert row["correct"] <= high, row
     for record in outcome.records:  # the statements the balance adds are ToMi's own noise sentences
         added = record["meta"]["balance_statements"]
-        noise = [line for line in record["context"].splitlines() if re.search(r" (?:dis)?likes the | loves the | hates the ", line)]
+        noise = [
+            line
+            for line in record["context"].splitlines()
+            if re.search(r" (?:dis)?likes the | loves the | hates the ", line)
+        ]
         assert len(noise) >= added and all(not line.endswith(".") for line in noise)
 
 

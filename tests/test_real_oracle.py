@@ -3,6 +3,7 @@ each checker rule option on a hand-worked story, and the oracle's verdicts and e
 
 Expected answers are worked out by hand from the stories below, never by the code under test.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,17 @@ CHOICES = "A. red_tin, B. blue_jar, C. green_pot, D. white_box"
 
 def hitom_row(question: str, order: int, answer: str, prompting: str = "CoTP", sample: int = 0) -> dict:
     story = HITOM_STORY if prompting == "CoTP" else "Read the story and answer.\n" + HITOM_STORY
-    return {"prompting_type": prompting, "deception": True, "story_length": 1, "question_order": order,
-            "sample_id": sample, "story": story + "\n\n", "question": question, "choices": CHOICES, "answer": answer}
+    return {
+        "prompting_type": prompting,
+        "deception": True,
+        "story_length": 1,
+        "question_order": order,
+        "sample_id": sample,
+        "story": story + "\n\n",
+        "question": question,
+        "choices": CHOICES,
+        "answer": answer,
+    }
 
 
 def hitom_records(tmp_path: Path, rows: list[dict]) -> list[dict]:
@@ -56,8 +66,16 @@ def test_hitom_sentences_become_events() -> None:
     assert {e["line"] for e in events[:3]} == {1}
     assert story.room_of("fig") == "attic"
     tells = [e for e in events if e["kind"] == "tell"]
-    assert tells[0] == {"kind": "tell", "agent": "Max", "room": "waiting_room", "public": True, "obj": "fig",
-                        "container": "red_tin", "line": 11, "text": "Max publicly claimed that fig is in the red_tin."}
+    assert tells[0] == {
+        "kind": "tell",
+        "agent": "Max",
+        "room": "waiting_room",
+        "public": True,
+        "obj": "fig",
+        "container": "red_tin",
+        "line": 11,
+        "text": "Max publicly claimed that fig is in the red_tin.",
+    }
     assert tells[1]["listeners"] == ["Max"] and tells[1]["public"] is False
     assert [e["kind"] for e in events if e["line"] == 5] == ["noise"]
 
@@ -67,9 +85,12 @@ def test_hitom_json_and_text_tree_parse_alike(tmp_path: Path) -> None:
     tree = tmp_path / "Hi-ToM_data" / "Tell" / "MC" / "length_1" / "sample_1"
     tree.mkdir(parents=True)
     (tree / "order_1.txt").write_text(
-        "Read the following story and answer the multiple-choice question.\nStory:\n" + HITOM_STORY
-        + "\nQuestion: Where does Max really think the fig is?\nAnswer: green_pot\nChoices: " + CHOICES
-        + "\n\nNote: You should assume the following.\n")
+        "Read the following story and answer the multiple-choice question.\nStory:\n"
+        + HITOM_STORY
+        + "\nQuestion: Where does Max really think the fig is?\nAnswer: green_pot\nChoices: "
+        + CHOICES
+        + "\n\nNote: You should assume the following.\n"
+    )
     text_record = read_all(get_adapter("hitom"), tree / "order_1.txt")[0][0]
     for record in (json_record, text_record):
         check = check_item(record)
@@ -95,10 +116,12 @@ TOMI_TXT = """1 Ann entered the porch.
 7 Ann entered the porch.
 8 Where will Ann look for the kiwi?\tblue_bag\t1
 """
-TOMI_TRACE = ("enter_agent_1,enter_agent_0,agent_1_exits,agent_0_moves_obj,agent_0_exits,agent_1_reenters_loc,"
-              "second_order_0_no_tom,second_order_false_belief\n"
-              "enter_agent_1,enter_agent_0,agent_1_exits,agent_0_moves_obj,agent_0_exits,agent_1_reenters_loc,"
-              "first_order_1_no_tom,second_order_false_belief\n")
+TOMI_TRACE = (
+    "enter_agent_1,enter_agent_0,agent_1_exits,agent_0_moves_obj,agent_0_exits,agent_1_reenters_loc,"
+    "second_order_0_no_tom,second_order_false_belief\n"
+    "enter_agent_1,enter_agent_0,agent_1_exits,agent_0_moves_obj,agent_0_exits,agent_1_reenters_loc,"
+    "first_order_1_no_tom,second_order_false_belief\n"
+)
 
 
 def tomi_records(tmp_path: Path, txt: str = TOMI_TXT, trace: str = TOMI_TRACE) -> list[dict]:
@@ -127,12 +150,15 @@ def test_tomi_trace_must_match_the_story(tmp_path: Path) -> None:
     assert check.explanation == "not parsed: the .trace lists 2 move events, the story states 1"
 
 
-@pytest.mark.parametrize("line, reason", [
-    ("5 Lou juggled the fig.", "line 5: not a HiToM sentence: 'Lou juggled the fig.'"),
-    ("5 Max moved the fig to the green_pot.", None),  # fine: Max is in the attic
-    ("5 Zed moved the fig to the green_pot.", "line 5: Zed moves the fig while not in the attic"),
-    ("5 Kim exited the attic.", "line 5: Kim exits the attic without being there"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("5 Lou juggled the fig.", "line 5: not a HiToM sentence: 'Lou juggled the fig.'"),
+        ("5 Max moved the fig to the green_pot.", None),  # fine: Max is in the attic
+        ("5 Zed moved the fig to the green_pot.", "line 5: Zed moves the fig while not in the attic"),
+        ("5 Kim exited the attic.", "line 5: Kim exits the attic without being there"),
+    ],
+)
 def test_hitom_story_that_cannot_be_parsed_says_why(line: str, reason: str | None) -> None:
     lines = HITOM_STORY.splitlines()
     lines[4] = line
@@ -154,8 +180,16 @@ def test_unparsed_item_is_reported_not_skipped(tmp_path: Path) -> None:
 
 # Rule options, each on a story whose answers are worked out by hand.
 def world(events: list[dict], rules: Rules, agents=("A", "B", "C")) -> TraceWorld:
-    setup = {"kind": "setup", "agents": list(agents), "room": "den", "gathering": "hall", "containers": [],
-             "transparent": [], "object": "o", "objects": ["o"]}
+    setup = {
+        "kind": "setup",
+        "agents": list(agents),
+        "room": "den",
+        "gathering": "hall",
+        "containers": [],
+        "transparent": [],
+        "object": "o",
+        "objects": ["o"],
+    }
     return TraceWorld([setup, *events], rules)
 
 
@@ -170,8 +204,16 @@ def ev(kind: str, agent: str | None = None, **fields) -> dict:
     return out
 
 
-BASE = [ev("enter", "A"), ev("enter", "B"), ev("enter", "C"), ev("init", container="c1"),
-        ev("exit", "A"), ev("move", "B", container="c2"), ev("exit", "B"), ev("exit", "C")]
+BASE = [
+    ev("enter", "A"),
+    ev("enter", "B"),
+    ev("enter", "C"),
+    ev("init", container="c1"),
+    ev("exit", "A"),
+    ev("move", "B", container="c2"),
+    ev("exit", "B"),
+    ev("exit", "C"),
+]
 
 
 def test_rule_entry_reveals() -> None:
@@ -222,8 +264,14 @@ def test_rule_reentry_common_knowledge_and_bystander_entry() -> None:
     assert world(events, Rules(entry_reveals=True)).belief(["B", "A"]) == "c1"  # B had left
     assert world(events, Rules(entry_reveals=True, reentry_common_knowledge=True)).belief(["B", "A"]) == "c2"
     # C was in the room all along, so a chain without C sees the final location under the ToMi defect
-    late = [ev("enter", "A"), ev("enter", "B"), ev("init", container="c1"), ev("exit", "A"),
-            ev("move", "B", container="c2"), ev("enter", "C")]
+    late = [
+        ev("enter", "A"),
+        ev("enter", "B"),
+        ev("init", container="c1"),
+        ev("exit", "A"),
+        ev("move", "B", container="c2"),
+        ev("enter", "C"),
+    ]
     assert world(late, RULE_SETS["tomi"]).belief(["B", "A"]) == "c1"
     assert world(late, RULE_SETS["tomi_generator"]).belief(["B", "A"]) == "c2"
 
@@ -235,8 +283,10 @@ def test_oracle_finds_a_planted_wrong_gold_and_names_the_sentence(tmp_path: Path
     records = hitom_records(tmp_path, [right, wrong])
     checks = [check_item(record) for record in records]
     assert [c.agrees for c in checks] == [True, False]
-    assert checks[1].explanation == ("blue_jar: line 3 (Kim moves it to blue_jar); gold green_pot comes from line 6 "
-                                     "(Lou moves it to green_pot), but Kim was not there")
+    assert checks[1].explanation == (
+        "blue_jar: line 3 (Kim moves it to blue_jar); gold green_pot comes from line 6 "
+        "(Lou moves it to green_pot), but Kim was not there"
+    )
     assert conflicting_pairs(records, checks) == (1, {1: 1})
 
 
@@ -253,13 +303,15 @@ def test_real_hitom_release() -> None:
     assert sum(not check.agrees for check in checks) == 138  # one side of each conflicting pair, nothing else
 
 
-EXPLORETOM_STORY = ("Ann entered the tool shed. Bob entered the tool shed. Ann moved the brass key to the red box, which "
-                    "is also located in the tool shed. Ann moved the brass key to the blue tin, which is also located "
-                    "in the tool shed. While this action was happening, Bob got distracted and did not realize what "
-                    "happened, without anyone noticing the brief lack of attention, and going back to paying "
-                    "attention immediately after the action was finished. Bob left the tool shed. Ann moved the brass "
-                    "key to the green crate, which is also located in the tool shed. While this action was happening, "
-                    "Bob witnessed this action in secret (and only this action).")
+EXPLORETOM_STORY = (
+    "Ann entered the tool shed. Bob entered the tool shed. Ann moved the brass key to the red box, which "
+    "is also located in the tool shed. Ann moved the brass key to the blue tin, which is also located "
+    "in the tool shed. While this action was happening, Bob got distracted and did not realize what "
+    "happened, without anyone noticing the brief lack of attention, and going back to paying "
+    "attention immediately after the action was finished. Bob left the tool shed. Ann moved the brass "
+    "key to the green crate, which is also located in the tool shed. While this action was happening, "
+    "Bob witnessed this action in secret (and only this action)."
+)
 # By hand: Bob missed the move to the blue tin (nobody noticed), then watched the last move in secret.
 EXPLORETOM_QUESTIONS = [
     ("In which container was the brass key at the beginning?", "red box", -1),
@@ -274,18 +326,30 @@ def exploretom_records(tmp_path: Path) -> list[dict]:
     """EXPLORETOM_QUESTIONS on EXPLORETOM_STORY, written in ExploreToM's CSV layout and read by the adapter."""
     import csv
 
-    header = next(csv.reader((Path(__file__).parents[1] / "warehouse/samples/exploretom/exploretom-sample.csv")
-                             .open(encoding="utf-8")))
+    header = next(
+        csv.reader(
+            (Path(__file__).parents[1] / "warehouse/samples/exploretom/exploretom-sample.csv").open(encoding="utf-8")
+        )
+    )
     with (tmp_path / "explore.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, header)
         writer.writeheader()
         for index, (question, answer, order) in enumerate(EXPLORETOM_QUESTIONS):
             chain = re.findall(r"\b(Ann|Bob)\b", question)
-            writer.writerow({**dict.fromkeys(header, ""), "story_structure": EXPLORETOM_STORY, "question": question,
-                             "expected_answer": answer, "qprop=nth_order": str(order),
-                             "qprop=params": f"({chain!r}, 'brass key', 'container_location-True')" if chain
-                             else "(None, 'brass key', 'memory-container_location')",
-                             "sprop=global_idx": str(index), "param=story_type": "tomi+asymmetric"})
+            writer.writerow(
+                {
+                    **dict.fromkeys(header, ""),
+                    "story_structure": EXPLORETOM_STORY,
+                    "question": question,
+                    "expected_answer": answer,
+                    "qprop=nth_order": str(order),
+                    "qprop=params": f"({chain!r}, 'brass key', 'container_location-True')"
+                    if chain
+                    else "(None, 'brass key', 'memory-container_location')",
+                    "sprop=global_idx": str(index),
+                    "param=story_type": "tomi+asymmetric",
+                }
+            )
     records, rejects = read_all(get_adapter("exploretom"), tmp_path / "explore.csv")
     assert not rejects, rejects
     return records

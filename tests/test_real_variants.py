@@ -3,6 +3,7 @@ wording, split inheritance, determinism, balance, the `tomforge variants` comman
 variant-leak and oracle findings, and the clean quarantine. Expectations are worked out by hand
 from the fixture stories (see tests/test_real_oracle.py) or read back from the rendered text.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,19 @@ from tomforge.generators.real.variants import Settings, build_variants
 # Hand-worked beliefs at the end of HITOM_STORY under HiToM's rules: Kim and Lou left before Max and
 # adopt his public claim (red_tin); Max saw the last move (green_pot) and does not trust Kim.
 BELIEFS = {"Kim": "red_tin", "Lou": "red_tin", "Max": "green_pot"}
-QUESTIONS = [("Where is the fig really?", 0, "green_pot"), ("Where does Max really think the fig is?", 1, "green_pot"),
-             ("Where does Lou think Kim thinks the fig is?", 2, "blue_jar")]
+QUESTIONS = [
+    ("Where is the fig really?", 0, "green_pot"),
+    ("Where does Max really think the fig is?", 1, "green_pot"),
+    ("Where does Lou think Kim thinks the fig is?", 2, "blue_jar"),
+]
 MOVE = re.compile(r"(\w+) moved the fig to the (\w+)\.?")
 
 
 @pytest.fixture
 def hitom_items(tmp_path: Path) -> list[dict]:
-    return hitom_records(tmp_path, [hitom_row(q, order, gold, sample=i) for i, (q, order, gold) in enumerate(QUESTIONS)])
+    return hitom_records(
+        tmp_path, [hitom_row(q, order, gold, sample=i) for i, (q, order, gold) in enumerate(QUESTIONS)]
+    )
 
 
 def variants_of(records: list[dict], source: str, operator: str, **settings) -> list[dict]:
@@ -63,8 +69,9 @@ def added_lines(variant: dict, original: str) -> list[tuple[int, str]]:
 
 
 def test_every_gold_of_the_fixture_agrees(hitom_items) -> None:
-    assert [check_item(r).oracle_answer for r in sorted(hitom_items, key=lambda r: r["belief_order"])] == \
-        [gold for _, _, gold in QUESTIONS]
+    assert [check_item(r).oracle_answer for r in sorted(hitom_items, key=lambda r: r["belief_order"])] == [
+        gold for _, _, gold in QUESTIONS
+    ]
 
 
 def test_unobserved_move(hitom_items) -> None:
@@ -160,8 +167,11 @@ def test_tomi_operators_and_higher_orders_in_tomi_wording(tmp_path: Path) -> Non
     assert [r["question"] for r in higher if r["belief_order"] == 0] == ["Where is the kiwi really?"]
     for record in (r for r in higher if r["belief_order"] > 0):
         chain = record["perspective_chain"]
-        expected = f"Where does {chain[0]} think that " + "".join(f"{a} thinks that " for a in chain[1:-1]) + \
-            f"{chain[-1]} searches for the kiwi?"
+        expected = (
+            f"Where does {chain[0]} think that "
+            + "".join(f"{a} thinks that " for a in chain[1:-1])
+            + f"{chain[-1]} searches for the kiwi?"
+        )
         assert record["question"] == expected
         assert tomi.parse_question(record["question"]) == ("belief", tuple(chain), "kiwi")
         assert record["answer"] == "blue_bag"  # ToMi's rules: Ann's return is known to all (see test_real_oracle)
@@ -172,13 +182,26 @@ def test_tomi_operators_and_higher_orders_in_tomi_wording(tmp_path: Path) -> Non
 # The sentence shapes of each source, written by hand from its published stories (ToMi's tells: the two
 # shapes tomforge adds in ToMi's terse style). A variant line must have one of its own source's shapes.
 SHAPES = {
-    "tomi": [r"\w+ entered the \w+\.", r"\w+ exited the \w+\.", r"The \w+ is in the \w+\.",
-             r"\w+ moved the \w+ to the \w+\.", r"\w+ (?:likes|dislikes|loves|hates) the \w+",
-             r"\w+ told \w+ that the \w+ is in the \w+\.", r"\w+ said that the \w+ is in the \w+\."],
-    "hitom": [r"\w+(?:(?:, | and )\w+)* entered the \w+\.", r"\w+ exited the \w+\.", r"The \w+ is in the \w+\.",
-              r"\w+ moved the \w+ to the \w+\.", r"\w+ made no movements and stayed in the \w+ for 1 minute\.",
-              r"\w+ privately told \w+ that the \w+ is in the \w+\.", r"\w+ publicly claimed that \w+ is in the \w+\.",
-              r"\w+ (?:likes|dislikes) the \w+\.", r"\w+ (?:saw an? \w+|lost his \w+)\."],
+    "tomi": [
+        r"\w+ entered the \w+\.",
+        r"\w+ exited the \w+\.",
+        r"The \w+ is in the \w+\.",
+        r"\w+ moved the \w+ to the \w+\.",
+        r"\w+ (?:likes|dislikes|loves|hates) the \w+",
+        r"\w+ told \w+ that the \w+ is in the \w+\.",
+        r"\w+ said that the \w+ is in the \w+\.",
+    ],
+    "hitom": [
+        r"\w+(?:(?:, | and )\w+)* entered the \w+\.",
+        r"\w+ exited the \w+\.",
+        r"The \w+ is in the \w+\.",
+        r"\w+ moved the \w+ to the \w+\.",
+        r"\w+ made no movements and stayed in the \w+ for 1 minute\.",
+        r"\w+ privately told \w+ that the \w+ is in the \w+\.",
+        r"\w+ publicly claimed that \w+ is in the \w+\.",
+        r"\w+ (?:likes|dislikes) the \w+\.",
+        r"\w+ (?:saw an? \w+|lost his \w+)\.",
+    ],
 }
 
 
@@ -188,7 +211,10 @@ def shape_of(line: str, source: str) -> str | None:
 
 def test_style_variant_sentences_have_their_sources_shapes(tmp_path: Path, hitom_items) -> None:
     hitom_tell = "Kim privately told Max that the fig is in the blue_jar."
-    assert shape_of(hitom_tell, "tomi") is None and shape_of("Max publicly claimed that fig is in the red_tin.", "tomi") is None
+    assert (
+        shape_of(hitom_tell, "tomi") is None
+        and shape_of("Max publicly claimed that fig is in the red_tin.", "tomi") is None
+    )
     assert shape_of("Ann told Bob that the kiwi is in the red_box.", "hitom") is None  # and the other way round
     for source, items in (("tomi", tomi_items(tmp_path / "t")), ("hitom", hitom_items)):
         outcome = build_variants(source, items, Settings(max_order=4, n_per_story=7))
@@ -201,15 +227,17 @@ def test_style_variant_sentences_have_their_sources_shapes(tmp_path: Path, hitom
 
 def test_same_seed_same_variants(hitom_items) -> None:
     def key(seed: int) -> list[tuple[str, str]]:
-        return [(r["item_id"], r["content_hash"]) for r in build_variants(
-            "hitom", hitom_items, Settings(seed=seed, n_per_story=3)).records]
+        return [
+            (r["item_id"], r["content_hash"])
+            for r in build_variants("hitom", hitom_items, Settings(seed=seed, n_per_story=3)).records
+        ]
+
     assert key(0) == key(0)
     assert key(0) != key(1)
 
 
 def test_gold_positions_follow_a_deck(hitom_items) -> None:
-    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[],
-                                                                   balance=False))
+    outcome = build_variants("hitom", hitom_items, Settings(max_order=6, n_per_story=8, operators=[], balance=False))
     assert {tuple(r["operators"]) for r in outcome.records} == {("higher_order",)}  # operators=[]: none
     for order in range(3, 7):
         counts = Counter(r["answer_index"] for r in outcome.records if r["belief_order"] == order)
@@ -225,13 +253,17 @@ def test_cli_variants_writes_oracle_checks_and_variants(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     con = duckdb.connect(str(warehouse), read_only=True)
     n_variants = con.execute("SELECT count(*) FROM items WHERE source = 'tomi_variants'").fetchone()[0]
-    checks = con.execute("SELECT source, count(*), count(*) FILTER (WHERE agrees) FROM oracle_checks "
-                         "GROUP BY 1 ORDER BY 1").fetchall()
+    checks = con.execute(
+        "SELECT source, count(*), count(*) FILTER (WHERE agrees) FROM oracle_checks GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     con.close()
     assert checks == [("tomi", 2, 2), ("tomi_variants", n_variants, n_variants)] and n_variants > 0
     assert f"tomi_variants: {n_variants} items" in result.output
-    assert_one_line_error(run("variants", "--source", "tomi", "--operators", "teleport", "-w", str(warehouse)),
-                          "unknown operators", "teleport")
+    assert_one_line_error(
+        run("variants", "--source", "tomi", "--operators", "teleport", "-w", str(warehouse)),
+        "unknown operators",
+        "teleport",
+    )
     assert_one_line_error(run("variants", "--source", "hitom", "-w", str(warehouse)), "no items of source 'hitom'")
     assert_one_line_error(run("variants", "--source", "tomi", "-w", str(tmp_path / "none.duckdb")), "not found")
 
@@ -269,8 +301,9 @@ def test_audit_reports_variant_leak_and_oracle_disagreement_and_clean_quarantine
     assert "tomi_train.txt" in oracle.evidence[0]["items"]
     leaked = findings("split = 'train' OR source = 'tomi_variants'", "split = 'test' AND source = 'tomi'")
     [leak] = leaked["overlap:variant_leak"]
-    assert leak["evidence"]["heldout_item_ids"] and set(leak["evidence"]["variant_item_ids"]) <= \
-        set(leak["evidence"]["train_item_ids"])
+    assert leak["evidence"]["heldout_item_ids"] and set(leak["evidence"]["variant_item_ids"]) <= set(
+        leak["evidence"]["train_item_ids"]
+    )
     leaks = verdict["variant leaks"]
     assert leaks.status == "fail" and leaks.finding.startswith("1 story with items on both sides")
     assert f"({len(leak['evidence']['train_item_ids'])} train items)" in leaks.finding
@@ -301,19 +334,31 @@ def test_exploretom_variants_keep_its_paragraph_and_modifiers(tmp_path: Path) ->
     assert {r["operators"][0] for r in outcome.records} == {"higher_order", "unobserved_move", "return"}
     assert not [reason for reason in outcome.skipped if "re-check" in reason]
     modifier = re.compile(r"While this action was happening, (\w+) (witnessed|got distracted)")
-    original_pairs = re.findall(r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)",
-                                items[0]["context"])
+    original_pairs = re.findall(
+        r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)", items[0]["context"]
+    )
     for variant in outcome.records:
         assert "\n" not in variant["context"]  # one paragraph, as published
         story = exploretom.parse_story(variant["context"])
         assert len(modifier.findall(variant["context"])) == 2
         # each modifier still follows the move it was written about
-        assert re.findall(r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)",
-                          variant["context"]) == original_pairs
+        assert (
+            re.findall(
+                r"moved the brass key to the ([a-z ]+?), [^.]*\. While this action was happening, (\w+)",
+                variant["context"],
+            )
+            == original_pairs
+        )
         assert story.lines  # parsed
     third = [r for r in outcome.records if r["belief_order"] == 3]
-    assert third and all(re.fullmatch(r"In which container does \w+ think that \w+ thinks that \w+ will search for "
-                                      r"the brass key\?", r["question"]) for r in third)
+    assert third and all(
+        re.fullmatch(
+            r"In which container does \w+ think that \w+ thinks that \w+ will search for "
+            r"the brass key\?",
+            r["question"],
+        )
+        for r in third
+    )
 
 
 def test_tomi_tells_where_and_what(tmp_path: Path) -> None:
@@ -349,8 +394,9 @@ TOMI_MEMORY_STORY = """1 Ann entered the porch.
 def test_memory_variants_are_order_zero(tmp_path: Path) -> None:
     from tests.test_real_oracle import tomi_records
 
-    items = tomi_records(tmp_path, TOMI_MEMORY_STORY, "enter_agent_0,enter_agent_1,agent_0_exits,agent_1_moves_obj,"
-                                                      "memory,false_belief\n")
+    items = tomi_records(
+        tmp_path, TOMI_MEMORY_STORY, "enter_agent_0,enter_agent_1,agent_0_exits,agent_1_moves_obj,memory,false_belief\n"
+    )
     assert [(r["question_type"], r["belief_order"]) for r in items] == [("memory", 0)]  # the adapter's own
     outcome = build_variants("tomi", items, Settings(max_order=0, n_per_story=6, balance=False))
     memory = [r for r in outcome.records if r["question_type"] == "memory"]
@@ -364,8 +410,10 @@ def test_oracle_verdict_counts_the_selections_and_says_so(tmp_path: Path) -> Non
     next to the warehouse's own count in `oracle_checks`; `clean --quarantine-oracle` removes the former."""
     warehouse = tmp_path / "w.duckdb"
     planted = TOMI_TXT.replace("Ann look for the kiwi?\tblue_bag", "Ann look for the kiwi?\tred_box")  # wrong gold
-    for split, text in (("test", planted.replace("kiwi", "fig").replace("porch", "den")),
-                        ("train", planted.replace("kiwi", "plum").replace("porch", "attic"))):
+    for split, text in (
+        ("test", planted.replace("kiwi", "fig").replace("porch", "den")),
+        ("train", planted.replace("kiwi", "plum").replace("porch", "attic")),
+    ):
         folder = tmp_path / split
         folder.mkdir()
         (folder / f"tomi_{split}.txt").write_text(text)

@@ -1,6 +1,7 @@
 """`read` is counted by each adapter's own simple pass over the raw input (`count_input`), apart from
 its parser: the two must agree on well-formed and malformed inputs alike, since a load where they
 do not is refused (exit 3). The numbers below are worked out from the sample files by hand."""
+
 from __future__ import annotations
 
 import csv
@@ -27,7 +28,9 @@ def produced(source: str, root: Path) -> int:
 
 @pytest.mark.parametrize("source", SOURCE_NAMES)
 def test_count_input_of_the_own_samples(source: str, samples: Path) -> None:
-    assert get_adapter(source).count_input(samples / source) == OWN_SAMPLES[source] == produced(source, samples / source)
+    assert (
+        get_adapter(source).count_input(samples / source) == OWN_SAMPLES[source] == produced(source, samples / source)
+    )
 
 
 @pytest.mark.parametrize("source", ["hitom", "exploretom", "opentom", "tomi", "bigtom"])

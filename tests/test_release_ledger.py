@@ -1,6 +1,7 @@
 """The release ledger: after the README's sequence (generate, ingest, audit, clean, publish) every warehouse
 item is released or removed with its reason, checked against counts taken here independently (SQL on the
 warehouse, pyarrow on the files); planted losses make publish exit 3 and planted tampering makes verify exit 4."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,7 +52,9 @@ def file_counts(paths: list[Path]) -> Counter:
 
 
 def released_and_removed(root: Path) -> tuple[Counter, Counter]:
-    return file_counts(sorted((root / "data" / "all").glob("*.parquet"))), file_counts([root / "ledger/removed.parquet"])
+    return file_counts(sorted((root / "data" / "all").glob("*.parquet"))), file_counts(
+        [root / "ledger/removed.parquet"]
+    )
 
 
 def error_lines(output: str) -> list[str]:
@@ -66,11 +69,14 @@ def readme_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     assert run("generate", "--n", 400, "--max-order", 3, "-w", warehouse).exit_code == 0
     for source in ("tomi", "hitom", "bigtom"):
         assert run("ingest", "--source", source, "--path", SAMPLES / source, "-w", warehouse).exit_code == 0
-    audited = run("audit", "-w", warehouse, "--train", "split = 'train'", "--heldout", "split = 'test'",
-                  "--out", root / "audit")
+    audited = run(
+        "audit", "-w", warehouse, "--train", "split = 'train'", "--heldout", "split = 'test'", "--out", root / "audit"
+    )
     assert audited.exit_code == 0, audited.output
     assert run("clean", "-w", warehouse).exit_code == 0
-    published = run("publish", "-w", warehouse, "--repo", "org/tom", "--target", release, "--audit-report", root / "audit")
+    published = run(
+        "publish", "-w", warehouse, "--repo", "org/tom", "--target", release, "--audit-report", root / "audit"
+    )
     assert published.exit_code == 0, published.output
     return warehouse, release, published.output
 
@@ -85,19 +91,24 @@ def test_readme_sequence_releases_or_removes_every_item(readme_release) -> None:
     assert ("tomforge_gen", "validation") in released and {"tomi", "hitom", "bigtom"} <= {s for s, _ in released}
     total = sum(in_warehouse.values())
     assert f"ledger: warehouse {total} = released {sum(released.values())} + removed {sum(removed.values())}" in output
-    assert f"tomforge_gen/validation: warehouse {in_warehouse['tomforge_gen', 'validation']} = released " \
-           f"{released['tomforge_gen', 'validation']} + removed 0" in output
+    assert (
+        f"tomforge_gen/validation: warehouse {in_warehouse['tomforge_gen', 'validation']} = released "
+        f"{released['tomforge_gen', 'validation']} + removed 0" in output
+    )
     assert run("verify", "--repo", release).exit_code == 0
 
 
 def test_items_outside_the_selections_are_published_unchanged_and_marked(readme_release) -> None:
     warehouse, release, _ = readme_release
-    table = pq.read_table(release / "data" / "all", columns=["item_id", "options", "answer_index", "content_hash",
-                                                             "audit_selection"])
+    table = pq.read_table(
+        release / "data" / "all", columns=["item_id", "options", "answer_index", "content_hash", "audit_selection"]
+    )
     published = {row["item_id"]: row for row in table.to_pylist()}
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        outside = con.execute("SELECT item_id, options, answer_index, content_hash FROM items WHERE item_id NOT IN "
-                              "(SELECT item_id FROM audit_items)").fetchall()
+        outside = con.execute(
+            "SELECT item_id, options, answer_index, content_hash FROM items WHERE item_id NOT IN "
+            "(SELECT item_id FROM audit_items)"
+        ).fetchall()
         sides = dict(con.execute("SELECT item_id, min(side) FROM audit_items GROUP BY item_id").fetchall())
     assert outside, "the sample sources' `unsplit` splits and the validation split are outside the selections"
     for item_id, options, answer_index, content_hash in outside:
@@ -107,15 +118,36 @@ def test_items_outside_the_selections_are_published_unchanged_and_marked(readme_
     assert {item_id: row["audit_selection"] for item_id, row in published.items() if item_id in sides} == sides
 
 
-CONTENT_FIELDS_BY_HAND = ("context_kind", "context", "turns", "n_agents", "n_events", "question", "question_type",
-                          "belief_order", "perspective_chain", "is_false_belief", "answer_format", "options", "answer",
-                          "answer_index", "answer_list", "template_id", "seed", "operators", "trace", "meta")
+CONTENT_FIELDS_BY_HAND = (
+    "context_kind",
+    "context",
+    "turns",
+    "n_agents",
+    "n_events",
+    "question",
+    "question_type",
+    "belief_order",
+    "perspective_chain",
+    "is_false_belief",
+    "answer_format",
+    "options",
+    "answer",
+    "answer_index",
+    "answer_list",
+    "template_id",
+    "seed",
+    "operators",
+    "trace",
+    "meta",
+)
 
 
 def recipe_hash(row: dict) -> str:
     """README "The unified record": sha256 of the canonical JSON of the content fields (JSON fields as values)."""
-    payload = {name: json.loads(row[name]) if name in ("meta", "trace") and row[name] is not None else row[name]
-               for name in CONTENT_FIELDS_BY_HAND}
+    payload = {
+        name: json.loads(row[name]) if name in ("meta", "trace") and row[name] is not None else row[name]
+        for name in CONTENT_FIELDS_BY_HAND
+    }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -148,10 +180,16 @@ def test_removed_items_carry_the_cleaning_step_that_removed_them(planted, tmp_pa
     assert result.exit_code == 0, result.output
     ledger = pq.read_table(tmp_path / "rel/ledger/removed.parquet").to_pylist()
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        gone = {row[0] for row in con.execute("SELECT item_id FROM audit_items EXCEPT SELECT item_id FROM clean_items")
-                .fetchall()}
-        exact = {row[0] for row in con.execute("SELECT item_id FROM items WHERE context_id = ? AND split = 'train'",
-                                               [keys["exact"]]).fetchall()}
+        gone = {
+            row[0]
+            for row in con.execute("SELECT item_id FROM audit_items EXCEPT SELECT item_id FROM clean_items").fetchall()
+        }
+        exact = {
+            row[0]
+            for row in con.execute(
+                "SELECT item_id FROM items WHERE context_id = ? AND split = 'train'", [keys["exact"]]
+            ).fetchall()
+        }
     assert {row["item_id"] for row in ledger} == gone and len(gone) > 0
     assert {row["reason"] for row in ledger if row["item_id"] in exact} == {"overlap_exact"}
     assert "not_selected" not in {row["reason"] for row in ledger}
@@ -167,15 +205,20 @@ def test_only_audited_removes_the_rest_as_not_selected(planted, tmp_path: Path) 
     result = run("publish", "-w", warehouse, "--repo", "org/tom", "--target", tmp_path / "rel", "--only-audited")
     assert result.exit_code == 0, result.output
     ledger = pq.read_table(tmp_path / "rel/ledger/removed.parquet").to_pylist()
-    not_selected = sql_counts(warehouse, "SELECT source, split, count(*) FROM items WHERE item_id NOT IN "
-                                         "(SELECT item_id FROM audit_items) GROUP BY ALL")
+    not_selected = sql_counts(
+        warehouse,
+        "SELECT source, split, count(*) FROM items WHERE item_id NOT IN (SELECT item_id FROM audit_items) GROUP BY ALL",
+    )
     assert Counter((r["source"], r["split"]) for r in ledger if r["reason"] == "not_selected") == not_selected
     in_warehouse = sql_counts(warehouse)
     assert not_selected == Counter({("synth", "validation"): in_warehouse["synth", "validation"]})
     released, removed = released_and_removed(tmp_path / "rel")
     assert ("synth", "validation") not in released
     assert all(n == released[key] + removed[key] for key, n in in_warehouse.items())
-    assert "(0 released items not audited)" in result.output and f"not_selected {in_warehouse['synth', 'validation']}" in result.output
+    assert (
+        "(0 released items not audited)" in result.output
+        and f"not_selected {in_warehouse['synth', 'validation']}" in result.output
+    )
 
 
 def test_an_item_lost_on_the_way_fails_publish_and_keeps_the_release(planted, tmp_path: Path, monkeypatch) -> None:
@@ -199,8 +242,9 @@ def test_an_item_lost_on_the_way_fails_publish_and_keeps_the_release(planted, tm
 @pytest.fixture()
 def release(tmp_path: Path) -> Path:
     warehouse = release_one(tmp_path / "w.duckdb")
-    return publish_folder(warehouse, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1",
-                                                                      export=ExportOptions(max_rows_per_shard=3))).root
+    return publish_folder(
+        warehouse, tmp_path / "rel", ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=3))
+    ).root
 
 
 def reseal(root: Path, change=None) -> None:
@@ -227,6 +271,7 @@ def bump_released(root: Path) -> None:
         row["warehouse"] += 1  # still adds up on paper; the files say otherwise
         manifest["ledger"]["totals"]["released"] += 1
         manifest["ledger"]["totals"]["warehouse"] += 1
+
     reseal(root, change)
 
 
@@ -234,17 +279,24 @@ def bump_warehouse(root: Path) -> None:
     def change(manifest: dict) -> None:
         manifest["ledger"]["rows"][0]["warehouse"] += 1
         manifest["ledger"]["totals"]["warehouse"] += 1
+
     reseal(root, change)
 
 
-@pytest.mark.parametrize("tamper, expected", [
-    (drop_first_row, "data/all/train-00000-of-00003.parquet: 2 rows, the manifest lists 3"),
-    (bump_released, "ledger alpha/test: released 3 in the files, 4 in the manifest"),
-    (bump_warehouse, "alpha/test: warehouse 4 != released 3 + removed 0"),
-    (lambda root: (root / "notes.txt").write_text("hi", encoding="utf-8"), "notes.txt: not in the manifest"),
-    (lambda root: (root / "ledger/extra.parquet").write_bytes(b"PAR1"), "ledger/extra.parquet: not in the manifest"),
-    (lambda root: (root / "ledger/removed.parquet").unlink(), "ledger/removed.parquet: missing"),
-])
+@pytest.mark.parametrize(
+    "tamper, expected",
+    [
+        (drop_first_row, "data/all/train-00000-of-00003.parquet: 2 rows, the manifest lists 3"),
+        (bump_released, "ledger alpha/test: released 3 in the files, 4 in the manifest"),
+        (bump_warehouse, "alpha/test: warehouse 4 != released 3 + removed 0"),
+        (lambda root: (root / "notes.txt").write_text("hi", encoding="utf-8"), "notes.txt: not in the manifest"),
+        (
+            lambda root: (root / "ledger/extra.parquet").write_bytes(b"PAR1"),
+            "ledger/extra.parquet: not in the manifest",
+        ),
+        (lambda root: (root / "ledger/removed.parquet").unlink(), "ledger/removed.parquet: missing"),
+    ],
+)
 def test_verify_catches_planted_problems(release: Path, tamper, expected: str) -> None:
     assert run("verify", "--repo", release).exit_code == 0
     tamper(release)
@@ -285,6 +337,7 @@ def test_unreachable_hub_fails_at_once(tmp_path: Path, monkeypatch) -> None:
     def call() -> None:
         calls.append(1)
         api.repo_info("org/tom", repo_type="dataset")
+
     with pytest.raises(PublishError, match="cannot reach the Hub"):
         with_retries("read the repo", call, RetryPolicy(sleep=lambda s: calls.append(0)))
     assert calls == [1], "one attempt, no sleep"
@@ -300,8 +353,10 @@ def derived_table(warehouse: Path, sql: str) -> None:
         con.execute(f"CREATE OR REPLACE TABLE exp_items AS {sql}")
 
 
-RESPLIT = ("SELECT * REPLACE ('all_of_it' AS split) FROM items_full UNION ALL "
-           "SELECT * REPLACE ('first_two' AS split) FROM (SELECT * FROM items_full ORDER BY item_id LIMIT 2)")
+RESPLIT = (
+    "SELECT * REPLACE ('all_of_it' AS split) FROM items_full UNION ALL "
+    "SELECT * REPLACE ('first_two' AS split) FROM (SELECT * FROM items_full ORDER BY item_id LIMIT 2)"
+)
 
 
 def test_a_derived_release_accounts_for_its_table_and_keeps_items_unchanged(tmp_path: Path) -> None:
@@ -322,8 +377,10 @@ def test_a_derived_release_accounts_for_its_table_and_keeps_items_unchanged(tmp_
     assert pq.read_table(root / "ledger/removed.parquet").num_rows == 0
     assert run("verify", "--repo", root).exit_code == 0
 
-    derived_table(warehouse, RESPLIT.replace("REPLACE ('first_two' AS split)",
-                                             "REPLACE ('first_two' AS split, 'edited' AS content_hash)"))
+    derived_table(
+        warehouse,
+        RESPLIT.replace("REPLACE ('first_two' AS split)", "REPLACE ('first_two' AS split, 'edited' AS content_hash)"),
+    )
     with pytest.raises(LedgerError, match="exp_items: 2 rows are not warehouse items with unchanged content"):
         publish_folder(warehouse, tmp_path / "rel", ReleaseOptions(**{**options.__dict__, "derived": True}))
     derived_table(warehouse, RESPLIT.replace("'first_two'", "'all_of_it'"))  # the first two twice in one split

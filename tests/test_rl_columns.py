@@ -1,4 +1,5 @@
 """RL-ready columns: prompts per answer format, stable arrow types, read back with `datasets`."""
+
 from __future__ import annotations
 
 import json
@@ -15,25 +16,50 @@ STORY = "Sally puts the marble in the basket. Sally leaves the room. Anne moves 
 
 
 def make(fmt: str, **kw) -> dict:
-    base = dict(source="demo", source_version="1", source_key=f"k-{fmt}-{kw.get('belief_order')}",
-                source_ref="demo.json#0", split="test", context=STORY,
-                question="Where will Sally look for the marble?", question_type="first_order_belief",
-                answer="basket", answer_format=fmt, belief_order=1, perspective_chain=["Sally"],
-                is_false_belief=True)
+    base = dict(
+        source="demo",
+        source_version="1",
+        source_key=f"k-{fmt}-{kw.get('belief_order')}",
+        source_ref="demo.json#0",
+        split="test",
+        context=STORY,
+        question="Where will Sally look for the marble?",
+        question_type="first_order_belief",
+        answer="basket",
+        answer_format=fmt,
+        belief_order=1,
+        perspective_chain=["Sally"],
+        is_false_belief=True,
+    )
     base.update(kw)
     return build_record(**base)
 
 
 RECORDS = {
     "multiple_choice": make("multiple_choice", options=["box", "basket", "drawer"]),
-    "yes_no": make("yes_no", question="Does Sally know where the marble is?", answer="no",
-                   question_type="knowledge", belief_order=None),
+    "yes_no": make(
+        "yes_no",
+        question="Does Sally know where the marble is?",
+        answer="no",
+        question_type="knowledge",
+        belief_order=None,
+    ),
     "free_text": make("free_text"),
-    "list": make("list", question="Which containers held the marble?", answer="basket, box",
-                 answer_list=["basket", "box"], question_type="reality", belief_order=0),
-    "dialogue": make("free_text", context_kind="dialogue", context="A: hi\nB: hello",
-                     turns=[{"speaker": "Ann", "text": "I hid the key."}, {"speaker": "Bob", "text": "Where?"}],
-                     question="Does Bob know where the key is?"),
+    "list": make(
+        "list",
+        question="Which containers held the marble?",
+        answer="basket, box",
+        answer_list=["basket", "box"],
+        question_type="reality",
+        belief_order=0,
+    ),
+    "dialogue": make(
+        "free_text",
+        context_kind="dialogue",
+        context="A: hi\nB: hello",
+        turns=[{"speaker": "Ann", "text": "I hid the key."}, {"speaker": "Bob", "text": "Where?"}],
+        question="Does Bob know where the key is?",
+    ),
 }
 
 
@@ -84,12 +110,28 @@ def test_parquet_round_trip_with_datasets(tmp_path) -> None:
     from datasets import load_dataset
 
     records = list(RECORDS.values())
-    published = pa.Table.from_pylist([{k: r[k] for k in ("item_id", "split", "question", "answer")} | {
-        "source": r["source"], "answer_format": r["answer_format"], "options": r["options"],
-        "answer_index": r["answer_index"], "answer_list": r["answer_list"], "question_type": r["question_type"],
-        "belief_order": r["belief_order"], "context": r["context"], "context_kind": r["context_kind"],
-        "turns": r["turns"], "perspective_chain": r["perspective_chain"], "is_false_belief": r["is_false_belief"],
-        "template_id": r["template_id"], "context_id": r["context_id"]} for r in records])
+    published = pa.Table.from_pylist(
+        [
+            {k: r[k] for k in ("item_id", "split", "question", "answer")}
+            | {
+                "source": r["source"],
+                "answer_format": r["answer_format"],
+                "options": r["options"],
+                "answer_index": r["answer_index"],
+                "answer_list": r["answer_list"],
+                "question_type": r["question_type"],
+                "belief_order": r["belief_order"],
+                "context": r["context"],
+                "context_kind": r["context_kind"],
+                "turns": r["turns"],
+                "perspective_chain": r["perspective_chain"],
+                "is_false_belief": r["is_false_belief"],
+                "template_id": r["template_id"],
+                "context_id": r["context_id"],
+            }
+            for r in records
+        ]
+    )
     table = with_rl_columns(published)
     for name in RL_COLUMNS:
         assert table.schema.field(name).type == RL_SCHEMA.field(name).type

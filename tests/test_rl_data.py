@@ -1,5 +1,6 @@
 """The RL runs' data comes from the project's pipeline: generated questions and the ToMi/HiToM
 samples go through the warehouse and the real publish code into a release folder."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,14 @@ def test_release_layout_and_manifest(release: Path) -> None:
     assert splits["tomforge_gen"] == sorted(["train", "validation", "test", HIGHER_ORDER_SPLIT])
     assert splits["tomi"] == ["test", "train"] and splits["hitom"] == ["unsplit"]
     manifest = json.loads((release / "manifest.json").read_text())
-    assert manifest["counts"]["n_items"] == sum(read_split(release, SplitRef("all", s)).num_rows
-                                                for s in splits["all"])
-    assert eval_refs(release) == ["tomforge_gen/test", "hitom/unsplit", f"tomforge_gen/{HIGHER_ORDER_SPLIT}",
-                                  "tomi/test", "tomi/train"]
+    assert manifest["counts"]["n_items"] == sum(read_split(release, SplitRef("all", s)).num_rows for s in splits["all"])
+    assert eval_refs(release) == [
+        "tomforge_gen/test",
+        "hitom/unsplit",
+        f"tomforge_gen/{HIGHER_ORDER_SPLIT}",
+        "tomi/test",
+        "tomi/train",
+    ]
 
 
 def test_orders_in_distribution_and_held_out(release: Path) -> None:
@@ -41,8 +46,9 @@ def test_orders_in_distribution_and_held_out(release: Path) -> None:
     assert higher and min(higher) == top + 1 and max(higher) <= top + SMALL_PLAN.extra_orders
     # the held-out split's stories are not the training stories
     train_ctx = set(read_split(release, SplitRef("tomforge_gen", "train")).column("context_id").to_pylist())
-    assert not train_ctx & set(read_split(release, SplitRef("tomforge_gen", HIGHER_ORDER_SPLIT))
-                               .column("context_id").to_pylist())
+    assert not train_ctx & set(
+        read_split(release, SplitRef("tomforge_gen", HIGHER_ORDER_SPLIT)).column("context_id").to_pylist()
+    )
 
 
 def test_sft_targets_score_full_marks_on_every_config(release: Path) -> None:
@@ -69,8 +75,12 @@ def test_in_distribution_names_a_config_or_one_split(release: Path, monkeypatch)
     by_split = evaluate("m", release, refs, dataset="d", in_distribution=["tomforge_gen/test"], limit=2)
     by_config = evaluate("m", release, refs, dataset="d", in_distribution=["tomforge_gen"], limit=2)
     assert {(r["config"], r["split"], r["distribution"]) for r in by_split} == {
-        ("tomforge_gen", "test", "in_distribution"), ("tomforge_gen", HIGHER_ORDER_SPLIT, "held_out"),
-        ("tomi", "test", "held_out")}
+        ("tomforge_gen", "test", "in_distribution"),
+        ("tomforge_gen", HIGHER_ORDER_SPLIT, "held_out"),
+        ("tomi", "test", "held_out"),
+    }
     assert {(r["config"], r["split"], r["distribution"]) for r in by_config} == {
-        ("tomforge_gen", "test", "in_distribution"), ("tomforge_gen", HIGHER_ORDER_SPLIT, "in_distribution"),
-        ("tomi", "test", "held_out")}
+        ("tomforge_gen", "test", "in_distribution"),
+        ("tomforge_gen", HIGHER_ORDER_SPLIT, "in_distribution"),
+        ("tomi", "test", "held_out"),
+    }

@@ -1,5 +1,6 @@
 """`tomforge eval` and `tomforge train --dry-run` end to end on CPU with a tiny model: per-item
 results land in the warehouse, the matrix and the belief-order plot are written."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,10 @@ def split_rows(release: Path) -> list[dict]:
 
 def gold_by_item(release: Path, column: str) -> dict[str, object]:
     """item_id -> the release's `answer` text, or the `reward_model` ground truth."""
-    return {row["item_id"]: row[column]["ground_truth"] if column == "reward_model" else row[column]
-            for row in split_rows(release)}
+    return {
+        row["item_id"]: row[column]["ground_truth"] if column == "reward_model" else row[column]
+        for row in split_rows(release)
+    }
 
 
 def prompt_items(release: Path) -> list[tuple[list, str]]:
@@ -56,9 +59,31 @@ def setup(tmp_path_factory) -> tuple[Path, Path]:
 def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     release, model_dir = setup
     warehouse = tmp_path / "w.duckdb"
-    args = ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
-            "--split", "tomforge_gen/test_higher_order", "--in-distribution", "tomforge_gen/test", "--label", "tiny", "--limit", "3",
-            "--max-new-tokens", "4", "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")]
+    args = [
+        "eval",
+        "--model",
+        str(model_dir),
+        "--dataset",
+        str(release),
+        "--split",
+        "tomforge_gen/test",
+        "--split",
+        "tomforge_gen/test_higher_order",
+        "--in-distribution",
+        "tomforge_gen/test",
+        "--label",
+        "tiny",
+        "--limit",
+        "3",
+        "--max-new-tokens",
+        "4",
+        "--generator",
+        "hf",
+        "--warehouse",
+        str(warehouse),
+        "--out",
+        str(tmp_path / "ev"),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "tomforge_gen/test (in_distribution)" in result.stdout
@@ -71,7 +96,9 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     # against the ground truth of that item in the release
     truths = gold_by_item(release, "reward_model")
     con = duckdb.connect(str(warehouse), read_only=True)
-    stored = con.execute("SELECT distribution, item_id, completion, format_ok, correct, reward FROM eval_results").fetchall()
+    stored = con.execute(
+        "SELECT distribution, item_id, completion, format_ok, correct, reward FROM eval_results"
+    ).fetchall()
     con.close()
     for _, item_id, completion, format_ok, correct, reward in stored:
         scored = score_completion(completion, truths[item_id])
@@ -82,7 +109,9 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     assert summary["generation"]["sequences"] == 6
     # every generated item carries its world: the tiny model's reasoning is judged on all of them
     assert {c: f["with_world"] for c, f in summary["fidelity"]["tiny"].items()} == {
-        "tomforge_gen/test (in_distribution)": 3, "tomforge_gen/test_higher_order (held_out)": 3}
+        "tomforge_gen/test (in_distribution)": 3,
+        "tomforge_gen/test_higher_order (held_out)": 3,
+    }
     assert (tmp_path / "ev" / "accuracy_by_order.png").stat().st_size > 1000
     # evaluating the same run again replaces its rows instead of duplicating them
     assert runner.invoke(app, args).exit_code == 0
@@ -91,7 +120,9 @@ def test_eval_stores_results_and_writes_matrix(setup, tmp_path: Path) -> None:
     con.close()
 
 
-def test_eval_scores_each_completion_against_its_own_item(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_scores_each_completion_against_its_own_item(
+    setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Scripted completions with known outcomes: the gold answer for the 1st and 3rd item of each
     split, a well-formed wrong answer for the 2nd, so each split scores 2/3 and rewards 3, -1, 3."""
     release, model_dir = setup
@@ -107,19 +138,44 @@ def test_eval_scores_each_completion_against_its_own_item(setup, tmp_path: Path,
 
     monkeypatch.setattr("tomforge.rl.evaluate.generate", scripted)
     warehouse = tmp_path / "w.duckdb"
-    result = runner.invoke(app, ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
-                                 "--split", "tomforge_gen/test_higher_order", "--in-distribution", "tomforge_gen/test",
-                                 "--label", "scripted", "--limit", "3", "--generator", "hf", "--warehouse", str(warehouse),
-                                 "--out", str(tmp_path / "ev")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(model_dir),
+            "--dataset",
+            str(release),
+            "--split",
+            "tomforge_gen/test",
+            "--split",
+            "tomforge_gen/test_higher_order",
+            "--in-distribution",
+            "tomforge_gen/test",
+            "--label",
+            "scripted",
+            "--limit",
+            "3",
+            "--generator",
+            "hf",
+            "--warehouse",
+            str(warehouse),
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     con = duckdb.connect(str(warehouse), read_only=True)
-    rows = con.execute("SELECT split, list(reward ORDER BY reward DESC), sum(correct::INT) FROM eval_results "
-                       "GROUP BY 1 ORDER BY 1").fetchall()
+    rows = con.execute(
+        "SELECT split, list(reward ORDER BY reward DESC), sum(correct::INT) FROM eval_results GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     con.close()
     assert rows == [("test", [3.0, 3.0, -1.0], 2), ("test_higher_order", [3.0, 3.0, -1.0], 2)]
     matrix = json.loads((tmp_path / "ev" / "summary.json").read_text())["matrix"]["scripted"]
-    assert matrix == {"tomforge_gen/test (in_distribution)": round(2 / 3, 4),  # the summary keeps 4 decimals
-                      "tomforge_gen/test_higher_order (held_out)": round(2 / 3, 4)}
+    assert matrix == {
+        "tomforge_gen/test (in_distribution)": round(2 / 3, 4),  # the summary keeps 4 decimals
+        "tomforge_gen/test_higher_order (held_out)": round(2 / 3, 4),
+    }
 
 
 def test_eval_reports_trace_fidelity(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,28 +197,58 @@ def test_eval_reports_trace_fidelity(setup, tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr("tomforge.rl.evaluate.generate", scripted)
     warehouse = tmp_path / "w.duckdb"
-    result = runner.invoke(app, ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test",
-                                 "--split", "tomforge_gen/test_higher_order", "--label", "scripted", "--limit", "3",
-                                 "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(model_dir),
+            "--dataset",
+            str(release),
+            "--split",
+            "tomforge_gen/test",
+            "--split",
+            "tomforge_gen/test_higher_order",
+            "--label",
+            "scripted",
+            "--limit",
+            "3",
+            "--generator",
+            "hf",
+            "--warehouse",
+            str(warehouse),
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "scripted right reasons / wrong reasons | 0.333 / 0.333 | 0.333 / 0.333" in result.stdout
     con = duckdb.connect(str(warehouse), read_only=True)
-    stored = con.execute("SELECT split, list((faithful, correct) ORDER BY faithful, correct), min(claims_contradicted) "
-                         "FROM eval_results GROUP BY 1 ORDER BY 1").fetchall()
+    stored = con.execute(
+        "SELECT split, list((faithful, correct) ORDER BY faithful, correct), min(claims_contradicted) "
+        "FROM eval_results GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     con.close()
     assert [(split, [tuple(p) for p in pairs], low) for split, pairs, low in stored] == [
-        (split, [(False, True), (True, False), (True, True)], 0) for split in ("test", "test_higher_order")]
+        (split, [(False, True), (True, False), (True, True)], 0) for split in ("test", "test_higher_order")
+    ]
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
     for cell in summary["fidelity"]["scripted"].values():
         assert (cell["with_world"], cell["right_reasons"], cell["wrong_reasons"], cell["faithful_share"]) == (
-            3, round(1 / 3, 4), round(1 / 3, 4), 0.5)
+            3,
+            round(1 / 3, 4),
+            round(1 / 3, 4),
+            0.5,
+        )
     orders = summary["fidelity_by_order"]["scripted"]["tomforge_gen/test (held_out)"]
     assert sum(cell["with_world"] for cell in orders.values()) == 3
 
 
 def test_summarize_by_order() -> None:
-    rows = [dict(label="m", config="c", split="test", distribution="held_out", belief_order=o, correct=ok,
-                 format_ok=True) for o, ok in [(0, True), (0, True), (1, False), (1, True), (None, False)]]
+    rows = [
+        dict(label="m", config="c", split="test", distribution="held_out", belief_order=o, correct=ok, format_ok=True)
+        for o, ok in [(0, True), (0, True), (1, False), (1, True), (None, False)]
+    ]
     summary = summarize(rows)
     assert summary["by_order"]["m"]["c/test (held_out)"] == {"0": 1.0, "1": 0.5, "none": 0.0}
     assert summary["matrix"]["m"]["c/test (held_out)"] == 0.6
@@ -170,13 +256,46 @@ def test_summarize_by_order() -> None:
 
 def test_train_dry_runs(setup) -> None:
     release, model_dir = setup
-    trl = runner.invoke(app, ["train", "--backend", "trl", "--dataset", str(release), "--model", str(model_dir),
-                              "--train", "tomforge_gen/train", "--gpus", "2", "--dry-run"])
+    trl = runner.invoke(
+        app,
+        [
+            "train",
+            "--backend",
+            "trl",
+            "--dataset",
+            str(release),
+            "--model",
+            str(model_dir),
+            "--train",
+            "tomforge_gen/train",
+            "--gpus",
+            "2",
+            "--dry-run",
+        ],
+    )
     assert trl.exit_code == 0, trl.output
     assert "accelerate launch --num_processes 2" in trl.stdout and '"normalize_advantages": true' in trl.stdout
-    verl = runner.invoke(app, ["train", "--backend", "verl", "--dataset", "org/tom", "--revision", "v1",
-                               "--model", "Qwen/Qwen2.5-0.5B-Instruct", "--train", "all/train", "--val", "all/test",
-                               "--ray-address", "http://127.0.0.1:8265", "--dry-run"])
+    verl = runner.invoke(
+        app,
+        [
+            "train",
+            "--backend",
+            "verl",
+            "--dataset",
+            "org/tom",
+            "--revision",
+            "v1",
+            "--model",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            "--train",
+            "all/train",
+            "--val",
+            "all/test",
+            "--ray-address",
+            "http://127.0.0.1:8265",
+            "--dry-run",
+        ],
+    )
     assert verl.exit_code == 0, verl.output
     assert "ray job submit" in verl.stdout and "algorithm.adv_estimator=reinforce_plus_plus" in verl.stdout
     bad = runner.invoke(app, ["train", "--dataset", "x", "--model", "m", "--train", "nosplit", "--dry-run"])

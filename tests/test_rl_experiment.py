@@ -1,6 +1,7 @@
 """The templated-vs-controlled experiment's pieces on CPU: the generator without heuristic controls,
 the story-disjoint HiToM split and the experiment's release table, the shortcut diagnostic and the
 intervals, and the non-finite gradient guard."""
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,7 @@ def test_generator_without_controls_keeps_gold_answers_and_loses_balance() -> No
 
 
 def test_story_sides_split_stories_per_cell() -> None:
-    stories = [(f"s{i}", length, deception) for i, (length, deception) in
-               enumerate([(1, False)] * 6 + [(2, True)] * 3)]
+    stories = [(f"s{i}", length, deception) for i, (length, deception) in enumerate([(1, False)] * 6 + [(2, True)] * 3)]
     sides = story_sides(stories, 2 / 3, seed=0)
     assert set(sides) == {s for s, *_ in stories}
     by_cell = {}
@@ -67,6 +67,7 @@ def experiment_warehouse(tmp_path_factory) -> Path:
 
     for ref, records in _generated(plan):
         ingest_records(warehouse, ADAPTER_INFO, records, ref)
+
     def alternate(stories, share, seed):
         return {c: ("train", "test")[i % 2] for i, (c, *_) in enumerate(sorted(stories))}
 
@@ -80,24 +81,39 @@ def test_experiment_table_keeps_stories_apart_and_order4_held_out(experiment_war
     con = duckdb.connect(str(experiment_warehouse), read_only=True)
 
     def contexts(split: str) -> set[str]:
-        return {r[0] for r in con.execute("SELECT context_id FROM experiment_items WHERE source = 'hitom' AND split = ?",
-                                          [split]).fetchall()}
+        return {
+            r[0]
+            for r in con.execute(
+                "SELECT context_id FROM experiment_items WHERE source = 'hitom' AND split = ?", [split]
+            ).fetchall()
+        }
 
     assert contexts("train_story_split") and contexts("test_stories")
     assert not contexts("train_story_split") & contexts("test_stories")
-    orders = dict(con.execute("SELECT split, list(DISTINCT belief_order ORDER BY belief_order) FROM experiment_items "
-                              "WHERE source = 'hitom' GROUP BY 1").fetchall())
+    orders = dict(
+        con.execute(
+            "SELECT split, list(DISTINCT belief_order ORDER BY belief_order) FROM experiment_items "
+            "WHERE source = 'hitom' GROUP BY 1"
+        ).fetchall()
+    )
     assert max(orders["train_orders0to3"]) <= 3 and max(orders["train_story_split"]) <= 3
     assert orders.get("test_order4", [4]) == [4]
-    styles = con.execute("SELECT DISTINCT json_extract_string(meta, '$.prompting_type') FROM experiment_items "
-                         "WHERE source = 'hitom' AND split LIKE 'test%'").fetchall()
+    styles = con.execute(
+        "SELECT DISTINCT json_extract_string(meta, '$.prompting_type') FROM experiment_items "
+        "WHERE source = 'hitom' AND split LIKE 'test%'"
+    ).fetchall()
     assert styles == [("VP",)]
-    gen = dict(con.execute("SELECT split, list(DISTINCT belief_order ORDER BY belief_order) FROM experiment_items "
-                           "WHERE source = 'tomforge_gen' GROUP BY 1").fetchall())
+    gen = dict(
+        con.execute(
+            "SELECT split, list(DISTINCT belief_order ORDER BY belief_order) FROM experiment_items "
+            "WHERE source = 'tomforge_gen' GROUP BY 1"
+        ).fetchall()
+    )
     assert gen["train_controlled"] == gen["train_templated"] == [0, 1, 2, 3]
     assert gen["test_orders0to3"] == [0, 1, 2, 3] and gen["test_orders4to6"] == [4, 5, 6]
-    per_order = con.execute("SELECT belief_order, count(*) FROM experiment_items WHERE source = 'tomi' "
-                            "GROUP BY 1").fetchall()
+    per_order = con.execute(
+        "SELECT belief_order, count(*) FROM experiment_items WHERE source = 'tomi' GROUP BY 1"
+    ).fetchall()
     assert per_order and all(n <= 2 for _, n in per_order)
 
 
@@ -129,11 +145,21 @@ def _eval_rows(records: list[dict], answer: str) -> pl.DataFrame:
         rows.append({**r, "extracted": text, "format_ok": True})
     frame = pl.DataFrame(rows, infer_schema_length=None)
 
-    correct = [score_completion(f"<think>x</think><answer>{row['extracted']}</answer>",
-                                json.dumps({"answer_format": row["answer_format"], "answer": row["answer"],
-                                            "options": row["options"], "answer_index": row["answer_index"],
-                                            "option_labels": option_labels(len(row["options"] or []))})).correct
-               for row in rows]
+    correct = [
+        score_completion(
+            f"<think>x</think><answer>{row['extracted']}</answer>",
+            json.dumps(
+                {
+                    "answer_format": row["answer_format"],
+                    "answer": row["answer"],
+                    "options": row["options"],
+                    "answer_index": row["answer_index"],
+                    "option_labels": option_labels(len(row["options"] or [])),
+                }
+            ),
+        ).correct
+        for row in rows
+    ]
     return frame.with_columns(pl.Series("correct", correct))
 
 
@@ -177,10 +203,25 @@ def test_nonfinite_guard_drops_the_step() -> None:
 def _metrics(folder: Path, accs: dict[str, dict[str, float]], agree: float = 0.5) -> Path:
     """A planted rl.experiment_report output: arm -> {set -> accuracy}."""
     folder.mkdir(parents=True)
-    arms = [{"name": arm, "eval": {split: {"acc": acc} for split, acc in sets.items()},
-             "shortcut": {split: {"modal_position": {"agree": agree, "acc_when_right": 0.75, "acc_when_wrong": 0.25,
-                                                     "n_right": 4, "n_wrong": 12}} for split in sets}}
-            for arm, sets in accs.items()]
+    arms = [
+        {
+            "name": arm,
+            "eval": {split: {"acc": acc} for split, acc in sets.items()},
+            "shortcut": {
+                split: {
+                    "modal_position": {
+                        "agree": agree,
+                        "acc_when_right": 0.75,
+                        "acc_when_wrong": 0.25,
+                        "n_right": 4,
+                        "n_wrong": 12,
+                    }
+                }
+                for split in sets
+            },
+        }
+        for arm, sets in accs.items()
+    ]
     (folder / "metrics.json").write_text(json.dumps({"arms": arms}))
     return folder
 
@@ -188,14 +229,28 @@ def _metrics(folder: Path, accs: dict[str, dict[str, float]], agree: float = 0.5
 def test_seed_summary_matches_hand_worked_means_and_paired_signs(tmp_path: Path) -> None:
     from experiments.experiment_seeds import main, summarize
 
-    runs = {"s0": _metrics(tmp_path / "s0", {"templated-gen": {"gen": 0.40, "tomi": 0.50},
-                                              "controlled-gen": {"gen": 0.30, "tomi": 0.50}, "base": {"gen": 0.0}}),
-            "s1": _metrics(tmp_path / "s1", {"templated-gen": {"gen": 0.20, "tomi": 0.60},
-                                              "controlled-gen": {"gen": 0.35, "tomi": 0.70}})}
+    runs = {
+        "s0": _metrics(
+            tmp_path / "s0",
+            {
+                "templated-gen": {"gen": 0.40, "tomi": 0.50},
+                "controlled-gen": {"gen": 0.30, "tomi": 0.50},
+                "base": {"gen": 0.0},
+            },
+        ),
+        "s1": _metrics(
+            tmp_path / "s1",
+            {"templated-gen": {"gen": 0.20, "tomi": 0.60}, "controlled-gen": {"gen": 0.35, "tomi": 0.70}},
+        ),
+    }
     summary = summarize(runs)
     rows = {(r["arm"], r["split"]): r for r in summary["accuracy"]}
-    assert set(rows) == {("controlled-gen", "gen"), ("controlled-gen", "tomi"), ("templated-gen", "gen"),
-                         ("templated-gen", "tomi")}  # base is not in every seed
+    assert set(rows) == {
+        ("controlled-gen", "gen"),
+        ("controlled-gen", "tomi"),
+        ("templated-gen", "gen"),
+        ("templated-gen", "tomi"),
+    }  # base is not in every seed
     assert rows[("templated-gen", "gen")]["mean"] == pytest.approx(0.30)  # (0.40 + 0.20) / 2
     assert (rows[("templated-gen", "gen")]["min"], rows[("templated-gen", "gen")]["max"]) == (0.20, 0.40)
     diffs = {r["split"]: r for r in summary["differences"]}

@@ -2,6 +2,7 @@
 greedy token for token, seeded sampling draw for draw, the sampling distribution against softmax of a plain
 forward pass, stop tokens and stop sequences against a plain search of `generate`'s output, and the TRL
 trainer's rollouts against TRL's own under the same seed."""
+
 from __future__ import annotations
 
 import copy
@@ -44,8 +45,8 @@ def hf_generate(tokenizer, model, prompts, **kwargs) -> list[list[int]]:
     tokenizer.padding_side = "left"
     batch = tokenizer.pad({"input_ids": prompts}, return_tensors="pt")
     out = model.generate(**batch, pad_token_id=tokenizer.pad_token_id, eos_token_id=[tokenizer.eos_token_id], **kwargs)
-    rows = out[:, batch["input_ids"].shape[1]:].tolist()
-    return [row[:row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row for row in rows]
+    rows = out[:, batch["input_ids"].shape[1] :].tolist()
+    return [row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row for row in rows]
 
 
 def test_greedy_equals_generate_token_for_token(tiny) -> None:
@@ -53,8 +54,9 @@ def test_greedy_equals_generate_token_for_token(tiny) -> None:
     assert len({len(p) for p in prompts}) > 5  # lengths differ: left padding and buckets are exercised
     expected = hf_generate(tokenizer, model, prompts, max_new_tokens=24, do_sample=False)
     generator = FastGenerator(model, length_bucket=16, prefill_rows=2)  # prompts in chunks of two rows
-    ours = generator.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id],
-                              pad_id=tokenizer.pad_token_id, batch_size=5)  # three batches of sorted lengths
+    ours = generator.generate(
+        prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, batch_size=5
+    )  # three batches of sorted lengths
     assert ours == expected
     assert len(generator.stats.batches) == 3 and generator.stats.new_tokens == sum(len(r) for r in expected)
     assert any(len(r) < 24 for r in expected) or all(len(r) == 24 for r in ours)
@@ -70,6 +72,7 @@ class RecordingSampling(Sampling):
         def record(history, scores):
             self.seen.append(scores.clone())
             return scores
+
         return [record]
 
 
@@ -79,8 +82,15 @@ def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny) -> None:
     tokenizer, model, prompts = tiny
     sampling = RecordingSampling(do_sample=True)
     torch.manual_seed(5)
-    out = FastGenerator(model).generate(prompts, max_new_tokens=12, stop_ids=[], pad_id=tokenizer.pad_token_id,
-                                        sampling=sampling, batch_size=len(prompts), sort_by_length=False)
+    out = FastGenerator(model).generate(
+        prompts,
+        max_new_tokens=12,
+        stop_ids=[],
+        pad_id=tokenizer.pad_token_id,
+        sampling=sampling,
+        batch_size=len(prompts),
+        sort_by_length=False,
+    )
     assert len(sampling.seen) == 12 and len({tuple(r) for r in out}) == len(out)
     for row, (prompt, new) in enumerate(zip(prompts, out)):
         with torch.no_grad():
@@ -97,12 +107,17 @@ def test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it(tiny) -> N
 
     def cut(row: list[int]) -> list[int]:
         for i in range(1, len(row)):
-            if row[i - 1:i + 1] == pair:
-                return row[:i + 1]
+            if row[i - 1 : i + 1] == pair:
+                return row[: i + 1]
         return row
 
-    ours = FastGenerator(model).generate(prompts, max_new_tokens=20, stop_ids=[tokenizer.eos_token_id],
-                                         pad_id=tokenizer.pad_token_id, stop_sequences=[pair])
+    ours = FastGenerator(model).generate(
+        prompts,
+        max_new_tokens=20,
+        stop_ids=[tokenizer.eos_token_id],
+        pad_id=tokenizer.pad_token_id,
+        stop_sequences=[pair],
+    )
     assert ours == [cut(row) for row in free]
     assert sum(ours[i] != free[i] for i in range(len(free))) >= 1
 
@@ -113,9 +128,15 @@ def test_sampling_draws_what_generate_draws_under_the_same_seed(tiny) -> None:
     torch.manual_seed(3)
     expected = hf_generate(tokenizer, model, prompts, max_new_tokens=16, do_sample=True, **settings)
     torch.manual_seed(3)
-    ours = FastGenerator(model).generate(prompts, max_new_tokens=16, stop_ids=[tokenizer.eos_token_id],
-                                         pad_id=tokenizer.pad_token_id, sampling=Sampling(do_sample=True, **settings),
-                                         batch_size=len(prompts), sort_by_length=False)
+    ours = FastGenerator(model).generate(
+        prompts,
+        max_new_tokens=16,
+        stop_ids=[tokenizer.eos_token_id],
+        pad_id=tokenizer.pad_token_id,
+        sampling=Sampling(do_sample=True, **settings),
+        batch_size=len(prompts),
+        sort_by_length=False,
+    )
     assert ours == expected
     greedy = hf_generate(tokenizer, model, prompts, max_new_tokens=16, do_sample=False)
     assert ours != greedy  # it did sample
@@ -136,8 +157,14 @@ def test_sampling_distribution_matches_softmax_of_a_plain_forward(tiny) -> None:
     probs = torch.softmax(logits / 2.0, dim=-1)
     n = 2000
     torch.manual_seed(11)
-    draws = FastGenerator(model).generate([prompt] * n, max_new_tokens=1, stop_ids=[], pad_id=tokenizer.pad_token_id,
-                                          sampling=Sampling(do_sample=True, temperature=2.0, top_k=0), batch_size=n)
+    draws = FastGenerator(model).generate(
+        [prompt] * n,
+        max_new_tokens=1,
+        stop_ids=[],
+        pad_id=tokenizer.pad_token_id,
+        sampling=Sampling(do_sample=True, temperature=2.0, top_k=0),
+        batch_size=n,
+    )
     counts = torch.bincount(torch.tensor([d[0] for d in draws]), minlength=probs.numel()).double()
     expected = probs * n
     big = expected >= 5
@@ -171,12 +198,13 @@ def test_eval_fast_path_equals_the_hf_path_cut_at_answer(tiny) -> None:
     from tomforge.rl.evaluate import GenerationStats, generate
 
     tokenizer, model, _ = tiny
-    prompts = [[{"role": "user", "content": " ".join(WORDS[i:i + 3 + i % 5])}] for i in range(9)]
+    prompts = [[{"role": "user", "content": " ".join(WORDS[i : i + 3 + i % 5])}] for i in range(9)]
     hf = generate("tiny", prompts, batch_size=4, max_new_tokens=20, backend="hf", model=model, tokenizer=tokenizer)
     stats = GenerationStats()
-    fast = generate("tiny", prompts, batch_size=4, max_new_tokens=20, backend="fast", model=model,
-                    tokenizer=tokenizer, stats=stats)
-    cut = [t[:t.index("</answer>") + len("</answer>")] if "</answer>" in t else t for t in hf]
+    fast = generate(
+        "tiny", prompts, batch_size=4, max_new_tokens=20, backend="fast", model=model, tokenizer=tokenizer, stats=stats
+    )
+    cut = [t[: t.index("</answer>") + len("</answer>")] if "</answer>" in t else t for t in hf]
     assert fast == cut
     assert stats.n_sequences == 9 and stats.new_tokens > 0
 
@@ -185,11 +213,14 @@ def test_eval_fast_path_equals_the_hf_path_cut_at_answer(tiny) -> None:
 def test_cuda_graph_replay_equals_the_eager_loop(tiny) -> None:
     tokenizer, model, prompts = tiny
     gpu = model.to("cuda")
-    eager = FastGenerator(gpu, cuda_graphs=False).generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id],
-                                                           pad_id=tokenizer.pad_token_id)
+    eager = FastGenerator(gpu, cuda_graphs=False).generate(
+        prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id
+    )
     graphed = FastGenerator(gpu, cuda_graphs=True)
-    assert graphed.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id],
-                            pad_id=tokenizer.pad_token_id) == eager
+    assert (
+        graphed.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id)
+        == eager
+    )
     assert graphed.stats.graphs_captured >= 1
     model.to("cpu")
 
@@ -217,10 +248,20 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
         def recording(completions, **kwargs):
             seen.extend(completion_text(c) for c in completions)
             return format_reward(completions, **kwargs)
+
         recording.__name__ = "format_reward"
-        settings = TrlSettings(model=str(model_dir), output_dir=str(tmp_path / f"out-{fast}"), max_steps=1,
-                               num_generations=2, per_device_train_batch_size=4, max_completion_length=12,
-                               learning_rate=1e-4, save_steps=10, fast_generation=fast, extra={"use_cpu": True})
+        settings = TrlSettings(
+            model=str(model_dir),
+            output_dir=str(tmp_path / f"out-{fast}"),
+            max_steps=1,
+            num_generations=2,
+            per_device_train_batch_size=4,
+            max_completion_length=12,
+            learning_rate=1e-4,
+            save_steps=10,
+            fast_generation=fast,
+            extra={"use_cpu": True},
+        )
         result = train_trl(settings, train, tokenizer=tokenizer, reward_funcs=[recording, correctness])
         return seen, result
 

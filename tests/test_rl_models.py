@@ -2,6 +2,7 @@
 (tests/gguf_tiny.py) is loaded by `rl.models` (transformers' gguf_file= path + the plain copy) and
 must reproduce the torch model it was written from; `tomforge eval` and `tomforge train` take the
 file as --model."""
+
 from __future__ import annotations
 
 import json
@@ -70,8 +71,25 @@ def test_eval_takes_a_gguf_file(tiny, tmp_path: Path, monkeypatch) -> None:
     path, _, _, release = tiny
     monkeypatch.setenv("TOMFORGE_MODEL_CACHE", str(tmp_path / "models"))
     warehouse = tmp_path / "w.duckdb"
-    args = ["eval", "--model", str(path), "--dataset", str(release), "--split", "tomforge_gen/test", "--limit", "3",
-            "--max-new-tokens", "4", "--generator", "hf", "--warehouse", str(warehouse), "--out", str(tmp_path / "ev")]
+    args = [
+        "eval",
+        "--model",
+        str(path),
+        "--dataset",
+        str(release),
+        "--split",
+        "tomforge_gen/test",
+        "--limit",
+        "3",
+        "--max-new-tokens",
+        "4",
+        "--generator",
+        "hf",
+        "--warehouse",
+        str(warehouse),
+        "--out",
+        str(tmp_path / "ev"),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     con = duckdb.connect(str(warehouse), read_only=True)
@@ -84,9 +102,26 @@ def test_train_takes_a_gguf_file(tiny, tmp_path: Path, monkeypatch) -> None:
     path, _, _, release = tiny
     monkeypatch.setenv("TOMFORGE_MODEL_CACHE", str(tmp_path / "models"))
     out = tmp_path / "rl"
-    args = ["train", "--dataset", str(release), "--model", str(path), "--train", "tomforge_gen/train",
-            "--max-steps", "1", "--num-generations", "2", "--batch-size", "4", "--max-completion-length", "6",
-            "--no-bf16", "--output-dir", str(out)]
+    args = [
+        "train",
+        "--dataset",
+        str(release),
+        "--model",
+        str(path),
+        "--train",
+        "tomforge_gen/train",
+        "--max-steps",
+        "1",
+        "--num-generations",
+        "2",
+        "--batch-size",
+        "4",
+        "--max-completion-length",
+        "6",
+        "--no-bf16",
+        "--output-dir",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "trained 1 steps" in result.output
@@ -99,8 +134,22 @@ def test_missing_gguf_and_verl_give_one_line_errors(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "--model", str(missing), "--dataset", str(tmp_path), "--generator", "hf"])
     assert result.exit_code == 2  # the release folder is checked first: no data/ folder
     release = small_release(tmp_path / "r")
-    result = runner.invoke(app, ["eval", "--model", str(missing), "--dataset", str(release), "--generator", "hf",
-                                 "--split", "tomforge_gen/test", "--warehouse", str(tmp_path / "w.duckdb")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(missing),
+            "--dataset",
+            str(release),
+            "--generator",
+            "hf",
+            "--split",
+            "tomforge_gen/test",
+            "--warehouse",
+            str(tmp_path / "w.duckdb"),
+        ],
+    )
     assert result.exit_code == 2 and "nope.gguf: gguf file not found" in result.output
     assert len(result.output.strip().splitlines()) == 1
     with pytest.raises(ValueError, match="trl backend"):

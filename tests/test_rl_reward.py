@@ -1,4 +1,5 @@
 """The rule reward on a table of tricky completions, and the verl / TRL wrappers' signatures."""
+
 from __future__ import annotations
 
 import inspect
@@ -21,9 +22,21 @@ from tomforge.warehouse.record import build_record
 
 
 def truth(fmt: str, answer: str, options=(), index=None, answer_list=None) -> str:
-    record = build_record(source="demo", source_version="1", source_key=answer, source_ref="x#0", split="test",
-                          context="story", question="q?", question_type="first_order_belief", answer=answer,
-                          answer_format=fmt, options=list(options), answer_index=index, answer_list=answer_list)
+    record = build_record(
+        source="demo",
+        source_version="1",
+        source_key=answer,
+        source_ref="x#0",
+        split="test",
+        context="story",
+        question="q?",
+        question_type="first_order_belief",
+        answer=answer,
+        answer_format=fmt,
+        options=list(options),
+        answer_index=index,
+        answer_list=answer_list,
+    )
     return rl_columns(record)["reward_model"]["ground_truth"]
 
 
@@ -45,50 +58,50 @@ CASES = [
     (wrap("(b)"), MC, True, True),
     (wrap("Option B"), MC, True, True),
     (wrap("B. green basket"), MC, True, True),
-    (wrap("B) blue box"), MC, True, False),           # letter and text disagree
-    (wrap("green basket"), MC, True, True),            # option text instead of letter
+    (wrap("B) blue box"), MC, True, False),  # letter and text disagree
+    (wrap("green basket"), MC, True, True),  # option text instead of letter
     (wrap("The Green-Basket."), MC, True, True),
     (wrap("A"), MC, True, False),
-    (wrap("box"), MC, True, False),                     # no substring matching, not letter b
-    (wrap("Ｂ"), MC, True, True),                       # full-width letter (NFKC)
-    (wrap("D"), MC, True, False),                       # label out of range
+    (wrap("box"), MC, True, False),  # no substring matching, not letter b
+    (wrap("Ｂ"), MC, True, True),  # full-width letter (NFKC)
+    (wrap("D"), MC, True, False),  # label out of range
     (wrap("no"), YN, True, True),
     (wrap("No."), YN, True, True),
     (wrap("false"), YN, True, True),
     (wrap("No, she does not know."), YN, True, True),
     (wrap("yes"), YN, True, False),
     (wrap("yes and no"), YN, True, False),
-    (wrap("in the green basket"), FREE, True, True),   # leading preposition + article
+    (wrap("in the green basket"), FREE, True, True),  # leading preposition + article
     (wrap("GREEN_BASKET"), FREE, True, True),
-    (wrap("green\u200bbasket"), FREE, True, False),     # zero-width removed -> 'greenbasket' != 'green basket'
+    (wrap("green\u200bbasket"), FREE, True, False),  # zero-width removed -> 'greenbasket' != 'green basket'
     (wrap("not the green basket"), FREE, True, False),
-    (wrap("Anne, Sally"), LIST, True, True),           # order-free
+    (wrap("Anne, Sally"), LIST, True, True),  # order-free
     (wrap("anne and sally"), LIST, True, True),
-    (wrap("[\"Sally\", \"Anne\"]"), LIST, True, True),
+    (wrap('["Sally", "Anne"]'), LIST, True, True),
     (wrap("Sally"), LIST, True, False),
     (wrap("Sally, Anne, Bob"), LIST, True, False),
     (wrap("nobody"), EMPTY, True, True),
     # contradictory or hedged answers earn no correctness reward, whichever part is right
-    (wrap("No. Yes."), YN, True, False),               # says no, then yes
+    (wrap("No. Yes."), YN, True, False),  # says no, then yes
     (wrap("no... actually, yes"), YN, True, False),
     (wrap("yes"), YES, True, True),
-    (wrap("Yes, or maybe no."), YES, True, False),     # says yes, then no
-    (wrap("B or C"), MC, True, False),                 # two option letters
+    (wrap("Yes, or maybe no."), YES, True, False),  # says yes, then no
+    (wrap("B or C"), MC, True, False),  # two option letters
     (wrap("B (or C)"), MC, True, False),
-    (wrap("green basket or red drawer"), MC, True, False),   # two containers by name
+    (wrap("green basket or red drawer"), MC, True, False),  # two containers by name
     (wrap("green basket, red drawer"), MC, True, False),
     (wrap("the green basket or the red drawer"), FREE, True, False),
     (wrap("green basket and red drawer"), FREE, True, False),
     (wrap("Sally, Anne or Bob"), LIST, True, False),
     # format failures
-    ("<answer>B</answer>", MC, False, False),                                    # missing think
-    ("<think>x</think>B", MC, False, False),                                     # missing answer tags
-    ("<think>a</think><think>b</think><answer>B</answer>", MC, False, False),     # repeated tag
-    ("<answer>B</answer><think>x</think>", MC, False, False),                    # wrong order
-    ("<think>x<answer>B</answer></think>", MC, False, False),                    # nested, wrong order
+    ("<answer>B</answer>", MC, False, False),  # missing think
+    ("<think>x</think>B", MC, False, False),  # missing answer tags
+    ("<think>a</think><think>b</think><answer>B</answer>", MC, False, False),  # repeated tag
+    ("<answer>B</answer><think>x</think>", MC, False, False),  # wrong order
+    ("<think>x<answer>B</answer></think>", MC, False, False),  # nested, wrong order
     ("<think>x</think><answer>B</answer><answer>B</answer>", MC, False, False),  # two answers
     ("", MC, False, False),
-    ("Sure! <think>x</think> <answer>B</answer> Done.", MC, True, True),         # text around is fine
+    ("Sure! <think>x</think> <answer>B</answer> Done.", MC, True, True),  # text around is fine
 ]
 
 

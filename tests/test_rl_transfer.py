@@ -2,6 +2,7 @@
 one and evaluated on both, the block's cells against accuracies recomputed from the stored rows, its pairs
 against the generator's own ids, and its paired difference against hand-worked values and other
 implementations of the same statistics."""
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,14 @@ def tiny(tmp_path_factory) -> Path:
 def generator_pairs(split: str) -> set[tuple[str, str]]:
     """(third-person item id, second-person item id) of the same question, straight from the generator: the
     two renderings of one run, matched by position."""
-    told = [[r for r in generate_splits(PLAN.n, max_order=PLAN.max_order, seed=PLAN.seed, rendering=rendering)
-             if r["split"] == split] for rendering in RENDERINGS]
+    told = [
+        [
+            r
+            for r in generate_splits(PLAN.n, max_order=PLAN.max_order, seed=PLAN.seed, rendering=rendering)
+            if r["split"] == split
+        ]
+        for rendering in RENDERINGS
+    ]
     assert len(told[0]) == len(told[1]) > 0
     return {(third["item_id"], second["item_id"]) for third, second in zip(*told)}
 
@@ -67,20 +74,32 @@ def stored(warehouse: Path, sql: str) -> list[tuple]:
 
 def test_train_on_one_rendering_evaluate_on_both(release: Path, tiny: Path, tmp_path: Path) -> None:
     recipe = {**RECIPE, "sft_steps": 2, "sft_batch": 4, "completion": 4, "generator": "hf"}
-    metrics = run(release, str(tiny), tmp_path, recipe, trained=["second_person"], splits=("tomforge_gen/test",),
-                  extra_sft={"use_cpu": True, "max_length": None})
+    metrics = run(
+        release,
+        str(tiny),
+        tmp_path,
+        recipe,
+        trained=["second_person"],
+        splits=("tomforge_gen/test",),
+        extra_sft={"use_cpu": True, "max_length": None},
+    )
     warehouse = tmp_path / "eval.duckdb"
     block = metrics["transfer"]["models"]["trained-second_person"]
     assert block["trained_on"] == "second_person"
     cells = block["splits"]["tomforge_gen/test"]["cells"]
     # cells: accuracy and n per rendering, recomputed by SQL from the stored per-item rows
-    by_sql = {r: (round(a, 4), n) for r, a, n in stored(
-        warehouse, "SELECT rendering, avg(correct::INT), count(*) FROM eval_results GROUP BY 1")}
+    by_sql = {
+        r: (round(a, 4), n)
+        for r, a, n in stored(warehouse, "SELECT rendering, avg(correct::INT), count(*) FROM eval_results GROUP BY 1")
+    }
     assert {r: (c["accuracy"], c["n"]) for r, c in cells.items()} == by_sql
     # the pairs: rows joined on their partner key are the generator's same question in both renderings
-    pairs = stored(warehouse, "SELECT a.item_id, b.item_id, a.correct::INT, b.correct::INT FROM eval_results a "
-                              "JOIN eval_results b USING (pair_key) WHERE a.rendering = 'third_person' "
-                              "AND b.rendering = 'second_person'")
+    pairs = stored(
+        warehouse,
+        "SELECT a.item_id, b.item_id, a.correct::INT, b.correct::INT FROM eval_results a "
+        "JOIN eval_results b USING (pair_key) WHERE a.rendering = 'third_person' "
+        "AND b.rendering = 'second_person'",
+    )
     assert {(a, b) for a, b, _, _ in pairs} == generator_pairs("test")
     assert len(pairs) == cells["third_person"]["n"] == cells["second_person"]["n"] == PLAN.n // 10
     difference = cells["third_person"]["vs_trained"]
@@ -93,7 +112,9 @@ def test_train_on_one_rendering_evaluate_on_both(release: Path, tiny: Path, tmp_
     assert (record["train"], record["renderings"]) == ("tomforge_gen/train:second_person", ["second_person"])
     assert record["rows"] == PLAN.n * 8 // 10
     assert stored(warehouse, "SELECT DISTINCT trained_on, rendering, distribution FROM eval_results ORDER BY 2") == [
-        ("second_person", "second_person", "in_distribution"), ("second_person", "third_person", "held_out")]
+        ("second_person", "second_person", "in_distribution"),
+        ("second_person", "third_person", "held_out"),
+    ]
     text = (tmp_path / "transfer.md").read_text()
     assert "trained-second_person (second_person) | tomforge_gen/test | " in text
     assert "tomforge_gen/test:third_person (held_out)" in text
@@ -101,8 +122,11 @@ def test_train_on_one_rendering_evaluate_on_both(release: Path, tiny: Path, tmp_
 
 def release_rows(release: Path, split: str = "test") -> dict[str, dict]:
     """prompt (as JSON) -> its row, read straight from the release's parquet files."""
-    rows = [row for f in sorted((release / "data" / "tomforge_gen").glob(f"{split}-*.parquet"))
-            for row in pq.read_table(f).to_pylist()]
+    rows = [
+        row
+        for f in sorted((release / "data" / "tomforge_gen").glob(f"{split}-*.parquet"))
+        for row in pq.read_table(f).to_pylist()
+    ]
     return {json.dumps(row["prompt"]): row for row in rows}
 
 
@@ -129,13 +153,30 @@ def test_planted_transfer_gap(release: Path, tiny: Path, tmp_path: Path, monkeyp
     views = []
     for splits in (["tomforge_gen/test:third_person", "tomforge_gen/test:second_person"], ["tomforge_gen/test"]):
         out = tmp_path / f"ev{len(splits)}"
-        result = runner.invoke(app, ["eval", "--model", str(model), "--dataset", str(release),
-                                     *[a for s in splits for a in ("--split", s)], "--label", "planted",
-                                     "--generator", "hf", "--no-store", "--out", str(out)])
+        result = runner.invoke(
+            app,
+            [
+                "eval",
+                "--model",
+                str(model),
+                "--dataset",
+                str(release),
+                *[a for s in splits for a in ("--split", s)],
+                "--label",
+                "planted",
+                "--generator",
+                "hf",
+                "--no-store",
+                "--out",
+                str(out),
+            ],
+        )
         assert result.exit_code == 0, result.output
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["matrix"]["planted"] == {"tomforge_gen/test:second_person (held_out)": round(order0 / n, 4),
-                                                "tomforge_gen/test:third_person (held_out)": 1.0}
+        assert summary["matrix"]["planted"] == {
+            "tomforge_gen/test:second_person (held_out)": round(order0 / n, 4),
+            "tomforge_gen/test:third_person (held_out)": 1.0,
+        }
         views.append(summary["transfer"])
         cell = summary["transfer"]["models"]["planted"]["splits"]["tomforge_gen/test"]["cells"]["second_person"]
         assert (cell["accuracy"], cell["n"]) == (round(order0 / n, 4), n)
@@ -145,21 +186,35 @@ def test_planted_transfer_gap(release: Path, tiny: Path, tmp_path: Path, monkeyp
         assert diff["p_mcnemar"] == round(2 * 0.5 ** (n - order0), 6)  # every discordant pair one way: 2 / 2^b
         low, high = diff["ci95"]
         assert low <= diff["difference"] <= high <= 0  # no resample can favour second person
-        assert f"planted (third_person) | tomforge_gen/test | {order0 / n:.3f} (n={n}) {(order0 - n) / n:+.3f} " \
-               f"[{low:+.3f}, {high:+.3f}] | 1.000 (n={n}) trained" in result.stdout  # columns by name
+        assert (
+            f"planted (third_person) | tomforge_gen/test | {order0 / n:.3f} (n={n}) {(order0 - n) / n:+.3f} "
+            f"[{low:+.3f}, {high:+.3f}] | 1.000 (n={n}) trained" in result.stdout
+        )  # columns by name
     assert views[0] == views[1]  # selecting each rendering or reading the mixed split: one block
 
 
 def row(label: str, rendering: str, key: str, correct: bool, trained: str | None = "third_person") -> dict:
-    return {"label": label, "config": "c", "split": "s", "rendering": rendering, "pair_key": key, "correct": correct,
-            "trained_on": trained}
+    return {
+        "label": label,
+        "config": "c",
+        "split": "s",
+        "rendering": rendering,
+        "pair_key": key,
+        "correct": correct,
+        "trained_on": trained,
+    }
 
 
 def test_unpaired_and_duplicate_items_are_counted() -> None:
-    rows = [row("m", "third_person", "k1", True), row("m", "third_person", "k2", False),
-            row("m", "second_person", "k1", False), row("m", "second_person", "k3", True),
-            row("m", "second_person", "k1", True),  # k1 evaluated twice: the first counts
-            row("m", "hitom", "k9", True), {**row("m", "x", "k8", True), "rendering": None}]  # no rendering: not in
+    rows = [
+        row("m", "third_person", "k1", True),
+        row("m", "third_person", "k2", False),
+        row("m", "second_person", "k1", False),
+        row("m", "second_person", "k3", True),
+        row("m", "second_person", "k1", True),  # k1 evaluated twice: the first counts
+        row("m", "hitom", "k9", True),
+        {**row("m", "x", "k8", True), "rendering": None},
+    ]  # no rendering: not in
     view = transfer_view(rows)
     block = view["models"]["m"]["splits"]["c/s"]
     assert view["renderings"] == ["hitom", "second_person", "third_person"]
@@ -170,7 +225,9 @@ def test_unpaired_and_duplicate_items_are_counted() -> None:
     assert block["cells"]["second_person"]["vs_trained"]["difference"] == -1.0
     assert block["cells"]["hitom"]["vs_trained"] is None  # nothing to pair with
     assert "vs_trained" not in block["cells"]["third_person"]
-    untrained = transfer_view([row("u", "third_person", "k1", True, None), row("u", "second_person", "k1", False, None)])
+    untrained = transfer_view(
+        [row("u", "third_person", "k1", True, None), row("u", "second_person", "k1", False, None)]
+    )
     assert all("vs_trained" not in c for c in untrained["models"]["u"]["splits"]["c/s"]["cells"].values())
 
 
@@ -195,8 +252,15 @@ def test_paired_difference_against_hand_worked_values_and_other_implementations(
     se = math.sqrt(b + c - (b - c) ** 2 / n) / n
     wald = ((c - b) / n - 1.96 * se, (c - b) / n + 1.96 * se)
     assert all(abs(x - y) < 0.006 for x, y in zip(found.ci95, wald)), (found.ci95, wald)
-    ref = stats.bootstrap(([float(x) for x in reference], [float(x) for x in other]), lambda r, o: (o - r).mean(),
-                          paired=True, vectorized=False, n_resamples=4000, method="percentile", random_state=0)
+    ref = stats.bootstrap(
+        ([float(x) for x in reference], [float(x) for x in other]),
+        lambda r, o: (o - r).mean(),
+        paired=True,
+        vectorized=False,
+        n_resamples=4000,
+        method="percentile",
+        random_state=0,
+    )
     assert all(abs(x - y) < 0.006 for x, y in zip(found.ci95, ref.confidence_interval)), ref.confidence_interval
     assert paired_difference(reference, other, seed=1) == found  # seeded: the same interval again
     with pytest.raises(ValueError):
@@ -206,7 +270,12 @@ def test_paired_difference_against_hand_worked_values_and_other_implementations(
 def test_split_refs_name_a_rendering(release: Path) -> None:
     ref = SplitRef.parse("tomforge_gen/test:second_person")
     assert (ref.config, ref.split, ref.rendering, str(ref), ref.stem) == (
-        "tomforge_gen", "test", "second_person", "tomforge_gen/test:second_person", "test.second_person")
+        "tomforge_gen",
+        "test",
+        "second_person",
+        "tomforge_gen/test:second_person",
+        "test.second_person",
+    )
     assert str(SplitRef.parse("tomforge_gen/test")) == "tomforge_gen/test"
     for bad in ("tomforge_gen/test:", "tomforge_gen:x", "test"):
         with pytest.raises(ReleaseReadError, match="CONFIG/SPLIT"):
@@ -214,7 +283,8 @@ def test_split_refs_name_a_rendering(release: Path) -> None:
     with pytest.raises(ReleaseReadError, match=r"no rows told in 'dialogue'.*second_person 8, third_person 8"):
         read_split(release, SplitRef.parse("tomforge_gen/test:dialogue"))
     assert verl_data_files("d", "tomforge_gen/train:second_person", "tomforge_gen/test")[0] == [
-        str(Path("d") / "tomforge_gen" / "train.second_person.parquet")]
+        str(Path("d") / "tomforge_gen" / "train.second_person.parquet")
+    ]
     # the first N rows of each rendering are the same worlds (`--limit`), and only that rendering's rows
     firsts = {}
     for rendering in RENDERINGS:
@@ -232,8 +302,9 @@ def test_tomforge_train_records_the_rendering(release: Path, tmp_path: Path, mon
 
     given = {}
     monkeypatch.setattr("tomforge.rl.trl_backend.train_trl", lambda s, ds: given.update(rows=ds.to_list()) or {})
-    stage.run_trl_here(TrlSettings(model="m", output_dir=str(tmp_path)), str(release), None,
-                       "tomforge_gen/train:third_person")
+    stage.run_trl_here(
+        TrlSettings(model="m", output_dir=str(tmp_path)), str(release), None, "tomforge_gen/train:third_person"
+    )
     assert {json.loads(r["meta"])["rendering"] for r in given["rows"]} == {"third_person"}
     record = json.loads((tmp_path / "tomforge_training.json").read_text())
     assert (record["renderings"], record["rows"]) == (["third_person"], len(given["rows"])) == (["third_person"], 64)

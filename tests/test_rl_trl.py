@@ -1,5 +1,6 @@
 """Two real TRL training steps (RLOO, the REINFORCE++ preset) on a tiny Qwen2 model built from a
 config, on published-layout data, with the rule reward called and a checkpoint written."""
+
 from __future__ import annotations
 
 import json
@@ -51,14 +52,23 @@ def test_two_trl_steps_write_a_checkpoint(release: Path, tmp_path: Path, algorit
             if func.__name__ == "format_reward":
                 format_calls.append(([completion_text(c) for c in completions], list(values)))
             return values
+
         wrapper.__name__ = func.__name__
         return wrapper
 
-    settings = TrlSettings(model=str(model_dir), output_dir=str(tmp_path / "out"), algorithm=algorithm, max_steps=2,
-                           num_generations=2, per_device_train_batch_size=4, max_completion_length=8,
-                           learning_rate=1e-4, save_steps=2, extra={"use_cpu": True})
-    result = train_trl(settings, train, tokenizer=tokenizer,
-                       reward_funcs=[counted(f) for f in inner])
+    settings = TrlSettings(
+        model=str(model_dir),
+        output_dir=str(tmp_path / "out"),
+        algorithm=algorithm,
+        max_steps=2,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_completion_length=8,
+        learning_rate=1e-4,
+        save_steps=2,
+        extra={"use_cpu": True},
+    )
+    result = train_trl(settings, train, tokenizer=tokenizer, reward_funcs=[counted(f) for f in inner])
     assert result["steps"] == 2
     assert len(calls) == 4 and all(n == 4 for n in calls)  # 2 functions x 2 steps, 4 completions each
     out = Path(result["output_dir"])
@@ -82,8 +92,12 @@ def test_trl_plan_single_and_multi_gpu() -> None:
     assert many.command[:4] == ["accelerate", "launch", "--num_processes", "4"]
     text = many.describe()
     assert "accelerate launch" in text and '"beta": 0.001' in text
-    grpo = stage.plan_trl(TrlSettings(model="m", algorithm="grpo", num_generations=4, per_device_train_batch_size=8),
-                          "org/tom", None, "tomforge_gen/train")
+    grpo = stage.plan_trl(
+        TrlSettings(model="m", algorithm="grpo", num_generations=4, per_device_train_batch_size=8),
+        "org/tom",
+        None,
+        "tomforge_gen/train",
+    )
     assert grpo.config["trl_config"]["scale_rewards"] == "batch"
     with pytest.raises(ValueError):
         TrlSettings(model="m", num_generations=3, per_device_train_batch_size=8)

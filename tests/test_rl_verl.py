@@ -1,4 +1,5 @@
 """The verl REINFORCE++ command and config: composed, checked against verl's keys, printable."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,12 @@ from tomforge.rl.verl_backend import (
 
 
 def settings(**kw) -> VerlSettings:
-    return VerlSettings(model="Qwen/Qwen2.5-0.5B-Instruct", train_files=["/d/tomforge_gen/train.parquet"],
-                        val_files=["/d/tomforge_gen/test.parquet"], **kw)
+    return VerlSettings(
+        model="Qwen/Qwen2.5-0.5B-Instruct",
+        train_files=["/d/tomforge_gen/train.parquet"],
+        val_files=["/d/tomforge_gen/test.parquet"],
+        **kw,
+    )
 
 
 def test_overrides_use_only_verl_keys() -> None:
@@ -59,12 +64,19 @@ def test_plan_local_and_ray() -> None:
     assert local.config["overrides"]["data.train_files"] == ["/shared/tom/tomforge_gen/train.parquet"]
     assert local.verl_command[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "algorithm.adv_estimator=reinforce_plus_plus" in local.verl_command
-    ray = stage.plan_verl(s, "org/tom", "v1.0", "tomforge_gen/train", "tomforge_gen/test", data_dir="/shared/tom",
-                          ray_address="http://head:8265")
+    ray = stage.plan_verl(
+        s,
+        "org/tom",
+        "v1.0",
+        "tomforge_gen/train",
+        "tomforge_gen/test",
+        data_dir="/shared/tom",
+        ray_address="http://head:8265",
+    )
     assert ray.command[:5] == ["ray", "job", "submit", "--address", "http://head:8265"]
     runtime_env = json.loads(ray.command[ray.command.index("--runtime-env-json") + 1])
     assert runtime_env["working_dir"] == "." and runtime_env["env_vars"]["PYTHONPATH"] == "."
-    entry = ray.command[ray.command.index("--") + 1:]
+    entry = ray.command[ray.command.index("--") + 1 :]
     assert entry == local.command
     text = ray.describe()
     assert shlex.join(ray.command) in text and '"trainer.n_gpus_per_node": 4' in text

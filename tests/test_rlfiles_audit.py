@@ -2,6 +2,7 @@
 benchmark (HiToM's own samples): a benchmark story planted inside the RL file's prompts is found by
 the overlap audit, verbatim and embedded in a longer prompt, with the planted rows named as the
 train side, and the verdict's first lines say so."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +23,13 @@ from tomforge.warehouse.sources import get_adapter
 
 def _foreign_row(user: str, truth: str, index: int) -> dict:
     """A row as another project's verl export writes it (own system prompt, own wording)."""
-    return {"data_source": "someone/tom-rl", "ability": "tom", "extra_info": {"index": index},
-            "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-            "reward_model": {"style": "rule", "ground_truth": truth}}
+    return {
+        "data_source": "someone/tom-rl",
+        "ability": "tom",
+        "extra_info": {"index": index},
+        "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        "reward_model": {"style": "rule", "ground_truth": truth},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -44,36 +49,58 @@ def audited(tmp_path_factory: pytest.TempPathFactory, samples: Path):
     pq.write_table(pa.Table.from_pylist(rows), folder / "train.parquet")
     report = ingest(warehouse, "rlfiles", folder / "train.parquet")
     assert (report.read, report.loaded, report.rejected) == (62, 62, 0)
-    result = CliRunner().invoke(app, ["audit", "--warehouse", str(warehouse), "--train", "source = 'rlfiles'",
-                                      "--heldout", "source = 'hitom'", "--out", str(folder / "audit")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "audit",
+            "--warehouse",
+            str(warehouse),
+            "--train",
+            "source = 'rlfiles'",
+            "--heldout",
+            "source = 'hitom'",
+            "--out",
+            str(folder / "audit"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pairs = con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").pl()
-        planted = dict(con.execute(
-            "SELECT source_ref, context_id FROM items WHERE source = 'rlfiles' AND source_ref IN (?, ?)",
-            ["train.parquet#row17", "train.parquet#row40"]).fetchall())
+        planted = dict(
+            con.execute(
+                "SELECT source_ref, context_id FROM items WHERE source = 'rlfiles' AND source_ref IN (?, ?)",
+                ["train.parquet#row17", "train.parquet#row40"],
+            ).fetchall()
+        )
         stories_ids = dict(con.execute("SELECT context, context_id FROM contexts").fetchall())
     return result.output, pairs, planted, stories_ids[verbatim], stories_ids[embedded]
 
 
 def test_a_verbatim_benchmark_story_in_the_rl_file_is_found(audited) -> None:
     output, pairs, planted, verbatim_id, _ = audited
-    row17 = pairs.filter((pairs["a_context_id"] == planted["train.parquet#row17"]) & (pairs["b_context_id"] == verbatim_id))
+    row17 = pairs.filter(
+        (pairs["a_context_id"] == planted["train.parquet#row17"]) & (pairs["b_context_id"] == verbatim_id)
+    )
     assert row17.height >= 1 and "exact" in row17["kind"].to_list()
     lines = output.splitlines()
     assert lines[0].startswith("audit ") and "train 62 items (source = 'rlfiles')" in lines[0]
-    assert any(line.split()[:3] == ["FAIL", "exact", "copies"] and "1 of 2 held-out stories appear verbatim" in line
-               for line in lines), output
+    assert any(
+        line.split()[:3] == ["FAIL", "exact", "copies"] and "1 of 2 held-out stories appear verbatim" in line
+        for line in lines
+    ), output
 
 
 def test_a_benchmark_story_inside_a_longer_prompt_is_found(audited) -> None:
     _, pairs, planted, _, embedded_id = audited
-    row40 = pairs.filter((pairs["a_context_id"] == planted["train.parquet#row40"]) & (pairs["b_context_id"] == embedded_id))
+    row40 = pairs.filter(
+        (pairs["a_context_id"] == planted["train.parquet#row40"]) & (pairs["b_context_id"] == embedded_id)
+    )
     assert row40.height >= 1, pairs.select("kind", "a_context_id", "b_context_id")
 
 
 def test_no_other_rl_row_pairs_with_the_planted_stories(audited) -> None:
     _, pairs, planted, verbatim_id, embedded_id = audited
-    stray = pairs.filter(pairs["b_context_id"].is_in([verbatim_id, embedded_id])
-                         & ~pairs["a_context_id"].is_in(list(planted.values())))
+    stray = pairs.filter(
+        pairs["b_context_id"].is_in([verbatim_id, embedded_id]) & ~pairs["a_context_id"].is_in(list(planted.values()))
+    )
     assert stray.height == 0, stray

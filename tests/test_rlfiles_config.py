@@ -1,5 +1,6 @@
 """An `rlfiles` source in the config file: its `[sources.rl]` options reach the adapter when a rebuild
 stages it, and name the staging folder (other options, other records)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,10 +37,13 @@ def test_config_options_reach_staging(tmp_path: Path) -> None:
     assert set(items.column("split").to_pylist()) == {"rl_mix"} and items.num_rows == 3
 
 
-@pytest.mark.parametrize(("name", "options", "needle"), [
-    ("hitom", 'split = "x"', "only for --source rlfiles"),
-    ("rlfiles", 'story_markers = [""]', "empty story marker"),
-])
+@pytest.mark.parametrize(
+    ("name", "options", "needle"),
+    [
+        ("hitom", 'split = "x"', "only for --source rlfiles"),
+        ("rlfiles", 'story_markers = [""]', "empty story marker"),
+    ],
+)
 def test_bad_rl_options_are_one_line(tmp_path: Path, name: str, options: str, needle: str) -> None:
     path = tmp_path / "tomforge.toml"
     path.write_text(f'[[sources]]\nname = "{name}"\nlocation = "x"\n\n[sources.rl]\n{options}\n', encoding="utf-8")

@@ -4,6 +4,7 @@ The reference is the warehouse the export was made from: each exported row is ma
 item by `extra_info.item_id`, and compared field by field with what the exporter put in the prompt
 (the context as `rl.prompts.render_context` renders it, the question stripped, the canonical answer
 with its format, options and index)."""
+
 from __future__ import annotations
 
 import json
@@ -41,14 +42,28 @@ def _expected(record: dict) -> tuple:
     options = list(record["options"] or [])
     index = record["answer_index"] if record["answer_format"] == "multiple_choice" else None
     answer_list = None if record["answer_list"] is None else list(record["answer_list"])
-    return (render_context(record), str(record["question"]).strip(), canonical_answer(record),
-            record["answer_format"], options, index, answer_list)
+    return (
+        render_context(record),
+        str(record["question"]).strip(),
+        canonical_answer(record),
+        record["answer_format"],
+        options,
+        index,
+        answer_list,
+    )
 
 
 def _got(record: dict) -> tuple:
     context = render_context(record)
-    return (context, record["question"], record["answer"], record["answer_format"], record["options"],
-            record["answer_index"], record["answer_list"])
+    return (
+        context,
+        record["question"],
+        record["answer"],
+        record["answer_format"],
+        record["options"],
+        record["answer_index"],
+        record["answer_list"],
+    )
 
 
 def _compare(originals: list[dict], reingested: list[dict]) -> None:

@@ -1,6 +1,7 @@
 """`tomforge scan`: planted benchmark stories found with the right kind and span, a clean templated
 corpus gives no hits (where the naive shared-13-gram rule flags it), the purify ledger reconciles,
 verl-style parquet prompts are read, bad input is one line, and the CLI end to end."""
+
 from __future__ import annotations
 
 import gzip
@@ -39,8 +40,13 @@ def planted(bench, tmp_path_factory: pytest.TempPathFactory):
     return docs, plants, summary, root
 
 
-EXPECTED_KIND = {"verbatim": "verbatim", "rewrapped": "verbatim", "embedded": "contained", "first_half": "ngram",
-                 "names_swapped": "names_swapped"}
+EXPECTED_KIND = {
+    "verbatim": "verbatim",
+    "rewrapped": "verbatim",
+    "embedded": "contained",
+    "first_half": "ngram",
+    "names_swapped": "names_swapped",
+}
 
 
 def test_every_plant_is_found_with_its_kind_and_span(planted) -> None:
@@ -54,7 +60,7 @@ def test_every_plant_is_found_with_its_kind_and_span(planted) -> None:
         assert docs[plant.row]["id"] == f"plant-{plant.kind}"
         if plant.kind == "embedded":  # the span is the story's place in the document, worked out when planting
             assert hit["char_start"] == plant.start
-            assert tokens(text[hit["char_start"]:hit["char_end"]]) == tokens(plant.story)
+            assert tokens(text[hit["char_start"] : hit["char_end"]]) == tokens(plant.story)
         assert hit["context_id"] is not None and hit["story_key"]
     # precision: nothing else in the corpus is a hit (the clean documents share 13-grams with the benchmark)
     assert set(by_id) <= {f"plant-{p.kind}" for p in plants}
@@ -78,7 +84,10 @@ def test_purified_copy_and_ledger_reconcile(planted) -> None:
     docs, _, summary, root = planted
     removed = set(summary.hits["doc_id"].to_list())
     kept_a = [json.loads(line)["id"] for line in (root / "pure" / "a.jsonl").read_text().splitlines()]
-    kept_b = [json.loads(line)["id"] for line in gzip.decompress((root / "pure" / "sub" / "b.jsonl.gz").read_bytes()).splitlines()]
+    kept_b = [
+        json.loads(line)["id"]
+        for line in gzip.decompress((root / "pure" / "sub" / "b.jsonl.gz").read_bytes()).splitlines()
+    ]
     assert kept_a + kept_b == [d["id"] for d in docs if d["id"] not in removed]  # order kept, only hits dropped
     ledger = json.loads((root / "out" / "purify_ledger.json").read_text())
     assert ledger["total"] == {"read": len(docs), "kept": len(docs) - len(removed), "removed": len(removed)}
@@ -93,13 +102,15 @@ def test_same_inputs_same_bytes(planted, bench, tmp_path: Path) -> None:
     for name in ("scan_report.md", "purify_ledger.json"):  # equal but for where the purified copy went
         ours = (tmp_path / "out" / name).read_text().replace(str(tmp_path / "pure"), "PURE")
         assert ours == (root / "out" / name).read_text().replace(str(root / "pure"), "PURE"), name
-    assert (tmp_path / "pure" / "sub" / "b.jsonl.gz").read_bytes() == (root / "pure" / "sub" / "b.jsonl.gz").read_bytes()
+    assert (tmp_path / "pure" / "sub" / "b.jsonl.gz").read_bytes() == (
+        root / "pure" / "sub" / "b.jsonl.gz"
+    ).read_bytes()
 
 
 def _naive_13gram_flags(stories: list[str], texts: list[str]) -> int:
     """Reference: documents sharing any 13-gram of tokens with a benchmark story (plain Python sets)."""
-    grams = {tuple(t[i:i + 13]) for s in stories for t in [tokens(s)] for i in range(len(t) - 12)}
-    return sum(any(tuple(t[i:i + 13]) in grams for i in range(len(t) - 12)) for t in map(tokens, texts))
+    grams = {tuple(t[i : i + 13]) for s in stories for t in [tokens(s)] for i in range(len(t) - 12)}
+    return sum(any(tuple(t[i : i + 13]) in grams for i in range(len(t) - 12)) for t in map(tokens, texts))
 
 
 def test_clean_templated_corpus_gives_no_hits(bench, tmp_path: Path) -> None:
@@ -115,10 +126,25 @@ def test_clean_templated_corpus_gives_no_hits(bench, tmp_path: Path) -> None:
 
 def test_verl_parquet_prompts_and_parquet_purify(bench, tmp_path: Path) -> None:
     wh, stories = bench
-    rows = [{"prompt": [{"role": "system", "content": "Answer."}, {"role": "user", "content": f"Story: {s}\nQuestion: where?"}],
-             "data_source": "x", "reward_model": {"ground_truth": "box", "style": "rule"}} for s in (stories[3], stories[4])]
-    rows += [{"prompt": [{"role": "user", "content": filler(__import__("random").Random(i), 120)}], "data_source": "x",
-              "reward_model": {"ground_truth": "a", "style": "rule"}} for i in range(3)]
+    rows = [
+        {
+            "prompt": [
+                {"role": "system", "content": "Answer."},
+                {"role": "user", "content": f"Story: {s}\nQuestion: where?"},
+            ],
+            "data_source": "x",
+            "reward_model": {"ground_truth": "box", "style": "rule"},
+        }
+        for s in (stories[3], stories[4])
+    ]
+    rows += [
+        {
+            "prompt": [{"role": "user", "content": filler(__import__("random").Random(i), 120)}],
+            "data_source": "x",
+            "reward_model": {"ground_truth": "a", "style": "rule"},
+        }
+        for i in range(3)
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rl.parquet")
     summary = run_scan(wh, [str(tmp_path / "rl.parquet")], tmp_path / "out", purify=tmp_path / "pure")
     assert sorted(summary.hits["row"].to_list()) == [0, 1]
@@ -137,11 +163,34 @@ def test_bad_input_is_one_line_naming_file_row_and_field(bench, tmp_path: Path) 
 
 def test_cli_end_to_end_strict(planted, bench, tmp_path: Path) -> None:
     _, _, summary, root = planted
-    result = CliRunner().invoke(app, ["scan", str(root / "corpus"), "-w", str(bench[0]), "--out", str(tmp_path / "o"),
-                                      "--id-field", "id", "--strict"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "scan",
+            str(root / "corpus"),
+            "-w",
+            str(bench[0]),
+            "--out",
+            str(tmp_path / "o"),
+            "--id-field",
+            "id",
+            "--strict",
+        ],
+    )
     assert result.exit_code == 7, result.output
     found = summary.hits["story_key"].n_unique()
     assert f"synth: {found} of 120 held-out stories and {4 * found} of 480 questions occur" in result.stdout
-    bad = CliRunner().invoke(app, ["scan", str(root / "corpus"), "-w", str(bench[0]), "--benchmark", "split = 'nope'",
-                                   "--out", str(tmp_path / "o2")])
+    bad = CliRunner().invoke(
+        app,
+        [
+            "scan",
+            str(root / "corpus"),
+            "-w",
+            str(bench[0]),
+            "--benchmark",
+            "split = 'nope'",
+            "--out",
+            str(tmp_path / "o2"),
+        ],
+    )
     assert bad.exit_code == 2 and "matches no items" in bad.output

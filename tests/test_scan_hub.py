@@ -1,5 +1,6 @@
 """A Hub dataset as the corpus: its files streamed at a pinned revision through `huggingface_hub`
 from the loopback Hub (`tests/hubserver.py`), with the same hits as the same files read locally."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,12 @@ def test_hub_corpus_streamed_at_a_pinned_revision(tmp_path: Path) -> None:
     api.create_tag("org/corpus", tag="v1", repo_type="dataset")
     # a later commit on main must not change what v1 scans
     write_jsonl(tmp_path / "later.jsonl", [{"id": "late", "text": stories[0]}])
-    api.upload_file(path_or_fileobj=str(tmp_path / "later.jsonl"), path_in_repo="data/part-2.jsonl",
-                    repo_id="org/corpus", repo_type="dataset")
+    api.upload_file(
+        path_or_fileobj=str(tmp_path / "later.jsonl"),
+        path_in_repo="data/part-2.jsonl",
+        repo_id="org/corpus",
+        repo_type="dataset",
+    )
     on_hub = run_scan(wh, ["hub:org/corpus"], tmp_path / "hub", revision="v1", id_field="id")
     from_disk = run_scan(wh, [str(local)], tmp_path / "disk", id_field="id")
     assert on_hub.read == len(docs) and on_hub.hits.height >= 4

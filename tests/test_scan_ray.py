@@ -1,5 +1,6 @@
 """The scan's Ray path on a local cluster of two nodes (a head and a second raylet with their own
 CPU each, started with `ray start`): the same hits, row for row, as the single-process path."""
+
 from __future__ import annotations
 
 import json
@@ -58,10 +59,20 @@ def cluster() -> Iterator[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--num-cpus=1", "--object-store-memory=100000000", f"--temp-dir={temp_dir}"]
     try:
-        subprocess.run([str(RAY), "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
-                       env=env, check=True, capture_output=True, timeout=120)
-        subprocess.run([str(RAY), "start", f"--address=127.0.0.1:{port}", *common], env=env, check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [str(RAY), "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        subprocess.run(
+            [str(RAY), "start", f"--address=127.0.0.1:{port}", *common],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         yield f"127.0.0.1:{port}"
     finally:
         _stop(temp_dir)
@@ -92,8 +103,13 @@ def test_two_nodes_give_the_local_hits(cluster: str, tmp_path: Path) -> None:
         "print(json.dumps({'alive': alive, 'total': r.ledger['total'] if r.ledger else None}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run([sys.executable, "-c", driver, cluster, str(wh), str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", driver, cluster, str(wh), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     reported = json.loads(done.stdout.strip().splitlines()[-1])
     assert reported["alive"] == 2

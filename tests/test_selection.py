@@ -1,5 +1,6 @@
 """Issue 25 item 7: a selection flag is one SQL condition, checked on its own before it is pasted
 into `WHERE (...)`; errors name the flag and the user's own text, never a `)` the user never typed."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,18 +12,21 @@ from tomforge.flows.config import selection_problem
 from tomforge.warehouse.selection import SelectionSyntaxError, check_selection
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("1=1) OR (1=1", "not one SQL condition"),            # closes a parenthesis it never opened
-    ("split = 'test') OR (TRUE", "not one SQL condition"),
-    ("split = 'test' AND", "not one SQL condition"),      # a trailing AND
-    ("split = 'test' ORDER BY item_id", "ORDER BY"),
-    ("split = 'test' LIMIT 3", "LIMIT"),
-    ("TRUE GROUP BY split", "GROUP BY"),
-    ("TRUE; DROP TABLE items", "2 SQL statements"),
-    ("TRUE UNION SELECT 1", "UNION"),
-    ("split = 'test' -- all of it", "inside parentheses"),
-    ("   ", "is empty"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("1=1) OR (1=1", "not one SQL condition"),  # closes a parenthesis it never opened
+        ("split = 'test') OR (TRUE", "not one SQL condition"),
+        ("split = 'test' AND", "not one SQL condition"),  # a trailing AND
+        ("split = 'test' ORDER BY item_id", "ORDER BY"),
+        ("split = 'test' LIMIT 3", "LIMIT"),
+        ("TRUE GROUP BY split", "GROUP BY"),
+        ("TRUE; DROP TABLE items", "2 SQL statements"),
+        ("TRUE UNION SELECT 1", "UNION"),
+        ("split = 'test' -- all of it", "inside parentheses"),
+        ("   ", "is empty"),
+    ],
+)
 def test_a_selection_that_is_not_one_condition_is_refused(text: str, needle: str) -> None:
     with pytest.raises(SelectionSyntaxError) as caught:
         check_selection(text, "--train")
@@ -33,9 +37,17 @@ def test_a_selection_that_is_not_one_condition_is_refused(text: str, needle: str
         assert repr(text) in message  # the user's own text, as typed
 
 
-@pytest.mark.parametrize("text", ["split = 'test'", "(split = 'test')", "belief_order <= 2 AND (source = 'tomi' OR "
-                                  "source = 'hitom')", "item_id IN (SELECT item_id FROM items WHERE split = 'x')",
-                                  "question LIKE '%)%'", "split = ')' OR split = '('"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "split = 'test'",
+        "(split = 'test')",
+        "belief_order <= 2 AND (source = 'tomi' OR source = 'hitom')",
+        "item_id IN (SELECT item_id FROM items WHERE split = 'x')",
+        "question LIKE '%)%'",
+        "split = ')' OR split = '('",
+    ],
+)
 def test_a_condition_passes_unchanged(text: str) -> None:
     assert check_selection(text, "--heldout") == text
 
@@ -55,8 +67,17 @@ def test_audit_refuses_a_selection_that_escapes_its_parentheses(tmp_path: Path) 
 
 def test_audit_reports_a_trailing_and_at_the_end_of_the_users_text(tmp_path: Path) -> None:
     warehouse = _warehouse(tmp_path)
-    result = run("audit", "-w", str(warehouse), "--train", "split = 'test'", "--heldout", "split = 'test' AND",
-                 "--out", str(tmp_path / "a"))
+    result = run(
+        "audit",
+        "-w",
+        str(warehouse),
+        "--train",
+        "split = 'test'",
+        "--heldout",
+        "split = 'test' AND",
+        "--out",
+        str(tmp_path / "a"),
+    )
     assert_one_line_error(result, "--heldout", "\"split = 'test' AND\"")
     assert 'near ")"' not in result.output
 

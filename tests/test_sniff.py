@@ -2,6 +2,7 @@
 convert it (Parquet given as ExploreToM, UTF-16 with a byte-order mark, a .gz given as HiToM...),
 one line, exit 2, the warehouse untouched. The files are written here by other tools (polars,
 gzip, Python's UTF-16 codec), so the format is what those tools say it is."""
+
 from __future__ import annotations
 
 import gzip
@@ -36,15 +37,24 @@ def _files(tmp_path: Path) -> dict[str, tuple[Path, str, str]]:
     return out
 
 
-@pytest.mark.parametrize("name, source", [("parquet", "exploretom"), ("utf16", "exploretom"), ("gzip", "hitom"),
-                                          ("zip", "tomi"), ("gzip", "fantom"), ("parquet", "bigtom")])
+@pytest.mark.parametrize(
+    "name, source",
+    [
+        ("parquet", "exploretom"),
+        ("utf16", "exploretom"),
+        ("gzip", "hitom"),
+        ("zip", "tomi"),
+        ("gzip", "fantom"),
+        ("parquet", "bigtom"),
+    ],
+)
 def test_the_error_names_the_format_and_the_conversion(tmp_path: Path, name: str, source: str) -> None:
     path, kind, convert = _files(tmp_path)[name]
     warehouse = tmp_path / "w.duckdb"
     result = run("ingest", "--source", source, "--path", str(path), "-w", str(warehouse))
     assert_one_line_error(result, str(path), kind, convert)
     assert "byte 0" not in result.output and "invalid start byte" not in result.output
-    assert f"not the {source} format" in result.output   # was "not a exploretom file" (found re-checking issue 25)
+    assert f"not the {source} format" in result.output  # was "not a exploretom file" (found re-checking issue 25)
     assert not warehouse.exists()
 
 
@@ -57,7 +67,11 @@ def test_a_utf16_file_inside_a_folder_is_named_too(tmp_path: Path) -> None:
 
 
 def test_text_is_not_sniffed_as_anything(tmp_path: Path) -> None:
-    for name, data in (("a.csv", CSV.encode()), ("b.json", b'{"data": []}'), ("c.txt", "caf\xe9".encode("latin-1")),
-                       ("d.txt", "\ufeff1 Anne".encode("utf-8"))):
+    for name, data in (
+        ("a.csv", CSV.encode()),
+        ("b.json", b'{"data": []}'),
+        ("c.txt", "caf\xe9".encode("latin-1")),
+        ("d.txt", "\ufeff1 Anne".encode("utf-8")),
+    ):
         (tmp_path / name).write_bytes(data)
         assert sniff(tmp_path / name) is None, name

@@ -1,4 +1,5 @@
 """BigToM adapter: the items derived per row (as generate_conditions.py derives them), rejects, errors."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -43,15 +44,28 @@ def test_fixture_counts(records: list) -> None:
     assert not [r for r in records if isinstance(r, Reject)]
     assert len(records) == 5 * 25
     assert Counter(r["meta"]["variable"] for r in records) == {
-        "forward_belief": 40, "forward_action": 40, "backward_belief": 40, "percept_to_belief": 5}
+        "forward_belief": 40,
+        "forward_action": 40,
+        "backward_belief": 40,
+        "percept_to_belief": 5,
+    }
     assert Counter(r["meta"]["condition"] for r in records) == {
-        "true_belief": 35, "false_belief": 30, "true_control": 30, "false_control": 30}
+        "true_belief": 35,
+        "false_belief": 30,
+        "true_control": 30,
+        "false_control": 30,
+    }
     assert Counter(r["question_type"] for r in records) == {"first_order_belief": 85, "action": 40}
     assert Counter(r["is_false_belief"] for r in records) == {True: 30, False: 90, None: 5}
     assert {r["belief_order"] for r in records} == {1}
     assert {r["answer_format"] for r in records} == {"multiple_choice"}
     assert {tuple(r["perspective_chain"]) for r in records} == {
-        ("Tomasz",), ("Beatriz",), ("Haruki",), ("Oluwaseun",), ("Dagny",)}
+        ("Tomasz",),
+        ("Beatriz",),
+        ("Haruki",),
+        ("Oluwaseun",),
+        ("Dagny",),
+    }
 
 
 def test_options_hold_the_gold_in_a_varying_position(records: list) -> None:
@@ -67,7 +81,10 @@ def test_forward_conditions_follow_the_original(records: list) -> None:
     assert fb["context"] == f"{P0}.{P1}.{P2}.{P3}.{P4}. Tomasz does not notice the juice on the atlas."
     assert fb["question"] == "Does Tomasz believe the atlas is undamaged or stained with juice?"
     assert fb["answer"] == "Tomasz believes the atlas is undamaged."
-    assert set(fb["options"]) == {"Tomasz believes the atlas is undamaged.", "Tomasz believes the atlas is stained with juice."}
+    assert set(fb["options"]) == {
+        "Tomasz believes the atlas is undamaged.",
+        "Tomasz believes the atlas is stained with juice.",
+    }
     assert fb["is_false_belief"] is True
 
     tb = _item(records, 0, "0_forward_action_true_belief")  # initial belief hidden: part 3 left out
@@ -77,7 +94,8 @@ def test_forward_conditions_follow_the_original(records: list) -> None:
 
     control = _item(records, 0, "0_forward_belief_true_control")  # random event; initial belief stands
     assert control["context"] == (
-        f"{P0}.{P1}.{P2}. A delivery van parks outside the library entrance. Tomasz sees the delivery van parking outside.")
+        f"{P0}.{P1}.{P2}. A delivery van parks outside the library entrance. Tomasz sees the delivery van parking outside."
+    )
     assert control["answer"] == "Tomasz believes the atlas is undamaged."
 
 
@@ -87,8 +105,13 @@ def test_backward_and_percept_follow_the_original(records: list) -> None:
     assert bb["answer"] == "Tomasz believes the atlas is stained with juice."
     a = _item(records, 0, "1_backward_belief_true_control")
     b = _item(records, 0, "1_backward_belief_false_control")
-    assert a["context"] == b["context"] == (
-        f"{P0}.{P1}.{P2}.{P3}. A delivery van parks outside the library entrance. Tomasz places the atlas in the locked display case.")
+    assert (
+        a["context"]
+        == b["context"]
+        == (
+            f"{P0}.{P1}.{P2}.{P3}. A delivery van parks outside the library entrance. Tomasz places the atlas in the locked display case."
+        )
+    )
     percept = _item(records, 0, "1_percept_to_belief_true_belief")
     assert percept["context"] == f"{P0}.{P1}.{P2}."
     assert percept["answer"] == "Tomasz believes the atlas is stained with juice."  # as the original writes it
@@ -130,6 +153,7 @@ def test_real_sample(real_samples: Path) -> None:
 
 # ---- malformed rows: a Reject naming the field; the other rows still load ----
 
+
 def _with_row(samples: Path, tmp_path: Path, index: int, line: str) -> list:
     lines = _lines(samples)
     lines[index] = line
@@ -141,7 +165,11 @@ def _with_row(samples: Path, tmp_path: Path, index: int, line: str) -> list:
 def _item_keys(produced: list, row: int) -> list[str]:
     """The item keys (after 'rowN/') of the records a well-formed row gave, in order."""
     prefix = f"bigtom.csv#row{row}/"
-    return [r["source_ref"].removeprefix(prefix) for r in produced if isinstance(r, dict) and r["source_ref"].startswith(prefix)]
+    return [
+        r["source_ref"].removeprefix(prefix)
+        for r in produced
+        if isinstance(r, dict) and r["source_ref"].startswith(prefix)
+    ]
 
 
 def test_row_with_wrong_field_count(samples: Path, tmp_path: Path) -> None:
@@ -152,7 +180,8 @@ def test_row_with_wrong_field_count(samples: Path, tmp_path: Path) -> None:
     keys = _item_keys(produced, 0)
     assert len(keys) == 25
     assert [(r.field, r.record, r.file, r.source_ref) for r in rejects] == [
-        ("row", f"row1/{key}", "bigtom.csv", f"bigtom.csv#row1/{key}") for key in keys]
+        ("row", f"row1/{key}", "bigtom.csv", f"bigtom.csv#row1/{key}") for key in keys
+    ]
     assert all("18" in r.reason and r.raw == rejects[0].raw for r in rejects) and rejects[0].raw
 
 
@@ -178,6 +207,7 @@ def test_count_input_is_rows_times_25(samples: Path, tmp_path: Path) -> None:
 
 
 # ---- whole-file problems: SourceError naming the file ----
+
 
 def test_not_utf8(samples: Path, tmp_path: Path) -> None:
     path = tmp_path / "bigtom.csv"

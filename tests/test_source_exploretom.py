@@ -1,4 +1,5 @@
 """ExploreToM adapter: own fixture, real excerpt, malformed rows and unreadable files."""
+
 from __future__ import annotations
 
 import csv
@@ -57,7 +58,11 @@ def test_fixture_counts_and_vocabulary(fixture_records: list) -> None:
     assert not [r for r in fixture_records if isinstance(r, Reject)]
     assert len(fixture_records) == 28
     assert Counter(r["question_type"] for r in fixture_records) == {
-        "memory": 5, "reality": 3, "first_order_belief": 8, "higher_order_belief": 7, "knowledge": 5,
+        "memory": 5,
+        "reality": 3,
+        "first_order_belief": 8,
+        "higher_order_belief": 7,
+        "knowledge": 5,
     }
     assert Counter(r["answer_format"] for r in fixture_records) == {"free_text": 23, "yes_no": 5}
     assert Counter(r["belief_order"] for r in fixture_records) == {0: 8, 1: 10, 2: 10}
@@ -75,22 +80,38 @@ def test_fixture_field_mapping(fixture_records: list) -> None:
     assert marisol["context"].startswith("Marisol entered the pottery studio.")
     assert marisol["n_agents"] == 2 and marisol["n_events"] == 6
 
-    second = _by_question(fixture_records, "In which container does Lorenzo think that Maeve will search for the old map?")
+    second = _by_question(
+        fixture_records, "In which container does Lorenzo think that Maeve will search for the old map?"
+    )
     assert (second["question_type"], second["belief_order"], second["perspective_chain"]) == (
-        "higher_order_belief", 2, ["Lorenzo", "Maeve"])
+        "higher_order_belief",
+        2,
+        ["Lorenzo", "Maeve"],
+    )
     assert second["is_false_belief"] is True
 
-    knows = _by_question(fixture_records, "What does Ivo think about Jules's belief on regatta schedule? (knows about it / does not know about it)")
+    knows = _by_question(
+        fixture_records,
+        "What does Ivo think about Jules's belief on regatta schedule? (knows about it / does not know about it)",
+    )
     assert (knows["question_type"], knows["answer"], knows["answer_format"], knows["is_false_belief"]) == (
-        "knowledge", "does not know about it", "free_text", True)
+        "knowledge",
+        "does not know about it",
+        "free_text",
+        True,
+    )
 
     state = _by_question(fixture_records, "Does Wendell believe that the sourdough loaf is sliced? Answer yes or no.")
     assert (state["answer_format"], state["answer"], state["question_type"]) == ("yes_no", "no", "first_order_belief")
     assert state["is_false_belief"] is None  # no -True/-False; the story flag says a false belief exists somewhere
 
     memory = _by_question(fixture_records, "In which container was the brass key at the beginning?")
-    assert (memory["question_type"], memory["belief_order"], memory["perspective_chain"], memory["is_false_belief"]) == (
-        "memory", 0, [], None)
+    assert (
+        memory["question_type"],
+        memory["belief_order"],
+        memory["perspective_chain"],
+        memory["is_false_belief"],
+    ) == ("memory", 0, [], None)
 
 
 def test_meta_keeps_every_other_column_typed(fixture_records: list) -> None:
@@ -110,8 +131,9 @@ def test_meta_keeps_every_other_column_typed(fixture_records: list) -> None:
 
 
 def test_typed_cells() -> None:
-    assert [typed(v) for v in ("True", "False", "-1", "2", "0.5", "1e3", "", None, "nan", "tomi+asymmetric", "1.2.3")] == [
-        True, False, -1, 2, 0.5, 1000.0, None, None, None, "tomi+asymmetric", "1.2.3"]
+    assert [
+        typed(v) for v in ("True", "False", "-1", "2", "0.5", "1e3", "", None, "nan", "tomi+asymmetric", "1.2.3")
+    ] == [True, False, -1, 2, 0.5, 1000.0, None, None, None, "tomi+asymmetric", "1.2.3"]
 
 
 def test_every_record_validates(fixture_records: list, validator: jsonschema.Draft202012Validator) -> None:
@@ -129,7 +151,9 @@ def test_ids_stable_and_unique(samples: Path, fixture_records: list) -> None:
     assert [r["item_id"] for r in single] == [r["item_id"] for r in fixture_records]
 
 
-def test_csv_module_fallback_reads_the_same(samples: Path, fixture_records: list, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csv_module_fallback_reads_the_same(
+    samples: Path, fixture_records: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args, **kwargs):
         raise pl.exceptions.ComputeError("forced")
 
@@ -142,12 +166,17 @@ def test_real_sample(real_samples: Path, validator: jsonschema.Draft202012Valida
     assert not [r for r in records if isinstance(r, Reject)]
     assert len(records) == 40
     assert Counter(r["question_type"] for r in records) == {
-        "memory": 7, "reality": 5, "first_order_belief": 8, "higher_order_belief": 20}
+        "memory": 7,
+        "reality": 5,
+        "first_order_belief": 8,
+        "higher_order_belief": 20,
+    }
     assert all(not list(validator.iter_errors(r)) for r in records)
     assert all(r["perspective_chain"] == r["meta"]["qprop=params"][0] or r["belief_order"] == 0 for r in records)
 
 
 # ---- malformed rows: one Reject naming the field, the other rows still load ----
+
 
 @pytest.mark.parametrize(
     ("column", "value", "field"),
@@ -186,14 +215,15 @@ def _rejects_and_staged(path: Path) -> tuple[list[Reject], object]:
     return [p for p in expand(produced) if isinstance(p, Reject)], staged
 
 
-def test_row_with_too_few_fields_is_rejected_on_both_paths(samples: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_row_with_too_few_fields_is_rejected_on_both_paths(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A row cut short (its last 6 cells missing) is a Reject naming file, record and field, exactly as
     the csv module's row-by-row path rejects it; polars alone would fill the missing cells with nulls.
     A row whose last cell is merely empty (quoted "") still loads, on both paths."""
     rows = _rows(samples / FIXTURE)
     width = len(rows[0])
-    rows[1 + 4] = rows[1 + 4][:width - 6]  # data row 4
+    rows[1 + 4] = rows[1 + 4][: width - 6]  # data row 4
     rows[1 + 7][-1] = ""  # data row 7: an empty last cell, not a short row
     path = _write(tmp_path / "short.csv", rows)
     on_polars, staged_polars = _rejects_and_staged(path)
@@ -203,13 +233,19 @@ def test_row_with_too_few_fields_is_rejected_on_both_paths(samples: Path, tmp_pa
 
     monkeypatch.setattr(exploretom.pl, "read_csv", broken)
     on_csv_module, staged_csv = _rejects_and_staged(path)
-    expected = [("exploretom", "short.csv#row4", "short.csv", "row4", "row", f"expected {width} fields, found {width - 6}")]
+    expected = [
+        ("exploretom", "short.csv#row4", "short.csv", "row4", "row", f"expected {width} fields, found {width - 6}")
+    ]
     assert [(r.source, r.source_ref, r.file, r.record, r.field, r.reason) for r in on_polars] == expected
     assert on_polars == on_csv_module
     for staged in (staged_polars, staged_csv):
         assert (staged.report.read, staged.report.loaded, staged.report.rejected) == (28, 27, 1)
     assert staged_polars.items.equals(staged_csv.items) and staged_polars.rejects.equals(staged_csv.rejects)
-    empty_last = [r for r in expand(ADAPTER.read_columns(path)) if not isinstance(r, Reject) and r["source_ref"] == "short.csv#row7"]
+    empty_last = [
+        r
+        for r in expand(ADAPTER.read_columns(path))
+        if not isinstance(r, Reject) and r["source_ref"] == "short.csv#row7"
+    ]
     assert len(empty_last) == 1 and empty_last[0]["meta"][rows[0][-1]] is None
 
 
@@ -225,10 +261,11 @@ def test_split_column_is_used(samples: Path, tmp_path: Path) -> None:
 
 # ---- whole-file problems: SourceError naming the file ----
 
+
 def test_missing_column(samples: Path, tmp_path: Path) -> None:
     rows = _rows(samples / FIXTURE)
     drop = rows[0].index("qprop=nth_order")
-    path = _write(tmp_path / "nocol.csv", [row[:drop] + row[drop + 1:] for row in rows])
+    path = _write(tmp_path / "nocol.csv", [row[:drop] + row[drop + 1 :] for row in rows])
     source_error(ADAPTER, path, "nocol.csv", "qprop=nth_order")
 
 

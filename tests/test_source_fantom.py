@@ -1,4 +1,5 @@
 """The FANToM adapter: the project's sample, the unified fields it derives, and bad inputs."""
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,17 @@ def test_sample_loads_every_question_without_rejects(records: list[Any], sample_
     )
     assert len(records) == expected == 37
     assert Counter(r["question_type"] for r in records) == {
-        "factual": 4, "first_order_belief": 5, "higher_order_belief": 5, "answerability": 12, "info_accessibility": 11,
+        "factual": 4,
+        "first_order_belief": 5,
+        "higher_order_belief": 5,
+        "answerability": 12,
+        "info_accessibility": 11,
     }
     assert Counter(r["answer_format"] for r in records) == {
-        "free_text": 4, "multiple_choice": 10, "list": 8, "yes_no": 15,
+        "free_text": 4,
+        "multiple_choice": 10,
+        "list": 8,
+        "yes_no": 15,
     }
     assert {r["source"] for r in records} == {"fantom"} and {r["split"] for r in records} == {"unsplit"}
     assert {r["context_kind"] for r in records} == {"dialogue"}
@@ -87,7 +95,11 @@ def test_source_refs_name_file_set_and_question_path(records: list[Any]) -> None
 
 def test_context_turns_and_speakers(records: list[Any], sample_file: Path) -> None:
     refs = _by_ref(records)
-    first, second, bakery = refs["fantom_v1.json#0/factQA"], refs["fantom_v1.json#1/factQA"], refs["fantom_v1.json#2/factQA"]
+    first, second, bakery = (
+        refs["fantom_v1.json#0/factQA"],
+        refs["fantom_v1.json#1/factQA"],
+        refs["fantom_v1.json#2/factQA"],
+    )
     assert first["context"] == _sets(sample_file)[0]["full_context"]
     assert first["context_id"] == second["context_id"] != bakery["context_id"]  # two sets, one conversation
     assert first["meta"]["short_context"].startswith("Maya: So, Lena")
@@ -104,7 +116,11 @@ def test_belief_questions_are_two_way_choices_keeping_both_answers(records: list
     assert sorted(record["options"]) == sorted([raw["correct_answer"], raw["wrong_answer"]])
     assert record["options"][record["answer_index"]] == record["answer"] == raw["correct_answer"]
     assert record["meta"]["wrong_answer"] == raw["wrong_answer"]
-    assert (record["question_type"], record["belief_order"], record["is_false_belief"]) == ("first_order_belief", 1, True)
+    assert (record["question_type"], record["belief_order"], record["is_false_belief"]) == (
+        "first_order_belief",
+        1,
+        True,
+    )
     beliefs = [r for r in records if r["answer_format"] == "multiple_choice"]
     assert {r["answer_index"] for r in beliefs} == {0, 1}  # the gold is not always first
     accessible = _by_ref(records)["fantom_v1.json#0/beliefQAs/1"]
@@ -125,7 +141,10 @@ def test_perspective_chains(records: list[Any]) -> None:
 
 def test_perspective_chain_ignores_names_outside_mental_verbs() -> None:
     speakers = ("Ana", "Kofi", "Ben")
-    assert perspective_chain("What does Kofi believe about Ben's belief regarding Ana's sister?", speakers, 2) == ["Kofi", "Ben"]
+    assert perspective_chain("What does Kofi believe about Ben's belief regarding Ana's sister?", speakers, 2) == [
+        "Kofi",
+        "Ben",
+    ]
     assert perspective_chain("Where is Ana's sister getting married?", speakers, 1) == []
     assert perspective_chain("What does Kofi think Ben knows?", speakers, 1) == ["Kofi"]
 
@@ -213,7 +232,10 @@ def test_set_without_fact_question_rejects_the_questions_that_need_it(tmp_path: 
         (b'{"data": [{"story": "x"}]}', "JSON array"),
         (b'[{"story": "x", "question": "y"}]', "no FANToM question sets"),
         (b'{"set_id": "1-1-1", "full_context": "A: hi"}\n{"set_id": "1-1-2", "full_context": "A: hi"}\n', "JSON Lines"),
-        (b'[{"set_id": "1-1-1", "full_context": "A: \\ud83d\\ude00 hi \\udc00"}]', "lone surrogate escape (not valid Unicode) at /0/full_context"),
+        (
+            b'[{"set_id": "1-1-1", "full_context": "A: \\ud83d\\ude00 hi \\udc00"}]',
+            "lone surrogate escape (not valid Unicode) at /0/full_context",
+        ),
     ],
     ids=["truncated", "not-utf8", "csv", "wrong-shape", "other-dataset", "json-lines", "lone-surrogate"],
 )

@@ -1,4 +1,5 @@
 """HiToM adapter: own samples, real samples, and malformed inputs (rejects vs whole-file errors)."""
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,10 @@ def test_own_samples_load_completely(own: Path) -> None:
     assert sum(ref.startswith("Hi-ToM_data.json#") for ref in refs) == 20
     assert sum(ref.startswith("Hi-ToM_data/") and ref.endswith(".txt") for ref in refs) == 10
     assert Counter(record["question_type"] for record in records) == {
-        "reality": 6, "first_order_belief": 6, "higher_order_belief": 18}
+        "reality": 6,
+        "first_order_belief": 6,
+        "higher_order_belief": 18,
+    }
     assert Counter(record["belief_order"] for record in records) == {0: 6, 1: 6, 2: 6, 3: 6, 4: 6}
     assert Counter(record["meta"]["prompting_type"] for record in records) == {"CoTP": 15, "VP": 15}
     for record in records:
@@ -96,8 +100,10 @@ def test_tree_path_meta_where_length_and_sample_differ(tmp_path: Path, own: Path
         shutil.copy(source, target)
     records, rejects = read_all(ADAPTER, tmp_path)
     assert not rejects and len(records) == 2
-    got = {(r["meta"]["deception"], r["meta"]["prompting_type"], r["meta"]["story_length"], r["meta"]["sample"])
-           for r in records}
+    got = {
+        (r["meta"]["deception"], r["meta"]["prompting_type"], r["meta"]["story_length"], r["meta"]["sample"])
+        for r in records
+    }
     assert got == {(True, "VP", 3, 7), (False, "CoTP", 4, 2)}
     assert {r["belief_order"] for r in records} == {2}
 
@@ -120,7 +126,9 @@ def test_ids_stable_and_unique(own: Path) -> None:
 def test_single_file_roots(own: Path) -> None:
     records, rejects = read_all(ADAPTER, own / "Hi-ToM_data.json")
     assert len(records) == 20 and not rejects
-    records, rejects = read_all(ADAPTER, own / "Hi-ToM_data" / "No_Tell" / "CoT" / "length_1" / "sample_1" / "order_3.txt")
+    records, rejects = read_all(
+        ADAPTER, own / "Hi-ToM_data" / "No_Tell" / "CoT" / "length_1" / "sample_1" / "order_3.txt"
+    )
     assert not rejects and len(records) == 1
     assert records[0]["belief_order"] == 3 and records[0]["source_ref"] == "order_3.txt"
     assert records[0]["is_false_belief"] is None  # no order-0 answer to compare with
@@ -135,7 +143,9 @@ def test_a_folder_with_only_the_json_file_reads_like_the_file(tmp_path: Path, ow
     alone, rejects = read_all(ADAPTER, tmp_path)
     assert not rejects and len(alone) == 20 and ADAPTER.split_input(tmp_path) == tmp_path / "Hi-ToM_data.json"
     assert by_ref(alone) == by_ref(read_all(ADAPTER, tmp_path / "Hi-ToM_data.json")[0])
-    beside_tree = {ref: r for ref, r in by_ref(read_all(ADAPTER, own)[0]).items() if ref.startswith("Hi-ToM_data.json#")}
+    beside_tree = {
+        ref: r for ref, r in by_ref(read_all(ADAPTER, own)[0]).items() if ref.startswith("Hi-ToM_data.json#")
+    }
     assert by_ref(alone) == beside_tree
 
 
@@ -195,7 +205,11 @@ def test_malformed_text_file_becomes_reject(tmp_path: Path, own: Path) -> None:
         ("Hi-ToM_data.json", b'{"data": [{"prompting_type": "CoTP", "story": "1 A', "truncated JSON"),
         ("Hi-ToM_data.json", b'{"data": []}'.replace(b"[]", b'["caf\xe9"]'), "not UTF-8"),
         ("Hi-ToM_data.json", b'{"rows": []}', '"data" list'),
-        ("Hi-ToM_data.json", b'{"data": [{"story": "1 A\\udbff entered"}]}', "lone surrogate escape (not valid Unicode) at /data/0/story"),
+        (
+            "Hi-ToM_data.json",
+            b'{"data": [{"story": "1 A\\udbff entered"}]}',
+            "lone surrogate escape (not valid Unicode) at /data/0/story",
+        ),
         ("hitom.csv", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM file"),
         ("order_0.txt", b"prompting_type,story\nCoTP,1 A entered\n", "not a HiToM text file"),
     ],

@@ -1,4 +1,5 @@
 """The OpenToM adapter: the project's sample, the real excerpt, derived fields and bad inputs."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ from tomforge.warehouse.sources.base import Reject
 from tomforge.warehouse.sources.opentom import ADAPTER, perspective_chain
 
 QUESTIONS_PER_STORY = {  # as published: 23 questions per story
-    "location_cg_fo.json": 2, "location_cg_so.json": 2, "location_fg_fo_new.json": 4,
-    "location_fg_so_new.json": 2, "multihop_fo.json": 6, "multihop_so.json": 6, "attitude.json": 1,
+    "location_cg_fo.json": 2,
+    "location_cg_so.json": 2,
+    "location_fg_fo_new.json": 4,
+    "location_fg_so_new.json": 2,
+    "multihop_fo.json": 6,
+    "multihop_so.json": 6,
+    "attitude.json": 1,
 }
 
 
@@ -64,9 +70,13 @@ def test_sample_loads_every_question_without_rejects(records: list[Any]) -> None
     assert len(records) == 3 * 23
     assert Counter(_file_of(r) for r in records) == {name: 3 * n for name, n in QUESTIONS_PER_STORY.items()}
     assert Counter((r["question_type"], r["belief_order"], r["answer_format"]) for r in records) == {
-        ("location", 1, "yes_no"): 6, ("location", 2, "yes_no"): 6,
-        ("location", 0, "free_text"): 6, ("location", 1, "free_text"): 6, ("location", 2, "free_text"): 6,
-        ("multihop", 1, "multiple_choice"): 18, ("multihop", 2, "multiple_choice"): 18,
+        ("location", 1, "yes_no"): 6,
+        ("location", 2, "yes_no"): 6,
+        ("location", 0, "free_text"): 6,
+        ("location", 1, "free_text"): 6,
+        ("location", 2, "free_text"): 6,
+        ("multihop", 1, "multiple_choice"): 18,
+        ("multihop", 2, "multiple_choice"): 18,
         ("attitude", 1, "multiple_choice"): 3,
     }
     assert len({r["context_id"] for r in records}) == 3
@@ -95,7 +105,9 @@ def test_story_fields_and_answers(records: list[Any], sample_dir: Path) -> None:
     refs = _by_ref(records)
     coarse = refs["opentom_data/location_cg_fo.json#10000002/1"]
     assert coarse["context"] == meta["narrative"]
-    assert {k: coarse["meta"][k] for k in meta if k != "narrative"} == {k: v for k, v in meta.items() if k != "narrative"}
+    assert {k: coarse["meta"][k] for k in meta if k != "narrative"} == {
+        k: v for k, v in meta.items() if k != "narrative"
+    }
     assert (coarse["answer"], coarse["options"], coarse["meta"]["raw_answer"]) == ("yes", ["yes", "no"], "Yes")
     assert coarse["meta"]["location_granularity"] == "coarse" and coarse["perspective_chain"] == ["Rosa"]
     assert (coarse["n_agents"], coarse["n_events"]) == (2, 5)
@@ -106,7 +118,11 @@ def test_story_fields_and_answers(records: list[Any], sample_dir: Path) -> None:
     assert attitude["options"] == ["positive", "neutral", "negative"] and attitude["answer_index"] == 1
     fullness = refs["opentom_data/multihop_so.json#10000002/3"]
     assert fullness["options"] == ["more full", "equally full", "less full"]
-    assert (fullness["answer"], fullness["answer_index"], fullness["perspective_chain"]) == ("equally full", 1, ["Rosa", "Owen"])
+    assert (fullness["answer"], fullness["answer_index"], fullness["perspective_chain"]) == (
+        "equally full",
+        1,
+        ["Rosa", "Owen"],
+    )
     access = refs["opentom_data/multihop_so.json#10000002/4"]
     assert access["options"] == ["more accessible", "equally accessible", "less accessible"]
     assert access["perspective_chain"] == ["Owen", "Rosa"] and access["answer_index"] == 2
@@ -121,8 +137,14 @@ def test_narrator_questions_are_order_zero(records: list[Any]) -> None:
 
 
 def test_perspective_chain_parsing() -> None:
-    assert perspective_chain("From Marcos's perspective, does Abe think that the melon is in place?", 2) == ["Marcos", "Abe"]
-    assert perspective_chain("From Ana's perspective, how would pen's accessibility change for Ben by the end?", 2) == ["Ana", "Ben"]
+    assert perspective_chain("From Marcos's perspective, does Abe think that the melon is in place?", 2) == [
+        "Marcos",
+        "Abe",
+    ]
+    assert perspective_chain("From Ana's perspective, how would pen's accessibility change for Ben by the end?", 2) == [
+        "Ana",
+        "Ben",
+    ]
     assert perspective_chain("From Ana's perspective, where is the pen located precisely?", 1) == ["Ana"]
     assert perspective_chain("As Ben, what is your attitude towards Ana's action?", 1) == ["Ben"]
     assert perspective_chain("From narrator's perspective, where is pen located?", 0) == []
@@ -138,7 +160,14 @@ def test_real_sample_loads_without_rejects(real_samples: Path) -> None:
     validator = jsonschema.Draft202012Validator(record_schema())
     assert all(validator.is_valid(r) for r in produced)
     multihop = {r["answer"] for r in produced if r["question_type"] == "multihop"}
-    assert multihop <= {"more full", "equally full", "less full", "more accessible", "equally accessible", "less accessible"}
+    assert multihop <= {
+        "more full",
+        "equally full",
+        "less full",
+        "more accessible",
+        "equally accessible",
+        "less accessible",
+    }
 
 
 def test_question_on_a_missing_story_is_rejected_naming_the_key(copy: Path) -> None:
@@ -203,11 +232,17 @@ def test_missing_meta_data_raises_source_error(copy: Path) -> None:
         ("multihop_fo.json", b"key,question,answer\n10000001,x,more full\n", "JSON"),
         ("multihop_so.json", b'[{"question": "x", "answer": "y"}]', "lists of questions"),
         ("meta_data.json", b'{"10000001": "a story"}', "story objects"),
-        ("meta_data.json", b'{"10000001": {"narrative": "x \\ud800"}}', "lone surrogate escape (not valid Unicode) at /10000001/narrative"),
+        (
+            "meta_data.json",
+            b'{"10000001": {"narrative": "x \\ud800"}}',
+            "lone surrogate escape (not valid Unicode) at /10000001/narrative",
+        ),
     ],
     ids=["truncated", "not-utf8", "csv", "wrong-shape", "meta-wrong-shape", "lone-surrogate"],
 )
-def test_unreadable_files_raise_source_error_naming_the_file(copy: Path, name: str, content: bytes, problem: str) -> None:
+def test_unreadable_files_raise_source_error_naming_the_file(
+    copy: Path, name: str, content: bytes, problem: str
+) -> None:
     (copy / name).write_bytes(content)
     source_error(ADAPTER, copy, str(copy / name), problem)
 

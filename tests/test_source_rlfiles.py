@@ -1,5 +1,6 @@
 """RL training files as a source: verl parquet and TRL jsonl written here with hand-worked answers,
 `datasets` folders, a Hub dataset id on the loopback Hub, and the CLI's flags and printed count."""
+
 from __future__ import annotations
 
 import json
@@ -27,19 +28,31 @@ def test_verl_rows_become_the_hand_worked_records(tmp_path: Path) -> None:
     path = write_verl(tmp_path / "train.parquet")
     records, rejects = read_all(ADAPTER, path)
     expected = [want for _, want in VERL_CASES if len(want) > 1]
-    assert [(r["context"], r["question"], r["answer"], r["answer_format"], r["meta"]["tomforge_rl"]["prompt_split"])
-            for r in records] == expected
+    assert [
+        (r["context"], r["question"], r["answer"], r["answer_format"], r["meta"]["tomforge_rl"]["prompt_split"])
+        for r in records
+    ] == expected
     assert [(j.record, j.field) for j in rejects] == [("row7", "prompt"), ("row8", "reward_model.ground_truth")]
     assert all(j.file == "train.parquet" for j in rejects)
     assert ADAPTER.count_input(path) == len(VERL_CASES) == len(records) + len(rejects)
     assert {r["split"] for r in records} == {"train"}
     assert [r["question_type"] for r in records] == [
-        "first_order_belief", "reality", "unknown", "unknown", "higher_order_belief", "first_order_belief", "unknown"]
+        "first_order_belief",
+        "reality",
+        "unknown",
+        "unknown",
+        "higher_order_belief",
+        "first_order_belief",
+        "unknown",
+    ]
     assert [r["belief_order"] for r in records] == [1, 0, None, None, 2, 1, None]
     assert records[1]["answer_list"] == ["jar", "table"]
     dialogue = records[4]
     assert dialogue["context_kind"] == "dialogue"
-    assert dialogue["turns"] == [{"speaker": "Gus", "text": "I left the cake here."}, {"speaker": "Hal", "text": "I ate it."}]
+    assert dialogue["turns"] == [
+        {"speaker": "Gus", "text": "I left the cake here."},
+        {"speaker": "Hal", "text": "I ate it."},
+    ]
 
 
 def test_meta_keeps_the_whole_row_as_read(tmp_path: Path) -> None:
@@ -50,8 +63,10 @@ def test_meta_keeps_the_whole_row_as_read(tmp_path: Path) -> None:
         meta = dict(record["meta"])
         assert meta.pop("tomforge_rl")["answer_field"] == "reward_model.ground_truth"
         # pyarrow fills a null struct field with None; otherwise the row comes back exactly as written
-        assert meta == {**row, "extra_info": row["extra_info"] and {"index": None, "order": None, "id": None,
-                                                                    **row["extra_info"]}}
+        assert meta == {
+            **row,
+            "extra_info": row["extra_info"] and {"index": None, "order": None, "id": None, **row["extra_info"]},
+        }
         assert meta["data_source"] == row["data_source"] and meta["prompt"][0]["role"] in ("system", "user")
 
 
@@ -59,23 +74,34 @@ def test_trl_jsonl_rows_and_bad_lines(tmp_path: Path) -> None:
     path = write_trl(tmp_path / "rl_mix.jsonl")
     records, rejects = read_all(ADAPTER, path)
     assert [(r["context"], r["question"], r["answer"], r["answer_format"]) for r in records] == [
-        want for _, want in TRL_LINES if len(want) > 1]
+        want for _, want in TRL_LINES if len(want) > 1
+    ]
     assert [r["meta"]["tomforge_rl"]["answer_field"] for r in records] == ["completion", "ground_truth", "answer"]
     assert records[1]["meta"]["ground_truth"] == 3 and records[2]["meta"]["answer"] == ["Mo", "Ned"]  # types kept
-    assert [(j.record, j.field, j.raw) for j in rejects] == [("row3", "row", TRL_LINES[3][0]), ("row4", "row", "[1, 2]")]
+    assert [(j.record, j.field, j.raw) for j in rejects] == [
+        ("row3", "row", TRL_LINES[3][0]),
+        ("row4", "row", "[1, 2]"),
+    ]
     assert ADAPTER.count_input(path) == 5
     assert {r["split"] for r in records} == {"train"}  # no split in the name: the default
 
 
 def test_options_split_answer_field_and_markers(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
-    path.write_text(json.dumps({"prompt": "Tale >> Ann hid. Ask >> Who hid?", "label": "Ann", "answer": "wrong"}) + "\n",
-                    encoding="utf-8")
-    options = RLFileOptions(split="rl_v2", answer_field="label",
-                            markers=PromptMarkers(story=("Tale >>",), question=("Ask >>",), end=()))
+    path.write_text(
+        json.dumps({"prompt": "Tale >> Ann hid. Ask >> Who hid?", "label": "Ann", "answer": "wrong"}) + "\n",
+        encoding="utf-8",
+    )
+    options = RLFileOptions(
+        split="rl_v2", answer_field="label", markers=PromptMarkers(story=("Tale >>",), question=("Ask >>",), end=())
+    )
     (record,), _ = read_all(ADAPTER.configured(options), path)
     assert (record["context"], record["question"], record["answer"], record["split"]) == (
-        "Ann hid.", "Who hid?", "Ann", "rl_v2")
+        "Ann hid.",
+        "Who hid?",
+        "Ann",
+        "rl_v2",
+    )
     missing = RLFileOptions(answer_field="extra_info.gold")
     _, (reject,) = read_all(ADAPTER.configured(missing), path)
     assert (reject.field, reject.reason) == ("extra_info.gold", "no answer (null or empty)")
@@ -84,30 +110,46 @@ def test_options_split_answer_field_and_markers(tmp_path: Path) -> None:
 
 def test_story_and_question_columns_win_over_the_prompt(tmp_path: Path) -> None:
     path = tmp_path / "cols.jsonl"
-    rows = [{"prompt": "anything", "story": "Pia left.", "question": "Who left?", "answer": "Pia"},
-            {"prompt": "Story: x\nQuestion: y", "extra_info": {"story": "Rex hid.", "question": "Who hid?"}, "answer": "Rex"},
-            {"prompt": "Story: Sam sat.\nQuestion: Who sat?", "story": "", "question": "Who?", "answer": "Sam"}]
+    rows = [
+        {"prompt": "anything", "story": "Pia left.", "question": "Who left?", "answer": "Pia"},
+        {
+            "prompt": "Story: x\nQuestion: y",
+            "extra_info": {"story": "Rex hid.", "question": "Who hid?"},
+            "answer": "Rex",
+        },
+        {"prompt": "Story: Sam sat.\nQuestion: Who sat?", "story": "", "question": "Who?", "answer": "Sam"},
+    ]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     records, _ = read_all(ADAPTER, path)
     assert [(r["context"], r["question"], r["meta"]["tomforge_rl"]["prompt_split"]) for r in records] == [
-        ("Pia left.", "Who left?", "columns"), ("Rex hid.", "Who hid?", "columns"),
-        ("Sam sat.", "Who sat?", "story_and_question")]  # an empty story column: the prompt
+        ("Pia left.", "Who left?", "columns"),
+        ("Rex hid.", "Who hid?", "columns"),
+        ("Sam sat.", "Who sat?", "story_and_question"),
+    ]  # an empty story column: the prompt
 
 
 def test_prompt_field_flag(tmp_path: Path) -> None:
     path = tmp_path / "msgs.jsonl"
-    path.write_text(json.dumps({"messages": [{"role": "user", "content": "Story: Ty ran.\nQuestion: Who ran?"}],
-                                "answer": "Ty"}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "Story: Ty ran.\nQuestion: Who ran?"}], "answer": "Ty"})
+        + "\n",
+        encoding="utf-8",
+    )
     _, (reject,) = read_all(ADAPTER, path)
     assert reject.field == "prompt"
     (record,), _ = read_all(rl_adapter("rlfiles", prompt_field="messages"), path)
     assert (record["context"], record["answer"]) == ("Ty ran.", "Ty")
 
 
-@pytest.mark.parametrize(("name", "split"), [
-    ("train-00000-of-00003.parquet", "train"), ("test.parquet", "test"), ("data/validation/x.parquet", "validation"),
-    ("tom_rl_mix.parquet", None),
-])
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("train-00000-of-00003.parquet", "train"),
+        ("test.parquet", "test"),
+        ("data/validation/x.parquet", "validation"),
+        ("tom_rl_mix.parquet", None),
+    ],
+)
 def test_split_from_the_file_name(tmp_path: Path, name: str, split: str | None) -> None:
     assert split_of(tmp_path / name) == split
 
@@ -117,11 +159,17 @@ def test_datasets_folders_and_shards(tmp_path: Path) -> None:
 
     rows = [{"prompt": f"Story: Q{i} ran.\nQuestion: Who ran?", "answer": f"Q{i}"} for i in range(5)]
     DatasetDict({"train": Dataset.from_list(rows[:3]), "test": Dataset.from_list(rows[3:])}).save_to_disk(
-        str(tmp_path / "dd"))
+        str(tmp_path / "dd")
+    )
     records, rejects = read_all(ADAPTER, tmp_path / "dd")
     assert not rejects and ADAPTER.count_input(tmp_path / "dd") == 5
     assert sorted((r["split"], r["answer"]) for r in records) == [
-        ("test", "Q3"), ("test", "Q4"), ("train", "Q0"), ("train", "Q1"), ("train", "Q2")]
+        ("test", "Q3"),
+        ("test", "Q4"),
+        ("train", "Q0"),
+        ("train", "Q1"),
+        ("train", "Q2"),
+    ]
     Dataset.from_list(rows).save_to_disk(str(tmp_path / "one"), num_shards=2)
     records, _ = read_all(ADAPTER, tmp_path / "one")
     assert [r["answer"] for r in records] == [f"Q{i}" for i in range(5)]
@@ -146,7 +194,9 @@ def test_ingest_prints_how_many_prompts_were_not_split(tmp_path: Path) -> None:
     assert line.startswith("rlfiles: 1 of 7 loaded rows keep the whole prompt as their context")
     assert "6 split at story and question markers" in line
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        queried = con.execute("SELECT count(*) FROM items WHERE meta->'tomforge_rl'->>'prompt_split' = 'none'").fetchall()
+        queried = con.execute(
+            "SELECT count(*) FROM items WHERE meta->'tomforge_rl'->>'prompt_split' = 'none'"
+        ).fetchall()
         rejects = con.sql("SELECT file, record, field FROM rejects ORDER BY record").fetchall()
     assert queried == [(1,)]
     assert rejects == [("train.parquet", "row7", "prompt"), ("train.parquet", "row8", "reward_model.ground_truth")]
@@ -157,17 +207,35 @@ def test_cli_flags(tmp_path: Path) -> None:
 
     path = write_verl(tmp_path / "train.parquet")
     warehouse = tmp_path / "w.duckdb"
-    result = CliRunner().invoke(app, ["ingest", "-s", "rlfiles", "-p", str(path), "--warehouse", str(warehouse),
-                                      "--split", "rl_mix", "--question-marker", "Question:", "--end-marker", "Options:"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "ingest",
+            "-s",
+            "rlfiles",
+            "-p",
+            str(path),
+            "--warehouse",
+            str(warehouse),
+            "--split",
+            "rl_mix",
+            "--question-marker",
+            "Question:",
+            "--end-marker",
+            "Options:",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "1 of 7 loaded rows keep the whole prompt" in result.output
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.sql("SELECT DISTINCT split FROM items").fetchall() == [("rl_mix",)]
         # --end-marker replaced the defaults: "Answer:" no longer ends a question
         assert con.execute("SELECT question FROM items_full WHERE context LIKE 'Eve hid%'").fetchall() == [
-            ("Where is the key? Answer:",)]
-    wrong = CliRunner().invoke(app, ["ingest", "-s", "hitom", "-p", str(path), "--warehouse", str(warehouse),
-                                     "--split", "x"])
+            ("Where is the key? Answer:",)
+        ]
+    wrong = CliRunner().invoke(
+        app, ["ingest", "-s", "hitom", "-p", str(path), "--warehouse", str(warehouse), "--split", "x"]
+    )
     assert wrong.exit_code == 2 and "--split: only for --source rlfiles" in wrong.output
 
 
@@ -216,18 +284,31 @@ def test_other_message_shapes(tmp_path: Path) -> None:
     """ShareGPT {from, value} turns, a prompt stored as the JSON text of its messages, a tool-call turn
     without content, and the answer inside extra_info."""
     rows = [
-        {"prompt": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Story: Ro ran.\nQuestion: Who ran?"}],
-         "answer": "Ro"},
-        {"prompt": json.dumps([{"role": "assistant", "content": None},
-                               {"role": "user", "content": "Story: Su sang.\nQuestion: Who sang?"}]),
-         "extra_info": {"answer": "Su"}},
+        {
+            "prompt": [
+                {"from": "system", "value": "Be brief."},
+                {"from": "human", "value": "Story: Ro ran.\nQuestion: Who ran?"},
+            ],
+            "answer": "Ro",
+        },
+        {
+            "prompt": json.dumps(
+                [
+                    {"role": "assistant", "content": None},
+                    {"role": "user", "content": "Story: Su sang.\nQuestion: Who sang?"},
+                ]
+            ),
+            "extra_info": {"answer": "Su"},
+        },
     ]
     path = tmp_path / "shapes.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     records, rejects = read_all(ADAPTER, path)
     assert not rejects
     assert [(r["context"], r["question"], r["answer"], r["meta"]["tomforge_rl"]["answer_field"]) for r in records] == [
-        ("Ro ran.", "Who ran?", "Ro", "answer"), ("Su sang.", "Who sang?", "Su", "extra_info.answer")]
+        ("Ro ran.", "Who ran?", "Ro", "answer"),
+        ("Su sang.", "Who sang?", "Su", "extra_info.answer"),
+    ]
 
 
 def test_marker_search_agrees_with_a_regex_reference() -> None:
@@ -239,7 +320,9 @@ def test_marker_search_agrees_with_a_regex_reference() -> None:
     from tomforge.warehouse.sources.rl_prompt import first_mark, last_mark
 
     markers = ("Story:", "Q:", "Question:", "S")
-    pattern = re.compile(r"(?:(?<=\s)|^)(" + "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True)) + ")")
+    pattern = re.compile(
+        r"(?:(?<=\s)|^)(" + "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True)) + ")"
+    )
     rng = random.Random(7)
     pieces = ["Story:", "Q:", "Question:", "S", " ", "\n", "x", "ory:", "Que"]
     for _ in range(2000):
@@ -248,9 +331,11 @@ def test_marker_search_agrees_with_a_regex_reference() -> None:
         found = list(pattern.finditer(text, start))
         first, last = first_mark(text, markers, start), last_mark(text, markers, start)
         assert (first and (first.start, first.marker)) == (found and (found[0].start(), found[0].group(1))) or (
-            first is None and not found), text
+            first is None and not found
+        ), text
         assert (last and (last.start, last.marker)) == (found and (found[-1].start(), found[-1].group(1))) or (
-            last is None and not found), text
+            last is None and not found
+        ), text
 
 
 def test_help_shows_the_defaults_the_code_uses() -> None:

@@ -1,4 +1,5 @@
 """ToMi adapter: own samples, real samples, missing or misaligned traces, and malformed inputs."""
+
 from __future__ import annotations
 
 import shutil
@@ -55,7 +56,9 @@ def expected_from_trace(trace_file: Path) -> tuple[Counter, Counter, Counter]:
     qtype = {"memory": "memory", "reality": "reality", "first": "first_order_belief", "second": "higher_order_belief"}
     order = {"memory": 0, "reality": 0, "first": 1, "second": 2}
     heads = [kind.split("_")[0] for kind in kinds]
-    false_belief = [None if head in ("memory", "reality") else not kind.endswith("_no_tom") for head, kind in zip(heads, kinds)]
+    false_belief = [
+        None if head in ("memory", "reality") else not kind.endswith("_no_tom") for head, kind in zip(heads, kinds)
+    ]
     return Counter(qtype[h] for h in heads), Counter(order[h] for h in heads), Counter(false_belief)
 
 
@@ -69,13 +72,22 @@ def test_own_samples_load_completely(own: Path) -> None:
     records, rejects = read_all(ADAPTER, own)
     assert rejects == []
     files = {split: own / f"tomi_sample_{split}.txt" for split in ("train", "test")}
-    assert Counter(record["split"] for record in records) == {split: len(question_lines(f)) for split, f in files.items()}
-    types, orders, false_beliefs = (sum(counters, Counter()) for counters in
-                                    zip(*(expected_from_trace(f.with_suffix(".trace")) for f in files.values())))
+    assert Counter(record["split"] for record in records) == {
+        split: len(question_lines(f)) for split, f in files.items()
+    }
+    types, orders, false_beliefs = (
+        sum(counters, Counter())
+        for counters in zip(*(expected_from_trace(f.with_suffix(".trace")) for f in files.values()))
+    )
     assert Counter(record["question_type"] for record in records) == types
     assert Counter(record["belief_order"] for record in records) == orders
     assert Counter(record["is_false_belief"] for record in records) == false_beliefs
-    assert types == {"memory": 4, "reality": 4, "first_order_belief": 8, "higher_order_belief": 8}  # the fixture's design
+    assert types == {
+        "memory": 4,
+        "reality": 4,
+        "first_order_belief": 8,
+        "higher_order_belief": 8,
+    }  # the fixture's design
     for record in records:
         assert not list(VALIDATOR.iter_errors(record)), record["source_ref"]
         assert record["answer_format"] == "free_text" and record["options"] == []
@@ -188,8 +200,13 @@ def test_missing_or_empty_root_raises(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "split"),
-    [("fb_all_test.txt", "test"), ("train.txt", "train"), ("tomi_val.txt", "val"), ("stories.txt", "unsplit"),
-     ("contest.txt", "unsplit")],
+    [
+        ("fb_all_test.txt", "test"),
+        ("train.txt", "train"),
+        ("tomi_val.txt", "val"),
+        ("stories.txt", "unsplit"),
+        ("contest.txt", "unsplit"),
+    ],
 )
 def test_split_from_file_name(name: str, split: str) -> None:
     assert split_of(Path(name)) == split

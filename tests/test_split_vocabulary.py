@@ -1,5 +1,6 @@
 """Issue 25 item 6: one split vocabulary in releases. ToMi calls its validation split `val`, the
 generator `validation`: `load_dataset(release, "all")` must give one `validation` split holding both."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,13 @@ from tomforge.warehouse.load import ingest_records
 
 
 def _warehouse(path: Path) -> Path:
-    ingest_records(path, ALPHA, [record("alpha", ALPHA.version, i, "train") for i in range(3)]
-                   + [record("alpha", ALPHA.version, 10 + i, "val") for i in range(2)], "alpha.json")
+    ingest_records(
+        path,
+        ALPHA,
+        [record("alpha", ALPHA.version, i, "train") for i in range(3)]
+        + [record("alpha", ALPHA.version, 10 + i, "val") for i in range(2)],
+        "alpha.json",
+    )
     ingest_records(path, BETA, [record("beta", BETA.version, 20 + i, "validation") for i in range(3)], "beta.json")
     return path
 
@@ -38,13 +44,17 @@ def test_validation_names_meet_in_one_split(tmp_path: Path, monkeypatch) -> None
     assert "published as `validation`" in card
     exports = export_parquet(warehouse, tmp_path / "x")
     assert {(e.config, e.split, e.source_split, e.n_rows) for e in exports} >= {
-        ("all", "validation", "val, validation", 5), ("alpha", "validation", "val", 2), ("beta", "validation", "validation", 3)}
+        ("all", "validation", "val, validation", 5),
+        ("alpha", "validation", "val", 2),
+        ("beta", "validation", "validation", 3),
+    }
     rows = pq.read_table(tmp_path / "x/data/all/validation-00000-of-00001.parquet")
     assert [e["index"] for e in rows.column("extra_info").to_pylist()] == list(range(5))
 
 
 def test_the_vocabulary_and_its_limits() -> None:
-    assert [hub_split_name(s) for s in ("val", "Val", "valid", "dev", "validation", "test", "train")] == \
-        ["validation"] * 5 + ["test", "train"]
+    assert [hub_split_name(s) for s in ("val", "Val", "valid", "dev", "validation", "test", "train")] == [
+        "validation"
+    ] * 5 + ["test", "train"]
     with pytest.raises(ExportError, match="reserves 'all'"):
         hub_split_name("all")

@@ -5,6 +5,7 @@ after audit and clean. `clean` and `publish` must refuse (exit 8) with the count
 the commands that fix it, the previous release must stay as it was, and after re-auditing the release
 must hold exactly the warehouse's current rows: compared by reading the parquet files with pyarrow
 and the warehouse with DuckDB, not through the export code."""
+
 from __future__ import annotations
 
 import re
@@ -88,10 +89,15 @@ def test_an_edit_after_the_audit_stops_clean_and_publish_until_it_is_audited_aga
     before = files_of(release)
     old, new = edit_first_answer(folder)
     ingested = run("ingest", "--source", "tomi", "--path", folder, "-w", warehouse)
-    assert ingested.exit_code == 0 and re.search(r"\b24\s+24\s+0\s+0\s+1\s+23\s+0\s+yes", ingested.output), ingested.output
+    assert ingested.exit_code == 0 and re.search(r"\b24\s+24\s+0\s+0\s+1\s+23\s+0\s+yes", ingested.output), (
+        ingested.output
+    )
     current = warehouse_rows(warehouse)
     edited = [item_id for item_id, row in released_rows(release).items() if row != current[item_id]]
-    assert len(edited) == 1 and (released_rows(release)[edited[0]]["answer"], current[edited[0]]["answer"]) == (old, new)
+    assert len(edited) == 1 and (released_rows(release)[edited[0]]["answer"], current[edited[0]]["answer"]) == (
+        old,
+        new,
+    )
 
     for step in (("clean", "-w", warehouse), ("publish", "-w", warehouse, "--repo", "org/tom", "--target", release)):
         refused = run(*step)
@@ -122,7 +128,9 @@ def test_publish_refuses_cleaning_from_an_earlier_audit(audited, tmp_path: Path)
     folder, warehouse, release = audited
     edit_first_answer(folder)
     assert run("ingest", "--source", "tomi", "--path", folder, "-w", warehouse).exit_code == 0
-    assert run("audit", "-w", warehouse, "--train", TRAIN, "--heldout", HELDOUT, "--out", tmp_path / "a2").exit_code == 0
+    assert (
+        run("audit", "-w", warehouse, "--train", TRAIN, "--heldout", HELDOUT, "--out", tmp_path / "a2").exit_code == 0
+    )
     refused = publish(warehouse, release)
     assert refused.exit_code == ExitCode.STALE_AUDIT, refused.output
     [line] = error_lines(refused.output)
@@ -133,13 +141,16 @@ def test_new_items_under_the_audits_conditions_make_it_stale(audited) -> None:
     folder, warehouse, release = audited
     assert run("generate", "--n", 40, "--max-order", 2, "-w", warehouse).exit_code == 0
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        selected = con.execute(f"SELECT count(*) FROM items WHERE source = 'tomforge_gen' AND ({TRAIN} OR {HELDOUT})"
-                               ).fetchall()[0][0]
+        selected = con.execute(
+            f"SELECT count(*) FROM items WHERE source = 'tomforge_gen' AND ({TRAIN} OR {HELDOUT})"
+        ).fetchall()[0][0]
     assert selected > 0
     refused = publish(warehouse, release)
     assert refused.exit_code == ExitCode.STALE_AUDIT, refused.output
-    assert f"{selected} items changed since it ran (0 with new content, 0 removed, {selected} new to or moved" \
-           in error_lines(refused.output)[0]
+    assert (
+        f"{selected} items changed since it ran (0 with new content, 0 removed, {selected} new to or moved"
+        in error_lines(refused.output)[0]
+    )
 
 
 def test_an_audit_without_content_hashes_is_not_trusted(audited) -> None:

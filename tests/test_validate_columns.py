@@ -1,4 +1,5 @@
 """The columnar validator gives, row by row, the verdict of jsonschema-rs and jsonschema on the dicts."""
+
 from __future__ import annotations
 
 import copy
@@ -23,36 +24,74 @@ PATTERN_FIELDS = ("item_id", "context_id", "source", "content_hash")
 
 def _record(key: str, **fields: Any) -> dict[str, Any]:
     base = dict(
-        source="toy_src", source_version="1", source_key=key, source_ref=f"toy.json#{key}", split="test",
-        context="Anne put the ball in the box.", question="Where is the ball?", question_type="reality",
-        answer="box", answer_format="free_text",
+        source="toy_src",
+        source_version="1",
+        source_key=key,
+        source_ref=f"toy.json#{key}",
+        split="test",
+        context="Anne put the ball in the box.",
+        question="Where is the ball?",
+        question_type="reality",
+        answer="box",
+        answer_format="free_text",
     )
     return build_record(**{**base, **fields})
 
 
 VALID = [
-    _record("mc", answer_format="multiple_choice", options=["box", "basket"], belief_order=1,
-            perspective_chain=["Anne"], is_false_belief=True, n_agents=2, n_events=3, meta={"a": {"b": [1, None]}}),
+    _record(
+        "mc",
+        answer_format="multiple_choice",
+        options=["box", "basket"],
+        belief_order=1,
+        perspective_chain=["Anne"],
+        is_false_belief=True,
+        n_agents=2,
+        n_events=3,
+        meta={"a": {"b": [1, None]}},
+    ),
     _record("yn", answer="yes", answer_format="yes_no", question_type="first_order_belief", is_false_belief=False),
-    _record("ft", generator="gen", generator_version="2", template_id="t1", seed=7, operators=["swap", "leave"],
-            trace=[{"event": "move", "to": "box"}, "x", 3]),
+    _record(
+        "ft",
+        generator="gen",
+        generator_version="2",
+        template_id="t1",
+        seed=7,
+        operators=["swap", "leave"],
+        trace=[{"event": "move", "to": "box"}, "x", 3],
+    ),
     _record("ls", answer_format="list", answer_list=["box", "lid"], question_type="multihop", trace=[]),
-    _record("dl", context_kind="dialogue", turns=[{"speaker": "A", "text": "hi"}, {"speaker": "B", "text": ""}],
-            question_type="knowledge", meta={"lang": "en", "n": 1.5}),
+    _record(
+        "dl",
+        context_kind="dialogue",
+        turns=[{"speaker": "A", "text": "hi"}, {"speaker": "B", "text": ""}],
+        question_type="knowledge",
+        meta={"lang": "en", "n": 1.5},
+    ),
     _record("uc", context="é", question="¿?", split="all", question_type="action", n_agents=0, belief_order=0),
 ]
 
 # Each mutation overrides a few fields of a valid record; the schema forbids all but those in KEEPS_VALID.
 MUTATIONS: list[dict[str, Any]] = [
-    *({name: value} for name in ("item_id", "context_id") for value in
-      ("0" * 31, "0" * 33, "A" * 32, "g" * 32, "0" * 32 + "\n", " " + "0" * 32, None)),
+    *(
+        {name: value}
+        for name in ("item_id", "context_id")
+        for value in ("0" * 31, "0" * 33, "A" * 32, "g" * 32, "0" * 32 + "\n", " " + "0" * 32, None)
+    ),
     *({"content_hash": value} for value in ("0" * 63, "F" * 64, "0" * 64 + "\n", None)),
     *({"source": value} for value in ("Toy", "1toy", "to-y", "", "toy\n", None)),
-    *({name: value} for name in ("source_version", "source_ref", "split", "context", "question")
-      for value in ("", None)),
-    {"context_kind": "novel"}, {"context_kind": "Story"}, {"context_kind": None},
-    {"question_type": "belief"}, {"question_type": None},
-    {"answer_format": "mcq"}, {"answer_format": None},
+    *(
+        {name: value}
+        for name in ("source_version", "source_ref", "split", "context", "question")
+        for value in ("", None)
+    ),
+    {"context_kind": "novel"},
+    {"context_kind": "Story"},
+    {"context_kind": None},
+    {"question_type": "belief"},
+    {"question_type": None},
+    {"answer_format": "mcq"},
+    {"answer_format": None},
     *({name: -1} for name in ("n_agents", "n_events", "belief_order", "answer_index")),
     *({name: None} for name in ("perspective_chain", "options", "operators", "answer", "meta")),
     *({name: ["a", None]} for name in ("perspective_chain", "options", "operators", "answer_list")),
@@ -66,14 +105,30 @@ MUTATIONS: list[dict[str, Any]] = [
     {"turns": [{"speaker": "A", "text": None}]},
     {"turns": [{"speaker": "A", "text": "hi"}, None]},
     {"turns": [{"speaker": "A"}]},
-    {"meta": []}, {"meta": [{"a": 1}]}, {"meta": "x"}, {"meta": 1}, {"meta": True},
-    {"trace": {"a": 1}}, {"trace": "x"}, {"trace": 3}, {"trace": False},
+    {"meta": []},
+    {"meta": [{"a": 1}]},
+    {"meta": "x"},
+    {"meta": 1},
+    {"meta": True},
+    {"trace": {"a": 1}},
+    {"trace": "x"},
+    {"trace": 3},
+    {"trace": False},
 ]
 KEEPS_VALID: list[dict[str, Any]] = [
-    {"answer": ""}, {"seed": -1}, {"n_agents": 0}, {"context": "é"}, {"trace": None}, {"trace": [[]]}, {"meta": {}},
-    {"context_kind": "story", "turns": []}, {"answer_format": "list", "answer_list": []},
-    {"answer_format": "yes_no", "answer_index": 9}, {"answer_format": "free_text", "options": []},
-    {"is_false_belief": None}, {"generator": None, "template_id": None},
+    {"answer": ""},
+    {"seed": -1},
+    {"n_agents": 0},
+    {"context": "é"},
+    {"trace": None},
+    {"trace": [[]]},
+    {"meta": {}},
+    {"context_kind": "story", "turns": []},
+    {"answer_format": "list", "answer_list": []},
+    {"answer_format": "yes_no", "answer_index": 9},
+    {"answer_format": "free_text", "options": []},
+    {"is_false_belief": None},
+    {"generator": None, "template_id": None},
     {"context_kind": "dialogue", "turns": [{"speaker": "", "text": ""}]},
     {"answer_format": "multiple_choice", "options": ["a", "b"], "answer_index": 1},
 ]
@@ -118,9 +173,12 @@ def test_trailing_newline_is_the_known_disagreement() -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(VALID), st.lists(st.sampled_from(ALL_MUTATIONS), max_size=3)),
-                min_size=1, max_size=40),
-       st.data())
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(VALID), st.lists(st.sampled_from(ALL_MUTATIONS), max_size=3)), min_size=1, max_size=40
+    ),
+    st.data(),
+)
 def test_random_combinations(cases: list[tuple[dict, list[dict]]], data: st.DataObject) -> None:
     rows = [_mutated(record, *mutations) for record, mutations in cases]
     split = data.draw(st.integers(0, len(rows)))  # several chunks, and a slice with an offset
@@ -155,20 +213,26 @@ def test_table_layout_errors(change: str) -> None:
         invalid_mask(table)
 
 
-@pytest.mark.parametrize(("edit", "keyword", "where"), [
-    (lambda s: s["properties"]["item_id"].update(maxLength=32), "maxLength", "item_id"),
-    (lambda s: s["properties"]["source"].update(format="hostname"), "format", "source"),
-    (lambda s: s["properties"]["turns"]["items"]["properties"]["text"].update(maxLength=9), "maxLength",
-     "turns[]/text"),
-    (lambda s: s["properties"]["trace"].update(minItems=1), "minItems", "trace"),
-    (lambda s: s["properties"]["meta"].update(required=["x"]), "required", "meta"),
-    (lambda s: s["allOf"][0].update({"else": {}}), "else", "(record)"),
-    (lambda s: s["properties"]["n_agents"].update(pattern="^1"), "pattern", "n_agents"),
-    (lambda s: s["properties"]["source"].update(pattern="^(?=a)"), "pattern", "source"),
-    (lambda s: s["properties"]["seed"].update(type=["number", "null"]), "type", "seed"),
-    (lambda s: s.update(additionalProperties=True), "additionalProperties", "(record)"),
-    (lambda s: s.update(dependentRequired={"seed": ["generator"]}), "dependentRequired", "(record)"),
-])
+@pytest.mark.parametrize(
+    ("edit", "keyword", "where"),
+    [
+        (lambda s: s["properties"]["item_id"].update(maxLength=32), "maxLength", "item_id"),
+        (lambda s: s["properties"]["source"].update(format="hostname"), "format", "source"),
+        (
+            lambda s: s["properties"]["turns"]["items"]["properties"]["text"].update(maxLength=9),
+            "maxLength",
+            "turns[]/text",
+        ),
+        (lambda s: s["properties"]["trace"].update(minItems=1), "minItems", "trace"),
+        (lambda s: s["properties"]["meta"].update(required=["x"]), "required", "meta"),
+        (lambda s: s["allOf"][0].update({"else": {}}), "else", "(record)"),
+        (lambda s: s["properties"]["n_agents"].update(pattern="^1"), "pattern", "n_agents"),
+        (lambda s: s["properties"]["source"].update(pattern="^(?=a)"), "pattern", "source"),
+        (lambda s: s["properties"]["seed"].update(type=["number", "null"]), "type", "seed"),
+        (lambda s: s.update(additionalProperties=True), "additionalProperties", "(record)"),
+        (lambda s: s.update(dependentRequired={"seed": ["generator"]}), "dependentRequired", "(record)"),
+    ],
+)
 def test_unknown_keywords_are_refused(edit: Any, keyword: str, where: str) -> None:
     schema = copy.deepcopy(record_schema())
     edit(schema)

@@ -1,4 +1,5 @@
 """The warehouse core: schema/DDL agreement, upsert idempotency, rejects, atomic swap."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,10 +20,20 @@ INFO = AdapterInfo("toy", "toy-1", "CC0")
 
 def toy_record(i: int, story: int = 0, **overrides) -> dict:
     fields = dict(
-        source="toy", source_version="toy-1", source_key=f"q{i}", source_ref=f"toy.json#{i}", split="test",
-        context=f"Story {story}: Anne put the ball in the box. Anne left.", question=f"Where is the ball? ({i})",
-        question_type="reality", belief_order=0, answer="box", answer_format="multiple_choice",
-        options=["box", "basket"], turns=None, meta={"row": i},
+        source="toy",
+        source_version="toy-1",
+        source_key=f"q{i}",
+        source_ref=f"toy.json#{i}",
+        split="test",
+        context=f"Story {story}: Anne put the ball in the box. Anne left.",
+        question=f"Where is the ball? ({i})",
+        question_type="reality",
+        belief_order=0,
+        answer="box",
+        answer_format="multiple_choice",
+        options=["box", "basket"],
+        turns=None,
+        meta={"row": i},
     )
     fields.update(overrides)
     return build_record(**fields)
@@ -39,7 +50,10 @@ def test_ddl_agrees_with_schema(tmp_path: Path) -> None:
     props = record_schema()["properties"]
     with duckdb.connect(str(path), read_only=True) as con:
         live = {
-            table: {name: (kind, nullable == "YES") for name, kind, nullable, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
+            table: {
+                name: (kind, nullable == "YES")
+                for name, kind, nullable, *_ in con.execute(f"DESCRIBE {table}").fetchall()
+            }
             for table in ("items", "contexts")
         }
     stored = set(live["items"]) | set(live["contexts"])
@@ -164,11 +178,13 @@ def test_a_different_file_under_the_same_name_replaces_the_earlier_one(tmp_path:
     assert read_rows(warehouse, "SELECT count(*) FROM sources") == [(2,)]
     rows = len(lines) - 1  # the CSV's data rows, every one a question
     # two loads of `rows` questions each, but only `rows` items: the ledger says why (rows new, then changed)
-    assert read_rows(warehouse, "SELECT n_loads, n_read, n_loaded, n_new, n_changed, n_items, reconciled "
-                                "FROM reconciliation") == [(2, 2 * rows, 2 * rows, rows, after.changed, rows, True)]
+    assert read_rows(
+        warehouse, "SELECT n_loads, n_read, n_loaded, n_new, n_changed, n_items, reconciled FROM reconciliation"
+    ) == [(2, 2 * rows, 2 * rows, rows, after.changed, rows, True)]
 
 
 # ---- reconciliation: `read` is counted apart from the parser, and the ledger is checked against `items` ----
+
 
 def hitom_copy(samples: Path, folder: Path) -> tuple[Path, int]:
     """The own HiToM sample JSON in `folder`, and its question count (the length of its `data` array)."""
@@ -186,7 +202,9 @@ def plant(monkeypatch: pytest.MonkeyPatch, damage) -> None:
     from tomforge.warehouse.sources.hitom import HiToMAdapter
 
     original = HiToMAdapter.read_columns
-    monkeypatch.setattr(HiToMAdapter, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root)))))
+    monkeypatch.setattr(
+        HiToMAdapter, "read_columns", lambda adapter, root: damage(list(expand(original(adapter, root))))
+    )
 
 
 @pytest.mark.parametrize(
@@ -239,12 +257,15 @@ def test_the_reconciliation_view_catches_tampering(tmp_path: Path) -> None:
     ingest_records(path, INFO, [toy_record(i) for i in range(5)], "toy.json")
     assert read_rows(path, "SELECT source, n_items, reconciled FROM reconciliation") == [("toy", 5, True)]
     assert tampered(path, "DELETE FROM items WHERE source_ref = 'toy.json#2'") == [("toy", 4, False)]
-    assert tampered(path, "INSERT INTO items SELECT * REPLACE ('toy.json#9' AS source_ref, 'x' AS item_id) "
-                          "FROM items LIMIT 1") == [("toy", 6, False)]
+    assert tampered(
+        path, "INSERT INTO items SELECT * REPLACE ('toy.json#9' AS source_ref, 'x' AS item_id) FROM items LIMIT 1"
+    ) == [("toy", 6, False)]
     assert tampered(path, "UPDATE loads SET n_read = n_read + 1") == [("toy", 5, False)]
     assert tampered(path, "UPDATE loads SET n_rejected = 1, n_read = 6") == [("toy", 5, True)]  # 6 = 5 + 1 holds
     assert tampered(path, "UPDATE items SET source = 'other' WHERE source_ref = 'toy.json#0'") == [
-        ("other", 1, False), ("toy", 4, False)]  # items of a source no load brought in
+        ("other", 1, False),
+        ("toy", 4, False),
+    ]  # items of a source no load brought in
 
 
 def test_the_swap_is_refused_when_items_do_not_match_the_ledger(tmp_path: Path) -> None:
@@ -266,7 +287,9 @@ def test_a_warehouse_from_before_the_ledger_gets_an_opening_balance(tmp_path: Pa
         con.execute("DROP TABLE loads")  # as built before the ledger existed
     ingest_records(path, INFO, [toy_record(i) for i in range(3, 5)], "more.json")
     assert read_rows(path, "SELECT input_ref, n_new FROM loads ORDER BY load_no") == [
-        (OPENING_BALANCE, 3), ("more.json", 2)]
+        (OPENING_BALANCE, 3),
+        ("more.json", 2),
+    ]
     assert read_rows(path, "SELECT n_items, reconciled FROM reconciliation") == [(5, True)]
 
 
@@ -281,8 +304,16 @@ def test_a_run_replaces_the_previous_run_of_its_source(tmp_path: Path) -> None:
     # of run 1's six items: #2 comes back unchanged, #1 changed, #0 #3 #4 #5 are removed; #7 is new
     assert (report.new, report.changed, report.unchanged, report.removed) == (1, 1, 1, 4)
     assert read_rows(path, "SELECT source_ref FROM items WHERE source = 'toy' ORDER BY 1") == [
-        ("toy.json#1",), ("toy.json#2",), ("toy.json#7",)]
+        ("toy.json#1",),
+        ("toy.json#2",),
+        ("toy.json#7",),
+    ]
     assert read_rows(path, "SELECT count(*) FROM rejects") == [(0,)], "run 1's reject went with it"
-    assert read_rows(path, "SELECT source, input_ref FROM sources ORDER BY 1") == [("keep", "keep.json"), ("toy", "run-2")]
+    assert read_rows(path, "SELECT source, input_ref FROM sources ORDER BY 1") == [
+        ("keep", "keep.json"),
+        ("toy", "run-2"),
+    ]
     assert read_rows(path, "SELECT source, n_loads, n_new, n_removed, n_items, reconciled FROM reconciliation") == [
-        ("keep", 1, 1, 0, 1, True), ("toy", 2, 7, 4, 3, True)]
+        ("keep", 1, 1, 0, 1, True),
+        ("toy", 2, 7, 4, 3, True),
+    ]

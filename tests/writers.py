@@ -15,6 +15,7 @@ write path: states are compared as plain table contents read with DuckDB, releas
   or after a seeded delay; the warehouse and release folder must then equal their state before or
   after the command, and a re-run must complete and give the state after.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,17 +41,47 @@ AUDIT = ("audit", "--train", "split = 'train'", "--heldout", "split <> 'train'")
 COMPARED_TABLES = ("items", "contexts", "rejects", "sources", "eval_results")
 # torch and transformers too: an `eval` then costs its generation, not 4 s of imports (a module that is not
 # installed is skipped by the forkserver)
-_PRELOAD = ["tomforge.flows.cli", "tomforge.warehouse.ingest", "tomforge.warehouse.load", "tomforge.audits.run",
-            "tomforge.audits.clean", "tomforge.hub.publish_and_verify", "tomforge.generators", "tomforge.rl.evaluate", "torch",
-            "transformers", "transformers.models.qwen2.modeling_qwen2", "transformers.tokenization_utils_fast",
-            "transformers.models.auto.modeling_auto", "transformers.generation.utils", "matplotlib.pyplot"]
+_PRELOAD = [
+    "tomforge.flows.cli",
+    "tomforge.warehouse.ingest",
+    "tomforge.warehouse.load",
+    "tomforge.audits.run",
+    "tomforge.audits.clean",
+    "tomforge.hub.publish_and_verify",
+    "tomforge.generators",
+    "tomforge.rl.evaluate",
+    "torch",
+    "transformers",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.tokenization_utils_fast",
+    "transformers.models.auto.modeling_auto",
+    "transformers.generation.utils",
+    "matplotlib.pyplot",
+]
 
 
 def eval_command(limit: int) -> tuple[str, ...]:
     """`tomforge eval` of the tiny model on the sample release (`eval_inputs`): CPU, greedy, a few tokens, so
     its rows are the same in every run; `{model}`, `{dataset}` and `{eval_out}` are filled in per run."""
-    return ("eval", "--model", "{model}", "--dataset", "{dataset}", "--split", "tomi/test", "--label", "tiny",
-            "--limit", str(limit), "--max-new-tokens", "6", "--generator", "hf", "--out", "{eval_out}")
+    return (
+        "eval",
+        "--model",
+        "{model}",
+        "--dataset",
+        "{dataset}",
+        "--split",
+        "tomi/test",
+        "--label",
+        "tiny",
+        "--limit",
+        str(limit),
+        "--max-new-tokens",
+        "6",
+        "--generator",
+        "hf",
+        "--out",
+        "{eval_out}",
+    )
 
 
 EVAL = eval_command(4)
@@ -76,8 +107,10 @@ def eval_inputs(ctx: Any, workdir: Path) -> Path:
     builder.start()
     builder.join()
     assert builder.exitcode == 0, f"building the tiny model exited {builder.exitcode}"
-    for command in (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
-                    ("publish", "--repo", "org/tom", "--target", str(inputs / "release"), "--tag", "v1")):
+    for command in (
+        ("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
+        ("publish", "--repo", "org/tom", "--target", str(inputs / "release"), "--tag", "v1"),
+    ):
         done = run_command(ctx, [*command, "-w", str(inputs / "w.duckdb")])
         assert done.code == 0, (command, done)
     return inputs
@@ -86,8 +119,16 @@ def eval_inputs(ctx: Any, workdir: Path) -> Path:
 def _filled(command: tuple[str, ...], folder: Path, workdir: Path) -> list[str]:
     """A command's placeholders: the release folder and audit folder of this run, the shared eval inputs."""
     inputs = workdir / "eval-inputs"
-    return [part.format(release=folder / "release", audit=folder / "audit", eval_out=folder / "eval",
-                        model=inputs / "model", dataset=inputs / "release") for part in command]
+    return [
+        part.format(
+            release=folder / "release",
+            audit=folder / "audit",
+            eval_out=folder / "eval",
+            model=inputs / "model",
+            dataset=inputs / "release",
+        )
+        for part in command
+    ]
 
 
 def context() -> Any:
@@ -123,12 +164,13 @@ def _run_command(args: list[str], env: dict[str, str], out: Any) -> None:
 @dataclass
 class Outcome:
     args: list[str]
-    code: int            # the exit code; -9 when killed
+    code: int  # the exit code; -9 when killed
     stderr: str = ""
 
 
-def run_command(ctx: Any, args: list[str], env: dict[str, str] | None = None,
-                kill_after: float | None = None) -> Outcome:
+def run_command(
+    ctx: Any, args: list[str], env: dict[str, str] | None = None, kill_after: float | None = None
+) -> Outcome:
     """Run one command in a forked child; with `kill_after`, SIGKILL it after that many seconds."""
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_run_command, args=(list(args), dict(env or {}), send))
@@ -141,7 +183,7 @@ def run_command(ctx: Any, args: list[str], env: dict[str, str] | None = None,
     child.join()
     try:
         code, err = receive.recv()
-    except EOFError:   # killed before it could answer
+    except EOFError:  # killed before it could answer
         code, err = child.exitcode, ""
     if child.exitcode == -signal.SIGKILL:
         code = -9
@@ -150,21 +192,28 @@ def run_command(ctx: Any, args: list[str], env: dict[str, str] | None = None,
 
 # --- states ---------------------------------------------------------------------------------------------------
 
+
 def table_rows(warehouse: Path, tables: tuple[str, ...] | None = None) -> dict[str, list[tuple]]:
     """Every table's rows, sorted (a missing warehouse: no tables)."""
     if not warehouse.is_file():
         return {}
     with duckdb.connect(str(warehouse), read_only=True) as con:
         names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
-        return {name: sorted(con.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
-                for name in names if tables is None or name in tables}
+        return {
+            name: sorted(con.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
+            for name in names
+            if tables is None or name in tables
+        }
 
 
 def folder_bytes(folder: Path) -> dict[str, str]:
     if not folder.exists():
         return {}
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def state(warehouse: Path, release: Path | None = None) -> dict[str, Any]:
@@ -174,7 +223,7 @@ def state(warehouse: Path, release: Path | None = None) -> dict[str, Any]:
         from tomforge.hub.folder import recorded_tags
 
         out["release"] = folder_bytes(release)
-        out["tags"] = recorded_tags(release, release / "manifest.json")   # each tag ever held -> its release
+        out["tags"] = recorded_tags(release, release / "manifest.json")  # each tag ever held -> its release
     return out
 
 
@@ -184,6 +233,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 # --- many writers at once -------------------------------------------------------------------------------------
+
 
 def plan(writers: int, rounds: int, seed: int) -> list[list[tuple[str, ...]]]:
     """Seeded mixed commands per writer: mostly ingests (each source several times: re-ingests), some
@@ -207,7 +257,7 @@ def command_of(op: tuple[str, ...], warehouse: Path, audit_out: Path) -> list[st
         return [*GENERATE, "-w", str(warehouse)]
     if op[0] == "audit":
         return [*AUDIT, "-w", str(warehouse), "--out", str(audit_out)]
-    if op[0] == "eval":   # the eval inputs sit beside the "together" and "serial" folders
+    if op[0] == "eval":  # the eval inputs sit beside the "together" and "serial" folders
         return [*_filled(EVAL, audit_out.parent, warehouse.parent.parent), "-w", str(warehouse)]
     return ["clean", "-w", str(warehouse)]
 
@@ -227,11 +277,12 @@ def _writer(ops: list[tuple[str, ...]], warehouse: str, audit_out: str, results:
 @dataclass
 class Reader:
     """Polls the warehouse while the writers run: every read must succeed and the item count never fall."""
+
     warehouse: Path
     reads: int = 0
     failures: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
-    slowest_s: float = 0.0   # the longest read (a figure for the soak; never asserted)
+    slowest_s: float = 0.0  # the longest read (a figure for the soak; never asserted)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
@@ -262,7 +313,9 @@ def expected_counts() -> dict[str, int]:
     counts = {}
     for source in SOURCES:
         adapter = get_adapter(source)
-        ids = {r["item_id"] for r in adapter.read(resolve_input(SAMPLES / source, adapter)) if not isinstance(r, Reject)}
+        ids = {
+            r["item_id"] for r in adapter.read(resolve_input(SAMPLES / source, adapter)) if not isinstance(r, Reject)
+        }
         counts[source] = len(ids)
     counts["tomforge_gen"] = len({r["item_id"] for r in generate_splits(40, seed=3) if not isinstance(r, Reject)})
     return counts
@@ -289,8 +342,10 @@ def stress(workdir: Path, writers: int, rounds: int, seed: int = 0) -> dict[str,
     poller.start()
     queue = ctx.Queue()
     started = time.monotonic()
-    procs = [ctx.Process(target=_writer, args=(mine, str(together), str(workdir / "together" / "audit"), queue))
-             for mine in ops]
+    procs = [
+        ctx.Process(target=_writer, args=(mine, str(together), str(workdir / "together" / "audit"), queue))
+        for mine in ops
+    ]
     for proc in procs:
         proc.start()
     outcomes = [queue.get(timeout=1800) for _ in range(sum(len(mine) for mine in ops))]
@@ -300,15 +355,26 @@ def stress(workdir: Path, writers: int, rounds: int, seed: int = 0) -> dict[str,
     reader.stop.set()
     poller.join()
     started = time.monotonic()
-    serial_outcomes = [run_command(ctx, command_of(op, serial, workdir / "serial" / "audit"))
-                       for round_ in range(rounds) for op in (mine[round_] for mine in ops)]
+    serial_outcomes = [
+        run_command(ctx, command_of(op, serial, workdir / "serial" / "audit"))
+        for round_ in range(rounds)
+        for op in (mine[round_] for mine in ops)
+    ]
     serial_s = time.monotonic() - started
     return compare(ops, outcomes, serial_outcomes, together, serial, reader) | {
-        "concurrent_s": round(concurrent_s, 1), "serial_s": round(serial_s, 1)}
+        "concurrent_s": round(concurrent_s, 1),
+        "serial_s": round(serial_s, 1),
+    }
 
 
-def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: list[Outcome], together: Path,
-            serial: Path, reader: Reader) -> dict[str, Any]:
+def compare(
+    ops: list[list[tuple[str, ...]]],
+    outcomes: list,
+    serial_outcomes: list[Outcome],
+    together: Path,
+    serial: Path,
+    reader: Reader,
+) -> dict[str, Any]:
     flat = [op for mine in ops for op in mine]
     problems = _exit_problems(outcomes, serial_outcomes)
     mine, theirs = table_rows(together, COMPARED_TABLES), table_rows(serial, COMPARED_TABLES)
@@ -316,8 +382,10 @@ def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: l
         if mine.get(table) != theirs.get(table):
             problems.append(f"{table}: {len(mine.get(table, []))} rows together, {len(theirs.get(table, []))} serially")
     # loads: one row per load, the same multiset as serially (load_no aside: the order differs)
-    loads = {name: Counter(row[1:] for row in table_rows(path, ("loads",))["loads"])
-             for name, path in (("together", together), ("serial", serial))}
+    loads = {
+        name: Counter(row[1:] for row in table_rows(path, ("loads",))["loads"])
+        for name, path in (("together", together), ("serial", serial))
+    }
     if loads["together"] != loads["serial"]:
         problems.append(f"loads differ: {loads['together'] - loads['serial']} vs {loads['serial'] - loads['together']}")
     wanted_loads, items, more = _reconciliation_problems(flat, together)
@@ -327,28 +395,45 @@ def compare(ops: list[list[tuple[str, ...]]], outcomes: list, serial_outcomes: l
     if any(b < a for a, b in zip(reader.counts, reader.counts[1:])):
         problems.append("reader: the item count went down between two reads (a lost update was visible)")
     problems += [f"leftover {name}" for name in leftovers(together.parent)]
-    return {"problems": problems, "commands": len(flat), "writers": len(ops), "rounds": len(ops[0]) if ops else 0,
-            "exit_codes": dict(Counter(f"{op[0]}={code}" for op, code, _ in outcomes)), "reads": reader.reads,
-            "slowest_read_s": round(reader.slowest_s, 3), "read_failures": len(reader.failures),
-            "items": sum(items.values()), "waits": sum("waiting for" in err for _, _, err in outcomes)}
+    return {
+        "problems": problems,
+        "commands": len(flat),
+        "writers": len(ops),
+        "rounds": len(ops[0]) if ops else 0,
+        "exit_codes": dict(Counter(f"{op[0]}={code}" for op, code, _ in outcomes)),
+        "reads": reader.reads,
+        "slowest_read_s": round(reader.slowest_s, 3),
+        "read_failures": len(reader.failures),
+        "items": sum(items.values()),
+        "waits": sum("waiting for" in err for _, _, err in outcomes),
+    }
 
 
 def _exit_problems(outcomes: list, serial_outcomes: list[Outcome]) -> list[str]:
-    problems = [f"concurrent {' '.join(op)}: exit {code}: {err.strip().splitlines()[-1:]}"
-                for op, code, err in outcomes if code not in ALLOWED[op[0]]]
-    return problems + [f"serial {' '.join(o.args[:3])}: exit {o.code}" for o in serial_outcomes
-                       if o.code not in ALLOWED[o.args[0]]]
+    problems = [
+        f"concurrent {' '.join(op)}: exit {code}: {err.strip().splitlines()[-1:]}"
+        for op, code, err in outcomes
+        if code not in ALLOWED[op[0]]
+    ]
+    return problems + [
+        f"serial {' '.join(o.args[:3])}: exit {o.code}" for o in serial_outcomes if o.code not in ALLOWED[o.args[0]]
+    ]
 
 
 def _reconciliation_problems(flat: list[tuple[str, ...]], together: Path) -> tuple[Counter, dict, list[str]]:
     """The reconciliation view against loads counted from the plan and items counted from the adapters."""
     problems: list[str] = []
-    wanted_loads = Counter({"tomi": 1, "hitom": 1}) + Counter(op[1] for op in flat if op[0] == "ingest") + Counter(
-        {"tomforge_gen": sum(op[0] == "generate" for op in flat)})
+    wanted_loads = (
+        Counter({"tomi": 1, "hitom": 1})
+        + Counter(op[1] for op in flat if op[0] == "ingest")
+        + Counter({"tomforge_gen": sum(op[0] == "generate" for op in flat)})
+    )
     expected = expected_counts()
     with duckdb.connect(str(together), read_only=True) as con:
-        view = {r[0]: r[1:] for r in con.execute(
-            "SELECT source, n_loads, n_items, reconciled FROM reconciliation").fetchall()}
+        view = {
+            r[0]: r[1:]
+            for r in con.execute("SELECT source, n_loads, n_items, reconciled FROM reconciliation").fetchall()
+        }
         items = dict(con.execute("SELECT source, count(*) FROM items GROUP BY source").fetchall())
     for source, n_loads in wanted_loads.items():
         got = view.get(source)
@@ -356,7 +441,9 @@ def _reconciliation_problems(flat: list[tuple[str, ...]], together: Path) -> tup
         if got != want:
             problems.append(f"reconciliation {source}: (n_loads, n_items, reconciled) {got}, expected {want}")
         if items.get(source) != expected[source]:
-            problems.append(f"items {source}: {items.get(source)} in the warehouse, {expected[source]} from the adapter")
+            problems.append(
+                f"items {source}: {items.get(source)} in the warehouse, {expected[source]} from the adapter"
+            )
     if set(view) != set(wanted_loads):
         problems.append(f"reconciliation lists {sorted(view)}, loads were {sorted(wanted_loads)}")
     return wanted_loads, items, problems
@@ -364,28 +451,42 @@ def _reconciliation_problems(flat: list[tuple[str, ...]], together: Path) -> tup
 
 # --- kill -9 at random points ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class KillCase:
     """A writing command, the state it starts from, and the paths it writes."""
+
     name: str
-    setup: tuple[tuple[str, ...], ...]       # commands run first (each `tomforge ...` without -w)
+    setup: tuple[tuple[str, ...], ...]  # commands run first (each `tomforge ...` without -w)
     command: tuple[str, ...]
 
 
 PUBLISH = ("publish", "--repo", "org/tom", "--target", "{release}", "--tag", "v2")
 KILL_CASES = (
-    KillCase("ingest", (("ingest", "--source", "hitom", "--path", str(SAMPLES / "hitom")),),
-             ("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi"))),
+    KillCase(
+        "ingest",
+        (("ingest", "--source", "hitom", "--path", str(SAMPLES / "hitom")),),
+        ("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
+    ),
     KillCase("generate", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),), GENERATE),
-    KillCase("audit", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),),
-             (*AUDIT, "--out", "{audit}")),
-    KillCase("clean", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")), (*AUDIT, "--out", "{audit}")),
-             ("clean", "--seed", "1")),
-    KillCase("variants", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),),
-             ("variants", "--source", "tomi")),
-    KillCase("publish", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
-                         ("publish", "--repo", "org/tom", "--target", "{release}", "--tag", "v1"),
-                         ("ingest", "--source", "hitom", "--path", str(SAMPLES / "hitom"))), PUBLISH),
+    KillCase("audit", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),), (*AUDIT, "--out", "{audit}")),
+    KillCase(
+        "clean",
+        (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")), (*AUDIT, "--out", "{audit}")),
+        ("clean", "--seed", "1"),
+    ),
+    KillCase(
+        "variants", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),), ("variants", "--source", "tomi")
+    ),
+    KillCase(
+        "publish",
+        (
+            ("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")),
+            ("publish", "--repo", "org/tom", "--target", "{release}", "--tag", "v1"),
+            ("ingest", "--source", "hitom", "--path", str(SAMPLES / "hitom")),
+        ),
+        PUBLISH,
+    ),
     # the same run evaluated again on more items: its 2 earlier rows are replaced by 4 (a write in place
     # killed between the delete and the insert would leave none)
     KillCase("eval", (("ingest", "--source", "tomi", "--path", str(SAMPLES / "tomi")), eval_command(2)), EVAL),
@@ -409,8 +510,16 @@ def _copy(base: Path, folder: Path) -> None:
     shutil.copytree(base, folder, symlinks=True)
 
 
-def kill_trials(workdir: Path, case: KillCase, trials: int, seed: int = 0, *, every_checkpoint: bool = False,
-                at: tuple[str, ...] = (), log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def kill_trials(
+    workdir: Path,
+    case: KillCase,
+    trials: int,
+    seed: int = 0,
+    *,
+    every_checkpoint: bool = False,
+    at: tuple[str, ...] = (),
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
     """`trials` kills of `case.command` (even trials at a seeded checkpoint, odd ones after a seeded
     delay); `every_checkpoint`: one kill at each checkpoint in turn instead (`trials` is then their number);
     `at`: one kill at each of these named checkpoints instead."""
@@ -446,7 +555,10 @@ def kill_trials(workdir: Path, case: KillCase, trials: int, seed: int = 0, *, ev
         _copy(base, folder)
         if every_checkpoint or at or trial % 2 == 0:
             k = aimed[trial] if every_checkpoint or at else rng.randint(1, len(points))
-            point, outcome = points[k - 1], run_command(ctx, _args(case.command, folder), env={"TOMFORGE_KILL_AT": str(k)})
+            point, outcome = (
+                points[k - 1],
+                run_command(ctx, _args(case.command, folder), env={"TOMFORGE_KILL_AT": str(k)}),
+            )
         else:
             delay = rng.uniform(0, duration)
             point, outcome = f"after {delay:.2f} s", run_command(ctx, _args(case.command, folder), kill_after=delay)
@@ -454,16 +566,31 @@ def kill_trials(workdir: Path, case: KillCase, trials: int, seed: int = 0, *, ev
         landed = "before" if got == before else "after" if got == after else "MIX"
         seen[f"{'delay' if point.startswith('after ') else 'checkpoint'} {landed}"] += 1
         if landed == "MIX":
-            problems.append(f"{case.name} trial {trial} ({point}, exit {outcome.code}): neither before nor after: "
-                            + ", ".join(k for k in after["tables"] if got["tables"].get(k) not in
-                                        (before["tables"].get(k), after["tables"].get(k))))
+            problems.append(
+                f"{case.name} trial {trial} ({point}, exit {outcome.code}): neither before nor after: "
+                + ", ".join(
+                    k
+                    for k in after["tables"]
+                    if got["tables"].get(k) not in (before["tables"].get(k), after["tables"].get(k))
+                )
+            )
         rerun = run_command(ctx, _args(case.command, folder))
-        if rerun.code != 0 or state(folder / "w.duckdb", folder / "release") != (after_twice if landed == "after" else after):
-            problems.append(f"{case.name} trial {trial} ({point}): the re-run exited {rerun.code} "
-                            f"{'with' if rerun.code == 0 else 'without'} the state after: {rerun.stderr[-300:]}")
+        if rerun.code != 0 or state(folder / "w.duckdb", folder / "release") != (
+            after_twice if landed == "after" else after
+        ):
+            problems.append(
+                f"{case.name} trial {trial} ({point}): the re-run exited {rerun.code} "
+                f"{'with' if rerun.code == 0 else 'without'} the state after: {rerun.stderr[-300:]}"
+            )
         if leftovers(folder):
             problems.append(f"{case.name} trial {trial}: leftovers after the re-run: {leftovers(folder)}")
         log(f"{case.name} trial {trial}: {point}: exit {outcome.code}, state {landed}, re-run exit {rerun.code}")
         shutil.rmtree(folder)
-    return {"command": case.name, "trials": trials, "checkpoints": points, "outcomes": dict(seen),
-            "problems": problems, "uninterrupted_s": round(duration, 2)}
+    return {
+        "command": case.name,
+        "trials": trials,
+        "checkpoints": points,
+        "outcomes": dict(seen),
+        "problems": problems,
+        "uninterrupted_s": round(duration, 2),
+    }

@@ -5,6 +5,7 @@ One installed namespace. The repository keeps the design card's top-level folder
 link to each, so they install and import as `tomforge.audits`, `tomforge.flows`, ... and never
 collide with a user's own `flows` or `hub` package.
 """
+
 from importlib import metadata
 
 try:

@@ -19,6 +19,7 @@ release and the RL stage can all raise into it; the RL stage's GPU machine impor
     9  LOCKED        another writer held the warehouse (or release folder) lock past the timeout
   130  INTERRUPTED   Ctrl-C: nothing was swapped in (the shell's 128 + SIGINT)
 """
+
 from __future__ import annotations
 
 from enum import IntEnum

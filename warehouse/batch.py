@@ -9,6 +9,7 @@ is sha256 over the same canonical JSON, assembled from each field's own orjson s
 against each other. `records()` expands a batch into `build_record` dicts, so every consumer of
 plain records (and every rejected batch, see `warehouse.load`) sees the row path's results.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,8 @@ from tomforge.warehouse.record import (
 
 _SORTED = orjson.OPT_SORT_KEYS
 _DEFAULTS: dict[str, Any] = {  # build_record's own defaults
-    name: parameter.default for name, parameter in inspect.signature(build_record).parameters.items()
+    name: parameter.default
+    for name, parameter in inspect.signature(build_record).parameters.items()
     if parameter.default is not parameter.empty
 }
 _LISTS = ("perspective_chain", "options", "operators")  # build_record stores list(value)
@@ -45,7 +47,8 @@ _REPEATING = ("context", "options", "perspective_chain")  # few distinct values 
 _JSON_TEXT = ("meta", "trace")  # stored as canonical JSON text
 _JSON_VALUED = ("meta", "trace", "turns")  # nested values: orjson with sorted keys
 _STRINGS = frozenset(  # string (or enum) fields, nullable or not
-    name for name, spec in record_schema()["properties"].items()
+    name
+    for name, spec in record_schema()["properties"].items()
     if "enum" in spec or spec.get("type") in ("string", ["string", "null"])
 )
 

@@ -5,6 +5,7 @@ it over the old one, so readers see either the old or the new warehouse and a fa
 the last good one. A writer holds the warehouse's lock (`warehouse.lock`) from the copy to the
 swap, so two writers at once run one after the other instead of the last swap dropping the other's work.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,11 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 # INSTALL/LOAD, read_csv('/etc/...'). These settings close all of it (the warehouse file itself and its
 # views still read), hide the caller's Python variables from replacement scans, and lock the
 # configuration so that no SET can reopen it.
-SANDBOX: dict[str, Any] = {"enable_external_access": False, "python_enable_replacements": False,
-                           "lock_configuration": True}
+SANDBOX: dict[str, Any] = {
+    "enable_external_access": False,
+    "python_enable_replacements": False,
+    "lock_configuration": True,
+}
 
 
 def connect_readonly(path: Path, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
@@ -79,8 +83,7 @@ def validate(con: duckdb.DuckDBPyConnection) -> None:
         "item without context": "SELECT count(*) FROM items i ANTI JOIN contexts c USING (context_id)",
         "item also rejected": "SELECT count(*) FROM items i SEMI JOIN rejects r ON i.source = r.source AND i.source_ref = r.source_ref",
         "unreconciled source": "SELECT count(*) FROM sources WHERE n_read <> n_loaded + n_rejected",
-        "source whose items do not match its load ledger (see the reconciliation view)":
-            "SELECT count(*) FROM reconciliation WHERE NOT reconciled",
+        "source whose items do not match its load ledger (see the reconciliation view)": "SELECT count(*) FROM reconciliation WHERE NOT reconciled",
     }
     for problem, query in checks.items():
         count = one_row(con, query)[0]

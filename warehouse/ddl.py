@@ -3,6 +3,7 @@
 `items` and `contexts` columns come from `schemas/record.schema.json` (`x-table` says which
 table); a test checks the live tables against the schema too.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,7 +48,9 @@ def duckdb_type(name: str, spec: dict[str, Any]) -> str:
 def table_columns(table: str) -> list[tuple[str, str, bool]]:
     """(name, DuckDB type, nullable) for every schema property stored in `table`."""
     props = record_schema()["properties"]
-    columns = [(name, duckdb_type(name, spec), is_nullable(spec)) for name, spec in props.items() if spec["x-table"] == table]
+    columns = [
+        (name, duckdb_type(name, spec), is_nullable(spec)) for name, spec in props.items() if spec["x-table"] == table
+    ]
     if table == "contexts":
         columns.insert(0, ("context_id", "VARCHAR", False))
     return columns

@@ -6,6 +6,7 @@ is deterministic (same warehouse content and options => byte-identical files): r
 by `item_id`, shards and row groups have fixed sizes, the schema is fixed, and nothing
 time-dependent is written.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,12 @@ class ExportOptions:
     compression: str = "zstd"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "max_rows_per_shard": self.max_rows_per_shard,
-                "row_group_size": self.row_group_size, "compression": self.compression}
+        return {
+            "table": self.table,
+            "max_rows_per_shard": self.max_rows_per_shard,
+            "row_group_size": self.row_group_size,
+            "compression": self.compression,
+        }
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,10 @@ def hub_split_name(source_split: str) -> str:
     name = source_split if _SPLIT_NAME.match(source_split) else re.sub(r"\W+", "_", source_split).strip("_") or "split"
     name = SPLIT_VOCABULARY.get(name.lower(), name)
     if name in RESERVED_SPLITS:
-        raise ExportError(f"split {source_split!r} cannot be published: `datasets` reserves {name!r} for the union "
-                          f"of every split (a source without splits is {UNSPLIT!r} in the warehouse)")
+        raise ExportError(
+            f"split {source_split!r} cannot be published: `datasets` reserves {name!r} for the union "
+            f"of every split (a source without splits is {UNSPLIT!r} in the warehouse)"
+        )
     return name
 
 
@@ -165,8 +172,14 @@ def _write_split(table: pa.Table, out_dir: Path, config: str, split: str, option
         relative = f"data/{config}/{split}-{index:05d}-of-{n_shards:05d}.parquet"
         target = out_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(part, target, row_group_size=options.row_group_size, compression=options.compression,
-                       use_dictionary=True, write_statistics=True)
+        pq.write_table(
+            part,
+            target,
+            row_group_size=options.row_group_size,
+            compression=options.compression,
+            use_dictionary=True,
+            write_statistics=True,
+        )
         shards.append(Shard(relative, part.num_rows))
     return tuple(shards)
 
@@ -206,8 +219,15 @@ def export_table(table: pa.Table, out_dir: Path, options: ExportOptions = Export
         for split in sorted({split_names[s] for s in present}):
             members = [s for s in present if split_names[s] == split]
             part = _reindex(rows.filter(pc.is_in(rows.column("split"), pa.array(members, pa.string()))))
-            exports.append(SplitExport(config, split, ", ".join(members), part.num_rows,
-                                       _write_split(part, out_dir, config, split, options)))
+            exports.append(
+                SplitExport(
+                    config,
+                    split,
+                    ", ".join(members),
+                    part.num_rows,
+                    _write_split(part, out_dir, config, split, options),
+                )
+            )
     return exports
 
 
@@ -231,8 +251,9 @@ def _rows_of(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table | None) 
     return table
 
 
-def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full",
-                 rows: pa.Table | None = None) -> list[dict[str, Any]]:
+def source_facts(
+    con: duckdb.DuckDBPyConnection, table: str = "items_full", rows: pa.Table | None = None
+) -> list[dict[str, Any]]:
     """Per source: versions, license as the source publishes it, Hub repo, input hashes, item count
     (of `rows`, the records being published, when given)."""
     table = _rows_of(con, table, rows)
@@ -248,24 +269,37 @@ def source_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full",
     facts = []
     for source in sorted(counts):
         license, hub_repo, hashes = known.get(source, (None, None, []))
-        facts.append({"source": source, "versions": sorted(versions.get(source, ())), "license": license,
-                      "hub_repo": hub_repo, "input_hashes": list(hashes), "n_items": int(counts[source])})
+        facts.append(
+            {
+                "source": source,
+                "versions": sorted(versions.get(source, ())),
+                "license": license,
+                "hub_repo": hub_repo,
+                "input_hashes": list(hashes),
+                "n_items": int(counts[source]),
+            }
+        )
     return facts
 
 
-def generator_facts(con: duckdb.DuckDBPyConnection, table: str = "items_full",
-                    rows: pa.Table | None = None) -> list[dict[str, Any]]:
+def generator_facts(
+    con: duckdb.DuckDBPyConnection, table: str = "items_full", rows: pa.Table | None = None
+) -> list[dict[str, Any]]:
     """Which generators (and versions) produced the generated rows, with counts."""
     table = _rows_of(con, table, rows)
-    rows = con.execute(f"SELECT generator, generator_version, count(*) FROM {table} "
-                       "WHERE generator IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+    rows = con.execute(
+        f"SELECT generator, generator_version, count(*) FROM {table} "
+        "WHERE generator IS NOT NULL GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
     return [{"generator": g, "generator_version": v, "n_items": int(n)} for g, v, n in rows]
 
 
 # What the card and manifest show of the audit (`audits/`): section -> (table, columns or None = all).
 AUDIT_SECTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
-    "runs": ("audit_runs", ("run_id", "train_where", "heldout_where", "n_train", "n_heldout", "n_in_both",
-                            "n_findings")),
+    "runs": (
+        "audit_runs",
+        ("run_id", "train_where", "heldout_where", "n_train", "n_heldout", "n_in_both", "n_findings"),
+    ),
     "findings": ("audit_findings", ("check", "severity", "selection", "message")),
     "verdicts": ("audit_verdicts", ("status", "check", "finding", "action")),
     "cleaning": ("clean_summary", None),
@@ -276,9 +310,13 @@ def audit_summary(con: duckdb.DuckDBPyConnection, max_rows: int = 200) -> dict[s
     """What the audit and cleaning left in the warehouse: their tables with row counts, the run
     (selections and sizes), the findings and the cleaning summary. `ran` is False when no
     `audit_*` table exists (the card says so)."""
-    tables = [row[0] for row in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'audit\\_%' ESCAPE '\\' "
-        "OR table_name LIKE 'clean\\_%' ESCAPE '\\' ORDER BY table_name").fetchall()]
+    tables = [
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'audit\\_%' ESCAPE '\\' "
+            "OR table_name LIKE 'clean\\_%' ESCAPE '\\' ORDER BY table_name"
+        ).fetchall()
+    ]
     counts = {name: int(one_row(con, f'SELECT count(*) FROM "{name}"')[0]) for name in tables}
     summary: dict[str, Any] = {"ran": any(name.startswith("audit_") for name in tables), "tables": counts}
     for section, (table, wanted) in AUDIT_SECTIONS.items():

@@ -6,6 +6,7 @@ outside. With `TOMFORGE_CHECKPOINT_LOG=FILE` it appends each checkpoint's name t
 test can count the points a command passes and then aim at each. Without either variable a
 checkpoint costs one dictionary look-up.
 """
+
 from __future__ import annotations
 
 import os

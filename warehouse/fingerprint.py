@@ -3,6 +3,7 @@
 It hashes relative paths and bytes, so moving a dataset keeps its fingerprint and editing
 one byte changes it.
 """
+
 from __future__ import annotations
 
 import hashlib

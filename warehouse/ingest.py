@@ -3,6 +3,7 @@
 It sits above `warehouse.load` (validation and writes) and `warehouse.parallel` (staging a big
 input in several processes), so neither of those has to import the other's caller.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,9 @@ from tomforge.warehouse.sources import get_adapter, resolve_input
 from tomforge.warehouse.sources.base import Adapter
 
 
-def ingest(warehouse: Path, source: str, location: str | Path, progress: Progress = SILENT,
-           adapter: Adapter | None = None) -> LoadReport:
+def ingest(
+    warehouse: Path, source: str, location: str | Path, progress: Progress = SILENT, adapter: Adapter | None = None
+) -> LoadReport:
     """Read one source (local path or Hub id) with its adapter and load it atomically.
 
     A big input whose adapter can read it in parts is staged by several processes at once

@@ -11,6 +11,7 @@ record is lost or doubled between parsing and loading; such a load is refused (`
 Every load is logged in `loads` (new, changed, unchanged and removed items), so the
 `reconciliation` view can check the rows really in `items` against the log.
 """
+
 from __future__ import annotations
 
 import gc
@@ -114,8 +115,13 @@ class Staged:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("items", "contexts", "rejects"):
             pq.write_table(getattr(self, name), folder / f"{name}.parquet")
-        facts = {"info": asdict(self.info), "input_ref": self.input_ref, "digest": self.digest, "read": self.read,
-                 "format": STAGED_FORMAT}
+        facts = {
+            "info": asdict(self.info),
+            "input_ref": self.input_ref,
+            "digest": self.digest,
+            "read": self.read,
+            "format": STAGED_FORMAT,
+        }
         (folder / "staged.json").write_text(json.dumps(facts, sort_keys=True), encoding="utf-8")
         return folder
 
@@ -125,8 +131,9 @@ class Staged:
         if facts.get("format") != STAGED_FORMAT:
             raise WarehouseError(f"{folder}: staged by an older tomforge (no independent read count); delete it")
         tables = {name: pq.read_table(folder / f"{name}.parquet") for name in ("items", "contexts", "rejects")}
-        return cls(AdapterInfo(**facts["info"]), facts["input_ref"], digest=facts["digest"], read=facts["read"],
-                   **tables)
+        return cls(
+            AdapterInfo(**facts["info"]), facts["input_ref"], digest=facts["digest"], read=facts["read"], **tables
+        )
 
 
 @contextmanager
@@ -147,8 +154,12 @@ def gc_paused() -> Iterator[None]:
 
 
 def stage(
-    info: AdapterInfo, produced: Iterable[RecordOrReject], input_ref: str, progress: Progress = SILENT,
-    *, read: int | None = None,
+    info: AdapterInfo,
+    produced: Iterable[RecordOrReject],
+    input_ref: str,
+    progress: Progress = SILENT,
+    *,
+    read: int | None = None,
 ) -> Staged:
     """Validate every produced record; keep the valid ones, turn the rest into rejects.
 
@@ -211,7 +222,7 @@ class Collector:
         rejects, seen, contexts, feed = self.rejects, self.seen, self.contexts, self._feed
         records = [record for record in batch if not isinstance(record, Reject)]
         all_valid = all(
-            are_valid(records[start:start + _VALIDATE_ROWS]) for start in range(0, len(records), _VALIDATE_ROWS)
+            are_valid(records[start : start + _VALIDATE_ROWS]) for start in range(0, len(records), _VALIDATE_ROWS)
         )
         items: list[dict[str, Any]] = []
         for count, record in enumerate(batch, start=first_count):
@@ -244,8 +255,10 @@ class Collector:
             table = None
         ids = [] if table is None else table.column("item_id").to_pylist()
         if (
-            table is None or pc.any(invalid_mask(table)).as_py()
-            or len(set(ids)) < len(ids) or not self.seen.isdisjoint(ids)
+            table is None
+            or pc.any(invalid_mask(table)).as_py()
+            or len(set(ids)) < len(ids)
+            or not self.seen.isdisjoint(ids)
         ):
             self.take(list(batch.records()), first_count)
             return
@@ -263,8 +276,9 @@ class Collector:
     def staged(self, input_ref: str, read: int) -> Staged:
         items = pa.concat_tables(self.parts)
         contexts = _to_arrow(list(self.contexts.values()), ("context_id", *CONTEXT_FIELDS))
-        return Staged(self.info, input_ref, items, contexts, _rejects_table(self.rejects), self.digest.hexdigest(),
-                      read)
+        return Staged(
+            self.info, input_ref, items, contexts, _rejects_table(self.rejects), self.digest.hexdigest(), read
+        )
 
 
 def _reject_of(info: AdapterInfo, record: Any, field: str, reason: str) -> Reject:
@@ -295,8 +309,9 @@ def _rejects_table(rejects: list[Reject]) -> pa.Table:
     return pa.table({name: pa.array([getattr(r, name) for r in rejects], type=pa.string()) for name in names})
 
 
-def write_staged(con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_source: bool = False,
-                 progress: Progress = SILENT) -> LoadReport:
+def write_staged(
+    con: duckdb.DuckDBPyConnection, staged: Staged, *, replace_source: bool = False, progress: Progress = SILENT
+) -> LoadReport:
     """Upsert staged tables into an open (private, being-built) warehouse connection.
 
     Refused (`Unreconciled`, nothing written) when read != loaded + rejected. With `replace_source`
@@ -351,13 +366,31 @@ def _upsert(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport, 
     con.execute("DELETE FROM sources WHERE source = ? AND input_ref = ?", [info.name, input_ref])
     con.execute(
         "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [info.name, input_ref, info.version, info.license, info.hub_repo, staged.digest,
-         report.read, report.loaded, report.rejected],
+        [
+            info.name,
+            input_ref,
+            info.version,
+            info.license,
+            info.hub_repo,
+            staged.digest,
+            report.read,
+            report.loaded,
+            report.rejected,
+        ],
     )
     con.execute(
         "INSERT INTO loads SELECT coalesce(max(load_no), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM loads",
-        [info.name, input_ref, report.read, report.loaded, report.rejected, report.new, report.changed,
-         report.unchanged, report.removed],
+        [
+            info.name,
+            input_ref,
+            report.read,
+            report.loaded,
+            report.rejected,
+            report.new,
+            report.changed,
+            report.unchanged,
+            report.removed,
+        ],
     )
     for view in ("new_items", "new_contexts", "new_rejects"):
         con.unregister(view)
@@ -396,8 +429,9 @@ def load_into(
     replace_source: bool = False,
 ) -> LoadReport:
     """Validate and upsert into an open (private, being-built) warehouse connection."""
-    return write_staged(con, stage(info, produced, input_ref, progress, read=read), replace_source=replace_source,
-                        progress=progress)
+    return write_staged(
+        con, stage(info, produced, input_ref, progress, read=read), replace_source=replace_source, progress=progress
+    )
 
 
 def ingest_records(

@@ -15,6 +15,7 @@ The lock is re-entrant within one flow of control (a context: a step that holds 
 which takes it too; a Prefect flow holds it and its tasks run on worker threads with a copy of its
 context), while an unrelated thread of the same process waits like another process would.
 """
+
 from __future__ import annotations
 
 import functools
@@ -81,9 +82,11 @@ def timeout_from_env() -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise BadLockTimeout(f"{TIMEOUT_ENV}={raw!r}: not a number of seconds, 0 or more (how long a writer waits "
-                             f"for another one's lock; 0 fails at once; unset: the config's [warehouse] lock_timeout, "
-                             f"else {DEFAULT_TIMEOUT_S:g})")
+        raise BadLockTimeout(
+            f"{TIMEOUT_ENV}={raw!r}: not a number of seconds, 0 or more (how long a writer waits "
+            f"for another one's lock; 0 fails at once; unset: the config's [warehouse] lock_timeout, "
+            f"else {DEFAULT_TIMEOUT_S:g})"
+        )
     return value
 
 
@@ -120,7 +123,7 @@ def _write_holder(target: Path) -> None:
     side = holder_path(target)
     temp = side.with_name(f"{side.name}.{os.getpid()}")
     temp.write_text(json.dumps({"pid": os.getpid(), "command": command_line(), "since": time.time()}), encoding="utf-8")
-    os.replace(temp, side)   # a waiter reads the old or the new holder, never half of one
+    os.replace(temp, side)  # a waiter reads the old or the new holder, never half of one
 
 
 def _notice(message: str) -> None:
@@ -142,14 +145,15 @@ def _acquire(target: Path, timeout: float, notice: Callable[[str], None]) -> fil
     try:
         lock.acquire(timeout=timeout, poll_interval=0.05)
     except filelock.Timeout:
-        raise LockBusy(f"{target}: still locked by {holder} after {timeout:g} s; another writer is working on it "
-                       f"(wait and run again, or raise {TIMEOUT_ENV})") from None
+        raise LockBusy(
+            f"{target}: still locked by {holder} after {timeout:g} s; another writer is working on it "
+            f"(wait and run again, or raise {TIMEOUT_ENV})"
+        ) from None
     return lock
 
 
 @contextmanager
-def hold(target: Path, *, timeout: float | None = None,
-         notice: Callable[[str], None] = _notice) -> Iterator[None]:
+def hold(target: Path, *, timeout: float | None = None, notice: Callable[[str], None] = _notice) -> Iterator[None]:
     """Hold the writer lock of `target` (a warehouse file or a release folder) for the block."""
     key = str(Path(target).absolute())
     if key in _held_here.get():
@@ -171,8 +175,10 @@ def hold(target: Path, *, timeout: float | None = None,
 def writes_warehouse(step: Callable[Concatenate[Path, P], R]) -> Callable[Concatenate[Path, P], R]:
     """A step whose first argument is the warehouse it rewrites: it holds that warehouse's lock from
     its first read to its swap, so a concurrent writer starts from its result."""
+
     @functools.wraps(step)
     def locked(warehouse: Path, *args: P.args, **kwargs: P.kwargs) -> R:
         with hold(Path(warehouse)):
             return step(warehouse, *args, **kwargs)
+
     return locked

@@ -19,6 +19,7 @@ at 27.7k, 30.3k and 32.0k q/s with two processes against 28.5k, 30.0k and 30.4k 
 more CPU (49-58 against 35-37 us per question). So one process is the default and splitting is
 opt-in (`TOMFORGE_INGEST_WORKERS=N`), for machines with more idle CPUs than the DuckDB insert uses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,7 +81,9 @@ def stage_input(
     (so a file it cannot read is reported by the parser's clear error first): the stage
     "count <source>"."""
     found = sniff(Path(root)) if Path(root).is_file() else None
-    if found is not None and found.name not in adapter.binary_formats:  # before any adapter opens it: say what it is and how to convert it
+    if (
+        found is not None and found.name not in adapter.binary_formats
+    ):  # before any adapter opens it: say what it is and how to convert it
         raise SourceError(root, describe(found, f"the {info.name} format (the adapters read UTF-8 text)"))
     processes = staging_processes(adapter, root, workers=workers, min_bytes=min_bytes)
     staged = _stage_split(info, adapter, Path(root), input_ref, progress, processes) if processes > 1 else None
@@ -121,12 +124,24 @@ def _run_parts(
         try:
             for part in range(1, parts):
                 with (Path(tmp) / f"part-{part}.err").open("wb") as errors:  # a file: a full pipe would stall it
-                    workers.append(subprocess.Popen(
-                        [sys.executable, "-c",
-                         "import sys; from warehouse.parallel import part_main; part_main(sys.argv[1:])",
-                         adapter.name, str(root), str(part), str(parts), str(folders[part])],
-                        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                    ))
+                    workers.append(
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-c",
+                                "import sys; from warehouse.parallel import part_main; part_main(sys.argv[1:])",
+                                adapter.name,
+                                str(root),
+                                str(part),
+                                str(parts),
+                                str(folders[part]),
+                            ],
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL,
+                            stderr=errors,
+                        )
+                    )
         except OSError as exc:
             progress.info(f"cannot start a staging worker ({exc}); staging {root} in one process")
             _stop(workers)
@@ -136,9 +151,11 @@ def _run_parts(
             for part, worker in enumerate(workers, start=1):
                 if worker.wait() != 0:
                     message = (Path(tmp) / f"part-{part}.err").read_text("utf-8", "replace").strip().splitlines()
-                    progress.info(f"staging worker {part} of {root} failed "
-                                  f"({message[-1] if message else f'exit status {worker.returncode}'}); "
-                                  "staging it in one process")
+                    progress.info(
+                        f"staging worker {part} of {root} failed "
+                        f"({message[-1] if message else f'exit status {worker.returncode}'}); "
+                        "staging it in one process"
+                    )
                     return None
                 results.append(_read_part(folders[part]))
                 staging.advance(results[-1].count)
@@ -181,8 +198,10 @@ def part_main(argv: list[str]) -> None:
 
 
 def _read_part(folder: Path) -> _Part:
-    tables = {name: pa.ipc.open_file(pa.memory_map(str(folder / f"{name}.arrow"))).read_all()
-              for name in ("items", "contexts", "rejects")}
+    tables = {
+        name: pa.ipc.open_file(pa.memory_map(str(folder / f"{name}.arrow"))).read_all()
+        for name in ("items", "contexts", "rejects")
+    }
     facts = json.loads((folder / "part.json").read_text())
     return _Part(trail=(folder / "trail.bin").read_bytes(), **tables, **facts)
 
@@ -203,4 +222,3 @@ def _join(info: AdapterInfo, input_ref: str, parts: list[_Part]) -> Staged | Non
     for part in parts:
         digest.update(part.trail)
     return Staged(info, input_ref, items, contexts, rejects, digest.hexdigest(), sum(part.count for part in parts))
-

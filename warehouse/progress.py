@@ -15,6 +15,7 @@ display library: the front end chooses the rendering.
 `Timer` keeps the seconds of each phase of a step, as text-dedup's `Timer` does, each phase
 being a stage of the step's progress.
 """
+
 from __future__ import annotations
 
 import time
@@ -78,8 +79,9 @@ class PlainLineProgress(Progress):
     """Plain lines through `write`, for logs and pipes: each info line; while a stage runs, its count
     at most every `interval` seconds (from `clock`); when it ends, its count and seconds."""
 
-    def __init__(self, write: Callable[[str], None] = print, interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, write: Callable[[str], None] = print, interval: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.write, self.interval, self.clock = write, interval, clock
         self._last: dict[Stage, float] = {}  # when each running stage last got a line (or began)
 
@@ -99,8 +101,11 @@ class PlainLineProgress(Progress):
     def ended(self, stage: Stage, ok: bool) -> None:
         self._last.pop(stage, None)
         what = stage.count() if stage.done or stage.total is not None else "done"
-        self.write(f"{stage.name}: {what} in {stage.seconds:.1f} s" if ok
-                   else f"{stage.name}: failed after {stage.seconds:.1f} s ({stage.count()})")
+        self.write(
+            f"{stage.name}: {what} in {stage.seconds:.1f} s"
+            if ok
+            else f"{stage.name}: failed after {stage.seconds:.1f} s ({stage.count()})"
+        )
 
 
 class Timer:

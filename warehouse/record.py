@@ -3,6 +3,7 @@
 Adapters and generators hand plain field values to `build_record`; it fills the ids and hashes
 so that every producer derives them the same way (the basis of idempotent loading).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,9 +24,15 @@ UNSPLIT = "unsplit"
 """The split of a source that publishes none: one name in the warehouse and in releases (`datasets`
 refuses a split named "all", which stands for the union of every split there)."""
 NOT_CONTENT_FIELDS: tuple[str, ...] = (
-    "item_id", "context_id", "content_hash",  # ids (context_id is a hash of `context`, which is content)
-    "source", "source_version", "source_ref", "split",  # where the item was found and filed
-    "generator", "generator_version",  # which program (version) made it
+    "item_id",
+    "context_id",
+    "content_hash",  # ids (context_id is a hash of `context`, which is content)
+    "source",
+    "source_version",
+    "source_ref",
+    "split",  # where the item was found and filed
+    "generator",
+    "generator_version",  # which program (version) made it
 )
 """Left out of `content_hash`: the same question moved to another split, file or source version, or
 made by a newer generator that writes the same thing, keeps its hash."""

@@ -7,6 +7,7 @@ the user never typed. DuckDB's own parser (`json_serialize_sql`) reads the text 
 clause of a bare SELECT: it must parse there, hold nothing but the condition (no ORDER BY, LIMIT,
 GROUP BY, second statement...), and mean the same once enclosed in parentheses (a trailing `--`
 comment would swallow the closing one)."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ from tomforge.errors import TomforgeError
 
 _PREFIX = "SELECT 1 WHERE "
 # parts of a SELECT node that a condition alone never fills
-_EXTRA_CLAUSES = {"modifiers": "ORDER BY, LIMIT or OFFSET", "group_expressions": "GROUP BY", "having": "HAVING",
-                  "qualify": "QUALIFY", "sample": "USING SAMPLE", "cte_map": "WITH"}
+_EXTRA_CLAUSES = {
+    "modifiers": "ORDER BY, LIMIT or OFFSET",
+    "group_expressions": "GROUP BY",
+    "having": "HAVING",
+    "qualify": "QUALIFY",
+    "sample": "USING SAMPLE",
+    "cte_map": "WITH",
+}
 
 
 class SelectionSyntaxError(TomforgeError, ValueError):
@@ -29,7 +36,9 @@ class SelectionSyntaxError(TomforgeError, ValueError):
 def check_selection(text: str, flag: str) -> str:
     """`text` if it is exactly one SQL condition; else `SelectionSyntaxError` naming `flag` and `text`."""
     if not text.strip():
-        raise SelectionSyntaxError(f"{flag} is empty: give one SQL condition on items_full, e.g. {flag} \"split = 'test'\"")
+        raise SelectionSyntaxError(
+            f"{flag} is empty: give one SQL condition on items_full, e.g. {flag} \"split = 'test'\""
+        )
     statements = _statements(_PREFIX + text)
     if statements > 1:
         raise SelectionSyntaxError(f"{flag} {text!r} holds {statements} SQL statements; give one condition, no ';'")
@@ -38,17 +47,22 @@ def check_selection(text: str, flag: str) -> str:
         raise SelectionSyntaxError(f"{flag} {text!r} is not one SQL condition: {_parser_message(bare)}")
     node = bare["statements"][0]["node"]
     if node.get("type") != "SELECT_NODE":
-        raise SelectionSyntaxError(f"{flag} {text!r} is not one SQL condition: it goes on into another query "
-                             "(UNION, EXCEPT or INTERSECT)")
+        raise SelectionSyntaxError(
+            f"{flag} {text!r} is not one SQL condition: it goes on into another query (UNION, EXCEPT or INTERSECT)"
+        )
     extra = [name for key, name in _EXTRA_CLAUSES.items() if _filled(node.get(key))]
     if extra:
-        raise SelectionSyntaxError(f"{flag} {text!r} is not one SQL condition: it goes on past the condition "
-                             f"({', '.join(extra)}); a selection is the part after WHERE only")
+        raise SelectionSyntaxError(
+            f"{flag} {text!r} is not one SQL condition: it goes on past the condition "
+            f"({', '.join(extra)}); a selection is the part after WHERE only"
+        )
     enclosed = _parse(f"{_PREFIX}({text})")
-    if enclosed.get("error") or _without_locations(enclosed["statements"][0]["node"].get("where_clause")) != \
-            _without_locations(node.get("where_clause")):
-        raise SelectionSyntaxError(f"{flag} {text!r} does not stay one condition inside parentheses "
-                             "(does it end in a -- comment?)")
+    if enclosed.get("error") or _without_locations(
+        enclosed["statements"][0]["node"].get("where_clause")
+    ) != _without_locations(node.get("where_clause")):
+        raise SelectionSyntaxError(
+            f"{flag} {text!r} does not stay one condition inside parentheses (does it end in a -- comment?)"
+        )
     return text
 
 

@@ -1,5 +1,6 @@
 """Record validation against the JSON Schema: a compiled validator on the hot path, and
 `jsonschema` for a precise message (field and reason) on the records that fail."""
+
 from __future__ import annotations
 
 from functools import lru_cache

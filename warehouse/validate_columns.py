@@ -8,6 +8,7 @@ change can never be skipped silently.
 Patterns follow jsonschema-rs (ECMA 262: `$` only at the very end of the text), as RE2 does; Python's
 `jsonschema` also lets `$` match before a final newline, so on such strings the two disagree.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -178,6 +179,7 @@ def _properties(properties: dict[str, Any], schema: dict, spot: _Spot) -> Check 
             checks[name] = check
     if not checks:
         return None
+
     def fails(column: Column) -> Column:  # struct_field is null under a null object: no failure of a field
         fields_fail = reduce(pc.or_kleene, (check(pc.struct_field(column, name)) for name, check in checks.items()))
         return pc.and_kleene(pc.is_valid(column), fields_fail)

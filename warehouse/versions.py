@@ -1,4 +1,5 @@
 """Installed versions of the tools a step used: recorded in audit runs and release manifests."""
+
 from __future__ import annotations
 
 import platform

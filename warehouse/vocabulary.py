@@ -6,6 +6,7 @@ names it for Python). Every adapter and generator that asks where someone thinks
 classifies the question here, so "order 1 is first_order_belief, 2 and more are
 higher_order_belief, 0 asks about the world" is written once (see docs/sources.md, "belief_order").
 """
+
 from __future__ import annotations
 
 from tomforge.schemas import record_schema

@@ -5,6 +5,7 @@ findings and their verdict lines; `audits.by_source` for the sources behind a mi
 To add a check: an `AuditCheck` subclass in the module of its family (or a new one) and an instance
 in `CHECKS` (ARCHITECTURE.md has an example).
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -32,19 +33,42 @@ from tomforge.audits.checks.variants import OracleDisagreements, VariantLeaks
 from tomforge.audits.verdict import AuditFacts, Verdict
 
 CHECKS: tuple[AuditCheck, ...] = (
-    ExactCopies(), NearDuplicates(), PartialCopies(), StructuralTwins(), WithinSideDuplicates(),
+    ExactCopies(),
+    NearDuplicates(),
+    PartialCopies(),
+    StructuralTwins(),
+    WithinSideDuplicates(),
     LabelConflicts(),
-    GoldPosition(), AnswerPrior(), FeatureLabel(), PartialInput(), HeuristicRules(), InvertedDifficulty(),
-    GoldRank(), RepeatedSentences(),
-    VariantLeaks(), OracleDisagreements(),
+    GoldPosition(),
+    AnswerPrior(),
+    FeatureLabel(),
+    PartialInput(),
+    HeuristicRules(),
+    InvertedDifficulty(),
+    GoldRank(),
+    RepeatedSentences(),
+    VariantLeaks(),
+    OracleDisagreements(),
 )
 # The row order of `audit_findings`: grouped by kind in this order (the overlap pairs' kinds as that
 # table sorts them); a kind not listed follows, in registry order.
 FINDINGS_ORDER = (
-    "overlap:contained", "overlap:exact", "overlap:near_duplicate", "overlap:ngram", "duplicate:within_side",
-    "overlap:structural", "artifact:gold_position", "artifact:answer_prior", "artifact:feature_label",
-    "artifact:partial_input", "artifact:heuristic", "artifact:inverted_difficulty", "artifact:gold_rank",
-    "artifact:repeated_sentence", "consistency:label_conflict", "overlap:variant_leak",
+    "overlap:contained",
+    "overlap:exact",
+    "overlap:near_duplicate",
+    "overlap:ngram",
+    "duplicate:within_side",
+    "overlap:structural",
+    "artifact:gold_position",
+    "artifact:answer_prior",
+    "artifact:feature_label",
+    "artifact:partial_input",
+    "artifact:heuristic",
+    "artifact:inverted_difficulty",
+    "artifact:gold_rank",
+    "artifact:repeated_sentence",
+    "consistency:label_conflict",
+    "overlap:variant_leak",
     "consistency:oracle_disagreement",
 )
 

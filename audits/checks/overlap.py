@@ -2,6 +2,7 @@
 n-grams, structural twins) and duplicates within one side. All read the overlap phase's tables
 (`audits.overlap`: `audit_overlap_pairs`, `audit_contexts`, `audit_ngram_overlap`,
 `audit_null_calibration`); a mixed-source FAIL names the sources of the paired stories' items."""
+
 from __future__ import annotations
 
 import json
@@ -21,21 +22,42 @@ def _cross_findings(out: Findings, data: FindingInputs, *kinds: str) -> None:
     pairs = data.overlap.pairs
     for r in pairs.filter((pl.col("scope") == "cross") & pl.col("kind").is_in(kinds)).iter_rows(named=True):
         kind = r["kind"]
-        out.add(f"overlap:{kind}", "leak", "train x heldout",
-                f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
-                f"containment {r['containment_b']:.2f}" + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams"
-                                                           if r["shared_ngrams"] else ""),
-                {k: r[k] for k in ("a_context_id", "b_context_id", "est_jaccard", "jaccard", "containment_a", "containment_b",
-                                   "shared_ngrams", "p_value")} | {"spans": json.loads(r["spans"])},
-                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}" if kind != "ngram"
-                else f"conformal p <= {p.ngram_alpha} vs within-train null")
+        out.add(
+            f"overlap:{kind}",
+            "leak",
+            "train x heldout",
+            f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: Jaccard {r['jaccard']:.2f}, "
+            f"containment {r['containment_b']:.2f}"
+            + (f", {r['shared_ngrams']} shared {p.ngram_n}-grams" if r["shared_ngrams"] else ""),
+            {
+                k: r[k]
+                for k in (
+                    "a_context_id",
+                    "b_context_id",
+                    "est_jaccard",
+                    "jaccard",
+                    "containment_a",
+                    "containment_b",
+                    "shared_ngrams",
+                    "p_value",
+                )
+            }
+            | {"spans": json.loads(r["spans"])},
+            f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}"
+            if kind != "ngram"
+            else f"conformal p <= {p.ngram_alpha} vs within-train null",
+        )
 
 
 def _cross_items(items: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """The items of the paired stories: held-out side by `b_context_id`, train side by `a_context_id`."""
     contexts = {"heldout": set(pairs["b_context_id"].to_list()), "train": set(pairs["a_context_id"].to_list())}
-    return pl.concat([items.filter((pl.col("side") == side) & pl.col("context_id").is_in(list(ids)))
-                      for side, ids in contexts.items()])
+    return pl.concat(
+        [
+            items.filter((pl.col("side") == side) & pl.col("context_id").is_in(list(ids)))
+            for side, ids in contexts.items()
+        ]
+    )
 
 
 def _spans(pair: dict) -> list[dict]:
@@ -48,11 +70,14 @@ def _pair_evidence(facts: AuditFacts, pair: dict) -> dict[str, str]:
     spans = _spans(pair)
     text = facts.context_text(pair["b_context_id"])
     excerpt = mark_words(text, spans[0]["b_start"], spans[0]["b_end"]) if spans else mark_phrase(text, "")
-    return {"held-out story": facts.ref(pair["b_context_id"], "heldout"), "train story": facts.ref(pair["a_context_id"], "train"),
-            "held-out excerpt (matched words in bold)": excerpt,
-            "match": f"Jaccard {pair['jaccard']:.2f}, containment {pair['containment_b']:.2f}"
-                     + (f", longest run {spans[0]['words']} words" if spans else ""),
-            "context ids (held-out / train)": f"`{pair['b_context_id'][:12]}` / `{pair['a_context_id'][:12]}`"}
+    return {
+        "held-out story": facts.ref(pair["b_context_id"], "heldout"),
+        "train story": facts.ref(pair["a_context_id"], "train"),
+        "held-out excerpt (matched words in bold)": excerpt,
+        "match": f"Jaccard {pair['jaccard']:.2f}, containment {pair['containment_b']:.2f}"
+        + (f", longest run {spans[0]['words']} words" if spans else ""),
+        "context ids (held-out / train)": f"`{pair['b_context_id'][:12]}` / `{pair['a_context_id'][:12]}`",
+    }
 
 
 def _drop_action(n: int, facts: AuditFacts) -> str:
@@ -80,13 +105,15 @@ class ExactCopies(AuditCheck):
         pairs = facts.cross_pairs("exact").sort("b_context_id")
         n, total = pairs.select("b_text_key").n_unique(), facts.stories("heldout")
         return Verdict(
-            self.name, "fail" if n else "pass",
+            self.name,
+            "fail" if n else "pass",
             f"{n} of {total} held-out stories appear verbatim in train",
             _drop_action(facts.train_items_dropped("overlap_exact"), facts) if n else "none",
             "A held-out story whose normalized text (lower case, punctuation removed) is also a train story: "
             "every question on it is answered from memory.",
             [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `exact`, scope `cross`)"))
+            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `exact`, scope `cross`)"),
+        )
 
 
 class NearDuplicates(AuditCheck):
@@ -108,16 +135,24 @@ class NearDuplicates(AuditCheck):
         pairs = facts.cross_pairs(*SIMILAR_KINDS).sort("jaccard", "b_context_id", descending=[True, False])
         n = pairs.select("b_text_key").n_unique()
         return Verdict(
-            self.name, "fail" if n else "pass",
+            self.name,
+            "fail" if n else "pass",
             f"{n} of {facts.stories('heldout')} held-out stories have a train story with Jaccard >= {p.jaccard_threshold:g} "
             f"or containment >= {p.containment_threshold:g} (0 expected)",
-            _drop_action(facts.train_items_dropped("overlap_near_duplicate")
-                         + facts.train_items_dropped("overlap_contained"), facts) if n else "none",
+            _drop_action(
+                facts.train_items_dropped("overlap_near_duplicate") + facts.train_items_dropped("overlap_contained"),
+                facts,
+            )
+            if n
+            else "none",
             f"MinHash LSH candidates ({p.shingle_n}-word shingles) verified with exact Jaccard and containment; "
             f"a pair counts at Jaccard >= {p.jaccard_threshold:g} or when one story holds >= {p.containment_threshold:g} of "
             "the other's shingles.",
             [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kinds `near_duplicate` and `contained`, scope `cross`)"))
+            more(
+                pairs.height, "`tables/audit_overlap_pairs.csv` (kinds `near_duplicate` and `contained`, scope `cross`)"
+            ),
+        )
 
 
 class PartialCopies(AuditCheck):
@@ -139,15 +174,21 @@ class PartialCopies(AuditCheck):
         cov = facts.tables["audit_ngram_overlap"].filter(pl.col("side") == "heldout")
         n_tested, n_flagged = cov.height, int(cov["flagged"].sum()) if cov.height else 0
         if n_tested == 0:
-            return Verdict(f"{self.name} ({p.ngram_n}-grams)", "pass", "nothing left to test: every held-out story is also a "
-                           "train story (see exact copies)", "none", "Exact long n-gram coverage of held-out stories not in train.")
+            return Verdict(
+                f"{self.name} ({p.ngram_n}-grams)",
+                "pass",
+                "nothing left to test: every held-out story is also a train story (see exact copies)",
+                "none",
+                "Exact long n-gram coverage of held-out stories not in train.",
+            )
         pairs = facts.cross_pairs("ngram").sort("shared_ngrams", "b_context_id", descending=[True, False])
         longest = max((s["words"] for r in pairs.iter_rows(named=True) for s in _spans(r)), default=0)
         bound = int(stats.binom.ppf(0.999, n_tested, p.ngram_alpha)) if n_tested else 0
         passage = 2 * p.ngram_n
         fail = n_flagged > bound or longest >= passage
         return Verdict(
-            f"{self.name} ({p.ngram_n}-grams)", "fail" if fail else "pass",
+            f"{self.name} ({p.ngram_n}-grams)",
+            "fail" if fail else "pass",
             f"{n_flagged} of {n_tested} held-out stories share unusually many {p.ngram_n}-grams with train "
             f"({p.ngram_alpha * n_tested:.1f} expected by chance, at most {bound}); longest copied run {longest} words "
             f"(fails at {passage})",
@@ -157,7 +198,8 @@ class PartialCopies(AuditCheck):
             f"flagged by chance). The check fails when more are flagged than chance allows (99.9% bound) or when a flagged "
             f"story shares a run of {passage}+ words with one train story.",
             [_pair_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `ngram`)"))
+            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `ngram`)"),
+        )
 
 
 class StructuralTwins(AuditCheck):
@@ -169,13 +211,18 @@ class StructuralTwins(AuditCheck):
     def findings(self, out: Findings, data: FindingInputs) -> None:
         p = data.params
         pairs = data.overlap.pairs
-        for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "structural")
-                              & (pl.col("p_value") <= p.ngram_alpha)).iter_rows(named=True):
-            out.add("overlap:structural", "leak", "train x heldout",
-                    f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
-                    f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
-                    {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
-                    "rate of same-skeleton twins among train contexts")
+        for r in pairs.filter(
+            (pl.col("scope") == "cross") & (pl.col("kind") == "structural") & (pl.col("p_value") <= p.ngram_alpha)
+        ).iter_rows(named=True):
+            out.add(
+                "overlap:structural",
+                "leak",
+                "train x heldout",
+                f"held-out context {r['b_context_id'][:12]} has the skeleton of train {r['a_context_id'][:12]} "
+                f"(Jaccard {r['jaccard']:.2f}; conformal p={r['p_value']:.3g})",
+                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "p_value")},
+                "rate of same-skeleton twins among train contexts",
+            )
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
         pairs = facts.cross_pairs("structural").filter(pl.col("p_value") <= facts.params.ngram_alpha)
@@ -189,25 +236,43 @@ class StructuralTwins(AuditCheck):
             return None
         c = calib.row(0, named=True)
         if not c["n_observed"]:
-            return Verdict(self.name, "pass", "nothing left to test: every held-out story is also a train story "
-                           "(see exact copies)", "none", "Same-skeleton stories across sides.")
-        pairs = facts.cross_pairs("structural").filter(pl.col("p_value") <= facts.params.ngram_alpha).sort("b_context_id")
+            return Verdict(
+                self.name,
+                "pass",
+                "nothing left to test: every held-out story is also a train story (see exact copies)",
+                "none",
+                "Same-skeleton stories across sides.",
+            )
+        pairs = (
+            facts.cross_pairs("structural").filter(pl.col("p_value") <= facts.params.ngram_alpha).sort("b_context_id")
+        )
         n = pairs.select("b_text_key").n_unique()
         fail = bool(c["flagged"])
         return Verdict(
-            self.name, "fail" if fail else ("warn" if n else "pass"),
+            self.name,
+            "fail" if fail else ("warn" if n else "pass"),
             f"{n} of {c['n_observed']} held-out stories have a train story of the same skeleton (names and things renamed); "
             f"baseline: {pct(c['null'])} of train stories have one among other train stories",
-            ("`tomforge clean --drop-structural` drops "
-             f"{facts.train_items_dropped('overlap_structural', CleaningPolicy(drop_structural=True))} train items") if n else "none",
+            (
+                "`tomforge clean --drop-structural` drops "
+                f"{facts.train_items_dropped('overlap_structural', CleaningPolicy(drop_structural=True))} train items"
+            )
+            if n
+            else "none",
             "Stories reduced to their skeleton (agents, places and objects replaced by role tokens); a held-out story whose "
             "skeleton is a train story's is the same plot retold.",
-            [{"held-out story": facts.ref(r["b_context_id"], "heldout"), "train story": facts.ref(r["a_context_id"], "train"),
-              "held-out excerpt": mark_phrase(facts.context_text(r["b_context_id"]), ""),
-              "match": f"same skeleton, word Jaccard {r['jaccard']:.2f}, p = {r['p_value']:.2g}",
-              "context ids (held-out / train)": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"}
-             for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
-            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `structural`)"))
+            [
+                {
+                    "held-out story": facts.ref(r["b_context_id"], "heldout"),
+                    "train story": facts.ref(r["a_context_id"], "train"),
+                    "held-out excerpt": mark_phrase(facts.context_text(r["b_context_id"]), ""),
+                    "match": f"same skeleton, word Jaccard {r['jaccard']:.2f}, p = {r['p_value']:.2g}",
+                    "context ids (held-out / train)": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`",
+                }
+                for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)
+            ],
+            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `structural`)"),
+        )
 
 
 class WithinSideDuplicates(AuditCheck):
@@ -218,20 +283,26 @@ class WithinSideDuplicates(AuditCheck):
     def findings(self, out: Findings, data: FindingInputs) -> None:
         p = data.params
         pairs = data.overlap.pairs
-        for r in pairs.filter(pl.col("scope").is_in(["train", "heldout"])
-                              & pl.col("kind").is_in(["near_duplicate", "contained"])).iter_rows(named=True):
+        for r in pairs.filter(
+            pl.col("scope").is_in(["train", "heldout"]) & pl.col("kind").is_in(["near_duplicate", "contained"])
+        ).iter_rows(named=True):
             match = r["kind"].replace("_", " ")
-            out.add("duplicate:within_side", "duplicate", r["scope"],
-                    f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: "
-                    f"Jaccard {r['jaccard']:.2f}, containment {max(r['containment_a'], r['containment_b']):.2f} "
-                    "(not a train x held-out leak)",
-                    {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
-                    f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}")
+            out.add(
+                "duplicate:within_side",
+                "duplicate",
+                r["scope"],
+                f"{match} within {r['scope']}: context {r['b_context_id'][:12]} ~ {r['a_context_id'][:12]}: "
+                f"Jaccard {r['jaccard']:.2f}, containment {max(r['containment_a'], r['containment_b']):.2f} "
+                "(not a train x held-out leak)",
+                {k: r[k] for k in ("a_context_id", "b_context_id", "jaccard", "containment_a", "containment_b")},
+                f"Jaccard >= {p.jaccard_threshold} or containment >= {p.containment_threshold}",
+            )
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         p = facts.params
-        pairs = facts.tables["audit_overlap_pairs"].filter(pl.col("scope").is_in(["train", "heldout"])
-                                                          & pl.col("kind").is_in(SIMILAR_KINDS))
+        pairs = facts.tables["audit_overlap_pairs"].filter(
+            pl.col("scope").is_in(["train", "heldout"]) & pl.col("kind").is_in(SIMILAR_KINDS)
+        )
         pairs = pairs.with_columns((pl.col("kind") == "near_duplicate").alias("near"))
         parts = []
         for side in ("train", "heldout") if facts.has_heldout else ("train",):
@@ -240,26 +311,41 @@ class WithinSideDuplicates(AuditCheck):
             parts.append(f"{side_name(side)} {near} near-duplicate + {contained} contained pairs")
         repeats = facts.repeated_questions()
         sides = ("train", "heldout") if facts.has_heldout else ("train",)
-        parts.insert(0, " + ".join(f"{side_name(side)} {repeats.get(side, 0)}" for side in sides)
-                     + " repeated questions (same question and answer on one story or its near duplicates)")
+        parts.insert(
+            0,
+            " + ".join(f"{side_name(side)} {repeats.get(side, 0)}" for side in sides)
+            + " repeated questions (same question and answer on one story or its near duplicates)",
+        )
         n_repeats = sum(repeats.values())
         rows = []
         for r in pairs.sort("scope", "jaccard", descending=[True, True]).head(MAX_EVIDENCE).iter_rows(named=True):
             spans = _spans(r)
             text = facts.context_text(r["b_context_id"])
-            rows.append({"side": side_name(r["scope"]), "story": facts.ref(r["b_context_id"], r["scope"]),
-                         "duplicate of": facts.ref(r["a_context_id"], r["scope"]),
-                         "excerpt (matched words in bold)": mark_words(text, spans[0]["b_start"], spans[0]["b_end"]) if spans
-                         else mark_phrase(text, ""),
-                         "match": ("near duplicate" if r["near"] else "contained") + f": Jaccard {r['jaccard']:.2f}, "
-                                  f"containment {max(r['containment_a'], r['containment_b']):.2f}",
-                         "context ids": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`"})
+            rows.append(
+                {
+                    "side": side_name(r["scope"]),
+                    "story": facts.ref(r["b_context_id"], r["scope"]),
+                    "duplicate of": facts.ref(r["a_context_id"], r["scope"]),
+                    "excerpt (matched words in bold)": mark_words(text, spans[0]["b_start"], spans[0]["b_end"])
+                    if spans
+                    else mark_phrase(text, ""),
+                    "match": ("near duplicate" if r["near"] else "contained") + f": Jaccard {r['jaccard']:.2f}, "
+                    f"containment {max(r['containment_a'], r['containment_b']):.2f}",
+                    "context ids": f"`{r['b_context_id'][:12]}` / `{r['a_context_id'][:12]}`",
+                }
+            )
         return Verdict(
-            self.name, "warn" if pairs.height or n_repeats else "pass",
-            "; ".join([parts[0], ", ".join(parts[1:]) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)"]),
+            self.name,
+            "warn" if pairs.height or n_repeats else "pass",
+            "; ".join(
+                [parts[0], ", ".join(parts[1:]) + f" (Jaccard or containment >= {p.jaccard_threshold:g}; not leaks)"]
+            ),
             f"`tomforge clean` removes {n_repeats} items, keeping one of each repeated question (reason `duplicate`)"
-            if n_repeats else "none",
+            if n_repeats
+            else "none",
             "Near-identical stories inside one side: no train x held-out leak, but they weigh a story twice in training "
             f"or scoring. Same thresholds as the near-duplicate check (Jaccard >= {p.jaccard_threshold:g}, containment >= "
             f"{p.containment_threshold:g}).",
-            rows, more(pairs.height, "`tables/audit_overlap_pairs.csv` (scope `train` or `heldout`)"))
+            rows,
+            more(pairs.height, "`tables/audit_overlap_pairs.csv` (scope `train` or `heldout`)"),
+        )

@@ -1,5 +1,6 @@
 """The rank checks: the gold's rank among the options under five surface rankings (`audits.ranks`,
 the line naming the worst ranking) and sentences a story says twice (`audits.repeats`)."""
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,11 @@ def _stratum(order: str) -> str:
 
 def describe(row: dict) -> str:
     """'train, order 0, mention count: gold ranked 3rd of 4 on 43.0% of 1200 items (uniform 25.0%, p=1e-09)'."""
-    return (f"{row['selection']}, {_stratum(row['belief_order'])}, {RANKING_LABELS[row['ranking']]}: gold ranked "
-            f"{_ordinal(row['position'])} of {row['k']} on {_pct(row['share'])} of {row['n']} items "
-            f"(uniform {_pct(row['expected'])}, p={row['p_value']:.2g})")
+    return (
+        f"{row['selection']}, {_stratum(row['belief_order'])}, {RANKING_LABELS[row['ranking']]}: gold ranked "
+        f"{_ordinal(row['position'])} of {row['k']} on {_pct(row['share'])} of {row['n']} items "
+        f"(uniform {_pct(row['expected'])}, p={row['p_value']:.2g})"
+    )
 
 
 class GoldRank(AuditCheck):
@@ -47,12 +50,19 @@ class GoldRank(AuditCheck):
         table = data.tables.get("audit_gold_ranks")
         if table is None or table.height == 0:
             return
-        flagged = table.filter(pl.col("flagged")).with_columns((pl.col("share") - pl.col("expected")).abs().alias("gap"))
+        flagged = table.filter(pl.col("flagged")).with_columns(
+            (pl.col("share") - pl.col("expected")).abs().alias("gap")
+        )
         worst = flagged.sort("gap", descending=True).unique(["selection", "belief_order", "ranking", "k"], keep="first")
         for r in worst.sort("selection", "belief_order", "ranking", "k").iter_rows(named=True):
-            out.add("artifact:gold_rank", "artifact", r["selection"], describe(r),
-                    {k: r[k] for k in ("belief_order", "ranking", "k", "n", "position", "share", "chi2", "df", "p_value")},
-                    "uniform rank, ties split evenly")
+            out.add(
+                "artifact:gold_rank",
+                "artifact",
+                r["selection"],
+                describe(r),
+                {k: r[k] for k in ("belief_order", "ranking", "k", "n", "position", "share", "chi2", "df", "p_value")},
+                "uniform rank, ties split evenly",
+            )
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         table = facts.tables.get("audit_gold_ranks")
@@ -62,24 +72,42 @@ class GoldRank(AuditCheck):
         assert worst is not None
         flagged = table.filter(pl.col("flagged"))
         groups = flagged.select("selection", "belief_order", "ranking", "k").unique().height
-        rows = [{"side": r["selection"], "order": r["belief_order"], "ranking": RANKING_LABELS[r["ranking"]],
-                 "options": str(r["k"]), "items": str(r["n"]), "position": _ordinal(r["position"]),
-                 "gold there": _pct(r["share"]), "uniform": _pct(r["expected"]), "p": f"{r['p_value']:.2g}"}
-                for r in flagged.with_columns((pl.col("share") - pl.col("expected")).abs().alias("gap"))
-                .sort("gap", descending=True).head(MAX_EVIDENCE).iter_rows(named=True)]
+        rows = [
+            {
+                "side": r["selection"],
+                "order": r["belief_order"],
+                "ranking": RANKING_LABELS[r["ranking"]],
+                "options": str(r["k"]),
+                "items": str(r["n"]),
+                "position": _ordinal(r["position"]),
+                "gold there": _pct(r["share"]),
+                "uniform": _pct(r["expected"]),
+                "p": f"{r['p_value']:.2g}",
+            }
+            for r in flagged.with_columns((pl.col("share") - pl.col("expected")).abs().alias("gap"))
+            .sort("gap", descending=True)
+            .head(MAX_EVIDENCE)
+            .iter_rows(named=True)
+        ]
         if groups:
             finding = f"{groups} (side, order, options, ranking) groups depart from uniform; worst: {describe(worst)}"
         else:
-            finding = ("gold rank consistent with uniform under every ranking and order; largest gap: "
-                       f"{RANKING_LABELS[worst['ranking']]}, {_stratum(worst['belief_order'])}, {_ordinal(worst['position'])} "
-                       f"place {_pct(worst['share'])} vs {_pct(worst['expected'])}")
+            finding = (
+                "gold rank consistent with uniform under every ranking and order; largest gap: "
+                f"{RANKING_LABELS[worst['ranking']]}, {_stratum(worst['belief_order'])}, {_ordinal(worst['position'])} "
+                f"place {_pct(worst['share'])} vs {_pct(worst['expected'])}"
+            )
         return Verdict(
-            self.name, "fail" if groups else "pass", finding,
+            self.name,
+            "fail" if groups else "pass",
+            finding,
             "re-generate with rank controls: the gold's place in that ranking is a shortcut" if groups else "none",
             "Where the gold falls among the options when they are ranked by mention count, first mention, last mention, "
             "sentences naming them and the last move into them; ties split evenly over the places they span. Chi-square "
             "against uniform with the null covariance of each item's ties, per side, order and number of options "
-            f"(Bonferroni, alpha {facts.params.alpha:g}).", rows)
+            f"(Bonferroni, alpha {facts.params.alpha:g}).",
+            rows,
+        )
 
 
 class RepeatedSentences(AuditCheck):
@@ -96,11 +124,16 @@ class RepeatedSentences(AuditCheck):
         if table is None or table.height == 0:
             return
         for r in table.filter(pl.col("flagged")).iter_rows(named=True):
-            out.add("artifact:repeated_sentence", "artifact", r["selection"],
-                    f"context {r['context_id'][:12]} says '{r['sentence'][:60]}' {r['times']} times",
-                    json.loads(json.dumps({k: r[k] for k in ("context_id", "sentence", "times", "back_to_back",
-                                                            "world_repeats")})),
-                    "sentences the world repeats")
+            out.add(
+                "artifact:repeated_sentence",
+                "artifact",
+                r["selection"],
+                f"context {r['context_id'][:12]} says '{r['sentence'][:60]}' {r['times']} times",
+                json.loads(
+                    json.dumps({k: r[k] for k in ("context_id", "sentence", "times", "back_to_back", "world_repeats")})
+                ),
+                "sentences the world repeats",
+            )
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
         """The items of the flagged stories, on the side where the story repeats itself."""
@@ -115,15 +148,26 @@ class RepeatedSentences(AuditCheck):
         flagged = table.filter(pl.col("flagged"))
         stories = flagged.select("selection", "context_id").unique()
         total = facts.items.select("side", "context_id").unique().height
-        rows = [{"side": r["selection"], "story": facts.ref(r["context_id"], r["selection"]), "sentence": md_escape(r["sentence"]),
-                 "times": str(r["times"]), "back to back": "yes" if r["back_to_back"] else "no",
-                 "world repeats": "?" if r["world_repeats"] is None else str(r["world_repeats"])}
-                for r in flagged.sort("selection", "context_id", "sentence").head(MAX_EVIDENCE).iter_rows(named=True)]
+        rows = [
+            {
+                "side": r["selection"],
+                "story": facts.ref(r["context_id"], r["selection"]),
+                "sentence": md_escape(r["sentence"]),
+                "times": str(r["times"]),
+                "back to back": "yes" if r["back_to_back"] else "no",
+                "world repeats": "?" if r["world_repeats"] is None else str(r["world_repeats"]),
+            }
+            for r in flagged.sort("selection", "context_id", "sentence").head(MAX_EVIDENCE).iter_rows(named=True)
+        ]
         n = stories.height
         return Verdict(
-            self.name, "fail" if n else "pass",
-            f"{n} of {total} stories repeat a sentence the world does not repeat" if n
+            self.name,
+            "fail" if n else "pass",
+            f"{n} of {total} stories repeat a sentence the world does not repeat"
+            if n
             else "no story repeats a sentence beyond what its world repeats",
             "vary the padding: a repeated sentence is a tell a model can learn to skip" if n else "none",
             "A sentence said twice in one story (normalized). With a world trace, flagged when the story repeats more "
-            "sentences than the world repeats events; without one, only repeats back to back.", rows)
+            "sentences than the world repeats events; without one, only repeats back to back.",
+            rows,
+        )

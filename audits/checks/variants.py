@@ -1,6 +1,7 @@
 """The checks of variants of real stories (`tomforge variants`): variant leaks across the split and
 oracle disagreements. Their findings come from the warehouse (`audits.variants`, read once for both);
 their verdict lines read those findings and appear only when there is something to show."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,12 @@ class VariantLeaks(AuditCheck):
             evidence = json.loads(leak["evidence"])
             ids["train"] |= set(evidence["train_item_ids"])
             ids["heldout"] |= set(evidence["heldout_item_ids"])
-        return pl.concat([items.filter((pl.col("side") == side) & pl.col("item_id").is_in(list(members)))
-                          for side, members in ids.items()])
+        return pl.concat(
+            [
+                items.filter((pl.col("side") == side) & pl.col("item_id").is_in(list(members)))
+                for side, members in ids.items()
+            ]
+        )
 
     def verdict(self, facts: AuditFacts) -> Verdict | None:
         """Variants of real stories on the other side of the split from their original (None without any)."""
@@ -54,16 +59,24 @@ class VariantLeaks(AuditCheck):
         for leak in leaks:
             ev = json.loads(leak["evidence"])
             n_train += len(ev["train_item_ids"])
-            rows.append({"train items": _refs(facts, ev["train_item_ids"]), "held-out items": _refs(facts, ev["heldout_item_ids"]),
-                         "variants among them": str(len(ev["variant_item_ids"])),
-                         "story context id": f"`{ev['story_context_id'][:12]}`"})
+            rows.append(
+                {
+                    "train items": _refs(facts, ev["train_item_ids"]),
+                    "held-out items": _refs(facts, ev["heldout_item_ids"]),
+                    "variants among them": str(len(ev["variant_item_ids"])),
+                    "story context id": f"`{ev['story_context_id'][:12]}`",
+                }
+            )
         return Verdict(
-            self.name, "fail",
+            self.name,
+            "fail",
             f"{len(leaks)} stor{'ies' if len(leaks) != 1 else 'y'} with items on both sides, variants included "
             f"({n_train} train items); expected 0",
             "keep every variant on its original's side: select by story (`meta.variant_of`), not by item",
             "A variant (`tomforge variants`) and its original are one story: a variant of a held-out story in train "
-            "teaches the test.", rows[:MAX_EVIDENCE])
+            "teaches the test.",
+            rows[:MAX_EVIDENCE],
+        )
 
 
 class OracleDisagreements(AuditCheck):
@@ -84,13 +97,21 @@ class OracleDisagreements(AuditCheck):
             ev = json.loads(finding["evidence"])
             n += len(ev["item_ids"])
             n_warehouse += ev.get("n_rejected_in_warehouse", len(ev["item_ids"]))
-            rows.append({"source": md_escape(ev["source"]), "rule set": md_escape(ev["rule_set"]),
-                         "rejected golds": f"{len(ev['item_ids'])} of {ev['n_checked'] - ev['n_unparsed']} parsed",
-                         "items": _refs(facts, ev["item_ids"])})
+            rows.append(
+                {
+                    "source": md_escape(ev["source"]),
+                    "rule set": md_escape(ev["rule_set"]),
+                    "rejected golds": f"{len(ev['item_ids'])} of {ev['n_checked'] - ev['n_unparsed']} parsed",
+                    "items": _refs(facts, ev["item_ids"]),
+                }
+            )
         return Verdict(
-            self.name, "warn",
+            self.name,
+            "warn",
             f"the checker rejects {n} published golds in the audited selections ({n_warehouse} in the warehouse's "
             "`oracle_checks`, for the sources selected; under each source's own rules); expected 0",
             f"`tomforge clean --quarantine-oracle` quarantines the {n} items (see `oracle_checks` for the deciding event)",
             "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
-            "under the source's documented rules.", rows[:MAX_EVIDENCE])
+            "under the source's documented rules.",
+            rows[:MAX_EVIDENCE],
+        )

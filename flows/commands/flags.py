@@ -6,6 +6,7 @@ from that field (a dataclass or pydantic field, or a function's parameter), neve
 It is read when the command's help is drawn (`SettingsHelp`), so running a command imports no settings
 module it does not use (`train` and `eval` run on a GPU machine without the warehouse's libraries).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,8 +71,9 @@ class SettingDefault(str):
         return ", ".join(f"{label} {value}" for label, value in shown.items())
 
 
-def setting_option(*flags: str, setting: str | None = None, by_backend: dict[str, str] | None = None,
-                   **options: Any) -> Any:
+def setting_option(
+    *flags: str, setting: str | None = None, by_backend: dict[str, str] | None = None, **options: Any
+) -> Any:
     """A flag for the settings field `setting` (`module:Owner.field`), or for one field per backend
     (`by_backend={"trl": ..., "verl": ...}`): None unless given, its shown default read from the field(s)."""
     refs = by_backend if by_backend is not None else {"": setting or ""}

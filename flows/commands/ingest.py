@@ -1,5 +1,6 @@
 """`tomforge ingest`, `generate` and `variants`: the commands that bring records into the warehouse (a source
 as published, generated questions, variants of real stories)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,23 +23,49 @@ group = typer.Typer()
 
 @group.command()
 def ingest(
-    source: str = typer.Option(..., "--source", "-s", help="hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md)."),
+    source: str = typer.Option(
+        ...,
+        "--source",
+        "-s",
+        help="hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md).",
+    ),
     path: str = typer.Option(..., "--path", "-p", help="File or folder as published, or a Hub dataset id."),
     warehouse: Path = WarehouseOption,
-    split: Optional[str] = typer.Option(None, "--split", show_default="from the file name, else train",
-                                        help="rlfiles: the split the rows are filed under."),
-    answer_field: Optional[str] = typer.Option(None, "--answer-field", show_default="reward_model.ground_truth, "
-                                               "answer, ground_truth, solution, completion, extra_info.answer, "
-                                               "extra_info.ground_truth",
-                                               help="rlfiles: the column (dotted path) holding the answer."),
-    story_marker: Optional[list[str]] = typer.Option(None, "--story-marker", show_default="Story: Dialogue: "
-                                                     "Context: Passage:", help="rlfiles: opens the story (repeat)."),
-    question_marker: Optional[list[str]] = typer.Option(None, "--question-marker", show_default="Question:",
-                                                        help="rlfiles: opens the question (repeat)."),
-    end_marker: Optional[list[str]] = typer.Option(None, "--end-marker", show_default="Options: Choices: Answer:",
-                                                   help="rlfiles: ends the question, as a blank line does (repeat)."),
-    prompt_field: Optional[str] = typer.Option(None, "--prompt-field", show_default="prompt",
-                                               help="rlfiles: the column holding the chat messages or prompt text."),
+    split: Optional[str] = typer.Option(
+        None,
+        "--split",
+        show_default="from the file name, else train",
+        help="rlfiles: the split the rows are filed under.",
+    ),
+    answer_field: Optional[str] = typer.Option(
+        None,
+        "--answer-field",
+        show_default="reward_model.ground_truth, "
+        "answer, ground_truth, solution, completion, extra_info.answer, "
+        "extra_info.ground_truth",
+        help="rlfiles: the column (dotted path) holding the answer.",
+    ),
+    story_marker: Optional[list[str]] = typer.Option(
+        None,
+        "--story-marker",
+        show_default="Story: Dialogue: Context: Passage:",
+        help="rlfiles: opens the story (repeat).",
+    ),
+    question_marker: Optional[list[str]] = typer.Option(
+        None, "--question-marker", show_default="Question:", help="rlfiles: opens the question (repeat)."
+    ),
+    end_marker: Optional[list[str]] = typer.Option(
+        None,
+        "--end-marker",
+        show_default="Options: Choices: Answer:",
+        help="rlfiles: ends the question, as a blank line does (repeat).",
+    ),
+    prompt_field: Optional[str] = typer.Option(
+        None,
+        "--prompt-field",
+        show_default="prompt",
+        help="rlfiles: the column holding the chat messages or prompt text.",
+    ),
 ) -> None:
     """Read one source as published and load it into the warehouse (atomic, idempotent)."""
     from tomforge.flows.rl_ingest_options import rl_adapter
@@ -46,8 +73,15 @@ def ingest(
 
     with RichProgress(console) as progress:
         try:
-            adapter = rl_adapter(source, split=split, answer_field=answer_field, story_markers=story_marker,
-                                 question_markers=question_marker, end_markers=end_marker, prompt_field=prompt_field)
+            adapter = rl_adapter(
+                source,
+                split=split,
+                answer_field=answer_field,
+                story_markers=story_marker,
+                question_markers=question_marker,
+                end_markers=end_marker,
+                prompt_field=prompt_field,
+            )
         except ValueError as exc:
             exit_with_error(str(exc))
             return
@@ -59,20 +93,34 @@ def ingest(
 @group.command(cls=SettingsHelp)
 def generate(
     n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
-    max_order: Optional[int] = setting_option("--max-order", setting=f"{GENERATE}.max_order", min=0, max=12,
-                                              help="Highest belief order (0 = reality)."),
+    max_order: Optional[int] = setting_option(
+        "--max-order", setting=f"{GENERATE}.max_order", min=0, max=12, help="Highest belief order (0 = reality)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
     warehouse: Path = WarehouseOption,
     operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
-    styles: Optional[str] = setting_option("--styles", setting=f"{GENERATE}.styles", help="Comma-separated surface styles."),
-    held_out: bool = typer.Option(True, "--held-out/--no-held-out",
-                                  help="Test split on held-out names, entities and phrasings."),
-    source: Optional[str] = setting_option("--source", setting=f"{GENERATE}.source",
-                                           help="Source name; a run replaces the previous run of the same source."),
-    rendering: Optional[str] = setting_option("--rendering", setting=f"{GENERATE}.rendering",
-                                              help="How the worlds are told: third_person, second_person or dialogue."),
-    forms: Optional[str] = typer.Option(None, "--forms", show_default="mc,free,yes_no",
-                                        help="Comma-separated question forms: mc, free, yes_no, list, answerability."),
+    styles: Optional[str] = setting_option(
+        "--styles", setting=f"{GENERATE}.styles", help="Comma-separated surface styles."
+    ),
+    held_out: bool = typer.Option(
+        True, "--held-out/--no-held-out", help="Test split on held-out names, entities and phrasings."
+    ),
+    source: Optional[str] = setting_option(
+        "--source",
+        setting=f"{GENERATE}.source",
+        help="Source name; a run replaces the previous run of the same source.",
+    ),
+    rendering: Optional[str] = setting_option(
+        "--rendering",
+        setting=f"{GENERATE}.rendering",
+        help="How the worlds are told: third_person, second_person or dialogue.",
+    ),
+    forms: Optional[str] = typer.Option(
+        None,
+        "--forms",
+        show_default="mc,free,yes_no",
+        help="Comma-separated question forms: mc, free, yes_no, list, answerability.",
+    ),
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
@@ -93,32 +141,58 @@ def generate(
         generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     except ValueError as exc:
         exit_with_error(str(exc))
-    records = generate_splits(n, max_order=max_order, seed=seed, operators=names, styles=style_names,
-                              held_out=None if held_out else False, source=source, **told)
-    input_ref = generate_input_ref(n, max_order, seed, operators=",".join(names) or "none", styles=",".join(style_names),
-                                   held_out=held_out, **flags_set(rendering=rendering, forms=forms))
+    records = generate_splits(
+        n,
+        max_order=max_order,
+        seed=seed,
+        operators=names,
+        styles=style_names,
+        held_out=None if held_out else False,
+        source=source,
+        **told,
+    )
+    input_ref = generate_input_ref(
+        n,
+        max_order,
+        seed,
+        operators=",".join(names) or "none",
+        styles=",".join(style_names),
+        held_out=held_out,
+        **flags_set(rendering=rendering, forms=forms),
+    )
     with RichProgress(console) as progress:
-        report = ingest_records(warehouse, generator_info(source), records, input_ref, progress=progress, read=n,
-                                replace_source=True)
+        report = ingest_records(
+            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
+        )
     if not print_reports([report]):
         exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
 
 
 @group.command(cls=SettingsHelp)
 def variants(
-    source: str = typer.Option(..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already "
-                               "in the warehouse."),
-    max_order: Optional[int] = setting_option("--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12,
-                                              help="Highest belief order asked of variants."),
+    source: str = typer.Option(
+        ..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already in the warehouse."
+    ),
+    max_order: Optional[int] = setting_option(
+        "--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12, help="Highest belief order asked of variants."
+    ),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
-    seed: Optional[int] = setting_option("--seed", setting=f"{VARIANTS}.seed",
-                                         help="Seed: the same warehouse and arguments give the same variants."),
-    n_per_story: Optional[int] = setting_option("--n-per-story", setting=f"{VARIANTS}.n_per_story", min=0,
-                                                help="Chains per new order and adversarial variants per story."),
-    balance: Optional[bool] = setting_option("--balance/--no-balance", setting=f"{VARIANTS}.balance",
-                                           help="Keep the variants whose gold role (first container, true "
-                                                "location) is at chance per order, and add statements that put "
-                                                "the first, last and most mentioned container at chance."),
+    seed: Optional[int] = setting_option(
+        "--seed", setting=f"{VARIANTS}.seed", help="Seed: the same warehouse and arguments give the same variants."
+    ),
+    n_per_story: Optional[int] = setting_option(
+        "--n-per-story",
+        setting=f"{VARIANTS}.n_per_story",
+        min=0,
+        help="Chains per new order and adversarial variants per story.",
+    ),
+    balance: Optional[bool] = setting_option(
+        "--balance/--no-balance",
+        setting=f"{VARIANTS}.balance",
+        help="Keep the variants whose gold role (first container, true "
+        "location) is at chance per order, and add statements that put "
+        "the first, last and most mentioned container at chance.",
+    ),
     warehouse: Path = WarehouseOption,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
@@ -131,8 +205,9 @@ def variants(
     names = OPERATORS.parse(operators)
     check_story_sources([source])
     with RichProgress(console) as progress, progress.stage(f"variants of {source}"):
-        settings = Settings(operators=names, **flags_set(max_order=max_order, seed=seed, n_per_story=n_per_story,
-                                                     balance=balance))
+        settings = Settings(
+            operators=names, **flags_set(max_order=max_order, seed=seed, n_per_story=n_per_story, balance=balance)
+        )
         run = run_variants(warehouse, source, settings)
     print_variants(source, run)
     if not print_reports([run.report]):
@@ -169,16 +244,25 @@ def print_variants(source: str, run) -> None:
     for (order, _role), count in run.outcome.roles.items():
         roles[order] += count
     for order in sorted(roles, key=str):
-        shares = ", ".join(f"{role} {run.outcome.roles[(order, role)]}" for role in ("initial", "final",
-                           "intermediate", "never") if run.outcome.roles[(order, role)])
-        spread = [run.outcome.positions[(order, p)] for p in range(max((p for o, p in run.outcome.positions
-                                                                        if o == order), default=-1) + 1)]
+        shares = ", ".join(
+            f"{role} {run.outcome.roles[(order, role)]}"
+            for role in ("initial", "final", "intermediate", "never")
+            if run.outcome.roles[(order, role)]
+        )
+        spread = [
+            run.outcome.positions[(order, p)]
+            for p in range(max((p for o, p in run.outcome.positions if o == order), default=-1) + 1)
+        ]
         where = f"; gold position counts {min(spread)}-{max(spread)}" if spread else ""
         label = "memory" if order == "memory" else f"order {order}"
         out.print(f"{label}: {roles[order]} variants; gold role: {shares}{where}", highlight=False, soft_wrap=True)
     if run.outcome.padded or run.outcome.candidates != len(run.outcome.records):
-        out.print(f"balance: {len(run.outcome.records)} of {run.outcome.candidates} candidate variants kept; "
-                  f"{run.outcome.padded} statements added so the first, last and most mentioned container "
-                  "hit at chance", highlight=False, soft_wrap=True)
+        out.print(
+            f"balance: {len(run.outcome.records)} of {run.outcome.candidates} candidate variants kept; "
+            f"{run.outcome.padded} statements added so the first, last and most mentioned container "
+            "hit at chance",
+            highlight=False,
+            soft_wrap=True,
+        )
     for reason, count in sorted(run.outcome.skipped.items()):
         out.print(f"not made: {count} x {reason}", highlight=False, soft_wrap=True)

@@ -1,5 +1,6 @@
 """`tomforge rebuild`: the main job, the Prefect `rebuild` flow run in-process on a config file or the
 embedded defaults; its console shows a user error without Prefect's traceback."""
+
 from __future__ import annotations
 
 import logging
@@ -48,8 +49,9 @@ class UserErrorTracebacks(logging.Filter):
 def without_user_error_tracebacks() -> Iterator[None]:
     """Install `UserErrorTracebacks` on the console handlers Prefect set up, for the duration."""
     quiet = UserErrorTracebacks()
-    handlers = [h for name in ("", "prefect") for h in logging.getLogger(name).handlers
-                if isinstance(h, logging.StreamHandler)]
+    handlers = [
+        h for name in ("", "prefect") for h in logging.getLogger(name).handlers if isinstance(h, logging.StreamHandler)
+    ]
     for handler in handlers:
         handler.addFilter(quiet)
     try:

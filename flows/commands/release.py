@@ -1,5 +1,6 @@
 """`tomforge publish` and `verify`: a release written from the warehouse (a folder or a Hub commit and
 tag), and a release checked file by file against its manifest."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,21 +20,34 @@ group = typer.Typer()
 def publish(
     warehouse: Path = WarehouseOption,
     repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME (the card names it too)."),
-    target: str = typer.Option("var/release", "--target", "-t", help="A local folder to write the release to (the "
-                               "same default as rebuild's [publish] target), or 'hub' for the Hub repo --repo."),
+    target: str = typer.Option(
+        "var/release",
+        "--target",
+        "-t",
+        help="A local folder to write the release to (the "
+        "same default as rebuild's [publish] target), or 'hub' for the Hub repo --repo.",
+    ),
     tag: Optional[str] = typer.Option(None, "--tag", help="Release tag (default: release-<content hash>)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and change nothing."),
-    table: Optional[str] = typer.Option(None, "--table", help="Table/view to export (default: clean_items if "
-                                        "the audit made it, else items_full)."),
+    table: Optional[str] = typer.Option(
+        None, "--table", help="Table/view to export (default: clean_items if the audit made it, else items_full)."
+    ),
     max_rows: int = typer.Option(50_000, "--max-rows-per-shard", min=1, help="Rows per parquet file at most."),
     audit_report: Optional[Path] = typer.Option(None, "--audit-report", help="Audit report file or folder to include."),
     private: bool = typer.Option(False, "--private", help="Create the Hub repo private."),
-    created_at: Optional[str] = typer.Option(None, "--created-at", help="Timestamp for the manifest (none by default)."),
-    only_audited: bool = typer.Option(False, "--only-audited", help="Publish only the audit's cleaned selections; "
-                                      "the other items go to the removal ledger as not_selected."),
-    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Publish a source "
-                                                   "whose license forbids training in the train split anyway "
-                                                   "(the card says so)."),
+    created_at: Optional[str] = typer.Option(
+        None, "--created-at", help="Timestamp for the manifest (none by default)."
+    ),
+    only_audited: bool = typer.Option(
+        False,
+        "--only-audited",
+        help="Publish only the audit's cleaned selections; the other items go to the removal ledger as not_selected.",
+    ),
+    allow_restricted_training: bool = typer.Option(
+        False,
+        "--allow-restricted-training",
+        help="Publish a source whose license forbids training in the train split anyway (the card says so).",
+    ),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
     from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
@@ -43,11 +57,18 @@ def publish(
     with RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")
-        options = ReleaseOptions(repo, tag=tag, export=export, audit_report=audit_report, created_at=created_at,
-                                 unaudited="remove" if only_audited or table else "publish",
-                                 allow_restricted_training=allow_restricted_training)
-        publish_warehouse(warehouse, repo, target=target, options=options, dry_run=dry_run, private=private,
-                          progress=progress)
+        options = ReleaseOptions(
+            repo,
+            tag=tag,
+            export=export,
+            audit_report=audit_report,
+            created_at=created_at,
+            unaudited="remove" if only_audited or table else "publish",
+            allow_restricted_training=allow_restricted_training,
+        )
+        publish_warehouse(
+            warehouse, repo, target=target, options=options, dry_run=dry_run, private=private, progress=progress
+        )
 
 
 @group.command()
@@ -64,5 +85,6 @@ def verify(
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
         exit_with_error(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
-    console.print(f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False,
-                  soft_wrap=True)
+    console.print(
+        f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False, soft_wrap=True
+    )

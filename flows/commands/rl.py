@@ -1,5 +1,6 @@
 """`tomforge train` and `eval`: the RL stage on a published release. Light to import: torch, trl and the
 warehouse's libraries are imported inside the commands, so the GPU machine's environment runs them."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,7 +28,7 @@ class Backend(str, Enum):
     verl = "verl"
 
 
-RL_EXTRAS = ("torch", "trl", "accelerate", "matplotlib")   # pyproject.toml's `rl` extra, as modules
+RL_EXTRAS = ("torch", "trl", "accelerate", "matplotlib")  # pyproject.toml's `rl` extra, as modules
 RL_EXTRAS_HINT = "the RL stage needs the rl extras: pip install -e '.[rl]'"
 
 
@@ -43,8 +44,10 @@ def check_training_licenses(dataset: str, revision: str | None, train_split: str
     from tomforge.rl.release import check_training_release
 
     for found in check_training_release(dataset, revision, train_split, allow):
-        console.print(f"warning: {found} in {train_split}: its license forbids training (--allow-restricted-training)",
-                      soft_wrap=True)
+        console.print(
+            f"warning: {found} in {train_split}: its license forbids training (--allow-restricted-training)",
+            soft_wrap=True,
+        )
 
 
 @group.command(cls=SettingsHelp)
@@ -53,52 +56,80 @@ def train(
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag to download."),
     model: str = typer.Option(..., "--model", "-m", help="Model to start from: Hub id, model folder or .gguf file."),
-    train_split: str = typer.Option("all/train", "--train", help="CONFIG/SPLIT to train on "
-                                    "(CONFIG/SPLIT:RENDERING: that rendering's rows only, docs/rl.md)."),
+    train_split: str = typer.Option(
+        "all/train",
+        "--train",
+        help="CONFIG/SPLIT to train on (CONFIG/SPLIT:RENDERING: that rendering's rows only, docs/rl.md).",
+    ),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Optional[Path] = setting_option("--output-dir", "-o",
-                                                by_backend={"trl": f"{TRL}.output_dir", "verl": f"{VERL}.output_dir"},
-                                                help="Checkpoints and logs."),
-    algorithm: Optional[str] = setting_option("--algorithm", setting=f"{TRL}.algorithm",
-                                              help="TRL: rloo or grpo, both set up as REINFORCE++."),
-    max_steps: Optional[int] = setting_option("--max-steps", setting=f"{TRL}.max_steps", min=1,
-                                              help="TRL optimizer steps."),
+    output_dir: Optional[Path] = setting_option(
+        "--output-dir",
+        "-o",
+        by_backend={"trl": f"{TRL}.output_dir", "verl": f"{VERL}.output_dir"},
+        help="Checkpoints and logs.",
+    ),
+    algorithm: Optional[str] = setting_option(
+        "--algorithm", setting=f"{TRL}.algorithm", help="TRL: rloo or grpo, both set up as REINFORCE++."
+    ),
+    max_steps: Optional[int] = setting_option(
+        "--max-steps", setting=f"{TRL}.max_steps", min=1, help="TRL optimizer steps."
+    ),
     epochs: Optional[int] = setting_option("--epochs", setting=f"{VERL}.total_epochs", min=1, help="verl epochs."),
-    num_generations: Optional[int] = setting_option("--num-generations",
-                                                    by_backend={"trl": f"{TRL}.num_generations",
-                                                                "verl": f"{VERL}.rollout_n"},
-                                                    min=2, help="Samples per prompt."),
-    batch_size: Optional[int] = setting_option("--batch-size", by_backend={"trl": f"{TRL}.per_device_train_batch_size",
-                                                                           "verl": f"{VERL}.train_batch_size"},
-                                               min=1, help="TRL: completions per GPU per micro-batch; verl: prompts "
-                                                           "per step."),
-    grad_accum: Optional[int] = setting_option("--grad-accum", setting=f"{TRL}.gradient_accumulation_steps", min=1,
-                                               help="TRL: micro-batches per optimizer step (one generation of "
-                                                    "batch-size x grad-accum completions serves them; less GPU memory)."),
-    learning_rate: Optional[float] = setting_option("--learning-rate", "--lr",
-                                                    by_backend={"trl": f"{TRL}.learning_rate",
-                                                                "verl": f"{VERL}.learning_rate"}),
-    beta: Optional[float] = setting_option("--kl-coef", by_backend={"trl": f"{TRL}.beta", "verl": f"{VERL}.kl_coef"},
-                                           help="KL coefficient against the reference model."),
-    max_completion_length: Optional[int] = setting_option("--max-completion-length",
-                                                          by_backend={"trl": f"{TRL}.max_completion_length",
-                                                                      "verl": f"{VERL}.max_response_length"}),
+    num_generations: Optional[int] = setting_option(
+        "--num-generations",
+        by_backend={"trl": f"{TRL}.num_generations", "verl": f"{VERL}.rollout_n"},
+        min=2,
+        help="Samples per prompt.",
+    ),
+    batch_size: Optional[int] = setting_option(
+        "--batch-size",
+        by_backend={"trl": f"{TRL}.per_device_train_batch_size", "verl": f"{VERL}.train_batch_size"},
+        min=1,
+        help="TRL: completions per GPU per micro-batch; verl: prompts per step.",
+    ),
+    grad_accum: Optional[int] = setting_option(
+        "--grad-accum",
+        setting=f"{TRL}.gradient_accumulation_steps",
+        min=1,
+        help="TRL: micro-batches per optimizer step (one generation of "
+        "batch-size x grad-accum completions serves them; less GPU memory).",
+    ),
+    learning_rate: Optional[float] = setting_option(
+        "--learning-rate", "--lr", by_backend={"trl": f"{TRL}.learning_rate", "verl": f"{VERL}.learning_rate"}
+    ),
+    beta: Optional[float] = setting_option(
+        "--kl-coef",
+        by_backend={"trl": f"{TRL}.beta", "verl": f"{VERL}.kl_coef"},
+        help="KL coefficient against the reference model.",
+    ),
+    max_completion_length: Optional[int] = setting_option(
+        "--max-completion-length",
+        by_backend={"trl": f"{TRL}.max_completion_length", "verl": f"{VERL}.max_response_length"},
+    ),
     gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: Optional[bool] = setting_option("--bf16/--no-bf16", setting=f"{TRL}.bf16", help="TRL: bfloat16."),
-    seed: Optional[int] = setting_option("--seed", setting=f"{TRL}.seed",
-                                         help="TRL: seed of sampling and data order (repeat a run with others)."),
-    fast_generation: Optional[bool] = setting_option("--fast-generation/--hf-generation",
-                                                     setting=f"{TRL}.fast_generation",
-                                                     help="TRL: rollouts through the fast path (docs/rl-speed.md) or "
-                                                          "through transformers' generate."),
+    seed: Optional[int] = setting_option(
+        "--seed", setting=f"{TRL}.seed", help="TRL: seed of sampling and data order (repeat a run with others)."
+    ),
+    fast_generation: Optional[bool] = setting_option(
+        "--fast-generation/--hf-generation",
+        setting=f"{TRL}.fast_generation",
+        help="TRL: rollouts through the fast path (docs/rl-speed.md) or through transformers' generate.",
+    ),
     accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
-    data_dir: Optional[str] = setting_option("--data-dir", setting="tomforge.rl.stage:launch.data_dir",
-                                             help="verl: where the job writes the RL parquet files."),
+    data_dir: Optional[str] = setting_option(
+        "--data-dir",
+        setting="tomforge.rl.stage:launch.data_dir",
+        help="verl: where the job writes the RL parquet files.",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the full command and config; run nothing."),
-    allow_restricted_training: bool = typer.Option(False, "--allow-restricted-training", help="Train on a split "
-                                                   "holding a source whose license forbids training anyway."),
+    allow_restricted_training: bool = typer.Option(
+        False,
+        "--allow-restricted-training",
+        help="Train on a split holding a source whose license forbids training anyway.",
+    ),
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
     take the backend's settings (`TrlSettings`, `VerlSettings`)."""
@@ -110,21 +141,45 @@ def train(
     from tomforge.rl import stage
 
     if backend is Backend.trl:
-        overrides = flags_set(output_dir=output_dir and str(output_dir), algorithm=algorithm, max_steps=max_steps,
-                          num_generations=num_generations, per_device_train_batch_size=batch_size,
-                          learning_rate=learning_rate, beta=beta, bf16=bf16, gradient_accumulation_steps=grad_accum,
-                          seed=seed, max_completion_length=max_completion_length,
-                          fast_generation=fast_generation)
+        overrides = flags_set(
+            output_dir=output_dir and str(output_dir),
+            algorithm=algorithm,
+            max_steps=max_steps,
+            num_generations=num_generations,
+            per_device_train_batch_size=batch_size,
+            learning_rate=learning_rate,
+            beta=beta,
+            bf16=bf16,
+            gradient_accumulation_steps=grad_accum,
+            seed=seed,
+            max_completion_length=max_completion_length,
+            fast_generation=fast_generation,
+        )
     else:
-        overrides = flags_set(total_epochs=epochs, train_batch_size=batch_size, rollout_n=num_generations,
-                          learning_rate=learning_rate, kl_coef=beta, max_response_length=max_completion_length,
-                          output_dir=output_dir and str(output_dir))
+        overrides = flags_set(
+            total_epochs=epochs,
+            train_batch_size=batch_size,
+            rollout_n=num_generations,
+            learning_rate=learning_rate,
+            kl_coef=beta,
+            max_response_length=max_completion_length,
+            output_dir=output_dir and str(output_dir),
+        )
     if not dry_run:
         check_training_licenses(dataset, revision, train_split, allow_restricted_training)
     settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
-    outcome = stage.launch(settings, dataset, revision, train_split, val_split, gpus=gpus,
-                           accelerate_config=accelerate_config, ray_address=ray_address, dry_run=dry_run,
-                           **flags_set(data_dir=data_dir))
+    outcome = stage.launch(
+        settings,
+        dataset,
+        revision,
+        train_split,
+        val_split,
+        gpus=gpus,
+        accelerate_config=accelerate_config,
+        ray_address=ray_address,
+        dry_run=dry_run,
+        **flags_set(data_dir=data_dir),
+    )
     if dry_run:
         sys.stdout.write(outcome["plan"] + "\n")
         return
@@ -139,17 +194,28 @@ def eval_(
     model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Release tag."),
-    splits: list[str] = typer.Option(["all/test"], "--split", "-s", help="CONFIG/SPLIT to evaluate (repeatable; "
-                                     "CONFIG/SPLIT:RENDERING: that rendering's rows, for the format-transfer block)."),
-    in_distribution: list[str] = typer.Option([], "--in-distribution", help="Configs or CONFIG/SPLIT trained on "
-                                              "(repeatable); the rest count as held-out."),
-    label: Optional[str] = typer.Option(None, "--label", help="Name of this model in the matrix (default: folder name)."),
+    splits: list[str] = typer.Option(
+        ["all/test"],
+        "--split",
+        "-s",
+        help="CONFIG/SPLIT to evaluate (repeatable; "
+        "CONFIG/SPLIT:RENDERING: that rendering's rows, for the format-transfer block).",
+    ),
+    in_distribution: list[str] = typer.Option(
+        [], "--in-distribution", help="Configs or CONFIG/SPLIT trained on (repeatable); the rest count as held-out."
+    ),
+    label: Optional[str] = typer.Option(
+        None, "--label", help="Name of this model in the matrix (default: folder name)."
+    ),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
     batch_size: Optional[int] = setting_option("--batch-size", setting=f"{EVALUATE}.batch_size", min=1),
     max_new_tokens: Optional[int] = setting_option("--max-new-tokens", setting=f"{EVALUATE}.max_new_tokens", min=1),
-    generator: Optional[str] = setting_option("--generator", setting=f"{EVALUATE}.backend",
-                                              help="auto (vLLM when installed, else fast), fast "
-                                            "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm."),
+    generator: Optional[str] = setting_option(
+        "--generator",
+        setting=f"{EVALUATE}.backend",
+        help="auto (vLLM when installed, else fast), fast "
+        "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm.",
+    ),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
@@ -177,17 +243,30 @@ def eval_(
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
     try:
-        rows = evaluate(model, root, refs, dataset=dataset, revision=revision, in_distribution=in_distribution,
-                        label=label, limit=limit, stats=stats,
-                        **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator))
+        rows = evaluate(
+            model,
+            root,
+            refs,
+            dataset=dataset,
+            revision=revision,
+            in_distribution=in_distribution,
+            label=label,
+            limit=limit,
+            stats=stats,
+            **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
+        )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
     if store:
         stored = store_results(warehouse, rows)
         console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     summary = summarize(rows)
-    summary["generation"] = {"sequences": stats.n_sequences, "new_tokens": stats.new_tokens,
-                             "seconds": round(stats.seconds, 3), "tokens_per_s": round(stats.tokens_per_s, 1)}
+    summary["generation"] = {
+        "sequences": stats.n_sequences,
+        "new_tokens": stats.new_tokens,
+        "seconds": round(stats.seconds, 3),
+        "tokens_per_s": round(stats.tokens_per_s, 1),
+    }
     write_summary(summary, out / "summary.json")
     plot_by_order(summary, out / "accuracy_by_order.png")
     sys.stdout.write(format_matrix(summary) + "\n")

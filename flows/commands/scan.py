@@ -1,6 +1,7 @@
 """`tomforge scan`: a training corpus (jsonl / jsonl.gz / parquet shards or a Hub dataset) against
 the held-out benchmark items of the warehouse. The step is `audits.scan.run_scan`; this module is
 only the command line around it."""
+
 from __future__ import annotations
 
 import sys
@@ -24,27 +25,41 @@ group = typer.Typer()
 
 @group.command(cls=SettingsHelp)
 def scan(
-    corpus: list[str] = typer.Argument(..., help="Corpus shards: files, folders, globs (jsonl, jsonl.gz, parquet) or "
-                                                 "hub:ORG/NAME (with --revision)."),
+    corpus: list[str] = typer.Argument(
+        ..., help="Corpus shards: files, folders, globs (jsonl, jsonl.gz, parquet) or hub:ORG/NAME (with --revision)."
+    ),
     warehouse: Path = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file."),
-    benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="SQL condition on items_full selecting the "
-                                                                         "held-out benchmark items."),
+    benchmark: str = typer.Option(
+        DEFAULT_BENCHMARK, "--benchmark", help="SQL condition on items_full selecting the held-out benchmark items."
+    ),
     out: Path = typer.Option(Path("var/scan"), "--out", help="Folder for scan_report.md/.html and scan_hits.parquet."),
-    text_field: Optional[str] = typer.Option(None, "--text-field", help="Field holding a document's text "
-                                             "[default: text; a verl `prompt` of chat messages when there is no text]."),
+    text_field: Optional[str] = typer.Option(
+        None,
+        "--text-field",
+        help="Field holding a document's text [default: text; a verl `prompt` of chat messages when there is no text].",
+    ),
     id_field: Optional[str] = typer.Option(None, "--id-field", help="Field naming a document [default: shard:row]."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Revision (commit or tag) of a hub: corpus."),
-    purify: Optional[Path] = typer.Option(None, "--purify", help="Write a copy of the corpus without the "
-                                          "contaminated documents here (plus a removal ledger in --out)."),
-    jaccard: Optional[float] = setting_option("--jaccard", setting=f"{SCAN}.jaccard_threshold",
-                                              help="Near-duplicate Jaccard threshold."),
-    containment: Optional[float] = setting_option("--containment", setting=f"{SCAN}.containment_threshold",
-                                                  help="Share of a story's n-grams that makes it `contained`."),
+    purify: Optional[Path] = typer.Option(
+        None,
+        "--purify",
+        help="Write a copy of the corpus without the contaminated documents here (plus a removal ledger in --out).",
+    ),
+    jaccard: Optional[float] = setting_option(
+        "--jaccard", setting=f"{SCAN}.jaccard_threshold", help="Near-duplicate Jaccard threshold."
+    ),
+    containment: Optional[float] = setting_option(
+        "--containment",
+        setting=f"{SCAN}.containment_threshold",
+        help="Share of a story's n-grams that makes it `contained`.",
+    ),
     alpha: Optional[float] = setting_option("--alpha", setting=f"{SCAN}.ngram_alpha", help="Level of the n-gram test."),
-    batch_docs: Optional[int] = setting_option("--batch-docs", setting=f"{SCAN}.batch_docs",
-                                               help="Documents per batch (memory is bounded by this)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray", help="Run the shards on Ray: a cluster address, or "
-                                              "'local' for a local Ray."),
+    batch_docs: Optional[int] = setting_option(
+        "--batch-docs", setting=f"{SCAN}.batch_docs", help="Documents per batch (memory is bounded by this)."
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray", help="Run the shards on Ray: a cluster address, or 'local' for a local Ray."
+    ),
     strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a held-out story is found."),
 ) -> None:
     """Scan a training corpus for held-out benchmark stories: verbatim, near duplicate, contained, long n-grams."""
@@ -52,14 +67,30 @@ def scan(
     from tomforge.audits.scan_config import ScanParams
     from tomforge.audits.scan_ray import RayShards
 
-    flags: dict[str, Any] = {"jaccard_threshold": jaccard, "containment_threshold": containment, "ngram_alpha": alpha,
-             "batch_docs": batch_docs}
+    flags: dict[str, Any] = {
+        "jaccard_threshold": jaccard,
+        "containment_threshold": containment,
+        "ngram_alpha": alpha,
+        "batch_docs": batch_docs,
+    }
     with RichProgress(console) as progress:  # errors: the CLI's one handler (`flows.cli.user_errors`)
         params = ScanParams(**{k: v for k, v in flags.items() if v is not None})
-        runner: ShardRunner = run_local if ray_address is None else RayShards(
-            "" if ray_address == "local" else ray_address)
-        summary = run_scan(warehouse, corpus, out, benchmark_where=benchmark, params=params, text_field=text_field,
-                           id_field=id_field, revision=revision, purify=purify, runner=runner, progress=progress)
+        runner: ShardRunner = (
+            run_local if ray_address is None else RayShards("" if ray_address == "local" else ray_address)
+        )
+        summary = run_scan(
+            warehouse,
+            corpus,
+            out,
+            benchmark_where=benchmark,
+            params=params,
+            text_field=text_field,
+            id_field=id_field,
+            revision=revision,
+            purify=purify,
+            runner=runner,
+            progress=progress,
+        )
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and summary.contaminated:
         raise typer.Exit(ExitCode.FINDINGS)

@@ -1,4 +1,5 @@
 """`tomforge sql`: one read-only statement on the warehouse (the query helpers are `flows/query.py`)."""
+
 from __future__ import annotations
 
 import sys
@@ -25,13 +26,21 @@ group = typer.Typer()
 def sql(
     query: str = typer.Argument(..., help="One SQL statement (the connection reads the warehouse only)."),
     warehouse: Path = WarehouseOption,
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
-                                     help="table: a preview of the first rows; csv, json: every row, streamed; "
-                                          "parquet: every row into --output."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
-                                        help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write csv, json or parquet to this file "
-                                          "instead of standard output (parquet needs it)."),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.table,
+        "--format",
+        "-f",
+        help="table: a preview of the first rows; csv, json: every row, streamed; parquet: every row into --output.",
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", "-n", min=1, help=f"Rows to print at most (table default {PREVIEW_ROWS}; csv, json: all)."
+    ),
+    output: Optional[Path] = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Write csv, json or parquet to this file instead of standard output (parquet needs it).",
+    ),
 ) -> None:
     """Query the warehouse in SQL; values print exactly as stored. No file access, no writes."""
     from tomforge.warehouse.db import connect_readonly

@@ -1,5 +1,6 @@
 """What every command prints with: literal consoles (stderr for messages and progress, stdout for tables),
 the one-line error exit, and the reconciliation table every load prints."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,8 @@ def literal_console(**options: Any) -> Console:
     return Console(markup=False, emoji=False, highlight=False, **options)
 
 
-console = literal_console(stderr=True)   # messages, errors, progress (RichProgress: bars on a terminal only)
-stdout_console = literal_console()       # tables
+console = literal_console(stderr=True)  # messages, errors, progress (RichProgress: bars on a terminal only)
+stdout_console = literal_console()  # tables
 
 
 def exit_with_error(message: str, code: int = ExitCode.BAD_INPUT) -> None:
@@ -32,8 +33,15 @@ def exit_with_error(message: str, code: int = ExitCode.BAD_INPUT) -> None:
 def print_reports(reports: list) -> bool:
     """Print read = loaded + rejected per input; return whether every one reconciles."""
     names = ("source", "input", "read", "loaded", "rejected", "new", "changed", "unchanged", "removed", "ok")
-    rows = [(r.source, r.input_ref, *(str(n) for n in (r.read, r.loaded, r.rejected, r.new, r.changed, r.unchanged, r.removed)),
-             "yes" if r.reconciled else "NO") for r in reports]
+    rows = [
+        (
+            r.source,
+            r.input_ref,
+            *(str(n) for n in (r.read, r.loaded, r.rejected, r.new, r.changed, r.unchanged, r.removed)),
+            "yes" if r.reconciled else "NO",
+        )
+        for r in reports
+    ]
     widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, name in enumerate(names)]
     # nothing is cut: on a terminal the input column takes the room the others leave (at least 16)
     # and folds, and a terminal too narrow for that gets a wider table rather than truncated counts;
@@ -41,11 +49,22 @@ def print_reports(reports: list) -> bool:
     if stdout_console.is_terminal:
         room = stdout_console.width - sum(widths) + widths[1] - 2 * (len(names) - 1)
         widths[1] = min(widths[1], max(16, room))
-    table = Table(title="reconciliation (read = loaded + rejected)", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, padding=(0, 1, 0, 0), title_justify="left")
+    table = Table(
+        title="reconciliation (read = loaded + rejected)",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        title_justify="left",
+    )
     for i, name in enumerate(names):
-        table.add_column(name, justify="left" if i < 2 else "right", width=widths[i],
-                         overflow="fold" if name == "input" else "ellipsis", no_wrap=name != "input")
+        table.add_column(
+            name,
+            justify="left" if i < 2 else "right",
+            width=widths[i],
+            overflow="fold" if name == "input" else "ellipsis",
+            no_wrap=name != "input",
+        )
     for row in rows:
         table.add_row(*row)
     literal_console(width=max(stdout_console.width, sum(widths) + 2 * (len(names) - 1))).print(table)

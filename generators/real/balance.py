@@ -20,6 +20,7 @@ so variants are balanced by choosing among candidates, and by padding the chosen
 - **Gold position**: `variants.Dealer` (a shuffled deck per order).
 - **Yes/no**: no parsed source asks a yes/no container question, so there is nothing to balance.
 """
+
 from __future__ import annotations
 
 import random
@@ -79,8 +80,7 @@ def _slots(candidates: Sequence[C], rng: random.Random) -> list[dict[str, list[C
     return sorted(slots, key=len)
 
 
-def _fill(slots: list[dict[str, list[C]]], cells: dict, per_slot: int,
-          rng: random.Random) -> tuple[list[C], int]:
+def _fill(slots: list[dict[str, list[C]]], cells: dict, per_slot: int, rng: random.Random) -> tuple[list[C], int]:
     """Serve the dealt counts from the slots (generators.balance.Quota: the group most behind first);
     returns the chosen candidates and how many counts were left unserved."""
     quota: Quota = Quota(cells, lambda cell: cell[1])
@@ -126,8 +126,9 @@ def select(candidates: Sequence[C], per_slot: int, seed: Any) -> list[C]:
     strata: dict[Stratum, list[C]] = defaultdict(list)
     for candidate in candidates:
         strata[candidate.stratum].append(candidate)
-    chosen = {id(c) for stratum in sorted(strata, key=str) for c in select_stratum(stratum, strata[stratum],
-                                                                                    per_slot, seed)}
+    chosen = {
+        id(c) for stratum in sorted(strata, key=str) for c in select_stratum(stratum, strata[stratum], per_slot, seed)
+    }
     return [c for c in candidates if id(c) in chosen]
 
 
@@ -138,8 +139,14 @@ class MentionControls:
     def __init__(self) -> None:
         self.first, self.last, self.most = Controller(), Controller(), Controller()
 
-    def pad(self, story: ParsedStory, questions: Sequence[tuple[Any, str, float]], containers: Sequence[str],
-            rng: random.Random, fixed: bool = False) -> ParsedStory:
+    def pad(
+        self,
+        story: ParsedStory,
+        questions: Sequence[tuple[Any, str, float]],
+        containers: Sequence[str],
+        rng: random.Random,
+        fixed: bool = False,
+    ) -> ParsedStory:
         """`story` with statements that make the chosen containers first, last and most mentioned among
         `containers` (the options, or the story's containers). `questions`: (order, gold, chance) of the
         variants asked on it. `fixed`: keep the story's own first mentioned container (the remention
@@ -183,8 +190,15 @@ class MentionControls:
         """A statement naming `container` at `position`, in one of the source's noise sentences (ToMi's
         name things and rooms, never a container: the only way to change mention counts without changing
         the world, as the remention operator does)."""
-        polarity = rng.choice([p for p in ("likes", "dislikes", "loves", "hates") if p in style.SENTENCES[story.source]])
+        polarity = rng.choice(
+            [p for p in ("likes", "dislikes", "loves", "hates") if p in style.SENTENCES[story.source]]
+        )
         agent = rng.choice(story.agents())
         text = style.sentence(story.source, polarity, a=agent, c=container)
-        return insert_line(story, position, text, [{"kind": "statement", "agent": agent, "polarity": polarity,
-                                               "thing": container}], "balance")
+        return insert_line(
+            story,
+            position,
+            text,
+            [{"kind": "statement", "agent": agent, "polarity": polarity, "thing": container}],
+            "balance",
+        )

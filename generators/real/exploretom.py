@@ -9,6 +9,7 @@ knows). An object's first move is where it is first seen (ExploreToM states no i
 Container questions (memory, reality, first and second order) are read; room questions and questions
 about a container or about the state "before" an event are reported as outside the model.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,10 +23,14 @@ _NAME = r"([A-Z][a-z]+)"
 _ENTER = re.compile(rf"{_NAME} entered the (.+)\.")
 _LEAVE = re.compile(rf"{_NAME} left the (.+)\.")
 _MOVE = re.compile(rf"{_NAME} moved the (.+?) to the (.+?), which is also located in the (.+)\.")
-_WITNESS = re.compile(rf"While this action was happening, {_NAME} witnessed this action in secret \(and only this action\)\.")
-_DISTRACTED = re.compile(rf"While this action was happening, {_NAME} got distracted and did not realize what happened, "
-                         r"without anyone noticing the brief lack of attention, and going back to paying attention "
-                         r"immediately after the action was finished\.")
+_WITNESS = re.compile(
+    rf"While this action was happening, {_NAME} witnessed this action in secret \(and only this action\)\."
+)
+_DISTRACTED = re.compile(
+    rf"While this action was happening, {_NAME} got distracted and did not realize what happened, "
+    r"without anyone noticing the brief lack of attention, and going back to paying attention "
+    r"immediately after the action was finished\."
+)
 _QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("memory", re.compile(r"In which container was the (?P<obj>.+?) at the beginning\?")),
     ("reality", re.compile(r"In which container is the (?P<obj>.+?) now\?")),
@@ -33,8 +38,10 @@ _QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("second", re.compile(rf"In which container does {_NAME} think that {_NAME} will search for the (?P<obj>.+?)\?")),
 )
 # ExploreToM asks up to order 2; variants ask higher orders in the same style
-_HIGHER = re.compile(rf"In which container does {_NAME} think that ((?:[A-Z][a-z]+ thinks that )+){_NAME} will search "
-                     r"for the (?P<obj>.+?)\?")
+_HIGHER = re.compile(
+    rf"In which container does {_NAME} think that ((?:[A-Z][a-z]+ thinks that )+){_NAME} will search "
+    r"for the (?P<obj>.+?)\?"
+)
 
 
 def _line(sentence: str, lines: list[Line], number: int) -> Line:
@@ -43,8 +50,18 @@ def _line(sentence: str, lines: list[Line], number: int) -> Line:
     if match := _LEAVE.fullmatch(sentence):
         return Line(sentence, [{"kind": "exit", "agent": match.group(1), "room": match.group(2)}])
     if match := _MOVE.fullmatch(sentence):
-        return Line(sentence, [{"kind": "move", "agent": match.group(1), "obj": match.group(2),
-                                "container": match.group(3), "room_named": match.group(4)}])
+        return Line(
+            sentence,
+            [
+                {
+                    "kind": "move",
+                    "agent": match.group(1),
+                    "obj": match.group(2),
+                    "container": match.group(3),
+                    "room_named": match.group(4),
+                }
+            ],
+        )
     for pattern, field in ((_WITNESS, "witnesses"), (_DISTRACTED, "distracted")):
         if match := pattern.fullmatch(sentence):
             previous = lines[-1].events[-1] if lines and lines[-1].events else None

@@ -7,6 +7,7 @@ Tells are said in the waiting_room, HiToM's gathering room. Questions are HiToM'
 (order 0-4); the object and chain come from the grammar the adapter reads them with
 (`warehouse/sources/hitom_grammar.py`).
 """
+
 from __future__ import annotations
 
 import re
@@ -28,16 +29,28 @@ def _enter(match: re.Match[str], rooms: dict[str, str]) -> list[dict[str, Any]]:
 
 PATTERNS: list[Pattern] = [
     (re.compile(rf"({NAME}(?:(?:, | and ){NAME})*) entered the {_T}\."), _enter),
-    (re.compile(rf"({NAME}) exited the {_T}\."), lambda m, r: [{"kind": "exit", "agent": m.group(1), "room": m.group(2)}]),
-    (re.compile(rf"The {_T} is in the {_T}\."), lambda m, r: [{"kind": "init", "obj": m.group(1), "container": m.group(2)}]),
-    (re.compile(rf"({NAME}) moved the {_T} to the {_T}\."),
-     lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}]),
-    (re.compile(rf"({NAME}) made no movements and stayed in the {_T} for 1 minute\."),
-     lambda m, r: [{"kind": "stay", "agent": m.group(1), "room": m.group(2)}]),
+    (
+        re.compile(rf"({NAME}) exited the {_T}\."),
+        lambda m, r: [{"kind": "exit", "agent": m.group(1), "room": m.group(2)}],
+    ),
+    (
+        re.compile(rf"The {_T} is in the {_T}\."),
+        lambda m, r: [{"kind": "init", "obj": m.group(1), "container": m.group(2)}],
+    ),
+    (
+        re.compile(rf"({NAME}) moved the {_T} to the {_T}\."),
+        lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}],
+    ),
+    (
+        re.compile(rf"({NAME}) made no movements and stayed in the {_T} for 1 minute\."),
+        lambda m, r: [{"kind": "stay", "agent": m.group(1), "room": m.group(2)}],
+    ),
     (re.compile(rf"({NAME}) privately told ({NAME}) that the {_T} is in the {_T}\."), tell(public=False)),
     (re.compile(rf"({NAME}) publicly claimed that {_T} is in the {_T}\."), tell(public=True)),
-    (re.compile(rf"({NAME}) (likes|dislikes) the {_T}\."),
-     lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}]),
+    (
+        re.compile(rf"({NAME}) (likes|dislikes) the {_T}\."),
+        lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}],
+    ),
     (re.compile(rf"({NAME}) (?:saw an? \S+|lost his \S+)\."), lambda m, r: [{"kind": "noise", "agent": m.group(1)}]),
 ]
 

@@ -7,6 +7,7 @@ a shortcut (said in its docstring); the oracle then gives the variant's gold, an
 whether it changed. Tells are said in the gathering room where the source has one (HiToM), else late in
 the story by someone in a room (ToMi, in its own terse sentences).
 """
+
 from __future__ import annotations
 
 import random
@@ -52,10 +53,16 @@ def snapshots(story: ParsedStory, obj: str) -> list[Snapshot]:
             elif event["kind"] in ("init", "move") and event["obj"] == obj:
                 location = event["container"]
     states.append((frozenset(a for a, r in rooms.items() if r == room), location))
-    moves = [(index, e["container"]) for index, line in enumerate(story.lines) for e in line.events
-             if e["kind"] == "move" and e["obj"] == obj]
-    return [Snapshot(present, where, next((c for i, c in moves if i >= index), None))
-            for index, (present, where) in enumerate(states)]
+    moves = [
+        (index, e["container"])
+        for index, line in enumerate(story.lines)
+        for e in line.events
+        if e["kind"] == "move" and e["obj"] == obj
+    ]
+    return [
+        Snapshot(present, where, next((c for i, c in moves if i >= index), None))
+        for index, (present, where) in enumerate(states)
+    ]
 
 
 def insertable_at(story: ParsedStory, position: int) -> bool:
@@ -76,7 +83,9 @@ def insert_line(story: ParsedStory, position: int, text: str, events: list[dict]
 
 def _move(story: ParsedStory, position: int, actor: str, target: Target, to: str, name: str) -> ParsedStory:
     text = style.sentence(story.source, "move", a=actor, obj=target.obj, c=to, room=story.room_of(target.obj))
-    return insert_line(story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name)
+    return insert_line(
+        story, position, text, [{"kind": "move", "agent": actor, "obj": target.obj, "container": to}], name
+    )
 
 
 def unobserved_move(story: ParsedStory, target: Target, rng: random.Random) -> ParsedStory | None:
@@ -106,8 +115,11 @@ def return_to_initial(story: ParsedStory, target: Target, rng: random.Random) ->
     Breaks "the first container is an outdated belief, never reality"."""
     states = snapshots(story, target.obj)
     initial = next((s.location for s in states if s.location is not None), None)
-    slots = [i for i, s in enumerate(states)
-             if s.present and s.location not in (None, initial) and s.next_move is None and insertable_at(story, i)]
+    slots = [
+        i
+        for i, s in enumerate(states)
+        if s.present and s.location not in (None, initial) and s.next_move is None and insertable_at(story, i)
+    ]
     if initial is None or not slots:
         return None
     index = rng.choice(slots)
@@ -132,8 +144,13 @@ def remention(story: ParsedStory, target: Target, rng: random.Random) -> ParsedS
         position = 0 if k == 0 else rng.choice([p for p in range(1, len(new.lines) + 1) if insertable_at(new, p)])
         agent = rng.choice(agents)
         sentence = style.sentence(story.source, "likes", a=agent, c=container)
-        new = insert_line(new, position, sentence, [{"kind": "statement", "agent": agent, "polarity": "likes",
-                                                 "thing": container}], "remention")
+        new = insert_line(
+            new,
+            position,
+            sentence,
+            [{"kind": "statement", "agent": agent, "polarity": "likes", "thing": container}],
+            "remention",
+        )
     return new
 
 
@@ -147,8 +164,9 @@ def _speakers(story: ParsedStory, public: bool) -> tuple[int, list[str]]:
     best: tuple[int, list[str]] = (-1, [])
     for position in range(len(story.lines) + 1):
         if position and insertable_at(story, position) or position == len(story.lines):
-            speakers = sorted(a for a, room in rooms.items()
-                              if not public or any(b != a and r == room for b, r in rooms.items()))
+            speakers = sorted(
+                a for a, room in rooms.items() if not public or any(b != a and r == room for b, r in rooms.items())
+            )
             if speakers:
                 best = (position, speakers)
         if position < len(story.lines):
@@ -160,8 +178,9 @@ def _speakers(story: ParsedStory, public: bool) -> tuple[int, list[str]]:
     return best
 
 
-def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, lie: bool,
-          name: str) -> ParsedStory | None:
+def _tell(
+    story: ParsedStory, target: Target, rng: random.Random, public: bool, lie: bool, name: str
+) -> ParsedStory | None:
     if "private_tell" not in style.SENTENCES[story.source]:
         return None
     position, speakers = _speakers(story, public)
@@ -180,12 +199,20 @@ def _tell(story: ParsedStory, target: Target, rng: random.Random, public: bool, 
         container = rng.choice(choices)
     fields = {"a": speaker, "obj": target.obj, "c": container}
     room = story.gathering or _room_at(story, position, speaker)
-    event: dict[str, Any] = {"kind": "tell", "agent": speaker, "room": room, "public": public, "obj": target.obj,
-                             "container": container}
+    event: dict[str, Any] = {
+        "kind": "tell",
+        "agent": speaker,
+        "room": room,
+        "public": public,
+        "obj": target.obj,
+        "container": container,
+    }
     if public:
         text = style.sentence(story.source, "public_tell", **fields)
     else:
-        listener = rng.choice([a for a in before.agents() if a != speaker] or [a for a in story.agents() if a != speaker])
+        listener = rng.choice(
+            [a for a in before.agents() if a != speaker] or [a for a in story.agents() if a != speaker]
+        )
         event["listeners"] = [listener]
         text = style.sentence(story.source, "private_tell", b=listener, **fields)
     return insert_line(story, position, text, [event], name)
@@ -223,18 +250,30 @@ def reorder_options(story, target, rng):
 
 
 Transform = Callable[[ParsedStory, Target, random.Random], "ParsedStory | None"]
-OPERATORS: OperatorRegistry[Transform] = OperatorRegistry("real stories", [
-    Operator("unobserved_move", unobserved_move, "beliefs equal reality; everyone saw the same moves",
-             needs_sentence="move"),
-    Operator("return", return_to_initial, "the first container is an outdated belief, never reality",
-             needs_sentence="move"),
-    Operator("remention", remention, "the first or most mentioned container is the answer", needs_sentence="likes"),
-    Operator("private_tell", private_tell, "only what one saw counts", needs_sentence="private_tell"),
-    Operator("public_tell", public_tell, "communication is private", needs_sentence="public_tell"),
-    Operator("lie", lie, "what is said is true", needs_sentence="private_tell"),
-    Operator("reorder_options", reorder_options, "the gold sits at a fixed option position",
-             formats=("multiple_choice",)),
-])
+OPERATORS: OperatorRegistry[Transform] = OperatorRegistry(
+    "real stories",
+    [
+        Operator(
+            "unobserved_move",
+            unobserved_move,
+            "beliefs equal reality; everyone saw the same moves",
+            needs_sentence="move",
+        ),
+        Operator(
+            "return",
+            return_to_initial,
+            "the first container is an outdated belief, never reality",
+            needs_sentence="move",
+        ),
+        Operator("remention", remention, "the first or most mentioned container is the answer", needs_sentence="likes"),
+        Operator("private_tell", private_tell, "only what one saw counts", needs_sentence="private_tell"),
+        Operator("public_tell", public_tell, "communication is private", needs_sentence="public_tell"),
+        Operator("lie", lie, "what is said is true", needs_sentence="private_tell"),
+        Operator(
+            "reorder_options", reorder_options, "the gold sits at a fixed option position", formats=("multiple_choice",)
+        ),
+    ],
+)
 """Every operator on parsed real stories, with the sentence shape each needs of a source (`style.SENTENCES`)."""
 HIGHER_ORDER_BREAKS = "orders the source never asks"  # what a higher-order variant (no operator) breaks
 

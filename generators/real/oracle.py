@@ -6,6 +6,7 @@ asks `generators.checker.TraceWorld` under a named rule set (`RULE_SETS`; by def
 own, `SOURCE_RULES`). The result names the sentence that decides the oracle's answer and, when the
 gold differs, why the sentence the gold comes from does not count for this chain.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,13 +31,23 @@ def check_story_sources(names: Sequence[str]) -> None:
     """Refuse any source without a story parser (the one check the CLI, the config and the variants use)."""
     unknown = [name for name in names if name not in PARSERS]
     if unknown:
-        raise NoStoryParserError(f"no story parser for {', '.join(unknown)}; the oracle reads {', '.join(STORY_SOURCES)}")
+        raise NoStoryParserError(
+            f"no story parser for {', '.join(unknown)}; the oracle reads {', '.join(STORY_SOURCES)}"
+        )
+
+
 # the rule set that emulates a source generator's known defect, and the defect in words
 DEFECTS = {
-    "hitom": ("hitom_generator", "HiToM's generator updates a chain on a move only when the chain lists the observers "
-                                 "in its own order (exit order, mover last)"),
-    "tomi": ("tomi_generator", "ToMi's generator applies a third agent's entry into the room after the whole story, "
-                               "giving both protagonists' second-order beliefs the final location"),
+    "hitom": (
+        "hitom_generator",
+        "HiToM's generator updates a chain on a move only when the chain lists the observers "
+        "in its own order (exit order, mover last)",
+    ),
+    "tomi": (
+        "tomi_generator",
+        "ToMi's generator applies a third agent's entry into the room after the whole story, "
+        "giving both protagonists' second-order beliefs the final location",
+    ),
 }
 
 
@@ -134,8 +145,9 @@ def why_not(world: TraceWorld, chain: tuple[str, ...], event: Perceived) -> str:
     return "a later event overrides it"
 
 
-def explain(question: ParsedQuestion, world: TraceWorld, oracle: str | None, deciding: Perceived | None,
-            gold: str) -> str:
+def explain(
+    question: ParsedQuestion, world: TraceWorld, oracle: str | None, deciding: Perceived | None, gold: str
+) -> str:
     trace = question.story.trace_for(question.obj)
     decided = _sentence(trace, deciding) if deciding else "no event"
     if oracle == gold:
@@ -148,8 +160,11 @@ def explain(question: ParsedQuestion, world: TraceWorld, oracle: str | None, dec
     chain = question.chain
     seen = [e for e in sources if not chain or (chain[0] in e.perceivers and all(a in e.public for a in chain[1:]))]
     last = (seen or sources)[-1]
-    reason = why_not(world, question.chain, last) if deciding is None or last.step > deciding.step else \
-        "a later event overrides it"
+    reason = (
+        why_not(world, question.chain, last)
+        if deciding is None or last.step > deciding.step
+        else "a later event overrides it"
+    )
     return f"{oracle}: {decided}; gold {gold} comes from {_sentence(trace, last)}, but {reason}"
 
 
@@ -165,8 +180,17 @@ def check_item(record: dict[str, Any], rule_set: str | None = None) -> OracleChe
     try:
         question = parse_record(record)
     except ParseError as bad:
-        return OracleCheck(record["item_id"], record["source"], record.get("belief_order"), False, None, gold, None,
-                           rules, f"not parsed: {bad}")
+        return OracleCheck(
+            record["item_id"],
+            record["source"],
+            record.get("belief_order"),
+            False,
+            None,
+            gold,
+            None,
+            rules,
+            f"not parsed: {bad}",
+        )
     world = world_of(question, rules)
     oracle, deciding = answer_of(question, world)
     agrees = oracle is not None and normalize(oracle) == normalize(gold)
@@ -176,8 +200,9 @@ def check_item(record: dict[str, Any], rule_set: str | None = None) -> OracleChe
         emulated, _ = answer_of(question, world_of(question, defect[0]))
         if emulated is not None and normalize(emulated) == normalize(gold):
             explanation += f" (label error from a generator defect: {defect[1]})"
-    return OracleCheck(record["item_id"], record["source"], record.get("belief_order"), True, oracle, gold, agrees,
-                       rules, explanation)
+    return OracleCheck(
+        record["item_id"], record["source"], record.get("belief_order"), True, oracle, gold, agrees, rules, explanation
+    )
 
 
 def check_all(records: list[dict[str, Any]], rule_set: str | None = None) -> list[OracleCheck]:

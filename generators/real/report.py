@@ -6,6 +6,7 @@ HiToM's conflicting prompt-style pairs, and the table of every disagreement with
 
 Reads the release through the source's adapter (the same records `tomforge ingest` loads).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,9 @@ def conflicting_pairs(records: list[dict[str, Any]], checks: list[OracleCheck]) 
 
 
 def render(source: str, path: Path, records: list[dict[str, Any]]) -> str:
-    rule_sets = list(dict.fromkeys(["tomforge", SOURCE_RULES[source]] + ([DEFECTS[source][0]] if source in DEFECTS
-                                                                           else [])))
+    rule_sets = list(
+        dict.fromkeys(["tomforge", SOURCE_RULES[source]] + ([DEFECTS[source][0]] if source in DEFECTS else []))
+    )
     out = [f"# Oracle on {path.name} ({source}): {len(records)} items", ""]
     results = {name: check_all(records, name) for name in rule_sets}
     out += ["| rule set | order | items | parsed | agree | agreement |", "|---|---|---|---|---|---|"]
@@ -54,18 +56,27 @@ def render(source: str, path: Path, records: list[dict[str, Any]]) -> str:
     for name in rule_sets:
         count, sides = conflicting_pairs(records, results[name])
         if count:
-            out.append(f"- {name}: {count} conflicting pairs (same story and question, different gold); the oracle "
-                       f"agrees with exactly one side in {sides[1]}, both in {sides[2]}, neither in {sides[0]}")
+            out.append(
+                f"- {name}: {count} conflicting pairs (same story and question, different gold); the oracle "
+                f"agrees with exactly one side in {sides[1]}, both in {sides[2]}, neither in {sides[0]}"
+            )
     own = SOURCE_RULES[source]
     failed = Counter(check.explanation for check in results[own] if not check.parsed)
     out += ["", f"Not parsed: {sum(failed.values())}" + "".join(f"\n- {n} x {why}" for why, n in failed.most_common())]
     rows = [(record, check) for record, check in zip(records, results[own]) if check.agrees is False]
-    out += ["", f"## Every disagreement under the `{own}` rules ({len(rows)})", "",
-            "| item | chain (outermost first) | gold | oracle | explanation |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        f"## Every disagreement under the `{own}` rules ({len(rows)})",
+        "",
+        "| item | chain (outermost first) | gold | oracle | explanation |",
+        "|---|---|---|---|---|",
+    ]
     for record, check in rows:
         chain = " > ".join(record["perspective_chain"]) or "(reality)"
-        out.append(f"| {record['source_ref']} | {chain} | {check.gold} | {check.oracle_answer} | "
-                   f"{check.explanation.replace('|', '/')} |")
+        out.append(
+            f"| {record['source_ref']} | {chain} | {check.gold} | {check.oracle_answer} | "
+            f"{check.explanation.replace('|', '/')} |"
+        )
     return "\n".join(out) + "\n"
 
 

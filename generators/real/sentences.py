@@ -1,4 +1,5 @@
 """Reading numbered story text into lines, and sentence patterns shared by the real-story parsers."""
+
 from __future__ import annotations
 
 import re
@@ -31,6 +32,7 @@ def numbered_lines(context: str) -> list[str]:
 def tell(public: bool) -> Callable[[re.Match[str], dict[str, str]], list[dict[str, Any]]]:
     """The event of a tell sentence: groups (speaker, obj, container) when public, (speaker, listener, obj,
     container) when private; said in the room the speaker is in (`rooms`: agent -> room so far)."""
+
     def build(match: re.Match[str], rooms: dict[str, str]) -> list[dict[str, Any]]:
         speaker = match.group(1)
         event = {"kind": "tell", "agent": speaker, "room": rooms.get(speaker), "public": public}
@@ -39,6 +41,7 @@ def tell(public: bool) -> Callable[[re.Match[str], dict[str, str]], list[dict[st
         else:
             event.update(listeners=[match.group(2)], obj=match.group(3), container=match.group(4))
         return [event]
+
     return build
 
 

@@ -4,6 +4,7 @@ One atomic rebuild (`warehouse.db.building`): the oracle's verdict on every item
 every variant) replaces that source's rows of `oracle_checks`, and the variants replace the previous
 `<source>_variants` items. A failure leaves the previous warehouse untouched.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,10 @@ def write_checks(con: duckdb.DuckDBPyConnection, sources: list[str], checks: lis
         rows = [asdict(check) for check in checks]
         table = pa.Table.from_pylist(rows)
         con.register("new_checks", table)
-        con.execute("INSERT INTO oracle_checks SELECT item_id, source, belief_order, parsed, oracle_answer, gold, "
-                    "agrees, rule_set, explanation FROM new_checks")
+        con.execute(
+            "INSERT INTO oracle_checks SELECT item_id, source, belief_order, parsed, oracle_answer, gold, "
+            "agrees, rule_set, explanation FROM new_checks"
+        )
         con.unregister("new_checks")
 
 
@@ -73,14 +76,18 @@ def run_variants(warehouse: Path, source: str, settings: Settings) -> VariantsRu
     with db.building(Path(warehouse)) as con:
         records = read_items(con, source)
         if not records:
-            raise WarehouseError(f"{warehouse}: no items of source {source!r} (run `tomforge ingest --source {source}`)")
+            raise WarehouseError(
+                f"{warehouse}: no items of source {source!r} (run `tomforge ingest --source {source}`)"
+            )
         checks = check_all(records)
         outcome = build_variants(source, records, settings)
         checks += check_all(outcome.records)
         write_checks(con, [source, target], checks)
         info = AdapterInfo(target, GENERATOR_VERSION, get_adapter(source).license)
-        input_ref = (f"variants:source={source},max_order={settings.max_order},seed={settings.seed},"
-                     f"n_per_story={settings.n_per_story},operators={','.join(settings.operators or ['all'])}")
+        input_ref = (
+            f"variants:source={source},max_order={settings.max_order},seed={settings.seed},"
+            f"n_per_story={settings.n_per_story},operators={','.join(settings.operators or ['all'])}"
+        )
         # this run's variants replace every earlier run's, counted as removed where not made again
         report = load_into(con, info, outcome.records, input_ref, replace_source=True)
     return VariantsRun(checks, outcome, report)

@@ -6,6 +6,7 @@ for a question about `obj` (its room, the gathering room, agents, containers). E
 line number, so an explanation can name the sentence that decides an answer, and variants can insert
 new lines and renumber without touching the original sentences.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -96,8 +97,14 @@ class ParsedStory:
     def trace_for(self, obj: str) -> list[dict[str, Any]]:
         """The checker's trace for questions about `obj`: setup, then every event (with line and text)."""
         setup = {
-            "kind": "setup", "agents": self.agents(), "room": self.room_of(obj), "gathering": self.gathering,
-            "containers": self.containers(), "transparent": [], "object": obj, "objects": self.objects(),
+            "kind": "setup",
+            "agents": self.agents(),
+            "room": self.room_of(obj),
+            "gathering": self.gathering,
+            "containers": self.containers(),
+            "transparent": [],
+            "object": obj,
+            "objects": self.objects(),
         }
         return [setup, *self.events()]
 

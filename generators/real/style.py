@@ -5,6 +5,7 @@ declaratives, 'A told B that the X is in the C.' (private) and 'A said that the 
 questions of orders the source does not ask extend its own pattern ("Where does A think B thinks C
 thinks D thinks E thinks the X is?"; "Where does A think that B thinks that C searches for the X?").
 """
+
 from __future__ import annotations
 
 SENTENCES: dict[str, dict[str, str]] = {
@@ -48,8 +49,11 @@ def question(source: str, kind: str, chain: tuple[str, ...], obj: str) -> str:
         return f"Where does {chain[0]} think " + "".join(f"{a} thinks " for a in chain[1:]) + f"the {obj} is?"
     if len(chain) == 1:
         return f"Where will {chain[0]} look for the {obj}?"
-    return (f"Where does {chain[0]} think that " + "".join(f"{a} thinks that " for a in chain[1:-1])
-            + f"{chain[-1]} searches for the {obj}?")
+    return (
+        f"Where does {chain[0]} think that "
+        + "".join(f"{a} thinks that " for a in chain[1:-1])
+        + f"{chain[-1]} searches for the {obj}?"
+    )
 
 
 def _exploretom_question(kind: str, chain: tuple[str, ...], obj: str) -> str:
@@ -59,5 +63,8 @@ def _exploretom_question(kind: str, chain: tuple[str, ...], obj: str) -> str:
         return f"In which container is the {obj} now?"
     if len(chain) == 1:
         return f"In which container will {chain[0]} search for the {obj}?"
-    return (f"In which container does {chain[0]} think that " + "".join(f"{a} thinks that " for a in chain[1:-1])
-            + f"{chain[-1]} will search for the {obj}?")
+    return (
+        f"In which container does {chain[0]} think that "
+        + "".join(f"{a} thinks that " for a in chain[1:-1])
+        + f"{chain[-1]} will search for the {obj}?"
+    )

@@ -7,6 +7,7 @@ style: 'A told B that the X is in the C.' (private: B alone hears it) and 'A sai
 `meta.events`) lists the story's event abstractions; the parse must state the same number of
 enterings, exits and moves, so a sentence read the wrong way cannot pass unnoticed.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,16 +22,29 @@ SOURCE = "tomi"
 _T = r"(\S+)"
 
 PATTERNS: list[Pattern] = [
-    (re.compile(rf"({NAME}) entered the {_T}\."), lambda m, r: [{"kind": "enter", "agent": m.group(1), "room": m.group(2)}]),
-    (re.compile(rf"({NAME}) exited the {_T}\."), lambda m, r: [{"kind": "exit", "agent": m.group(1), "room": m.group(2)}]),
-    (re.compile(rf"The {_T} is in the {_T}\."), lambda m, r: [{"kind": "init", "obj": m.group(1), "container": m.group(2)}]),
-    (re.compile(rf"({NAME}) moved the {_T} to the {_T}\."),
-     lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}]),
+    (
+        re.compile(rf"({NAME}) entered the {_T}\."),
+        lambda m, r: [{"kind": "enter", "agent": m.group(1), "room": m.group(2)}],
+    ),
+    (
+        re.compile(rf"({NAME}) exited the {_T}\."),
+        lambda m, r: [{"kind": "exit", "agent": m.group(1), "room": m.group(2)}],
+    ),
+    (
+        re.compile(rf"The {_T} is in the {_T}\."),
+        lambda m, r: [{"kind": "init", "obj": m.group(1), "container": m.group(2)}],
+    ),
+    (
+        re.compile(rf"({NAME}) moved the {_T} to the {_T}\."),
+        lambda m, r: [{"kind": "move", "agent": m.group(1), "obj": m.group(2), "container": m.group(3)}],
+    ),
     # no ToMi story tells anything; variants do, in its terse declaratives (tomforge's own sentences)
     (re.compile(rf"({NAME}) told ({NAME}) that the {_T} is in the {_T}\."), tell(public=False)),
     (re.compile(rf"({NAME}) said that the {_T} is in the {_T}\."), tell(public=True)),
-    (re.compile(rf"({NAME}) (likes|dislikes|loves|hates) the {_T}"),
-     lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}]),
+    (
+        re.compile(rf"({NAME}) (likes|dislikes|loves|hates) the {_T}"),
+        lambda m, r: [{"kind": "statement", "agent": m.group(1), "polarity": m.group(2), "thing": m.group(3)}],
+    ),
 ]
 _TOKEN_KIND = (("moves_obj", "move"), ("exits", "exit"), ("enter", "enter"))  # "enter" also matches enters/reenters
 

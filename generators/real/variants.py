@@ -13,6 +13,7 @@ multiple-choice options are re-dealt so the gold's position follows a shuffled d
 balance, higher-order chains serve the gold roles in turn and every candidate is kept.
 Same records + seed = same variants.
 """
+
 from __future__ import annotations
 
 import random
@@ -136,7 +137,9 @@ class Dealer:
         return dealt
 
 
-def _groups(records: list[dict[str, Any]], outcome: Outcome) -> dict[tuple[str, str], list[tuple[dict, ParsedQuestion]]]:
+def _groups(
+    records: list[dict[str, Any]], outcome: Outcome
+) -> dict[tuple[str, str], list[tuple[dict, ParsedQuestion]]]:
     groups: dict[tuple[str, str], list[tuple[dict, ParsedQuestion]]] = defaultdict(list)
     for record in sorted(records, key=lambda r: r["item_id"]):
         try:
@@ -172,8 +175,18 @@ class Builder:
         self.dealer = Dealer(random.Random(f"{settings.seed}:positions"))
         self.role_counts: Counter = Counter()
 
-    def candidate(self, original: dict[str, Any], story: ParsedStory, kind: str, chain: tuple[str, ...], obj: str,
-                  operators: list[str], number: int, original_answer: str | None, slot: tuple) -> Candidate | None:
+    def candidate(
+        self,
+        original: dict[str, Any],
+        story: ParsedStory,
+        kind: str,
+        chain: tuple[str, ...],
+        obj: str,
+        operators: list[str],
+        number: int,
+        original_answer: str | None,
+        slot: tuple,
+    ) -> Candidate | None:
         """The question on `story` with the checker's gold, or None (the reason counted) when it has none."""
         world = TraceWorld(story.trace_for(obj), self.rules)
         answer, _ = answer_of(ParsedQuestion(story, kind, chain, obj), world)
@@ -185,8 +198,20 @@ class Builder:
             self.outcome.skipped["gold not among the options"] += 1
             return None
         key = "memory" if kind == "memory" else len(chain)
-        found = Candidate(original, story, kind, chain, obj, operators, number, original_answer, answer,
-                          role_of(world, answer), slot, (key, fmt, 0))
+        found = Candidate(
+            original,
+            story,
+            kind,
+            chain,
+            obj,
+            operators,
+            number,
+            original_answer,
+            answer,
+            role_of(world, answer),
+            slot,
+            (key, fmt, 0),
+        )
         found.stratum = (key, fmt, len(found.containers))
         return found
 
@@ -198,23 +223,43 @@ class Builder:
         world = TraceWorld(story.trace_for(c.obj), self.rules)
         text = style.question(self.source, c.kind, c.chain, c.obj)
         tag = "+".join(c.operators)
-        meta = {"variant_of": original["item_id"], "operators": c.operators, "variant_kind":
-                "higher_order" if c.operators == ["higher_order"] else "adversarial",
-                "gold_changed": None if c.original_answer is None else c.answer != c.original_answer,
-                "original_answer": c.original_answer, "rule_set": self.rule_set,
-                "shortcut": [shortcut_of(name) for name in c.operators],
-                "object": c.obj, "candidates": c.containers, "gold_role": c.role,
-                "balance_statements": sum(line.added_by == "balance" for line in story.lines)}
+        meta = {
+            "variant_of": original["item_id"],
+            "operators": c.operators,
+            "variant_kind": "higher_order" if c.operators == ["higher_order"] else "adversarial",
+            "gold_changed": None if c.original_answer is None else c.answer != c.original_answer,
+            "original_answer": c.original_answer,
+            "rule_set": self.rule_set,
+            "shortcut": [shortcut_of(name) for name in c.operators],
+            "object": c.obj,
+            "candidates": c.containers,
+            "gold_role": c.role,
+            "balance_statements": sum(line.added_by == "balance" for line in story.lines),
+        }
         record = build_record(
-            source=f"{self.source}_variants", source_version=GENERATOR_VERSION,
-            source_key=f"{original['item_id']}|{tag}|{c.number}|{text}", source_ref=f"{original['source_ref']}~{tag}#{c.number}",
-            split=original["split"], context=story.text(), question=text,
+            source=f"{self.source}_variants",
+            source_version=GENERATOR_VERSION,
+            source_key=f"{original['item_id']}|{tag}|{c.number}|{text}",
+            source_ref=f"{original['source_ref']}~{tag}#{c.number}",
+            split=original["split"],
+            context=story.text(),
+            question=text,
             question_type=question_type_of_order(order, memory=c.kind == "memory"),
-            belief_order=0 if c.kind == "memory" else order, perspective_chain=c.chain,
+            belief_order=0 if c.kind == "memory" else order,
+            perspective_chain=c.chain,
             is_false_belief=None if order == 0 or c.kind == "memory" else c.answer != world.reality,
-            answer=c.answer, answer_format=original["answer_format"], options=c.options, n_agents=len(story.agents()),
-            n_events=len(story.lines), generator=GENERATOR, generator_version=GENERATOR_VERSION,
-            seed=self.settings.seed, operators=c.operators, trace=story.trace_for(c.obj), meta=meta)
+            answer=c.answer,
+            answer_format=original["answer_format"],
+            options=c.options,
+            n_agents=len(story.agents()),
+            n_events=len(story.lines),
+            generator=GENERATOR,
+            generator_version=GENERATOR_VERSION,
+            seed=self.settings.seed,
+            operators=c.operators,
+            trace=story.trace_for(c.obj),
+            meta=meta,
+        )
         check = check_item(record, self.rule_set)
         if not check.agrees:  # its own text, re-parsed by the source's parser, must give the same gold
             self.outcome.skipped[f"variant fails its re-check: {check.explanation[:60]}"] += 1
@@ -249,8 +294,17 @@ class Builder:
                 for chain in picked:
                     self.role_counts[(order, role_of(world, world.belief(chain)))] += 1
             for number, chain in enumerate(picked):
-                found = self.candidate(original, story, "belief", chain, obj, ["higher_order"], number, None,
-                                       (original["context_id"], obj, order))
+                found = self.candidate(
+                    original,
+                    story,
+                    "belief",
+                    chain,
+                    obj,
+                    ["higher_order"],
+                    number,
+                    None,
+                    (original["context_id"], obj, order),
+                )
                 out += [found] if found else []
         return out
 
@@ -270,8 +324,9 @@ class Builder:
         for record, question in group:
             questions.setdefault(record["question"], (record, question))
         golds = [answer_of(q, world_of(q, self.rule_set))[0] for _, q in questions.values()]
-        target = Target(obj, _containers(story, obj, [r for r, _ in group]), self.rule_set,
-                        tuple(sorted(g for g in golds if g)))
+        target = Target(
+            obj, _containers(story, obj, [r for r, _ in group]), self.rule_set, tuple(sorted(g for g in golds if g))
+        )
         out: list[Candidate] = []
         for number in range(self.settings.n_per_story):
             name = names[(index + number) % len(names)]
@@ -281,8 +336,17 @@ class Builder:
                 continue
             for record, question in questions.values():
                 before, _ = answer_of(question, world_of(question, self.rule_set))
-                found = self.candidate(record, new, question.kind, question.chain, obj, [name], number, before,
-                                       (record["item_id"], name, number))
+                found = self.candidate(
+                    record,
+                    new,
+                    question.kind,
+                    question.chain,
+                    obj,
+                    [name],
+                    number,
+                    before,
+                    (record["item_id"], name, number),
+                )
                 out += [found] if found else []
         return out
 
@@ -297,8 +361,9 @@ class Builder:
             head = members[0]
             rng = random.Random(f"{self.settings.seed}:pad:{head.original['item_id']}:{head.operators}:{head.number}")
             questions = [(c.stratum[0], c.answer, 1.0 / len(c.containers)) for c in members]
-            out[id(head.story)] = controls.pad(head.story, questions, head.containers, rng,
-                                               fixed=head.operators == ["remention"])
+            out[id(head.story)] = controls.pad(
+                head.story, questions, head.containers, rng, fixed=head.operators == ["remention"]
+            )
         return out
 
     def run(self, records: list[dict[str, Any]]) -> Outcome:

@@ -1,4 +1,5 @@
 """Source adapters, one per published format, and how a path or Hub id becomes a local folder."""
+
 from __future__ import annotations
 
 import importlib

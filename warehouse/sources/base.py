@@ -8,6 +8,7 @@ a HiToM tree), never through the parser: so read = loaded + rejected is a check 
 (or doubled) between parsing and loading fails. A file that cannot be read at all (missing,
 truncated JSON, not UTF-8, wrong columns) raises `SourceError`, which aborts the load.
 """
+
 from __future__ import annotations
 
 import json
@@ -126,8 +127,11 @@ def read_text(path: Path) -> str:
         found = sniff(path)
         if found is not None:
             raise SourceError(path, describe(found, "UTF-8 text")) from None
-        raise SourceError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 "
-                                f"(iconv -f <its encoding> -t UTF-8 {path.name})") from None
+        raise SourceError(
+            path,
+            f"not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 "
+            f"(iconv -f <its encoding> -t UTF-8 {path.name})",
+        ) from None
     except IsADirectoryError:
         raise SourceError(path, "expected a file, found a folder") from None
 
@@ -138,7 +142,9 @@ def read_json(path: Path) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SourceError(path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise SourceError(
+            path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     refuse_lone_surrogates(path, text, data)
     return data
 

@@ -32,6 +32,7 @@ items would be), all naming the field: so every count is in questions, and the i
 (rows x 25, `count_input`) is checked against loaded + rejected. A file where fewer than half of
 the rows have 19 fields is not BigToM and raises SourceError.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,22 +53,45 @@ from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "bigtom"
 FIELDS: tuple[str, ...] = (
-    "story", "aware_of_event", "not_aware_of_event", "action_aware", "action_not_aware",
-    "belief_question", "desire_question", "action_question",
-    "belief_answer_aware", "desire_answer_aware", "action_answer_aware",
-    "belief_answer_not_aware", "desire_answer_not_aware", "action_answer_not_aware",
-    "random_event", "aware_of_random_event", "not_aware_of_random_event",
-    "unused_18", "unused_19",
+    "story",
+    "aware_of_event",
+    "not_aware_of_event",
+    "action_aware",
+    "action_not_aware",
+    "belief_question",
+    "desire_question",
+    "action_question",
+    "belief_answer_aware",
+    "desire_answer_aware",
+    "action_answer_aware",
+    "belief_answer_not_aware",
+    "desire_answer_not_aware",
+    "action_answer_not_aware",
+    "random_event",
+    "aware_of_random_event",
+    "not_aware_of_random_event",
+    "unused_18",
+    "unused_19",
 )
 INIT_BELIEFS = (0, 1)
 VARIABLES = ("forward_belief", "forward_action", "backward_belief", "percept_to_belief")
 CONDITIONS = ("true_belief", "false_belief", "true_control", "false_control")
 ITEMS_PER_ROW = 3 * len(CONDITIONS) * len(INIT_BELIEFS) + 1
 _USED = (
-    "story", "aware_of_event", "not_aware_of_event", "action_aware", "action_not_aware",
-    "belief_question", "action_question", "belief_answer_aware", "action_answer_aware",
-    "belief_answer_not_aware", "action_answer_not_aware", "random_event",
-    "aware_of_random_event", "not_aware_of_random_event",
+    "story",
+    "aware_of_event",
+    "not_aware_of_event",
+    "action_aware",
+    "action_not_aware",
+    "belief_question",
+    "action_question",
+    "belief_answer_aware",
+    "action_answer_aware",
+    "belief_answer_not_aware",
+    "action_answer_not_aware",
+    "random_event",
+    "aware_of_random_event",
+    "not_aware_of_random_event",
 )
 
 
@@ -91,7 +115,15 @@ def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str,
                 if init_belief == 1:
                     question, aware, not_aware = belief
                     story = parts[0] + "." + parts[1] + "." + parts[2] + "."
-                    yield (f"{init_belief}_{variable}_true_belief", variable, "true_belief", story, question, aware, not_aware)
+                    yield (
+                        f"{init_belief}_{variable}_true_belief",
+                        variable,
+                        "true_belief",
+                        story,
+                        question,
+                        aware,
+                        not_aware,
+                    )
                 continue
             question, aware, not_aware = action if variable == "forward_action" else belief
             shown = [parts[0], parts[1], parts[2]] + ([parts[3]] if init_belief == 1 else []) + [parts[4]]
@@ -106,7 +138,15 @@ def derive_items(row: dict[str, str]) -> Iterator[tuple[str, str, str, str, str,
             }
             for condition in CONDITIONS:
                 gold, wrong = (aware, not_aware) if condition == "true_belief" else (not_aware, aware)
-                yield (f"{init_belief}_{variable}_{condition}", variable, condition, stories[condition], question, gold, wrong)
+                yield (
+                    f"{init_belief}_{variable}_{condition}",
+                    variable,
+                    condition,
+                    stories[condition],
+                    question,
+                    gold,
+                    wrong,
+                )
 
 
 ITEM_KEYS: tuple[str, ...] = tuple(  # the 25 item keys of every row, in derive_items' order
@@ -169,7 +209,10 @@ def _lines(path: Path) -> list[str]:
     good = sum(1 for width in widths if width == len(FIELDS))
     if good * 2 < len(lines):
         seen = sorted(set(widths))[:5]
-        raise SourceError(path, f"not BigToM: {good} of {len(lines)} rows have {len(FIELDS)} ';'-separated fields (found widths {seen})")
+        raise SourceError(
+            path,
+            f"not BigToM: {good} of {len(lines)} rows have {len(FIELDS)} ';'-separated fields (found widths {seen})",
+        )
     return lines
 
 
@@ -193,7 +236,15 @@ def _read_file(path: Path, file: str, version: str) -> Iterator[RecordOrReject]:
         for key, variable, condition, story, question, gold, wrong in items:
             item_ref = f"{ref}/{key}"
             if gold == wrong:
-                yield Reject(NAME, item_ref, file, f"row{index}/{key}", _answer_field(variable), "aware and not-aware answers are identical", line)
+                yield Reject(
+                    NAME,
+                    item_ref,
+                    file,
+                    f"row{index}/{key}",
+                    _answer_field(variable),
+                    "aware and not-aware answers are identical",
+                    line,
+                )
                 continue
             meta: dict[str, Any] = dict(row)
             meta.update(init_belief=int(key[0]), variable=variable, condition=condition)

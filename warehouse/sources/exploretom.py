@@ -29,6 +29,7 @@ gives; but a short row always lacks the last column, so a file with any empty ce
 column is re-read with the csv module too, which tells the two apart and rejects the short row
 (field `row`, "expected N fields, found M"). The published files fill the last column on every row.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,11 +58,23 @@ from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "exploretom"
 COLUMNS: tuple[str, ...] = (
-    "story_structure", "infilled_story", "question", "expected_answer", "qprop=params",
-    "qprop=nth_order", "qprop=non_unique_mental_state", "sprop=is_false_belief_story_1st",
-    "sprop=is_false_belief_story_1st_and_2nd", "sprop=story_accuracy_1st_raw",
-    "sprop=story_accuracy_1st_infilled", "sprop=global_idx", "param=story_type",
-    "param=num_stories_total", "param=max_sentences", "param=num_people", "param=num_moves",
+    "story_structure",
+    "infilled_story",
+    "question",
+    "expected_answer",
+    "qprop=params",
+    "qprop=nth_order",
+    "qprop=non_unique_mental_state",
+    "sprop=is_false_belief_story_1st",
+    "sprop=is_false_belief_story_1st_and_2nd",
+    "sprop=story_accuracy_1st_raw",
+    "sprop=story_accuracy_1st_infilled",
+    "sprop=global_idx",
+    "param=story_type",
+    "param=num_stories_total",
+    "param=max_sentences",
+    "param=num_people",
+    "param=num_moves",
     "param=num_rooms",
 )
 _REQUIRED = ("story_structure", "question", "expected_answer", "qprop=params", "qprop=nth_order")
@@ -135,7 +148,13 @@ def _classify(params_text: str, order_text: str) -> _Question:
         suffix = False
     params_meta = (list(agents) if agents is not None else None, thing, relation)
     if nth == -1:
-        kind = "memory" if relation.startswith("memory") else "reality" if relation.startswith("ground_truth") else "factual"
+        kind = (
+            "memory"
+            if relation.startswith("memory")
+            else "reality"
+            if relation.startswith("ground_truth")
+            else "factual"
+        )
         return _Question(agents or (), params_meta, kind, 0, None, nth)
     if agents is None or len(agents) != nth:
         raise RecordError("qprop=params", f"a question of order {nth} needs {nth} agent(s), found {agents!r}")
@@ -255,7 +274,7 @@ class _Table:
                 part = self.frame.slice(start, size)
                 yield start, [part.get_column(name).to_list() for name in part.columns]
             else:
-                yield start, [column[start:start + size] for column in self._lists()]
+                yield start, [column[start : start + size] for column in self._lists()]
 
     def row(self, index: int) -> dict[str, Any]:
         if self.frame is not None:
@@ -339,8 +358,20 @@ def _blank(value: str | None) -> bool:
 
 
 _ROW_FIELDS = (
-    "source_key", "source_ref", "split", "context", "question", "question_type", "answer", "answer_format",
-    "n_agents", "n_events", "belief_order", "perspective_chain", "is_false_belief", "meta",
+    "source_key",
+    "source_ref",
+    "split",
+    "context",
+    "question",
+    "question_type",
+    "answer",
+    "answer_format",
+    "n_agents",
+    "n_events",
+    "belief_order",
+    "perspective_chain",
+    "is_false_belief",
+    "meta",
 )
 
 
@@ -367,17 +398,26 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
     ]
     splits = by_name.get("split") or [None] * len(columns[0])
     rows = zip(
-        by_name["story_structure"], by_name["question"], by_name["expected_answer"],
-        by_name["qprop=params"], by_name["qprop=nth_order"], splits, zip(*meta_columns),
+        by_name["story_structure"],
+        by_name["question"],
+        by_name["expected_answer"],
+        by_name["qprop=params"],
+        by_name["qprop=nth_order"],
+        splits,
+        zip(*meta_columns),
     )
     bad_width, questions = table.bad_width, caches.questions
     for index, (story, question_text, answer, params, order, split, meta_values) in enumerate(rows, start):
         ref = f"{file}#row{index}"
         question = questions.get((params, order))  # cached: a well-formed row with these cells was seen
         if (
-            question is None or isinstance(question, RecordError) or index in bad_width
+            question is None
+            or isinstance(question, RecordError)
+            or index in bad_width
             or not (story and question_text and answer)  # one fused check on the hot path
-            or story.isspace() or question_text.isspace() or answer.isspace()
+            or story.isspace()
+            or question_text.isspace()
+            or answer.isspace()
         ):
             try:
                 if index in bad_width:
@@ -395,10 +435,20 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
         answer = answer.strip()
         num_people = meta.get("param=num_people")
         yield (
-            ref, ref, split.strip() if split and not split.isspace() else UNSPLIT, story, question_text.strip(),
-            question.question_type, answer, "yes_no" if answer.lower() in ("yes", "no") else "free_text",
-            num_people if type(num_people) is int and num_people >= 0 else None, caches.n_events(story),
-            question.belief_order, question.agents, _is_false_belief(question, meta), meta,
+            ref,
+            ref,
+            split.strip() if split and not split.isspace() else UNSPLIT,
+            story,
+            question_text.strip(),
+            question.question_type,
+            answer,
+            "yes_no" if answer.lower() in ("yes", "no") else "free_text",
+            num_people if type(num_people) is int and num_people >= 0 else None,
+            caches.n_events(story),
+            question.belief_order,
+            question.agents,
+            _is_false_belief(question, meta),
+            meta,
         )
 
 

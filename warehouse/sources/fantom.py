@@ -20,6 +20,7 @@ about, so their `question` carries it the way the original prompt does ("Target:
 The original reads the file with `pandas.read_json` (not JSON Lines): we accept a JSON array of
 sets, and pandas' column layout ({field: {row: value}}) that `pandas.read_json` also reads.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -185,8 +186,11 @@ class FantomAdapter(Adapter):
             rows = _columns_to_rows(path, data) if isinstance(data, dict) else data
             for row in rows:
                 parts = [row.get(part) for part in PART_ORDER] if isinstance(row, dict) else []
-                sizes = [len(v) if name in _LIST_PARTS and isinstance(v, list) else 1
-                         for name, v in zip(PART_ORDER, parts) if v is not None]
+                sizes = [
+                    len(v) if name in _LIST_PARTS and isinstance(v, list) else 1
+                    for name, v in zip(PART_ORDER, parts)
+                    if v is not None
+                ]
                 total += sum(sizes) if sizes else 1
         return total
 
@@ -214,7 +218,9 @@ class FantomAdapter(Adapter):
         except json.JSONDecodeError as exc:
             if exc.msg == "Extra data" and text.lstrip().startswith("{"):
                 raise SourceError(path, "looks like JSON Lines; FANToM is one JSON array of question sets") from None
-            raise SourceError(path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            raise SourceError(
+                path, f"invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
         refuse_lone_surrogates(path, text, data)
         if isinstance(data, dict) and isinstance(data.get("full_context"), dict):
             data = _columns_to_rows(path, data)
@@ -317,8 +323,9 @@ def _build(conv: _Conversation, part: str, path: str, qa: Any, ref: str) -> dict
     fields: dict[str, Any] = {"question": raw_question, "perspective_chain": [], "is_false_belief": None}
 
     if part == "factQA":
-        fields.update(question_type="factual", belief_order=0, answer_format="free_text",
-                      answer=_text(qa, "correct_answer"))
+        fields.update(
+            question_type="factual", belief_order=0, answer_format="free_text", answer=_text(qa, "correct_answer")
+        )
     elif part == "beliefQAs":
         fields.update(_belief_fields(qa, key))
         fields["perspective_chain"] = perspective_chain(raw_question, conv.speakers, fields["belief_order"])
@@ -385,8 +392,12 @@ def _knowledge_fields(conv: _Conversation, part: str, qa: dict[str, Any], meta: 
         correct, wrong = _names(qa, "correct_answer"), _names(qa, "wrong_answer")
         # the original eval relabels a list question on the full context when anyone is unaware
         meta["missed_info_accessibility_full"] = "inaccessible" if wrong else qa.get("missed_info_accessibility")
-        fields.update(answer_format="list", answer=", ".join(correct), answer_list=correct,
-                      options=sorted(set(correct) | set(wrong), key=lambda name: (name.casefold(), name)))
+        fields.update(
+            answer_format="list",
+            answer=", ".join(correct),
+            answer_list=correct,
+            options=sorted(set(correct) | set(wrong), key=lambda name: (name.casefold(), name)),
+        )
     else:
         label = qa.get("correct_answer")
         normalized = _BINARY.get(label.strip().lower()) if isinstance(label, str) else None

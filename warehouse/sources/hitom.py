@@ -10,6 +10,7 @@ parser's), `hitom_records.py` (the fields both layouts share, the false-belief p
 (the JSON file, the ingest hot path) and `hitom_tree.py` (the text tree). This module picks the
 layouts of an input and composes them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

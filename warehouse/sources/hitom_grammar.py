@@ -4,6 +4,7 @@ Shared by the adapter's two read paths (`hitom_json.py`, `hitom_tree.py`) and by
 `generators/real/hitom.py` (the object and chain of a question). Every function raises `RecordError`
 naming the field on text that does not fit; `ParseCache` parses each distinct string once per read
 (stories, questions and choices repeat across the JSON rows: the ingest hot path)."""
+
 from __future__ import annotations
 
 import re

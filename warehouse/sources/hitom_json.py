@@ -4,6 +4,7 @@ Per-row work is dictionary look-ups: stories, questions and choice strings repea
 parsed once each (`ParseCache`). Two ways through a file: `json_rows` (parsed rows, for a folder that
 also holds the text tree: `finish` flags false beliefs over both) and `json_batches` (a file on its
 own, streamed as column batches, optionally one slice of its rows)."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,15 @@ from tomforge.warehouse.sources.hitom_records import (
 
 JSON_NAME = "Hi-ToM_data.json"
 _JSON_FIELDS: tuple[tuple[str, type], ...] = (
-    ("prompting_type", str), ("deception", bool), ("story_length", int), ("question_order", int),
-    ("sample_id", int), ("story", str), ("question", str), ("choices", str), ("answer", str),
+    ("prompting_type", str),
+    ("deception", bool),
+    ("story_length", int),
+    ("question_order", int),
+    ("sample_id", int),
+    ("story", str),
+    ("question", str),
+    ("choices", str),
+    ("answer", str),
 )
 
 
@@ -66,8 +74,12 @@ def _json_row(parser: ParseCache, name: str, index: int, row: Any) -> Pending:
         raise RecordError("(record)", "row is not a JSON object")
     get = row.get
     if not (  # one fused check on the hot path; the loop below only names the culprit
-        str is get("prompting_type").__class__ is get("story").__class__ is get("question").__class__
-        is get("choices").__class__ is get("answer").__class__
+        str
+        is get("prompting_type").__class__
+        is get("story").__class__
+        is get("question").__class__
+        is get("choices").__class__
+        is get("answer").__class__
         and int is get("question_order").__class__ is get("story_length").__class__ is get("sample_id").__class__
         and get("deception").__class__ is bool
     ):
@@ -128,5 +140,3 @@ def _json_records(path: Path, root: Path, parser: ParseCache, part: int = 0, par
 
 def json_length(path: Path) -> int:
     return len(json.loads(path.read_text(encoding="utf-8"))["data"])
-
-

@@ -1,6 +1,7 @@
 """The record fields both HiToM read paths share: a parsed question waiting for the false-belief pass
 (`Pending`), built from its story, question, choices and answer, and that second pass itself
 (a belief answer that differs from the story's reality answer marks a false belief)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,20 @@ NAME = "hitom"
 VERSION = "hitom@56dda76-v3"
 SPLIT = UNSPLIT  # HiToM publishes no split
 ROW_FIELDS = (
-    "source_key", "source_ref", "context", "n_agents", "n_events", "question", "question_type", "belief_order",
-    "perspective_chain", "is_false_belief", "answer", "options", "answer_index", "meta",
+    "source_key",
+    "source_ref",
+    "context",
+    "n_agents",
+    "n_events",
+    "question",
+    "question_type",
+    "belief_order",
+    "perspective_chain",
+    "is_false_belief",
+    "answer",
+    "options",
+    "answer_index",
+    "meta",
 )
 """The fields of `Pending.row`, in its order (the columnar path's batches)."""
 
@@ -48,8 +61,20 @@ class Pending:
         """The `ROW_FIELDS` of this question's record (the columnar path)."""
         story, order = self.story, self.order
         return (
-            self.key, self.key, story.context, story.n_agents, story.n_events, self.question, question_type_of_order(order),
-            order, self.parsed.chain, is_false_belief, self.answer, self.options, self.answer_index, self.meta,
+            self.key,
+            self.key,
+            story.context,
+            story.n_agents,
+            story.n_events,
+            self.question,
+            question_type_of_order(order),
+            order,
+            self.parsed.chain,
+            is_false_belief,
+            self.answer,
+            self.options,
+            self.answer_index,
+            self.meta,
         )
 
     def record(self, is_false_belief: bool | None) -> dict[str, Any]:
@@ -102,5 +127,3 @@ def finish(produced: Iterable[Pending | Reject]) -> Iterator[RecordOrReject]:
             yield item
         else:
             yield item.record(is_false_belief(item, reality))
-
-

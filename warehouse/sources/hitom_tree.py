@@ -1,5 +1,6 @@
 """HiToM's text tree (`Hi-ToM_data/<Tell|No_Tell>/<CoT|MC>/length_N/sample_N/order_N.txt`): one
 question per file, its place in the tree (deception, prompting, length, sample, order) in `meta`."""
+
 from __future__ import annotations
 
 import re
@@ -31,17 +32,31 @@ def text_record(path: Path, root: Path, parser: ParseCache) -> Pending | Reject:
         meta: dict[str, Any] = {"layout": "text"}
         if layout:
             tell, prompt, length, sample, order_text = layout.groups()
-            meta.update(prompting_type=_PROMPT_DIRS[prompt], deception=tell == "Tell", story_length=int(length),
-                        sample=int(sample))
+            meta.update(
+                prompting_type=_PROMPT_DIRS[prompt],
+                deception=tell == "Tell",
+                story_length=int(length),
+                sample=int(sample),
+            )
             order = int(order_text)
         else:
             file_order = _ORDER_FILE.search(path.name)
             order = int(file_order.group(1)) if file_order else len(parser.question(sections["question"]).chain)
-        meta.update(question_order=order, instruction=" ".join(sections["instruction"]) or None,
-                    note=sections["note"], choices=sections["choices"])
+        meta.update(
+            question_order=order,
+            instruction=" ".join(sections["instruction"]) or None,
+            note=sections["note"],
+            choices=sections["choices"],
+        )
         return pending(
-            parser, name, "\n".join(sections["story"]), sections["question"], sections["choices"], sections["answer"],
-            order, meta,
+            parser,
+            name,
+            "\n".join(sections["story"]),
+            sections["question"],
+            sections["choices"],
+            sections["answer"],
+            order,
+            meta,
         )
     except RecordError as bad:
         return Reject(NAME, name, name, name, bad.field, bad.reason, text)

@@ -11,6 +11,7 @@ mind: belief order 0 (reality for "by the end", memory for "in the beginning", n
 The release also carries the superseded `location_fg_fo.json` / `location_fg_so.json`; they are
 read only when their `_new` replacement is absent. `meta_data_long.json` (OpenToM-L) is not read.
 """
+
 from __future__ import annotations
 
 import json
@@ -107,7 +108,8 @@ class OpenTomAdapter(Adapter):
         _folder, files = self._layout(Path(root))
         return sum(
             len(value) if isinstance(value, list) else 1
-            for path in files for value in json.loads(path.read_text(encoding="utf-8")).values()
+            for path in files
+            for value in json.loads(path.read_text(encoding="utf-8")).values()
         )
 
     def _layout(self, root: Path) -> tuple[Path, list[Path]]:
@@ -142,7 +144,9 @@ class OpenTomAdapter(Adapter):
     def _stories(folder: Path) -> dict[str, Any]:
         path = next((folder / name for name in META_FILES if (folder / name).is_file()), None)
         if path is None:
-            raise SourceError(folder / META_FILES[0], "missing: OpenToM stories live in meta_data.json next to the question files")
+            raise SourceError(
+                folder / META_FILES[0], "missing: OpenToM stories live in meta_data.json next to the question files"
+            )
         data = read_json(path)
         if not isinstance(data, dict) or (data and not any(isinstance(story, dict) for story in data.values())):
             raise SourceError(path, "expected an object mapping story keys to story objects")

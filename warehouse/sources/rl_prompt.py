@@ -16,6 +16,7 @@ Ground truth comes in any JSON shape (a string, a number, a list, a JSON string 
 JSON object tomforge's export writes): `answer_of` turns it into the record's answer fields; the
 raw value stays in `meta`, so nothing is lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -156,13 +157,13 @@ def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
         closing = first_mark(text, markers.question, opening.end)
         if closing is None:
             return _question_first(text, opening, markers)
-        story = text[opening.end:closing.start]
+        story = text[opening.end : closing.start]
     else:
         closing = last_mark(text, markers.question)
-        story = text[:closing.start] if closing else ""
+        story = text[: closing.start] if closing else ""
     if closing is None or not story.strip():
         return None
-    question = text[closing.end:_question_end(text, closing.end, markers)].strip()
+    question = text[closing.end : _question_end(text, closing.end, markers)].strip()
     if not question:
         return None
     marker = opening.marker if opening else None
@@ -172,15 +173,15 @@ def split_text(text: str, markers: PromptMarkers) -> SplitPrompt | None:
 
 
 def _question_first(text: str, opening: Mark, markers: PromptMarkers) -> SplitPrompt | None:
-    """"Question: ... Story: ..." (the question asked before the story): the question runs from the
+    """ "Question: ... Story: ..." (the question asked before the story): the question runs from the
     last question marker before the story marker to it, the story from there to the first end
     marker (else the end of the text)."""
     before = last_mark(text, markers.question, 0, opening.start)
     if before is None:
         return None
-    question = text[before.end:opening.start].strip()
+    question = text[before.end : opening.start].strip()
     end = first_mark(text, markers.end, opening.end)
-    story = text[opening.end:end.start if end else len(text)].strip()
+    story = text[opening.end : end.start if end else len(text)].strip()
     if not question or not story:
         return None
     marker = opening.marker
@@ -289,5 +290,10 @@ def _tomforge_answer(truth: dict[str, Any], field_name: str) -> Answer:
         raise RecordError(field_name, f"answer_index {index!r} does not point into {len(options)} options")
     if answer_format == "list" and not isinstance(answer_list, list):
         raise RecordError(field_name, "a list answer without answer_list")
-    return Answer(truth["answer"], answer_format, options, index if answer_format == "multiple_choice" else None,
-                  None if answer_list is None else [str(item) for item in answer_list])
+    return Answer(
+        truth["answer"],
+        answer_format,
+        options,
+        index if answer_format == "multiple_choice" else None,
+        None if answer_list is None else [str(item) for item in answer_list],
+    )

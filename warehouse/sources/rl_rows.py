@@ -11,6 +11,7 @@ or is not an object) that the adapter turns into a reject, so the count still re
 `count_rows` counts from parquet footers, non-blank lines, array lengths and Arrow batch lengths:
 never through the row reader.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,11 @@ def input_files(root: Path) -> list[Path]:
             raise SourceError(root, f"not an RL data file: expected one of {', '.join(SUFFIXES)}")
         return [root]
     files = sorted(
-        path for path in root.rglob("*")
-        if path.is_file() and path.suffix in SUFFIXES and path.name not in BOOKKEEPING
+        path
+        for path in root.rglob("*")
+        if path.is_file()
+        and path.suffix in SUFFIXES
+        and path.name not in BOOKKEEPING
         and not any(part.startswith(".") for part in path.relative_to(root).parts)
     )
     if not files:

@@ -18,6 +18,7 @@ benchmark:
 A row without a prompt (or story/question columns) or without an answer is a reject naming the
 file, row and field.
 """
+
 from __future__ import annotations
 
 import base64
@@ -44,8 +45,15 @@ from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 NAME = "rlfiles"
 DEFAULT_SPLIT = "train"
-ANSWER_FIELDS = ("reward_model.ground_truth", "answer", "ground_truth", "solution", "completion",
-                 "extra_info.answer", "extra_info.ground_truth")
+ANSWER_FIELDS = (
+    "reward_model.ground_truth",
+    "answer",
+    "ground_truth",
+    "solution",
+    "completion",
+    "extra_info.answer",
+    "extra_info.ground_truth",
+)
 ORDER_FIELDS = ("belief_order", "order", "question_order", "tom_order")
 UNKNOWN_TYPE = "unknown"
 SPLIT_COLUMNS = "columns"
@@ -129,9 +137,11 @@ class RLFilesAdapter(Adapter):
         con = duckdb.connect()
         try:
             con.register("staged_items", items)
-            counts = dict(con.execute(
-                "SELECT json_extract_string(meta, '$.tomforge_rl.prompt_split'), count(*) FROM staged_items GROUP BY 1"
-            ).fetchall())
+            counts = dict(
+                con.execute(
+                    "SELECT json_extract_string(meta, '$.tomforge_rl.prompt_split'), count(*) FROM staged_items GROUP BY 1"
+                ).fetchall()
+            )
         finally:
             con.close()
         total = sum(counts.values())
@@ -176,20 +186,43 @@ class RLFilesAdapter(Adapter):
         answer_field, answer = self._answer_of(row)
         extra = field_value(row, "extra_info")
         extra = extra if isinstance(extra, dict) else {}
-        order = next((extra[name] for name in ORDER_FIELDS
-                      if isinstance(extra.get(name), int) and not isinstance(extra[name], bool)), None)
+        order = next(
+            (
+                extra[name]
+                for name in ORDER_FIELDS
+                if isinstance(extra.get(name), int) and not isinstance(extra[name], bool)
+            ),
+            None,
+        )
         order = order if order is not None and order >= 0 else None
         named_type = extra.get("question_type")
-        question_type = (named_type if named_type in QUESTION_TYPES
-                         else question_type_of_order(order) if order is not None else UNKNOWN_TYPE)
+        question_type = (
+            named_type
+            if named_type in QUESTION_TYPES
+            else question_type_of_order(order)
+            if order is not None
+            else UNKNOWN_TYPE
+        )
         meta = dict(row)
         meta["tomforge_rl"] = {"prompt_split": text.how, "answer_field": answer_field, "story_marker": text.marker}
         return build_record(
-            source=NAME, source_version=self.version, source_key=ref, source_ref=ref, split=split,
-            context=text.context, question=text.question, question_type=question_type,
-            context_kind="dialogue" if text.turns else "story", turns=text.turns,
-            belief_order=order, answer=answer.answer, answer_format=answer.answer_format, options=answer.options,
-            answer_index=answer.answer_index, answer_list=answer.answer_list, meta=meta,
+            source=NAME,
+            source_version=self.version,
+            source_key=ref,
+            source_ref=ref,
+            split=split,
+            context=text.context,
+            question=text.question,
+            question_type=question_type,
+            context_kind="dialogue" if text.turns else "story",
+            turns=text.turns,
+            belief_order=order,
+            answer=answer.answer,
+            answer_format=answer.answer_format,
+            options=answer.options,
+            answer_index=answer.answer_index,
+            answer_list=answer.answer_list,
+            meta=meta,
         )
 
 

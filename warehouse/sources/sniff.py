@@ -5,6 +5,7 @@ Every adapter reads text (JSON, CSV, bAbI-style .txt); `sniff` recognizes the bi
 non-UTF-8 formats people hand them by mistake: columnar files, compressed files and archives, and
 text with a UTF-16/UTF-32 byte-order mark. `stage_input` checks the input file before any adapter
 opens it, and `read_text` words its UTF-8 error with it for files inside a folder."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,11 +23,19 @@ class Found:
 # (leading bytes, format, how to convert): longer prefixes first where they share a start
 _MAGIC: tuple[tuple[bytes, str, str], ...] = (
     (b"\x00\x00\xfe\xff", "UTF-32 text (big-endian byte-order mark)", "iconv -f UTF-32 -t UTF-8 {path} > {stem}.utf8"),
-    (b"\xff\xfe\x00\x00", "UTF-32 text (little-endian byte-order mark)", "iconv -f UTF-32 -t UTF-8 {path} > {stem}.utf8"),
+    (
+        b"\xff\xfe\x00\x00",
+        "UTF-32 text (little-endian byte-order mark)",
+        "iconv -f UTF-32 -t UTF-8 {path} > {stem}.utf8",
+    ),
     (b"\xff\xfe", "UTF-16 text (little-endian byte-order mark)", "iconv -f UTF-16 -t UTF-8 {path} > {stem}.utf8"),
     (b"\xfe\xff", "UTF-16 text (big-endian byte-order mark)", "iconv -f UTF-16 -t UTF-8 {path} > {stem}.utf8"),
-    (b"PAR1", "Parquet", "python -c \"import polars as pl; pl.read_parquet('{path}').write_csv('{stem}.csv')\" "
-                         "(or the source's own published text file)"),
+    (
+        b"PAR1",
+        "Parquet",
+        "python -c \"import polars as pl; pl.read_parquet('{path}').write_csv('{stem}.csv')\" "
+        "(or the source's own published text file)",
+    ),
     (b"ARROW1", "Arrow IPC", "python -c \"import polars as pl; pl.read_ipc('{path}').write_csv('{stem}.csv')\""),
     (b"\x1f\x8b", "gzip-compressed data", "gunzip -k {path}"),
     (b"BZh", "bzip2-compressed data", "bunzip2 -k {path}"),
@@ -52,7 +61,7 @@ def sniff(path: Path) -> Found | None:
     for magic, name, convert in _MAGIC:
         if head.startswith(magic):
             return Found(name, convert.format(path=path, stem=stem))
-    if head[_TAR_MAGIC_AT:_TAR_MAGIC_AT + 5] == b"ustar":
+    if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] == b"ustar":
         return Found("a tar archive", f"tar -xf {path} and give the folder inside")
     return None
 

@@ -5,6 +5,7 @@ The `.trace` file has one line per example (event abstractions, question type, s
 what says whether a belief question tests a false belief. Without it the stories still load, with
 type and order read from the question wording, and `meta.type_source` says so.
 """
+
 from __future__ import annotations
 
 import re
@@ -173,8 +174,9 @@ class _StoryFacts:
         return facts
 
 
-def _record(example: Example, index: int, name: str, split: str, trace: list[str] | None,
-            facts: _StoryFacts) -> dict[str, Any]:
+def _record(
+    example: Example, index: int, name: str, split: str, trace: list[str] | None, facts: _StoryFacts
+) -> dict[str, Any]:
     if example.problem is not None:
         raise RecordError(*example.problem)
     assert example.question is not None and example.answer is not None
@@ -195,10 +197,22 @@ def _record(example: Example, index: int, name: str, split: str, trace: list[str
     meta["containers"] = containers
     key = f"{name}#{index}"
     return build_record(
-        source=NAME, source_version=ADAPTER.version, source_key=key, source_ref=key, split=split,
-        context=context, n_agents=n_agents, n_events=n_events, question=example.question,
-        question_type=question_type, belief_order=order, perspective_chain=chain,
-        is_false_belief=false_belief, answer=example.answer, answer_format="free_text", meta=meta,
+        source=NAME,
+        source_version=ADAPTER.version,
+        source_key=key,
+        source_ref=key,
+        split=split,
+        context=context,
+        n_agents=n_agents,
+        n_events=n_events,
+        question=example.question,
+        question_type=question_type,
+        belief_order=order,
+        perspective_chain=chain,
+        is_false_belief=false_belief,
+        answer=example.answer,
+        answer_format="free_text",
+        meta=meta,
     )
 
 
@@ -227,8 +241,10 @@ class ToMiAdapter(Adapter):
         """Questions in the input, counted apart from the parser: every example (one question each)
         starts with a line numbered 1."""
         return sum(
-            1 for path in _story_files(Path(root))
-            for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("1 ")
+            1
+            for path in _story_files(Path(root))
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.lstrip().startswith("1 ")
         )
 
 
