@@ -546,6 +546,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("rexp.rationale_arm_trains_answer_only", "experiments/rationale_experiment.py",
              'form = recipe["rationale_form"] if spec.rationale else None', "form = None",
              ("tests/test_rationale_experiment.py",), "the rationale arm is trained on answer-only targets"),
+    # issue 26: SFT's loss over chunks (tests by helper "speed"); the tile-boundary bug lives in TRL's kernel, so
+    # tests/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
+    Mutation("speed.sft_chunked_loss_ignored", "rl/sft.py",
+             "compute_loss_func=None if chunked_loss else full_logits_loss", "compute_loss_func=full_logits_loss",
+             ("tests/test_rl_sft_loss.py",), "SFT builds the full fp32 logits again: batch 128 takes 118 GB, not 75"),
+    Mutation("speed.sft_full_logits_label_shift", "rl/sft.py",
+             "    targets = labels[:, 1:].to(logits.device)", "    targets = labels[:, :-1].to(logits.device)",
+             ("tests/test_rl_sft_loss.py",), "chunked_loss=False trains each position to copy its own token"),
 )
 
 
