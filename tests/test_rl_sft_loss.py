@@ -119,20 +119,24 @@ def test_full_logits_path_equals_the_reference_and_builds_the_logits(tokenizer: 
 
 def test_a_tile_boundary_off_by_one_is_caught(tokenizer: Any, tmp_path: Any, small_tiles: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted: every vocabulary tile after the first reads its columns shifted by one (a chunk boundary off by
-    one). The comparison above must see it."""
+    """Planted, in TRL's tile folds (the CPU ones): every vocabulary tile after the first places the target one
+    column off, in the forward and in the backward (a chunk boundary off by one). The loss and the gradients must
+    both show it in the comparison above (the exact path: loss gap 0, gradient gap below 1e-6 here)."""
     import trl.kernels.chunked_logprob as kernel
 
-    fold = kernel._forward_tile
+    def off_by_one(fold: Any, slot: int) -> Any:
+        """`fold` with its `vocab_start` (positional argument `slot` after the targets) one too high past tile 0."""
+        def shifted(tile: Any, stride: Any, targets: Any, *args: Any, **kwargs: Any) -> Any:
+            if args[slot]:
+                args = (*args[:slot], args[slot] + 1, *args[slot + 1:])
+            return fold(tile, stride, targets, *args, **kwargs)
+        return shifted
 
-    def shifted(tile: Any, stride: Any, targets: Any, *args: Any, **kwargs: Any) -> Any:
-        vocab_start = args[7]  # after running_max, sum_exp, x_sum_exp, sq_sum_exp, z_sum, max_before, target_logit
-        if vocab_start:
-            args = (*args[:7], vocab_start + 1, *args[8:])
-        return fold(tile, stride, targets, *args, **kwargs)
-
-    monkeypatch.setattr(kernel, "_forward_tile", shifted)
+    # forward: after running_max, sum_exp, x_sum_exp, sq_sum_exp, z_sum, max_before, target_logit; backward: after
+    # log_z, entropy, grad_logprobs, grad_entropy
+    monkeypatch.setattr(kernel, "_forward_tile", off_by_one(kernel._forward_tile, 7))
+    monkeypatch.setattr(kernel, "_backward_tile", off_by_one(kernel._backward_tile, 4))
     monkeypatch.setattr(kernel, "_use_triton", lambda device: False)
     trainer, batch = trainer_and_batch(tokenizer, tmp_path, chunked=True)
     loss_gap, grad_gap, _ = differences(trainer, batch)
-    assert loss_gap > 1e-3 or grad_gap > 1e-2, (loss_gap, grad_gap)
+    assert loss_gap > 1e-3 and grad_gap > 1e-3, (loss_gap, grad_gap)
