@@ -1215,6 +1215,48 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_config.py",),
         "a config asking for list questions silently generates multiple choice",
     ),
+    Mutation(
+        "rexp.rl_from_the_base_model",
+        "experiments/rationale_experiment.py",
+        'return [Job("sft", spec.start or "rationale", self.seed)]',
+        "return []",
+        ("tests/test_rationale_experiment.py",),
+        "an RL arm starts before (and so without) its rationale model",
+    ),
+    Mutation(
+        "rexp.fidelity_dropped_from_report",
+        "experiments/experiment_report.py",
+        '        entry["fidelity"] = fidelity(rows)\n',
+        "",
+        ("tests/test_rationale_experiment.py",),
+        "metrics.json carries no right-for-the-right-reasons figures",
+    ),
+    Mutation(
+        "rexp.rationale_arm_trains_answer_only",
+        "experiments/rationale_experiment.py",
+        'form = recipe["rationale_form"] if spec.rationale else None',
+        "form = None",
+        ("tests/test_rationale_experiment.py",),
+        "the rationale arm is trained on answer-only targets",
+    ),
+    # issue 26: SFT's loss over chunks (tests by helper "speed"); the tile-boundary bug lives in TRL's kernel, so
+    # tests/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
+    Mutation(
+        "speed.sft_chunked_loss_ignored",
+        "rl/sft.py",
+        "compute_loss_func=None if chunked_loss else full_logits_loss",
+        "compute_loss_func=full_logits_loss",
+        ("tests/test_rl_sft_loss.py",),
+        "SFT builds the full fp32 logits again: batch 128 takes 118 GB, not 75",
+    ),
+    Mutation(
+        "speed.sft_full_logits_label_shift",
+        "rl/sft.py",
+        "    targets = labels[:, 1:].to(logits.device)",
+        "    targets = labels[:, :-1].to(logits.device)",
+        ("tests/test_rl_sft_loss.py",),
+        "chunked_loss=False trains each position to copy its own token",
+    ),
 )
 
 

@@ -347,7 +347,15 @@ def bench_rloo(
 
 
 def bench_sft(
-    assets: Path, rows: list[dict[str, Any]], model_dir: Path, batch: int, bucket: bool, steps: int, work: Path
+    assets: Path,
+    rows: list[dict[str, Any]],
+    model_dir: Path,
+    batch: int,
+    bucket: bool,
+    steps: int,
+    work: Path,
+    chunked_loss: bool = True,
+    checkpointing: bool = False,
 ) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -360,12 +368,14 @@ def bench_sft(
         str(model_dir),
         tokenizer,
         Dataset.from_list(rows),
-        str(work / f"sft-{batch}-{bucket}"),
+        str(work / f"sft-{batch}-{bucket}-{chunked_loss}-{checkpointing}"),
         max_steps=steps,
         learning_rate=2e-5,
         batch_size=batch,
         bf16=True,
         bucket_by_length=bucket,
+        chunked_loss=chunked_loss,
+        gradient_checkpointing=checkpointing,
     )
     n_params = N_PARAMS
     tokens = result["tokens"]
@@ -373,6 +383,8 @@ def bench_sft(
     return {
         "batch": batch,
         "bucket_by_length": bucket,
+        "chunked_loss": chunked_loss,
+        "gradient_checkpointing": checkpointing,
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
@@ -430,7 +442,28 @@ def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
     return 0
 
 
-def run(assets: Path, out: Path, quick: bool) -> int:
+def sft_memory_sections(rec: Recorder, assets: Path, rows: list[dict[str, Any]], model_dir: Path, work: Path) -> None:
+    """`run --sft-only`: the SFT warm-up's memory settings side by side (issue 26: batch 256 ran out of memory).
+    First the path of runs 6-7 (loss chunked by TRL's fused LM head, no checkpointing) at batch 128; then
+    activation checkpointing at 128, 256 and 512; the full-logits loss at 128 (what chunking saves); last,
+    batch 256 without checkpointing (expected to run out of memory: it goes last so it cannot spoil the others)."""
+    rec.section("sft_128_chunked", lambda: bench_sft(assets, rows, model_dir, 128, True, 15, work))
+    rec.section(
+        "sft_128_chunked_ckpt", lambda: bench_sft(assets, rows, model_dir, 128, True, 15, work, checkpointing=True)
+    )
+    rec.section(
+        "sft_256_chunked_ckpt", lambda: bench_sft(assets, rows, model_dir, 256, True, 12, work, checkpointing=True)
+    )
+    rec.section(
+        "sft_512_chunked_ckpt", lambda: bench_sft(assets, rows, model_dir, 512, True, 8, work, checkpointing=True)
+    )
+    rec.section(
+        "sft_128_full_logits", lambda: bench_sft(assets, rows, model_dir, 128, True, 15, work, chunked_loss=False)
+    )
+    rec.section("sft_256_chunked", lambda: bench_sft(assets, rows, model_dir, 256, True, 8, work))
+
+
+def run(assets: Path, out: Path, quick: bool, sft_only: bool = False) -> int:
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
@@ -453,6 +486,7 @@ def run(assets: Path, out: Path, quick: bool) -> int:
         "peak_flops_assumed": PEAK_FLOPS,
         "run4_reference": RUN4,
         "quick": quick,
+        "sft_only": sft_only,
     }
     model_dir = work / "model"
     model = random_model(assets, torch.float32)
@@ -462,6 +496,9 @@ def run(assets: Path, out: Path, quick: bool) -> int:
     AutoTokenizer.from_pretrained(assets / "tokenizer").save_pretrained(model_dir)
     del model
     torch.cuda.empty_cache()
+    if sft_only:
+        sft_memory_sections(rec, assets, rows, model_dir, work)
+        return 0
     if quick:
         rec.section("generation", lambda: bench_generation(assets, rows, [64], 16, 32))
         rec.section("identity_fp32", lambda: bench_identity_fp32(assets, rows, 32, 16))
@@ -492,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--assets", type=Path, required=True)
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--quick", action="store_true", help="small shapes: a smoke test of every section")
+    r.add_argument("--sft-only", action="store_true", help="only the SFT memory sections (chunked loss, checkpointing)")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -503,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "prepare":
         prepare(args.gguf, args.out, args.rows)
         return 0
-    return run(args.assets, args.out, args.quick)
+    return run(args.assets, args.out, args.quick, args.sft_only)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ def sft_warmup(
     seed: int = 0,
     gradient_checkpointing: bool = False,
     bucket_by_length: bool = True,
+    chunked_loss: bool = True,
     extra: dict[str, Any] | None = None,
     rationale_form: str | None = None,
     callbacks: list[Any] | None = None,
@@ -80,33 +81,26 @@ def sft_warmup(
     `bucket_by_length`: batches of examples of similar length (transformers' length-grouped sampler), so
     little of a batch is padding. Packing is not used: TRL packs padding-free (one row, position ids restarting),
     and under SDPA attention the packed examples would attend to each other (checked on the CPU: only flash
-    attention separates them), which would change the loss."""
-    from trl import SFTConfig, SFTTrainer
-
-    config = SFTConfig(
-        output_dir=output_dir,
-        max_steps=max_steps,
-        learning_rate=learning_rate,
-        per_device_train_batch_size=batch_size,
-        bf16=bf16,
-        seed=seed,
-        logging_steps=10,
-        save_strategy="no",
-        report_to="none",
-        lr_scheduler_type="cosine",
-        warmup_steps=10,
-        completion_only_loss=True,
-        gradient_checkpointing=gradient_checkpointing,
-        **{**(length_grouping(SFTConfig) if bucket_by_length else {}), **(extra or {})},
-    )
+    attention separates them), which would change the loss.
+    `chunked_loss` and `gradient_checkpointing`: the two memory settings, see `sft_trainer`."""
     from tomforge.rl.trl_backend import nonfinite_guard
 
     guard = nonfinite_guard()
-    trainer = SFTTrainer(
-        model=model,
-        args=config,
-        train_dataset=sft_dataset(rl_dataset, rationale_form),
-        processing_class=tokenizer,
+    trainer = sft_trainer(
+        model,
+        tokenizer,
+        rl_dataset,
+        output_dir,
+        max_steps=max_steps,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        bf16=bf16,
+        seed=seed,
+        gradient_checkpointing=gradient_checkpointing,
+        bucket_by_length=bucket_by_length,
+        chunked_loss=chunked_loss,
+        extra=extra,
+        rationale_form=rationale_form,
         callbacks=[guard, *(callbacks or [])],
     )
     started = time.perf_counter()
@@ -123,7 +117,89 @@ def sft_warmup(
         "train_loss": result.training_loss,
         "log_history": trainer.state.log_history,
         "skipped_nonfinite_steps": guard.skipped,
+        "loss_path": "chunked" if chunked_loss else "full_logits",
+        "gradient_checkpointing": gradient_checkpointing,
     }
+
+
+def sft_trainer(
+    model: Any,
+    tokenizer: Any,
+    rl_dataset: Any,
+    output_dir: str,
+    *,
+    max_steps: int = 200,
+    learning_rate: float = 5e-4,
+    batch_size: int = 32,
+    bf16: bool = False,
+    seed: int = 0,
+    gradient_checkpointing: bool = False,
+    bucket_by_length: bool = True,
+    chunked_loss: bool = True,
+    extra: dict[str, Any] | None = None,
+    rationale_form: str | None = None,
+    callbacks: list[Any] | None = None,
+) -> Any:
+    """The SFTTrainer `sft_warmup` runs (apart, so a test can take one batch's loss and gradients from it).
+
+    `chunked_loss` (default): TRL's fused LM head (TRL >= 1.16 patches the model's forward in SFTTrainer): the
+    head and the log-softmax run over tiles of tokens x vocabulary, the backward recomputes each tile, so the
+    [batch, length, vocab] logits never exist. Exact: `tests/test_rl_sft_loss.py` checks the loss and every
+    parameter's gradient against the full-logits cross-entropy. False: the loss from the model's full logits
+    (`full_logits_loss`), the path without chunking, kept as the reference and fallback; TRL then runs one more
+    no-grad chunked pass for its entropy/accuracy log figures, so it is slower too.
+    `gradient_checkpointing`: keep only each layer's input and recompute the layer in the backward pass; with
+    the loss chunked, the backbone's activations (about 1.3 MB per token for SmolLM2-135M) are what fills memory."""
+    from trl import SFTConfig, SFTTrainer
+
+    if chunked_loss and not fused_lm_head_available():
+        raise ValueError("chunked_loss needs TRL's fused LM head (trl >= 1.16); pass chunked_loss=False")
+    config = SFTConfig(
+        output_dir=output_dir,
+        max_steps=max_steps,
+        learning_rate=learning_rate,
+        per_device_train_batch_size=batch_size,
+        bf16=bf16,
+        seed=seed,
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        lr_scheduler_type="cosine",
+        warmup_steps=10,
+        completion_only_loss=True,
+        gradient_checkpointing=gradient_checkpointing,
+        **{**(length_grouping(SFTConfig) if bucket_by_length else {}), **(extra or {})},
+    )
+    return SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=sft_dataset(rl_dataset, rationale_form),
+        processing_class=tokenizer,
+        callbacks=callbacks,
+        compute_loss_func=None if chunked_loss else full_logits_loss,
+    )
+
+
+def fused_lm_head_available() -> bool:
+    """Whether the installed TRL's SFTTrainer computes its loss through the chunked (fused) LM head."""
+    from trl.trainer import utils
+
+    return hasattr(utils, "add_fused_lm_head")
+
+
+def full_logits_loss(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
+    """Mean next-token cross-entropy over the labelled positions, from the model's full [batch, length, vocab]
+    logits in fp32: the unchunked path (`chunked_loss=False`)."""
+    import torch
+    import torch.nn.functional as F
+
+    logits = outputs.logits[:, :-1].float()
+    targets = labels[:, 1:].to(logits.device)
+    total = F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100, reduction="sum"
+    )
+    count = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
+    return total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
 
 def length_grouping(config_cls: Any) -> dict[str, Any]:

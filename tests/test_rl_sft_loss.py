@@ -1,0 +1,142 @@
+"""SFT's loss path (`rl.sft.sft_trainer`): the chunked LM head and loss (TRL's fused head, the default) and the
+full-logits path give the loss and every parameter's gradient of a plain full-logits cross-entropy written here,
+on a collated batch with padding and masked prompt tokens; the chunked path never calls the LM head module (so
+the [batch, length, vocab] logits never exist). TRL's tile sizes are shrunk so the batch spans many tiles of
+tokens and of the vocabulary, and a planted tile-boundary bug must show in the same comparison."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from tomforge.rl.sft import fused_lm_head_available, sft_trainer  # noqa: E402
+from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not fused_lm_head_available(), reason="this TRL has no fused LM head")
+
+STORIES = [
+    "Anne put the ball in the red box.",
+    "Anne put the ball in the red box. Then she left the room and Sally moved the ball to the blue basket.",
+    "Tom saw it.",
+    "Mia hid the key under the mat while Leo was in the garden; Leo came back, and Mia went out to the shop, "
+    "after which Leo moved the key into the drawer of the old desk near the window.",
+]
+TOKEN_TILE, VOCAB_TILE = 7, 97  # many tiles for a batch of 4 x ~60 tokens and a vocabulary of ~400
+
+
+def rows() -> list[dict[str, Any]]:
+    """RL rows of the release's shape, with prompts of very different lengths (so the batch is padded)."""
+    out = []
+    for i, story in enumerate(STORIES):
+        truth = {"answer_format": "free_text", "answer": ["red box", "blue basket", "yes", "drawer"][i]}
+        out.append({"prompt": [{"role": "user", "content": f"{story} Where is the thing? Answer in <answer>."}],
+                    "reward_model": {"ground_truth": json.dumps(truth)},
+                    "extra_info": {"question_type": "first_order", "belief_order": 1}})
+    return out
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return build_tokenizer(STORIES + ["<think>This is a question</think><answer>red box</answer>"], vocab_size=400)
+
+
+@pytest.fixture
+def small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    import trl.kernels.chunked_logprob as kernel
+    import trl.trainer.utils as trl_utils
+
+    monkeypatch.setattr(kernel, "TOKEN_CHUNK_SIZE", TOKEN_TILE)
+    monkeypatch.setattr(trl_utils, "_CHUNKED_LOGPROB_CHUNK_SIZE", VOCAB_TILE)
+
+
+def trainer_and_batch(tokenizer: Any, tmp_path: Any, chunked: bool) -> tuple[Any, dict[str, Any]]:
+    model = build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
+    trainer = sft_trainer(model, tokenizer, rows(), str(tmp_path / "sft"), max_steps=1, batch_size=4,
+                          chunked_loss=chunked, extra={"use_cpu": True, "max_length": None})
+    batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
+    return trainer, batch
+
+
+def reference_loss(model: Any, batch: dict[str, Any]) -> Any:
+    """Next-token cross-entropy from the full logits, mean over the labelled positions: written out here, by hand."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
+    log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
+    targets = batch["labels"][:, 1:]
+    keep = targets != -100
+    picked = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return -(picked * keep).sum() / keep.sum()
+
+
+def gradients(model: Any, loss: Any) -> dict[str, Any]:
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def differences(trainer: Any, batch: dict[str, Any]) -> tuple[float, float, int]:
+    """(|loss - reference|, the largest gradient difference relative to its tensor's scale, LM-head module calls)
+    for the trainer's own `compute_loss` on `batch`."""
+    model = trainer.model
+    model.train()
+    calls: list[int] = []
+    hook = model.get_output_embeddings().register_forward_hook(lambda *_: calls.append(1))
+    loss = trainer.compute_loss(model, dict(batch))
+    hook.remove()
+    ours = gradients(model, loss)
+    reference = reference_loss(model, batch)
+    theirs = gradients(model, reference)
+    assert ours.keys() == theirs.keys() and len(ours) > 10
+    worst = max(((ours[n] - theirs[n]).abs().max() / theirs[n].abs().max().clamp(min=1e-12)).item() for n in ours)
+    return abs(loss.item() - reference.item()), worst, len(calls)
+
+
+def test_the_batch_has_padding_and_masked_prompts(tokenizer: Any, tmp_path: Any) -> None:
+    _, batch = trainer_and_batch(tokenizer, tmp_path, chunked=True)
+    attention, labels = batch["attention_mask"], batch["labels"]
+    assert (attention == 0).any(), "no padding in the batch"
+    assert ((labels == -100) & (attention == 1)).any(), "no masked prompt tokens"
+    assert int((labels != -100).sum()) > 3 * TOKEN_TILE  # the labelled positions span several token tiles
+    assert len(tokenizer) > 3 * VOCAB_TILE  # and the vocabulary several vocabulary tiles
+
+
+def test_chunked_loss_equals_the_full_logits_cross_entropy(tokenizer: Any, tmp_path: Any, small_tiles: None) -> None:
+    trainer, batch = trainer_and_batch(tokenizer, tmp_path, chunked=True)
+    loss_gap, grad_gap, head_calls = differences(trainer, batch)
+    assert loss_gap < 1e-5 and grad_gap < 1e-4, (loss_gap, grad_gap)
+    assert head_calls == 0  # the head runs tile by tile on its weight, never as a module over the whole batch
+
+
+def test_full_logits_path_equals_the_reference_and_builds_the_logits(tokenizer: Any, tmp_path: Any) -> None:
+    trainer, batch = trainer_and_batch(tokenizer, tmp_path, chunked=False)
+    loss_gap, grad_gap, head_calls = differences(trainer, batch)
+    assert loss_gap < 1e-5 and grad_gap < 1e-4, (loss_gap, grad_gap)
+    assert head_calls >= 1
+
+
+def test_a_tile_boundary_off_by_one_is_caught(tokenizer: Any, tmp_path: Any, small_tiles: None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted, in TRL's tile folds (the CPU ones): every vocabulary tile after the first places the target one
+    column off, in the forward and in the backward (a chunk boundary off by one). The loss and the gradients must
+    both show it in the comparison above (the exact path: loss gap 0, gradient gap below 1e-6 here)."""
+    import trl.kernels.chunked_logprob as kernel
+
+    def off_by_one(fold: Any, slot: int) -> Any:
+        """`fold` with its `vocab_start` (positional argument `slot` after the targets) one too high past tile 0."""
+        def shifted(tile: Any, stride: Any, targets: Any, *args: Any, **kwargs: Any) -> Any:
+            if args[slot]:
+                args = (*args[:slot], args[slot] + 1, *args[slot + 1:])
+            return fold(tile, stride, targets, *args, **kwargs)
+        return shifted
+
+    # forward: after running_max, sum_exp, x_sum_exp, sq_sum_exp, z_sum, max_before, target_logit; backward: after
+    # log_z, entropy, grad_logprobs, grad_entropy
+    monkeypatch.setattr(kernel, "_forward_tile", off_by_one(kernel._forward_tile, 7))
+    monkeypatch.setattr(kernel, "_backward_tile", off_by_one(kernel._backward_tile, 4))
+    monkeypatch.setattr(kernel, "_use_triton", lambda device: False)
+    trainer, batch = trainer_and_batch(tokenizer, tmp_path, chunked=True)
+    loss_gap, grad_gap, _ = differences(trainer, batch)
+    assert loss_gap > 1e-3 and grad_gap > 1e-3, (loss_gap, grad_gap)
