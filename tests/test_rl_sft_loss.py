@@ -3,6 +3,7 @@ full-logits path give the loss and every parameter's gradient of a plain full-lo
 on a collated batch with padding and masked prompt tokens; the chunked path never calls the LM head module (so
 the [batch, length, vocab] logits never exist). TRL's tile sizes are shrunk so the batch spans many tiles of
 tokens and of the vocabulary, and a planted tile-boundary bug must show in the same comparison."""
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,13 @@ def rows() -> list[dict[str, Any]]:
     out = []
     for i, story in enumerate(STORIES):
         truth = {"answer_format": "free_text", "answer": ["red box", "blue basket", "yes", "drawer"][i]}
-        out.append({"prompt": [{"role": "user", "content": f"{story} Where is the thing? Answer in <answer>."}],
-                    "reward_model": {"ground_truth": json.dumps(truth)},
-                    "extra_info": {"question_type": "first_order", "belief_order": 1}})
+        out.append(
+            {
+                "prompt": [{"role": "user", "content": f"{story} Where is the thing? Answer in <answer>."}],
+                "reward_model": {"ground_truth": json.dumps(truth)},
+                "extra_info": {"question_type": "first_order", "belief_order": 1},
+            }
+        )
     return out
 
 
@@ -55,8 +60,16 @@ def small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def trainer_and_batch(tokenizer: Any, tmp_path: Any, chunked: bool) -> tuple[Any, dict[str, Any]]:
     model = build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
-    trainer = sft_trainer(model, tokenizer, rows(), str(tmp_path / "sft"), max_steps=1, batch_size=4,
-                          chunked_loss=chunked, extra={"use_cpu": True, "max_length": None})
+    trainer = sft_trainer(
+        model,
+        tokenizer,
+        rows(),
+        str(tmp_path / "sft"),
+        max_steps=1,
+        batch_size=4,
+        chunked_loss=chunked,
+        extra={"use_cpu": True, "max_length": None},
+    )
     batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
     return trainer, batch
 
@@ -117,8 +130,9 @@ def test_full_logits_path_equals_the_reference_and_builds_the_logits(tokenizer: 
     assert head_calls >= 1
 
 
-def test_a_tile_boundary_off_by_one_is_caught(tokenizer: Any, tmp_path: Any, small_tiles: None,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tile_boundary_off_by_one_is_caught(
+    tokenizer: Any, tmp_path: Any, small_tiles: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Planted, in TRL's tile folds (the CPU ones): every vocabulary tile after the first places the target one
     column off, in the forward and in the backward (a chunk boundary off by one). The loss and the gradients must
     both show it in the comparison above (the exact path: loss gap 0, gradient gap below 1e-6 here)."""
@@ -126,10 +140,12 @@ def test_a_tile_boundary_off_by_one_is_caught(tokenizer: Any, tmp_path: Any, sma
 
     def off_by_one(fold: Any, slot: int) -> Any:
         """`fold` with its `vocab_start` (positional argument `slot` after the targets) one too high past tile 0."""
+
         def shifted(tile: Any, stride: Any, targets: Any, *args: Any, **kwargs: Any) -> Any:
             if args[slot]:
-                args = (*args[:slot], args[slot] + 1, *args[slot + 1:])
+                args = (*args[:slot], args[slot] + 1, *args[slot + 1 :])
             return fold(tile, stride, targets, *args, **kwargs)
+
         return shifted
 
     # forward: after running_max, sum_exp, x_sum_exp, sq_sum_exp, z_sum, max_before, target_logit; backward: after
