@@ -1257,6 +1257,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_rl_sft_loss.py",),
         "chunked_loss=False trains each position to copy its own token",
     ),
+    # lead: eval's rows are on disk before the store, so a busy lock (exit 9) loses no generation
+    Mutation(
+        "eval.rows_lost_on_a_busy_lock",
+        "flows/commands/rl.py",
+        'kept = write_rows(rows, out / "eval_rows.jsonl")',
+        'kept = out / "eval_rows.jsonl"',
+        ("tests/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
+        "an eval refused by a busy warehouse lock throws away every generated answer",
+    ),
 )
 
 

@@ -481,6 +481,14 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def write_rows(rows: list[dict[str, Any]], out: Path) -> Path:
+    """Every evaluated row as a JSON line, written before the warehouse store: a store refused (a busy lock)
+    loses none of the generation's work."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows), encoding="utf-8")
+    return out
+
+
 def write_summary(summary: dict[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1, sort_keys=True))

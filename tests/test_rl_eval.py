@@ -300,3 +300,30 @@ def test_train_dry_runs(setup) -> None:
     assert "ray job submit" in verl.stdout and "algorithm.adv_estimator=reinforce_plus_plus" in verl.stdout
     bad = runner.invoke(app, ["train", "--dataset", "x", "--model", "m", "--train", "nosplit", "--dry-run"])
     assert bad.exit_code == 2
+
+
+def test_eval_refused_by_a_busy_lock_keeps_its_rows(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store refused after the generation (exit 9) leaves every evaluated row on disk and says where."""
+    from tests.test_concurrency import start_holder
+
+    release, model_dir = setup
+    warehouse, out = tmp_path / "w.duckdb", tmp_path / "ev"
+    holder = start_holder(warehouse)
+    try:
+        monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", "0.3")
+        args = ["eval", "--model", str(model_dir), "--dataset", str(release), "--split", "tomforge_gen/test"]
+        args += ["--limit", "3", "--max-new-tokens", "4", "--generator", "hf", "--warehouse", str(warehouse)]
+        result = runner.invoke(app, [*args, "--out", str(out)])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 9, result.output
+    assert "the 3 evaluated rows are kept in" in result.output and "eval_rows.jsonl" in result.output
+    kept = [json.loads(line) for line in (out / "eval_rows.jsonl").read_text().splitlines()]
+    first_three = pq.read_table(sorted((release / "data" / "tomforge_gen").glob("test-*.parquet"))[0]).slice(0, 3)
+    assert sorted(r["item_id"] for r in kept) == sorted(first_three.column("item_id").to_pylist())
+    assert all(
+        r["reward"] == score_completion(r["completion"], gold_by_item(release, "reward_model")[r["item_id"]]).score
+        for r in kept
+    )
+    assert json.loads((out / "summary.json").read_text())["n"]

@@ -228,10 +228,12 @@ def eval_(
         plot_by_order,
         store_results,
         summarize,
+        write_rows,
         write_summary,
     )
     from tomforge.rl.models import check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
+    from tomforge.warehouse.lock import LockBusy
 
     require_rl_extras("torch", "matplotlib")
     if store:  # a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation
@@ -257,9 +259,6 @@ def eval_(
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
-    if store:
-        stored = store_results(warehouse, rows)
-        console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     summary = summarize(rows)
     summary["generation"] = {
         "sequences": stats.n_sequences,
@@ -269,4 +268,13 @@ def eval_(
     }
     write_summary(summary, out / "summary.json")
     plot_by_order(summary, out / "accuracy_by_order.png")
+    kept = write_rows(rows, out / "eval_rows.jsonl")  # on disk before the store: a busy lock loses nothing
+    if store:
+        try:
+            stored = store_results(warehouse, rows)
+        except LockBusy as busy:
+            raise LockBusy(
+                f"{busy}; the {len(rows)} evaluated rows are kept in {kept}, the summary beside it"
+            ) from None
+        console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     sys.stdout.write(format_matrix(summary) + "\n")
