@@ -1266,6 +1266,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
         "an eval refused by a busy warehouse lock throws away every generated answer",
     ),
+    # lead: a one-value option given twice is refused, not silently the last one
+    Mutation(
+        "cli.repeated_option_last_wins",
+        "flows/cli.py",
+        "            cli_polish.refuse_repeated_options(command, rest)",
+        "            pass",
+        ("tests/test_cli_polish.py::test_a_one_value_option_given_twice_is_refused",),
+        "`variants --source tomi --source hitom` runs on hitom alone and says nothing",
+    ),
 )
 
 

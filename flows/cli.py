@@ -34,6 +34,12 @@ class UserErrorGroup(TyperGroup):
         with user_errors(ctx):
             return super().invoke(ctx)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            cli_polish.refuse_repeated_options(command, rest)
+        return name, command, rest
+
 
 app = typer.Typer(
     help="Build, audit and publish Theory-of-Mind data for RLVR.",

@@ -1,5 +1,5 @@
 """What the `tomforge` command does around its subcommands: `--version`, `-h`, flags shown without a
-type in `--help`, and one line on Ctrl-C (issue 25 item 9). Kept apart from `flows/cli.py`, which
+type in `--help`, one line on Ctrl-C (issue 25 item 9), and a one-value option given twice refused. Kept apart from `flows/cli.py`, which
 registers the subcommands, so that `cli.py` only wires these in."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import typer
 
+from tomforge.errors import TomforgeError
 from tomforge.flows.exit_codes import ExitCode
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -45,6 +46,28 @@ def flags_without_a_type() -> None:
 
     display_type_rich._tomforge_flags = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+class RepeatedOption(TomforgeError):
+    """An option that takes one value was given more than once: bad input, not the last one silently."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+def refuse_repeated_options(command: Any, args: list[str]) -> None:
+    """An option that takes one value, given twice (`variants --source tomi --source hitom`), is a usage
+    error naming it: click would keep the last value and run on it without a word. Options that take a
+    list (`multiple`) and on/off flags may repeat; nothing after `--` is an option."""
+    words = args[: args.index("--")] if "--" in args else args
+    for param in command.params:  # typer's own copy of click's Option: told apart by its attributes
+        if param.param_type_name != "option" or param.multiple or param.is_flag or param.count:
+            continue
+        names = [*param.opts, *param.secondary_opts]
+        given = [w for w in words if w in names or any(w.startswith(n + "=") for n in names if n.startswith("--"))]
+        if len(given) > 1:
+            raise RepeatedOption(
+                f"{' / '.join(names)} was given {len(given)} times; it takes one value (run the command once per value)"
+            )
 
 
 def run(app: Callable[[], Any]) -> None:

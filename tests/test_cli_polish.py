@@ -109,3 +109,31 @@ def test_a_piped_preview_is_not_cut_to_80_columns(tmp_path: Path) -> None:
     header = next(line for line in done.output.splitlines() if "column_number_0" in line)
     assert all(name in header for name in names) and len(header) > 80
     assert "not shown" not in done.output and "x" * 20 in done.output
+
+
+def test_a_one_value_option_given_twice_is_refused(tmp_path: Path) -> None:
+    """`variants --source tomi --source hitom` ran on hitom alone, silently; now exit 2 naming the option,
+    in every spelling (`--source=x`, `-s x`), while list options and on/off flags may repeat."""
+    warehouse = str(tmp_path / "w.duckdb")
+    for twice in (["--source", "tomi", "--source", "hitom"], ["--source=tomi", "-s", "hitom"]):
+        result = run("variants", *twice, "--warehouse", warehouse)
+        assert_one_line_error(result, "--source / -s was given 2 times")
+    result = run("sql", "--warehouse", warehouse, "--warehouse", warehouse, "SELECT 1")
+    assert_one_line_error(result, "--warehouse / -w was given 2 times")
+    # list options repeat: the rlfiles markers reach the adapter (and the missing file is the only error)
+    markers = run(
+        "ingest",
+        "-s",
+        "rlfiles",
+        "-p",
+        str(tmp_path / "absent.parquet"),
+        "--story-marker",
+        "A:",
+        "--story-marker",
+        "B:",
+        "--warehouse",
+        warehouse,
+    )
+    assert markers.exit_code == ExitCode.BAD_INPUT and "was given" not in markers.output
+    # a value that looks like the option, after `--`, is not the option
+    assert "was given" not in run("sql", "--warehouse", warehouse, "--", "--warehouse").output

@@ -27,6 +27,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "audits.scan.PurifyUnreconciled": 3,
     "audits.scan_corpus.ScanInputError": 2,
     "audits.store.SelectionError": 2,
+    "flows.cli_polish.RepeatedOption": 2,
     "flows.config.ConfigError": 2,
     "flows.query.QueryError": 2,
     "generators.operator_registry.UnknownOperatorError": 2,
