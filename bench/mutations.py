@@ -1275,6 +1275,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_cli_polish.py::test_a_one_value_option_given_twice_is_refused",),
         "`variants --source tomi --source hitom` runs on hitom alone and says nothing",
     ),
+    # lead: a dry run of a local release checks its licenses as the training would
+    Mutation(
+        "license.dry_run_unchecked",
+        "flows/commands/rl.py",
+        "    if not dry_run or local:",
+        "    if not dry_run:",
+        ("tests/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
+        "`train --dry-run` prints a plan for a split the real run refuses for its license",
+    ),
 )
 
 

@@ -100,12 +100,24 @@ def test_train_refuses_a_split_with_a_restricted_source(tmp_path: Path) -> None:
         ).exit_code
         == 0
     )
-    refused = run(
-        "train", "--backend", "verl", "--dataset", str(target), "--model", "Qwen/Qwen2.5-0.5B", "--train", "all/train"
+    train = (
+        "train",
+        "--backend",
+        "verl",
+        "--dataset",
+        str(target),
+        "--model",
+        "Qwen/Qwen2.5-0.5B",
+        "--train",
+        "all/train",
     )
-    assert_one_line_error(
-        refused, "source gamma", "'MIT (evaluation only)'", "all/train", "--allow-restricted-training"
-    )
+    for refused in (run(*train), run(*train, "--dry-run")):  # a dry run must not promise what the run refuses
+        assert_one_line_error(
+            refused, "source gamma", "'MIT (evaluation only)'", "all/train", "--allow-restricted-training"
+        )
+    planned = run(*train, "--dry-run", "--allow-restricted-training")
+    assert planned.exit_code == 0 and "its license forbids training" in planned.output
+    assert "checked when the training starts" not in planned.output
     with pytest.raises(ReleaseReadError, match="source beta"):  # beta's 2 unsplit rows: not for training either
         check_training_split(target, SplitRef("all", "unsplit"), "r")
     found = check_training_split(target, SplitRef("all", "train"), "r", allow=True)

@@ -298,6 +298,8 @@ def test_train_dry_runs(setup) -> None:
     )
     assert verl.exit_code == 0, verl.output
     assert "ray job submit" in verl.stdout and "algorithm.adv_estimator=reinforce_plus_plus" in verl.stdout
+    assert "licenses of the train split: checked when the training starts" in verl.stdout  # a Hub id: not fetched
+    assert "checked when the training starts" not in trl.stdout  # a local release: checked in the dry run too
     bad = runner.invoke(app, ["train", "--dataset", "x", "--model", "m", "--train", "nosplit", "--dry-run"])
     assert bad.exit_code == 2
 

@@ -165,7 +165,8 @@ def train(
             max_response_length=max_completion_length,
             output_dir=output_dir and str(output_dir),
         )
-    if not dry_run:
+    local = Path(dataset).is_dir()
+    if not dry_run or local:  # a dry run checks a local release too; a Hub one is not downloaded for it
         check_training_licenses(dataset, revision, train_split, allow_restricted_training)
     settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
     outcome = stage.launch(
@@ -181,7 +182,10 @@ def train(
         **flags_set(data_dir=data_dir),
     )
     if dry_run:
-        sys.stdout.write(outcome["plan"] + "\n")
+        unchecked = (
+            "" if local else "\n(licenses of the train split: checked when the training starts, not in a dry run)"
+        )
+        sys.stdout.write(outcome["plan"] + unchecked + "\n")
         return
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
