@@ -36,10 +36,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +46,8 @@ from typing import Iterator
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tests.ray_cluster import two_node_cluster  # noqa: E402
 
 MODES = ("local", "ray-1", "ray-2")
 WORKERS = {"local": 1, "ray-1": 1, "ray-2": 2}
@@ -59,63 +59,23 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(temp_dir: str) -> None:
-    """End this cluster's processes (their command lines name its temp dir), and no other Ray's."""
-    import psutil
-
-    mine = [p for p in psutil.process_iter(["cmdline"]) if any(temp_dir in a for a in p.info["cmdline"] or [])]
-    for proc in mine:
-        proc.send_signal(signal.SIGTERM)
-    _, alive = psutil.wait_procs(mine, timeout=15)
-    for proc in alive:
-        proc.kill()
-    psutil.wait_procs(alive, timeout=5)
-
-
 @contextmanager
-def two_node_cluster(worker_niceness: int) -> Iterator[str]:
-    """A head and a second raylet, one CPU each, whose workers run at `worker_niceness` (Ray's default
-    is 15: on a busy machine its workers then get a fraction of the CPU share of a nice-0 local run);
-    yields the address; always torn down."""
-    ray_cmd = str(Path(sys.executable).with_name("ray"))
-    port = _free_port()
-    temp_dir = tempfile.mkdtemp(prefix="rb", dir="/tmp")  # short: Ray's socket paths have a length limit
+def bench_cluster(worker_niceness: int) -> Iterator[str]:
+    """The two-node cluster (`tests/ray_cluster.py`), the head carrying `bench_head`, workers at
+    `worker_niceness` (Ray's default is 15: on a busy machine its workers then get a fraction of the CPU
+    share of a nice-0 local run); yields the address; torn down also when the bench is killed."""
     env = {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV, "RAY_worker_niceness": str(worker_niceness)}
-    common = ["--num-cpus=1", "--object-store-memory=200000000", f"--temp-dir={temp_dir}"]
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still runs the finally below
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still runs the teardown
     try:
-        subprocess.run(
-            [
-                ray_cmd,
-                "start",
-                "--head",
-                f"--port={port}",
-                "--include-dashboard=false",
-                f"--resources={json.dumps({HEAD_RESOURCE: 1})}",
-                *common,
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
+        with two_node_cluster(
+            env,
+            prefix="rb",
+            object_store_memory=200_000_000,
+            head_args=[f"--resources={json.dumps({HEAD_RESOURCE: 1})}"],
             timeout=180,
-        )
-        subprocess.run(
-            [ray_cmd, "start", f"--address=127.0.0.1:{port}", *common],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=180,
-        )
-        yield f"127.0.0.1:{port}"
+        ) as address:
+            yield address
     finally:
-        _stop(temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -227,7 +187,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     walls: dict[tuple[int, str], float] = {}
-    with two_node_cluster(args.worker_niceness) as address:
+    with bench_cluster(args.worker_niceness) as address:
         for k, n in enumerate(sizes):
             order = MODES[k % 3 :] + MODES[: k % 3]
             results = {m: run_mode(m, address, wh, folders[n], args.work / "ray-out" / m) for m in order}
