@@ -68,7 +68,9 @@ SIZES = {  # data, model and run sizes: "gpu" for the H200 run, "tiny" to check 
 }
 
 
-def _peak_gb(reset: bool = True) -> float | None:
+def peak_gpu_gb(reset: bool = True) -> float | None:
+    """Peak GPU memory since the last reset, in GiB (None without a GPU); resets the peak unless told not to,
+    so each phase of a run reports its own."""
     import torch
 
     if not torch.cuda.is_available():
@@ -197,7 +199,7 @@ def _sft(args: argparse.Namespace, cfg: dict[str, Any], gpu: bool, train_ds: Any
     """Phase 3: the supervised warm-up from `work/base` into `work/sft`."""
     from tomforge.rl.sft import sft_warmup
 
-    _peak_gb()
+    peak_gpu_gb()
     sft = sft_warmup(
         str(Path(args.work) / "base"),
         tokenizer,
@@ -215,7 +217,7 @@ def _sft(args: argparse.Namespace, cfg: dict[str, Any], gpu: bool, train_ds: Any
         "seconds": round(sft["seconds"], 2),
         "train_loss": sft["train_loss"],
         "steps_per_s": round(sft["steps"] / sft["seconds"], 3),
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
         "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in sft["log_history"] if "loss" in h],
     }
 
@@ -255,7 +257,7 @@ def _rl(
         "completion_tokens_per_s": round(completion_tokens / rl["seconds"], 1),
         "prompts_per_step": cfg["rl_batch"] // cfg["generations"],
         "completions_per_step": cfg["rl_batch"],
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
         "settings": {k: v for k, v in vars(settings).items() if k != "extra"},
         "reward_first10": _mean(curve[:10], "reward"),
         "reward_last10": _mean(curve[-10:], "reward"),
@@ -304,7 +306,7 @@ def _eval(
             "command": "tomforge " + " ".join(eval_args),
             "seconds": round(time.perf_counter() - started, 2),
             "generation": summary["generation"],
-            "peak_gpu_gb": _peak_gb(),
+            "peak_gpu_gb": peak_gpu_gb(),
         }
         save()
         con = duckdb.connect(str(work / "warehouse.duckdb"), read_only=True)

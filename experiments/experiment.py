@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.demo import peak_gpu_gb
+
 ARMS = {  # arm -> the release split it trains on
     "templated-real": "hitom/train_orders0to3",
     "templated-real-stories": "hitom/train_story_split",
@@ -65,16 +67,6 @@ RECIPE = dict(
     generator="fast",
     fast_rollouts=True,
 )
-
-
-def _peak_gb() -> float | None:
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    peak = torch.cuda.max_memory_allocated() / 2**30
-    torch.cuda.reset_peak_memory_stats()
-    return round(peak, 3)
 
 
 def eval_args(
@@ -160,7 +152,7 @@ def run_arm(
     result: dict[str, Any] = json.loads(saved.read_text()) if phase == "eval" and saved.is_file() else {}
     result.update(arm=name, recipe=recipe, device=torch.cuda.get_device_name(0) if gpu else "cpu")
     save = lambda: (folder / "arm.json").write_text(json.dumps(result, indent=1, default=str))  # noqa: E731
-    _peak_gb()
+    peak_gpu_gb()
     if name != "base" and phase in ("all", "train"):
         from transformers import AutoTokenizer
 
@@ -190,13 +182,13 @@ def run_arm(
             "seconds": round(sft["seconds"], 2),
             "tokens": tokens,
             "skipped_nonfinite_steps": sft["skipped_nonfinite_steps"],
-            "peak_gpu_gb": _peak_gb(),
+            "peak_gpu_gb": peak_gpu_gb(),
             "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h],
         }
         save()
         command, seconds = _tomforge(train_args(str(folder / "sft"), release, ARMS[name], folder / "rl", recipe, gpu))
         log = json.loads((folder / "rl" / "log_history.json").read_text())
-        result["rl"] = {"command": command, "seconds": round(seconds, 2), "peak_gpu_gb": _peak_gb(), "log": log}
+        result["rl"] = {"command": command, "seconds": round(seconds, 2), "peak_gpu_gb": peak_gpu_gb(), "log": log}
         save()
     if phase == "train":
         return result
@@ -210,7 +202,7 @@ def run_arm(
         "command": command,
         "seconds": round(seconds, 2),
         "generation": summary["generation"],
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
     }
     save()
     return result

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.demo import peak_gpu_gb
+
 EVAL_SPLITS = (
     "tomforge_gen/test_orders0to3",
     "tomforge_gen/test_orders4to6",
@@ -125,16 +127,6 @@ def model_dir(work: Path, arm: str, seed: int) -> Path:
     return work / f"{arm}-s{seed}" / ("rl" if ARMS[arm].start else "sft")
 
 
-def _peak_gb() -> float | None:
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    peak = torch.cuda.max_memory_allocated() / 2**30
-    torch.cuda.reset_peak_memory_stats()
-    return round(peak, 3)
-
-
 def _deadline_callback(deadline: float | None) -> list[Any]:
     """A TrainerCallback that stops training at the deadline (unix time); the steps done are recorded."""
     if deadline is None:
@@ -189,7 +181,7 @@ def run_sft(
         "seconds": round(result["seconds"], 2),
         "tokens": result["tokens"],
         "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
         "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h],
     }
 
@@ -241,7 +233,7 @@ def run_rl(job: Job, release: Path, work: Path, recipe: dict[str, Any], deadline
         "planned_steps": recipe["rl_steps"],
         "seconds": round(result["seconds"], 2),
         "step_times": [round(t, 3) for t in result["step_times"]],
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
         "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
         "generation": result["generation"],
         "curve": [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in steps],
@@ -283,7 +275,7 @@ def run_eval(job: Job, release: Path, work: Path, recipe: dict[str, Any]) -> dic
         "new_tokens": stats.new_tokens,
         "generation_seconds": round(stats.seconds, 2),
         "new_tokens_per_s": round(stats.tokens_per_s, 1),
-        "peak_gpu_gb": _peak_gb(),
+        "peak_gpu_gb": peak_gpu_gb(),
     }
 
 
@@ -296,7 +288,7 @@ def run_job(
     folder = work / f"{job.arm}-s{job.seed}"
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    _peak_gb()
+    peak_gpu_gb()
     if job.kind == "sft":
         record = run_sft(job, release, materialize(model), work, recipe, deadline)
     elif job.kind == "rl":
