@@ -12,6 +12,8 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from tomforge.atomic_files import write_text_atomically
+
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1200px;
        padding: 0 16px; color: #1a1a1a; }
@@ -56,5 +58,5 @@ def render_html(markdown: str, folder: Path, title: str) -> str:
 
 def write_html(markdown: str, path: Path, title: str) -> Path:
     """`audit_report.html` beside the Markdown, figures read from the same folder."""
-    path.write_text(render_html(markdown, path.parent, title), encoding="utf-8")
+    write_text_atomically(path, render_html(markdown, path.parent, title))
     return path

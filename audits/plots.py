@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from tomforge.atomic_files import replaced_on_success
 from tomforge.audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS
 from tomforge.audits.config import AuditParams
 from tomforge.audits.evidence import letter
@@ -29,7 +30,8 @@ OVER_Z = 3.0  # a letter drawn red in a side whose positions depart from uniform
 
 
 def save(fig: Figure, path) -> None:
-    fig.savefig(path, dpi=110, metadata=_PNG_META)
+    with replaced_on_success(path) as temp:
+        fig.savefig(temp, dpi=110, metadata=_PNG_META, format="png")
     plt.close(fig)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tomforge.atomic_files import write_text_atomically
 from tomforge.audits import plots
 from tomforge.audits.config import AuditParams
 from tomforge.audits.html import write_html
@@ -254,6 +255,6 @@ def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: Audit
     ]
     path = out_dir / "audit_report.md"
     text = "\n".join(lines) + "\n"
-    path.write_text(text, encoding="utf-8")
+    write_text_atomically(path, text)
     write_html(text, out_dir / "audit_report.html", title=f"Audit report {summary.run_id}")
     return path

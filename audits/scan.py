@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import polars as pl
 
+from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.audits import store
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.audits.scan_corpus import Shard, read_batches, resolve_shards
@@ -218,7 +219,7 @@ def _ledger(results: list[ShardResult], purify_dir: Path, hits: pl.DataFrame) ->
 
 
 def _write_ledger(out: Path, ledger: dict, hits: pl.DataFrame) -> None:
-    (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text_atomically(out / LEDGER_FILE, json.dumps(ledger, indent=2, sort_keys=True) + "\n")
     removed = (
         hits.group_by("doc_id", "shard", "row")
         .agg(
@@ -227,7 +228,8 @@ def _write_ledger(out: Path, ledger: dict, hits: pl.DataFrame) -> None:
         )
         .sort("shard", "row")
     )
-    removed.write_parquet(out / REMOVED_FILE)
+    with replaced_on_success(out / REMOVED_FILE) as temp:
+        removed.write_parquet(temp)
 
 
 def read_benchmark(warehouse: Path, where: str) -> pl.DataFrame:
@@ -270,7 +272,8 @@ def run_scan(
     results = runner(index, shards, settings, progress)
     hits = pl.concat([r.hits for r in results]) if results else pl.DataFrame(schema=HITS_SCHEMA)
     out_dir.mkdir(parents=True, exist_ok=True)
-    hits.write_parquet(out_dir / HITS_FILE)
+    with replaced_on_success(out_dir / HITS_FILE) as temp:
+        hits.write_parquet(temp)
     ledger = None
     if purify is not None:
         ledger = _ledger(results, purify, hits)

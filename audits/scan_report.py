@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tomforge.atomic_files import write_text_atomically
 from tomforge.audits.html import write_html
 from tomforge.audits.report import LEGEND, STATUS_TEXT, markdown_table
 from tomforge.audits.scan_index import BenchmarkIndex
@@ -114,7 +115,7 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
     ]
     text = "\n".join(lines) + "\n"
     out = summary.out_dir
-    (out / "scan_report.md").write_text(text, encoding="utf-8")
+    write_text_atomically(out / "scan_report.md", text)
     write_html(text, out / "scan_report.html", title="Scan report")
 
 

@@ -1284,6 +1284,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
         "`train --dry-run` prints a plan for a split the real run refuses for its license",
     ),
+    Mutation(
+        "atomic_files.write_in_place",
+        "tomforge/atomic_files.py",
+        'temp = path.with_name(f".{path.name}.partial-{os.getpid()}")',
+        "temp = path",
+        ("tests/test_atomic_files.py",),
+        "a report or eval_rows.jsonl written in place: a killed writer leaves a torn file where the old one was",
+    ),
 )
 
 

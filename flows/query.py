@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from tomforge.atomic_files import replaced_on_success
 from tomforge.errors import TomforgeError
 
 PREVIEW_ROWS = 50
@@ -255,7 +256,7 @@ def write_query_file(
     if fmt is OutputFormat.parquet:
         return write_parquet(con, query, str(output), limit)
     try:
-        with open(output, "w", encoding="utf-8", newline="") as out:
+        with replaced_on_success(output) as partial, open(partial, "w", encoding="utf-8", newline="") as out:
             return stream_rows(con, query, fmt, out, limit)
     except OSError as exc:
         raise QueryError(f"{output}: cannot write: {exc.strerror or exc}") from None

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.models import materialize
 from tomforge.rl.release import SplitRef, read_split, renderings_of
@@ -452,8 +453,8 @@ def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    with replaced_on_success(out) as temp:
+        fig.savefig(temp, dpi=120, format="png")
     plt.close(fig)
     return out
 
@@ -484,12 +485,10 @@ def _share(value: float | None) -> str:
 def write_rows(rows: list[dict[str, Any]], out: Path) -> Path:
     """Every evaluated row as a JSON line, written before the warehouse store: a store refused (a busy lock)
     loses none of the generation's work."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows), encoding="utf-8")
+    write_text_atomically(out, "".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows))
     return out
 
 
 def write_summary(summary: dict[str, Any], out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1, sort_keys=True))
+    write_text_atomically(out, json.dumps(summary, indent=1, sort_keys=True))
     return out

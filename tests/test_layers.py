@@ -15,6 +15,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
         "record contract",
         (
             "tomforge.errors",
+            "tomforge.atomic_files",  # files written beside their target and renamed over it
             "tomforge.schemas",
             "tomforge.warehouse.record",
             "tomforge.warehouse.columns",
