@@ -41,6 +41,7 @@ from itertools import product
 from typing import Any, Iterator, Sequence
 
 from tomforge.generators import question_forms as forms
+from tomforge.generators.agent_control import AgentPadder
 from tomforge.generators.balance import Deck
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.entities import pools as entity_pools
@@ -120,6 +121,7 @@ class Generator:
         self.story_deck = Deck(product(MOVE_COUNTS, settings.styles), self.rng)
         self.planner = QuestionPlanner(settings, self.rng, variants)
         self.padder = Padder(settings.controls)
+        self.agent_padder = AgentPadder(settings.controls, self.pools.objects)  # list / answerability mentions
         self.writer = RecordWriter(settings, self.pools, variants)
         self.story_no = 0
 
@@ -170,6 +172,10 @@ class Generator:
                 continue
             idle = 0
             story = self.padder.pad(story, [q for q in questions if q.key not in forms.KNOWLEDGE_FORMS], rng)
+            knowledge = [q for q in questions if q.key in forms.KNOWLEDGE_FORMS]
+            if knowledge:  # own random state: the container questions' records stay as without these forms
+                agent_rng = random.Random(derive_seed("agent-padding", story_seed))
+                story = self.agent_padder.pad(story, knowledge, engine, agent_rng)
             self.planner.count_asked(story, questions)
             yield from self.writer.records(story, story_seed, questions, engine, rng)
 
