@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import replace
-from itertools import product
+from itertools import permutations, product
 from typing import Hashable, Sequence
 
 from tomforge.generators import question_forms as forms
@@ -106,11 +106,16 @@ class AgentPadder:
         self.ranks = RankBalancer()
         self.most: dict[Hashable, float] = defaultdict(float)
 
-    def outcomes(self, keys: dict[str, list[Key]], wanted: list[tuple[Hashable, tuple[int, ...]]]) -> list[Outcome]:
+    def outcomes(
+        self,
+        keys: dict[str, list[Key]],
+        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        rankings: Sequence[str] = AGENT_RANKINGS,
+    ) -> list[Outcome]:
         """Each gold's spread under each ranking, into its (form, k, g or answer) stratum and its (form, k) pool."""
         out: list[Outcome] = []
         for stratum, golds in wanted:
-            for name in AGENT_RANKINGS:
+            for name in rankings:
                 for gold in golds:
                     vector = spread(keys[name], gold)
                     out += [((name, stratum), vector), ((name, stratum[:2]), vector)]
@@ -129,7 +134,8 @@ class AgentPadder:
         if not self.controls or not wanted:
             return story
         agents = story.agents
-        events = self._speakers_of_stores(list(story.events), agents, wanted)
+        events = self._entering_order(list(story.events), agents, wanted, rng)
+        events = self._speakers_of_stores(events, agents, wanted)
         scene = next((i for i, e in enumerate(events) if e.kind == SCENE), 0)
         slots = [  # never between two enterings (HiToM tells a run of them as one sentence)
             p
@@ -138,17 +144,18 @@ class AgentPadder:
         ]
         said = {(e.agent, e.thing) for e in events if e.kind == STATEMENT}
         fresh = {a: [t for t in self.things if t != story.obj and (a, t) not in said] for a in agents}
+        base = agent_keys(events, agents)
+        memo: dict[tuple[str, tuple[int, ...]], float] = {}
         best: tuple[float, list[tuple[float, Event]], dict[str, list[Key]]] | None = None
-        for counts in product(range(MAX_AGENT_PADDING + 1), repeat=len(agents)):
-            if sum(counts) > MAX_AGENT_PADDING or any(c > len(fresh[a]) for a, c in zip(agents, counts)):
+        for counts in count_vectors(len(agents), MAX_AGENT_PADDING):
+            if any(c > len(fresh[a]) for a, c in zip(agents, counts)):
                 continue
             added = [
                 (rng.choice(slots) - 0.5 + 0.01 * j, a)
                 for j, a in enumerate(a for a, c in zip(agents, counts) for _ in range(c))
             ]
-            placed = _placed(events, [(p, Event(STATEMENT, agent=a)) for p, a in added])
-            keys = agent_keys(placed, agents)
-            cost = self.cost(keys, wanted, len(added))
+            keys = with_opinions(base, added, agents)
+            cost = self.cost(keys, wanted, len(added), memo)
             if best is None or cost < best[0]:
                 best = (cost, [(p, Event(STATEMENT, agent=a)) for p, a in added], keys)
         assert best is not None  # the empty count vector is always feasible
@@ -164,8 +171,44 @@ class AgentPadder:
             made.append((position, Event(STATEMENT, agent=stub.agent, polarity=rng.choice(OPINIONS), thing=thing)))
         return story.with_events(_placed(events, made))
 
-    def cost(self, keys: dict[str, list[Key]], wanted: list[tuple[Hashable, tuple[int, ...]]], added: int) -> float:
-        return self.ranks.cost(self.outcomes(keys, wanted)) + self.most_cost(keys, wanted) + AGENT_PADDING_PENALTY * added
+    def cost(
+        self,
+        keys: dict[str, list[Key]],
+        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        added: int,
+        memo: dict[tuple[str, tuple[int, ...]], float],
+    ) -> float:
+        """The squared deviations after this story's outcomes, plus the padding's penalty; each ranking's
+        part memoized per rank pattern (only the order of the keys matters) within one story."""
+        total = self.most_cost(keys, wanted) + AGENT_PADDING_PENALTY * added
+        for name in AGENT_RANKINGS:
+            distinct = sorted(set(keys[name]), reverse=True)
+            pattern = (name, tuple(distinct.index(key) for key in keys[name]))
+            if pattern not in memo:
+                memo[pattern] = self.ranks.cost(self.outcomes(keys, wanted, (name,)))
+            total += memo[pattern]
+        return total
+
+    def _entering_order(
+        self, events: list[Event], agents: Sequence[str], wanted: list[tuple[Hashable, tuple[int, ...]]], rng: random.Random
+    ) -> list[Event]:
+        """The events with the opening run of enterings (everyone walks in before anything happens, so
+        their order changes no belief) in the order whose first mentions cost least."""
+        lead = next((i for i, e in enumerate(events) if e.kind != ENTER), len(events))
+        if lead < 2:
+            return events
+        orders = list(permutations(events[:lead]))
+        rng.shuffle(orders)
+        base = agent_keys(events, agents)["first_mention"]  # the agents the opening run does not name keep theirs
+        index = {a: i for i, a in enumerate(agents)}
+
+        def first_cost(order: tuple[Event, ...]) -> float:
+            first = list(base)
+            for i, event in enumerate(order):
+                first[index[event.the_agent()]] = (-i, 0)
+            return self.ranks.cost(self.outcomes({"first_mention": first}, wanted, ("first_mention",)))
+
+        return [*min(orders, key=first_cost), *events[lead:]]
 
     def _speakers_of_stores(
         self, events: list[Event], agents: Sequence[str], wanted: list[tuple[Hashable, tuple[int, ...]]]
@@ -176,6 +219,7 @@ class AgentPadder:
         at = [i for i, e in enumerate(events) if e.kind == STATEMENT and e.polarity == STORES]
         if not at:
             return events
+        memo: dict[tuple[str, tuple[int, ...]], float] = {}
         best_cost, best = float("inf"), events
         for speakers in product(agents, repeat=len(at)):
             told = [(a, events[i].thing) for a, i in zip(speakers, at)]
@@ -184,7 +228,7 @@ class AgentPadder:
             trial = list(events)
             for a, i in zip(speakers, at):
                 trial[i] = replace(events[i], agent=a)
-            cost = self.cost(agent_keys(trial, agents), wanted, 0)
+            cost = self.cost(agent_keys(trial, agents), wanted, 0, memo)
             if cost < best_cost:
                 best_cost, best = cost, trial
         return best
@@ -192,6 +236,29 @@ class AgentPadder:
     def shares(self, name: str, stratum: Hashable, golds: int) -> list[float]:
         """The golds' share of each place in a (form, k) stratum holding `golds` golds (for the bench and tests)."""
         return self.ranks.shares((name, stratum), golds)
+
+
+def with_opinions(
+    base: dict[str, list[Key]], added: Sequence[tuple[float, str]], agents: Sequence[str]
+) -> dict[str, list[Key]]:
+    """`agent_keys` of the events with an opinion by each agent of `added` at its position (p - 0.5
+    sits before event p), without building the event list: a mention more, maybe a later last or an
+    earlier first mention; no move verb."""
+    index = {a: i for i, a in enumerate(agents)}
+    count, first, last = list(base["mentions"]), list(base["first_mention"]), list(base["last_mention"])
+    for position, agent in added:
+        a = index[agent]
+        count[a] = (count[a][0] + 1,)
+        first[a] = max(first[a], (-position, 0))
+        last[a] = max(last[a], (position, 0))
+    return {"mentions": count, "first_mention": first, "last_mention": last, "last_move": base["last_move"]}
+
+
+def count_vectors(n: int, total: int) -> list[tuple[int, ...]]:
+    """Every vector of `n` non-negative counts summing to at most `total` (lexicographic order)."""
+    if n == 0:
+        return [()]
+    return [(c, *rest) for c in range(total + 1) for rest in count_vectors(n - 1, total - c)]
 
 
 def _placed(events: Sequence[Event], added: Sequence[tuple[float, Event]]) -> list[Event]:
