@@ -37,6 +37,7 @@ from tomforge.generators.world import ENTER, EXIT, MOVE, SCENE, STATEMENT, STAY,
 
 AGENT_RANKINGS = ("mentions", "first_mention", "last_mention", "last_move")  # sentences naming = mentions here
 MAX_AGENT_PADDING = 4  # neutral opinions sprinkled into a story to shift the agents' mention counts
+MAX_STORES_TAIL = 2  # "stores" statements about containers outside the story, at its end (the last moves)
 AGENT_PADDING_PENALTY = 0.25  # cost of one added statement against the squared deviations
 OPINIONS = ("likes", "dislikes")
 Outcome = tuple[Hashable, tuple[float, ...]]
@@ -100,9 +101,10 @@ def targets(story: Story, questions: Sequence[Question], engine: BeliefEngine) -
 class AgentPadder:
     """The run's agent-rank controllers; `pad` adds neutral opinions to a story that asks a knowledge question."""
 
-    def __init__(self, controls: bool, things: Sequence[str]) -> None:
+    def __init__(self, controls: bool, things: Sequence[str], elsewhere: Sequence[str]) -> None:
         self.controls = controls
         self.things = tuple(things)
+        self.elsewhere = tuple(elsewhere)  # the pool's containers: a story's own are never named by this padding
         self.ranks = RankBalancer()
         self.most: dict[Hashable, float] = defaultdict(float)
 
@@ -136,6 +138,7 @@ class AgentPadder:
         agents = story.agents
         events = self._entering_order(list(story.events), agents, wanted, rng)
         events = self._speakers_of_stores(events, agents, wanted)
+        events = self._stores_tail(story, events, wanted, rng)
         scene = next((i for i, e in enumerate(events) if e.kind == SCENE), 0)
         slots = [  # never between two enterings (HiToM tells a run of them as one sentence)
             p
@@ -209,6 +212,22 @@ class AgentPadder:
             return self.ranks.cost(self.outcomes({"first_mention": first}, wanted, ("first_mention",)))
 
         return [*min(orders, key=first_cost), *events[lead:]]
+
+    def _stores_tail(
+        self, story: Story, events: list[Event], wanted: list[tuple[Hashable, tuple[int, ...]]], rng: random.Random
+    ) -> list[Event]:
+        """The events with up to `MAX_STORES_TAIL` "stores" statements at the end by distinct agents, about
+        containers that are not in the story ("Nora once stored some receipts in the green bucket": a move
+        verb after the last move, naming no candidate container); the speakers with the least cost."""
+        agents = story.agents
+        outside = [c for c in self.elsewhere if c not in story.containers]
+        memo: dict[tuple[str, tuple[int, ...]], float] = {}
+        tails = [tail for n in range(MAX_STORES_TAIL + 1) for tail in permutations(agents, n)]
+        stub = [[Event(STATEMENT, agent=a, polarity=STORES) for a in tail] for tail in tails]
+        costs = [self.cost(agent_keys([*events, *added], agents), wanted, len(added), memo) for added in stub]
+        best = stub[costs.index(min(costs))]
+        things = rng.sample(outside, len(best))
+        return [*events, *(replace(e, thing=thing) for e, thing in zip(best, things))]
 
     def _speakers_of_stores(
         self, events: list[Event], agents: Sequence[str], wanted: list[tuple[Hashable, tuple[int, ...]]]

@@ -121,7 +121,7 @@ class Generator:
         self.story_deck = Deck(product(MOVE_COUNTS, settings.styles), self.rng)
         self.planner = QuestionPlanner(settings, self.rng, variants)
         self.padder = Padder(settings.controls)
-        self.agent_padder = AgentPadder(settings.controls, self.pools.objects)  # list / answerability mentions
+        self.agent_padder = AgentPadder(settings.controls, self.pools.objects, self.pools.containers)  # list / answerability mentions
         self.writer = RecordWriter(settings, self.pools, variants)
         self.story_no = 0
 
