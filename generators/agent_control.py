@@ -84,7 +84,9 @@ def most_mentioned(keys: dict[str, list[Key]]) -> int:
     return max(range(len(keys["mentions"])), key=lambda a: (keys["mentions"][a], keys["first_mention"][a]))
 
 
-def targets(story: Story, questions: Sequence[Question], engine: BeliefEngine) -> list[tuple[Hashable, tuple[int, ...]]]:
+def targets(
+    story: Story, questions: Sequence[Question], engine: BeliefEngine
+) -> list[tuple[Hashable, tuple[int, ...]]]:
     """Per knowledge question, (stratum, indices of its golds among the agents): a list question's
     knowers; an answerability question's asked agent, stratum keyed by its answer."""
     agents = story.agents
@@ -193,7 +195,11 @@ class AgentPadder:
         return total
 
     def _entering_order(
-        self, events: list[Event], agents: Sequence[str], wanted: list[tuple[Hashable, tuple[int, ...]]], rng: random.Random
+        self,
+        events: list[Event],
+        agents: Sequence[str],
+        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        rng: random.Random,
     ) -> list[Event]:
         """The events with the opening run of enterings (everyone walks in before anything happens, so
         their order changes no belief) in the order whose first mentions cost least."""

@@ -17,7 +17,7 @@ import pytest
 from tomforge.audits.config import AuditParams
 from tomforge.audits.features import item_features, records_frame
 from tomforge.audits.ranks import RANKINGS, gold_ranks, norm, ranking_values, tie_pattern, uniformity_test
-from tomforge.generators.generate import Generator, GenerationSettings
+from tomforge.generators.generate import GenerationSettings, Generator
 from tomforge.generators.question_forms import KNOWLEDGE_FORMS
 
 N = 1500  # list and answerability questions only: 750 of each, about 850 stories
