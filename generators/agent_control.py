@@ -27,7 +27,7 @@ import random
 from collections import defaultdict
 from dataclasses import replace
 from itertools import permutations, product
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 from tomforge.generators import question_forms as forms
 from tomforge.generators.beliefs import BeliefEngine
@@ -41,6 +41,7 @@ MAX_STORES_TAIL = 2  # "stores" statements about containers outside the story, a
 AGENT_PADDING_PENALTY = 0.25  # cost of one added statement against the squared deviations
 OPINIONS = ("likes", "dislikes")
 Outcome = tuple[Hashable, tuple[float, ...]]
+Target = tuple[tuple[Any, ...], tuple[int, ...]]  # ((form, k, g or answer), the golds' indices among the agents)
 
 
 def named_agents(event: Event) -> list[tuple[str, bool]]:
@@ -84,13 +85,11 @@ def most_mentioned(keys: dict[str, list[Key]]) -> int:
     return max(range(len(keys["mentions"])), key=lambda a: (keys["mentions"][a], keys["first_mention"][a]))
 
 
-def targets(
-    story: Story, questions: Sequence[Question], engine: BeliefEngine
-) -> list[tuple[Hashable, tuple[int, ...]]]:
+def targets(story: Story, questions: Sequence[Question], engine: BeliefEngine) -> list[Target]:
     """Per knowledge question, (stratum, indices of its golds among the agents): a list question's
     knowers; an answerability question's asked agent, stratum keyed by its answer."""
     agents = story.agents
-    out: list[tuple[Hashable, tuple[int, ...]]] = []
+    out: list[Target] = []
     for q in questions:
         answer = forms.knowledge_answer(engine, q.key, q.chain)
         if q.key == forms.LIST and isinstance(answer, tuple) and 0 < len(answer) < len(agents):
@@ -113,7 +112,7 @@ class AgentPadder:
     def outcomes(
         self,
         keys: dict[str, list[Key]],
-        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        wanted: list[Target],
         rankings: Sequence[str] = AGENT_RANKINGS,
     ) -> list[Outcome]:
         """Each gold's spread under each ranking, into its (form, k, g or answer) stratum and its (form, k) pool."""
@@ -125,7 +124,7 @@ class AgentPadder:
                     out += [((name, stratum), vector), ((name, stratum[:2]), vector)]
         return out
 
-    def most_cost(self, keys: dict[str, list[Key]], wanted: list[tuple[Hashable, tuple[int, ...]]]) -> float:
+    def most_cost(self, keys: dict[str, list[Key]], wanted: list[Target]) -> float:
         pick = most_mentioned(keys)
         k = len(keys["mentions"])
         return sum((self.most[stratum] + (pick in golds) - len(golds) / k) ** 2 for stratum, golds in wanted)
@@ -179,7 +178,7 @@ class AgentPadder:
     def cost(
         self,
         keys: dict[str, list[Key]],
-        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        wanted: list[Target],
         added: int,
         memo: dict[tuple[str, tuple[int, ...]], float],
     ) -> float:
@@ -198,7 +197,7 @@ class AgentPadder:
         self,
         events: list[Event],
         agents: Sequence[str],
-        wanted: list[tuple[Hashable, tuple[int, ...]]],
+        wanted: list[Target],
         rng: random.Random,
     ) -> list[Event]:
         """The events with the opening run of enterings (everyone walks in before anything happens, so
@@ -219,9 +218,7 @@ class AgentPadder:
 
         return [*min(orders, key=first_cost), *events[lead:]]
 
-    def _stores_tail(
-        self, story: Story, events: list[Event], wanted: list[tuple[Hashable, tuple[int, ...]]], rng: random.Random
-    ) -> list[Event]:
+    def _stores_tail(self, story: Story, events: list[Event], wanted: list[Target], rng: random.Random) -> list[Event]:
         """The events with up to `MAX_STORES_TAIL` "stores" statements at the end by distinct agents, about
         containers that are not in the story ("Nora once stored some receipts in the green bucket": a move
         verb after the last move, naming no candidate container); the speakers with the least cost."""
@@ -235,9 +232,7 @@ class AgentPadder:
         things = rng.sample(outside, len(best))
         return [*events, *(replace(e, thing=thing) for e, thing in zip(best, things))]
 
-    def _speakers_of_stores(
-        self, events: list[Event], agents: Sequence[str], wanted: list[tuple[Hashable, tuple[int, ...]]]
-    ) -> list[Event]:
+    def _speakers_of_stores(self, events: list[Event], agents: Sequence[str], wanted: list[Target]) -> list[Event]:
         """The events with the speakers of the "stores" statements (the container padding's "X once stored
         something in the box": the only sentences that can name an agent with a move verb after the last
         move) chosen for the least cost, each speaker saying it once per container."""
