@@ -113,8 +113,8 @@ class GoldRank(AuditCheck):
             "re-generate with rank controls: the gold's place in that ranking is a shortcut" if groups else "none",
             "Where the gold falls among the options when they are ranked by mention count, first mention, last mention, "
             "sentences naming them and the last move into them; ties split evenly over the places they span. Chi-square "
-            "against uniform with the null covariance of each item's ties, per side, order and number of options "
-            "(list questions apart: their golds against a random subset of the candidates of the same size) "
+            "against uniform with the null covariance of each item's ties, per side, order and number of options; "
+            "list questions apart, their golds against a random subset of the candidates of the same size "
             f"(Bonferroni, alpha {facts.params.alpha:g}).",
             rows,
         )
