@@ -13,7 +13,8 @@ first and last mention, sentences naming it, the last move into it: `generators.
 balanced per order by error diffusion, together with the first-, last- and most-mentioned rules
 (also on yes/no): the scene's listing order sets the first mentions, and padding statements
 (opinions sprinkled in; opinions or "someone once stored something in it" at the end) the rest,
-never a statement the story already holds, so no sentence repeats. Story length (moves) and style come from a
+never a statement the story already holds, so no sentence repeats. List and answerability questions
+get the same for the agents (`generators.agent_control`: who knows is not the most named). Story length (moves) and style come from a
 deck over their combinations; the number of agents is the one whose questions lag behind over the
 orders still open, so each order gets each count about equally. Stories get each operator with
 probability `operator_rate` (scaled by the operator's `rate_scale`), except that lies become more frequent
