@@ -265,9 +265,7 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     patterns = item_patterns(df)
     single = patterns.filter(pl.col("belief_order") != LIST_STRATUM)  # list answers are never pooled into "all"
     several = (
-        single.group_by("selection")
-        .agg(pl.col("belief_order").n_unique().alias("orders"))
-        .filter(pl.col("orders") > 1)
+        single.group_by("selection").agg(pl.col("belief_order").n_unique().alias("orders")).filter(pl.col("orders") > 1)
     )
     pooled = single.join(several.select("selection"), on="selection", how="semi").with_columns(
         pl.lit("all").alias("belief_order")

@@ -122,7 +122,8 @@ class Generator:
         self.story_deck = Deck(product(MOVE_COUNTS, settings.styles), self.rng)
         self.planner = QuestionPlanner(settings, self.rng, variants)
         self.padder = Padder(settings.controls)
-        self.agent_padder = AgentPadder(settings.controls, self.pools.objects, self.pools.containers)  # list / answerability mentions
+        # list / answerability mentions (generators.agent_control)
+        self.agent_padder = AgentPadder(settings.controls, self.pools.objects, self.pools.containers)
         self.writer = RecordWriter(settings, self.pools, variants)
         self.story_no = 0
 
