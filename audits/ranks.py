@@ -24,6 +24,14 @@ Items enter when their gold is one of at least two candidates: the options of a 
 item, else the record's container list (`meta.candidates`). Yes/no items are left to the heuristic
 rules (their gold is not an option). Strata are the belief orders (memory questions apart) and the
 number of candidates, plus all orders pooled ("all") where a side has several.
+
+List questions ("Who knows where the apple is?") have several golds among their candidates (the
+options), so they are grouped apart (stratum "list", never pooled into "all"). The null is that the
+gold list is a uniformly random g-subset of the k candidates: each position then expects g/k golds,
+and the sum of the golds' spreads has covariance g(k-g)/(k-1) times one random candidate's
+(`null_covariance`: sampling g of k without replacement), ties included. The share reported is the
+golds' share of each position (1/k under the null); items where nobody or everybody knows carry no
+information and are left out. A list answer is read as the names it joins with ", ".
 """
 
 from __future__ import annotations
@@ -137,30 +145,59 @@ def null_covariance(pattern: tuple[int, ...]) -> np.ndarray:
     return cov
 
 
-def uniformity_test(patterns: Iterable[tuple[tuple[int, ...], int]]) -> tuple[int, np.ndarray, float, int, float]:
-    """(items, observed share per position, chi-square, degrees of freedom, p-value) of the gold's
-    positions against uniform, items given as (tie pattern, gold's group)."""
+def uniformity_test(
+    patterns: Iterable[tuple[tuple[int, ...], int | tuple[int, ...]]],
+) -> tuple[int, np.ndarray, float, int, float]:
+    """(items, observed share per position, chi-square, degrees of freedom, p-value) of the golds'
+    positions against uniform, items given as (tie pattern, gold's group) or, for a list answer,
+    (tie pattern, the groups of its g golds): a random g-subset of k expects g/k golds per position,
+    with covariance g(k-g)/(k-1) times `null_covariance`. The share is of all the golds counted."""
     observed: np.ndarray | None = None
-    by_pattern: Counter[tuple[int, ...]] = Counter()
-    n = 0
+    by_pattern: Counter[tuple[tuple[int, ...], int]] = Counter()
+    n = golds = 0
     for pattern, group in patterns:
-        v = spread(pattern, group)
+        groups = (group,) if isinstance(group, int) else group
+        v = sum((spread(pattern, g) for g in groups), np.zeros(sum(pattern)))
         observed = v if observed is None else observed + v
-        by_pattern[pattern] += 1
+        by_pattern[pattern, len(groups)] += 1
         n += 1
-    if observed is None:
-        return 0, np.zeros(0), 0.0, 0, 1.0
+        golds += len(groups)
+    if observed is None or not golds:
+        return n, np.zeros(0 if observed is None else len(observed)), 0.0, 0, 1.0
     k = len(observed)
-    cov = sum((count * null_covariance(pattern) for pattern, count in sorted(by_pattern.items())), np.zeros((k, k)))
-    diff = observed - n / k
+    cov = sum(
+        (
+            count * g * (k - g) / (k - 1) * null_covariance(pattern)
+            for (pattern, g), count in sorted(by_pattern.items())
+        ),
+        np.zeros((k, k)),
+    )
+    diff = observed - golds / k
     df = int(np.linalg.matrix_rank(cov, tol=1e-9))
     chi2 = float(diff @ np.linalg.pinv(cov, rcond=1e-9, hermitian=True) @ diff) if df else 0.0
     p_value = float(stats.chi2.sf(chi2, df)) if df else 1.0
-    return n, observed / n, chi2, df, p_value
+    return n, observed / golds, chi2, df, p_value
 
 
-def _stratum(question_type: str | None, belief_order: int | None) -> str:
+LIST_STRATUM = "list"  # list answers: their own groups, never pooled with single-gold items
+
+
+def _stratum(question_type: str | None, belief_order: int | None, answer_format: str | None = None) -> str:
+    if answer_format == "list":
+        return LIST_STRATUM
     return "memory" if question_type == "memory" else "none" if belief_order is None else str(belief_order)
+
+
+def _golds(row: dict, cands: list[str]) -> tuple[int, ...] | None:
+    """Indices of the gold candidates: the one answer, or a list answer's names (joined with ", ");
+    None when a gold is not a candidate, or a list names nobody or everybody (no information)."""
+    if row.get("answer_format") != "list":
+        gold = norm(row.get("answer") or "")
+        return (cands.index(gold),) if gold in cands else None
+    names = {norm(name) for name in (row.get("answer") or "").split(", ") if name.strip()}
+    if not names or not names <= set(cands) or len(names) == len(cands):
+        return None
+    return tuple(sorted(cands.index(name) for name in names))
 
 
 def _candidates(row: dict) -> list[str] | None:
@@ -173,7 +210,8 @@ def _candidates(row: dict) -> list[str] | None:
 
 
 def item_patterns(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per rankable item and ranking: selection, stratum, ranking, k, tie pattern (as text) and the gold's group."""
+    """One row per rankable item and ranking: selection, stratum, ranking, k, tie pattern (as text) and the
+    gold's group (a list answer: its golds' groups, as text)."""
     rows = []
     cache: dict[tuple[str, tuple[str, ...]], dict[str, list[float]]] = {}
     cols = [
@@ -193,17 +231,19 @@ def item_patterns(df: pl.DataFrame) -> pl.DataFrame:
     ]
     for row in df.select(cols).iter_rows(named=True):
         cands = _candidates(row)
-        gold = norm(row.get("answer") or "")
-        if cands is None or gold not in cands:
+        golds = None if cands is None else _golds(row, cands)
+        if cands is None or golds is None:
             continue
         key = (row["context_id"], tuple(cands))
         if key not in cache:
             cache[key] = ranking_values(row["context"] or "", cands)
         values = cache[key]
-        stratum = _stratum(row.get("question_type"), row.get("belief_order"))
+        stratum = _stratum(row.get("question_type"), row.get("belief_order"), row.get("answer_format"))
         for name in RANKINGS:
-            pattern, group = tie_pattern(values[name], cands.index(gold))
-            rows.append((row.get("selection", "all"), stratum, name, len(cands), ",".join(map(str, pattern)), group))
+            groups = [tie_pattern(values[name], gold) for gold in golds]
+            pattern = ",".join(map(str, groups[0][0]))
+            golds_at = ",".join(str(g) for _, g in groups)
+            rows.append((row.get("selection", "all"), stratum, name, len(cands), pattern, golds_at))
     return pl.DataFrame(
         rows,
         schema={
@@ -212,7 +252,7 @@ def item_patterns(df: pl.DataFrame) -> pl.DataFrame:
             "ranking": pl.Utf8,
             "k": pl.Int64,
             "pattern": pl.Utf8,
-            "group": pl.Int64,
+            "group": pl.Utf8,
         },
         orient="row",
     )
@@ -223,12 +263,11 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     items, the gold's share at each position against 1/k, the chi-square, its p-value and whether
     it is flagged (Bonferroni over the groups tested)."""
     patterns = item_patterns(df)
+    single = patterns.filter(pl.col("belief_order") != LIST_STRATUM)  # list answers are never pooled into "all"
     several = (
-        patterns.group_by("selection")
-        .agg(pl.col("belief_order").n_unique().alias("orders"))
-        .filter(pl.col("orders") > 1)
+        single.group_by("selection").agg(pl.col("belief_order").n_unique().alias("orders")).filter(pl.col("orders") > 1)
     )
-    pooled = patterns.join(several.select("selection"), on="selection", how="semi").with_columns(
+    pooled = single.join(several.select("selection"), on="selection", how="semi").with_columns(
         pl.lit("all").alias("belief_order")
     )
     patterns = pl.concat([pooled, patterns])
@@ -237,7 +276,7 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     counted = patterns.group_by([*keys, "pattern", "group"]).len().sort([*keys, "pattern", "group"])
     for key, part in counted.group_by(keys, maintain_order=True):
         items = [
-            (tuple(int(t) for t in pat.split(",")), g)
+            (_ints(pat), _ints(g) if key[1] == LIST_STRATUM else _ints(g)[0])
             for pat, g, c in part.select("pattern", "group", "len").iter_rows()
             for _ in range(c)
         ]
@@ -270,6 +309,10 @@ def gold_ranks(df: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
     return out.sort(
         ["selection", "belief_order", pl.col("ranking").replace_strict(order, return_dtype=pl.Int64), "k", "position"]
     )
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(t) for t in text.split(","))
 
 
 def worst_group(table: pl.DataFrame) -> dict | None:

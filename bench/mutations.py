@@ -1292,6 +1292,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_atomic_files.py",),
         "a report or eval_rows.jsonl written in place: a killed writer leaves a torn file where the old one was",
     ),
+    # issue 28, list controls: agent mention controls and list answers grouped apart in the gold-rank check
+    Mutation(
+        "list_controls.no_opinions",
+        "generators/agent_control.py",
+        "        for counts in count_vectors(len(agents), MAX_AGENT_PADDING):",
+        "        for counts in count_vectors(len(agents), 0):",
+        ("tests/test_generator_list_controls.py",),
+        "list questions without mention padding: the most-mentioned agent is a knower far above chance",
+    ),
+    Mutation(
+        "list_controls.no_stores_tail",
+        "generators/agent_control.py",
+        "        best = stub[costs.index(min(costs))]",
+        "        best = stub[0]",
+        ("tests/test_generator_list_controls.py",),
+        "no move verb after the last move: the last agent named with one is a knower",
+    ),
+    Mutation(
+        "ranks.lists_pooled_with_single_golds",
+        "audits/ranks.py",
+        '    single = patterns.filter(pl.col("belief_order") != LIST_STRATUM)',
+        "    single = patterns",
+        ("tests/test_audit_ranks.py",),
+        "list answers pooled into the all-orders groups of single-gold items, whose null they do not follow",
+    ),
+    Mutation(
+        "ranks.list_null_as_one_gold",
+        "audits/ranks.py",
+        "            count * g * (k - g) / (k - 1) * null_covariance(pattern)",
+        "            count * g * null_covariance(pattern)",
+        ("tests/test_audit_ranks.py",),
+        "a list's golds treated as independent draws: the chi-square of a g-subset is wrong",
+    ),
 )
 
 

@@ -13,7 +13,8 @@ first and last mention, sentences naming it, the last move into it: `generators.
 balanced per order by error diffusion, together with the first-, last- and most-mentioned rules
 (also on yes/no): the scene's listing order sets the first mentions, and padding statements
 (opinions sprinkled in; opinions or "someone once stored something in it" at the end) the rest,
-never a statement the story already holds, so no sentence repeats. Story length (moves) and style come from a
+never a statement the story already holds, so no sentence repeats. List and answerability questions
+get the same for the agents (`generators.agent_control`: who knows is not the most named). Story length (moves) and style come from a
 deck over their combinations; the number of agents is the one whose questions lag behind over the
 orders still open, so each order gets each count about equally. Stories get each operator with
 probability `operator_rate` (scaled by the operator's `rate_scale`), except that lies become more frequent
@@ -41,6 +42,7 @@ from itertools import product
 from typing import Any, Iterator, Sequence
 
 from tomforge.generators import question_forms as forms
+from tomforge.generators.agent_control import AgentPadder
 from tomforge.generators.balance import Deck
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.entities import pools as entity_pools
@@ -120,6 +122,8 @@ class Generator:
         self.story_deck = Deck(product(MOVE_COUNTS, settings.styles), self.rng)
         self.planner = QuestionPlanner(settings, self.rng, variants)
         self.padder = Padder(settings.controls)
+        # list / answerability mentions (generators.agent_control)
+        self.agent_padder = AgentPadder(settings.controls, self.pools.objects, self.pools.containers)
         self.writer = RecordWriter(settings, self.pools, variants)
         self.story_no = 0
 
@@ -170,6 +174,10 @@ class Generator:
                 continue
             idle = 0
             story = self.padder.pad(story, [q for q in questions if q.key not in forms.KNOWLEDGE_FORMS], rng)
+            knowledge = [q for q in questions if q.key in forms.KNOWLEDGE_FORMS]
+            if knowledge:  # own random state: the container questions' records stay as without these forms
+                agent_rng = random.Random(derive_seed("agent-padding", story_seed))
+                story = self.agent_padder.pad(story, knowledge, engine, agent_rng)
             self.planner.count_asked(story, questions)
             yield from self.writer.records(story, story_seed, questions, engine, rng)
 

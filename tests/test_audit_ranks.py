@@ -163,3 +163,94 @@ def test_repeated_sentences_back_to_back_and_against_the_world() -> None:
     flagged = repeated_sentences(frame).filter(pl.col("flagged"))["context_id"].to_list()
     # a: back to back, no trace; b: apart, no trace (HiToM's chapters): kept; c: the world repeats it; d: it does not
     assert flagged == ["a", "d"]
+
+
+# List answers (issue 28, list controls): several golds among the candidates, against a random subset.
+
+
+def test_list_answers_against_a_random_subset_worked_by_hand() -> None:
+    """k = 4 without ties, two golds. Always the top two: per item (1, 1, 0, 0) against (1/2, 1/2, 1/2, 1/2);
+    a random pair of 4 has covariance 2*2/3 * (I/4 - J/16) = (I - J/4)/3, a projector P over 3, so for n items
+    the statistic is (3/n) |n/2 (1, 1, -1, -1)|^2 = 3n, with 3 degrees of freedom. Each of the 6 pairs once: 0."""
+    n, share, chi2, df, _ = uniformity_test([((1, 1, 1, 1), (0, 1))] * 20)
+    assert (n, share.tolist(), df) == (20, [0.5, 0.5, 0.0, 0.0], 3) and chi2 == pytest.approx(60.0)
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    n, share, chi2, df, p_value = uniformity_test([((1, 1, 1, 1), pair) for pair in pairs])
+    assert n == 6 and share.tolist() == [0.25] * 4 and chi2 == pytest.approx(0.0) and p_value == pytest.approx(1.0)
+
+
+def test_list_answers_with_ties_worked_by_hand() -> None:
+    """Pattern (2, 1): two candidates tied on top. A random pair is the tied two, (1, 1, 0), or one of them
+    and the third, (1/2, 1/2, 1) twice: mean (2/3, 2/3, 2/3), deviations d = (1/3, 1/3, -2/3) and -d/2
+    twice, covariance (1/3)(1 + 2/4) d d' = d d' / 2 (rank 1). Always the tied two: n d against n d d' / 2,
+    so chi-square 2n with 1 degree of freedom."""
+    n, share, chi2, df, _ = uniformity_test([((2, 1), (0, 0))] * 10)
+    assert (n, df) == (10, 1) and share.tolist() == pytest.approx([0.5, 0.5, 0.0]) and chi2 == pytest.approx(20.0)
+    # the null's own mix: (1, 1, 0) once and (1/2, 1/2, 1) twice per three items sums to the mean exactly
+    n, share, chi2, df, _ = uniformity_test([((2, 1), (0, 0)), ((2, 1), (0, 1)), ((2, 1), (0, 1))])
+    assert share.tolist() == pytest.approx([1 / 3] * 3) and chi2 == pytest.approx(0.0)
+
+
+def test_random_gold_subsets_keep_the_test_calibrated() -> None:
+    """Heavy ties, golds a uniformly random subset of random size: about 5% of p-values below 0.05."""
+    rng = random.Random(5)
+    runs, rejections = 200, 0
+    for _ in range(runs):
+        items = []
+        for _ in range(100):
+            values = [rng.choice((0, 0, 1, 2)) for _ in range(4)]
+            golds = rng.sample(range(4), rng.randint(1, 3))
+            items.append((tie_pattern(values, 0)[0], tuple(tie_pattern(values, g)[1] for g in golds)))
+        rejections += uniformity_test(items)[4] < 0.05
+    assert 0.02 <= rejections / runs <= 0.09
+
+
+def planted_lists(n: int, skew: bool, seed: int) -> pl.DataFrame:
+    """List questions over four agents named 4, 3, 2 and 1 times (in random order); two of them know.
+    Skew: the two most-mentioned know. Balanced: every pair of the four equally often (n a multiple of 6)."""
+    rng = random.Random(seed)
+    names = ["Ann", "Bob", "Cy", "Dee"]
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    rows = []
+    for i in range(n):
+        by_count = rng.sample(names, 4)  # by_count[0] is named 4 times, by_count[3] once
+        lines = [f"{name} entered the hall." for name in names]
+        lines += [f"{name} likes the pear{j}." for r, name in enumerate(by_count) for j in range(3 - r)]
+        golds = by_count[:2] if skew else [by_count[p] for p in pairs[i % 6]]
+        rows.append(
+            {
+                "selection": "train",
+                "context_id": f"c{i}",
+                "context": " ".join(lines),
+                "options": names,
+                "meta_candidates": None,
+                "answer": ", ".join(sorted(golds)),
+                "answer_format": "list",
+                "question_type": "answerability",
+                "belief_order": 1,
+            }
+        )
+    return pl.DataFrame(rows, schema_overrides={"meta_candidates": pl.List(pl.Utf8)})
+
+
+def test_planted_list_skew_is_caught_in_its_own_group() -> None:
+    """The two most-mentioned agents know: each gold is 1st or 2nd by mentions (shares 1/2, 1/2, 0, 0),
+    chi-square 3n = 360 on 120 items; grouped as "list", never pooled into "all"."""
+    table = gold_ranks(planted_lists(120, skew=True, seed=3), AuditParams())
+    assert set(table["belief_order"]) == {"list"}
+    mentions = table.filter(pl.col("ranking") == "mentions").sort("position")
+    assert mentions["share"].to_list() == [0.5, 0.5, 0.0, 0.0] and mentions["flagged"].all()
+    assert mentions["chi2"][0] == pytest.approx(360.0) and mentions["df"][0] == 3
+    assert mentions["expected"].to_list() == [0.25] * 4
+
+
+def test_balanced_lists_pass_and_single_gold_items_stay_in_their_orders() -> None:
+    """Every pair of agents equally often: each place holds a quarter of the golds exactly (chi-square 0)."""
+    table = gold_ranks(planted_lists(120, skew=False, seed=4), AuditParams())
+    mentions = table.filter(pl.col("ranking") == "mentions")
+    assert mentions["share"].to_list() == pytest.approx([0.25] * 4) and mentions["chi2"][0] == pytest.approx(0.0)
+    assert not table["flagged"].any()
+    mixed = pl.concat([planted_lists(12, skew=False, seed=5), planted(40, skew=False, seed=6)], how="diagonal_relaxed")
+    strata = gold_ranks(mixed, AuditParams(min_group_items=1))
+    all_orders = strata.filter((pl.col("belief_order") == "all") & (pl.col("ranking") == "mentions"))
+    assert set(strata["belief_order"]) == {"list", "all", "1", "2"} and all_orders["n"][0] == 40

@@ -24,11 +24,20 @@ def _ordinal(position: int) -> str:
 
 
 def _stratum(order: str) -> str:
-    return {"memory": "memory questions", "all": "all orders"}.get(order, f"order {order}")
+    return {"memory": "memory questions", "all": "all orders", ranks.LIST_STRATUM: "list questions"}.get(
+        order, f"order {order}"
+    )
 
 
 def describe(row: dict) -> str:
-    """'train, order 0, mention count: gold ranked 3rd of 4 on 43.0% of 1200 items (uniform 25.0%, p=1e-09)'."""
+    """'train, order 0, mention count: gold ranked 3rd of 4 on 43.0% of 1200 items (uniform 25.0%, p=1e-09)';
+    a list group counts golds: 'train, list questions, mention count: 41.0% of the golds of 463 items ranked 1st of 4'."""
+    if row["belief_order"] == ranks.LIST_STRATUM:
+        return (
+            f"{row['selection']}, list questions, {RANKING_LABELS[row['ranking']]}: {_pct(row['share'])} of the golds "
+            f"of {row['n']} items ranked {_ordinal(row['position'])} of {row['k']} "
+            f"(uniform {_pct(row['expected'])}, p={row['p_value']:.2g})"
+        )
     return (
         f"{row['selection']}, {_stratum(row['belief_order'])}, {RANKING_LABELS[row['ranking']]}: gold ranked "
         f"{_ordinal(row['position'])} of {row['k']} on {_pct(row['share'])} of {row['n']} items "
@@ -104,7 +113,8 @@ class GoldRank(AuditCheck):
             "re-generate with rank controls: the gold's place in that ranking is a shortcut" if groups else "none",
             "Where the gold falls among the options when they are ranked by mention count, first mention, last mention, "
             "sentences naming them and the last move into them; ties split evenly over the places they span. Chi-square "
-            "against uniform with the null covariance of each item's ties, per side, order and number of options "
+            "against uniform with the null covariance of each item's ties, per side, order and number of options; "
+            "list questions apart, their golds against a random subset of the candidates of the same size "
             f"(Bonferroni, alpha {facts.params.alpha:g}).",
             rows,
         )
