@@ -1,0 +1,86 @@
+"""Which questions a conversation asks mid-way, chosen so that being asked there tells nothing of the answer.
+
+Where a question can be asked mid-conversation depends on its answer: it may only follow a turn after
+which its answer no longer changes (`generators.dialogue.settled_from`), and a yes/no question whose
+answer is "no" settles earlier than one whose answer is "yes". Left alone, the template
+`exploretom.belief.yn.v0.dialogue.mid` answered "no" on 71% of its 173 items (20,000 items, seed 0;
+55% over every yes/no question asked mid-conversation), and the quoted turn's words did the same
+("for", from "Bye for now" and "wait here for a minute": 63% "no"). The audit's feature-label check
+reads exactly these cues: the template id and each word of the question, against the label (the
+yes/no answer; the gold's letter in multiple choice), over all orders and per order.
+
+`AnswerBalance` admits a place for a question only if, for every key the place gives it (`keys`: its
+template, its template at its order, its format at its order, the phrasing of the quoted turn), each
+label's running surplus over its chance rate (1/2 for yes/no, 1/k for k options) stays within BOUND
+items. The quotas make every label equally frequent over the whole run, so mid-conversation answers
+keep the end-of-conversation rates per key, however long the run. Questions whose labels the quotas do
+not balance (free text, list and answerability, or a run without controls) are not held back.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+from tomforge.generators.dialogue import Phrasing
+from tomforge.generators.questions import Question
+
+Key = tuple[Hashable, ...]
+
+
+class AnswerBalance:
+    """Per (key, label): how many more questions with that label were asked mid-conversation than its
+    chance rate allows."""
+
+    BOUND = 1.5
+
+    def __init__(self) -> None:
+        self.surplus: dict[tuple[Key, Hashable], float] = {}
+
+    def _after(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> dict | None:
+        """The surpluses after one more mid-conversation question with `label`, or None if one leaves the bound."""
+        chance = 1.0 / len(labels)
+        out: dict[tuple[Key, Hashable], float] = {}
+        for key in keys:
+            for other in labels:
+                value = self.surplus.get((key, other), 0.0) + (other == label) - chance
+                if other == label and value > self.BOUND * (len(labels) - 1):
+                    return None
+                out[key, other] = value
+        return out
+
+    def admits(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> bool:
+        return self._after(keys, label, labels) is not None
+
+    def take(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> None:
+        """Count a question asked mid-conversation (`admits` must have said yes)."""
+        after = self._after(keys, label, labels)
+        if after is None:
+            raise ValueError(f"a question labelled {label!r} was asked where the answer balance does not admit it")
+        self.surplus.update(after)
+
+
+def label_of(q: Question, n_options: int, controls: bool) -> tuple[Hashable, tuple[Hashable, ...]] | None:
+    """The label the audit reads off a question and every label it could have had (None: a question whose
+    labels the quotas do not balance, so none is held back)."""
+    if not controls:
+        return None
+    if q.fmt == "yes_no" and q.yes is not None:
+        return ("yes" if q.yes else "no"), ("yes", "no")
+    if q.fmt == "multiple_choice" and q.position is not None:
+        return q.position, tuple(range(n_options))
+    return None
+
+
+def keys(q: Question, style: str, quoted: tuple[str, Phrasing]) -> list[Key]:
+    """What a mid-conversation question shows the audit, beyond its story: its template (style, kind,
+    format, variant: the template id ending `.mid`), the same at its order, its format at its order (the
+    words every quote shares, 'Asked right after ... says'), and each part of the quoted turn's phrasing
+    (`generators.dialogue.phrase`: its opener and its body)."""
+    template = (style, q.kind, q.fmt, q.variant)
+    kind, phrasing = quoted
+    return [
+        ("template", *template),
+        ("order template", q.key, *template),
+        ("order", q.key, q.fmt),
+        *[("quoted turn", q.fmt, kind, part, index) for part, index in enumerate(phrasing)],
+    ]
