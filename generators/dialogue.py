@@ -45,8 +45,8 @@ from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT,
 
 NARRATOR = "Narrator"
 HEARING_RULE = (
-    "(In this conversation, whoever is in a room hears everything said there and nothing said elsewhere; "
-    "a private remark reaches only the one it is addressed to.)"
+    "In this conversation, whoever is in a room hears everything said there and nothing said elsewhere; "
+    "a private remark reaches only the one it is addressed to."
 )
 MID_SHARE = 0.5  # the share of questions asked mid-conversation where the story has a place for them
 

@@ -36,27 +36,26 @@ class AnswerBalance:
     def __init__(self) -> None:
         self.surplus: dict[tuple[Key, Hashable], float] = {}
 
-    def _after(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> dict | None:
-        """The surpluses after one more mid-conversation question with `label`, or None if one leaves the bound."""
+    def _after(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> dict:
+        """The surpluses after one more mid-conversation question with `label`."""
         chance = 1.0 / len(labels)
-        out: dict[tuple[Key, Hashable], float] = {}
-        for key in keys:
-            for other in labels:
-                value = self.surplus.get((key, other), 0.0) + (other == label) - chance
-                if other == label and value > self.BOUND * (len(labels) - 1):
-                    return None
-                out[key, other] = value
-        return out
+        return {
+            (key, other): self.surplus.get((key, other), 0.0) + (other == label) - chance
+            for key in keys
+            for other in labels
+        }
 
     def admits(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> bool:
-        return self._after(keys, label, labels) is not None
+        """Whether `label` stays within its bound under every key: BOUND items ahead of its chance rate for
+        yes/no, (k - 1) x BOUND for k options (so the other labels, each at most that far ahead, keep it at
+        most as far behind)."""
+        bound = self.BOUND * (len(labels) - 1)
+        after = self._after(keys, label, labels)
+        return all(after[key, label] <= bound for key in keys)
 
     def take(self, keys: Sequence[Key], label: Hashable, labels: Sequence[Hashable]) -> None:
-        """Count a question asked mid-conversation (`admits` must have said yes)."""
-        after = self._after(keys, label, labels)
-        if after is None:
-            raise ValueError(f"a question labelled {label!r} was asked where the answer balance does not admit it")
-        self.surplus.update(after)
+        """Count a question asked mid-conversation."""
+        self.surplus.update(self._after(keys, label, labels))
 
 
 def label_of(q: Question, n_options: int, controls: bool) -> tuple[Hashable, tuple[Hashable, ...]] | None:
