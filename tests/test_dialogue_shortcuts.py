@@ -61,7 +61,9 @@ def test_the_quoted_turn_says_nothing_of_the_answer(yes_no) -> None:
                 by_word[word][r["answer"]] += 1
     tested = {w: c for w, c in by_word.items() if c.total() >= 40}
     assert len(tested) > 30 and {"for", "now", "here"} <= set(tested)
-    worst = [(w, c["yes"], c.total()) for w, c in tested.items() if not inside(c["yes"], c.total(), ALPHA / len(tested))]
+    worst = [
+        (w, c["yes"], c.total()) for w, c in tested.items() if not inside(c["yes"], c.total(), ALPHA / len(tested))
+    ]
     assert worst == []
 
 

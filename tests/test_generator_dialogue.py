@@ -282,8 +282,8 @@ def test_hand_world_dialogue_and_its_golds() -> None:
     spoken = tell(story, str, (0,), random.Random(0))  # variant 0: one phrasing per kind, two for comings and goings
     scene, placed = spoken.turns[3], spoken.turns[4]  # said by someone in the room, drawn at random
     assert scene[0] in ("Anne", "Bob", "Carl") and placed[0] in ("Anne", "Bob", "Carl")
-    came = {"Hi everyone, I just came into the", "Hi everyone, I just got to the", "Hello everybody, I just came into the"}
-    came |= {"Hello everybody, I just got to the"}  # variant 0's openers x bodies, written out
+    came = {"Hi everyone, I just came into the", "Hi everyone, I just got to the"}  # variant 0's openers x bodies
+    came |= {"Hello everybody, I just came into the", "Hello everybody, I just got to the"}
     left = {"Bye for now, I'm heading out of the kitchen now.", "Bye for now, I'm walking out of the kitchen."}
     left |= {"Catch you later, I'm heading out of the kitchen now.", "Catch you later, I'm walking out of the kitchen."}
     comes, goes = {f"{text} {room}." for text in came for room in ("kitchen", "hall")}, left
