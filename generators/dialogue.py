@@ -29,7 +29,9 @@ turn it follows ('(Asked right after Bob says "I'm heading out of the kitchen no
 it (`meta.asked_after_turn`: the number of turns said before it; `meta.asked_after_event`: the
 trace index of that turn's event, which the checker cuts the trace at). Only turns after which the
 question's answer never changes are chosen, so the gold is the third person's, item for item; the
-quoted turn names no container, so the quote gives nothing away.
+quoted turn names no container, so the quote gives nothing away. Which questions are asked there is
+balanced on their answers (`generators.dialogue_answers`), so that being asked mid-conversation, or
+after a given turn, gives nothing away either.
 """
 
 from __future__ import annotations
