@@ -11,17 +11,19 @@ yes/no answer; the gold's letter in multiple choice), over all orders and per or
 
 `AnswerBalance` admits a place for a question only if, for every key the place gives it (`keys`: its
 template, its template at its order, its format at its order, the phrasing of the quoted turn), each
-label's running surplus over its chance rate (1/2 for yes/no, 1/k for k options) stays within BOUND
-items. The quotas make every label equally frequent over the whole run, so mid-conversation answers
-keep the end-of-conversation rates per key, however long the run. Questions whose labels the quotas do
-not balance (free text, list and answerability, or a run without controls) are not held back.
+label's running surplus over its chance rate (1/2 for yes/no and "can Bob know", 1/k for k options)
+stays within BOUND items. The quotas make every label equally frequent over the whole run, so
+mid-conversation answers keep the end-of-conversation rates per key, however long the run. Questions
+whose labels the quotas do not balance (free text, list, or a run without controls) are not held back.
 """
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+import random
+from typing import Callable, Hashable, Sequence
 
 from tomforge.generators.dialogue import Phrasing
+from tomforge.generators.question_forms import ANSWERABILITY
 from tomforge.generators.questions import Question
 
 Key = tuple[Hashable, ...]
@@ -57,6 +59,28 @@ class AnswerBalance:
         """Count a question asked mid-conversation."""
         self.surplus.update(self._after(keys, label, labels))
 
+    def choosing(
+        self,
+        keys_at: Callable[[int], list[Key]],
+        labelled: tuple[Hashable, Sequence[Hashable]],
+        choose: Callable[[list[int]], int | None] | None,
+        rng: random.Random,
+    ) -> Callable[[list[int]], int | None]:
+        """A place chooser for `generators.dialogue.choose_cut`: `choose` (or a random draw) among the places
+        this balance admits the question at (`keys_at(place)`: its keys there), counting the one taken."""
+
+        def choose_admitted(places: list[int]) -> int | None:
+            admitted = [j for j in places if self.admits(keys_at(j), *labelled)]
+            if choose is not None:
+                place = choose(admitted)
+            else:
+                place = rng.choice(admitted) if admitted else None
+            if place is not None:
+                self.take(keys_at(place), *labelled)
+            return place
+
+        return choose_admitted
+
 
 def label_of(q: Question, n_options: int, controls: bool) -> tuple[Hashable, tuple[Hashable, ...]] | None:
     """The label the audit reads off a question and every label it could have had (None: a question whose
@@ -67,6 +91,8 @@ def label_of(q: Question, n_options: int, controls: bool) -> tuple[Hashable, tup
         return ("yes" if q.yes else "no"), ("yes", "no")
     if q.fmt == "multiple_choice" and q.position is not None:
         return q.position, tuple(range(n_options))
+    if q.fmt == ANSWERABILITY and q.gold in ("yes", "no"):  # "can Bob know": the quota balances yes and no
+        return q.gold, ("yes", "no")
     return None
 
 
@@ -83,3 +109,8 @@ def keys(q: Question, style: str, quoted: tuple[str, Phrasing]) -> list[Key]:
         ("order", q.key, q.fmt),
         *[("quoted turn", q.fmt, kind, part, index) for part, index in enumerate(phrasing)],
     ]
+
+
+def keys_at(q: Question, style: str, phrasings: Sequence[tuple[str, Phrasing]], place: int) -> list[Key]:
+    """`keys` of a question asked right after turn `place` (`phrasings`: `Dialogue.phrasings`)."""
+    return keys(q, style, phrasings[place])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from functools import partial
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tomforge.generators import dialogue as dialogue_turns
 from tomforge.generators import dialogue_answers
@@ -115,7 +115,7 @@ class RecordWriter:
         style = story.params["style"]
         for q in questions:
             settled = dialogue_turns.settled_from(partial(forms.answer_in, q=q), engines)
-            balance = None
+            balance: Callable[[list[int]], int | None] | None = None
             if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick of "the container so far" stays at chance
 
                 def hits(place: int, q: Question = q) -> dict[str, bool]:
@@ -124,21 +124,15 @@ class RecordWriter:
                         for h, c in picks[place].items()
                     }
 
-                def balance(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
-                    labelled = dialogue_answers.label_of(q, len(containers), self.settings.controls)
-                    if labelled is not None:  # and the answer keeps its chance rate (generators.dialogue_answers)
-                        places = [
-                            j
-                            for j in places
-                            if self.answer_balance.admits(
-                                dialogue_answers.keys(q, style, spoken.phrasings[j]), *labelled
-                            )
-                        ]
-                    place = self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
-                    if place is not None and labelled is not None:
-                        self.answer_balance.take(dialogue_answers.keys(q, style, spoken.phrasings[place]), *labelled)
-                    return place
+                def surface(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
+                    return self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
 
+                balance = surface
+
+            labelled = dialogue_answers.label_of(q, len(containers), self.settings.controls)
+            if labelled is not None:  # and the answer keeps its chance rate (generators.dialogue_answers)
+                keys_at = partial(dialogue_answers.keys_at, q, style, spoken.phrasings)
+                balance = self.answer_balance.choosing(keys_at, labelled, balance, rng)
             cuts.append(dialogue_turns.choose_cut(spoken, settled, quiet, rng, balance))
         return cuts
 

@@ -14,6 +14,7 @@ from collections import Counter
 import duckdb
 import polars as pl
 import pytest
+from scipy import stats
 
 from tests.audit_data import FAST
 from tomforge.audits.config import AuditParams
@@ -73,6 +74,11 @@ def test_answerability_is_balanced_and_lists_vary(told) -> None:
         assert abs(answers["yes"] - answers["no"]) <= 2, answers
         sizes = Counter(len(r["answer_list"]) for r in told[rendering] if form_of(r) == "list")
         assert len(sizes) >= 3, sizes  # one knower, several, everyone: not a constant the reward could learn
+    mid = Counter(
+        r["answer"] for r in told["dialogue"] if form_of(r) == "answerability" and "asked_after_event" in r["meta"]
+    )
+    low, high = stats.binom.interval(0.999, mid.total(), 0.5)  # a fair coin leaves it with probability <= 0.1%
+    assert mid.total() > 40 and low <= mid["yes"] <= high, mid
 
 
 def test_default_forms_are_todays_formats() -> None:
