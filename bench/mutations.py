@@ -1099,6 +1099,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "asked right after the deciding move: 'the last container said so far' answers",
     ),
     Mutation(
+        "dialogue.mid_answers_unbalanced",
+        "generators/dialogue_answers.py",
+        "return all(after[key, label] <= bound for key in keys)",
+        "return True",
+        ("tests/test_dialogue_shortcuts.py",),
+        "a yes/no question asked mid-conversation is more often 'no': where it is asked gives the answer",
+    ),
+    Mutation(
+        "dialogue.hearing_rule_in_the_conversation",
+        "generators/dialogue.py",
+        "return Dialogue(tuple(teller.turns), tuple(teller.events), tuple(teller.phrasings))",
+        "return Dialogue(((NARRATOR, HEARING_RULE), *teller.turns), (None, *teller.events), "
+        "(('rule', ()), *teller.phrasings))",
+        ("tests/test_dialogue_shortcuts.py",),
+        "every conversation opens with the same 25-word line: held-out ones share long runs with train",
+    ),
+    Mutation(
+        "dialogue.one_greeting_opener",
+        "generators/dialogue.py",
+        'else f"{OPENERS[kind][phrasing[0]]} {body}"',
+        'else f"{OPENERS[kind][0]} {body}"',
+        ("tests/test_dialogue_shortcuts.py",),
+        "comings and goings in a few fixed phrasings: conversations in one room share runs of greetings",
+    ),
+    Mutation(
         "dialogue.oracle_ignores_the_cut",
         "generators/checker.py",
         "return trace if cut is None else trace[: int(cut) + 1]",

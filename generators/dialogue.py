@@ -15,7 +15,10 @@ model (`generators.beliefs`, rule 1). So each event becomes the turn of the agen
 - tells and lies are what the speaker says in the gathering room, to everyone or, for a private
   tell, to one listener ("(privately, to Bob) The apple is in the box.").
 
-One narrator line opens the conversation with the rule of who hears what. Each turn names at most
+The rule of who hears what (`HEARING_RULE`) is not a line of the conversation: said the same way at
+the head of every conversation it was a fixed 25-word run that every two contexts shared (and, with
+the same first greetings, 44-word runs the audit's partial-copy check reads as copying). The record
+writer puts it at the head of every question instead, where the instructions are. Each turn names at most
 one container, the one the event's sentence names in the story (the room's listing names all of
 them once, in order), and only moves and "stored something in it" statements use a move verb, so
 the audit's rankings (mention counts, first and last mention, sentences, last move) are the third
@@ -26,7 +29,9 @@ turn it follows ('(Asked right after Bob says "I'm heading out of the kitchen no
 it (`meta.asked_after_turn`: the number of turns said before it; `meta.asked_after_event`: the
 trace index of that turn's event, which the checker cuts the trace at). Only turns after which the
 question's answer never changes are chosen, so the gold is the third person's, item for item; the
-quoted turn names no container, so the quote gives nothing away.
+quoted turn names no container, so the quote gives nothing away. Which questions are asked there is
+balanced on their answers (`generators.dialogue_answers`), so that being asked mid-conversation, or
+after a given turn, gives nothing away either.
 """
 
 from __future__ import annotations
@@ -41,25 +46,68 @@ from tomforge.generators.templates import join_names
 from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, SCENE, STATEMENT, STAY, TELL, TRANSPARENT, Event, Story
 
 NARRATOR = "Narrator"
-OPENING = "(Whoever is in a room hears everything said there and nothing said elsewhere; a private remark reaches only the one it is addressed to.)"
+HEARING_RULE = (
+    "In this conversation, whoever is in a room hears everything said there and nothing said elsewhere; "
+    "a private remark reaches only the one it is addressed to."
+)
 MID_SHARE = 0.5  # the share of questions asked mid-conversation where the story has a place for them
 
-# Five phrasings per turn kind: 0-2 main, 3-4 held out (as `generators.templates`). Placeholders:
+# Five phrasings per turn kind, or ten for waiting: phrasing i belongs to variant i % 5, so 0-2 main,
+# 3-4 held out (as `generators.templates`). Comings and goings, which every conversation is made of, are
+# an opener ("Hi everyone,", "Bye for now,") and a body, each drawn from ten the same way: 36 main
+# phrasings each. With three whole phrasings each, conversations in one room often opened with the same
+# run of greetings: the audit's partial-copy check found 27- to 33-word runs shared with train. Placeholders:
 # {room}, {obj}, {c} container, {b} listener, {t} thing, {a} agent (narrator lines), {list} containers.
+OPENERS: dict[str, tuple[str, ...]] = {
+    ENTER: (
+        "Hi everyone,",
+        "Hello,",
+        "Hey all,",
+        "Good to see you,",
+        "Hi there,",
+        "Hello everybody,",
+        "Hey,",
+        "Hi all,",
+        "Greetings,",
+        "Good day,",
+    ),
+    EXIT: (
+        "Bye for now,",
+        "See you later,",
+        "Okay,",
+        "Goodbye,",
+        "That's it for me,",
+        "Catch you later,",
+        "Right,",
+        "Well,",
+        "So long,",
+        "Take care,",
+    ),
+}
 TURNS: dict[str, tuple[str, ...]] = {
     ENTER: (
-        "Hi everyone, I just came into the {room}.",
-        "Hello, I'm here in the {room} now.",
-        "Hey all, I've just walked into the {room}.",
-        "Good to see you, I just arrived in the {room}.",
-        "Hi there, I've come into the {room}.",
+        "I just came into the {room}.",
+        "I'm here in the {room} now.",
+        "I've just walked into the {room}.",
+        "I just arrived in the {room}.",
+        "I've come into the {room}.",
+        "I just got to the {room}.",
+        "I've made it to the {room}.",
+        "I've just stepped into the {room}.",
+        "I have entered the {room}.",
+        "I just got into the {room}.",
     ),
     EXIT: (
         "I'm heading out of the {room} now.",
-        "I have to leave the {room}, see you later.",
-        "Bye for now, I'm leaving the {room}.",
+        "I have to leave the {room}.",
+        "I'm leaving the {room}.",
         "I'm stepping out of the {room}.",
-        "Time for me to go out of the {room}.",
+        "I'm going out of the {room}.",
+        "I'm walking out of the {room}.",
+        "I need to get out of the {room}.",
+        "I'm off, out of the {room}.",
+        "I'm exiting the {room}.",
+        "I'll leave the {room} now.",
     ),
     INIT: (
         "The {obj} is in the {c}.",
@@ -81,6 +129,11 @@ TURNS: dict[str, tuple[str, ...]] = {
         "Nothing to do for me, I'll look around for a while.",
         "I'll stay here a minute.",
         "I'm just lingering here for now.",
+        "I'll hang around here for a bit.",
+        "Not doing anything, just standing here.",
+        "I'm just going to sit here quietly.",
+        "I'll remain here for the moment.",
+        "Just passing the time here.",
     ),
     "likes": (
         "I really like the {t}.",
@@ -142,12 +195,31 @@ TURNS: dict[str, tuple[str, ...]] = {
 }
 
 
+Phrasing = tuple[int, ...]  # (body) or (opener, body): indexes into `TURNS[kind]` and `OPENERS[kind]`
+
+
+def phrasings_of(kind: str, variants: Sequence[int]) -> list[Phrasing]:
+    """The phrasings of a turn kind that belong to the run's variants (phrasing i to variant i % 5)."""
+    bodies = [i for i in range(len(TURNS[kind])) if i % 5 in variants]
+    if kind not in OPENERS:
+        return [(i,) for i in bodies]
+    return [(o, i) for o in range(len(OPENERS[kind])) if o % 5 in variants for i in bodies]
+
+
+def phrase(kind: str, phrasing: Phrasing, **fields: Any) -> str:
+    """A turn's text in one phrasing."""
+    body = TURNS[kind][phrasing[-1]].format(**fields)
+    return body if len(phrasing) == 1 else f"{OPENERS[kind][phrasing[0]]} {body}"
+
+
 @dataclass(frozen=True)
 class Dialogue:
-    """Chat turns and, for each, the index of the story event it tells (None: the opening line)."""
+    """Chat turns and, for each, the index of the story event it tells (None: a line of no event) and
+    its kind and phrasing (what a question quoting the turn adds to its words)."""
 
     turns: tuple[tuple[str, str], ...]
     events: tuple[int | None, ...]
+    phrasings: tuple[tuple[str, Phrasing], ...]
 
     @property
     def context(self) -> str:
@@ -164,7 +236,7 @@ def tell(story: Story, name: Callable[[Any], str], variants: Sequence[int], rng:
     teller = _Teller(story, name, variants, rng)
     for index, event in enumerate(story.events):
         teller.turn(index, event)
-    return Dialogue(tuple(teller.turns), tuple(teller.events))
+    return Dialogue(tuple(teller.turns), tuple(teller.events), tuple(teller.phrasings))
 
 
 class _Teller:
@@ -172,21 +244,24 @@ class _Teller:
 
     def __init__(self, story: Story, name: Callable[[Any], str], variants: Sequence[int], rng: random.Random) -> None:
         self.story, self.name, self.variants, self.rng = story, name, variants, rng
-        self.turns: list[tuple[str, str]] = [(NARRATOR, OPENING)]
-        self.events: list[int | None] = [None]
+        self.turns: list[tuple[str, str]] = []
+        self.events: list[int | None] = []
+        self.phrasings: list[tuple[str, Phrasing]] = []
         self.where: dict[str, str | None] = {agent: None for agent in story.agents}
         self.said: set[tuple[str, str]] = set()
         self.room = name(story.room)
 
     def say(self, index: int, speaker: str, kind: str, **fields: Any) -> None:
         """One turn in a phrasing drawn at random, another one if the speaker said that already."""
-        options = [TURNS[kind][v].format(**fields) for v in self.variants]
-        text = self.rng.choice(options)
-        if (speaker, text) in self.said:
-            text = next((t for t in options if (speaker, t) not in self.said), text)
-        self.said.add((speaker, text))
-        self.turns.append((speaker, text))
+        phrasings = phrasings_of(kind, self.variants)
+        options = [phrase(kind, phrasing, **fields) for phrasing in phrasings]
+        pick = self.rng.randrange(len(options))
+        if (speaker, options[pick]) in self.said:
+            pick = next((i for i, t in enumerate(options) if (speaker, t) not in self.said), pick)
+        self.said.add((speaker, options[pick]))
+        self.turns.append((speaker, options[pick]))
         self.events.append(index)
+        self.phrasings.append((kind, phrasings[pick]))
 
     def someone_here(self) -> str:
         """Someone in the story's room (at random), the narrator when nobody is."""
@@ -247,7 +322,8 @@ class _Teller:
         if self.where.get(agent) is not None:
             self.say(index, agent, event.the_polarity(), t=self.name(event.thing))
         else:
-            said = TURNS[event.the_polarity()][self.rng.choice(self.variants)].format(t=self.name(event.thing))
+            polarity = event.the_polarity()
+            said = phrase(polarity, self.rng.choice(phrasings_of(polarity, self.variants)), t=self.name(event.thing))
             self.say(index, NARRATOR, "absent", a=agent, said=said)
 
 
@@ -378,7 +454,10 @@ def choose_cut(
     return balance(places) if balance is not None else rng.choice(places)
 
 
-def asked_after(dialogue: Dialogue, cut: int, question: str) -> str:
-    """The question as asked right after turn `cut`, quoting it."""
+def asked_after(dialogue: Dialogue, cut: int | None, question: str) -> str:
+    """The question as asked in the conversation: the rule of who hears what, then, asked right after
+    turn `cut`, the turn quoted (None: at the end)."""
+    if cut is None:
+        return f"{HEARING_RULE} {question}"
     speaker, text = dialogue.turns[cut]
-    return f'(Asked right after {speaker} says "{text}") {question}'
+    return f'{HEARING_RULE} (Asked right after {speaker} says "{text}") {question}'

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 from functools import partial
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tomforge.generators import dialogue as dialogue_turns
+from tomforge.generators import dialogue_answers
 from tomforge.generators import question_forms as forms
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.entities import Pools, surface
@@ -28,6 +29,7 @@ class RecordWriter:
         self.rendering = settings.rendering
         self.held_out = settings.uses_held_out
         self.cut_balance = dialogue_turns.CutBalance()  # where dialogue questions are asked mid-conversation
+        self.answer_balance = dialogue_answers.AnswerBalance()  # ... and which, so the answer does not show it
 
     def records(
         self, story: Story, story_seed: int, questions: list[Question], engine: BeliefEngine, rng: random.Random
@@ -110,9 +112,10 @@ class RecordWriter:
         quiet = dialogue_turns.quiet_turns(spoken, containers)
         picks = dialogue_turns.surface_picks(spoken, containers)
         cuts = []
+        style = story.params["style"]
         for q in questions:
             settled = dialogue_turns.settled_from(partial(forms.answer_in, q=q), engines)
-            balance = None
+            balance: Callable[[list[int]], int | None] | None = None
             if q.key not in forms.KNOWLEDGE_FORMS:  # a surface pick of "the container so far" stays at chance
 
                 def hits(place: int, q: Question = q) -> dict[str, bool]:
@@ -121,9 +124,15 @@ class RecordWriter:
                         for h, c in picks[place].items()
                     }
 
-                def balance(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
+                def surface(places: list[int], q: Question = q, hits: Any = hits) -> int | None:
                     return self.cut_balance.choose(places, hits, (q.key, q.fmt), q.chance, rng)
 
+                balance = surface
+
+            labelled = dialogue_answers.label_of(q, len(containers), self.settings.controls)
+            if labelled is not None:  # and the answer keeps its chance rate (generators.dialogue_answers)
+                keys_at = partial(dialogue_answers.keys_at, q, style, spoken.phrasings)
+                balance = self.answer_balance.choosing(keys_at, labelled, balance, rng)
             cuts.append(dialogue_turns.choose_cut(spoken, settled, quiet, rng, balance))
         return cuts
 
@@ -136,7 +145,7 @@ class RecordWriter:
         meta["turn_events"] = [None if e is None else e + 1 for e in spoken.events]
         if cut is None:
             meta["asked_after_turn"] = len(spoken.turns)
-            return question, tid
+            return dialogue_turns.asked_after(spoken, None, question), tid
         meta["asked_after_turn"], meta["asked_after_event"] = cut + 1, (spoken.events[cut] or 0) + 1
         return dialogue_turns.asked_after(spoken, cut, question), tid + ".mid"
 

@@ -14,6 +14,7 @@ from collections import Counter
 import duckdb
 import polars as pl
 import pytest
+from scipy import stats
 
 from tests.audit_data import FAST
 from tomforge.audits.config import AuditParams
@@ -34,6 +35,10 @@ from tomforge.warehouse.load import ingest_records
 ALL_FORMS = formats_of_forms(["mc", "free", "yes_no", "list", "answerability"])
 ARGS = {"n": 1400, "max_order": 3, "seed": 5, "formats": ALL_FORMS}
 RENDERINGS = ("third_person", "second_person", "dialogue")
+RULE = (  # who hears what: at the head of every dialogue question, not in the conversation
+    "In this conversation, whoever is in a room hears everything said there and nothing said elsewhere; "
+    "a private remark reaches only the one it is addressed to."
+)
 
 
 def run(rendering: str, **changes) -> list[dict]:
@@ -69,6 +74,11 @@ def test_answerability_is_balanced_and_lists_vary(told) -> None:
         assert abs(answers["yes"] - answers["no"]) <= 2, answers
         sizes = Counter(len(r["answer_list"]) for r in told[rendering] if form_of(r) == "list")
         assert len(sizes) >= 3, sizes  # one knower, several, everyone: not a constant the reward could learn
+    mid = Counter(
+        r["answer"] for r in told["dialogue"] if form_of(r) == "answerability" and "asked_after_event" in r["meta"]
+    )
+    low, high = stats.binom.interval(0.999, mid.total(), 0.5)  # a fair coin leaves it with probability <= 0.1%
+    assert mid.total() > 40 and low <= mid["yes"] <= high, mid
 
 
 def test_default_forms_are_todays_formats() -> None:
@@ -145,13 +155,14 @@ def test_mid_conversation_questions_quote_a_turn_naming_no_container(told) -> No
         k = r["meta"]["asked_after_turn"]
         assert 0 < k < len(r["turns"])
         turn = r["turns"][k - 1]
-        assert r["question"].startswith(f'(Asked right after {turn["speaker"]} says "{turn["text"]}") ')
+        assert r["question"].startswith(f'{RULE} (Asked right after {turn["speaker"]} says "{turn["text"]}") ')
         assert r["meta"]["turn_events"][k - 1] == r["meta"]["asked_after_event"]
         assert not any(mentions(turn["text"], r["meta"]["candidates"]).values())
         assert r["template_id"].endswith(".mid")
     for r in told["dialogue"]:
         if "asked_after_event" not in r["meta"]:
             assert r["meta"]["asked_after_turn"] == len(r["turns"])
+            assert r["question"].startswith(RULE + " ") and "Asked right after" not in r["question"]
 
 
 def test_a_mid_conversation_gold_is_checked_at_its_cut(told) -> None:
@@ -221,7 +232,7 @@ def test_the_audit_runs_unchanged_on_dialogue_records(tmp_path) -> None:
         assert con.execute("SELECT count(*) FROM audit_repeated_sentences WHERE flagged").fetchone()[0] == 0
         assert con.execute("SELECT count(DISTINCT context_kind) FROM items_full").fetchone()[0] == 1
         stored = con.execute("SELECT turns FROM contexts LIMIT 1").fetchone()[0]
-    assert stored and stored[0]["speaker"] == NARRATOR
+    assert stored and stored[0]["speaker"] != NARRATOR  # no opening stage line: the rule is in the question
     assert "gold" in (tmp_path / "audit" / "audit_report.md").read_text().lower()
 
 
@@ -274,26 +285,41 @@ def test_hand_world_dialogue_and_its_golds() -> None:
     import random
 
     story = hand_world()
-    spoken = tell(story, str, (0,), random.Random(0))  # one phrasing per kind
-    scene, placed = spoken.turns[4], spoken.turns[5]  # said by someone in the room, drawn at random
+    spoken = tell(story, str, (0,), random.Random(0))  # variant 0: one phrasing per kind, two for comings and goings
+    scene, placed = spoken.turns[3], spoken.turns[4]  # said by someone in the room, drawn at random
     assert scene[0] in ("Anne", "Bob", "Carl") and placed[0] in ("Anne", "Bob", "Carl")
-    assert spoken.turns[1:4] + (scene[1], placed[1]) + spoken.turns[6:] == (
-        ("Anne", "Hi everyone, I just came into the kitchen."),
-        ("Bob", "Hi everyone, I just came into the kitchen."),
-        ("Carl", "Hi everyone, I just came into the kitchen."),
+    came = {"Hi everyone, I just came into the", "Hi everyone, I just got to the"}  # variant 0's openers x bodies
+    came |= {"Hello everybody, I just came into the", "Hello everybody, I just got to the"}
+    left = {"Bye for now, I'm heading out of the kitchen now.", "Bye for now, I'm walking out of the kitchen."}
+    left |= {"Catch you later, I'm heading out of the kitchen now.", "Catch you later, I'm walking out of the kitchen."}
+    comes, goes = {f"{text} {room}." for text in came for room in ("kitchen", "hall")}, left
+    expected = (
+        ("Anne", comes),
+        ("Bob", comes),
+        ("Carl", comes),
         "In the kitchen we have the box, the basket, the crate and the bag.",
         "The apple is in the box.",
-        ("Bob", "I'm heading out of the kitchen now."),
+        ("Bob", goes),
         ("Anne", "I'm moving the apple to the basket."),
-        ("Carl", "I'm heading out of the kitchen now."),
+        ("Carl", goes),
         ("Anne", "I'm moving the apple to the crate."),
-        ("Anne", "I'm heading out of the kitchen now."),
-        ("Anne", "Hi everyone, I just came into the hall."),
-        ("Bob", "Hi everyone, I just came into the hall."),
-        ("Carl", "Hi everyone, I just came into the hall."),
+        ("Anne", goes),
+        ("Anne", comes),
+        ("Bob", comes),
+        ("Carl", comes),
         ("Anne", "(privately, to Carl) The apple is in the crate."),
     )
-    assert spoken.events == (None, *range(14))
+    told = spoken.turns[:3] + (scene[1], placed[1]) + spoken.turns[5:]
+    assert len(told) == len(expected)
+    for said, want in zip(told, expected):
+        if isinstance(want, str):
+            assert said == want
+        elif isinstance(want[1], set):
+            assert said[0] == want[0] and said[1] in want[1], (said, want)
+        else:
+            assert said == want
+    assert all("hall" in told[i][1] for i in (10, 11, 12)) and all("kitchen" in told[i][1] for i in (0, 1, 2))
+    assert spoken.events == tuple(range(14))
     engine = BeliefEngine(story)
     # who knows: Anne moved it last, Carl was told the truth by someone who knew; Bob saw it in the box
     assert knowledge_answer(engine, "list", ()) == ("Anne", "Carl")
