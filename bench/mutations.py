@@ -1192,7 +1192,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rexp.rationale_arm_trains_answer_only",
         "experiments/rationale_experiment.py",
-        'form = recipe["rationale_form"] if spec.rationale else None',
+        'form = (spec.form or recipe["rationale_form"]) if spec.rationale else None',
         "form = None",
         ("tests/test_rationale_experiment.py",),
         "the rationale arm is trained on answer-only targets",
@@ -1259,10 +1259,27 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rexp.rationale_arm_trains_answer_only",
         "experiments/rationale_experiment.py",
-        'form = recipe["rationale_form"] if spec.rationale else None',
+        'form = (spec.form or recipe["rationale_form"]) if spec.rationale else None',
         "form = None",
         ("tests/test_rationale_experiment.py",),
         "the rationale arm is trained on answer-only targets",
+    ),
+    # run 9 (helper "gpu"): an arm's own seeds; SFT processes grouped by overlapping training windows
+    Mutation(
+        "rexp.seeds_of_ignored",
+        "experiments/rationale_experiment.py",
+        "return seed in own.get(arm, seeds)",
+        "return seed in seeds",
+        ("tests/test_rationale_experiment.py::test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs",),
+        "a third seed of the RL arms retrains every seed of every arm",
+    ),
+    Mutation(
+        "rexp.side_by_side_never_groups",
+        "experiments/rationale_report.py",
+        'if groups and record["started_at"] < max(r["started_at"] + r["seconds"] for r in groups[-1]):',
+        "if False:",
+        ("tests/test_rationale_experiment.py::test_side_by_side_sft_throughput_as_worked_by_hand",),
+        "SFT processes trained side by side are reported one by one: no aggregate throughput",
     ),
     # issue 26: SFT's loss over chunks (tests by helper "speed"); the tile-boundary bug lives in TRL's kernel, so
     # tests/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)

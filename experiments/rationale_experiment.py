@@ -11,7 +11,9 @@ the same seed):
   docs/rationales.md);
 - `rationale-templated`: the same, on the generator with `controls=False`;
 - `rationale-rl`: the rationale model, then TRL RLOO with the outcome reward (format + correctness);
-- `rationale-rl-process`: the same with the process reward added (`RewardWeights.process`).
+- `rationale-rl-process`: the same with the process reward added (`RewardWeights.process`);
+- `rationale-beliefs`, `rationale-curriculum`: the `rationale` arm with the other text forms of
+  `generators.rationale_text.FORMS` (run 9: which form to keep), evaluated with room for their longer texts.
 
 Every model is evaluated (greedy, the fast path) on controlled held-out orders 0-3 and 4-6 (never trained),
 templated held-out orders 0-3, HiToM's held-out stories and order 4, and the ToMi test sample; the rows, with
@@ -58,6 +60,8 @@ class Arm:
     rationale: bool = True
     start: str | None = None  # an SFT arm whose model (same seed) the RL starts from
     process: float = 0.0  # weight of the process reward in RL
+    form: str | None = None  # the rationale's text form (None: the recipe's `rationale_form`)
+    eval_tokens: int | None = None  # new tokens at evaluation (None: the recipe's `eval_tokens`)
 
 
 ARMS = {
@@ -66,11 +70,16 @@ ARMS = {
     "rationale-templated": Arm("tomforge_gen/train_templated"),
     "rationale-rl": Arm("tomforge_gen/train_controlled", start="rationale"),
     "rationale-rl-process": Arm("tomforge_gen/train_controlled", start="rationale", process=1.0),
+    # the other forms run to ~200 words at order 3 and ~280-360 at order 6 (docs/rationales.md): 640 tokens keep
+    # an untrained order's rationale from being cut before its answer
+    "rationale-beliefs": Arm("tomforge_gen/train_controlled", form="beliefs", eval_tokens=640),
+    "rationale-curriculum": Arm("tomforge_gen/train_controlled", form="curriculum", eval_tokens=640),
 }
 RECIPE: dict[str, Any] = dict(
     sft_steps=250,
     sft_batch=32,
     sft_lr=3e-5,
+    sft_gradient_checkpointing=False,  # run 7: off; on, an SFT process takes a fraction of the memory (run 8)
     rationale_form="events",
     rl_steps=30,
     generations=8,
@@ -107,18 +116,24 @@ class Job:
         return []
 
 
-def plan_jobs(arms: list[str], seeds: list[int]) -> list[Job]:
+def plan_jobs(arms: list[str], seeds: list[int], seeds_of: dict[str, list[int]] | None = None) -> list[Job]:
     """Jobs in priority order (the queue starts the first that is ready): the SFT arms that carry the conclusion
     (answer-only, rationale) for every seed, then the first seed's RL and other SFT arms, the evaluations of the
-    first group, the first seed's remaining evaluations, then the other seeds' RL and other SFT arms, and theirs."""
+    first group, the first seed's remaining evaluations, then the other seeds' RL and other SFT arms, and theirs.
+    `seeds_of` gives an arm its own seeds (a subset of `seeds`), e.g. a third seed of the RL arms alone."""
+    own = seeds_of or {}
+
+    def has(arm: str, seed: int) -> bool:
+        return seed in own.get(arm, seeds)
+
     core = [a for a in arms if a in ("answer-only", "rationale")]
     more = [a for a in arms if a not in core]
-    jobs = [Job("sft", a, s) for s in seeds for a in core]
+    jobs = [Job("sft", a, s) for s in seeds for a in core if has(a, s)]
     for group in (seeds[:1], seeds[1:]):
-        jobs += [Job("rl" if ARMS[a].start else "sft", a, s) for s in group for a in more]
+        jobs += [Job("rl" if ARMS[a].start else "sft", a, s) for s in group for a in more if has(a, s)]
         if group == seeds[:1]:
-            jobs += [Job("eval", a, s) for s in seeds for a in core]
-        jobs += [Job("eval", a, s) for s in group for a in more]
+            jobs += [Job("eval", a, s) for s in seeds for a in core if has(a, s)]
+        jobs += [Job("eval", a, s) for s in group for a in more if has(a, s)]
     return jobs
 
 
@@ -156,7 +171,7 @@ def run_sft(
     tokenizer = AutoTokenizer.from_pretrained(base)
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
-    form = recipe["rationale_form"] if spec.rationale else None  # None: answer-only targets
+    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None  # None: answer-only targets
     result = sft_warmup(
         base,
         tokenizer,
@@ -167,6 +182,7 @@ def run_sft(
         batch_size=recipe["sft_batch"],
         bf16=gpu,
         seed=job.seed,
+        gradient_checkpointing=recipe["sft_gradient_checkpointing"],
         extra=extra,
         rationale_form=form,
         callbacks=_deadline_callback(deadline),
@@ -179,7 +195,9 @@ def run_sft(
         "steps": result["steps"],
         "planned_steps": recipe["sft_steps"],
         "seconds": round(result["seconds"], 2),
+        "started_at": round(result["started_at"], 2),
         "tokens": result["tokens"],
+        "gradient_checkpointing": result["gradient_checkpointing"],
         "skipped_nonfinite_steps": result["skipped_nonfinite_steps"],
         "peak_gpu_gb": peak_gpu_gb(),
         "loss_curve": [{"step": h["step"], "loss": h["loss"]} for h in history if "loss" in h],
@@ -260,7 +278,7 @@ def run_eval(job: Job, release: Path, work: Path, recipe: dict[str, Any]) -> dic
         label=f"{job.arm}/s{job.seed}",
         limit=recipe["eval_limit"],
         batch_size=recipe["eval_batch"],
-        max_new_tokens=recipe["eval_tokens"],
+        max_new_tokens=ARMS[job.arm].eval_tokens or recipe["eval_tokens"],
         backend=recipe["generator"],
         stats=stats,
     )
@@ -275,6 +293,7 @@ def run_eval(job: Job, release: Path, work: Path, recipe: dict[str, Any]) -> dic
         "new_tokens": stats.new_tokens,
         "generation_seconds": round(stats.seconds, 2),
         "new_tokens_per_s": round(stats.tokens_per_s, 1),
+        "max_new_tokens": ARMS[job.arm].eval_tokens or recipe["eval_tokens"],
         "peak_gpu_gb": peak_gpu_gb(),
     }
 
@@ -415,6 +434,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="out/rexp/work")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument(
+        "--seeds-of",
+        action="append",
+        default=[],
+        metavar="ARM=S,S",
+        help="an arm's own seeds (a subset of --seeds), e.g. rationale-rl=1; repeatable",
+    )
     parser.add_argument("--recipe", default="{}", help="JSON overrides of RECIPE, e.g. '{\"rl_steps\": 5}'")
     parser.add_argument("--parallel", type=int, default=6, help="jobs at once")
     parser.add_argument(
@@ -443,10 +469,16 @@ def main(argv: list[str] | None = None) -> int:
     bad = [a for a in arms if a not in ARMS]
     if bad:
         parser.error(f"--arms: unknown {bad} (known: {', '.join(ARMS)})")
+    seeds_of = {}
+    for item in args.seeds_of:
+        arm, sep, listed = item.partition("=")
+        if not sep or arm not in arms or not all(s.strip().isdigit() for s in listed.split(",")):
+            parser.error(f"--seeds-of {item!r}: expected ARM=S,S with ARM one of --arms")
+        seeds_of[arm] = [int(s) for s in listed.split(",")]
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     started = time.time()
     status = run_queue(
-        plan_jobs(arms, [int(s) for s in args.seeds.split(",")]),
+        plan_jobs(arms, [int(s) for s in args.seeds.split(",")], seeds_of),
         Path(args.release),
         args.model,
         work,

@@ -26,6 +26,13 @@ from experiments.experiment_report import PARAMETERS, PEAK_FLOPS, evaluate_arm, 
 from experiments.rationale_experiment import ARMS, EVAL_SPLITS, RECIPE
 
 PAIR = ("answer-only", "rationale")  # the comparison that carries the conclusion: b - a per seed
+# run 9: which text form of the rationale to keep (each against the `events` form and against answer-only)
+FORM_PAIRS = (
+    ("rationale", "rationale-beliefs"),
+    ("rationale", "rationale-curriculum"),
+    ("answer-only", "rationale-beliefs"),
+    ("answer-only", "rationale-curriculum"),
+)
 FOCUS = "tomforge_gen/test_orders4to6"  # the moonshot's set: controlled orders 4-6, never trained
 
 
@@ -59,6 +66,41 @@ def phases(folder: Path) -> dict[str, Any]:
             record["tokens_per_s"] = round(record["tokens"] / record["seconds"], 1)
             record["mfu"] = round(6 * PARAMETERS * record["tokens"] / record["seconds"] / PEAK_FLOPS, 5)
         out[kind] = record
+    return out
+
+
+def side_by_side_sft(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """SFT processes that trained at the same time, grouped (overlapping training windows, from each record's
+    `started_at` and `seconds`): per group the processes, the span from the first start to the last end, the
+    tokens of all, the aggregate tokens/s and MFU over the span (ramp-up and tail included: a lower bound) and the
+    sum of the processes' own rates (what they ran at together). Records without `started_at` are left out."""
+    timed = sorted((r for r in records if r.get("started_at") and r.get("seconds")), key=lambda r: r["started_at"])
+    groups: list[list[dict[str, Any]]] = []
+    for record in timed:
+        if groups and record["started_at"] < max(r["started_at"] + r["seconds"] for r in groups[-1]):
+            groups[-1].append(record)
+        else:
+            groups.append([record])
+    out = []
+    for group in groups:
+        start = group[0]["started_at"]
+        span = max(r["started_at"] + r["seconds"] for r in group) - start
+        tokens = sum(r["tokens"] for r in group)
+        rates = sum(r["tokens"] / r["seconds"] for r in group)
+        out.append(
+            {
+                "jobs": [r.get("job") for r in group],
+                "processes": len(group),
+                "span_seconds": round(span, 2),
+                "tokens": tokens,
+                "aggregate_tokens_per_s": round(tokens / span, 1),
+                "aggregate_mfu": round(6 * PARAMETERS * tokens / span / PEAK_FLOPS, 5),
+                "sum_of_process_tokens_per_s": round(rates, 1),
+                "sum_of_process_mfu": round(6 * PARAMETERS * rates / PEAK_FLOPS, 5),
+                "peak_gpu_gb_per_process": max(r.get("peak_gpu_gb") or 0 for r in group),
+                "gradient_checkpointing": sorted({bool(r.get("gradient_checkpointing")) for r in group}),
+            }
+        )
     return out
 
 
@@ -166,17 +208,33 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
                     f"| {e_arm} | {short[split]} | {mean['right_reasons']:.3f} | {mean['wrong_reasons']:.3f} | "
                     f"{mean['faithful_share']:.3f} |"
                 )
-    lines += ["", f"| set | {PAIR[1]} - {PAIR[0]} per seed | mean | ahead / behind / level |", "|---|---|---|---|"]
-    for row in metrics["paired"]:
+    lines += ["", "| set | pair | per seed | mean | ahead / behind / level |", "|---|---|---|---|---|"]
+    for row in metrics["paired"] + metrics.get("paired_forms", []):
         per = ", ".join(f"s{s} {d:+.3f}" for s, d in row["per_seed"].items())
         lines.append(
-            f"| {short[row['split']]} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
+            f"| {short[row['split']]} | {row['pair']} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
             f"{row['level']} |"
         )
+    for call, groups in enumerate(metrics.get("sft_side_by_side", [])):
+        if groups and call == 0:
+            lines += [
+                "",
+                "| work folder | SFT processes at once | span s | aggregate tokens/s (MFU) | sum of per-process tokens/s "
+                "(MFU) | peak GB per process |",
+                "|---|---|---|---|---|---|",
+            ]
+        for g in groups:
+            lines.append(
+                f"| {call} | {g['processes']} | {g['span_seconds']:.0f} | {g['aggregate_tokens_per_s']:,.0f} "
+                f"({g['aggregate_mfu']:.1%}) | {g['sum_of_process_tokens_per_s']:,.0f} ({g['sum_of_process_mfu']:.1%}) | "
+                f"{g['peak_gpu_gb_per_process']:.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
-def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+def report(
+    warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None, sft_from: list[Path] | None = None
+) -> dict[str, Any]:
     from tomforge.audits.store import frame_of
 
     out.mkdir(parents=True, exist_ok=True)
@@ -204,6 +262,11 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
         "calls": json.loads(calls_file.read_text()) if calls_file.is_file() else None,
         "across_seeds": across_seeds(entries),
         "paired": paired(entries),
+        "paired_forms": [row for pair in FORM_PAIRS for row in paired(entries, pair)],
+        "sft_side_by_side": [
+            side_by_side_sft([json.loads(p.read_text()) for p in sorted(folder.glob("*/sft.json"))])
+            for folder in [work, *(sft_from or [])]
+        ],
         "runs": entries,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
@@ -216,10 +279,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", default="out/rexp/data.duckdb")
     parser.add_argument("--work", required=True, help="the GPU run's work folder (a folder per arm and seed)")
     parser.add_argument("--out", required=True, help="docs/runs/<run>")
+    parser.add_argument(
+        "--sft-from",
+        action="append",
+        default=[],
+        help="another work folder whose SFT records count in the side-by-side throughput (repeatable)",
+    )
     args = parser.parse_args(argv)
     data_file = Path(args.warehouse).with_name("data.json")
     data = json.loads(data_file.read_text()) if data_file.is_file() else None
-    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data)
+    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data, [Path(p) for p in args.sft_from])
     print(summary_markdown(metrics))
     return 0
 

@@ -103,7 +103,7 @@ def sft_warmup(
         rationale_form=rationale_form,
         callbacks=[guard, *(callbacks or [])],
     )
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.save_model(output_dir)
@@ -113,6 +113,7 @@ def sft_warmup(
         "output_dir": output_dir,
         "steps": trainer.state.global_step,
         "seconds": seconds,
+        "started_at": started_at,  # unix time: lines up processes trained side by side (aggregate throughput)
         "tokens": tokens,
         "train_loss": result.training_loss,
         "log_history": trainer.state.log_history,

@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    assert len(jobs) == len(set(jobs)) == 5 * 3 * 2  # five arms x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == 7 * 3 * 2  # seven arms x three seeds x (train, eval)
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
@@ -25,6 +25,38 @@ def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     assert Job("eval", "rationale-rl", 2).needs() == [Job("rl", "rationale-rl", 2)]
     # the arms that carry the conclusion are trained first, in every seed
     assert [j.name for j in jobs[:6]] == [f"sft-{a}-s{s}" for s in (0, 1, 2) for a in ("answer-only", "rationale")]
+
+
+def test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs() -> None:
+    # run 9: the third seed (1) of the RL arms alone, with the rationale model of that seed they start from
+    jobs = plan_jobs(["rationale", "rationale-rl"], [0, 1, 2], {"rationale": [1], "rationale-rl": [1]})
+    assert [j.name for j in jobs] == [
+        "sft-rationale-s1",
+        "eval-rationale-s1",
+        "rl-rationale-rl-s1",
+        "eval-rationale-rl-s1",
+    ]
+    from generators.rationale_text import FORMS
+
+    assert {a.form for a in ARMS.values() if a.form} == set(FORMS) - {"events"}  # every other form has its arm
+
+
+def test_side_by_side_sft_throughput_as_worked_by_hand() -> None:
+    from experiments.experiment_report import PARAMETERS, PEAK_FLOPS
+    from experiments.rationale_report import side_by_side_sft
+
+    records = [
+        {"job": "a", "started_at": 100.0, "seconds": 50.0, "tokens": 1000, "peak_gpu_gb": 5.0},
+        {"job": "b", "started_at": 120.0, "seconds": 40.0, "tokens": 800, "peak_gpu_gb": 6.0},
+        {"job": "c", "started_at": 200.0, "seconds": 10.0, "tokens": 100, "peak_gpu_gb": 4.0},
+        {"job": "run 7, no start time", "seconds": 10.0, "tokens": 100},
+    ]
+    first, second = side_by_side_sft(records)
+    # a and b overlap (120 < 150): 1,800 tokens from 100 to 160 s; own rates 20 + 20 tokens/s; c trains alone
+    assert (first["jobs"], first["span_seconds"], first["aggregate_tokens_per_s"]) == (["a", "b"], 60.0, 30.0)
+    assert first["sum_of_process_tokens_per_s"] == 40.0 and first["peak_gpu_gb_per_process"] == 6.0
+    assert first["aggregate_mfu"] == round(6 * PARAMETERS * 30.0 / PEAK_FLOPS, 5)
+    assert (second["jobs"], second["processes"], second["aggregate_tokens_per_s"]) == (["c"], 1, 10.0)
 
 
 def test_split_entry_reports_fidelity_as_worked_by_hand() -> None:
