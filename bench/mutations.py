@@ -1367,6 +1367,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_audit_ranks.py",),
         "a list's golds treated as independent draws: the chi-square of a g-subset is wrong",
     ),
+    Mutation(
+        "paired_bootstrap.narrow_interval",
+        "experiments/paired_bootstrap.py",
+        "np.percentile(means, [2.5, 97.5])",
+        "np.percentile(means, [5, 95])",
+        ("tests/test_paired_bootstrap.py",),
+        "a run README's 95% interval is a 90% one: a difference looks surer than it is",
+    ),
+    Mutation(
+        "paired_bootstrap.first_seed_only",
+        "experiments/paired_bootstrap.py",
+        'agg(pl.col("correct").cast(pl.Float64).mean().alias(arm))',
+        'agg(pl.col("correct").cast(pl.Float64).first().alias(arm))',
+        ("tests/test_paired_bootstrap.py",),
+        "an arm's accuracy per item read from one seed: the other seeds are silently ignored",
+    ),
 )
 
 
