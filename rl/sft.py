@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,50 +59,53 @@ def sft_dataset(rl_dataset: Any, rationale_form: str | None = None) -> Any:
     return Dataset.from_list(rows)
 
 
+@dataclass(frozen=True)
+class SftSettings:
+    """The settings of one SFT run, shared by `sft_warmup` and `sft_trainer` (keywords of either).
+
+    `bucket_by_length`: batches of examples of similar length (transformers' length-grouped sampler), so
+    little of a batch is padding. Packing is not used: TRL packs padding-free (one row, position ids restarting),
+    and under SDPA attention the packed examples would attend to each other (checked on the CPU: only flash
+    attention separates them), which would change the loss.
+    `chunked_loss` (default): TRL's fused LM head (TRL >= 1.16 patches the model's forward in SFTTrainer): the
+    head and the log-softmax run over tiles of tokens x vocabulary, the backward recomputes each tile, so the
+    [batch, length, vocab] logits never exist. Exact: `tests/test_rl_sft_loss.py` checks the loss and every
+    parameter's gradient against the full-logits cross-entropy. False: the loss from the model's full logits
+    (`full_logits_loss`), the path without chunking, kept as the reference and fallback; TRL then runs one more
+    no-grad chunked pass for its entropy/accuracy log figures, so it is slower too.
+    `gradient_checkpointing`: keep only each layer's input and recompute the layer in the backward pass; with
+    the loss chunked, the backbone's activations (about 1.3 MB per token for SmolLM2-135M) are what fills memory.
+    `rationale_form`: the target's thought is the item's rationale in that form (`target_completion`)."""
+
+    max_steps: int = 200
+    learning_rate: float = 5e-4
+    batch_size: int = 32
+    bf16: bool = False
+    seed: int = 0
+    gradient_checkpointing: bool = False
+    bucket_by_length: bool = True
+    chunked_loss: bool = True
+    extra: dict[str, Any] | None = None  # more SFTConfig fields, as they are
+    rationale_form: str | None = None
+
+
 def sft_warmup(
     model: str,
     tokenizer: Any,
     rl_dataset: Any,
     output_dir: str,
     *,
-    max_steps: int = 200,
-    learning_rate: float = 5e-4,
-    batch_size: int = 32,
-    bf16: bool = False,
-    seed: int = 0,
-    gradient_checkpointing: bool = False,
-    bucket_by_length: bool = True,
-    chunked_loss: bool = True,
-    extra: dict[str, Any] | None = None,
-    rationale_form: str | None = None,
     callbacks: list[Any] | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`.
-
-    `bucket_by_length`: batches of examples of similar length (transformers' length-grouped sampler), so
-    little of a batch is padding. Packing is not used: TRL packs padding-free (one row, position ids restarting),
-    and under SDPA attention the packed examples would attend to each other (checked on the CPU: only flash
-    attention separates them), which would change the loss.
-    `chunked_loss` and `gradient_checkpointing`: the two memory settings, see `sft_trainer`."""
+    """Train with TRL's SFTTrainer (loss on the completion only); save to `output_dir`. `settings`: the fields of
+    `SftSettings` as keywords (an unknown one is a TypeError naming it)."""
     from tomforge.rl.trl_backend import nonfinite_guard
 
+    chosen = SftSettings(**settings)
     guard = nonfinite_guard()
     trainer = sft_trainer(
-        model,
-        tokenizer,
-        rl_dataset,
-        output_dir,
-        max_steps=max_steps,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        bf16=bf16,
-        seed=seed,
-        gradient_checkpointing=gradient_checkpointing,
-        bucket_by_length=bucket_by_length,
-        chunked_loss=chunked_loss,
-        extra=extra,
-        rationale_form=rationale_form,
-        callbacks=[guard, *(callbacks or [])],
+        model, tokenizer, rl_dataset, output_dir, callbacks=[guard, *(callbacks or [])], **vars(chosen)
     )
     started, started_at = time.perf_counter(), time.time()
     result = trainer.train()
@@ -118,8 +122,8 @@ def sft_warmup(
         "train_loss": result.training_loss,
         "log_history": trainer.state.log_history,
         "skipped_nonfinite_steps": guard.skipped,
-        "loss_path": "chunked" if chunked_loss else "full_logits",
-        "gradient_checkpointing": gradient_checkpointing,
+        "loss_path": "chunked" if chosen.chunked_loss else "full_logits",
+        "gradient_checkpointing": chosen.gradient_checkpointing,
     }
 
 
@@ -129,55 +133,39 @@ def sft_trainer(
     rl_dataset: Any,
     output_dir: str,
     *,
-    max_steps: int = 200,
-    learning_rate: float = 5e-4,
-    batch_size: int = 32,
-    bf16: bool = False,
-    seed: int = 0,
-    gradient_checkpointing: bool = False,
-    bucket_by_length: bool = True,
-    chunked_loss: bool = True,
-    extra: dict[str, Any] | None = None,
-    rationale_form: str | None = None,
     callbacks: list[Any] | None = None,
+    **settings: Any,
 ) -> Any:
-    """The SFTTrainer `sft_warmup` runs (apart, so a test can take one batch's loss and gradients from it).
-
-    `chunked_loss` (default): TRL's fused LM head (TRL >= 1.16 patches the model's forward in SFTTrainer): the
-    head and the log-softmax run over tiles of tokens x vocabulary, the backward recomputes each tile, so the
-    [batch, length, vocab] logits never exist. Exact: `tests/test_rl_sft_loss.py` checks the loss and every
-    parameter's gradient against the full-logits cross-entropy. False: the loss from the model's full logits
-    (`full_logits_loss`), the path without chunking, kept as the reference and fallback; TRL then runs one more
-    no-grad chunked pass for its entropy/accuracy log figures, so it is slower too.
-    `gradient_checkpointing`: keep only each layer's input and recompute the layer in the backward pass; with
-    the loss chunked, the backbone's activations (about 1.3 MB per token for SmolLM2-135M) are what fills memory."""
+    """The SFTTrainer `sft_warmup` runs (apart, so a test can take one batch's loss and gradients from it);
+    `settings` as for `sft_warmup`."""
     from trl import SFTConfig, SFTTrainer
 
-    if chunked_loss and not fused_lm_head_available():
+    s = SftSettings(**settings)
+    if s.chunked_loss and not fused_lm_head_available():
         raise ValueError("chunked_loss needs TRL's fused LM head (trl >= 1.16); pass chunked_loss=False")
     config = SFTConfig(
         output_dir=output_dir,
-        max_steps=max_steps,
-        learning_rate=learning_rate,
-        per_device_train_batch_size=batch_size,
-        bf16=bf16,
-        seed=seed,
+        max_steps=s.max_steps,
+        learning_rate=s.learning_rate,
+        per_device_train_batch_size=s.batch_size,
+        bf16=s.bf16,
+        seed=s.seed,
         logging_steps=10,
         save_strategy="no",
         report_to="none",
         lr_scheduler_type="cosine",
         warmup_steps=10,
         completion_only_loss=True,
-        gradient_checkpointing=gradient_checkpointing,
-        **{**(length_grouping(SFTConfig) if bucket_by_length else {}), **(extra or {})},
+        gradient_checkpointing=s.gradient_checkpointing,
+        **{**(length_grouping(SFTConfig) if s.bucket_by_length else {}), **(s.extra or {})},
     )
     return SFTTrainer(
         model=model,
         args=config,
-        train_dataset=sft_dataset(rl_dataset, rationale_form),
+        train_dataset=sft_dataset(rl_dataset, s.rationale_form),
         processing_class=tokenizer,
         callbacks=callbacks,
-        compute_loss_func=None if chunked_loss else full_logits_loss,
+        compute_loss_func=None if s.chunked_loss else full_logits_loss,
     )
 
 

@@ -156,3 +156,13 @@ def test_a_tile_boundary_off_by_one_is_caught(
     trainer, batch = trainer_and_batch(tokenizer, tmp_path, chunked=True)
     loss_gap, grad_gap, _ = differences(trainer, batch)
     assert loss_gap > 1e-3 and grad_gap > 1e-3, (loss_gap, grad_gap)
+
+
+def test_an_unknown_sft_setting_is_refused_by_name(tmp_path: Any) -> None:
+    """Both entry points share `SftSettings`: a misspelt setting fails before any training, naming itself."""
+    from tomforge.rl.sft import sft_warmup
+
+    with pytest.raises(TypeError, match="gradient_checkpoint"):
+        sft_warmup("no-model", None, [], str(tmp_path), gradient_checkpoint=True)
+    with pytest.raises(TypeError, match="learning_rat"):
+        sft_trainer(None, None, [], str(tmp_path), learning_rat=1e-3)
