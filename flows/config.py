@@ -111,17 +111,15 @@ class GenerateConfig(Section):
 
     def told(self) -> dict[str, Any]:
         """The rendering and question forms to pass to the generator, only those set (as the CLI's flags)."""
-        from tomforge.generators.question_forms import formats_of_forms
+        from tomforge.generators.question_forms import generation_choices
 
-        choices: dict[str, Any] = {} if self.rendering is None else {"rendering": self.rendering}
-        if self.forms is not None:
-            choices["formats"] = formats_of_forms(self.forms)
-        return choices
+        return generation_choices(self.rendering, self.forms)[0]
 
     def input_choices(self) -> dict[str, str]:
         """The same choices as a generate run's `input_ref` writes them (`generators.generate.generate_input_ref`)."""
-        choices = {} if self.rendering is None else {"rendering": self.rendering}
-        return choices | ({} if self.forms is None else {"forms": ",".join(self.forms)})
+        from tomforge.generators.question_forms import generation_choices
+
+        return generation_choices(self.rendering, self.forms)[1]
 
     @model_validator(mode="after")
     def _known_names(self) -> "GenerateConfig":

@@ -80,6 +80,17 @@ def formats_of_forms(forms: Sequence[str]) -> tuple[str, ...]:
     return tuple(fmt for fmt in order if fmt in chosen)
 
 
+def generation_choices(rendering: str | None, forms: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """A run's rendering and question forms, from the CLI's flags or the config file alike: (what the generator is
+    told, only what was set, so the rest takes its defaults; how the run's `input_ref` names them)."""
+    told: dict[str, Any] = {} if rendering is None else {"rendering": rendering}
+    named = dict(told)
+    if forms is not None:
+        told["formats"] = formats_of_forms(forms)
+        named["forms"] = ",".join(forms)
+    return told, named
+
+
 def quota_cells(key: str, controls: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(formats, role block) of a knowledge key's quota: answerability balances yes and no with controls."""
     if key == ANSWERABILITY:

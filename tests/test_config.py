@@ -101,3 +101,20 @@ def test_generate_section_takes_the_rendering_and_question_forms(tmp_path: Path)
     assert staged.input_ref.endswith(",rendering=dialogue,forms=list,answerability")
     default = open_staged(stage_generated(tmp_path / "staging0", load_config().generate, "train"))
     assert "rendering" not in default.input_ref and "forms" not in default.input_ref
+
+
+def test_the_cli_names_rendering_and_forms_as_the_config_does(tmp_path: Path) -> None:
+    """`generate --forms "list, answerability"` (a space after the comma) records the same choices as the config's
+    `forms = ["list", "answerability"]` above: one run, one name, whichever way it was asked for."""
+    import duckdb
+    from typer.testing import CliRunner
+
+    from tomforge.flows.cli import app
+
+    warehouse = tmp_path / "w.duckdb"
+    args = ["generate", "--n", "40", "--max-order", "2", "-w", str(warehouse), "--rendering", "dialogue"]
+    result = CliRunner().invoke(app, [*args, "--forms", "list, answerability"])
+    assert result.exit_code == 0, result.output
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (input_ref,) = con.execute("SELECT input_ref FROM sources WHERE source = 'tomforge_gen'").fetchone()
+    assert input_ref.endswith(",rendering=dialogue,forms=list,answerability")

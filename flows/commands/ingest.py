@@ -127,17 +127,16 @@ def generate(
     from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
     from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE, generate_input_ref
     from tomforge.generators.operators import OPERATORS
-    from tomforge.generators.question_forms import formats_of_forms
+    from tomforge.generators.question_forms import generation_choices
     from tomforge.warehouse.load import ingest_records
 
     max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
     source = DEFAULT_SOURCE if source is None else source
     names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
-    told = flags_set(rendering=rendering)  # the generator's default (third_person) unless the flag is set
-    try:
-        if forms is not None:  # the generator's default formats (mc, free, yes_no) unless the flag is set
-            told["formats"] = formats_of_forms([f.strip() for f in forms.split(",") if f.strip()])
+    form_names = None if forms is None else [f.strip() for f in forms.split(",") if f.strip()]
+    try:  # unset flags: the generator's rendering (third_person) and forms (mc, free, yes_no)
+        told, named = generation_choices(rendering, form_names)
         generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     except ValueError as exc:
         exit_with_error(str(exc))
@@ -158,7 +157,7 @@ def generate(
         operators=",".join(names) or "none",
         styles=",".join(style_names),
         held_out=held_out,
-        **flags_set(rendering=rendering, forms=forms),
+        **named,
     )
     with RichProgress(console) as progress:
         report = ingest_records(
