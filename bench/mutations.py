@@ -1235,8 +1235,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "config.forms_not_passed",
         "flows/config.py",
-        'choices["formats"] = formats_of_forms(self.forms)',
-        'choices["formats"] = formats_of_forms(["mc"])',
+        "return generation_choices(self.rendering, self.forms)[0]",
+        'return generation_choices(self.rendering, ["mc"])[0]',
         ("tests/test_config.py",),
         "a config asking for list questions silently generates multiple choice",
     ),
@@ -1286,7 +1286,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "speed.sft_chunked_loss_ignored",
         "rl/sft.py",
-        "compute_loss_func=None if chunked_loss else full_logits_loss",
+        "compute_loss_func=None if s.chunked_loss else full_logits_loss",
         "compute_loss_func=full_logits_loss",
         ("tests/test_rl_sft_loss.py",),
         "SFT builds the full fp32 logits again: batch 128 takes 118 GB, not 75",
