@@ -234,6 +234,7 @@ class _Cache:
         self.logits = torch.zeros(rows, config.vocab_size, device=device, dtype=torch.float32)
         self.rows, self.length = rows, length
         self.graphs: dict[int, Any] = {}  # one captured decode step per key window end
+        self.graph_pool: Any = None  # their memory pool, shared: each step's results leave through `logits`
 
 
 class FastGenerator:
@@ -249,6 +250,7 @@ class FastGenerator:
         max_caches: int = 6,
         prefill_rows: int = 64,
         prefill_tokens: int = 32768,
+        prefill_own_length: bool = True,
         decode_window: bool = True,
         compile_decode: bool = False,
     ) -> None:
@@ -260,6 +262,7 @@ class FastGenerator:
         self.max_caches = max_caches
         self.prefill_rows = prefill_rows
         self.prefill_tokens = prefill_tokens
+        self.prefill_own_length = prefill_own_length  # False: each chunk over the batch's width (bench reference)
         self.decode_window = decode_window
         self._decode_fn: Callable[[_Cache, int], None] = self._decode
         if compile_decode:  # inductor fuses the step's small kernels; our own graph still captures the result
@@ -364,7 +367,9 @@ class FastGenerator:
                 self._decode_fn(cache, end)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        if cache.graph_pool is None:
+            cache.graph_pool = torch.cuda.graph_pool_handle()
+        with torch.cuda.graph(graph, pool=cache.graph_pool):  # one step's intermediates die within the step
             self._decode_fn(cache, end)
         cache.graphs[end] = graph
         self.stats.graphs_captured += 1
@@ -416,7 +421,7 @@ class FastGenerator:
         cache.key_mask[:, :width] = present
         lengths = [len(p) for p in prompts]
         for rows in self._prefill_chunks(lengths):
-            own = max(lengths[rows])  # the chunk's longest prompt
+            own = max(lengths[rows]) if self.prefill_own_length else width  # the chunk's longest prompt
             start = width - own
             here = present[rows, start:]
             causal = torch.ones(own, own, dtype=torch.bool, device=device).tril()

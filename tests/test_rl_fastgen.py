@@ -268,16 +268,16 @@ def test_eval_fast_path_equals_the_hf_path_cut_at_answer(tiny) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_cuda_graph_replay_equals_the_eager_loop(tiny) -> None:
     tokenizer, model, prompts = tiny
-    gpu = model.to("cuda")
-    eager = FastGenerator(gpu, cuda_graphs=False).generate(
+    gpu = model.to("cuda")  # key windows of 8 slots: several graphs per cache, sharing one memory pool
+    eager = FastGenerator(gpu, cuda_graphs=False, length_bucket=8).generate(
         prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id
     )
-    graphed = FastGenerator(gpu, cuda_graphs=True)
+    graphed = FastGenerator(gpu, cuda_graphs=True, length_bucket=8)
     assert (
         graphed.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id)
         == eager
     )
-    assert graphed.stats.graphs_captured >= 1
+    assert graphed.stats.graphs_captured >= 3
     model.to("cpu")
 
 
