@@ -202,50 +202,60 @@ def replay_ms(generator: Any, device: str) -> dict[str, float]:
     return out
 
 
-def step_anatomy(generator: Any, device: str) -> dict[str, Any]:
-    """One eager decode step (the graph's content) under torch.profiler: kernels launched and their GPU time,
-    grouped by what they do, against the eager step's and the graph's wall time."""
+def kernel_kind(name: str) -> str:
+    """A kernel's job, from its name (cuBLAS/cuDNN/ATen naming)."""
+    name = name.lower()
+    for kind, keys in (
+        ("attention", ("sdpa", "fmha", "flash", "attention")),
+        ("matmul", ("gemm", "nvjet", "cutlass", "cublas", "matmul")),
+        ("softmax", ("softmax",)),
+        ("reduce", ("reduce",)),
+        ("copy/index/cat", ("copy", "index", "cat", "scatter", "gather", "memcpy", "memset", "fill")),
+        ("elementwise", ("elementwise",)),
+    ):
+        if any(k in name for k in keys):
+            return kind
+    return "other"
+
+
+def kernel_table(fn: Callable[[], Any], device: str) -> dict[str, Any]:
+    """The kernels `fn` launches (one eager call under torch.profiler): how many, their GPU time by kind and the
+    ten costliest names; with the call's wall time (median of 3, synchronised) beside it."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    cache = next(iter(generator._caches.values()))
-    end = max(cache.graphs) if cache.graphs else cache.length
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with torch.no_grad():
-        eager_s = timed(lambda: generator._decode(cache, end), device, repeats=5)
+        wall = timed(fn, device, repeats=3)
         with profile(activities=activities) as prof:
-            generator._decode(cache, end)
+            fn()
             _sync(device)
     groups: dict[str, list[float]] = {}
-    kernels = 0
+    names: dict[str, float] = {}
     for event in prof.events():
         if getattr(event, "device_type", None) != torch.autograd.DeviceType.CUDA:
             continue
-        name = event.name.lower()
-        kind = (
-            "matmul"
-            if any(k in name for k in ("gemm", "nvjet", "cutlass", "sm90", "cublas"))
-            else "softmax"
-            if "softmax" in name
-            else "reduce"
-            if "reduce" in name
-            else "copy/index"
-            if any(k in name for k in ("copy", "index", "cat", "scatter", "gather"))
-            else "elementwise"
-            if "elementwise" in name
-            else "other"
-        )
-        groups.setdefault(kind, [0, 0.0])
-        groups[kind][0] += 1
-        groups[kind][1] += event.device_time_total / 1e3
-        kernels += 1
+        ms = event.device_time_total / 1e3
+        entry = groups.setdefault(kernel_kind(event.name), [0, 0.0])
+        entry[0] += 1
+        entry[1] += ms
+        names[event.name[:90]] = names.get(event.name[:90], 0.0) + ms
     return {
-        "window_end": end,
-        "kernels_per_step": kernels,
+        "kernels": int(sum(v[0] for v in groups.values())),
         "gpu_ms_in_kernels": round(sum(v[1] for v in groups.values()), 3),
+        "wall_ms": round(wall * 1e3, 3),
         "by_kind": {k: {"kernels": int(v[0]), "gpu_ms": round(v[1], 3)} for k, v in sorted(groups.items())},
-        "eager_step_ms": round(eager_s * 1e3, 3),
+        "top": {k: round(v, 3) for k, v in sorted(names.items(), key=lambda kv: -kv[1])[:10]},
     }
+
+
+def step_anatomy(generator: Any, ids: list[list[int]], pad: int, device: str) -> dict[str, Any]:
+    """One eager decode step (what the graph replays) and one prompt pass, kernel by kind (`kernel_table`)."""
+    cache = next(iter(generator._caches.values()))
+    end = max(cache.graphs) if cache.graphs else cache.length
+    decode = kernel_table(lambda: generator._decode(cache, end), device)
+    prefill = kernel_table(lambda: generator._prefill(cache, sorted(ids, key=len), pad), device)
+    return {"window_end": end, "kernels_per_step": decode["kernels"], "decode_step": decode, "prefill": prefill}
 
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -292,7 +302,7 @@ def generation_levers(
         }
         if name == "both":
             try:
-                entry["anatomy"] = step_anatomy(generator, device)
+                entry["anatomy"] = step_anatomy(generator, ids, pad, device)
             except Exception as exc:  # the profiler's event API moves between torch versions: keep the rest
                 entry["anatomy"] = {"error": f"{type(exc).__name__}: {exc}"}
         out[name] = entry

@@ -7,6 +7,11 @@ kernel launches (a 135M model on an H200 produces 1-2k new tokens/s that way). H
   decode step has the same shapes and addresses and is captured once as a CUDA graph and replayed;
 - prompts are sorted by length and cut into batches (bucketing), padded on the left to the batch's longest
   prompt; the cache length is rounded up to `length_bucket`, so a few graphs serve every batch;
+- the prompt pass runs in chunks of rows (at most `prefill_rows` rows and `prefill_tokens` tokens), each over its
+  own longest prompt only: its keys and values land at their slots of the left-padded cache, and no query or key
+  spans padding beyond the chunk's own (prompts of 263-579 tokens left-padded to 579 were a third padding);
+- a decode step's attention reads the cache only up to the next multiple of `length_bucket` past the slot it
+  writes (`decode_window`; one captured graph per window end, the graphs of a cache sharing one memory pool);
 - each row stops at an end token (`stop_ids`, e.g. SmolLM2's `<|im_end|>` and `<|im_start|>`) or a stop token
   sequence (`</answer>`); the loop ends when all rows have stopped (checked every `check_every` steps);
 - the model's own modules (embeddings, norms, rotary embedding, projections, MLP, head) do the work; only the
