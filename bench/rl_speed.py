@@ -569,7 +569,7 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     for batch in (256, 1024):
         rec.section(f"floor_{batch}", lambda b=batch: floor_section(rec.data, s, intermediate, pool, b))
     guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, rows))
-    for batch in (1024, 256):
+    for batch in (256, 1024):  # 256 first: launch-bound, where fusing kernels should tell most
         guarded(
             f"compiled_decode_{batch}", 120, lambda b=batch: rl_floor.compiled_decode(model, pool, stops, pad, b, 64)
         )
