@@ -568,6 +568,9 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
         )
     for batch in (256, 1024):
         rec.section(f"floor_{batch}", lambda b=batch: floor_section(rec.data, s, intermediate, pool, b))
+    from tomforge.rl import fastgen
+
+    rec.data["fused_attention_after_levers"] = fastgen.FUSED_ATTENTION[0]
     guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, rows))
     for batch in (256, 1024):  # 256 first: launch-bound, where fusing kernels should tell most
         guarded(
@@ -591,6 +594,7 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
             lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work, checkpointing=True, extra=compiled),
         )
     rec.data["budget_left_s"] = round(left())
+    rec.data["fused_attention_kept"] = fastgen.FUSED_ATTENTION[0]  # False: a kernel was refused, PyTorch chose
     save()
     return 0
 

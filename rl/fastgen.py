@@ -215,6 +215,8 @@ def _fused_kernels(q: Any) -> Any:
     return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION])
 
 
+PREFILL_ALIGN = 8  # a prompt-pass chunk's width is a multiple of this (or the batch's width): the fused SDPA
+# kernels want the mask's last dimension aligned; the extra slots are padding every row of the chunk masks
 FUSED_ATTENTION = [True]  # switched off by the bench's comparison (and by anyone whose GPU lacks the kernels)
 
 
@@ -426,7 +428,8 @@ class FastGenerator:
         cache.key_mask[:, :width] = present
         lengths = [len(p) for p in prompts]
         for rows in self._prefill_chunks(lengths):
-            own = max(lengths[rows]) if self.prefill_own_length else width  # the chunk's longest prompt
+            own = max(lengths[rows]) if self.prefill_own_length else width  # the chunk's longest prompt,
+            own = min(width, -(-own // PREFILL_ALIGN) * PREFILL_ALIGN)  # rounded up: aligned masks for fused SDPA
             start = width - own
             here = present[rows, start:]
             causal = torch.ones(own, own, dtype=torch.bool, device=device).tril()
