@@ -364,6 +364,7 @@ def bench_sft(
     from tomforge.rl.sft import sft_warmup
 
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    clock = StepClock()
     peak_gb()
     result = sft_warmup(
         str(model_dir),
@@ -378,7 +379,9 @@ def bench_sft(
         chunked_loss=chunked_loss,
         gradient_checkpointing=checkpointing,
         extra=extra,
+        callbacks=[clock.callback()],
     )
+    steady = clock.steady_tokens_per_s(result["log_history"])
     n_params = N_PARAMS
     tokens = result["tokens"]
     tps = tokens / result["seconds"] if tokens else None
@@ -394,7 +397,37 @@ def bench_sft(
         "tokens_per_s": round(tps) if tps else None,
         "peak_gpu_gb": peak_gb(),
         "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None,
+        "steady_tokens_per_s_last_10_steps": round(steady) if steady else None,
+        "steady_mfu_6N": round(6 * n_params * steady / PEAK_FLOPS, 4) if steady else None,
     }
+
+
+class StepClock:
+    """When each optimizer step ended, so a rate can leave out the first steps (graph capture, compilation)."""
+
+    def __init__(self) -> None:
+        self.ended: dict[int, float] = {}
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        clock = self
+
+        class Clock(TrainerCallback):  # type: ignore[misc]
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                clock.ended[state.global_step] = time.perf_counter()
+
+        return Clock()
+
+    def steady_tokens_per_s(self, log_history: list[dict[str, Any]]) -> float | None:
+        """Tokens between the last two logged counts over the time between those steps' ends."""
+        logged = [(int(e["step"]), float(e["num_tokens"])) for e in log_history if "num_tokens" in e and "step" in e]
+        if len(logged) < 2:
+            return None
+        (s0, t0), (s1, t1) = logged[-2], logged[-1]
+        if s0 not in self.ended or s1 not in self.ended or s1 <= s0:
+            return None
+        return (t1 - t0) / (self.ended[s1] - self.ended[s0])
 
 
 def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
@@ -572,26 +605,24 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
 
     rec.data["fused_attention_after_levers"] = fastgen.FUSED_ATTENTION[0]
     guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, rows))
-    for batch in (256, 1024):  # 256 first: launch-bound, where fusing kernels should tell most
-        guarded(
-            f"compiled_decode_{batch}", 120, lambda b=batch: rl_floor.compiled_decode(model, pool, stops, pad, b, 64)
-        )
+    # 256 first: launch-bound, where fusing kernels should tell most
+    guarded("compiled_decode_256", 120, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 256, 64))
+    work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
+    model_dir = work / "model"
+    compiled = {"torch_compile": True}
     if sft:
-        del model
-        torch.cuda.empty_cache()
-        work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
-        model_dir = work / "model"
         saved = random_model(assets, torch.float32)
         saved.save_pretrained(model_dir)
         tokenizer.save_pretrained(model_dir)
         del saved
-        compiled = {"torch_compile": True}
-        guarded("sft_128", 30, lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work))
-        guarded("sft_128_compiled", 90, lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work, extra=compiled))
+        guarded("sft_128", 30, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work))
+        guarded("sft_128_compiled", 90, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, extra=compiled))
+    guarded("compiled_decode_1024", 100, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 1024, 64))
+    if sft:
         guarded(
             "sft_128_compiled_ckpt",
             90,
-            lambda: bench_sft(assets, rows, model_dir, 128, True, 20, work, checkpointing=True, extra=compiled),
+            lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, checkpointing=True, extra=compiled),
         )
     rec.data["budget_left_s"] = round(left())
     rec.data["fused_attention_kept"] = fastgen.FUSED_ATTENTION[0]  # False: a kernel was refused, PyTorch chose
