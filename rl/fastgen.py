@@ -10,8 +10,9 @@ kernel launches (a 135M model on an H200 produces 1-2k new tokens/s that way). H
 - the prompt pass runs in chunks of rows (at most `prefill_rows` rows and `prefill_tokens` tokens), each over its
   own longest prompt only: its keys and values land at their slots of the left-padded cache, and no query or key
   spans padding beyond the chunk's own (prompts of 263-579 tokens left-padded to 579 were a third padding);
-- a decode step's attention reads the cache only up to the next multiple of `length_bucket` past the slot it
-  writes (`decode_window`; one captured graph per window end, the graphs of a cache sharing one memory pool);
+- `decode_window=True` (off by default) makes a decode step's attention read the cache only up to the next
+  multiple of `length_bucket` past the slot it writes (one graph per window end, sharing one memory pool); on
+  the H200 the strided slice made the step slower, not faster (docs/rl-speed.md, run 10);
 - each row stops at an end token (`stop_ids`, e.g. SmolLM2's `<|im_end|>` and `<|im_start|>`) or a stop token
   sequence (`</answer>`); the loop ends when all rows have stopped (checked every `check_every` steps);
 - the model's own modules (embeddings, norms, rotary embedding, projections, MLP, head) do the work; only the
@@ -258,7 +259,7 @@ class FastGenerator:
         prefill_rows: int = 64,
         prefill_tokens: int = 32768,
         prefill_own_length: bool = True,
-        decode_window: bool = True,
+        decode_window: bool = False,
         compile_decode: bool = False,
     ) -> None:
         check_supported(model)

@@ -128,7 +128,7 @@ class RecordingSampling(Sampling):
 
 @pytest.mark.parametrize(
     "settings",
-    [{}, {"length_bucket": 4, "prefill_rows": 3, "prefill_tokens": 40}],
+    [{}, {"length_bucket": 4, "prefill_rows": 3, "prefill_tokens": 40, "decode_window": True}],
     ids=["defaults", "small-windows-and-chunks"],
 )
 def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny, settings: dict) -> None:
@@ -269,10 +269,10 @@ def test_eval_fast_path_equals_the_hf_path_cut_at_answer(tiny) -> None:
 def test_cuda_graph_replay_equals_the_eager_loop(tiny) -> None:
     tokenizer, model, prompts = tiny
     gpu = model.to("cuda")  # key windows of 8 slots: several graphs per cache, sharing one memory pool
-    eager = FastGenerator(gpu, cuda_graphs=False, length_bucket=8).generate(
+    eager = FastGenerator(gpu, cuda_graphs=False, length_bucket=8, decode_window=True).generate(
         prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id
     )
-    graphed = FastGenerator(gpu, cuda_graphs=True, length_bucket=8)
+    graphed = FastGenerator(gpu, cuda_graphs=True, length_bucket=8, decode_window=True)
     assert (
         graphed.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id)
         == eager
