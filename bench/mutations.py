@@ -924,6 +924,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
         "each completion loses its stop token (TRL never sees the end of the turn)",
     ),
+    # issue 26: the prompt pass over each chunk's own length, the decode step's key window (helper "speed")
+    Mutation(
+        "fastgen.decode_window_misses_its_slot",
+        "rl/fastgen.py",
+        "-(-(slot + 1) // self.length_bucket)",
+        "-(-slot // self.length_bucket)",
+        (
+            "tests/test_rl_fastgen.py::test_prefill_over_each_chunks_own_length_equals_generate",
+            "tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",
+        ),
+        "a step whose slot opens a new bucket does not attend to its own key: greedy outputs drift from generate's",
+    ),
+    Mutation(
+        "fastgen.prefill_token_budget_ignored",
+        "rl/fastgen.py",
+        " or (row - start + 1) * wider > self.prefill_tokens)",
+        ")",
+        ("tests/test_rl_fastgen.py::test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt",),
+        "prompt-pass chunks sized by rows alone: long prompts build attention masks far past the token budget",
+    ),
     # issue 24: tomforge scan (tests by helper "scan")
     Mutation(
         "scan.ngram_without_coverage_floor",

@@ -356,6 +356,7 @@ def bench_sft(
     work: Path,
     chunked_loss: bool = True,
     checkpointing: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -363,12 +364,13 @@ def bench_sft(
     from tomforge.rl.sft import sft_warmup
 
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    clock = StepClock()
     peak_gb()
     result = sft_warmup(
         str(model_dir),
         tokenizer,
         Dataset.from_list(rows),
-        str(work / f"sft-{batch}-{bucket}-{chunked_loss}-{checkpointing}"),
+        str(work / f"sft-{batch}-{bucket}-{chunked_loss}-{checkpointing}-{bool(extra)}"),
         max_steps=steps,
         learning_rate=2e-5,
         batch_size=batch,
@@ -376,7 +378,10 @@ def bench_sft(
         bucket_by_length=bucket,
         chunked_loss=chunked_loss,
         gradient_checkpointing=checkpointing,
+        extra=extra,
+        callbacks=[clock.callback()],
     )
+    steady = clock.steady_tokens_per_s(result["log_history"])
     n_params = N_PARAMS
     tokens = result["tokens"]
     tps = tokens / result["seconds"] if tokens else None
@@ -385,13 +390,44 @@ def bench_sft(
         "bucket_by_length": bucket,
         "chunked_loss": chunked_loss,
         "gradient_checkpointing": checkpointing,
+        "extra": extra,
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
         "tokens_per_s": round(tps) if tps else None,
         "peak_gpu_gb": peak_gb(),
         "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None,
+        "steady_tokens_per_s_last_10_steps": round(steady) if steady else None,
+        "steady_mfu_6N": round(6 * n_params * steady / PEAK_FLOPS, 4) if steady else None,
     }
+
+
+class StepClock:
+    """When each optimizer step ended, so a rate can leave out the first steps (graph capture, compilation)."""
+
+    def __init__(self) -> None:
+        self.ended: dict[int, float] = {}
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        clock = self
+
+        class Clock(TrainerCallback):  # type: ignore[misc]
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                clock.ended[state.global_step] = time.perf_counter()
+
+        return Clock()
+
+    def steady_tokens_per_s(self, log_history: list[dict[str, Any]]) -> float | None:
+        """Tokens between the last two logged counts over the time between those steps' ends."""
+        logged = [(int(e["step"]), float(e["num_tokens"])) for e in log_history if "num_tokens" in e and "step" in e]
+        if len(logged) < 2:
+            return None
+        (s0, t0), (s1, t1) = logged[-2], logged[-1]
+        if s0 not in self.ended or s1 not in self.ended or s1 <= s0:
+            return None
+        return (t1 - t0) / (self.ended[s1] - self.ended[s0])
 
 
 def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
@@ -414,10 +450,11 @@ def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
     generator = FastGenerator(model)
     generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=stops[-1], batch_size=batch)
     cache = next(iter(generator._caches.values()))
+    graph = cache.graphs[max(cache.graphs)]
     torch.cuda.synchronize()
     started = time.perf_counter()
     for _ in range(20):
-        cache.graph.replay()
+        graph.replay()
     torch.cuda.synchronize()
     replay_ms = (time.perf_counter() - started) / 20 * 1000
     started = time.perf_counter()
@@ -518,6 +555,120 @@ def run(assets: Path, out: Path, quick: bool, sft_only: bool = False) -> int:
     return 0
 
 
+def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
+    """`floor`: the generation levers side by side and what the model's shapes allow (bench/rl_floor.py); then,
+    time allowing, the decode step compiled, and SFT compiled. Sections past `budget_s` are skipped and say so."""
+    import rl_floor
+    import torch
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.fastgen import stop_token_ids
+
+    deadline = time.perf_counter() + budget_s
+    out.mkdir(parents=True, exist_ok=True)
+    rows = json.loads((assets / "rows.json").read_text())
+    rec = Recorder(out)
+    rec.path = out / "floor.json"
+    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+    model = random_model(assets, torch.bfloat16)
+    stops = stop_token_ids(tokenizer, model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    pool = prompt_ids(tokenizer, rows)
+    s = rl_floor.shapes(model)
+    intermediate = model.config.intermediate_size
+    rec.data["setup"] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "shapes": s}
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    def save() -> None:
+        rec.path.write_text(json.dumps(rec.data, indent=1, sort_keys=True, default=str))
+
+    def guarded(name: str, need_s: float, fn: Callable[[], dict[str, Any]]) -> None:
+        if left() < need_s:
+            rec.data[name] = {"skipped": f"{left():.0f} s of the budget left, the section needs about {need_s:.0f}"}
+            save()
+            print(f"== {name}: skipped", flush=True)
+            return
+        rec.section(name, fn)
+
+    guarded("primitives", 20, lambda: rl_floor.primitives(s["hidden"], intermediate))
+    for batch in (256, 1024):
+        guarded(
+            f"levers_{batch}",
+            45,
+            lambda b=batch: rl_floor.generation_levers(model, pool, stops, pad, b, 64, hf_greedy, compare),
+        )
+    for batch in (256, 1024):
+        rec.section(f"floor_{batch}", lambda b=batch: floor_section(rec.data, s, intermediate, pool, b))
+    from tomforge.rl import fastgen
+
+    rec.data["fused_attention_after_levers"] = fastgen.FUSED_ATTENTION[0]
+    guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, rows))
+    # 256 first: launch-bound, where fusing kernels should tell most
+    guarded("compiled_decode_256", 120, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 256, 64))
+    work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
+    model_dir = work / "model"
+    compiled = {"torch_compile": True}
+    if sft:
+        saved = random_model(assets, torch.float32)
+        saved.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+        del saved
+        guarded("sft_128", 30, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work))
+        guarded("sft_128_compiled", 90, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, extra=compiled))
+    guarded("compiled_decode_1024", 100, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 1024, 64))
+    if sft:
+        guarded(
+            "sft_128_compiled_ckpt",
+            90,
+            lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, checkpointing=True, extra=compiled),
+        )
+    rec.data["budget_left_s"] = round(left())
+    rec.data["fused_attention_kept"] = fastgen.FUSED_ATTENTION[0]  # False: a kernel was refused, PyTorch chose
+    save()
+    return 0
+
+
+def floor_section(data: dict[str, Any], s: dict[str, Any], intermediate: int, pool: list, batch: int) -> dict:
+    """The floor of a call at `batch` x 64 new tokens from the measured primitives, against 20x HF's measured
+    rate and the prompt pass's measured time (bench/rl_floor.py)."""
+    import rl_floor
+
+    prims = data["primitives"]
+    levers = data.get(f"levers_{batch}", {})
+    anatomy = levers.get("both", {}).get("anatomy", {})
+    rate = rl_floor.prefill_matmul_rate(prims, s, intermediate)
+    lengths = [len(pool[i % len(pool)]) for i in range(batch)]
+    kernels = anatomy.get("kernels_per_step")
+    result = rl_floor.floor(
+        s, lengths, 64, prims["copy_bytes_per_s"], rate, prims.get(f"graph_kernel_s_{batch}x576"), kernels
+    )
+    result["prefill_matmul_rate_used"] = round(rate)
+    hf_rate = levers.get("hf_generate", {}).get("new_tokens_per_s")
+    if hf_rate:
+        result["twenty_x_hf_new_tokens_per_s"] = 20 * hf_rate
+        for name in ("memory", "memory_and_launches"):
+            result[f"best_over_hf_{name}"] = round(result[f"best_new_tokens_per_s_{name}"] / hf_rate, 1)
+    for variant in ("before", "both"):
+        prefill = levers.get(variant, {}).get("prefill_s")
+        if prefill:
+            flops = result["prefill_tflop"] * 1e12
+            result[f"prefill_mfu_measured_{variant}"] = round(flops / prefill / PEAK_FLOPS, 4)
+    return result
+
+
+def identity_fp32_new_path(assets: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`identity_fp32` on the fast path's defaults (own-length prompt pass, key window): 1,024 prompts, 48 tokens;
+    TF32 back on afterwards for the sections that follow."""
+    import torch
+
+    result = bench_identity_fp32(assets, rows, 1024, 48)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/rl_speed.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -530,12 +681,19 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--quick", action="store_true", help="small shapes: a smoke test of every section")
     r.add_argument("--sft-only", action="store_true", help="only the SFT memory sections (chunked loss, checkpointing)")
+    fl = sub.add_parser("floor", help="generation levers side by side and the floor the model's shapes allow")
+    fl.add_argument("--assets", type=Path, required=True)
+    fl.add_argument("--out", type=Path, required=True)
+    fl.add_argument("--budget-s", type=float, default=360.0, help="skip sections that would run past this")
+    fl.add_argument("--sft", action="store_true", help="then SFT at batch 128 with torch.compile, if time allows")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
     f.add_argument("--batch", type=int, default=1024)
     f.add_argument("--new-tokens", type=int, default=64)
     args = parser.parse_args(argv)
+    if args.cmd == "floor":
+        return floor_run(args.assets, args.out, args.budget_s, args.sft)
     if args.cmd == "profile":
         return profile(args.assets, args.out, args.batch, args.new_tokens)
     if args.cmd == "prepare":

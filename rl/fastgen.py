@@ -7,6 +7,12 @@ kernel launches (a 135M model on an H200 produces 1-2k new tokens/s that way). H
   decode step has the same shapes and addresses and is captured once as a CUDA graph and replayed;
 - prompts are sorted by length and cut into batches (bucketing), padded on the left to the batch's longest
   prompt; the cache length is rounded up to `length_bucket`, so a few graphs serve every batch;
+- the prompt pass runs in chunks of rows (at most `prefill_rows` rows and `prefill_tokens` tokens), each over its
+  own longest prompt only: its keys and values land at their slots of the left-padded cache, and no query or key
+  spans padding beyond the chunk's own (prompts of 263-579 tokens left-padded to 579 were a third padding);
+- `decode_window=True` (off by default) makes a decode step's attention read the cache only up to the next
+  multiple of `length_bucket` past the slot it writes (one graph per window end, sharing one memory pool); on
+  the H200 the strided slice made the step slower, not faster (docs/rl-speed.md, run 10);
 - each row stops at an end token (`stop_ids`, e.g. SmolLM2's `<|im_end|>` and `<|im_start|>`) or a stop token
   sequence (`</answer>`); the loop ends when all rows have stopped (checked every `check_every` steps);
 - the model's own modules (embeddings, norms, rotary embedding, projections, MLP, head) do the work; only the
@@ -151,16 +157,21 @@ def _rotate_half(x: Any) -> Any:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def _attend(q: Any, keys: Any, values: Any, mask: Any, groups: int, scale: float) -> Any:
+def additive_mask(mask: Any, dtype: Any) -> Any:
+    """0 where `mask` is True, -inf elsewhere, in the model's dtype: built once per forward, not per layer."""
+    import torch
+
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+
+
+def _attend(q: Any, keys: Any, values: Any, additive: Any, groups: int, scale: float) -> Any:
     """SDPA of `q` (rows, heads, queries, dim) over the cache. Grouped-query attention without copying the
     cache: one query position (decode) packs each group's query heads as that kv head's queries (the trick
     transformers uses for decode too); a prompt (prefill) repeats the keys of its rows. The mask is additive
     in the model's dtype and, on a GPU, the fused kernels are asked for first: PyTorch's math kernel, its
     fallback for masked attention, upcasts the whole cache to fp32 at every step."""
-    import torch
     import torch.nn.functional as F
 
-    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
     packs = groups > 1 and q.shape[2] == 1
     rows, heads, _, dim = q.shape
     if packs:
@@ -205,6 +216,8 @@ def _fused_kernels(q: Any) -> Any:
     return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION])
 
 
+PREFILL_ALIGN = 8  # a prompt-pass chunk's width is a multiple of this (or the batch's width): the fused SDPA
+# kernels want the mask's last dimension aligned; the extra slots are padding every row of the chunk masks
 FUSED_ATTENTION = [True]  # switched off by the bench's comparison (and by anyone whose GPU lacks the kernels)
 
 
@@ -228,7 +241,8 @@ class _Cache:
         self.slot = torch.zeros(1, device=device, dtype=torch.long)
         self.logits = torch.zeros(rows, config.vocab_size, device=device, dtype=torch.float32)
         self.rows, self.length = rows, length
-        self.graph: Any = None
+        self.graphs: dict[int, Any] = {}  # one captured decode step per key window end
+        self.graph_pool: Any = None  # their memory pool, shared: each step's results leave through `logits`
 
 
 class FastGenerator:
@@ -243,6 +257,10 @@ class FastGenerator:
         check_every: int = 8,
         max_caches: int = 6,
         prefill_rows: int = 64,
+        prefill_tokens: int = 32768,
+        prefill_own_length: bool = True,
+        decode_window: bool = False,
+        compile_decode: bool = False,
     ) -> None:
         check_supported(model)
         self.model = model.eval()
@@ -251,6 +269,14 @@ class FastGenerator:
         self.check_every = check_every
         self.max_caches = max_caches
         self.prefill_rows = prefill_rows
+        self.prefill_tokens = prefill_tokens
+        self.prefill_own_length = prefill_own_length  # False: each chunk over the batch's width (bench reference)
+        self.decode_window = decode_window
+        self._decode_fn: Callable[[_Cache, int], None] = self._decode
+        if compile_decode:  # inductor fuses the step's small kernels; our own graph still captures the result
+            import torch
+
+            self._decode_fn = torch.compile(self._decode, dynamic=False)
         self._caches: dict[tuple[int, int], _Cache] = {}
         self.stats = FastStats()
 
@@ -277,13 +303,22 @@ class FastGenerator:
 
     # ---- the model, one step ----
     def _forward(
-        self, cache: _Cache, ids: Any, positions: Any, slots: Any, mask: Any, rows: slice = slice(None)
+        self,
+        cache: _Cache,
+        ids: Any,
+        positions: Any,
+        slots: Any,
+        mask: Any,
+        rows: slice = slice(None),
+        window: slice = slice(None),
     ) -> Any:
-        """Logits of the last position after writing keys/values of `ids` at `slots` in the cache rows `rows`.
-        `mask`: (rows, 1, queries, length) bool, True where a query may attend."""
+        """Logits of the last position after writing keys/values of `ids` at `slots` in the cache rows `rows`;
+        attention reads only the cache slots `window` (they must hold every slot a query may attend).
+        `mask`: (rows, 1, queries, window length) bool, True where a query may attend."""
         import torch
 
         inner = self.model.model
+        additive = additive_mask(mask, self.model.dtype)
         hidden = inner.embed_tokens(ids)
         cos, sin = inner.rotary_emb(hidden, positions)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
@@ -301,17 +336,26 @@ class FastGenerator:
             keys, values = cache.keys[index, rows], cache.values[index, rows]
             keys.index_copy_(2, slots, k)
             values.index_copy_(2, slots, v)
-            out = _attend(q, keys, values, mask, attn.num_key_value_groups, attn.scaling)
+            keys, values = keys[:, :, window], values[:, :, window]
+            out = _attend(q, keys, values, additive, attn.num_key_value_groups, attn.scaling)
             hidden = residual + attn.o_proj(out.transpose(1, 2).reshape(n_rows, n, -1))
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
         last = inner.norm(hidden[:, -1:, :])
         return self.model.lm_head(last)[:, -1, :].to(torch.float32)
 
-    def _decode(self, cache: _Cache) -> None:
-        """One decode step on the static inputs; the step a CUDA graph captures."""
+    def _decode(self, cache: _Cache, end: int) -> None:
+        """One decode step on the static inputs, attention over the cache slots before `end`; the step a CUDA
+        graph captures (one graph per `end`)."""
         cache.key_mask.index_fill_(1, cache.slot, True)
-        mask = cache.key_mask[:, None, None, :]
-        cache.logits.copy_(self._forward(cache, cache.tokens, cache.positions, cache.slot, mask))
+        mask = cache.key_mask[:, None, None, :end]
+        cache.logits.copy_(self._forward(cache, cache.tokens, cache.positions, cache.slot, mask, window=slice(0, end)))
+
+    def _window_end(self, cache: _Cache, slot: int) -> int:
+        """The key window of a step writing `slot`: the whole cache, or (`decode_window`) up to the next multiple
+        of `length_bucket` past the slot, so a step reads the filled part of the cache plus at most a bucket."""
+        if not self.decode_window:
+            return cache.length
+        return min(cache.length, -(-(slot + 1) // self.length_bucket) * self.length_bucket)
 
     def _cache_for(self, rows: int, length: int) -> _Cache:
         key = (rows, length)
@@ -321,31 +365,51 @@ class FastGenerator:
             self._caches[key] = _Cache(self.model, rows, length)
         return self._caches[key]
 
-    def _capture(self, cache: _Cache) -> None:
+    def _capture(self, cache: _Cache, end: int) -> None:
         import torch
 
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm-up outside the graph (allocator, kernel choice); it computes the
             for _ in range(2):  # same step the replay computes again, so nothing needs restoring
-                self._decode(cache)
+                self._decode_fn(cache, end)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self._decode(cache)
-        cache.graph = graph
+        if cache.graph_pool is None:
+            cache.graph_pool = torch.cuda.graph_pool_handle()
+        with torch.cuda.graph(graph, pool=cache.graph_pool):  # one step's intermediates die within the step
+            self._decode_fn(cache, end)
+        cache.graphs[end] = graph
         self.stats.graphs_captured += 1
 
-    def _step(self, cache: _Cache) -> None:
+    def _step(self, cache: _Cache, slot: int) -> None:
+        end = self._window_end(cache, slot)
         if not self.cuda_graphs:
-            self._decode(cache)
+            self._decode_fn(cache, end)
             return
-        if cache.graph is None:
-            self._capture(cache)
-        cache.graph.replay()
+        if end not in cache.graphs:
+            self._capture(cache, end)
+        cache.graphs[end].replay()
 
     # ---- one batch ----
+    def _prefill_chunks(self, lengths: Sequence[int]) -> list[slice]:
+        """Consecutive rows in chunks of at most `prefill_rows` rows and `prefill_tokens` tokens counted at the
+        chunk's longest prompt (a lone longer prompt gets a chunk of its own)."""
+        chunks, start, longest = [], 0, 0
+        for row, n in enumerate(lengths):
+            wider = max(longest, n)
+            if row > start and (row - start >= self.prefill_rows or (row - start + 1) * wider > self.prefill_tokens):
+                chunks.append(slice(start, row))
+                start, wider = row, n
+            longest = wider
+        chunks.append(slice(start, len(lengths)))
+        return chunks
+
     def _prefill(self, cache: _Cache, prompts: Sequence[Sequence[int]], pad_id: int) -> int:
+        """The prompt pass, chunk by chunk, each chunk only over its own longest prompt: its keys and values land
+        at the slots of the batch's left-padded layout (`width - n` onwards for a prompt of n tokens) and its
+        queries attend only to those slots, so no query or key spans the padding of prompts longer than the
+        chunk's or the cache's empty tail. Left padding inside a chunk is masked as `generate` masks it."""
         import torch
 
         width = max(len(p) for p in prompts)
@@ -363,15 +427,18 @@ class FastGenerator:
         cache.values.zero_()
         cache.key_mask.zero_()
         cache.key_mask[:, :width] = present
-        causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
-        slots = torch.arange(width, device=device)
-        for start in range(0, cache.rows, self.prefill_rows):  # rows in chunks: the prompt's attention is
-            rows = slice(start, min(start + self.prefill_rows, cache.rows))  # (rows, heads, width, length)
-            here = present[rows]
-            mask = torch.zeros(here.shape[0], 1, width, cache.length, dtype=torch.bool, device=device)
-            mask[:, 0, :, :width] = causal & here[:, None, :]
-            mask[:, 0, :, :width] |= torch.eye(width, dtype=torch.bool, device=device) & ~here[:, :, None]
-            cache.logits[rows] = self._forward(cache, ids[rows], positions[rows], slots, mask, rows)
+        lengths = [len(p) for p in prompts]
+        for rows in self._prefill_chunks(lengths):
+            own = max(lengths[rows]) if self.prefill_own_length else width  # the chunk's longest prompt,
+            own = min(width, -(-own // PREFILL_ALIGN) * PREFILL_ALIGN)  # rounded up: aligned masks for fused SDPA
+            start = width - own
+            here = present[rows, start:]
+            causal = torch.ones(own, own, dtype=torch.bool, device=device).tril()
+            mask = (causal & here[:, None, :]) | (torch.eye(own, dtype=torch.bool, device=device) & ~here[:, :, None])
+            slots = torch.arange(start, width, device=device)
+            cache.logits[rows] = self._forward(
+                cache, ids[rows, start:], positions[rows, start:], slots, mask[:, None], rows, slice(start, width)
+            )
         cache.positions.copy_(positions[:, -1:])
         cache.slot.fill_(width)
         return width
@@ -392,7 +459,7 @@ class FastGenerator:
         length = -(-(width + max_new_tokens) // self.length_bucket) * self.length_bucket
         cache = self._cache_for(len(prompts), length)
         self.stats.batches.append((len(prompts), length))
-        self._prefill(cache, prompts, pad_id)
+        self._prefill(cache, prompts, pad_id)  # sets cache.slot to width: the first step writes slot `width`
         device = self.model.device
         out = torch.full((cache.rows, max_new_tokens), pad_id, dtype=torch.long, device=device)
         done = torch.zeros(cache.rows, dtype=torch.bool, device=device)
@@ -421,7 +488,7 @@ class FastGenerator:
                 break
             cache.tokens.copy_(token[:, None])
             cache.positions.add_(1)
-            self._step(cache)
+            self._step(cache, width + step)
             cache.slot.add_(1)
         return _trim(out.cpu().tolist(), done.cpu().tolist(), stop_ids, sequences_as_lists(stop_sequences))
 

@@ -62,6 +62,56 @@ def test_greedy_equals_generate_token_for_token(tiny) -> None:
     assert any(len(r) < 24 for r in expected) or all(len(r) == 24 for r in ours)
 
 
+def test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt() -> None:
+    """Worked by hand: at most 3 rows and 20 tokens counted at the chunk's longest prompt."""
+
+    class Shell(FastGenerator):
+        def __init__(self) -> None:  # only the chunking settings, no model
+            self.prefill_rows, self.prefill_tokens = 3, 20
+
+    # rows 0-2: 3 rows, 3 x 5 = 15 tokens; rows 3-4: a third row would make 3 x 10 = 30 > 20; row 5 alone;
+    # row 6 (25 tokens) is longer than the budget alone and still gets its chunk
+    chunks = Shell()._prefill_chunks([3, 3, 5, 9, 9, 10, 25])
+    assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 5), (5, 6), (6, 7)]
+
+
+@pytest.mark.parametrize("window", [True, False])
+def test_prefill_over_each_chunks_own_length_equals_generate(tiny, window: bool) -> None:
+    """Chunks of unequal longest prompts (a 40-token budget) and, with `decode_window`, key windows of 8 slots
+    that grow during the decode: greedy outputs equal `generate`'s, and each chunk's prompt pass ran over its
+    own longest prompt (the widths seen by the model, against the chunks worked out from the sorted lengths)."""
+    tokenizer, model, prompts = tiny
+    expected = hf_generate(tokenizer, model, prompts, max_new_tokens=20, do_sample=False)
+    generator = FastGenerator(model, length_bucket=8, prefill_rows=4, prefill_tokens=40, decode_window=window)
+    widths: list[int] = []
+    forward = generator._forward
+
+    def recording(cache, ids, *args, **kwargs):
+        if ids.shape[1] > 1:
+            widths.append(ids.shape[1])
+        return forward(cache, ids, *args, **kwargs)
+
+    generator._forward = recording  # type: ignore[method-assign]
+    ours = generator.generate(
+        prompts,
+        max_new_tokens=20,
+        stop_ids=[tokenizer.eos_token_id],
+        pad_id=tokenizer.pad_token_id,
+        batch_size=len(prompts),
+    )
+    assert ours == expected
+    lengths = sorted(len(p) for p in prompts)
+    own: list[int] = []
+    start = 0
+    while start < len(lengths):  # the chunks by hand: grow while 4 rows and 40 tokens at the longest allow
+        stop = start + 1
+        while stop < len(lengths) and stop - start < 4 and (stop - start + 1) * lengths[stop] <= 40:
+            stop += 1
+        own.append(min(lengths[-1], -(-lengths[stop - 1] // 8) * 8))  # rounded up to 8, at most the batch's width
+        start = stop
+    assert widths == own and len(set(own)) > 2 and max(own) == lengths[-1]
+
+
 @dataclass(frozen=True)
 class RecordingSampling(Sampling):
     """Samples at temperature 1 and keeps the scores of every step (a warper that changes nothing)."""
@@ -76,13 +126,19 @@ class RecordingSampling(Sampling):
         return [record]
 
 
-def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny) -> None:
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"length_bucket": 4, "prefill_rows": 3, "prefill_tokens": 40, "decode_window": True}],
+    ids=["defaults", "small-windows-and-chunks"],
+)
+def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny, settings: dict) -> None:
     """Sampled (so the tokens vary) in one batch: the scores at each step equal the logits `model(...)` gives for
-    the prompt plus the tokens drawn so far, one prompt at a time, without padding or cache."""
+    the prompt plus the tokens drawn so far, one prompt at a time, without padding or cache. With small buckets
+    the decode step's key window grows every 4 steps and the prompt pass runs in chunks of unequal widths."""
     tokenizer, model, prompts = tiny
     sampling = RecordingSampling(do_sample=True)
     torch.manual_seed(5)
-    out = FastGenerator(model).generate(
+    out = FastGenerator(model, **settings).generate(
         prompts,
         max_new_tokens=12,
         stop_ids=[],
@@ -212,16 +268,16 @@ def test_eval_fast_path_equals_the_hf_path_cut_at_answer(tiny) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_cuda_graph_replay_equals_the_eager_loop(tiny) -> None:
     tokenizer, model, prompts = tiny
-    gpu = model.to("cuda")
-    eager = FastGenerator(gpu, cuda_graphs=False).generate(
+    gpu = model.to("cuda")  # key windows of 8 slots: several graphs per cache, sharing one memory pool
+    eager = FastGenerator(gpu, cuda_graphs=False, length_bucket=8, decode_window=True).generate(
         prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id
     )
-    graphed = FastGenerator(gpu, cuda_graphs=True)
+    graphed = FastGenerator(gpu, cuda_graphs=True, length_bucket=8, decode_window=True)
     assert (
         graphed.generate(prompts, max_new_tokens=24, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id)
         == eager
     )
-    assert graphed.stats.graphs_captured >= 1
+    assert graphed.stats.graphs_captured >= 3
     model.to("cpu")
 
 
