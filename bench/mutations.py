@@ -1260,30 +1260,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_config.py",),
         "a config asking for list questions silently generates multiple choice",
     ),
-    Mutation(
-        "rexp.rl_from_the_base_model",
-        "experiments/rationale_experiment.py",
-        'return [Job("sft", spec.start or "rationale", self.seed)]',
-        "return []",
-        ("tests/test_rationale_experiment.py",),
-        "an RL arm starts before (and so without) its rationale model",
-    ),
-    Mutation(
-        "rexp.fidelity_dropped_from_report",
-        "experiments/experiment_report.py",
-        '        entry["fidelity"] = fidelity(rows)\n',
-        "",
-        ("tests/test_rationale_experiment.py",),
-        "metrics.json carries no right-for-the-right-reasons figures",
-    ),
-    Mutation(
-        "rexp.rationale_arm_trains_answer_only",
-        "experiments/rationale_experiment.py",
-        'form = (spec.form or recipe["rationale_form"]) if spec.rationale else None',
-        "form = None",
-        ("tests/test_rationale_experiment.py",),
-        "the rationale arm is trained on answer-only targets",
-    ),
     # run 9 (helper "gpu"): an arm's own seeds; SFT processes grouped by overlapping training windows
     Mutation(
         "rexp.seeds_of_ignored",

@@ -31,3 +31,9 @@ def test_every_mutation_snippet_occurs_exactly_once() -> None:
 def test_every_mutation_names_tests_that_exist() -> None:
     missing = [f"{m.name}: {t}" for m in _mutations() for t in m.tests if not (ROOT / t.split("::")[0]).is_file()]
     assert missing == []
+
+
+def test_every_mutation_name_is_used_once() -> None:
+    """A merge that keeps both sides can list one planted bug twice: it would be run and counted twice."""
+    names = [m.name for m in _mutations()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
