@@ -898,6 +898,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "every new token gets its predecessor's rotary position: greedy outputs drift from generate's",
     ),
     Mutation(
+        "fused_projections.copies_not_views",
+        "rl/fused_projections.py",
+        "        param.data = stacked[start : start + rows]",
+        "        param.data = stacked[start : start + rows].clone()",
+        ("tests/test_rl_fused_projections.py::test_new_weights_copied_into_a_parameter_reach_the_fused_generator",),
+        "the fused tensor is a copy: weights synced into the generator's parameters never reach its products",
+    ),
+    Mutation(
+        "fastgen.gate_and_up_swapped",
+        "rl/fastgen.py",
+        "    gate, up = F.linear(x, gate_up).chunk(2, dim=-1)",
+        "    up, gate = F.linear(x, gate_up).chunk(2, dim=-1)",
+        ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+        "the fused MLP product's halves read the wrong way round: the activation goes on the up projection",
+    ),
+    Mutation(
         "fastgen.temperature_dropped",
         "rl/fastgen.py",
         "        if self.temperature is not None and self.temperature != 1.0:",

@@ -5,8 +5,9 @@ What the model's own shapes allow on this GPU, measured in the same call as the 
 - primitives: the device-to-device copy bandwidth (bytes read + written), the bf16 matrix rate at the prompt
   pass's own shapes (tokens x 576 x 576 / 1536), and the cost of one small kernel inside a replayed CUDA graph;
 - generation at batch 256 and 1,024 with 64 new tokens, side by side: HF `generate`, the fast path as it was
-  (each prompt-pass chunk over the batch's width, decode over the whole cache), each lever alone, both levers,
-  and the decode step compiled by `torch.compile` (inductor) inside our own graph;
+  (each prompt-pass chunk over the batch's width, decode over the whole cache), each lever alone, both levers;
+  or (`rl_speed.py compiled`) the defaults against a layer's two halves compiled by `torch.compile` (inductor)
+  for the decode step inside our own graph, and for the prompt pass;
 - the anatomy of one decode step: graph replay time, the kernels of one eager step and their GPU time;
 - the floor: the prompt pass's FLOPs (linear layers + causal attention + the head on each last token) over the
   measured matrix rate, a decode step's bytes (weights + the keys/values the step must read + logits) over the
@@ -258,11 +259,20 @@ def step_anatomy(generator: Any, ids: list[list[int]], pad: int, device: str) ->
     return {"window_end": end, "kernels_per_step": decode["kernels"], "decode_step": decode, "prefill": prefill}
 
 
+EAGER = {"compile_decode": False, "compile_prefill": False, "fuse_projections": False}  # run 10's code path
 VARIANTS: dict[str, dict[str, Any]] = {
-    "before": {"prefill_own_length": False, "decode_window": False},
-    "own_length_prefill": {"prefill_own_length": True, "decode_window": False},
-    "decode_window": {"prefill_own_length": False, "decode_window": True},
-    "both": {"prefill_own_length": True, "decode_window": True},
+    "before": {**EAGER, "prefill_own_length": False, "decode_window": False},
+    "own_length_prefill": {**EAGER, "prefill_own_length": True, "decode_window": False},
+    "decode_window": {**EAGER, "prefill_own_length": False, "decode_window": True},
+    "both": {**EAGER, "prefill_own_length": True, "decode_window": True},
+}
+RUN10_DEFAULT = {**EAGER, "prefill_own_length": True, "decode_window": False}
+COMPILED = {**RUN10_DEFAULT, "compile_decode": True, "compile_prefill": True}
+COMPILED_VARIANTS: dict[str, dict[str, Any]] = {  # runs 12-13: rl.fastgen.compiled_blocks, rl.fused_projections
+    "eager": RUN10_DEFAULT,  # named "default" in run 12's floor.json
+    "compiled": COMPILED,  # "compiled_decode_and_prefill" in run 12
+    "compiled_fused": {**COMPILED, "fuse_projections": True},
+    "compiled_fused_big_chunks": {**COMPILED, "fuse_projections": True, "prefill_rows": 256, "prefill_tokens": 1 << 17},
 }
 
 
@@ -275,8 +285,11 @@ def generation_levers(
     new_tokens: int,
     hf: Callable[..., list[list[int]]],
     compare: Callable[[Any, Any], dict[str, Any]],
+    variants: dict[str, dict[str, Any]] = VARIANTS,
+    anatomy_of: str = "both",
 ) -> dict[str, Any]:
-    """Each variant of the fast path and HF `generate` on the same `batch` prompts; greedy bf16 outputs compared."""
+    """Each variant of the fast path and HF `generate` on the same `batch` prompts; greedy bf16 outputs compared;
+    the kernels of one decode step and one prompt pass of the variant `anatomy_of`."""
     import torch
 
     from tomforge.rl.fastgen import FastGenerator
@@ -285,14 +298,17 @@ def generation_levers(
     ids = [pool[i % len(pool)] for i in range(batch)]
     out: dict[str, Any] = {"batch": batch, "new_tokens": new_tokens}
     outputs: dict[str, list[list[int]]] = {}
-    for name, settings in VARIANTS.items():
+    for name, settings in variants.items():
         generator = FastGenerator(model, **settings)
         call = dict(max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batch)
-        generator.generate(ids, **call)  # captures the graphs
+        started = time.perf_counter()
+        generator.generate(ids, **call)  # captures the graphs (and compiles, where asked)
+        first_s = time.perf_counter() - started
         generator.stats = type(generator.stats)()
         _reset_peak(device)
         outputs[name] = generator.generate(ids, **call)
         entry = {
+            "first_call_s": round(first_s, 2),
             "peak_gpu_gb_of_the_call": _peak_gb(device),
             "graphs_captured_first_call": len(next(iter(generator._caches.values())).graphs),
             "seconds": round(generator.stats.seconds, 4),
@@ -300,7 +316,7 @@ def generation_levers(
             "prefill_s": round(prefill_seconds(generator, ids, pad, device), 4),
             "graph_replay_ms": replay_ms(generator, device),
         }
-        if name == "both":
+        if name == anatomy_of:
             try:
                 entry["anatomy"] = step_anatomy(generator, ids, pad, device)
             except Exception as exc:  # the profiler's event API moves between torch versions: keep the rest
@@ -310,7 +326,9 @@ def generation_levers(
         del generator
         if device == "cuda":
             torch.cuda.empty_cache()
-    out["same_outputs_as_before"] = {k: outputs[k] == outputs["before"] for k in outputs}
+    first = next(iter(variants))
+    out[f"same_outputs_as_{first}"] = {k: outputs[k] == outputs[first] for k in outputs}
+    out[f"rows_same_as_{first}"] = {k: sum(a == b for a, b in zip(v, outputs[first])) for k, v in outputs.items()}
     started = time.perf_counter()
     theirs = hf(model, ids, new_tokens, stops, pad)
     _sync(device)
@@ -318,44 +336,9 @@ def generation_levers(
     hf_tokens = sum(len(r) for r in theirs)
     out["hf_generate"] = {"seconds": round(hf_s, 3), "new_tokens_per_s": round(hf_tokens / hf_s)}
     out["greedy_bf16_vs_hf"] = {k: compare(v, theirs) for k, v in outputs.items()}
-    for name in VARIANTS:
+    for name in variants:
         out[name]["speedup_vs_hf"] = round(out[name]["new_tokens_per_s"] / out["hf_generate"]["new_tokens_per_s"], 2)
     return out
-
-
-def compiled_decode(
-    model: Any, pool: list[list[int]], stops: list[int], pad: int, batch: int, new_tokens: int
-) -> dict[str, Any]:
-    """The decode step compiled by torch.compile (inductor, fixed shapes), captured in our own graph; one key
-    window (decode_window off) so one compile serves the call."""
-    import torch
-
-    from tomforge.rl.fastgen import FastGenerator
-
-    device = model.device.type
-    ids = [pool[i % len(pool)] for i in range(batch)]
-    generator = FastGenerator(model, decode_window=False, compile_decode=True)
-    call = dict(max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=batch)
-    started = time.perf_counter()
-    first = generator.generate(ids, **call)
-    compile_s = time.perf_counter() - started
-    generator.stats = type(generator.stats)()
-    again = generator.generate(ids, **call)
-    plain = FastGenerator(model, decode_window=False).generate(ids, **call)
-    result = {
-        "batch": batch,
-        "first_call_s_with_compile": round(compile_s, 1),
-        "seconds": round(generator.stats.seconds, 4),
-        "new_tokens_per_s": round(generator.stats.tokens_per_s),
-        "graph_replay_ms": replay_ms(generator, device),
-        "same_outputs_as_uncompiled": again == plain,
-        "rows_same_as_uncompiled": sum(a == b for a, b in zip(again, plain)),
-        "first_equals_second": first == again,
-    }
-    del generator
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    return result
 
 
 def primitives(hidden: int, intermediate: int) -> dict[str, Any]:

@@ -259,9 +259,12 @@ def bench_generation(
     return out
 
 
-def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_tokens: int) -> dict[str, Any]:
+def bench_identity_fp32(
+    assets: Path, rows: list[dict[str, Any]], n: int, new_tokens: int, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Greedy, fp32 with TF32 off on both sides: the decode loop is the same computation as `generate`'s, so
-    outputs should agree except where two logits are within rounding of each other."""
+    outputs should agree except where two logits are within rounding of each other. `settings`: the
+    `FastGenerator`'s (default: its defaults)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -275,7 +278,8 @@ def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_to
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
     pool = prompt_ids(tokenizer, rows)
     ids = [pool[i % len(pool)] for i in range(n)]
-    ours = FastGenerator(model).generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=256)
+    generator = FastGenerator(model, **(settings or {}))
+    ours = generator.generate(ids, max_new_tokens=new_tokens, stop_ids=stops, pad_id=pad, batch_size=256)
     theirs: list[list[int]] = []
     order = sorted(range(n), key=lambda i: len(ids[i]))
     by_index: dict[int, list[int]] = {}
@@ -286,7 +290,7 @@ def bench_identity_fp32(assets: Path, rows: list[dict[str, Any]], n: int, new_to
     theirs = [by_index[i] for i in range(n)]
     del model
     torch.cuda.empty_cache()
-    return {"new_tokens": new_tokens, **compare(ours, theirs)}
+    return {"new_tokens": new_tokens, "settings": settings or {}, **compare(ours, theirs)}
 
 
 def bench_rloo(
@@ -555,79 +559,122 @@ def run(assets: Path, out: Path, quick: bool, sft_only: bool = False) -> int:
     return 0
 
 
-def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
-    """`floor`: the generation levers side by side and what the model's shapes allow (bench/rl_floor.py); then,
-    time allowing, the decode step compiled, and SFT compiled. Sections past `budget_s` are skipped and say so."""
-    import rl_floor
-    import torch
-    from transformers import AutoTokenizer
+class FloorBench:
+    """What `floor` and `compiled` share: the random bf16 model, its prompts, a JSON record written after every
+    section, and a time budget past which sections are skipped (and say so)."""
 
-    from tomforge.rl.fastgen import stop_token_ids
+    def __init__(self, assets: Path, out: Path, budget_s: float) -> None:
+        import rl_floor
+        import torch
+        from transformers import AutoTokenizer
 
-    deadline = time.perf_counter() + budget_s
-    out.mkdir(parents=True, exist_ok=True)
-    rows = json.loads((assets / "rows.json").read_text())
-    rec = Recorder(out)
-    rec.path = out / "floor.json"
-    tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
-    model = random_model(assets, torch.bfloat16)
-    stops = stop_token_ids(tokenizer, model)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-    pool = prompt_ids(tokenizer, rows)
-    s = rl_floor.shapes(model)
-    intermediate = model.config.intermediate_size
-    rec.data["setup"] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "shapes": s}
+        from tomforge.rl.fastgen import stop_token_ids
 
-    def left() -> float:
-        return deadline - time.perf_counter()
+        self.deadline = time.perf_counter() + budget_s
+        out.mkdir(parents=True, exist_ok=True)
+        self.assets = assets
+        self.rows = json.loads((assets / "rows.json").read_text())
+        self.rec = Recorder(out)
+        self.rec.path = out / "floor.json"
+        self.tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
+        self.model = random_model(assets, torch.bfloat16)
+        self.stops = stop_token_ids(self.tokenizer, self.model)
+        self.pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stops[0]
+        self.pool = prompt_ids(self.tokenizer, self.rows)
+        self.shapes = rl_floor.shapes(self.model)
+        self.intermediate = self.model.config.intermediate_size
+        self.rec.data["setup"] = {
+            "device": torch.cuda.get_device_name(0),
+            "torch": torch.__version__,
+            "shapes": self.shapes,
+        }
 
-    def save() -> None:
-        rec.path.write_text(json.dumps(rec.data, indent=1, sort_keys=True, default=str))
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
 
-    def guarded(name: str, need_s: float, fn: Callable[[], dict[str, Any]]) -> None:
-        if left() < need_s:
-            rec.data[name] = {"skipped": f"{left():.0f} s of the budget left, the section needs about {need_s:.0f}"}
-            save()
+    def save(self) -> None:
+        self.rec.path.write_text(json.dumps(self.rec.data, indent=1, sort_keys=True, default=str))
+
+    def guarded(self, name: str, need_s: float, fn: Callable[[], dict[str, Any]]) -> None:
+        if self.left() < need_s:
+            left = self.left()
+            self.rec.data[name] = {"skipped": f"{left:.0f} s of the budget left, the section needs about {need_s:.0f}"}
+            self.save()
             print(f"== {name}: skipped", flush=True)
             return
-        rec.section(name, fn)
+        self.rec.section(name, fn)
 
-    guarded("primitives", 20, lambda: rl_floor.primitives(s["hidden"], intermediate))
-    for batch in (256, 1024):
-        guarded(
-            f"levers_{batch}",
-            45,
-            lambda b=batch: rl_floor.generation_levers(model, pool, stops, pad, b, 64, hf_greedy, compare),
+    def levers(self, batch: int, **kwargs: Any) -> dict[str, Any]:
+        import rl_floor
+
+        return rl_floor.generation_levers(
+            self.model, self.pool, self.stops, self.pad, batch, 64, hf_greedy, compare, **kwargs
         )
-    for batch in (256, 1024):
-        rec.section(f"floor_{batch}", lambda b=batch: floor_section(rec.data, s, intermediate, pool, b))
-    from tomforge.rl import fastgen
 
-    rec.data["fused_attention_after_levers"] = fastgen.FUSED_ATTENTION[0]
-    guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, rows))
-    # 256 first: launch-bound, where fusing kernels should tell most
-    guarded("compiled_decode_256", 120, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 256, 64))
-    work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
-    model_dir = work / "model"
-    compiled = {"torch_compile": True}
-    if sft:
-        saved = random_model(assets, torch.float32)
+    def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
+        """SFT at batch 128 on a random fp32 copy saved to the work folder, one section per (name, seconds needed,
+        `bench_sft` keywords)."""
+        import torch
+
+        work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
+        model_dir = work / "model"
+        saved = random_model(self.assets, torch.float32)
         saved.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
+        self.tokenizer.save_pretrained(model_dir)
         del saved
-        guarded("sft_128", 30, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work))
-        guarded("sft_128_compiled", 90, lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, extra=compiled))
-    guarded("compiled_decode_1024", 100, lambda: rl_floor.compiled_decode(model, pool, stops, pad, 1024, 64))
-    if sft:
-        guarded(
-            "sft_128_compiled_ckpt",
-            90,
-            lambda: bench_sft(assets, rows, model_dir, 128, True, 30, work, checkpointing=True, extra=compiled),
+        for name, need_s, kwargs in sections:
+            self.guarded(
+                name, need_s, lambda k=kwargs: bench_sft(self.assets, self.rows, model_dir, 128, True, 30, work, **k)
+            )
+
+    def finish(self) -> int:
+        from tomforge.rl import fastgen
+
+        self.rec.data["budget_left_s"] = round(self.left())
+        self.rec.data["fused_attention_kept"] = fastgen.FUSED_ATTENTION[0]  # False: a kernel was refused
+        self.save()
+        return 0
+
+
+def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
+    """`floor`: the generation levers side by side and what the model's shapes allow (bench/rl_floor.py); then,
+    time allowing, SFT at batch 128 plain and compiled. Sections past `budget_s` are skipped and say so."""
+    import rl_floor
+
+    bench = FloorBench(assets, out, budget_s)
+    s = bench.shapes
+    bench.guarded("primitives", 20, lambda: rl_floor.primitives(s["hidden"], bench.intermediate))
+    for batch in (256, 1024):
+        bench.guarded(f"levers_{batch}", 45, lambda b=batch: bench.levers(b))
+    for batch in (256, 1024):
+        bench.rec.section(
+            f"floor_{batch}", lambda b=batch: floor_section(bench.rec.data, s, bench.intermediate, bench.pool, b)
         )
-    rec.data["budget_left_s"] = round(left())
-    rec.data["fused_attention_kept"] = fastgen.FUSED_ATTENTION[0]  # False: a kernel was refused, PyTorch chose
-    save()
-    return 0
+    bench.guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, bench.rows))
+    if sft:
+        bench.sft([("sft_128", 30, {}), ("sft_128_compiled", 90, {"extra": {"torch_compile": True}})])
+    return bench.finish()
+
+
+def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int]) -> int:
+    """`compiled`: the fast path of run 10 (eager) against a layer's two halves compiled, then also with fused
+    q/k/v and gate/up products, then also with the prompt pass in larger chunks; HF `generate` beside them, at
+    each batch x 64 new tokens; the fast path's fp32 greedy outputs (its defaults) against `generate`'s; then SFT at
+    batch 128 plain and with `torch_compile`."""
+    import rl_floor
+    import torch
+
+    torch._dynamo.config.recompile_limit = 64  # the variants and batches of one process, each compiled once
+    bench = FloorBench(assets, out, budget_s)
+    variants = rl_floor.COMPILED_VARIANTS
+    for batch in batches:
+        bench.guarded(
+            f"compiled_{batch}", 120, lambda b=batch: bench.levers(b, variants=variants, anatomy_of="compiled_fused")
+        )
+    bench.guarded("identity_fp32_defaults", 90, lambda: identity_fp32_new_path(assets, bench.rows))
+    if sft:
+        bench.sft([("sft_128", 40, {}), ("sft_128_compiled", 120, {"extra": {"torch_compile": True}})])
+    return bench.finish()
 
 
 def floor_section(data: dict[str, Any], s: dict[str, Any], intermediate: int, pool: list, batch: int) -> dict:
@@ -658,12 +705,14 @@ def floor_section(data: dict[str, Any], s: dict[str, Any], intermediate: int, po
     return result
 
 
-def identity_fp32_new_path(assets: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """`identity_fp32` on the fast path's defaults (own-length prompt pass, key window): 1,024 prompts, 48 tokens;
-    TF32 back on afterwards for the sections that follow."""
+def identity_fp32_new_path(
+    assets: Path, rows: list[dict[str, Any]], settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`identity_fp32` on the fast path (its defaults, or `settings`): 1,024 prompts, 48 tokens; TF32 back on
+    afterwards for the sections that follow."""
     import torch
 
-    result = bench_identity_fp32(assets, rows, 1024, 48)
+    result = bench_identity_fp32(assets, rows, 1024, 48, settings)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     return result
@@ -686,6 +735,12 @@ def main(argv: list[str] | None = None) -> int:
     fl.add_argument("--out", type=Path, required=True)
     fl.add_argument("--budget-s", type=float, default=360.0, help="skip sections that would run past this")
     fl.add_argument("--sft", action="store_true", help="then SFT at batch 128 with torch.compile, if time allows")
+    co = sub.add_parser("compiled", help="the fast path's defaults against its compiled layer halves, side by side")
+    co.add_argument("--assets", type=Path, required=True)
+    co.add_argument("--out", type=Path, required=True)
+    co.add_argument("--budget-s", type=float, default=480.0, help="skip sections that would run past this")
+    co.add_argument("--sft", action="store_true", help="then SFT at batch 128 plain and with torch.compile")
+    co.add_argument("--batches", type=int, nargs="+", default=[256, 1024], help="generation batch sizes")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -694,6 +749,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "floor":
         return floor_run(args.assets, args.out, args.budget_s, args.sft)
+    if args.cmd == "compiled":
+        return compiled_run(args.assets, args.out, args.budget_s, args.sft, args.batches)
     if args.cmd == "profile":
         return profile(args.assets, args.out, args.batch, args.new_tokens)
     if args.cmd == "prepare":

@@ -53,7 +53,9 @@ def fast_trainer_class(
                 if self._fast is None:
                     on_gpu = model.device.type == "cuda"
                     dtype = torch.bfloat16 if on_gpu and self.args.bf16 else None
-                    self._fast = FastGenerator.inference_copy(model, dtype=dtype)
+                    self._fast = FastGenerator.inference_copy(  # compiled layer halves: measured for evaluation only
+                        model, dtype=dtype, compile_decode=False, compile_prefill=False
+                    )
                     self.fast_generation_stats = self._fast.stats
             except UnsupportedModel as exc:
                 self._fast_refused = str(exc)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from tomforge.errors import TomforgeError
+from tomforge.rl.fused_projections import fuse_layer_projections
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
 HF_DEFAULT_TOP_K = 50  # GenerationConfig's global default when a config leaves top_k unset
@@ -221,6 +222,105 @@ PREFILL_ALIGN = 8  # a prompt-pass chunk's width is a multiple of this (or the b
 FUSED_ATTENTION = [True]  # switched off by the bench's comparison (and by anyone whose GPU lacks the kernels)
 
 
+def _layer_in(layer: Any, hidden: Any, cos: Any, sin: Any, qkv_weight: Any, qkv_bias: Any) -> tuple[Any, Any, Any]:
+    """A decoder layer up to attention: norm, projections (one product over the fused q/k/v weights where given,
+    `rl.fused_projections`), rotary embedding; queries, keys, values as (rows, heads, positions, dim). Pure (no
+    cache write), so `torch.compile` can fuse it without copying the cache."""
+    import torch.nn.functional as F
+
+    attn = layer.self_attn
+    x = layer.input_layernorm(hidden)
+    shape = (hidden.shape[0], hidden.shape[1], -1, attn.head_dim)
+    if qkv_weight is None:
+        q, k, v = attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
+    else:
+        kv = attn.k_proj.out_features
+        q, k, v = F.linear(x, qkv_weight, qkv_bias).split([qkv_weight.shape[0] - 2 * kv, kv, kv], dim=-1)
+    q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin, v
+
+
+def _layer_out(layer: Any, q: Any, keys: Any, values: Any, additive: Any, residual: Any, gate_up: Any) -> Any:
+    """A decoder layer from attention on: attention over the cache slots given, output projection, residual,
+    norm, MLP (one product over the fused gate/up weights where given), residual."""
+    attn = layer.self_attn
+    out = _attend(q, keys, values, additive, attn.num_key_value_groups, attn.scaling)
+    return _layer_tail(layer, out, residual, gate_up)
+
+
+def _layer_tail(layer: Any, out: Any, residual: Any, gate_up: Any) -> Any:
+    import torch.nn.functional as F
+
+    rows, _, n, _ = out.shape
+    hidden = residual + layer.self_attn.o_proj(out.transpose(1, 2).reshape(rows, n, -1))
+    x = layer.post_attention_layernorm(hidden)
+    mlp = layer.mlp
+    if gate_up is None:
+        return hidden + mlp(x)
+    gate, up = F.linear(x, gate_up).chunk(2, dim=-1)
+    return hidden + mlp.down_proj(mlp.act_fn(gate) * up)
+
+
+def _decode_layer_out(layer: Any, q: Any, keys: Any, values: Any, additive: Any, residual: Any, gate_up: Any) -> Any:
+    """`_layer_out` for one query position, attention as two matrix products with an fp32 softmax (what
+    `_attend` runs for a decode step on a GPU), written without branches so that the compiler traces it whole."""
+    attn = layer.self_attn
+    rows, heads, _, dim = q.shape
+    packed = q.reshape(rows, keys.shape[1], heads // keys.shape[1], dim)
+    out = _decode_by_matmul(packed, keys, values, additive, attn.scaling).reshape(rows, heads, 1, dim)
+    return _layer_tail(layer, out, residual, gate_up)
+
+
+def _prefill_layer_in(
+    layer: Any, hidden: Any, cos: Any, sin: Any, qkv_weight: Any, qkv_bias: Any
+) -> tuple[Any, Any, Any]:
+    """`_layer_in` under its own name: the prompt pass's shapes change from chunk to chunk, and its compiled
+    code (dynamic shapes) must not share a compilation cache with the decode step's fixed shapes."""
+    return _layer_in(layer, hidden, cos, sin, qkv_weight, qkv_bias)
+
+
+def _prefill_layer_out(layer: Any, q: Any, keys: Any, values: Any, additive: Any, residual: Any, gate_up: Any) -> Any:
+    """`_layer_out` for the prompt pass without `_attend`'s kernel fallback (the compiler picks the kernels)."""
+    import torch.nn.functional as F
+
+    attn = layer.self_attn
+    groups = attn.num_key_value_groups
+    keys, values = keys.repeat_interleave(groups, dim=1), values.repeat_interleave(groups, dim=1)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=additive, scale=attn.scaling)
+    return _layer_tail(layer, out, residual, gate_up)
+
+
+Blocks = tuple[Callable[..., Any], Callable[..., Any]]
+
+
+def compiled_blocks(decode: bool, backend: str = "inductor") -> Blocks:
+    """A layer's two halves compiled (the cache write between them stays outside: a compiled function that
+    mutates the cache copied it whole every step, 91 ms a step in run 10). The compiler fuses a layer's norms,
+    rotary embedding, casts, softmax and residual adds (about 1,100 of a decode step's 1,467 kernels on the
+    H200 were such small kernels, run 10). Every layer has the same structure, so one compilation serves them
+    all (modules are inlined: their weights are inputs, not constants). The decode step's shapes are fixed per
+    cache (compiled for the first cache's shapes, and generalised by the compiler at the second, so a run of many
+    cache shapes does not hit its recompilation limit); the prompt pass's change with every chunk (dynamic from
+    the start)."""
+    import torch
+
+    pair = (_layer_in, _decode_layer_out) if decode else (_prefill_layer_in, _prefill_layer_out)
+    dynamic = None if decode else True
+    return tuple(torch.compile(f, backend=backend, dynamic=dynamic, fullgraph=True) for f in pair)  # type: ignore[return-value]
+
+
+def compiler_available(model: Any) -> bool:
+    """Whether compiling the layer halves is the default: on a CUDA device with Triton installed (inductor's GPU
+    code). On the CPU it compiles C++ for a few seconds and saves nothing at test sizes."""
+    import importlib.util
+
+    return model.device.type == "cuda" and importlib.util.find_spec("triton") is not None
+
+
+def _chosen(setting: bool | None, default: bool) -> bool:
+    return default if setting is None else setting
+
+
 class _Cache:
     """Keys and values of every layer for `rows` sequences of up to `length` tokens, plus the decode step's
     static inputs (token, position, cache slot, key mask) that a captured graph reads."""
@@ -260,7 +360,10 @@ class FastGenerator:
         prefill_tokens: int = 32768,
         prefill_own_length: bool = True,
         decode_window: bool = False,
-        compile_decode: bool = False,
+        compile_decode: bool | None = None,
+        compile_prefill: bool | None = None,
+        compile_backend: str = "inductor",
+        fuse_projections: bool = True,
     ) -> None:
         check_supported(model)
         self.model = model.eval()
@@ -272,11 +375,11 @@ class FastGenerator:
         self.prefill_tokens = prefill_tokens
         self.prefill_own_length = prefill_own_length  # False: each chunk over the batch's width (bench reference)
         self.decode_window = decode_window
-        self._decode_fn: Callable[[_Cache, int], None] = self._decode
-        if compile_decode:  # inductor fuses the step's small kernels; our own graph still captures the result
-            import torch
-
-            self._decode_fn = torch.compile(self._decode, dynamic=False)
+        compiles = compiler_available(model)  # None (default): compile where it pays, on a GPU with Triton
+        self._decode_blocks = compiled_blocks(True, compile_backend) if _chosen(compile_decode, compiles) else None
+        self._prefill_blocks = compiled_blocks(False, compile_backend) if _chosen(compile_prefill, compiles) else None
+        # q/k/v and gate/up as one product each; the model's parameters become views of the fused weights
+        self._fused = fuse_layer_projections(model) if fuse_projections else None
         self._caches: dict[tuple[int, int], _Cache] = {}
         self.stats = FastStats()
 
@@ -323,23 +426,16 @@ class FastGenerator:
         cos, sin = inner.rotary_emb(hidden, positions)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         n_rows, n = ids.shape
+        layer_in, layer_out = (self._decode_blocks if n == 1 else self._prefill_blocks) or (_layer_in, _layer_out)
         for index, layer in enumerate(inner.layers):
-            attn = layer.self_attn
-            residual = hidden
-            x = layer.input_layernorm(hidden)
-            shape = (n_rows, n, -1, attn.head_dim)
-            q = attn.q_proj(x).view(shape).transpose(1, 2)
-            k = attn.k_proj(x).view(shape).transpose(1, 2)
-            v = attn.v_proj(x).view(shape).transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            k = k * cos + _rotate_half(k) * sin
+            fused = self._fused[index] if self._fused else None
+            qkv = (fused.qkv_weight, fused.qkv_bias) if fused else (None, None)
+            q, k, v = layer_in(layer, hidden, cos, sin, *qkv)
             keys, values = cache.keys[index, rows], cache.values[index, rows]
             keys.index_copy_(2, slots, k)
             values.index_copy_(2, slots, v)
-            keys, values = keys[:, :, window], values[:, :, window]
-            out = _attend(q, keys, values, additive, attn.num_key_value_groups, attn.scaling)
-            hidden = residual + attn.o_proj(out.transpose(1, 2).reshape(n_rows, n, -1))
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            gate_up = fused.gate_up_weight if fused else None
+            hidden = layer_out(layer, q, keys[:, :, window], values[:, :, window], additive, hidden, gate_up)
         last = inner.norm(hidden[:, -1:, :])
         return self.model.lm_head(last)[:, -1, :].to(torch.float32)
 
@@ -372,20 +468,20 @@ class FastGenerator:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm-up outside the graph (allocator, kernel choice); it computes the
             for _ in range(2):  # same step the replay computes again, so nothing needs restoring
-                self._decode_fn(cache, end)
+                self._decode(cache, end)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         if cache.graph_pool is None:
             cache.graph_pool = torch.cuda.graph_pool_handle()
         with torch.cuda.graph(graph, pool=cache.graph_pool):  # one step's intermediates die within the step
-            self._decode_fn(cache, end)
+            self._decode(cache, end)
         cache.graphs[end] = graph
         self.stats.graphs_captured += 1
 
     def _step(self, cache: _Cache, slot: int) -> None:
         end = self._window_end(cache, slot)
         if not self.cuda_graphs:
-            self._decode_fn(cache, end)
+            self._decode(cache, end)
             return
         if end not in cache.graphs:
             self._capture(cache, end)

@@ -128,8 +128,12 @@ class RecordingSampling(Sampling):
 
 @pytest.mark.parametrize(
     "settings",
-    [{}, {"length_bucket": 4, "prefill_rows": 3, "prefill_tokens": 40, "decode_window": True}],
-    ids=["defaults", "small-windows-and-chunks"],
+    [
+        {},
+        {"length_bucket": 4, "prefill_rows": 3, "prefill_tokens": 40, "decode_window": True},
+        {"prefill_rows": 3, "prefill_tokens": 40, "compile_decode": True, "compile_prefill": True},
+    ],
+    ids=["defaults", "small-windows-and-chunks", "compiled-layers"],
 )
 def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny, settings: dict) -> None:
     """Sampled (so the tokens vary) in one batch: the scores at each step equal the logits `model(...)` gives for
@@ -153,6 +157,24 @@ def test_every_step_scores_equal_a_plain_forward_of_the_sequence(tiny, settings:
             logits = model(torch.tensor([prompt + new[:-1]])).logits[0]
         for step in range(12):
             assert torch.allclose(sampling.seen[step][row], logits[len(prompt) - 1 + step], atol=1e-4), (row, step)
+
+
+def test_compiled_layer_halves_give_generates_tokens_with_one_compilation_for_every_layer(tiny) -> None:
+    """inductor (C++ on the CPU) over `_layer_in` / `_decode_layer_out`: greedy tokens equal `generate`'s, and the
+    two layers of the tiny model share one compiled graph per half (a per-layer compilation would show four)."""
+    from torch._dynamo.utils import counters
+
+    tokenizer, model, prompts = tiny
+    assert len(model.model.layers) == 2
+    expected = hf_generate(tokenizer, model, prompts, max_new_tokens=16, do_sample=False)
+    torch._dynamo.reset()
+    counters.clear()
+    generator = FastGenerator(model, compile_decode=True)
+    ours = generator.generate(
+        prompts, max_new_tokens=16, stop_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, batch_size=64
+    )
+    assert ours == expected
+    assert counters["stats"]["unique_graphs"] == 2
 
 
 def test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it(tiny) -> None:
