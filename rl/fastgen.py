@@ -18,7 +18,10 @@ kernel launches (a 135M model on an H200 produces 1-2k new tokens/s that way). H
 - the model's own modules (embeddings, norms, rotary embedding, projections, MLP, head) do the work; only the
   attention over the static cache is written here (SDPA), so any Llama-shaped model (Llama, Qwen2, Mistral)
   runs, and the projections keep their weights: `sync_from` copies a training model's weights into the
-  inference copy in place, so the captured graphs stay valid across RL steps.
+  inference copy in place, so the captured graphs stay valid across RL steps;
+- on a GPU with Triton each layer's two halves around the cache write are compiled (`compiled_blocks`): the
+  compiler fuses the norms, rotary embedding, casts, softmax and residual adds a step is mostly made of at this
+  size; q/k/v and gate/up run as one product each (`rl.fused_projections`).
 
 Sampling applies Hugging Face's own logits warpers in `generate`'s order and draws with `torch.multinomial`
 on the global generator, as `generate(do_sample=True)` does; greedy takes the argmax. On the CPU (tests) the
