@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    assert len(jobs) == len(set(jobs)) == 7 * 3 * 2  # seven arms x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == 8 * 3 * 2  # eight arms x three seeds x (train, eval)
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
@@ -39,6 +39,30 @@ def test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs() -> None:
     from generators.rationale_text import FORMS
 
     assert {a.form for a in ARMS.values() if a.form} == set(FORMS) - {"events"}  # every other form has its arm
+
+
+def test_run_11_plan_puts_the_rl_arms_before_evaluations_and_drops_what_it_is_told() -> None:
+    from experiments.rationale_experiment import drop_jobs
+
+    arms = ["rationale", "rationale-rl", "rationale-rl-process", "rationale-curriculum", "rationale-curriculum-rl-process"]
+    own = {"rationale": [1], "rationale-rl": [1], "rationale-rl-process": [1]}
+    own |= {"rationale-curriculum": [2], "rationale-curriculum-rl-process": [2]}
+    jobs = drop_jobs(plan_jobs(arms, [1, 2], own), {"eval-rationale-s1", "eval-rationale-curriculum-s2"})
+    assert [j.name for j in jobs] == [
+        "sft-rationale-s1",
+        "rl-rationale-rl-s1",
+        "rl-rationale-rl-process-s1",
+        "eval-rationale-rl-s1",
+        "eval-rationale-rl-process-s1",
+        "sft-rationale-curriculum-s2",
+        "rl-rationale-curriculum-rl-process-s2",
+        "eval-rationale-curriculum-rl-process-s2",
+    ]
+    # the new arm starts from the curriculum model of its own seed, with the process reward on
+    assert Job("rl", "rationale-curriculum-rl-process", 2).needs() == [Job("sft", "rationale-curriculum", 2)]
+    assert ARMS["rationale-curriculum-rl-process"].process == ARMS["rationale-rl-process"].process == 1.0
+    with pytest.raises(ValueError, match="eval-rationale-s0"):
+        drop_jobs(jobs, {"eval-rationale-s0"})  # a typo must not silently run everything
 
 
 def test_side_by_side_sft_throughput_as_worked_by_hand() -> None:
