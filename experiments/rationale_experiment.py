@@ -7,8 +7,8 @@
 Arms (same SFT budget for every arm; the RL arms add the same RL budget on top of the rationale arm's model of
 the same seed):
 - `answer-only`: SFT on the controlled generator's training split, target `<think>neutral</think><answer>X</answer>`;
-- `rationale`: the same items, the `events` rationale inside `<think>` (the form the pilots favour,
-  docs/rationales.md);
+- `rationale`: the same items, the `events` rationale inside `<think>` (the form the pilots favoured,
+  docs/rationales.md; pinned, so run 7 repeats, while the recipe's default form is now `curriculum`);
 - `rationale-templated`: the same, on the generator with `controls=False`;
 - `rationale-rl`: the rationale model, then TRL RLOO with the outcome reward (format + correctness);
 - `rationale-rl-process`: the same with the process reward added (`RewardWeights.process`);
@@ -67,8 +67,9 @@ class Arm:
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
-    "rationale": Arm("tomforge_gen/train_controlled"),
-    "rationale-templated": Arm("tomforge_gen/train_templated"),
+    # run 7's arms keep the `events` form (and the RL arms start from it), so they repeat run 7 whatever the default
+    "rationale": Arm("tomforge_gen/train_controlled", form="events"),
+    "rationale-templated": Arm("tomforge_gen/train_templated", form="events"),
     "rationale-rl": Arm("tomforge_gen/train_controlled", start="rationale"),
     "rationale-rl-process": Arm("tomforge_gen/train_controlled", start="rationale", process=1.0),
     # the other forms run to ~200 words at order 3 and ~280-360 at order 6 (docs/rationales.md): 640 tokens keep
@@ -85,7 +86,7 @@ RECIPE: dict[str, Any] = dict(
     sft_batch=32,
     sft_lr=3e-5,
     sft_gradient_checkpointing=False,  # run 7: off; on, an SFT process takes a fraction of the memory (run 8)
-    rationale_form="events",
+    rationale_form="curriculum",  # run 11: the form to train on (3 seeds); an arm's own `form` comes first
     rl_steps=30,
     generations=8,
     rl_batch=128,
@@ -151,6 +152,12 @@ def drop_jobs(jobs: list[Job], names: set[str]) -> list[Job]:
     return [j for j in jobs if j.name not in names]
 
 
+def target_form(spec: Arm, recipe: dict[str, Any]) -> str | None:
+    """The rationale form an SFT arm trains on: its own, else the recipe's; None: answer-only targets."""
+    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None
+    return form
+
+
 def model_dir(work: Path, arm: str, seed: int) -> Path:
     """Where an arm's trained model lives (an RL arm's, else its SFT model)."""
     return work / f"{arm}-s{seed}" / ("rl" if ARMS[arm].start else "sft")
@@ -181,11 +188,11 @@ def run_sft(
 
     gpu = torch.cuda.is_available()
     spec = ARMS[job.arm]
+    form = target_form(spec, recipe)
     train = load_split(release, SplitRef.parse(spec.train))
     tokenizer = AutoTokenizer.from_pretrained(base)
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
-    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None  # None: answer-only targets
     result = sft_warmup(
         base,
         tokenizer,

@@ -88,9 +88,8 @@ def unpack_run(run: Path, work: Path) -> list[tuple[str, int]]:
         if key not in latest or call > latest[key][0]:
             latest[key] = (call, path)
     for (arm, seed, kind), (_call, path) in latest.items():
-        folder = work / f"{arm}-s{seed}"
-        if folder.is_dir():  # a record of a model the run did not evaluate (lost) has no folder: left out
-            (folder / f"{kind}.json").write_text(path.read_text())
+        if (arm, int(seed)) in unpacked:  # a record of a model the run did not evaluate (lost) is left out
+            (work / f"{arm}-s{seed}" / f"{kind}.json").write_text(path.read_text())
     return unpacked
 
 
