@@ -55,7 +55,13 @@ def test_run_7_arms_keep_the_events_form_while_the_default_is_curriculum() -> No
 def test_run_11_plan_puts_the_rl_arms_before_evaluations_and_drops_what_it_is_told() -> None:
     from experiments.rationale_experiment import drop_jobs
 
-    arms = ["rationale", "rationale-rl", "rationale-rl-process", "rationale-curriculum", "rationale-curriculum-rl-process"]
+    arms = [
+        "rationale",
+        "rationale-rl",
+        "rationale-rl-process",
+        "rationale-curriculum",
+        "rationale-curriculum-rl-process",
+    ]
     own = {"rationale": [1], "rationale-rl": [1], "rationale-rl-process": [1]}
     own |= {"rationale-curriculum": [2], "rationale-curriculum-rl-process": [2]}
     jobs = drop_jobs(plan_jobs(arms, [1, 2], own), {"eval-rationale-s1", "eval-rationale-curriculum-s2"})
