@@ -1233,6 +1233,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_rationale_experiment.py",),
         "the rationale arm is trained on answer-only targets",
     ),
+    Mutation(
+        "rexp.run7_arm_follows_the_default_form",
+        "experiments/rationale_experiment.py",
+        '"rationale": Arm("tomforge_gen/train_controlled", form="events"),',
+        '"rationale": Arm("tomforge_gen/train_controlled"),',
+        ("tests/test_rationale_experiment.py",),
+        "after the default became curriculum, run 7's rationale arm (and the RL arms on it) no longer repeats run 7",
+    ),
+    Mutation(
+        "rexp.skip_ignores_unknown_names",
+        "experiments/rationale_experiment.py",
+        "    if unknown:\n        raise ValueError(f\"not planned: {', '.join(sorted(unknown))}\")\n",
+        "",
+        ("tests/test_rationale_experiment.py",),
+        "a mistyped --skip name runs the whole plan instead of stopping",
+    ),
+    Mutation(
+        "rexp.unpack_takes_the_first_calls_record",
+        "experiments/rationale_report.py",
+        "if key not in latest or call > latest[key][0]:",
+        "if key not in latest or call < latest[key][0]:",
+        ("tests/test_rationale_experiment.py",),
+        "an earlier run's report pairs an evaluated model with the record of one lost before evaluation",
+    ),
     # issue 24's walk as a new user (helper "scanray"): a train text equal to a held-out one after normalization
     Mutation(
         "scanray.exact_pair_names_heldout_twice",

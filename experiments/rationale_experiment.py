@@ -7,13 +7,14 @@
 Arms (same SFT budget for every arm; the RL arms add the same RL budget on top of the rationale arm's model of
 the same seed):
 - `answer-only`: SFT on the controlled generator's training split, target `<think>neutral</think><answer>X</answer>`;
-- `rationale`: the same items, the `events` rationale inside `<think>` (the form the pilots favour,
-  docs/rationales.md);
+- `rationale`: the same items, the `events` rationale inside `<think>` (the form the pilots favoured,
+  docs/rationales.md; pinned, so run 7 repeats, while the recipe's default form is now `curriculum`);
 - `rationale-templated`: the same, on the generator with `controls=False`;
 - `rationale-rl`: the rationale model, then TRL RLOO with the outcome reward (format + correctness);
 - `rationale-rl-process`: the same with the process reward added (`RewardWeights.process`);
 - `rationale-beliefs`, `rationale-curriculum`: the `rationale` arm with the other text forms of
-  `generators.rationale_text.FORMS` (run 9: which form to keep), evaluated with room for their longer texts.
+  `generators.rationale_text.FORMS` (run 9: which form to keep), evaluated with room for their longer texts;
+- `rationale-curriculum-rl-process`: the curriculum model, then RL with outcome + process reward (run 11).
 
 Every model is evaluated (greedy, the fast path) on controlled held-out orders 0-3 and 4-6 (never trained),
 templated held-out orders 0-3, HiToM's held-out stories and order 4, and the ToMi test sample; the rows, with
@@ -66,21 +67,26 @@ class Arm:
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
-    "rationale": Arm("tomforge_gen/train_controlled"),
-    "rationale-templated": Arm("tomforge_gen/train_templated"),
+    # run 7's arms keep the `events` form (and the RL arms start from it), so they repeat run 7 whatever the default
+    "rationale": Arm("tomforge_gen/train_controlled", form="events"),
+    "rationale-templated": Arm("tomforge_gen/train_templated", form="events"),
     "rationale-rl": Arm("tomforge_gen/train_controlled", start="rationale"),
     "rationale-rl-process": Arm("tomforge_gen/train_controlled", start="rationale", process=1.0),
     # the other forms run to ~200 words at order 3 and ~280-360 at order 6 (docs/rationales.md): 640 tokens keep
     # an untrained order's rationale from being cut before its answer
     "rationale-beliefs": Arm("tomforge_gen/train_controlled", form="beliefs", eval_tokens=640),
     "rationale-curriculum": Arm("tomforge_gen/train_controlled", form="curriculum", eval_tokens=640),
+    # run 11: the two best changes so far together, the curriculum form's SFT then RL with outcome + process reward
+    "rationale-curriculum-rl-process": Arm(
+        "tomforge_gen/train_controlled", start="rationale-curriculum", process=1.0, eval_tokens=640
+    ),
 }
 RECIPE: dict[str, Any] = dict(
     sft_steps=250,
     sft_batch=32,
     sft_lr=3e-5,
     sft_gradient_checkpointing=False,  # run 7: off; on, an SFT process takes a fraction of the memory (run 8)
-    rationale_form="events",
+    rationale_form="curriculum",  # run 11: the form to train on (3 seeds); an arm's own `form` comes first
     rl_steps=30,
     generations=8,
     rl_batch=128,
@@ -94,7 +100,7 @@ RECIPE: dict[str, Any] = dict(
     generator="fast",
 )
 # seconds a job is expected to take before any has finished (the queue then uses the measured ones)
-FIRST_GUESS = {"sft": 330.0, "rl": 300.0, "eval": 120.0}
+FIRST_GUESS = {"sft": 330.0, "rl": 290.0, "eval": 120.0}  # rl: run 7 measured 243-286 s
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,21 @@ def plan_jobs(arms: list[str], seeds: list[int], seeds_of: dict[str, list[int]] 
     return jobs
 
 
+def drop_jobs(jobs: list[Job], names: set[str]) -> list[Job]:
+    """The plan without the jobs named (e.g. the evaluation of a start model an earlier run evaluated); a name
+    the plan does not hold is an error, not a silent no-op. A job that needs a dropped one is not started."""
+    unknown = names - {j.name for j in jobs}
+    if unknown:
+        raise ValueError(f"not planned: {', '.join(sorted(unknown))}")
+    return [j for j in jobs if j.name not in names]
+
+
+def target_form(spec: Arm, recipe: dict[str, Any]) -> str | None:
+    """The rationale form an SFT arm trains on: its own, else the recipe's; None: answer-only targets."""
+    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None
+    return form
+
+
 def model_dir(work: Path, arm: str, seed: int) -> Path:
     """Where an arm's trained model lives (an RL arm's, else its SFT model)."""
     return work / f"{arm}-s{seed}" / ("rl" if ARMS[arm].start else "sft")
@@ -167,11 +188,11 @@ def run_sft(
 
     gpu = torch.cuda.is_available()
     spec = ARMS[job.arm]
+    form = target_form(spec, recipe)
     train = load_split(release, SplitRef.parse(spec.train))
     tokenizer = AutoTokenizer.from_pretrained(base)
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
-    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None  # None: answer-only targets
     result = sft_warmup(
         base,
         tokenizer,
@@ -441,6 +462,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ARM=S,S",
         help="an arm's own seeds (a subset of --seeds), e.g. rationale-rl=1; repeatable",
     )
+    parser.add_argument(
+        "--skip",
+        default="",
+        metavar="JOB,JOB",
+        help="jobs not to run, by name (e.g. eval-rationale-s1: a start model evaluated in an earlier run)",
+    )
     parser.add_argument("--recipe", default="{}", help="JSON overrides of RECIPE, e.g. '{\"rl_steps\": 5}'")
     parser.add_argument("--parallel", type=int, default=6, help="jobs at once")
     parser.add_argument(
@@ -475,10 +502,16 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or arm not in arms or not all(s.strip().isdigit() for s in listed.split(",")):
             parser.error(f"--seeds-of {item!r}: expected ARM=S,S with ARM one of --arms")
         seeds_of[arm] = [int(s) for s in listed.split(",")]
+    jobs = plan_jobs(arms, [int(s) for s in args.seeds.split(",")], seeds_of)
+    skip = {name for name in args.skip.split(",") if name}
+    try:
+        jobs = drop_jobs(jobs, skip)
+    except ValueError as exc:
+        parser.error(f"--skip: {exc}")
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     started = time.time()
     status = run_queue(
-        plan_jobs(arms, [int(s) for s in args.seeds.split(",")], seeds_of),
+        jobs,
         Path(args.release),
         args.model,
         work,
@@ -495,6 +528,7 @@ def main(argv: list[str] | None = None) -> int:
             "status": status,
             "recipe": recipe,
             "parallel": args.parallel,
+            "not_run_by_request": sorted(skip),
         }
     )
     (work / "calls.json").write_text(json.dumps(calls, indent=1))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -33,6 +34,15 @@ FORM_PAIRS = (
     ("answer-only", "rationale-beliefs"),
     ("answer-only", "rationale-curriculum"),
 )
+# run 11: what RL adds to its start model, with and without the process reward, and on the curriculum form
+RL_PAIRS = (
+    ("rationale", "rationale-rl"),
+    ("rationale", "rationale-rl-process"),
+    ("rationale-rl", "rationale-rl-process"),
+    ("rationale-curriculum", "rationale-curriculum-rl-process"),
+    ("rationale-rl-process", "rationale-curriculum-rl-process"),
+)
+JOB_RECORD = re.compile(r"^(?:call-(?P<call>\d+)-)?(?P<arm>.+)-s(?P<seed>\d+)-(?P<kind>sft|rl|eval)\.json$")
 FOCUS = "tomforge_gen/test_orders4to6"  # the moonshot's set: controlled orders 4-6, never trained
 
 
@@ -44,6 +54,43 @@ def job_folders(work: Path) -> dict[tuple[str, int], Path]:
         if arm in ARMS and seed.isdigit() and (folder / "eval.parquet").is_file():
             found[(arm, int(seed))] = folder
     return found
+
+
+def unpack_run(run: Path, work: Path) -> list[tuple[str, int]]:
+    """An earlier run folder (its `eval_results.parquet` and `jobs/`) back into work folders `<arm>-s<seed>/`
+    (`eval.parquet`, `sft.json`, `rl.json`, `eval.json`), so one report covers several runs' models. Where a run
+    kept a job's record from several calls (`call-N-...`), the last call's is the one whose model was evaluated."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tomforge.rl.evaluate import EVAL_COLUMNS
+
+    rows = pl.read_parquet(run / "eval_results.parquet")
+    unpacked = []
+    for label in sorted(rows["label"].unique().to_list()):
+        arm, _, seed = label.rpartition("/s")
+        if arm not in ARMS or not seed.isdigit():
+            raise SystemExit(f"{run / 'eval_results.parquet'}: label {label!r} is not ARM/sSEED of a known arm")
+        folder = work / f"{arm}-s{seed}"
+        if folder.exists():
+            raise SystemExit(f"{folder}: already there (two runs hold {label!r})")
+        folder.mkdir(parents=True)
+        mine = rows.filter(pl.col("label") == label).to_dicts()
+        pq.write_table(pa.Table.from_pylist(mine, schema=EVAL_COLUMNS), folder / "eval.parquet")
+        unpacked.append((arm, int(seed)))
+    latest: dict[tuple[str, str, str], tuple[int, Path]] = {}
+    for path in sorted((run / "jobs").glob("*.json")):
+        match = JOB_RECORD.match(path.name)
+        if not match:
+            continue
+        key = (match["arm"], match["seed"], match["kind"])
+        call = int(match["call"] or 0)
+        if key not in latest or call > latest[key][0]:
+            latest[key] = (call, path)
+    for (arm, seed, kind), (_call, path) in latest.items():
+        if (arm, int(seed)) in unpacked:  # a record of a model the run did not evaluate (lost) is left out
+            (work / f"{arm}-s{seed}" / f"{kind}.json").write_text(path.read_text())
+    return unpacked
 
 
 def store_eval_rows(warehouse: Path, folders: dict[tuple[str, int], Path]) -> int:
@@ -209,7 +256,7 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
                     f"{mean['faithful_share']:.3f} |"
                 )
     lines += ["", "| set | pair | per seed | mean | ahead / behind / level |", "|---|---|---|---|---|"]
-    for row in metrics["paired"] + metrics.get("paired_forms", []):
+    for row in metrics["paired"] + metrics.get("paired_forms", []) + metrics.get("paired_rl", []):
         per = ", ".join(f"s{s} {d:+.3f}" for s, d in row["per_seed"].items())
         lines.append(
             f"| {short[row['split']]} | {row['pair']} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
@@ -263,6 +310,7 @@ def report(
         "across_seeds": across_seeds(entries),
         "paired": paired(entries),
         "paired_forms": [row for pair in FORM_PAIRS for row in paired(entries, pair)],
+        "paired_rl": [row for pair in RL_PAIRS for row in paired(entries, pair)],
         "sft_side_by_side": [
             side_by_side_sft([json.loads(p.read_text()) for p in sorted(folder.glob("*/sft.json"))])
             for folder in [work, *(sft_from or [])]
@@ -285,7 +333,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="another work folder whose SFT records count in the side-by-side throughput (repeatable)",
     )
+    parser.add_argument(
+        "--earlier",
+        action="append",
+        default=[],
+        help="an earlier run folder (eval_results.parquet, jobs/) unpacked into --work first (repeatable)",
+    )
     args = parser.parse_args(argv)
+    for run in args.earlier:
+        unpack_run(Path(run), Path(args.work))
     data_file = Path(args.warehouse).with_name("data.json")
     data = json.loads(data_file.read_text()) if data_file.is_file() else None
     metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data, [Path(p) for p in args.sft_from])

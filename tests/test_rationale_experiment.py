@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    assert len(jobs) == len(set(jobs)) == 7 * 3 * 2  # seven arms x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == 8 * 3 * 2  # eight arms x three seeds x (train, eval)
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
@@ -38,7 +38,83 @@ def test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs() -> None:
     ]
     from generators.rationale_text import FORMS
 
-    assert {a.form for a in ARMS.values() if a.form} == set(FORMS) - {"events"}  # every other form has its arm
+    assert {a.form for a in ARMS.values() if a.form} == set(FORMS)  # every form has its arm
+
+
+def test_run_7_arms_keep_the_events_form_while_the_default_is_curriculum() -> None:
+    from experiments.rationale_experiment import RECIPE, Arm, target_form
+
+    # run 11's 3-seed result made curriculum the default; run 7's arms must still train on what they trained on
+    assert RECIPE["rationale_form"] == "curriculum"
+    assert target_form(ARMS["rationale"], RECIPE) == target_form(ARMS["rationale-templated"], RECIPE) == "events"
+    assert target_form(ARMS["answer-only"], RECIPE) is None
+    assert target_form(Arm("tomforge_gen/train_controlled"), RECIPE) == "curriculum"  # a new arm: the default
+    assert target_form(ARMS["rationale-curriculum"], {**RECIPE, "rationale_form": "events"}) == "curriculum"
+
+
+def test_run_11_plan_puts_the_rl_arms_before_evaluations_and_drops_what_it_is_told() -> None:
+    from experiments.rationale_experiment import drop_jobs
+
+    arms = [
+        "rationale",
+        "rationale-rl",
+        "rationale-rl-process",
+        "rationale-curriculum",
+        "rationale-curriculum-rl-process",
+    ]
+    own = {"rationale": [1], "rationale-rl": [1], "rationale-rl-process": [1]}
+    own |= {"rationale-curriculum": [2], "rationale-curriculum-rl-process": [2]}
+    jobs = drop_jobs(plan_jobs(arms, [1, 2], own), {"eval-rationale-s1", "eval-rationale-curriculum-s2"})
+    assert [j.name for j in jobs] == [
+        "sft-rationale-s1",
+        "rl-rationale-rl-s1",
+        "rl-rationale-rl-process-s1",
+        "eval-rationale-rl-s1",
+        "eval-rationale-rl-process-s1",
+        "sft-rationale-curriculum-s2",
+        "rl-rationale-curriculum-rl-process-s2",
+        "eval-rationale-curriculum-rl-process-s2",
+    ]
+    # the new arm starts from the curriculum model of its own seed, with the process reward on
+    assert Job("rl", "rationale-curriculum-rl-process", 2).needs() == [Job("sft", "rationale-curriculum", 2)]
+    assert ARMS["rationale-curriculum-rl-process"].process == ARMS["rationale-rl-process"].process == 1.0
+    with pytest.raises(ValueError, match="eval-rationale-s0"):
+        drop_jobs(jobs, {"eval-rationale-s0"})  # a typo must not silently run everything
+
+
+def test_an_earlier_run_folder_unpacks_into_work_folders_with_the_evaluated_models_records(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from experiments.rationale_report import job_folders, unpack_run
+    from tomforge.rl.evaluate import EVAL_COLUMNS
+
+    run = tmp_path / "run"
+    (run / "jobs").mkdir(parents=True)
+    rows = [
+        {"label": "rationale-curriculum/s2", "config": "tomi", "split": "test", "item_id": "a", "correct": True},
+        {"label": "rationale-curriculum/s2", "config": "tomi", "split": "test", "item_id": "b", "correct": False},
+        {"label": "rationale-rl/s1", "config": "tomi", "split": "test", "item_id": "a", "correct": False},
+    ]
+    pq.write_table(pa.Table.from_pylist(rows, schema=EVAL_COLUMNS), run / "eval_results.parquet")
+    records = {  # run 11's layout: the model evaluated is call 6's; call 2's was lost; rationale-s1 never evaluated
+        "call-2-rationale-curriculum-s2-sft.json": {"call": 2},
+        "call-6-rationale-curriculum-s2-sft.json": {"call": 6},
+        "rationale-curriculum-s2-eval.json": {"call": 6},
+        "rationale-rl-s1-rl.json": {"call": 2},
+        "rationale-s1-sft.json": {"call": 2},
+    }
+    for name, record in records.items():
+        (run / "jobs" / name).write_text(json.dumps(record))
+    work = tmp_path / "work"
+    assert unpack_run(run, work) == [("rationale-curriculum", 2), ("rationale-rl", 1)]
+    assert set(job_folders(work)) == {("rationale-curriculum", 2), ("rationale-rl", 1)}
+    assert json.loads((work / "rationale-curriculum-s2" / "sft.json").read_text()) == {"call": 6}
+    assert pl.read_parquet(work / "rationale-curriculum-s2" / "eval.parquet")["item_id"].to_list() == ["a", "b"]
+    assert (work / "rationale-rl-s1" / "rl.json").is_file()
+    assert not (work / "rationale-s1").exists()  # a record alone does not make an evaluated arm
+    with pytest.raises(SystemExit, match="already there"):
+        unpack_run(run, work)  # two runs holding one label must not silently mix
 
 
 def test_side_by_side_sft_throughput_as_worked_by_hand() -> None:
