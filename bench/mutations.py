@@ -914,6 +914,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the fused MLP product's halves read the wrong way round: the activation goes on the up projection",
     ),
     Mutation(
+        "sft.compiled_layers_fixed_shapes",
+        "rl/sft.py",
+        "        layer.compile(backend=backend, dynamic=True)",
+        "        layer.compile(backend=backend, dynamic=False)",
+        (
+            "tests/test_rl_sft_loss.py::"
+            "test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compilation",
+        ),
+        "SFT's compiled layers for fixed shapes: every new batch length compiles again (run 12: 70-110 s a step)",
+    ),
+    Mutation(
         "fastgen.temperature_dropped",
         "rl/fastgen.py",
         "        if self.temperature is not None and self.temperature != 1.0:",

@@ -361,6 +361,7 @@ def bench_sft(
     chunked_loss: bool = True,
     checkpointing: bool = False,
     extra: dict[str, Any] | None = None,
+    compile_layers: bool = False,
 ) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -374,7 +375,7 @@ def bench_sft(
         str(model_dir),
         tokenizer,
         Dataset.from_list(rows),
-        str(work / f"sft-{batch}-{bucket}-{chunked_loss}-{checkpointing}-{bool(extra)}"),
+        str(work / f"sft-{batch}-{bucket}-{chunked_loss}-{checkpointing}-{bool(extra)}-{compile_layers}"),
         max_steps=steps,
         learning_rate=2e-5,
         batch_size=batch,
@@ -383,6 +384,7 @@ def bench_sft(
         chunked_loss=chunked_loss,
         gradient_checkpointing=checkpointing,
         extra=extra,
+        compile_layers=compile_layers,
         callbacks=[clock.callback()],
     )
     steady = clock.steady_tokens_per_s(result["log_history"])
@@ -395,6 +397,7 @@ def bench_sft(
         "chunked_loss": chunked_loss,
         "gradient_checkpointing": checkpointing,
         "extra": extra,
+        "compile_layers": compile_layers,
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
@@ -660,7 +663,7 @@ def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: l
     """`compiled`: the fast path of run 10 (eager) against a layer's two halves compiled, then also with fused
     q/k/v and gate/up products, then also with the prompt pass in larger chunks; HF `generate` beside them, at
     each batch x 64 new tokens; the fast path's fp32 greedy outputs (its defaults) against `generate`'s; then SFT at
-    batch 128 plain and with `torch_compile`."""
+    batch 128 plain and with its decoder layers compiled (`compile_layers`), also with activation checkpointing."""
     import rl_floor
     import torch
 
@@ -673,7 +676,14 @@ def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: l
         )
     bench.guarded("identity_fp32_defaults", 90, lambda: identity_fp32_new_path(assets, bench.rows))
     if sft:
-        bench.sft([("sft_128", 40, {}), ("sft_128_compiled", 120, {"extra": {"torch_compile": True}})])
+        layers = {"compile_layers": True}
+        bench.sft(
+            [
+                ("sft_128", 40, {}),
+                ("sft_128_compiled_layers", 90, layers),
+                ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
+            ]
+        )
     return bench.finish()
 
 
@@ -739,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--assets", type=Path, required=True)
     co.add_argument("--out", type=Path, required=True)
     co.add_argument("--budget-s", type=float, default=480.0, help="skip sections that would run past this")
-    co.add_argument("--sft", action="store_true", help="then SFT at batch 128 plain and with torch.compile")
+    co.add_argument("--sft", action="store_true", help="then SFT at batch 128 plain and with compiled layers")
     co.add_argument("--batches", type=int, nargs="+", default=[256, 1024], help="generation batch sizes")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)

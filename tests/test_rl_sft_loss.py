@@ -166,3 +166,38 @@ def test_an_unknown_sft_setting_is_refused_by_name(tmp_path: Any) -> None:
         sft_warmup("no-model", None, [], str(tmp_path), gradient_checkpoint=True)
     with pytest.raises(TypeError, match="learning_rat"):
         sft_trainer(None, None, [], str(tmp_path), learning_rat=1e-3)
+
+
+def test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compilation(
+    tokenizer: Any, tmp_path: Any
+) -> None:
+    """`compile_layers=True`: the trainer's loss and every gradient equal a plain copy of the same model's (taken
+    before compiling, run by the hand-written cross-entropy), and a batch of another length and size compiles
+    nothing new: one graph for both layers and every shape (a per-layer or per-length compilation shows more)."""
+    import copy
+
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
+    plain = copy.deepcopy(model)
+    trainer = sft_trainer(
+        model,
+        tokenizer,
+        rows(),
+        str(tmp_path / "sft"),
+        max_steps=1,
+        batch_size=4,
+        compile_layers=True,
+        extra={"use_cpu": True, "max_length": None},
+    )
+    batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
+    shorter = {k: v[:3, :-4] for k, v in batch.items()}  # another size and length
+    for part in (batch, shorter):
+        trainer.model.train()
+        ours = gradients(trainer.model, loss := trainer.compute_loss(trainer.model, dict(part)))
+        theirs = gradients(plain, reference := reference_loss(plain, part))
+        assert abs(loss.item() - reference.item()) < 1e-5
+        assert max(((ours[n] - theirs[n]).abs().max() / theirs[n].abs().max()).item() for n in ours) < 1e-4
+    assert counters["stats"]["unique_graphs"] == 1
