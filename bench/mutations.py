@@ -925,6 +925,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "SFT's compiled layers for fixed shapes: every new batch length compiles again (run 12: 70-110 s a step)",
     ),
     Mutation(
+        "fast_trl.compile_rollouts_ignored",
+        "rl/fast_trl.py",
+        "model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts",
+        "model, dtype=dtype, compile_decode=False, compile_prefill=False",
+        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        "compile_rollouts never reaches the rollout generator: the RL step runs eager while its settings say compiled",
+    ),
+    Mutation(
         "fastgen.temperature_dropped",
         "rl/fastgen.py",
         "        if self.temperature is not None and self.temperature != 1.0:",

@@ -302,9 +302,10 @@ def bench_rloo(
     steps: int,
     work: Path,
     micro: int = 16,
+    compiled: bool = False,
 ) -> dict[str, Any]:
     """RLOO steps of 16 prompts x 8 samples (128 completions); `micro` completions per forward/backward
-    (run 4: 16, i.e. 8 accumulation steps)."""
+    (run 4: 16, i.e. 8 accumulation steps); `compiled`: rollouts with the fast path's layer halves compiled."""
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -313,7 +314,7 @@ def bench_rloo(
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
     settings = TrlSettings(
         model=str(model_dir),
-        output_dir=str(work / f"rloo-{completion}-{fast}-{micro}"),
+        output_dir=str(work / f"rloo-{completion}-{fast}-{micro}-{compiled}"),
         max_steps=steps,
         learning_rate=5e-6,
         beta=0.001,
@@ -325,6 +326,7 @@ def bench_rloo(
         save_steps=10**6,
         seed=0,
         fast_generation=fast,
+        compile_rollouts=compiled,
     )
     dataset = Dataset.from_list(rows[: 16 * steps])
     peak_gb()
@@ -339,6 +341,7 @@ def bench_rloo(
     return {
         "completion": completion,
         "micro_batch": micro,
+        "compiled_rollouts": compiled,
         "path": result["generation"],
         "steps": result["steps"],
         "step_seconds": [round(t, 3) for t in times],
@@ -614,17 +617,33 @@ class FloorBench:
             self.model, self.pool, self.stops, self.pad, batch, 64, hf_greedy, compare, **kwargs
         )
 
-    def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
-        """SFT at batch 128 on a random fp32 copy saved to the work folder, one section per (name, seconds needed,
-        `bench_sft` keywords)."""
+    def saved_model(self) -> tuple[Path, Path]:
+        """A random fp32 copy saved to the work folder (once), for the sections that train: (model, work folder)."""
         import torch
 
         work = Path(os.environ.get("RL_SPEED_WORK", "/tmp/rl-speed"))
         model_dir = work / "model"
-        saved = random_model(self.assets, torch.float32)
-        saved.save_pretrained(model_dir)
-        self.tokenizer.save_pretrained(model_dir)
-        del saved
+        if not (model_dir / "config.json").exists():
+            saved = random_model(self.assets, torch.float32)
+            saved.save_pretrained(model_dir)
+            self.tokenizer.save_pretrained(model_dir)
+            del saved
+        return model_dir, work
+
+    def rloo(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
+        """RLOO steps at run 4's shape (16 x 8, <= 48 tokens) with fast rollouts and micro-batch 128, one section per
+        (name, seconds needed, `bench_rloo` keywords)."""
+        model_dir, work = self.saved_model()
+        for name, need_s, kwargs in sections:
+            self.guarded(
+                name,
+                need_s,
+                lambda k=kwargs: bench_rloo(self.assets, self.rows, model_dir, 48, True, 6, work, 128, **k),
+            )
+
+    def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
+        """SFT at batch 128, one section per (name, seconds needed, `bench_sft` keywords)."""
+        model_dir, work = self.saved_model()
         for name, need_s, kwargs in sections:
             self.guarded(
                 name, need_s, lambda k=kwargs: bench_sft(self.assets, self.rows, model_dir, 128, True, 30, work, **k)
@@ -659,11 +678,12 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     return bench.finish()
 
 
-def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int]) -> int:
+def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool) -> int:
     """`compiled`: the fast path of run 10 (eager) against a layer's two halves compiled, then also with fused
     q/k/v and gate/up products, then also with the prompt pass in larger chunks; HF `generate` beside them, at
     each batch x 64 new tokens; the fast path's fp32 greedy outputs (its defaults) against `generate`'s; then SFT at
-    batch 128 plain and with its decoder layers compiled (`compile_layers`), also with activation checkpointing."""
+    batch 128 plain and with its decoder layers compiled (`compile_layers`), also with activation checkpointing; RLOO
+    steps with rollouts plain and compiled (`--rloo`)."""
     import rl_floor
     import torch
 
@@ -675,6 +695,8 @@ def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: l
             f"compiled_{batch}", 120, lambda b=batch: bench.levers(b, variants=variants, anatomy_of="compiled_fused")
         )
     bench.guarded("identity_fp32_defaults", 90, lambda: identity_fp32_new_path(assets, bench.rows))
+    if rloo:
+        bench.rloo([("rloo_48_fast_micro128", 40, {}), ("rloo_48_fast_micro128_compiled", 60, {"compiled": True})])
     if sft:
         layers = {"compile_layers": True}
         bench.sft(
@@ -751,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--budget-s", type=float, default=480.0, help="skip sections that would run past this")
     co.add_argument("--sft", action="store_true", help="then SFT at batch 128 plain and with compiled layers")
     co.add_argument("--batches", type=int, nargs="+", default=[256, 1024], help="generation batch sizes")
+    co.add_argument("--rloo", action="store_true", help="RLOO steps with rollouts plain and compiled")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)
@@ -760,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "floor":
         return floor_run(args.assets, args.out, args.budget_s, args.sft)
     if args.cmd == "compiled":
-        return compiled_run(args.assets, args.out, args.budget_s, args.sft, args.batches)
+        return compiled_run(args.assets, args.out, args.budget_s, args.sft, args.batches, args.rloo)
     if args.cmd == "profile":
         return profile(args.assets, args.out, args.batch, args.new_tokens)
     if args.cmd == "prepare":

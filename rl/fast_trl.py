@@ -28,8 +28,11 @@ def fast_trainer_class(
     logprob_batch_size: int = 128,
     stop_texts: tuple[str, ...] = ("</answer>",),
     generation_batch_size: int = 1024,
+    compile_rollouts: bool = False,
 ) -> type:
-    """A subclass of TRL's `RLOOTrainer` or `GRPOTrainer` whose rollouts use the fast generator."""
+    """A subclass of TRL's `RLOOTrainer` or `GRPOTrainer` whose rollouts use the fast generator; with
+    `compile_rollouts` its layer halves are compiled (`rl.fastgen.compiled_blocks`; measured for evaluation, not yet
+    inside an RL step on the GPU, hence off by default)."""
     returns_logprobs = base.__name__.startswith("GRPO")
 
     class FastRolloutTrainer(base):  # type: ignore[misc, valid-type]
@@ -53,8 +56,8 @@ def fast_trainer_class(
                 if self._fast is None:
                     on_gpu = model.device.type == "cuda"
                     dtype = torch.bfloat16 if on_gpu and self.args.bf16 else None
-                    self._fast = FastGenerator.inference_copy(  # compiled layer halves: measured for evaluation only
-                        model, dtype=dtype, compile_decode=False, compile_prefill=False
+                    self._fast = FastGenerator.inference_copy(
+                        model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts
                     )
                     self.fast_generation_stats = self._fast.stats
             except UnsupportedModel as exc:

@@ -58,6 +58,7 @@ class TrlSettings:
     use_vllm: bool = False
     gradient_checkpointing: bool = False
     fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
+    compile_rollouts: bool = False  # the fast path's layer halves compiled (not yet measured in an RL step)
     report_to: str = "none"
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
@@ -168,7 +169,7 @@ def train_trl(
     if s.fast_generation and not s.use_vllm:
         from tomforge.rl.fast_trl import fast_trainer_class
 
-        trainer_cls = fast_trainer_class(trainer_cls)
+        trainer_cls = fast_trainer_class(trainer_cls, compile_rollouts=s.compile_rollouts)
     guard = nonfinite_guard()
     trainer = trainer_cls(
         model=model if model is not None else materialize(s.model),

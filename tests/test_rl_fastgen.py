@@ -304,7 +304,8 @@ def test_cuda_graph_replay_equals_the_eager_loop(tiny) -> None:
 
 
 def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> None:
-    """One RLOO step each way, same seed: the completions the reward sees are the same, and so is the loss."""
+    """One RLOO step each way, same seed: the completions the reward sees are the same, and so is the loss; also
+    with the fast path's layer halves compiled (`compile_rollouts`, inductor's C++ on the CPU)."""
     pytest.importorskip("trl")
     from tests.rl_data import small_release
     from tomforge.rl.release import SplitRef, fetch_release, load_split
@@ -319,7 +320,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
     build_model(tokenizer, hidden_size=32, num_layers=1).save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
 
-    def run(fast: bool) -> tuple[list[str], dict]:
+    def run(fast: bool, compiled: bool = False) -> tuple[list[str], dict]:
         seen: list[str] = []
         format_reward, correctness = make_trl_rewards()
 
@@ -330,7 +331,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
         recording.__name__ = "format_reward"
         settings = TrlSettings(
             model=str(model_dir),
-            output_dir=str(tmp_path / f"out-{fast}"),
+            output_dir=str(tmp_path / f"out-{fast}-{compiled}"),
             max_steps=1,
             num_generations=2,
             per_device_train_batch_size=4,
@@ -338,6 +339,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
             learning_rate=1e-4,
             save_steps=10,
             fast_generation=fast,
+            compile_rollouts=compiled,
             extra={"use_cpu": True},
         )
         result = train_trl(settings, train, tokenizer=tokenizer, reward_funcs=[recording, correctness])
@@ -348,3 +350,11 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
     assert fast_result["generation"]["path"] == "fastgen" and own_result["generation"]["path"] == "trl-generate"
     assert len(fast) == 4 and fast == own
     assert fast_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled, compiled_result = run(True, compiled=True)
+    assert counters["stats"]["unique_graphs"] >= 2  # the layer halves were compiled, not silently left eager
+    assert compiled == own
+    assert compiled_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)
