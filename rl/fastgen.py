@@ -428,7 +428,7 @@ class FastGenerator:
         hidden = inner.embed_tokens(ids)
         cos, sin = inner.rotary_emb(hidden, positions)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-        n_rows, n = ids.shape
+        n = ids.shape[1]
         layer_in, layer_out = (self._decode_blocks if n == 1 else self._prefill_blocks) or (_layer_in, _layer_out)
         for index, layer in enumerate(inner.layers):
             fused = self._fused[index] if self._fused else None
