@@ -58,10 +58,15 @@ def small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trl_utils, "_CHUNKED_LOGPROB_CHUNK_SIZE", VOCAB_TILE)
 
 
-def trainer_and_batch(tokenizer: Any, tmp_path: Any, chunked: bool) -> tuple[Any, dict[str, Any]]:
-    model = build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
+def tiny_model(tokenizer: Any) -> Any:
+    return build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
+
+
+def trainer_and_batch(
+    tokenizer: Any, tmp_path: Any, chunked: bool = True, model: Any = None, **settings: Any
+) -> tuple[Any, dict[str, Any]]:
     trainer = sft_trainer(
-        model,
+        model if model is not None else tiny_model(tokenizer),
         tokenizer,
         rows(),
         str(tmp_path / "sft"),
@@ -69,6 +74,7 @@ def trainer_and_batch(tokenizer: Any, tmp_path: Any, chunked: bool) -> tuple[Any
         batch_size=4,
         chunked_loss=chunked,
         extra={"use_cpu": True, "max_length": None},
+        **settings,
     )
     batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
     return trainer, batch
@@ -180,19 +186,9 @@ def test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compi
 
     torch._dynamo.reset()
     counters.clear()
-    model = build_model(tokenizer, hidden_size=32, num_layers=2, seed=0)
+    model = tiny_model(tokenizer)
     plain = copy.deepcopy(model)
-    trainer = sft_trainer(
-        model,
-        tokenizer,
-        rows(),
-        str(tmp_path / "sft"),
-        max_steps=1,
-        batch_size=4,
-        compile_layers=True,
-        extra={"use_cpu": True, "max_length": None},
-    )
-    batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
+    trainer, batch = trainer_and_batch(tokenizer, tmp_path, model=model, compile_layers=True)
     shorter = {k: v[:3, :-4] for k, v in batch.items()}  # another size and length
     for part in (batch, shorter):
         trainer.model.train()
