@@ -157,6 +157,8 @@ def _generate_fast(
     if generator is None or generator.model is not model:
         _fast_generators.clear()  # one model at a time: its graphs and caches hold GPU memory
         generator = _fast_generators[id(model)] = FastGenerator(model)
+        if generator.compiles:
+            log.info("fast generation: each layer's halves compiled for this GPU; the first batch waits for it")
     texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

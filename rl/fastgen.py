@@ -381,6 +381,7 @@ class FastGenerator:
         compiles = compiler_available(model)  # None (default): compile where it pays, on a GPU with Triton
         self._decode_blocks = compiled_blocks(True, compile_backend) if _chosen(compile_decode, compiles) else None
         self._prefill_blocks = compiled_blocks(False, compile_backend) if _chosen(compile_prefill, compiles) else None
+        self.compiles = self._decode_blocks is not None or self._prefill_blocks is not None
         # q/k/v and gate/up as one product each; the model's parameters become views of the fused weights
         self._fused = fuse_layer_projections(model) if fuse_projections else None
         self._caches: dict[tuple[int, int], _Cache] = {}
