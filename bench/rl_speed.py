@@ -660,7 +660,7 @@ class FloorBench:
 
 def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     """`floor`: the generation levers side by side and what the model's shapes allow (bench/rl_floor.py); then,
-    time allowing, SFT at batch 128 plain and compiled. Sections past `budget_s` are skipped and say so."""
+    time allowing, SFT at batch 128. Sections past `budget_s` are skipped and say so."""
     import rl_floor
 
     bench = FloorBench(assets, out, budget_s)
@@ -674,7 +674,7 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
         )
     bench.guarded("identity_fp32", 60, lambda: identity_fp32_new_path(assets, bench.rows))
     if sft:
-        bench.sft([("sft_128", 30, {}), ("sft_128_compiled", 90, {"extra": {"torch_compile": True}})])
+        bench.sft([("sft_128", 30, {})])  # compiled SFT: `compiled --sft`
     return bench.finish()
 
 
@@ -766,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     fl.add_argument("--assets", type=Path, required=True)
     fl.add_argument("--out", type=Path, required=True)
     fl.add_argument("--budget-s", type=float, default=360.0, help="skip sections that would run past this")
-    fl.add_argument("--sft", action="store_true", help="then SFT at batch 128 with torch.compile, if time allows")
+    fl.add_argument("--sft", action="store_true", help="then SFT at batch 128, if time allows")
     co = sub.add_parser("compiled", help="the fast path's defaults against its compiled layer halves, side by side")
     co.add_argument("--assets", type=Path, required=True)
     co.add_argument("--out", type=Path, required=True)
