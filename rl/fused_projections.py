@@ -5,7 +5,9 @@ microseconds each whatever their size (run 12 on the H200: 272 of a compiled ste
 3.0 ms). Concatenating q/k/v and gate/up makes them four per layer. The concatenated tensor becomes the storage:
 each module's own parameter is turned into a view of its rows, so the values and the module's own forward stay
 as they were, no weight is held twice, and copying new weights into the parameters (`FastGenerator.sync_from`,
-an optimizer step on a model evaluated in place) updates the fused tensor too.
+an optimizer step on a model evaluated in place) updates the fused tensor too. Moving the model afterwards
+(`model.to(...)`) gives its parameters new storage and leaves the fused tensors behind: place the model first, then
+build the generator (as `FastGenerator.inference_copy` and `tomforge eval` do).
 """
 
 from __future__ import annotations
