@@ -1247,8 +1247,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rexp.rationale_arm_trains_answer_only",
         "experiments/rationale_experiment.py",
-        'form = (spec.form or recipe["rationale_form"]) if spec.rationale else None',
-        "form = None",
+        'return (spec.form or recipe["rationale_form"]) if spec.rationale else None',
+        "return None",
         ("tests/test_rationale_experiment.py",),
         "the rationale arm is trained on answer-only targets",
     ),

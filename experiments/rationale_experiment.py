@@ -154,8 +154,7 @@ def drop_jobs(jobs: list[Job], names: set[str]) -> list[Job]:
 
 def target_form(spec: Arm, recipe: dict[str, Any]) -> str | None:
     """The rationale form an SFT arm trains on: its own, else the recipe's; None: answer-only targets."""
-    form = (spec.form or recipe["rationale_form"]) if spec.rationale else None
-    return form
+    return (spec.form or recipe["rationale_form"]) if spec.rationale else None
 
 
 def model_dir(work: Path, arm: str, seed: int) -> Path:

@@ -266,7 +266,7 @@ def _layer_tail(layer: Any, out: Any, residual: Any, gate_up: Any) -> Any:
 
 def _decode_layer_out(layer: Any, q: Any, keys: Any, values: Any, additive: Any, residual: Any, gate_up: Any) -> Any:
     """`_layer_out` for one query position, attention as two matrix products with an fp32 softmax (what
-    `_attend` runs for a decode step on a GPU), written without branches so that the compiler traces it whole."""
+    `_attend` runs for a decode step on a GPU), without `_attend`'s kernel fallback, so the compiler traces it whole."""
     attn = layer.self_attn
     rows, heads, _, dim = q.shape
     packed = q.reshape(rows, keys.shape[1], heads // keys.shape[1], dim)

@@ -178,15 +178,14 @@ def sft_trainer(
     return trainer
 
 
-def compile_decoder_layers(model: Any, backend: str = "inductor") -> int:
+def compile_decoder_layers(model: Any, backend: str = "inductor") -> None:
     """Compile each decoder layer (`model.model.layers`) in place with dynamic shapes; the layers share one
-    compilation (same structure, weights as inputs). Returns how many layers were compiled."""
+    compilation (same structure, weights as inputs)."""
     layers = getattr(getattr(model, "model", None), "layers", None)
     if layers is None:
         raise ValueError(f"compile_layers: {type(model).__name__} has no model.layers to compile")
     for layer in layers:
         layer.compile(backend=backend, dynamic=True)
-    return len(layers)
 
 
 def fused_lm_head_available() -> bool:
