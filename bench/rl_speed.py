@@ -365,7 +365,10 @@ def bench_sft(
     checkpointing: bool = False,
     extra: dict[str, Any] | None = None,
     compile_layers: bool = False,
+    profile_to: Path | None = None,
 ) -> dict[str, Any]:
+    """SFT at `batch`; `profile_to`: also torch.profiler over steps 12-14 (before the steady window of the last
+    10 steps), its kernel table written there and its summary returned under `profile`."""
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -373,6 +376,7 @@ def bench_sft(
 
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
     clock = StepClock()
+    profiler = StepProfiler(12, 3, profile_to) if profile_to else None
     peak_gb()
     result = sft_warmup(
         str(model_dir),
@@ -388,7 +392,7 @@ def bench_sft(
         gradient_checkpointing=checkpointing,
         extra=extra,
         compile_layers=compile_layers,
-        callbacks=[clock.callback()],
+        callbacks=[clock.callback(), *([profiler.callback()] if profiler else [])],
     )
     steady = clock.steady_tokens_per_s(result["log_history"])
     n_params = N_PARAMS
@@ -409,6 +413,7 @@ def bench_sft(
         "mfu_6N": round(6 * n_params * tps / PEAK_FLOPS, 4) if tps else None,
         "steady_tokens_per_s_last_10_steps": round(steady) if steady else None,
         "steady_mfu_6N": round(6 * n_params * steady / PEAK_FLOPS, 4) if steady else None,
+        **({"profile": profiler.summary} if profiler else {}),
     }
 
 
@@ -438,6 +443,69 @@ class StepClock:
         if s0 not in self.ended or s1 not in self.ended or s1 <= s0:
             return None
         return (t1 - t0) / (self.ended[s1] - self.ended[s0])
+
+
+class StepProfiler:
+    """torch.profiler over `count` optimizer steps of a Trainer from step `first`: the GPU's kernel time against the
+    steps' wall time (how busy the GPU is) and the kernels that take it, the full table written to `out`."""
+
+    def __init__(self, first: int, count: int, out: Path) -> None:
+        self.first, self.count, self.out = first, count, out
+        self.summary: dict[str, Any] = {}
+        self.prof: Any = None
+        self.started = 0.0
+
+    def callback(self) -> Any:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+        from transformers import TrainerCallback
+
+        owner = self
+
+        def sync() -> None:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+
+        class Profile(TrainerCallback):  # type: ignore[misc]
+            def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if state.global_step == owner.first and owner.prof is None:
+                    sync()
+                    owner.prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                    owner.prof.start()
+                    owner.started = time.perf_counter()
+
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if owner.prof is not None and not owner.summary and state.global_step == owner.first + owner.count:
+                    sync()
+                    wall = time.perf_counter() - owner.started
+                    owner.prof.stop()
+                    owner.summarize(wall)
+
+        return Profile()
+
+    def summarize(self, wall_s: float) -> None:
+        events = [e for e in self.prof.key_averages() if e.self_device_time_total > 0]
+        busy_us = sum(e.self_device_time_total for e in events)
+        events.sort(key=lambda e: -e.self_device_time_total)
+        per_step = 1000 / self.count
+        self.summary = {
+            "steps": self.count,
+            "wall_ms_per_step": round(wall_s * per_step, 1),
+            "kernel_ms_per_step": round(busy_us / 1000 / self.count, 1),
+            "gpu_busy_share": round(busy_us / 1e6 / wall_s, 3),
+            "top_kernels": [
+                {
+                    "name": e.key[:90],
+                    "ms_per_step": round(e.self_device_time_total / 1000 / self.count, 2),
+                    "calls_per_step": e.count // self.count,
+                    "share": round(e.self_device_time_total / busy_us, 3),
+                }
+                for e in events[:15]
+            ],
+        }
+        table = self.prof.key_averages().table(sort_by="self_device_time_total", row_limit=40, max_name_column_width=80)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps(self.summary, indent=1) + "\n" + table)
 
 
 def profile(assets: Path, out: Path, batch: int, new_tokens: int) -> int:
@@ -569,7 +637,7 @@ class FloorBench:
     """What `floor` and `compiled` share: the random bf16 model, its prompts, a JSON record written after every
     section, and a time budget past which sections are skipped (and say so)."""
 
-    def __init__(self, assets: Path, out: Path, budget_s: float) -> None:
+    def __init__(self, assets: Path, out: Path, budget_s: float, skip: frozenset[str] = frozenset()) -> None:
         import rl_floor
         import torch
         from transformers import AutoTokenizer
@@ -577,7 +645,9 @@ class FloorBench:
         from tomforge.rl.fastgen import stop_token_ids
 
         self.deadline = time.perf_counter() + budget_s
+        self.skip = skip
         out.mkdir(parents=True, exist_ok=True)
+        self.out = out
         self.assets = assets
         self.rows = json.loads((assets / "rows.json").read_text())
         self.rec = Recorder(out)
@@ -602,6 +672,11 @@ class FloorBench:
         self.rec.path.write_text(json.dumps(self.rec.data, indent=1, sort_keys=True, default=str))
 
     def guarded(self, name: str, need_s: float, fn: Callable[[], dict[str, Any]]) -> None:
+        if name in self.skip:
+            self.rec.data[name] = {"skipped": "named in --skip"}
+            self.save()
+            print(f"== {name}: skipped (--skip)", flush=True)
+            return
         if self.left() < need_s:
             left = self.left()
             self.rec.data[name] = {"skipped": f"{left:.0f} s of the budget left, the section needs about {need_s:.0f}"}
@@ -642,11 +717,16 @@ class FloorBench:
             )
 
     def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
-        """SFT at batch 128, one section per (name, seconds needed, `bench_sft` keywords)."""
+        """SFT, one section per (name, seconds needed, `bench_sft` keywords; batch 128 unless `batch` is one);
+        `profile: True` writes that section's kernel table to `profile-<name>.txt`."""
         model_dir, work = self.saved_model()
         for name, need_s, kwargs in sections:
+            k = dict(kwargs)
+            batch = k.pop("batch", 128)
+            if k.pop("profile", False):
+                k["profile_to"] = self.out / f"profile-{name}.txt"
             self.guarded(
-                name, need_s, lambda k=kwargs: bench_sft(self.assets, self.rows, model_dir, 128, True, 30, work, **k)
+                name, need_s, lambda b=batch, k=k: bench_sft(self.assets, self.rows, model_dir, b, True, 30, work, **k)
             )
 
     def finish(self) -> int:
@@ -678,33 +758,41 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     return bench.finish()
 
 
-def compiled_run(assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool) -> int:
-    """`compiled`: the fast path of run 10 (eager) against a layer's two halves compiled, then also with fused
-    q/k/v and gate/up products, then also with the prompt pass in larger chunks; HF `generate` beside them, at
-    each batch x 64 new tokens; the fast path's fp32 greedy outputs (its defaults) against `generate`'s; then SFT at
-    batch 128 plain and with its decoder layers compiled (`compile_layers`), also with activation checkpointing; RLOO
-    steps with rollouts plain and compiled (`--rloo`)."""
+def compiled_run(
+    assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool, skip: frozenset[str]
+) -> int:
+    """`compiled`: first what runs 12-13 left unmeasured: the fast path's fp32 greedy outputs (its defaults) against
+    `generate`'s; RLOO steps with rollouts plain and compiled (`--rloo`); SFT at batch 128 plain and with its
+    decoder layers compiled (`compile_layers`, each profiled over three steps), also with activation checkpointing
+    and at batch 256, and with Liger's kernels where the package is installed (`--sft`). Then the fast path of run
+    10 (eager) against a layer's two halves compiled, also with fused q/k/v and gate/up products, also with the
+    prompt pass in larger chunks; HF `generate` beside them, at each batch x 64 new tokens. Sections named in
+    `skip` are recorded as skipped."""
+    import importlib.util
+
     import rl_floor
     import torch
 
     torch._dynamo.config.recompile_limit = 64  # the variants and batches of one process, each compiled once
-    bench = FloorBench(assets, out, budget_s)
-    variants = rl_floor.COMPILED_VARIANTS
-    for batch in batches:
-        bench.guarded(
-            f"compiled_{batch}", 120, lambda b=batch: bench.levers(b, variants=variants, anatomy_of="compiled_fused")
-        )
+    bench = FloorBench(assets, out, budget_s, skip)
     bench.guarded("identity_fp32_defaults", 90, lambda: identity_fp32_new_path(assets, bench.rows))
     if rloo:
         bench.rloo([("rloo_48_fast_micro128", 40, {}), ("rloo_48_fast_micro128_compiled", 60, {"compiled": True})])
     if sft:
         layers = {"compile_layers": True}
-        bench.sft(
-            [
-                ("sft_128", 40, {}),
-                ("sft_128_compiled_layers", 90, layers),
-                ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
-            ]
+        sections: list[tuple[str, float, dict[str, Any]]] = [
+            ("sft_128", 40, {"profile": True}),
+            ("sft_128_compiled_layers", 90, {**layers, "profile": True}),
+            ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
+            ("sft_256_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True, "batch": 256}),
+        ]
+        if importlib.util.find_spec("liger_kernel"):  # the reference: Liger's Triton norms, SwiGLU and rotary
+            sections.append(("sft_128_liger", 60, {"extra": {"use_liger_kernel": True}}))
+        bench.sft(sections)
+    variants = rl_floor.COMPILED_VARIANTS
+    for batch in batches:
+        bench.guarded(
+            f"compiled_{batch}", 120, lambda b=batch: bench.levers(b, variants=variants, anatomy_of="compiled_fused")
         )
     return bench.finish()
 
@@ -771,8 +859,13 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--assets", type=Path, required=True)
     co.add_argument("--out", type=Path, required=True)
     co.add_argument("--budget-s", type=float, default=480.0, help="skip sections that would run past this")
-    co.add_argument("--sft", action="store_true", help="then SFT at batch 128 plain and with compiled layers")
-    co.add_argument("--batches", type=int, nargs="+", default=[256, 1024], help="generation batch sizes")
+    co.add_argument(
+        "--sft",
+        action="store_true",
+        help="then SFT plain, with compiled layers (profiled), checkpointed, at 256, with Liger",
+    )
+    co.add_argument("--batches", type=int, nargs="*", default=[256, 1024], help="generation batch sizes (none: skip)")
+    co.add_argument("--skip", default="", help="section names to skip, comma-separated")
     co.add_argument("--rloo", action="store_true", help="RLOO steps with rollouts plain and compiled")
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
@@ -783,7 +876,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "floor":
         return floor_run(args.assets, args.out, args.budget_s, args.sft)
     if args.cmd == "compiled":
-        return compiled_run(args.assets, args.out, args.budget_s, args.sft, args.batches, args.rloo)
+        skip = frozenset(n for n in args.skip.split(",") if n)
+        return compiled_run(args.assets, args.out, args.budget_s, args.sft, args.batches, args.rloo, skip)
     if args.cmd == "profile":
         return profile(args.assets, args.out, args.batch, args.new_tokens)
     if args.cmd == "prepare":
