@@ -303,9 +303,11 @@ def bench_rloo(
     work: Path,
     micro: int = 16,
     compiled: bool = False,
+    layers: bool = False,
 ) -> dict[str, Any]:
     """RLOO steps of 16 prompts x 8 samples (128 completions); `micro` completions per forward/backward
-    (run 4: 16, i.e. 8 accumulation steps); `compiled`: rollouts with the fast path's layer halves compiled."""
+    (run 4: 16, i.e. 8 accumulation steps); `compiled`: rollouts with the fast path's layer halves compiled;
+    `layers`: the policy's and reference model's decoder layers compiled (`TrlSettings.compile_layers`)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -314,7 +316,7 @@ def bench_rloo(
     tokenizer = AutoTokenizer.from_pretrained(assets / "tokenizer")
     settings = TrlSettings(
         model=str(model_dir),
-        output_dir=str(work / f"rloo-{completion}-{fast}-{micro}-{compiled}"),
+        output_dir=str(work / f"rloo-{completion}-{fast}-{micro}-{compiled}-{layers}"),
         max_steps=steps,
         learning_rate=5e-6,
         beta=0.001,
@@ -327,6 +329,7 @@ def bench_rloo(
         seed=0,
         fast_generation=fast,
         compile_rollouts=compiled,
+        compile_layers=layers,
     )
     dataset = Dataset.from_list(rows[: 16 * steps])
     peak_gb()
@@ -342,6 +345,7 @@ def bench_rloo(
         "completion": completion,
         "micro_batch": micro,
         "compiled_rollouts": compiled,
+        "compiled_layers": layers,
         "path": result["generation"],
         "steps": result["steps"],
         "step_seconds": [round(t, 3) for t in times],
@@ -364,7 +368,7 @@ def bench_sft(
     chunked_loss: bool = True,
     checkpointing: bool = False,
     extra: dict[str, Any] | None = None,
-    compile_layers: bool = False,
+    compile_layers: bool | None = None,
     profile_to: Path | None = None,
 ) -> dict[str, Any]:
     """SFT at `batch`; `profile_to`: also torch.profiler over steps 12-14 (before the steady window of the last
@@ -404,7 +408,7 @@ def bench_sft(
         "chunked_loss": chunked_loss,
         "gradient_checkpointing": checkpointing,
         "extra": extra,
-        "compile_layers": compile_layers,
+        "compile_layers": result["compile_layers"],  # as resolved: None is on with CUDA and Triton
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
@@ -484,7 +488,10 @@ class StepProfiler:
         return Profile()
 
     def summarize(self, wall_s: float) -> None:
-        events = [e for e in self.prof.key_averages() if e.self_device_time_total > 0]
+        from torch.autograd import DeviceType
+
+        # kernels only: an operator's own device time is its kernels' again (counted twice in run 14's JSON)
+        events = [e for e in self.prof.key_averages() if e.device_type == DeviceType.CUDA]
         busy_us = sum(e.self_device_time_total for e in events)
         events.sort(key=lambda e: -e.self_device_time_total)
         per_step = 1000 / self.count
@@ -713,7 +720,7 @@ class FloorBench:
             self.guarded(
                 name,
                 need_s,
-                lambda k=kwargs: bench_rloo(self.assets, self.rows, model_dir, 48, True, 6, work, 128, **k),
+                lambda k=kwargs: bench_rloo(self.assets, self.rows, model_dir, 48, True, 8, work, 128, **k),
             )
 
     def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
@@ -722,11 +729,13 @@ class FloorBench:
         model_dir, work = self.saved_model()
         for name, need_s, kwargs in sections:
             k = dict(kwargs)
-            batch = k.pop("batch", 128)
+            batch, steps = k.pop("batch", 128), k.pop("steps", 30)
             if k.pop("profile", False):
                 k["profile_to"] = self.out / f"profile-{name}.txt"
             self.guarded(
-                name, need_s, lambda b=batch, k=k: bench_sft(self.assets, self.rows, model_dir, b, True, 30, work, **k)
+                name,
+                need_s,
+                lambda b=batch, n=steps, k=k: bench_sft(self.assets, self.rows, model_dir, b, True, n, work, **k),
             )
 
     def finish(self) -> int:
@@ -777,17 +786,24 @@ def compiled_run(
     bench = FloorBench(assets, out, budget_s, skip)
     bench.guarded("identity_fp32_defaults", 90, lambda: identity_fp32_new_path(assets, bench.rows))
     if rloo:
-        bench.rloo([("rloo_48_fast_micro128", 40, {}), ("rloo_48_fast_micro128_compiled", 60, {"compiled": True})])
+        bench.rloo(
+            [
+                ("rloo_48_fast_micro128", 40, {}),
+                ("rloo_48_fast_micro128_compiled", 60, {"compiled": True}),
+                ("rloo_48_fast_micro128_compiled_layers", 60, {"compiled": True, "layers": True}),
+            ]
+        )
     if sft:
         layers = {"compile_layers": True}
         sections: list[tuple[str, float, dict[str, Any]]] = [
-            ("sft_128", 40, {"profile": True}),
+            ("sft_128_defaults", 60, {"steps": 60, "profile": True}),  # compile_layers None: on here
+            ("sft_128", 40, {"compile_layers": False, "profile": True}),
             ("sft_128_compiled_layers", 90, {**layers, "profile": True}),
             ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
             ("sft_256_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True, "batch": 256}),
         ]
         if importlib.util.find_spec("liger_kernel"):  # the reference: Liger's Triton norms, SwiGLU and rotary
-            sections.append(("sft_128_liger", 60, {"extra": {"use_liger_kernel": True}}))
+            sections.append(("sft_128_liger", 60, {"compile_layers": False, "extra": {"use_liger_kernel": True}}))
         bench.sft(sections)
     variants = rl_floor.COMPILED_VARIANTS
     for batch in batches:

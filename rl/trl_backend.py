@@ -59,6 +59,9 @@ class TrlSettings:
     gradient_checkpointing: bool = False
     fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
     compile_rollouts: bool = False  # the fast path's layer halves compiled (not yet measured in an RL step)
+    compile_layers: bool = (
+        False  # policy's and reference model's decoder layers compiled (rl.sft.compile_decoder_layers)
+    )
     report_to: str = "none"
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
@@ -179,6 +182,12 @@ def train_trl(
         processing_class=tokenizer,
         callbacks=[StepTimer(), guard, *(callbacks or [])],
     )
+    if s.compile_layers:
+        from tomforge.rl.sft import compile_decoder_layers
+
+        for compiled in (trainer.model, getattr(trainer, "ref_model", None)):
+            if compiled is not None:
+                compile_decoder_layers(trainer.accelerator.unwrap_model(compiled))
     started = last[0] = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started

@@ -320,7 +320,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
     build_model(tokenizer, hidden_size=32, num_layers=1).save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
 
-    def run(fast: bool, compiled: bool = False) -> tuple[list[str], dict]:
+    def run(fast: bool, compiled: bool = False, layers: bool = False) -> tuple[list[str], dict]:
         seen: list[str] = []
         format_reward, correctness = make_trl_rewards()
 
@@ -331,7 +331,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
         recording.__name__ = "format_reward"
         settings = TrlSettings(
             model=str(model_dir),
-            output_dir=str(tmp_path / f"out-{fast}-{compiled}"),
+            output_dir=str(tmp_path / f"out-{fast}-{compiled}-{layers}"),
             max_steps=1,
             num_generations=2,
             per_device_train_batch_size=4,
@@ -340,6 +340,7 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
             save_steps=10,
             fast_generation=fast,
             compile_rollouts=compiled,
+            compile_layers=layers,
             extra={"use_cpu": True},
         )
         result = train_trl(settings, train, tokenizer=tokenizer, reward_funcs=[recording, correctness])
@@ -358,3 +359,9 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
     assert counters["stats"]["unique_graphs"] >= 2  # the layer halves were compiled, not silently left eager
     assert compiled == own
     assert compiled_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)
+    torch._dynamo.reset()
+    counters.clear()
+    layered, layered_result = run(True, layers=True)  # the policy's and reference's decoder layers compiled
+    assert counters["stats"]["unique_graphs"] >= 1
+    assert layered == own
+    assert layered_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)

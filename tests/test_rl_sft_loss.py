@@ -197,3 +197,19 @@ def test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compi
         assert abs(loss.item() - reference.item()) < 1e-5
         assert max(((ours[n] - theirs[n]).abs().max() / theirs[n].abs().max()).item() for n in ours) < 1e-4
     assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_layers_are_compiled_by_default_only_where_the_compiler_pays(tokenizer: Any, tmp_path: Any) -> None:
+    """`compile_layers=None` (default): off on the CPU (no layer carries a compiled call), on for a model on a CUDA
+    device when Triton is installed; an explicit choice wins."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from tomforge.rl.sft import layers_compiled
+
+    trainer, _ = trainer_and_batch(tokenizer, tmp_path)
+    assert all(getattr(layer, "_compiled_call_impl", None) is None for layer in trainer.model.model.layers)
+    on_gpu = SimpleNamespace(device=torch.device("cuda"))
+    assert layers_compiled(None, on_gpu) is (importlib.util.find_spec("triton") is not None)
+    assert layers_compiled(None, trainer.model) is False
+    assert layers_compiled(True, trainer.model) is True and layers_compiled(False, on_gpu) is False
