@@ -368,8 +368,9 @@ def bench_sft(
     chunked_loss: bool = True,
     checkpointing: bool = False,
     extra: dict[str, Any] | None = None,
-    compile_layers: bool | None = None,
+    compile_layers: bool | None = False,
     profile_to: Path | None = None,
+    sdpa_backends: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """SFT at `batch`; `profile_to`: also torch.profiler over steps 12-14 (before the steady window of the last
     10 steps), its kernel table written there and its summary returned under `profile`."""
@@ -396,6 +397,7 @@ def bench_sft(
         gradient_checkpointing=checkpointing,
         extra=extra,
         compile_layers=compile_layers,
+        sdpa_backends=sdpa_backends,
         callbacks=[clock.callback(), *([profiler.callback()] if profiler else [])],
     )
     steady = clock.steady_tokens_per_s(result["log_history"])
@@ -409,6 +411,7 @@ def bench_sft(
         "gradient_checkpointing": checkpointing,
         "extra": extra,
         "compile_layers": result["compile_layers"],  # as resolved: None is on with CUDA and Triton
+        "sdpa_backends": sdpa_backends,
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
@@ -713,14 +716,18 @@ class FloorBench:
         return model_dir, work
 
     def rloo(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
-        """RLOO steps at run 4's shape (16 x 8, <= 48 tokens) with fast rollouts and micro-batch 128, one section per
-        (name, seconds needed, `bench_rloo` keywords)."""
+        """RLOO steps at run 4's shape (16 x 8, <= 48 tokens), 8 steps with fast rollouts and micro-batch 128 unless
+        the keywords say otherwise (`fast`, `micro`, `steps`), one section per (name, seconds needed, keywords)."""
         model_dir, work = self.saved_model()
         for name, need_s, kwargs in sections:
+            k = dict(kwargs)
+            fast, micro, steps = k.pop("fast", True), k.pop("micro", 128), k.pop("steps", 8)
             self.guarded(
                 name,
                 need_s,
-                lambda k=kwargs: bench_rloo(self.assets, self.rows, model_dir, 48, True, 8, work, 128, **k),
+                lambda f=fast, m=micro, n=steps, k=k: bench_rloo(
+                    self.assets, self.rows, model_dir, 48, f, n, work, m, **k
+                ),
             )
 
     def sft(self, sections: list[tuple[str, float, dict[str, Any]]]) -> None:
@@ -767,6 +774,9 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     return bench.finish()
 
 
+NO_CUDNN = ("flash_attention", "efficient_attention", "math")  # SDPA without cuDNN's kernels (SftSettings)
+
+
 def compiled_run(
     assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool, skip: frozenset[str]
 ) -> int:
@@ -791,13 +801,17 @@ def compiled_run(
                 ("rloo_48_fast_micro128", 40, {}),
                 ("rloo_48_fast_micro128_compiled", 60, {"compiled": True}),
                 ("rloo_48_fast_micro128_compiled_layers", 60, {"compiled": True, "layers": True}),
+                ("rloo_48_trl_own_micro16", 40, {"fast": False, "micro": 16, "steps": 4}),  # run 4's recipe
             ]
         )
     if sft:
         layers = {"compile_layers": True}
         sections: list[tuple[str, float, dict[str, Any]]] = [
-            ("sft_128_defaults", 60, {"steps": 60, "profile": True}),  # compile_layers None: on here
+            ("sft_128_defaults", 60, {"steps": 60, "compile_layers": None, "profile": True}),  # None: on here
             ("sft_128", 40, {"compile_layers": False, "profile": True}),
+            ("sft_128_no_cudnn", 60, {"steps": 60, "sdpa_backends": NO_CUDNN, "profile": True}),
+            ("sft_256_compiled_layers", 60, {"batch": 256, "compile_layers": True}),
+            ("sft_256_compiled_layers_no_cudnn", 60, {"batch": 256, "compile_layers": True, "sdpa_backends": NO_CUDNN}),
             ("sft_128_compiled_layers", 90, {**layers, "profile": True}),
             ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
             ("sft_256_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True, "batch": 256}),
