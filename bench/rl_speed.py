@@ -302,12 +302,13 @@ def bench_rloo(
     steps: int,
     work: Path,
     micro: int = 16,
-    compiled: bool = False,
-    layers: bool = False,
+    compiled: bool | None = False,
+    layers: bool | None = False,
 ) -> dict[str, Any]:
     """RLOO steps of 16 prompts x 8 samples (128 completions); `micro` completions per forward/backward
     (run 4: 16, i.e. 8 accumulation steps); `compiled`: rollouts with the fast path's layer halves compiled;
-    `layers`: the policy's and reference model's decoder layers compiled (`TrlSettings.compile_layers`)."""
+    `layers`: the policy's and reference model's decoder layers compiled (`TrlSettings.compile_layers`); None for
+    either: `TrlSettings`' default (on with CUDA and Triton)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
 
@@ -370,7 +371,6 @@ def bench_sft(
     extra: dict[str, Any] | None = None,
     compile_layers: bool | None = False,
     profile_to: Path | None = None,
-    sdpa_backends: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """SFT at `batch`; `profile_to`: also torch.profiler over steps 12-14 (before the steady window of the last
     10 steps), its kernel table written there and its summary returned under `profile`."""
@@ -397,7 +397,6 @@ def bench_sft(
         gradient_checkpointing=checkpointing,
         extra=extra,
         compile_layers=compile_layers,
-        sdpa_backends=sdpa_backends,
         callbacks=[clock.callback(), *([profiler.callback()] if profiler else [])],
     )
     steady = clock.steady_tokens_per_s(result["log_history"])
@@ -411,7 +410,6 @@ def bench_sft(
         "gradient_checkpointing": checkpointing,
         "extra": extra,
         "compile_layers": result["compile_layers"],  # as resolved: None is on with CUDA and Triton
-        "sdpa_backends": sdpa_backends,
         "steps": result["steps"],
         "seconds": round(result["seconds"], 2),
         "tokens": tokens,
@@ -774,9 +772,6 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     return bench.finish()
 
 
-NO_CUDNN = ("flash_attention", "efficient_attention", "math")  # SDPA without cuDNN's kernels (SftSettings)
-
-
 def compiled_run(
     assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool, skip: frozenset[str]
 ) -> int:
@@ -798,6 +793,7 @@ def compiled_run(
     if rloo:
         bench.rloo(
             [
+                ("rloo_48_defaults", 90, {"compiled": None, "layers": None, "steps": 16}),
                 ("rloo_48_fast_micro128", 40, {}),
                 ("rloo_48_fast_micro128_compiled", 60, {"compiled": True}),
                 ("rloo_48_fast_micro128_compiled_layers", 60, {"compiled": True, "layers": True}),
@@ -809,9 +805,8 @@ def compiled_run(
         sections: list[tuple[str, float, dict[str, Any]]] = [
             ("sft_128_defaults", 60, {"steps": 60, "compile_layers": None, "profile": True}),  # None: on here
             ("sft_128", 40, {"compile_layers": False, "profile": True}),
-            ("sft_128_no_cudnn", 60, {"steps": 60, "sdpa_backends": NO_CUDNN, "profile": True}),
             ("sft_256_compiled_layers", 60, {"batch": 256, "compile_layers": True}),
-            ("sft_256_compiled_layers_no_cudnn", 60, {"batch": 256, "compile_layers": True, "sdpa_backends": NO_CUDNN}),
+            ("sft_256_defaults", 60, {"batch": 256, "steps": 60, "compile_layers": None, "profile": True}),
             ("sft_128_compiled_layers", 90, {**layers, "profile": True}),
             ("sft_128_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True}),
             ("sft_256_compiled_layers_checkpointed", 90, {**layers, "checkpointing": True, "batch": 256}),

@@ -28,11 +28,11 @@ def fast_trainer_class(
     logprob_batch_size: int = 128,
     stop_texts: tuple[str, ...] = ("</answer>",),
     generation_batch_size: int = 1024,
-    compile_rollouts: bool = False,
+    compile_rollouts: bool | None = None,
 ) -> type:
     """A subclass of TRL's `RLOOTrainer` or `GRPOTrainer` whose rollouts use the fast generator; with
-    `compile_rollouts` its layer halves are compiled (`rl.fastgen.compiled_blocks`; measured for evaluation, not yet
-    inside an RL step on the GPU, hence off by default)."""
+    `compile_rollouts` its layer halves are compiled (`rl.fastgen.compiled_blocks`; None: where the generator's
+    model is on a CUDA device with Triton, as for evaluation)."""
     returns_logprobs = base.__name__.startswith("GRPO")
 
     class FastRolloutTrainer(base):  # type: ignore[misc, valid-type]

@@ -81,10 +81,7 @@ class SftSettings:
     `torch_compile` compiles the whole model for fixed shapes, and with length-bucketed batches it compiled again
     at almost every step (run 12 on the H200: 70-110 s a step for the first steps). None (default): on where the
     trainer's model is on a CUDA device with Triton installed (run 14: 2.0x plain SFT's steady tokens/s at batch
-    128), off on the CPU.
-    `sdpa_backends`: the attention kernels training may use (names of `torch.nn.attention.SDPBackend`, e.g.
-    `("flash_attention", "efficient_attention", "math")`); None: torch's own choice, which on the H200 is cuDNN's,
-    whose plan for every new batch length costs about 1 ms of CPU per layer and pass (run 15's profile)."""
+    128), off on the CPU."""
 
     max_steps: int = 200
     learning_rate: float = 5e-4
@@ -97,7 +94,6 @@ class SftSettings:
     extra: dict[str, Any] | None = None  # more SFTConfig fields, as they are
     rationale_form: str | None = None
     compile_layers: bool | None = None
-    sdpa_backends: tuple[str, ...] | None = None
 
 
 def sft_warmup(
@@ -119,8 +115,7 @@ def sft_warmup(
         model, tokenizer, rl_dataset, output_dir, callbacks=[guard, *(callbacks or [])], **vars(chosen)
     )
     started, started_at = time.perf_counter(), time.time()
-    with attention_backends(chosen.sdpa_backends):
-        result = trainer.train()
+    result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.save_model(output_dir)
     tokenizer.save_pretrained(output_dir)
@@ -183,21 +178,6 @@ def sft_trainer(
     if layers_compiled(s.compile_layers, trainer.model):
         compile_decoder_layers(trainer.model)
     return trainer
-
-
-def attention_backends(names: tuple[str, ...] | None) -> Any:
-    """A context that lets SDPA use only the named kernels (`SftSettings.sdpa_backends`), or changes nothing."""
-    import contextlib
-
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    if names is None:
-        return contextlib.nullcontext()
-    known = {n.lower(): b for n, b in SDPBackend.__members__.items() if n not in ("ERROR", "OVERRIDEABLE")}
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(f"sdpa_backends: {unknown or 'none given'}; known: {sorted(known)}")
-    return sdpa_kernel([known[n] for n in names])
 
 
 def layers_compiled(setting: bool | None, model: Any) -> bool:

@@ -58,10 +58,9 @@ class TrlSettings:
     use_vllm: bool = False
     gradient_checkpointing: bool = False
     fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
-    compile_rollouts: bool = False  # the fast path's layer halves compiled (not yet measured in an RL step)
-    compile_layers: bool = (
-        False  # policy's and reference model's decoder layers compiled (rl.sft.compile_decoder_layers)
-    )
+    # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 15: RLOO step 1.66 -> 1.01 -> 0.71 s)
+    compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
+    compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.sft.compile_decoder_layers)
     report_to: str = "none"
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
@@ -182,9 +181,9 @@ def train_trl(
         processing_class=tokenizer,
         callbacks=[StepTimer(), guard, *(callbacks or [])],
     )
-    if s.compile_layers:
-        from tomforge.rl.sft import compile_decoder_layers
+    from tomforge.rl.sft import compile_decoder_layers, layers_compiled
 
+    if layers_compiled(s.compile_layers, trainer.model):
         for compiled in (trainer.model, getattr(trainer, "ref_model", None)):
             if compiled is not None:
                 compile_decoder_layers(trainer.accelerator.unwrap_model(compiled))

@@ -213,33 +213,3 @@ def test_layers_are_compiled_by_default_only_where_the_compiler_pays(tokenizer: 
     assert layers_compiled(None, on_gpu) is (importlib.util.find_spec("triton") is not None)
     assert layers_compiled(None, trainer.model) is False
     assert layers_compiled(True, trainer.model) is True and layers_compiled(False, on_gpu) is False
-
-
-def test_training_runs_with_only_the_chosen_attention_kernels(tokenizer: Any, tmp_path: Any) -> None:
-    """`sdpa_backends`: during `train()` the kernels left out are switched off (cuDNN's here), and on again after;
-    an unknown name is refused by name."""
-    from transformers import TrainerCallback
-
-    from tomforge.rl.sft import sft_warmup
-
-    seen: list[tuple[bool, bool]] = []
-
-    class Record(TrainerCallback):  # type: ignore[misc]
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            seen.append((torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()))
-
-    sft_warmup(
-        tiny_model(tokenizer),
-        tokenizer,
-        rows(),
-        str(tmp_path / "sft"),
-        max_steps=2,
-        batch_size=4,
-        sdpa_backends=("efficient_attention", "math"),
-        extra={"use_cpu": True},
-        callbacks=[Record()],
-    )
-    assert seen == [(False, True), (False, True)]
-    assert torch.backends.cuda.cudnn_sdp_enabled()
-    with pytest.raises(ValueError, match="flash"):
-        sft_warmup(tiny_model(tokenizer), tokenizer, rows(), str(tmp_path / "x"), sdpa_backends=("flash",))
