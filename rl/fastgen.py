@@ -304,12 +304,38 @@ def compiled_blocks(decode: bool, backend: str = "inductor") -> Blocks:
     all (modules are inlined: their weights are inputs, not constants). The decode step's shapes are fixed per
     cache (compiled for the first cache's shapes, and generalised by the compiler at the second, so a run of many
     cache shapes does not hit its recompilation limit); the prompt pass's change with every chunk (dynamic from
-    the start)."""
+    the start, `_prefill_blocks`)."""
     import torch
 
-    pair = (_layer_in, _decode_layer_out) if decode else (_prefill_layer_in, _prefill_layer_out)
-    dynamic = None if decode else True
-    return tuple(torch.compile(f, backend=backend, dynamic=dynamic, fullgraph=True) for f in pair)  # type: ignore[return-value]
+    if not decode:
+        return _prefill_blocks(backend)
+    pair = (_layer_in, _decode_layer_out)
+    return tuple(torch.compile(f, backend=backend, fullgraph=True) for f in pair)  # type: ignore[return-value]
+
+
+def _prefill_blocks(backend: str) -> Blocks:
+    """The prompt pass's halves, compiled for dynamic shapes so that chunks of other sizes reuse the code. Two
+    things would compile them again for no reason (run 15's recompilation log, reproduced on the CPU): sizes that
+    happen to be equal (64 rows and a head dimension of 64) are assumed equal for good ("duck sizing", switched
+    off while tracing), and keys/values that are views of a cache are guarded on that cache's strides, so every
+    new cache shape compiled again (they are passed detached: the same memory, no view of the cache). A chunk of
+    one row still compiles its own code once (sizes 0 and 1 are always specialised)."""
+    import torch
+    from torch.fx.experimental import _config as shape_config
+
+    layer_in, layer_out = (
+        torch.compile(f, backend=backend, dynamic=True, fullgraph=True) for f in (_prefill_layer_in, _prefill_layer_out)
+    )
+
+    def traced_in(*args: Any) -> Any:
+        with shape_config.patch(use_duck_shape=False):
+            return layer_in(*args)
+
+    def traced_out(layer: Any, q: Any, keys: Any, values: Any, *rest: Any) -> Any:
+        with shape_config.patch(use_duck_shape=False):
+            return layer_out(layer, q, keys.detach(), values.detach(), *rest)
+
+    return traced_in, traced_out
 
 
 def compiler_available(model: Any) -> bool:
