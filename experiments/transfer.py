@@ -39,6 +39,7 @@ RECIPE: dict[str, Any] = dict(
     seed=0,
     limit=None,
     generator="auto",
+    compile=False,  # SFT's layers compiled (on with CUDA and Triton when None; docs/rl-speed.md)
 )
 
 
@@ -121,6 +122,7 @@ def train_one(
         learning_rate=recipe["sft_lr"],
         batch_size=recipe["sft_batch"],
         seed=recipe["seed"],
+        compile_layers=recipe["compile"],
         extra=extra_sft,
     )
     write_training_record(folder / "sft", str(release), None, ref, table)

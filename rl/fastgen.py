@@ -314,12 +314,11 @@ def compiled_blocks(decode: bool, backend: str = "inductor") -> Blocks:
 
 
 def _prefill_blocks(backend: str) -> Blocks:
-    """The prompt pass's halves, compiled for dynamic shapes so that chunks of other sizes reuse the code. Two
-    things would compile them again for no reason (run 15's recompilation log, reproduced on the CPU): sizes that
-    happen to be equal (64 rows and a head dimension of 64) are assumed equal for good ("duck sizing", switched
-    off while tracing), and keys/values that are views of a cache are guarded on that cache's strides, so every
-    new cache shape compiled again (they are passed detached: the same memory, no view of the cache). A chunk of
-    one row still compiles its own code once (sizes 0 and 1 are always specialised)."""
+    """The prompt pass's halves, compiled for dynamic shapes so that chunks of other sizes reuse the code. Traced
+    without "duck sizing": sizes that happen to be equal (64 rows and a head dimension of 64) were assumed equal
+    for good, so the next chunk compiled again, and so did the next cache shape (its strides were guarded through
+    those equalities): run 14's recompilation log, reproduced on the CPU. A chunk of one row still compiles its
+    own code once (sizes 0 and 1 are always specialised)."""
     import torch
     from torch.fx.experimental import _config as shape_config
 
@@ -328,12 +327,12 @@ def _prefill_blocks(backend: str) -> Blocks:
     )
 
     def traced_in(*args: Any) -> Any:
-        with shape_config.patch(use_duck_shape=False):
+        with shape_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]
             return layer_in(*args)
 
-    def traced_out(layer: Any, q: Any, keys: Any, values: Any, *rest: Any) -> Any:
-        with shape_config.patch(use_duck_shape=False):
-            return layer_out(layer, q, keys.detach(), values.detach(), *rest)
+    def traced_out(*args: Any) -> Any:
+        with shape_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]
+            return layer_out(*args)
 
     return traced_in, traced_out
 

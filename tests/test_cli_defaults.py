@@ -146,6 +146,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
     def both(trl_name: str, verl_name: str) -> str:
         return f"trl {trl[trl_name]}, verl {verl[verl_name]}"
 
+    assert trl["compile_rollouts"] == trl["compile_layers"]  # `--compile` sets both: one default to show
     train = {
         "output_dir": one("output_dir", "output_dir"),
         "algorithm": one("algorithm"),
@@ -160,6 +161,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
         "bf16": "--bf16" if trl["bf16"] else "--no-bf16",
         "seed": one("seed"),
         "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
+        "compile_": {None: "auto", True: "--compile", False: "--no-compile"}[trl["compile_layers"]],
         "data_dir": str(_defaults_of(stage.launch)["data_dir"]),
     }
     evaluated = _defaults_of(evaluate)
@@ -197,6 +199,18 @@ def test_train_without_flags_runs_on_the_settings_defaults() -> None:
     expected = dataclasses.asdict(TrlSettings(model="Qwen/Qwen2.5-0.5B-Instruct"))
     assert {k: printed[k] for k in expected if k in printed} == {k: v for k, v in expected.items() if k in printed}
     assert {"per_device_train_batch_size", "max_completion_length", "bf16", "output_dir"} <= set(printed)
+
+
+@pytest.mark.parametrize("flag, expected", [("--compile", True), ("--no-compile", False)])
+def test_compile_flag_sets_both_the_rollouts_and_the_layers(flag: str, expected: bool) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["train", "--dataset", "org/tom", "--model", "m/x", "--dry-run", flag])
+    assert result.exit_code == 0, result.output
+    printed, _ = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{") :])
+    assert (printed["compile_rollouts"], printed["compile_layers"]) == (expected, expected)
 
 
 # Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.

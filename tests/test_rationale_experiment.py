@@ -304,6 +304,7 @@ def test_the_templated_vs_controlled_experiment_runs_the_fast_path_by_default() 
     train = train_args("m", "rel", "tomforge_gen/train_controlled", Path("o"), RECIPE, bf16=True)
     assert train[train.index("--batch-size") + 1] == "128" and train[train.index("--grad-accum") + 1] == "1"
     assert "--fast-generation" in train
+    assert "--no-compile" in train  # pinned as runs 4-11 ran (compiling pays only for longer runs)
     evaluate = eval_args("m", "rel", "base", Path("w.duckdb"), Path("o"), RECIPE)
     assert evaluate[evaluate.index("--generator") + 1] == "fast"
     runs45 = {**RECIPE, "generator": "hf", "rl_micro_batch": 16, "fast_rollouts": False}  # runs 4 and 5

@@ -177,23 +177,22 @@ def test_compiled_layer_halves_give_generates_tokens_with_one_compilation_for_ev
     assert counters["stats"]["unique_graphs"] == 2
 
 
-
 def test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches() -> None:
-    """The prompt pass's halves (dynamic shapes): after a chunk of 64 rows (equal to the fused q/k/v width here, a
-    coincidence the compiler would keep as a rule) and a batch of 63 rows in another cache, a third batch of 64
-    rows, other lengths, compiles nothing new; a one-row chunk compiles its own code once. The greedy tokens
-    equal the uncompiled prompt pass's."""
+    """The prompt pass's halves (dynamic shapes): after a first batch of 16 rows (equal to the head dimension
+    here) and then of 64 (equal to the fused q/k/v width), coincidences the compiler would keep as rules, batches
+    of 63 and 16 rows in other caches compile nothing new; a one-row chunk compiles its own code once. The greedy
+    tokens equal the uncompiled prompt pass's."""
     import random
 
     from torch._dynamo.utils import counters
 
     tokenizer = build_tokenizer(["a b c d e f g h i j k l m n o p"], vocab_size=80)
-    model = build_model(tokenizer, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2)
-    assert 32 + 2 * 2 * 8 == 64  # q/k/v rows of the fused product
+    model = build_model(tokenizer, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1)
+    assert model.model.layers[0].self_attn.head_dim == 16 and 32 + 2 * 16 == 64  # q/k/v rows of the fused product
     rng = random.Random(0)
     batches = [
         [[rng.randrange(3, 70) for _ in range(rng.randint(lo, hi))] for _ in range(rows)]
-        for rows, lo, hi in [(64, 20, 30), (63, 10, 40), (64, 33, 47), (1, 5, 9)]
+        for rows, lo, hi in [(16, 20, 30), (64, 10, 40), (63, 33, 47), (16, 5, 60), (1, 5, 9)]
     ]
     plain = FastGenerator(model, compile_prefill=False, prefill_rows=64, length_bucket=16)
     torch._dynamo.reset()
@@ -204,7 +203,7 @@ def test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches(
         kwargs = dict(max_new_tokens=3, stop_ids=[0], pad_id=0, batch_size=len(ids))
         assert compiled.generate(ids, **kwargs) == plain.generate(ids, **kwargs)
         graphs.append(counters["stats"]["unique_graphs"])
-    assert graphs == [2, 2, 2, 4]
+    assert graphs == [2, 2, 2, 2, 4]
 
 
 def test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it(tiny) -> None:

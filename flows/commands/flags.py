@@ -44,7 +44,10 @@ def setting_default(ref: str) -> Any:
 
 
 def shown_value(value: Any, param: TyperOption) -> str:
-    """A default as `--help` writes it: an on/off flag by the flag it stands for, a list comma-separated."""
+    """A default as `--help` writes it: an on/off flag by the flag it stands for (None: `auto`, the setting decides
+    where it runs), a list comma-separated."""
+    if value is None and param.secondary_opts:
+        return "auto"
     if isinstance(value, bool) and param.secondary_opts:
         return param.opts[0] if value else param.secondary_opts[0]
     if isinstance(value, (list, tuple)):
