@@ -58,7 +58,7 @@ class TrlSettings:
     use_vllm: bool = False
     gradient_checkpointing: bool = False
     fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
-    # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 15: RLOO step 1.66 -> 1.01 -> 0.71 s)
+    # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 14: RLOO step 1.66 -> 1.01 -> 0.71 s)
     compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
     compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.sft.compile_decoder_layers)
     report_to: str = "none"
