@@ -915,7 +915,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sft.compiled_layers_fixed_shapes",
-        "rl/sft.py",
+        "rl/compiled_layers.py",
         "        layer.compile(backend=backend, dynamic=True)",
         "        layer.compile(backend=backend, dynamic=False)",
         (
@@ -958,7 +958,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sft.compiled_by_default_on_the_cpu",
-        "rl/sft.py",
+        "rl/compiled_layers.py",
         "    return compiler_available(model) if setting is None else setting",
         "    return True if setting is None else setting",
         ("tests/test_rl_sft_loss.py::test_layers_are_compiled_by_default_only_where_the_compiler_pays",),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.prompts import option_labels
 
 
@@ -76,7 +77,7 @@ class SftSettings:
     `gradient_checkpointing`: keep only each layer's input and recompute the layer in the backward pass; with
     the loss chunked, the backbone's activations (about 1.3 MB per token for SmolLM2-135M) are what fills memory.
     `rationale_form`: the target's thought is the item's rationale in that form (`target_completion`).
-    `compile_layers`: each decoder layer compiled by `torch.compile` with dynamic shapes (`compile_decoder_layers`),
+    `compile_layers`: each decoder layer compiled by `torch.compile` with dynamic shapes (`rl.compiled_layers`),
     so a batch of a new length does not compile again, and one compilation serves every layer; transformers'
     `torch_compile` compiles the whole model for fixed shapes, and with length-bucketed batches it compiled again
     at almost every step (run 12 on the H200: 70-110 s a step for the first steps). None (default): on where the
@@ -178,23 +179,6 @@ def sft_trainer(
     if layers_compiled(s.compile_layers, trainer.model):
         compile_decoder_layers(trainer.model)
     return trainer
-
-
-def layers_compiled(setting: bool | None, model: Any) -> bool:
-    """`compile_layers` as chosen, or (None) whether the compiler pays here (`rl.fastgen.compiler_available`)."""
-    from tomforge.rl.fastgen import compiler_available
-
-    return compiler_available(model) if setting is None else setting
-
-
-def compile_decoder_layers(model: Any, backend: str = "inductor") -> None:
-    """Compile each decoder layer (`model.model.layers`) in place with dynamic shapes; the layers share one
-    compilation (same structure, weights as inputs)."""
-    layers = getattr(getattr(model, "model", None), "layers", None)
-    if layers is None:
-        raise ValueError(f"compile_layers: {type(model).__name__} has no model.layers to compile")
-    for layer in layers:
-        layer.compile(backend=backend, dynamic=True)
 
 
 def fused_lm_head_available() -> bool:

@@ -60,7 +60,7 @@ class TrlSettings:
     fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
     # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 14: RLOO step 1.66 -> 1.01 -> 0.71 s)
     compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
-    compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.sft.compile_decoder_layers)
+    compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.compiled_layers)
     report_to: str = "none"
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
@@ -181,7 +181,7 @@ def train_trl(
         processing_class=tokenizer,
         callbacks=[StepTimer(), guard, *(callbacks or [])],
     )
-    from tomforge.rl.sft import compile_decoder_layers, layers_compiled
+    from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 
     if layers_compiled(s.compile_layers, trainer.model):
         for compiled in (trainer.model, getattr(trainer, "ref_model", None)):

@@ -205,7 +205,7 @@ def test_layers_are_compiled_by_default_only_where_the_compiler_pays(tokenizer: 
     import importlib.util
     from types import SimpleNamespace
 
-    from tomforge.rl.sft import layers_compiled
+    from tomforge.rl.compiled_layers import layers_compiled
 
     trainer, _ = trainer_and_batch(tokenizer, tmp_path)
     assert all(getattr(layer, "_compiled_call_impl", None) is None for layer in trainer.model.model.layers)
