@@ -775,13 +775,14 @@ def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
 def compiled_run(
     assets: Path, out: Path, budget_s: float, sft: bool, batches: list[int], rloo: bool, skip: frozenset[str]
 ) -> int:
-    """`compiled`: first what runs 12-13 left unmeasured: the fast path's fp32 greedy outputs (its defaults) against
-    `generate`'s; RLOO steps with rollouts plain and compiled (`--rloo`); SFT at batch 128 plain and with its
-    decoder layers compiled (`compile_layers`, each profiled over three steps), also with activation checkpointing
-    and at batch 256, and with Liger's kernels where the package is installed (`--sft`). Then the fast path of run
-    10 (eager) against a layer's two halves compiled, also with fused q/k/v and gate/up products, also with the
-    prompt pass in larger chunks; HF `generate` beside them, at each batch x 64 new tokens. Sections named in
-    `skip` are recorded as skipped."""
+    """`compiled`: first the fast path's fp32 greedy outputs (its defaults) against `generate`'s; RLOO steps at the
+    defaults (16 steps), with rollouts eager, compiled, and compiled with the policy's layers, and TRL's own path at
+    run 4's recipe (`--rloo`); SFT at the defaults (batch 128 and 256, 60 steps), plain, with compiled layers, also
+    with activation checkpointing and at batch 256, and with Liger's kernels where the package is installed
+    (`--sft`; some sections profiled over three steps). Then the fast path of run 10 (eager) against a layer's two
+    halves compiled, also with fused q/k/v and gate/up products, also with the prompt pass in larger chunks; HF
+    `generate` beside them, at each batch x 64 new tokens. Run 14 ran it in parts; sections named in `skip` are
+    recorded as skipped."""
     import importlib.util
 
     import rl_floor
