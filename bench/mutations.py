@@ -933,20 +933,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "compile_rollouts never reaches the rollout generator: the RL step runs eager while its settings say compiled",
     ),
     Mutation(
-        "fastgen.prefill_in_duck_sizing",
+        "fastgen.prefill_duck_sizing",
         "rl/fastgen.py",
-        "use_duck_shape=False):  # type: ignore[attr-defined]\n            return layer_in(",
-        "use_duck_shape=True):  # type: ignore[attr-defined]\n            return layer_in(",
+        "            with shape_config.patch(use_duck_shape=False):",
+        "            with shape_config.patch(use_duck_shape=True):",
         ("tests/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
-        "the prompt pass's first half keeps sizes that happened to match (64 rows, 64 q/k/v columns) as equal",
-    ),
-    Mutation(
-        "fastgen.prefill_out_duck_sizing",
-        "rl/fastgen.py",
-        "use_duck_shape=False):  # type: ignore[attr-defined]\n            return layer_out(",
-        "use_duck_shape=True):  # type: ignore[attr-defined]\n            return layer_out(",
-        ("tests/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
-        "the prompt pass's second half keeps sizes that happened to match (16 rows, head dimension 16) as equal",
+        "the prompt pass's halves keep sizes that happened to match (16 rows and head dimension 16; 64 rows and 64"
+        " q/k/v columns) as equal: the next chunk compiles again",
     ),
     Mutation(
         "trl_backend.compile_layers_ignored",

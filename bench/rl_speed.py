@@ -492,13 +492,13 @@ class StepProfiler:
         from torch.autograd import DeviceType
 
         # kernels only: an operator's own device time is its kernels' again (counted twice in run 14's JSON)
-        events = [e for e in self.prof.key_averages() if e.device_type == DeviceType.CUDA]
+        averages = self.prof.key_averages()
+        events = [e for e in averages if e.device_type == DeviceType.CUDA]
         busy_us = sum(e.self_device_time_total for e in events)
         events.sort(key=lambda e: -e.self_device_time_total)
-        per_step = 1000 / self.count
         self.summary = {
             "steps": self.count,
-            "wall_ms_per_step": round(wall_s * per_step, 1),
+            "wall_ms_per_step": round(wall_s * 1000 / self.count, 1),
             "kernel_ms_per_step": round(busy_us / 1000 / self.count, 1),
             "gpu_busy_share": round(busy_us / 1e6 / wall_s, 3),
             "top_kernels": [
@@ -511,7 +511,7 @@ class StepProfiler:
                 for e in events[:15]
             ],
         }
-        table = self.prof.key_averages().table(sort_by="self_device_time_total", row_limit=40, max_name_column_width=80)
+        table = averages.table(sort_by="self_device_time_total", row_limit=40, max_name_column_width=80)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out.write_text(json.dumps(self.summary, indent=1) + "\n" + table)
 
@@ -680,18 +680,17 @@ class FloorBench:
         self.rec.path.write_text(json.dumps(self.rec.data, indent=1, sort_keys=True, default=str))
 
     def guarded(self, name: str, need_s: float, fn: Callable[[], dict[str, Any]]) -> None:
+        left = self.left()
         if name in self.skip:
-            self.rec.data[name] = {"skipped": "named in --skip"}
-            self.save()
-            print(f"== {name}: skipped (--skip)", flush=True)
+            why = "named in --skip"
+        elif left < need_s:
+            why = f"{left:.0f} s of the budget left, the section needs about {need_s:.0f}"
+        else:
+            self.rec.section(name, fn)
             return
-        if self.left() < need_s:
-            left = self.left()
-            self.rec.data[name] = {"skipped": f"{left:.0f} s of the budget left, the section needs about {need_s:.0f}"}
-            self.save()
-            print(f"== {name}: skipped", flush=True)
-            return
-        self.rec.section(name, fn)
+        self.rec.data[name] = {"skipped": why}
+        self.save()
+        print(f"== {name}: skipped ({why})", flush=True)
 
     def levers(self, batch: int, **kwargs: Any) -> dict[str, Any]:
         import rl_floor
@@ -892,7 +891,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     co.add_argument("--batches", type=int, nargs="*", default=[256, 1024], help="generation batch sizes (none: skip)")
     co.add_argument("--skip", default="", help="section names to skip, comma-separated")
-    co.add_argument("--rloo", action="store_true", help="RLOO steps with rollouts plain and compiled")
+    co.add_argument(
+        "--rloo", action="store_true", help="RLOO steps: the defaults, rollouts eager and compiled, TRL's own"
+    )
     f = sub.add_parser("profile")
     f.add_argument("--assets", type=Path, required=True)
     f.add_argument("--out", type=Path, required=True)

@@ -322,19 +322,16 @@ def _prefill_blocks(backend: str) -> Blocks:
     import torch
     from torch.fx.experimental import _config as shape_config
 
-    layer_in, layer_out = (
-        torch.compile(f, backend=backend, dynamic=True, fullgraph=True) for f in (_prefill_layer_in, _prefill_layer_out)
-    )
+    def without_duck_sizing(half: Callable[..., Any]) -> Callable[..., Any]:
+        compiled = torch.compile(half, backend=backend, dynamic=True, fullgraph=True)
 
-    def traced_in(*args: Any) -> Any:
-        with shape_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]
-            return layer_in(*args)
+        def traced(*args: Any) -> Any:
+            with shape_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]
+                return compiled(*args)
 
-    def traced_out(*args: Any) -> Any:
-        with shape_config.patch(use_duck_shape=False):  # type: ignore[attr-defined]
-            return layer_out(*args)
+        return traced
 
-    return traced_in, traced_out
+    return without_duck_sizing(_prefill_layer_in), without_duck_sizing(_prefill_layer_out)
 
 
 def compiler_available(model: Any) -> bool:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.models import materialize
 from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
@@ -181,8 +182,6 @@ def train_trl(
         processing_class=tokenizer,
         callbacks=[StepTimer(), guard, *(callbacks or [])],
     )
-    from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
-
     if layers_compiled(s.compile_layers, trainer.model):
         for compiled in (trainer.model, getattr(trainer, "ref_model", None)):
             if compiled is not None:

@@ -393,9 +393,8 @@ def test_trl_rollouts_through_the_fast_path_equal_trls_own(tmp_path: Path) -> No
     assert compiled_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)
     torch._dynamo.reset()
     counters.clear()
-    layered, layered_result = run(
-        True, compiled=False, layers=True
-    )  # the policy's and reference's decoder layers compiled
+    # the policy's and reference's decoder layers compiled, the rollouts not
+    layered, layered_result = run(True, compiled=False, layers=True)
     assert counters["stats"]["unique_graphs"] >= 1
     assert layered == own
     assert layered_result["train_loss"] == pytest.approx(own_result["train_loss"], rel=1e-5, abs=1e-7)
