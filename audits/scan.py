@@ -235,9 +235,9 @@ def _write_ledger(out: Path, ledger: dict, hits: pl.DataFrame) -> None:
 def read_benchmark(warehouse: Path, where: str) -> pl.DataFrame:
     """The held-out items of the selection (an empty one is an error: nothing to scan against)."""
     with closing(connect_readonly(Path(warehouse))) as con:
-        items = store.read_selection(con, where)
+        items = store.read_selection(con, where, "--benchmark")  # checked there, as the audit's selections
     if items.height == 0:
-        raise store.SelectionError(f"{warehouse}: the benchmark selection {where!r} matches no items; nothing scanned")
+        raise store.SelectionError(f"{warehouse}: --benchmark {where!r} matches no items; nothing scanned")
     return items
 
 
