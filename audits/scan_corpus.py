@@ -273,7 +273,7 @@ def _jsonl_batches(
                 row = line_no - 1
                 try:
                     try:
-                        record = orjson.loads(line)
+                        record = orjson.loads(line.rstrip(b"\r\n"))
                     except orjson.JSONDecodeError as exc:
                         raise BadRecord("row", f"not JSON ({exc})") from None
                     text = row_text(record, text_field)

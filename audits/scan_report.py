@@ -143,8 +143,9 @@ def _rejected_section(summary: ScanSummary) -> list[str]:
         "## Rejected records",
         "",
         f"{summary.rejected} records gave no document text and were not scanned (nor written to a purified copy); "
-        f"the first {min(summary.rejects.height, MAX_EVIDENCE)} here, the first {summary.rejects.height} with their "
-        "reasons in `scan_rejects.parquet`.",
+        f"the first {min(summary.rejects.height, MAX_EVIDENCE)} here, "
+        + ("all" if summary.rejects.height == summary.rejected else f"the first {summary.rejects.height} of each shard")
+        + " with their reasons in `scan_rejects.parquet`.",
         "",
         markdown_table(shown.select("shard", "place", "field", "reason", "raw"), limit=MAX_EVIDENCE),
     ]
