@@ -1081,7 +1081,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "inputs.rl_split_whole_name_only",
         "warehouse/sources/rl_rows.py",
-        '    return [part.lower() for part in _NAME_SPLIT.split(name) if part]',
+        "    return [part.lower() for part in _NAME_SPLIT.split(name) if part]",
         "    return [name.lower()]",
         ("tests/test_source_rlfiles.py",),
         "`ToM_test_HiExTi_hint.parquet` is filed under train",
