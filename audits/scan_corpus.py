@@ -64,12 +64,7 @@ class Shard:
         return open(self.location, "rb")
 
 
-class BadRecord(Exception):
-    """One record without a document text: the field and why (the reader makes it a `ScanReject`)."""
-
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field, self.reason = field, reason
+BadRecord = RecordError  # one record without a document text: its field and why (becomes a `ScanReject`)
 
 
 @dataclass(frozen=True)
@@ -169,10 +164,7 @@ def message_text(prompt: Any) -> str | None:
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and all(isinstance(m, dict) and "content" in m for m in prompt):
-        try:
-            return "\n".join(content_parts(m["content"], f"message {i}")[0] for i, m in enumerate(prompt))
-        except RecordError as bad:
-            raise BadRecord(bad.field, bad.reason) from None
+        return "\n".join(content_parts(m["content"], f"message {i}")[0] for i, m in enumerate(prompt))
     return None
 
 
