@@ -26,6 +26,8 @@ import polars as pl
 
 from tomforge.audits.scan_config import ScanParams
 
+PREFIX_EXTRA = 4  # prefix shingles beyond the minimum: a candidate must share that many more (fewer, surer candidates)
+
 
 def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams) -> tuple[np.ndarray, int]:
     """Each story's cluster (stories joined by near copies, transitively) and the number of near-copy
@@ -41,27 +43,42 @@ def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams)
     share = min(p.jaccard_threshold, p.containment_threshold)  # Jaccard >= t puts each inside the other at >= t
     order = np.lexsort((gram, df[gram], owner))  # per story, rarest shingle first
     rank = np.arange(len(order), dtype=np.int64) - offsets[owner[order]]
+    # a pair whose smaller story a has >= share of its shingles in b holds at most L_a - 1 = |a| - ceil(share |a|)
+    # of a's shingles outside b, so b holds >= k + 1 of a's first L_a + k shingles (any order; rarest first here)
     prefix = sizes - np.ceil(share * sizes - 1e-9).astype(np.int64) + 1
-    first = order[(rank < prefix[owner[order]]) & (df[gram[order]] >= 2)]
-    postings = pl.DataFrame({"b": owner, "g": gram}).filter(pl.Series(df[gram] >= 2))
+    longer = np.minimum(prefix + PREFIX_EXTRA, sizes)
+    need = longer - prefix + 1
+    first = order[(rank < longer[owner[order]]) & (df[gram[order]] >= 2)]
+    in_prefix = np.zeros(len(df), dtype=bool)
+    in_prefix[gram[first]] = True
+    held = np.flatnonzero(in_prefix[gram])  # only postings of prefix shingles can make a candidate
+    counts = (
+        pl.DataFrame({"a": owner[first], "g": gram[first], "na": sizes[owner[first]], "need": need[owner[first]]})
+        .join(pl.DataFrame({"b": owner[held], "g": gram[held], "nb": sizes[owner[held]]}), on="g")
+        .filter((pl.col("a") != pl.col("b")) & (pl.col("nb") >= pl.col("na")))  # from the smaller story's prefix
+        .group_by("a", "b")
+        .agg(pl.len().alias("hits"), pl.col("need").first())
+    )
     candidates = (
-        pl.DataFrame({"a": owner[first], "g": gram[first]})
-        .join(postings, on="g")
-        .filter(pl.col("a") != pl.col("b"))
+        counts.filter(pl.col("hits") >= pl.col("need"))
         .select(pl.min_horizontal("a", "b").alias("a"), pl.max_horizontal("a", "b").alias("b"))
         .unique()
     )
     if not candidates.height:
         return labels, 0
+    involved = np.zeros(n, dtype=bool)
+    involved[candidates["a"].to_numpy()] = True
+    involved[candidates["b"].to_numpy()] = True
+    mine = np.flatnonzero(involved[owner])  # every shingle of the candidates' stories: exact counts
+    postings = pl.DataFrame({"b": owner[mine], "g": gram[mine]})
     shared = (
         candidates.join(postings.rename({"b": "a"}), on="a")
         .join(postings, on=["b", "g"], how="semi")
         .group_by("a", "b")
         .len("shared")
     )
-    size = pl.Series(sizes)
-    shared = shared.with_columns(pl.col("a").map_batches(lambda s: size.gather(s)).alias("na")).with_columns(
-        pl.col("b").map_batches(lambda s: size.gather(s)).alias("nb")
+    shared = shared.with_columns(
+        pl.Series("na", sizes[shared["a"].to_numpy()]), pl.Series("nb", sizes[shared["b"].to_numpy()])
     )
     near = shared.filter(
         (pl.col("shared") / (pl.col("na") + pl.col("nb") - pl.col("shared")) >= p.jaccard_threshold)

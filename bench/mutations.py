@@ -1127,6 +1127,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a variant of a held-out story covers it in the null: the null saturates and the n-gram kind never fires",
     ),
     Mutation(
+        "inputs.near_copy_filter_too_tight",
+        "audits/scan_null.py",
+        "    need = longer - prefix + 1\n",
+        "    need = longer - prefix + 2\n",
+        ("tests/test_scan_input.py",),
+        "the prefix filter asks one shared shingle too many: some near copies stay in the null",
+    ),
+    Mutation(
         "inputs.scan_saturation_silent",
         "audits/scan_null.py",
         "    if above >= 1.0 - 1e-12:\n",

@@ -177,3 +177,32 @@ def test_a_saturated_null_is_said_in_the_verdict(tmp_path: Path) -> None:
     assert "cannot fire" in line and "30 benchmark stories" in line
     report = (tmp_path / "o" / "scan_report.md").read_text()
     assert "| warn | n-gram test |" in report and "cannot fire" in report
+
+
+def test_near_copies_found_by_prefix_filtering_are_exactly_the_brute_force_pairs() -> None:
+    """Stories of random sizes over a small vocabulary, with copies that drop, add or change a few shingles:
+    the pairs `near_copy_clusters` counts are those an all-pairs comparison of the shingle sets finds."""
+    import random
+
+    from tomforge.audits.scan_null import near_copy_clusters
+
+    rng = random.Random(7)
+    stories: list[set[int]] = []
+    for _ in range(60):
+        base = {rng.randrange(400) for _ in range(rng.randrange(3, 40))}
+        stories.append(base)
+        if rng.random() < 0.5:  # a near copy, or a looser one
+            copy = set(rng.sample(sorted(base), max(1, len(base) - rng.randrange(0, 6))))
+            stories.append(copy | {rng.randrange(400) for _ in range(rng.randrange(0, 5))})
+    p = ScanParams()
+    flat = np.concatenate([np.array(sorted(s), dtype=np.uint64) for s in stories])
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in stories])]).astype(np.int64)
+    _, n_pairs = near_copy_clusters(flat, offsets, p)
+    expected = 0
+    for i in range(len(stories)):
+        for j in range(i + 1, len(stories)):
+            a, b = stories[i], stories[j]
+            shared = len(a & b)
+            if shared / len(a | b) >= p.jaccard_threshold or shared / min(len(a), len(b)) >= p.containment_threshold:
+                expected += 1
+    assert expected >= 20 and n_pairs == expected
