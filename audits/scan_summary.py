@@ -58,7 +58,7 @@ class ScanSummary:
                 for r in self.rejects.head(3).iter_rows(named=True)
             )
             out.append(
-                f"rejected: {self.rejected} records not scanned (first: {first}); "
+                f"rejected: {self.rejected} record{'' if self.rejected == 1 else 's'} not scanned (first: {first}); "
                 f"all with their reasons in {self.out_dir / REJECTS_FILE}"
             )
         if self.ngram is not None:
