@@ -174,7 +174,8 @@ class RLFilesAdapter(Adapter):
         for path in input_files(root):
             file = relative_name(path, root)
             split, reason = self.split_for(path, root)
-            lines.append(f"{self.name}: {file} -> split {split} ({reason}; {per_file.get(file, 0)} rows loaded)")
+            n = per_file.get(file, 0)
+            lines.append(f"{self.name}: {file} -> split {split} ({reason}; {n} row{'' if n == 1 else 's'} loaded)")
         total = sum(counts.values())
         if with_ignored:
             lines.append(
