@@ -525,7 +525,10 @@ def format_matrix(summary: dict[str, Any]) -> str:
     gates = [gate["line"] for gate in summary.get("gates", {}).values()]
     transfer = format_transfer(summary["transfer"]) if summary.get("transfer") else ""
     return "\n".join(
-        lines + (["", by_format] if by_format else []) + (["", *gates] if gates else []) + (["", transfer] if transfer else [])
+        lines
+        + (["", by_format] if by_format else [])
+        + (["", *gates] if gates else [])
+        + (["", transfer] if transfer else [])
     )
 
 

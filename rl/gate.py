@@ -143,9 +143,7 @@ def format_chance_table(table: list[dict[str, Any]]) -> str:
     lines = ["accuracy and chance per format: model | set | format | n | accuracy | chance"]
     for row in table:
         chance = "-" if row["chance"] is None else f"{row['chance']:.3f}"
-        lines.append(
-            f"{row['label']} | {row['set']} | {row['format']} | {row['n']} | {row['accuracy']:.3f} | {chance}"
-        )
+        lines.append(f"{row['label']} | {row['set']} | {row['format']} | {row['n']} | {row['accuracy']:.3f} | {chance}")
     return "\n".join(lines)
 
 

@@ -54,9 +54,7 @@ def training_contents(table: pa.Table) -> dict[str, Any]:
         "orders": sorted({cell[1] for cell in cells}, key=_order_key),
         "forms": sorted({str(cell[2]) for cell in cells if cell[2] is not None}),
         "sources": sorted({str(cell[0]) for cell in cells if cell[0] is not None}),
-        "cells": [
-            [*cell, n] for cell, n in sorted(cells.items(), key=lambda kv: tuple(str(part) for part in kv[0]))
-        ],
+        "cells": [[*cell, n] for cell, n in sorted(cells.items(), key=lambda kv: tuple(str(part) for part in kv[0]))],
         "item_ids": sorted({str(info["item_id"]) for info in infos if info.get("item_id") is not None}),
     }
 
