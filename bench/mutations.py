@@ -1512,6 +1512,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "free text's chance from the number of distinct golds, not the best constant answer's rate",
     ),
     Mutation(
+        "gate.free_text_ignores_the_places",
+        "rl/gate.py",
+        "            out[i] = max(best, 1.0 / places) if places else best",
+        "            out[i] = best",
+        ("tests/test_rl_gate.py",),
+        "free text's chance ignores the story's places: a model naming any container looks far above chance",
+    ),
+    Mutation(
         "gate.eval_reads_no_record",
         "flows/commands/rl.py",
         "    record = read_training_record(model) if Path(model).is_dir() else None",

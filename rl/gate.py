@@ -36,9 +36,12 @@ API (what `tomforge eval`, the experiment reports and the scaling report call):
   of the k candidates (the item's options, the story's agents) is right with probability 1 / 2^k. That is tiny,
   and one constant answer is not: "all of them". So a list item's chance is the larger of 1 / 2^k and the share
   of the set's list items whose gold is every candidate (what always listing everyone scores);
-- free text: 1 / len(options) when the item has options; else the best constant answer's rate among the golds
-  of that set (the accuracy of always answering the most frequent gold, compared normalized as the reward
-  compares); a story-specific answer (a container's name) rarely repeats, so this is usually small;
+- free text: 1 / len(options) when the item has options. Else the larger of two guessers: the best constant
+  answer's rate among the golds of that set (always answering the most frequent gold, compared normalized as the
+  reward compares; a story-specific answer, a container's name, rarely repeats, so this is small: 0.12 on the
+  controlled orders 0-3 set), and, where the item carries its world (`ground_truth.world`, whose setup lists the
+  story's containers), a uniform pick among the story's containers, 1 / len(containers) (0.25 there): a model
+  that names any place of the story is otherwise read as far above chance;
 - any other format: None (not counted in a chance).
 A set's chance is the mean of its items' chances (the expected accuracy of that guesser on the set).
 """
@@ -89,16 +92,27 @@ def _gold_list(item: dict[str, Any]) -> list[Any]:
     return split_list(str(item.get("answer") or ""))
 
 
+def _places(item: dict[str, Any]) -> int:
+    """How many containers the item's world sets up (0 when it carries no world)."""
+    world = item.get("world")
+    if not isinstance(world, dict):
+        return 0
+    setup = next((e for e in world.get("trace") or [] if e.get("kind") == "setup"), None)
+    return len((setup or {}).get("containers") or [])
+
+
 def chances(items: Sequence[dict[str, Any]]) -> list[float | None]:
     """Each item's chance accuracy (module docstring), the items being one set: dicts with `answer_format`,
-    `options`, `answer` (the gold text) and, for lists, `answer_list`."""
+    `options`, `answer` (the gold text), for lists `answer_list`, and optionally `world` (as the ground truth
+    carries it: `rl.columns.decode_ground_truth`)."""
     out = [item_chance(item.get("answer_format"), item.get("options")) for item in items]
     free = [i for i, item in enumerate(items) if item.get("answer_format") == "free_text" and out[i] is None]
     if free:
         counts = Counter(_norm(items[i].get("answer")) for i in free)
         best = counts.most_common(1)[0][1] / len(free)
         for i in free:
-            out[i] = best
+            places = _places(items[i])
+            out[i] = max(best, 1.0 / places) if places else best
     lists = [i for i, item in enumerate(items) if item.get("answer_format") == "list"]
     if lists:
         everyone = sum(

@@ -60,6 +60,13 @@ def test_chance_per_format_against_hand_worked_values() -> None:
         {"answer_format": "yes_no", "options": ["yes", "no"], "answer": "no"},
     ]
     assert chances(items) == [0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25, 0.5]
+    world = {"trace": [{"kind": "setup", "containers": ["box", "tin", "jar", "bag"]}, {"kind": "move"}]}
+    places = [
+        {"answer_format": "free_text", "options": [], "answer": gold, "world": world}
+        for gold in ("box", "tin", "jar", "bag", "crate")
+    ]  # the best constant answer scores 1/5; a pick among the story's four containers 1/4
+    assert chances(places) == [0.25] * 5
+    assert chances([{**places[0], "world": None}, places[0]]) == [1.0, 1.0]  # both golds "box": constant wins
     few = [{"answer_format": "list", "options": ["Ann", "Bob"], "answer_list": ["Ann"]}] * 2
     assert chances(few) == [0.25, 0.25]  # nobody's gold is everyone: the uniform guess, 1/2^2
 
@@ -94,7 +101,13 @@ def planted(n: int, right: int, **fields: object) -> list[dict]:
 
 def test_the_gate_counts_only_held_out_items_of_the_trained_orders_forms_and_renderings() -> None:
     learned = learning_gate(planted(20, 20), RECORD)
-    assert (learned.status, learned.accuracy, learned.n, learned.chance, learned.passed) == ("learned", 1.0, 20, 0.25, True)
+    assert (learned.status, learned.accuracy, learned.n, learned.chance, learned.passed) == (
+        "learned",
+        1.0,
+        20,
+        0.25,
+        True,
+    )
     assert "LEARNED" in learned.line("m") and "DID NOT LEARN" not in learned.line("m")
     trained = planted(20, 16)
     untrained_all_right = (
@@ -280,7 +293,14 @@ def test_reports_mark_arms_that_did_not_learn_and_refuse_their_comparisons() -> 
     from experiments.gate_report import arm_verdict, gate_text, not_compared
 
     split = "tomforge_gen/test_orders0to3"
-    gate_low = {"accuracy": 0.354, "n": 400, "chance": 0.292, "threshold": 0.9, "passed": False, "status": "did not learn"}
+    gate_low = {
+        "accuracy": 0.354,
+        "n": 400,
+        "chance": 0.292,
+        "threshold": 0.9,
+        "passed": False,
+        "status": "did not learn",
+    }
     gate_high = gate_low | {"accuracy": 0.95, "passed": True, "status": "learned"}
     entries = [
         {"arm": arm, "seed": s, "gate": gate, "eval": {split: {"acc": acc}}}
