@@ -331,3 +331,26 @@ def test_reports_mark_arms_that_did_not_learn_and_refuse_their_comparisons() -> 
         {"seeds": ["seed0"], "pair": list(experiment_seeds.PAIR), "accuracy": [], "differences": diffs, "shortcut": []}
         | {"gates": experiment_seeds.gates_table(runs)}
     )
+
+
+def test_paired_bootstrap_refuses_arms_whose_gate_does_not_pass(tmp_path: Path, capsys) -> None:
+    import polars as pl
+
+    from experiments.paired_bootstrap import main
+
+    rows = pl.DataFrame(
+        {
+            "config": ["gen"] * 4,
+            "split": ["test"] * 4,
+            "item_id": ["i0", "i1", "i0", "i1"],
+            "label": ["a/s0", "a/s0", "b/s0", "b/s0"],
+            "correct": [True, False, True, True],
+        }
+    )
+    path = tmp_path / "eval_results.parquet"
+    rows.write_parquet(path)
+    assert main([str(path), "--a", "a", "--b", "b", "--release", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "not compared: a gate unknown, b gate unknown" in out and "+0.500" not in out
+    assert main([str(path), "--a", "a", "--b", "b", "--release", str(tmp_path / "none"), "--ungated"]) == 0
+    assert "+0.500" in capsys.readouterr().out  # --ungated: the old figure, labelled history
