@@ -416,11 +416,15 @@ def summarize(
         return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
 
     several = _rendered_several_ways(rows)
+
+    def column_of(r: dict[str, Any]) -> str:
+        told = f":{r['rendering']}" if (r["label"], r["config"], r["split"]) in several else ""
+        return f"{r['config']}/{r['split']}{told} ({r['distribution']})"
+
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     by_label: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        told = f":{r['rendering']}" if (r["label"], r["config"], r["split"]) in several else ""
-        groups.setdefault((r["label"], f"{r['config']}/{r['split']}{told} ({r['distribution']})"), []).append(r)
+        groups.setdefault((r["label"], column_of(r)), []).append(r)
         by_label.setdefault(r["label"], []).append(r)
     matrix: dict[str, dict[str, float]] = {}
     chance: dict[str, dict[str, float | None]] = {}
@@ -444,7 +448,7 @@ def summarize(
     summary: dict[str, Any] = {
         "matrix": matrix,
         "chance": chance,
-        "by_format": chance_table(rows),
+        "by_format": chance_table(rows, column_of),
         "format_rate": fmt,
         "n": counts,
         "by_order": by_order,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 LEARNING_GATE = 0.90
 """The gate: accuracy on held-out items of the trained orders, forms and renderings at or above this."""
@@ -131,11 +131,14 @@ def mean_chance(rows: Iterable[dict[str, Any]]) -> float | None:
     return round(sum(known) / len(known), 4) if known else None
 
 
-def chance_table(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per model, set (`config/split (distribution)`) and format: n, accuracy and chance, sorted."""
+def chance_table(
+    rows: Iterable[dict[str, Any]], column: Callable[[dict[str, Any]], str] | None = None
+) -> list[dict[str, Any]]:
+    """Per model, set and format: n, accuracy and chance, sorted. The set is `column(row)` (`tomforge eval` passes
+    its matrix column, `config/split[:rendering] (distribution)`), by default `config/split (distribution)`."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        where = f"{r['config']}/{r['split']} ({r.get('distribution', 'held_out')})"
+        where = column(r) if column else f"{r['config']}/{r['split']} ({r.get('distribution', 'held_out')})"
         groups.setdefault((str(r.get("label", "")), where, str(r.get("answer_format"))), []).append(r)
     return [
         {

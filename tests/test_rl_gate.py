@@ -256,12 +256,19 @@ def test_tomforge_eval_prints_chance_and_the_gate(
     assert f": 1.000 (n={n}, chance" in stdout and ">= 0.90: LEARNED" in stdout
     assert "accuracy and chance per format: model | set | format | n | accuracy | chance" in stdout
     mc = [r for r in summary["by_format"] if r["format"] == "multiple_choice"]
-    assert mc and mc[0]["chance"] == pytest.approx(
+    assert {r["set"] for r in mc} == {
+        "tomforge_gen/test:second_person (held_out)",
+        "tomforge_gen/test:third_person (held_out)",
+    }  # the matrix's columns: one per rendering
+    assert sum(r["chance"] * r["n"] for r in mc) / sum(r["n"] for r in mc) == pytest.approx(
         sum(1 / len(r["options"]) for r in test if r["answer_format"] == "multiple_choice")
         / sum(r["answer_format"] == "multiple_choice" for r in test),
-        abs=1e-4,
+        abs=1e-3,
     )
-    assert f"| yes_no | {sum(r['answer_format'] == 'yes_no' for r in test)} |" in stdout
+    yes_no = [r for r in summary["by_format"] if r["format"] == "yes_no"]
+    assert sum(r["n"] for r in yes_no) == sum(r["answer_format"] == "yes_no" for r in test)
+    assert all(r["chance"] == 0.5 for r in yes_no)
+    assert f"m | tomforge_gen/test:third_person (held_out) | yes_no | {yes_no[-1]['n']} |" in stdout
 
     wrong = {r["item_id"] for r in gated[: round(n * 0.2)]}  # 80% right on the trained items, all right elsewhere
     summary, stdout = eval_planted(
