@@ -1,7 +1,8 @@
 """Evaluation: generate answers for chosen config/splits, score them with the training reward,
 store per-item results in the warehouse (`eval_results`), and summarize the in-distribution vs
 held-out matrix and accuracy by belief order (the reference paper's analysis), and the format-transfer block
-(`rl.transfer`: the same worlds told in other renderings than the one trained on).
+(`rl.transfer`: the same worlds told in other renderings than the one trained on); each row's chance and, per model,
+the learning gate (`rl.gate`: a model that did not learn what it was trained on takes part in no comparison).
 
 Generation is batched greedy decoding: `rl.fastgen` (static KV cache, CUDA graphs, stop at the end of the
 turn or at `</answer>`) by default, `transformers`' own `generate` as the fallback (`--generator hf`), and vLLM
