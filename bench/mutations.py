@@ -1474,10 +1474,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "gate.threshold_off_by_comparison",
         "rl/gate.py",
-        "    passed = accuracy >= threshold",
-        "    passed = accuracy > threshold",
+        "    passed = exact >= threshold",
+        "    passed = exact > threshold",
         ("tests/test_rl_gate.py",),
         "a model exactly at the learning gate is reported as not learned",
+    ),
+    Mutation(
+        "gate.rounded_accuracy_passes",
+        "rl/gate.py",
+        "    passed = exact >= threshold",
+        "    passed = round(exact, 4) >= threshold",
+        ("tests/test_rl_gate.py",),
+        "an accuracy just below the gate rounds up to it and passes",
     ),
     Mutation(
         "gate.untrained_items_counted",

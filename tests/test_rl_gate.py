@@ -126,6 +126,8 @@ def test_the_gate_counts_only_held_out_items_of_the_trained_orders_forms_and_ren
     assert with_ids.n == 50  # item ids: the trained item left out, the train split's other rows are held out
     assert learning_gate(trained, RECORD, threshold=0.8).passed is True  # --gate 0.8: at the threshold passes
     assert learning_gate(trained, RECORD, threshold=0.81).passed is False
+    near = learning_gate(planted(100_000, 89_999), RECORD)  # 0.89999: printed 0.9 (4 places), not passed
+    assert (near.accuracy, near.passed) == (0.9, False)
     twice = learning_gate(planted(4, 4) + planted(4, 0), RECORD)  # the same items again (a split named twice)
     assert (twice.n, twice.accuracy) == (4, 1.0)
     nothing = learning_gate(planted(10, 10, belief_order=6), RECORD)
