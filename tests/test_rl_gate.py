@@ -285,9 +285,15 @@ def test_tomforge_eval_prints_chance_and_the_gate(
     assert cell["vs_trained"] is None and cell["not_compared"] == "did not learn"
     assert NOT_LEARNED_CELL in stdout
     summary, stdout = eval_planted(
-        release, model, tmp_path / "low", monkeypatch, lambda r: r["item_id"] not in wrong, "--gate", str(expected)
+        release,
+        model,
+        tmp_path / "low",
+        monkeypatch,
+        lambda r: r["item_id"] not in wrong,
+        "--gate",
+        repr((n - len(wrong)) / n),
     )
-    assert summary["gate"]["passed"] is True and summary["gate"]["threshold"] == expected  # --gate overrides
+    assert summary["gate"]["passed"] is True and summary["gate"]["threshold"] == (n - len(wrong)) / n  # --gate
 
     (model / TRAINING_FILE).write_text(json.dumps({"renderings": ["third_person"], "rows": 1, "train": "x/y"}))
     summary, stdout = eval_planted(release, model, tmp_path / "old", monkeypatch, trained)
