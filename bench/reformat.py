@@ -324,20 +324,27 @@ decon.detect(c)
 
 LM_EVAL_DRIVER = """
 import json, sys
+from pathlib import Path
 from lm_eval.decontamination.janitor import Janitor, word_ngrams_indices
-corpus, stories, out = sys.argv[1:4]
+corpus, stories, out, limit = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 janitor = Janitor(ngram_n=13)
 for story in json.load(open(stories)):
     janitor.register_contaminant_python(story)
 flagged, n = [], 0
-with open(corpus, encoding="utf-8") as lines:
-    for line in lines:
-        doc = json.loads(line)
-        if any(janitor.normalize_string(g) in janitor.dirt_ngrams for g, _ in word_ngrams_indices(doc["text"], 13)):
-            flagged.append(doc["id"])
-        n += 1
+for shard in sorted(corpus.rglob("*.jsonl")) if corpus.is_dir() else [corpus]:
+    with open(shard, encoding="utf-8") as lines:
+        for line in lines:
+            if n >= limit:
+                break
+            doc = json.loads(line)
+            if any(janitor.normalize_string(g) in janitor.dirt_ngrams for g, _ in word_ngrams_indices(doc["text"], 13)):
+                flagged.append(doc["id"])
+            n += 1
 json.dump({"read": n, "flagged": flagged}, open(out, "w"))
 """
+"""lm-eval's rule, with its own Janitor code: a document is contaminated when any of its 13-grams (lower case,
+punctuation deleted, split on whitespace) is a 13-gram of a benchmark text. Arguments: a jsonl file or a
+folder of them, the stories as a JSON list, the output file, the most documents to read."""
 
 
 def benchmark_stories(work: Path) -> list[tuple[str, str]]:
@@ -482,10 +489,10 @@ def load() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smoke size (~2 min): few plants, ~2,000 distractors")
-    ap.add_argument("--plant-hitom", type=int, default=60, help="benchmark HiToM stories planted (of 60)")
-    ap.add_argument("--plant-tomi", type=int, default=100, help="benchmark ToMi stories planted (of ~500)")
-    ap.add_argument("--other-hitom", type=int, default=60, help="non-benchmark HiToM stories as distractors")
-    ap.add_argument("--other-tomi", type=int, default=500, help="non-benchmark ToMi stories as distractors")
+    ap.add_argument("--plant-hitom", type=int, default=60, help="benchmark HiToM stories planted (of 68)")
+    ap.add_argument("--plant-tomi", type=int, default=100, help="benchmark ToMi stories planted (of 479)")
+    ap.add_argument("--other-hitom", type=int, default=60, help="non-benchmark HiToM stories as distractors (of 52)")
+    ap.add_argument("--other-tomi", type=int, default=500, help="non-benchmark ToMi stories as distractors (of 520)")
     ap.add_argument("--distractors", type=int, default=21_000, help="templated distractor documents in all")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=4, help="every tool reads the corpus this many times over (speed)")
