@@ -617,13 +617,20 @@ def audit(args: argparse.Namespace, truth: dict) -> None:
         env,
     )
     with duckdb.connect(str(wh), read_only=True) as con:
-        pairs = con.sql("SELECT DISTINCT a_context_id, b_context_id FROM audit_overlap_pairs WHERE scope = 'cross'")
-        story_of = dict(con.sql(f"SELECT DISTINCT context_id, context FROM items_full WHERE {BENCHMARK}").fetchall())
+        # pairs are kept per normalized text (text_key), one context standing for all contexts of that text
+        key_of = dict(con.sql("SELECT context_id, text_key FROM audit_contexts").fetchall())
+        story_of = {
+            key_of.get(c, c): t
+            for c, t in con.sql(f"SELECT DISTINCT context_id, context FROM items_full WHERE {BENCHMARK}").fetchall()
+        }
+        pairs = con.sql("SELECT DISTINCT a_text_key, b_text_key, kind FROM audit_overlap_pairs WHERE scope = 'cross'")
+        matched: dict[str, set[str]] = defaultdict(set)
+        kinds_of: dict[str, set[str]] = defaultdict(set)
+        for a, b, kind in pairs.fetchall():
+            matched[a].add(story_of.get(b, "?"))
+            kinds_of[a].add(kind)
         rows = con.sql("SELECT source_ref, context_id FROM items WHERE source = 'rlfiles'").fetchall()
         n_rejects = con.sql("SELECT count(*) FROM rejects WHERE source = 'rlfiles'").fetchall()[0]
-        matched: dict[str, set[str]] = defaultdict(set)
-        for a, b in pairs.fetchall():
-            matched[a].add(story_of.get(b, "?"))
     flagged: dict[str, set[str]] = {}
     loaded = set()
     for ref, context_id in rows:
@@ -631,8 +638,14 @@ def audit(args: argparse.Namespace, truth: dict) -> None:
         if doc_id is None:
             continue
         loaded.add(doc_id)
-        if context_id in matched:
-            flagged[doc_id] = matched[context_id]
+        if key_of.get(context_id) in matched:
+            flagged[doc_id] = matched[key_of[context_id]]
+    false_kinds: dict[str, int] = defaultdict(int)
+    for ref, context_id in rows:
+        doc_id = truth["rl"].get(ref)
+        if doc_id in flagged and "story" not in truth["docs"][doc_id]:
+            for kind in kinds_of[key_of[context_id]]:
+                false_kinds[kind] += 1
     found, prec = score(truth, flagged)
     not_loaded = [d for d, t in truth["docs"].items() if "story" in t and d not in loaded]
     print()
@@ -647,7 +660,8 @@ def audit(args: argparse.Namespace, truth: dict) -> None:
     print(
         f"\naudit precision: {prec['precision']:.4f} ({prec['right']} right of {prec['flagged']} flagged rows; "
         f"distractor rows flagged: {prec['distractors_flagged']} of {truth['n_distractors']} ({kinds}); "
-        f"plants paired with another story only: {prec['wrong_story']})"
+        f"plants paired with another story only: {prec['wrong_story']}); the distractor rows' pair kinds: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(false_kinds.items())) or "none")
     )
 
 
