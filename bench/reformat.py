@@ -394,9 +394,8 @@ def run_lm_eval(work: Path, core: int, corpus: Path, name: str, python: str) -> 
     stories_file = work / "stories.json"
     stories_file.write_text(json.dumps([t for _, t in benchmark_stories(work)]))
     out = work / f"lm-eval-{name}.json"
-    figures = run_pinned(
-        [python, "-c", LM_EVAL_DRIVER, str(corpus / "part-00000.jsonl"), str(stories_file), str(out)], core
-    )
+    cmd = [python, "-c", LM_EVAL_DRIVER, str(corpus / "part-00000.jsonl"), str(stories_file), str(out), str(10**12)]
+    figures = run_pinned(cmd, core)
     return figures, {d: set() for d in json.loads(out.read_text())["flagged"]}
 
 
