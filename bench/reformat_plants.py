@@ -239,6 +239,42 @@ def ellipsis_truncated(story: Story, rng: random.Random) -> str | None:
     return ("\n" if story.numbered else " ").join(lines[:keep]) + " ..."
 
 
+def step_numbers(story: Story, rng: random.Random) -> str | None:
+    """Lines or sentences as `Step 1: ...` (a recipe-style renumbering)."""
+    return numbered(units(story), "Step {i}: {line}")
+
+
+def bracket_numbers(story: Story, rng: random.Random) -> str | None:
+    """Lines or sentences as `[1] ...`, all on one line (a flattened citation-style list)."""
+    return " ".join(f"[{i}] {u}" for i, u in enumerate(units(story), 1))
+
+
+def xml_tags(story: Story, rng: random.Random) -> str | None:
+    """The story in `<story>` tags (entities escaped, numbers dropped), the question in `<question>`."""
+    body = html.escape("\n".join(units(story)), quote=False)
+    return f"<story>\n{body}\n</story>\n<question>{html.escape(story.question, quote=False)}</question>"
+
+
+def code_fence(story: Story, rng: random.Random) -> str | None:
+    """A markdown code fence around the unnumbered lines, after a sentence of instructions."""
+    return "Read the following story carefully.\n\n```text\n" + "\n".join(units(story)) + "\n```\n"
+
+
+def question_first(story: Story, rng: random.Random) -> str | None:
+    """The question first, then `Context:` and the story as one paragraph (numbers dropped)."""
+    return f"Question: {story.question}\nContext: " + " ".join(units(story))
+
+
+def uppercased(story: Story, rng: random.Random) -> str | None:
+    return story.text.upper()
+
+
+def csv_field(story: Story, rng: random.Random) -> str | None:
+    """A CSV record as a dump of a table gives it: id, the story quoted (`"` doubled), the question."""
+    quote = '"'
+    return f"{story.key},{quote}{story.text.replace(quote, quote * 2)}{quote},{quote}{story.question}{quote}"
+
+
 FORMS: dict[str, Callable[[Story, random.Random], str | None]] = {
     f.__name__: f
     for f in (
@@ -262,6 +298,13 @@ FORMS: dict[str, Callable[[Story, random.Random], str | None]] = {
         semicolon_joined,
         underscores_spaced,
         ellipsis_truncated,
+        step_numbers,
+        bracket_numbers,
+        xml_tags,
+        code_fence,
+        question_first,
+        uppercased,
+        csv_field,
     )
 }
 

@@ -3,6 +3,8 @@ with hand-written expected outputs (the forms the scan and audit benches plant, 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 
@@ -187,6 +189,29 @@ def test_templates_and_containers() -> None:
         {"role": "user", "content": "Story:\n" + "\n".join(PLAIN) + "\n\nQuestion: " + LINES.question}
     ]
     assert flatten_messages(trl) == trl["prompt"][0]["content"]
+
+
+def test_renumbering_markup_and_record_forms() -> None:
+    assert plant_text(LINES, "step_numbers") == "\n".join(f"Step {i}: {line}" for i, line in enumerate(PLAIN, 1))
+    assert plant_text(PROSE, "bracket_numbers") == (
+        "[1] Tilda walked into the barn. [2] Oscar followed her in. "
+        "[3] Tilda hid the apple in the crate. [4] Then Oscar left the barn."
+    )
+    assert plant_text(PROSE, "xml_tags") == (
+        "<story>\nTilda walked into the barn.\nOscar followed her in.\nTilda hid the apple in the crate.\n"
+        "Then Oscar left the barn.\n</story>\n<question>Where is the apple?</question>"
+    )
+    assert plant_text(LINES, "code_fence") == (
+        "Read the following story carefully.\n\n```text\n" + "\n".join(PLAIN) + "\n```\n"
+    )
+    assert plant_text(LINES, "question_first") == (
+        "Question: Where will Bruno look for the kite?\nContext: " + " ".join(PLAIN)
+    )
+    assert plant_text(LINES, "uppercased") == LINES.text.upper()
+    record = plant_text(LINES, "csv_field")
+    assert record is not None
+    assert next(csv.reader(io.StringIO(record))) == ["lines:0", LINES.text, LINES.question]
+    assert '""it\'s mine""' in record  # quotes doubled inside the field
 
 
 def test_ellipsis_truncated_keeps_the_first_lines() -> None:
