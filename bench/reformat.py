@@ -582,8 +582,8 @@ def main() -> None:
                 f"{f'{net[tool]:.0f}' if tool in net else '- (start-up dominates)'} | {full['rss']} | {ratio} | "
                 f"{ratio_net} |"
             )
-        if "ours" in results and results["ours"][1]["cpu"] < 3 * results["ours"][0]["cpu"]:
-            print("\n(start-up is a third or more of ours' CPU time at this size: quote speed from the full size)")
+        if "ours" in results and results["ours"][1]["cpu"] < 2 * results["ours"][0]["cpu"]:
+            print("\n(start-up is half or more of ours' CPU time at this size: quote speed from the full size)")
     if "audit" in args.parts:
         audit(args, truth)
     print(f"\ndone in {time.perf_counter() - t0:.0f} s; load {load()}")
