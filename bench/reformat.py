@@ -507,6 +507,9 @@ def main() -> None:
         args.plant_hitom, args.plant_tomi, args.other_hitom, args.other_tomi, args.distractors = 10, 15, 10, 40, 2_000
         args.repeat = 1
     args.work = args.work or REPO / "var" / ("bench-reformat-quick" if args.quick else "bench-reformat")
+    missing = [rel for rel, _ in SOURCES.values() if not (args.shared / rel).exists()]
+    if missing:
+        sys.exit(f"bench/reformat.py: the real releases are read from --shared {args.shared}; missing: {missing}")
     t0 = time.perf_counter()
     truth = build(args)
     n_docs = len(truth["docs"])
