@@ -2,7 +2,7 @@
 decon and lm-eval's 13-gram rule, precision on templated distractors, and same-run speed with every tool
 pinned to one core (issue 36, items 2 and 6).
 
-Run (one command, prints the tables; --quick is a smoke run of about two minutes):
+Run (one command, prints the tables; --quick is a smoke run of about 1.5 minutes, the full size 5-8):
 
     nice python bench/reformat.py --quick
     nice python bench/reformat.py                       # full size: >= 20,000 templated distractors
@@ -28,11 +28,13 @@ planted one; precision is over every flagged document. **audit**: the same plant
 rows of one verl parquet and one TRL jsonl (text forms as the user message, the question appended),
 ingested with `tomforge ingest --source rlfiles` into a copy of the benchmark warehouse, then
 `tomforge audit --train "source = 'rlfiles'" --heldout <the benchmark>`; a plant is found when
-`audit_overlap_pairs` (scope cross) pairs its row's context with its story.
+`audit_overlap_pairs` (scope cross) pairs its row's text with its story's (pairs are kept per normalized
+text: rows are mapped through `audit_contexts.text_key`).
 
-**Speed**: each tool runs alone, pinned with `taskset -c --core`, once on a one-document corpus
-(start-up: imports, reading the benchmark, building the index) and once on the whole corpus, in this
-run, on this corpus. CPU seconds are the child's user + system time (`os.wait4`), peak RSS is sampled
+**Speed**: each tool runs alone, pinned with `taskset -c --core`, after an untimed warm-up: once on a
+one-document corpus (start-up: imports, reading the benchmark, building the index) and once on the whole
+corpus read --repeat times over (the same ids again, so recall and precision are those of one copy), in
+this run, on this corpus. CPU seconds are the child's user + system time (`os.wait4`), peak RSS is sampled
 with psutil over the process tree. docs per CPU-second gross (whole run) and net (minus start-up).
 
 decon needs CPython >= 3.12: --peer-python (default /tmp/decon-venv/bin/python) must hold `decontaminate`;
