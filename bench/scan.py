@@ -3,7 +3,11 @@ corpus built here with planted benchmark stories; then ours streamed over 10x th
 
 Run: `python bench/scan.py [--docs 1000000] [--per-kind 200] [--lm-eval-docs 50000] [--stream 10]`.
 Prints figures; asserts nothing (timings vary by machine). Every tool runs in a subprocess of its
-own on one core (decon: worker_threads=1), so its peak RSS (sampled) and wall time are its own.
+own pinned to one core with `taskset -c --core` (decon: worker_threads=1), so its CPU time
+(`os.wait4`), peak RSS (sampled) and wall time are its own. The recall rows read different prefixes
+per tool (the peers are slow); the only speed ratios printed are those of the same-run section: every
+tool on the same first --speed-docs documents (default one shard, 100,000), pinned to the same core,
+with start-up measured apart on a one-document corpus (docs per CPU-second gross and net).
 
 The corpus (written under --work, default var/bench-scan): jsonl shards of 100k documents, `id`
 and `text`. 40% are stories of tomforge's generator (seed 7: the same templates, names and rooms
@@ -19,9 +23,10 @@ as right only when the tool names the planted story, where it names one).
 
 decon needs CPython >= 3.12: the bench looks for a venv with `decontaminate` at --decon-python
 (default /tmp/decon-venv/bin/python; make it with `python3.12 -m venv /tmp/decon-venv &&
-/tmp/decon-venv/bin/pip install decontaminate`) and says plainly when it is missing. lm-eval's
-janitor is pure Python here (no janitor_util C++ module in the wheel): it runs on the first
---lm-eval-docs documents only, and its recall counts the plants among those. datatrove's
+/tmp/decon-venv/bin/pip install decontaminate psutil && /tmp/decon-venv/bin/pip install --no-deps
+lm-eval`) and says plainly when it is missing. lm-eval's janitor (run in --lm-eval-python, default
+that venv: its janitor module needs nothing else) is pure Python (no janitor_util C++ module in the
+wheel): it runs on the first --lm-eval-docs documents only, and its recall counts the plants among those. datatrove's
 decontamination (`NGramsDecontIndexer` / `NGramsDecontFilter`) indexes lighteval tasks only, so it
 cannot take this benchmark without writing one; it is not run.
 """
@@ -33,7 +38,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -160,34 +164,22 @@ def plant_text(kind: str, story: str, filler: Filler, rng: random.Random, names:
     return swap_names(story, names)
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
-    """(wall s, peak RSS MiB) of one subprocess and its children. The peak is sampled every
-    50 ms with psutil: Linux's ru_maxrss of a forked child starts from the parent's RSS at the fork
-    (this process holds the corpus build), so it would overstate a small tool."""
-    import psutil
+CORE = (os.cpu_count() or 1) - 1  # every tool runs pinned to this core (--core)
 
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    watched = psutil.Process(proc.pid)
-    peak = 0
-    while proc.poll() is None:
-        try:
-            peak = max(peak, sum(p.memory_info().rss for p in [watched, *watched.children(recursive=True)]))
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode not in (0, 7):
-        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
-    return wall, peak // (1 << 20)
+
+def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+    """Wall s, CPU s (os.wait4) and peak RSS MiB (psutil, sampled over the process tree) of one subprocess
+    pinned to core CORE with `taskset` (bench/reformat.py's run_pinned)."""
+    from bench.reformat import run_pinned
+
+    return run_pinned(cmd, CORE, env)
 
 
 def ours(work: Path, corpus: Path, out: Path) -> tuple[dict, dict[str, set[int]]]:
     import polars as pl
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    wall, rss = run_measured(
+    figures = run_measured(
         [
             sys.executable,
             "-m",
@@ -208,7 +200,7 @@ def ours(work: Path, corpus: Path, out: Path) -> tuple[dict, dict[str, set[int]]
     flagged: dict[str, set[int]] = {}
     for doc, key in hits.select("doc_id", "context_id").iter_rows():
         flagged.setdefault(doc, set()).add(stories.get(key, -1))
-    return {"wall": wall, "rss": rss}, flagged
+    return figures, flagged
 
 
 def read_story_order(work: Path) -> dict[str, int]:
@@ -255,55 +247,32 @@ def decon(work: Path, corpus: Path, stories: list[str], python: str) -> tuple[di
     if report.exists():
         for f in report.iterdir():
             f.unlink()
-    wall, rss = run_measured([python, "-c", DECON_DRIVER, str(corpus), str(evals), str(report)])
+    figures = run_measured([python, "-c", DECON_DRIVER, str(corpus), str(evals), str(report)])
     flagged: dict[str, set[int]] = {}
     for f in sorted(report.glob("*.jsonl")):
         for line in f.read_text().splitlines():
             r = json.loads(line)
             shard = int(r["training_file"].split("-")[1].split(".")[0])
             flagged.setdefault(f"d{shard * SHARD_DOCS + r['training_line']}", set()).add(r["eval_instance_index"])
-    return {"wall": wall, "rss": rss}, flagged
+    return figures, flagged
 
 
-def lm_eval_worker(corpus: Path, stories_file: Path, limit: int, out: Path) -> None:
-    """lm-eval's rule: a document is contaminated when any of its 13-grams (lower case, punctuation
-    deleted, words split on whitespace) is a 13-gram of a benchmark text; its own Janitor code."""
-    from lm_eval.decontamination.janitor import Janitor, word_ngrams_indices
+def lm_eval(
+    work: Path, corpus: Path, stories: list[str], limit: int, python: str
+) -> tuple[dict, dict[str, set[int]], int] | None:
+    """lm-eval's janitor (bench/reformat.py's LM_EVAL_DRIVER) on the first `limit` documents, in `python`."""
+    from bench.reformat import LM_EVAL_DRIVER, has_module
 
-    janitor = Janitor(ngram_n=13)
-    for story in json.loads(stories_file.read_text()):
-        janitor.register_contaminant_python(story)
-    flagged, n = [], 0
-    for shard in sorted(corpus.glob("*.jsonl")):
-        with open(shard, encoding="utf-8") as lines:
-            for line in lines:
-                if n >= limit:
-                    break
-                doc = json.loads(line)
-                if any(
-                    janitor.normalize_string(g) in janitor.dirt_ngrams for g, _ in word_ngrams_indices(doc["text"], 13)
-                ):
-                    flagged.append(doc["id"])
-                n += 1
-        if n >= limit:
-            break
-    out.write_text(json.dumps({"read": n, "flagged": flagged}))
-
-
-def lm_eval(work: Path, corpus: Path, stories: list[str], limit: int) -> tuple[dict, dict[str, set[int]], int] | None:
-    try:
-        import lm_eval.decontamination.janitor  # noqa: F401
-    except ImportError:
-        print("lm-eval: NOT RUN: pip install lm-eval")
+    if not has_module(python, "lm_eval.decontamination.janitor"):
+        print(f"lm-eval: NOT RUN: no lm_eval in {python} (pip install --no-deps lm-eval there)")
         return None
     (work / "stories.json").write_text(json.dumps(stories))
     out = work / "lm-eval.json"
-    wall, rss = run_measured(
-        [sys.executable, __file__, "--lm-eval-worker", str(corpus), str(work / "stories.json"), str(limit), str(out)],
-        {**os.environ, "PYTHONPATH": str(REPO)},
+    figures = run_measured(
+        [python, "-c", LM_EVAL_DRIVER, str(corpus), str(work / "stories.json"), str(out), str(limit)]
     )
     result = json.loads(out.read_text())
-    return {"wall": wall, "rss": rss}, {d: set() for d in result["flagged"]}, result["read"]
+    return figures, {d: set() for d in result["flagged"]}, result["read"]
 
 
 def score(name: str, figures: dict, flagged: dict[str, set[int]], truth: dict, n_read: int) -> None:
@@ -316,9 +285,8 @@ def score(name: str, figures: dict, flagged: dict[str, set[int]], truth: dict, n
     right = sum(1 for d, s in flagged.items() if d in plants and (not s or plants[d][1] in s))
     precision = right / len(flagged) if flagged else 1.0
     print(
-        f"| {name} | {n_read} | {figures['wall']:.1f} | {n_read / figures['wall']:.0f} | {figures['rss']} | "
-        + " | ".join(recall)
-        + f" | {precision:.4f} ({len(flagged)} flagged) | {load()} |"
+        f"| {name} | {n_read} | {figures['wall']:.1f} | {figures['cpu']:.1f} | {n_read / figures['cpu']:.0f} | "
+        f"{figures['rss']} | " + " | ".join(recall) + f" | {precision:.4f} ({len(flagged)} flagged) | {load()} |"
     )
 
 
@@ -351,6 +319,49 @@ def stream_folder(work: Path, corpus: Path, times: int) -> Path:
     return folder
 
 
+def set_core(core: int) -> None:
+    global CORE
+    CORE = core
+
+
+def speed(args: argparse.Namespace, corpus: Path, stories: list[str], tools: list[str], lm_python: str) -> None:
+    """Docs per CPU-second of every tool in this run, on the same documents (the first --speed-docs, whole
+    shards), each pinned to --core; start-up is the same command on a one-document corpus."""
+    from bench.reformat import has_module
+
+    n = min(sum(1 for _ in corpus.glob("*.jsonl")) * SHARD_DOCS, max(SHARD_DOCS, args.speed_docs))
+    folder = prefix_folder(args.work, corpus, n)
+    n = sum(1 for f in folder.glob("*.jsonl") for _ in open(f))
+    one = args.work / "one-doc"
+    one.mkdir(exist_ok=True)
+    (one / "part-00000.jsonl").write_text(json.dumps({"id": "d0", "text": "One document, no story."}) + "\n")
+    runs = {
+        "ours": lambda c: ours(args.work, c, args.work / "ours-speed")[0],
+        "decon": lambda c: (decon(args.work, c, stories, args.decon_python) or ({},))[0],
+        "lm-eval": lambda c: (lm_eval(args.work, c, stories, 10**12, lm_python) or ({},))[0],
+    }
+    if not has_module(args.decon_python, "decon"):
+        runs.pop("decon")
+    rows = {}
+    for tool in [t for t in runs if t in tools]:
+        runs[tool](one)  # warm-up, untimed (compiled-kernel caches, page cache)
+        rows[tool] = (runs[tool](one), runs[tool](folder))
+    print(f"\nSame-run speed: {n} documents, each tool alone pinned to core {args.core}; load {load()}")
+    print(
+        "| tool | start-up CPU s | CPU s | wall s | docs per CPU-s | net of start-up | peak RSS MiB | ours / tool | net |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    gross = {t: n / f["cpu"] for t, (_, f) in rows.items()}
+    net = {t: n / (f["cpu"] - s["cpu"]) for t, (s, f) in rows.items() if f["cpu"] > s["cpu"]}
+    for tool, (start, full) in rows.items():
+        ratio = f"{gross['ours'] / gross[tool]:.2f}x" if "ours" in gross else "-"
+        ratio_net = f"{net['ours'] / net[tool]:.2f}x" if "ours" in net and tool in net else "-"
+        print(
+            f"| {tool} | {start['cpu']:.1f} | {full['cpu']:.1f} | {full['wall']:.1f} | {gross[tool]:.0f} | "
+            f"{net.get(tool, 0):.0f} | {full['rss']} | {ratio} | {ratio_net} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
@@ -371,12 +382,17 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=REPO / "var" / "bench-scan")
     ap.add_argument("--decon-python", default="/tmp/decon-venv/bin/python")
     ap.add_argument("--tools", default="ours,decon,lm-eval")
-    ap.add_argument("--lm-eval-worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--lm-eval-python", default=None, help="default: --decon-python when it has lm_eval, else this one")
+    ap.add_argument("--core", type=int, default=CORE, help="the core every tool is pinned to (taskset -c)")
+    ap.add_argument(
+        "--speed-docs",
+        type=int,
+        default=SHARD_DOCS,
+        help="same-run speed: every tool on the first shards holding this many documents (0: skip)",
+    )
     args = ap.parse_args()
-    if args.lm_eval_worker:
-        corpus, stories, limit, out = args.lm_eval_worker
-        lm_eval_worker(Path(corpus), Path(stories), int(limit), Path(out))
-        return
+    set_core(args.core)
+    lm_python = args.lm_eval_python or args.decon_python
     args.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     stories = build_benchmark(args.work, args.questions)
@@ -390,11 +406,11 @@ def main() -> None:
     )
     tools = args.tools.split(",")
     print(
-        "| tool | docs | wall s | docs/s (1 core) | peak RSS MiB | "
+        "| tool | docs | wall s | CPU s | docs per CPU-s | peak RSS MiB | "
         + " | ".join(f"recall {k}" for k in KINDS)
         + " | precision | load 1/5/15 min after |"
     )
-    print("|---|---|---|---|---|" + "---|" * len(KINDS) + "---|---|")
+    print("|---|---|---|---|---|---|" + "---|" * len(KINDS) + "---|---|")
     if "ours" in tools:
         figures, flagged = ours(args.work, corpus, args.work / "ours")
         score("tomforge scan", figures, flagged, truth, truth["n_docs"])
@@ -404,10 +420,12 @@ def main() -> None:
         if result:
             score(f"decon (decontaminate, 1 thread; first {n_decon} docs)", *result, truth, n_decon)
     if "lm-eval" in tools:
-        lm = lm_eval(args.work, corpus, stories, args.lm_eval_docs)
+        lm = lm_eval(args.work, corpus, stories, args.lm_eval_docs, lm_python)
         if lm:
             figures, flagged, n_read = lm
             score(f"lm-eval 13-gram (first {n_read} docs)", figures, flagged, truth, n_read)
+    if args.speed_docs > 0:
+        speed(args, corpus, stories, tools, lm_python)
     if args.stream > 1 and "ours" in tools:
         folder = stream_folder(args.work, corpus, args.stream)
         figures, flagged = ours(args.work, folder, args.work / "ours-stream")
