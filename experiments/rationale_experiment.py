@@ -63,7 +63,10 @@ class Arm:
     process: float = 0.0  # weight of the process reward in RL
     form: str | None = None  # the rationale's text form (None: the recipe's `rationale_form`)
     eval_tokens: int | None = None  # new tokens at evaluation (None: the recipe's `eval_tokens`)
+    sft_examples: int | None = None  # training examples seen (steps = this // sft_batch; None: the recipe's steps)
 
+
+SCALING_EXAMPLES = (8_000, 32_000, 128_000)
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
@@ -80,6 +83,11 @@ ARMS = {
     "rationale-curriculum-rl-process": Arm(
         "tomforge_gen/train_controlled", start="rationale-curriculum", process=1.0, eval_tokens=640
     ),
+    # issue 37's scaling curve: answer-only SFT on N examples of one 128k-item training split (docs/runs/README.md)
+    **{
+        f"answer-only-{n // 1000}k": Arm("tomforge_gen/train_controlled", rationale=False, sft_examples=n)
+        for n in SCALING_EXAMPLES
+    },
 }
 RECIPE: dict[str, Any] = dict(
     sft_steps=250,
@@ -153,6 +161,11 @@ def drop_jobs(jobs: list[Job], names: set[str]) -> list[Job]:
     return [j for j in jobs if j.name not in names]
 
 
+def sft_steps(spec: Arm, recipe: dict[str, Any]) -> int:
+    """Optimizer steps of an SFT arm: its examples over the recipe's batch, else the recipe's steps."""
+    return spec.sft_examples // recipe["sft_batch"] if spec.sft_examples else recipe["sft_steps"]
+
+
 def target_form(spec: Arm, recipe: dict[str, Any]) -> str | None:
     """The rationale form an SFT arm trains on: its own, else the recipe's; None: answer-only targets."""
     return (spec.form or recipe["rationale_form"]) if spec.rationale else None
@@ -198,7 +211,7 @@ def run_sft(
         tokenizer,
         train,
         str(out),
-        max_steps=recipe["sft_steps"],
+        max_steps=sft_steps(spec, recipe),
         learning_rate=recipe["sft_lr"],
         batch_size=recipe["sft_batch"],
         bf16=gpu,
@@ -215,7 +228,9 @@ def run_sft(
         "items": train.num_rows,
         "rationale_form": form,
         "steps": result["steps"],
-        "planned_steps": recipe["sft_steps"],
+        "planned_steps": sft_steps(spec, recipe),
+        "examples": sft_steps(spec, recipe) * recipe["sft_batch"],
+        "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),
         "tokens": result["tokens"],
