@@ -10,7 +10,11 @@ position; `audits.features.item_features` and `audits.artifacts.modal_position_l
 implemented here), the share of the model's answers equal to the heuristic's answer (`agree`), and the
 model's accuracy on the items where the heuristic is right vs wrong. A belief tracker scores alike on
 both halves; a shortcut learner does not. Throughput per phase: steps/s, tokens/s, peak GPU memory
-and an MFU estimate (FLOPs = 6 N per trained token, 2 N per forward token; N = parameters).
+and an MFU estimate (FLOPs = 6 N per trained token, 2 N per forward token; N = parameters). Per arm, the learning
+gate (`experiments.gate_report`, `rl.gate`): accuracy on held-out items of the orders, forms and renderings the arm
+was trained on (for the generated arms the controlled set of orders 0-3; for the HiToM arms HiToM's own held-out
+items of orders 0-3), with its chance and the verdict. `--regate RUN` adds the gate to a stored run folder's
+`metrics.json` from its `eval_results.parquet` and the rebuilt release (runs 4 and 5 kept no work folder).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import duckdb
 import polars as pl
 
 from experiments.experiment import ARMS, EVAL_SPLITS
+from experiments.gate_report import GATE_SPLITS, arm_gate, gate_entry
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.prompts import option_labels
 from tomforge.rl.reward import choice_index, texts_match, yes_no
@@ -277,7 +282,26 @@ def plots(metrics: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+def gate_of(rows: list[dict[str, Any]], arm: str, release: Path | None) -> dict[str, Any]:
+    """One arm's gate entry: its training split's rows from the release (`ARMS[arm]`; the untrained model has none:
+    unknown), its eval rows of `GATE_SPLITS`."""
+    return gate_entry(arm_gate(rows, None if release is None else str(release), ARMS.get(arm), GATE_SPLITS))
+
+
+def regate(run: Path, release: Path) -> dict[str, Any]:
+    """Add each arm's gate to a stored run folder's `metrics.json`, from its `eval_results.parquet`."""
+    rows = pl.read_parquet(run / "eval_results.parquet")
+    metrics = json.loads((run / "metrics.json").read_text())
+    for arm in metrics["arms"]:
+        arm["gate"] = gate_of(rows.filter(pl.col("label") == arm["name"]).to_dicts(), arm["name"], release)
+    (run / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=False, default=str))
+    return metrics
+
+
+def report(
+    warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None, release: Path | None = None
+) -> dict[str, Any]:
+    """`release`: the experiment's release folder (default: `release/` beside the warehouse), read by the gate."""
     from tomforge.audits.store import frame_of
 
     out.mkdir(parents=True, exist_ok=True)
@@ -293,6 +317,11 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
     )
     con.close()
     joined = results.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
+    release = release or warehouse.with_name("release")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    gate_rows = pl.from_arrow(con.sql("SELECT * FROM eval_results").to_arrow_table())
+    con.close()
+    assert isinstance(gate_rows, pl.DataFrame)
     run = {p.stem: json.loads(p.read_text()) for p in sorted(work.glob("run*.json"))}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
     metrics: dict[str, Any] = {
@@ -316,6 +345,7 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
         train = arm.get("train", {"data": None, "items": 0})
         entry = {
             "name": name,
+            "gate": gate_of(gate_rows.filter(pl.col("label") == name).to_dicts(), name, release),
             "train": {**train, "sft_steps": arm.get("sft", {}).get("steps", 0), "rl_steps": len(reward_curve(arm))},
             "eval": evals,
             "shortcut": shortcuts,
@@ -332,12 +362,23 @@ def report(warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None =
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.experiment_report")
     parser.add_argument("--warehouse", default="out/exp/data.duckdb")
-    parser.add_argument("--work", required=True, help="the GPU run's work folder (arm.json, eval.duckdb per arm)")
-    parser.add_argument("--out", required=True, help="docs/runs/<run>")
+    parser.add_argument("--work", help="the GPU run's work folder (arm.json, eval.duckdb per arm)")
+    parser.add_argument("--out", help="docs/runs/<run>")
+    parser.add_argument("--release", default=None, help="the release folder (default: release/ beside --warehouse)")
+    parser.add_argument(
+        "--regate", type=Path, default=None, help="a stored run folder: add each arm's gate to its metrics.json"
+    )
     args = parser.parse_args(argv)
+    release = Path(args.release) if args.release else Path(args.warehouse).with_name("release")
+    if args.regate is not None:
+        for arm in regate(args.regate, release)["arms"]:
+            print(arm["name"], arm["gate"])
+        return 0
+    if not args.work or not args.out:
+        parser.error("--work and --out are required (or --regate RUN)")
     data_file = Path(args.warehouse).with_name("data.json")
     data = json.loads(data_file.read_text()) if data_file.is_file() else None
-    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data)
+    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data, release)
     for arm in metrics["arms"]:
         print(arm["name"], {k: v["acc"] for k, v in arm["eval"].items()})
     return 0

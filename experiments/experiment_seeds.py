@@ -5,7 +5,9 @@ One seed cannot separate an effect of the training data from the luck of one run
 back here and compared per arm and evaluation set: accuracy per seed, mean and range; the paired
 difference between two arms within each seed (same seed, same evaluation items) and in how many
 seeds it has each sign; and the modal-position shortcut per seed (share of answers at the evaluation
-set's most frequent gold position, and accuracy where that rule is right vs wrong).
+set's most frequent gold position, and accuracy where that rule is right vs wrong). Each arm's learning gate
+(`rl.gate`, read from the seeds' metrics: `arms[].gate`, written by `experiments.experiment_report`) per seed and
+over the seeds; a paired difference with an arm that did not learn is "not compared: <arm> did not learn".
 
     python -m experiments.experiment_seeds --run seed0=docs/runs/h200-run4-experiment --run seed1=DIR ... --out DIR
 """
@@ -17,6 +19,8 @@ import json
 from pathlib import Path
 from statistics import fmean
 from typing import Any
+
+from experiments.gate_report import arm_verdict, gate_text, not_compared
 
 PAIR = ("controlled-gen", "templated-gen")  # the comparison the experiment is about: b - a per seed
 
@@ -61,10 +65,27 @@ def accuracy_table(runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def gates_table(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm: its learning gate over the seeds (`arm_verdict`; "unknown" where a seed's metrics carry none)."""
+    arms = sorted({arm for arms_ in runs.values() for arm in arms_})
+    return {
+        arm: arm_verdict(
+            [
+                arms_[arm].get("gate") or {"status": "unknown", "passed": None, "threshold": 0.9}
+                for arms_ in runs.values()
+                if arm in arms_
+            ]
+        )
+        for arm in arms
+    }
+
+
 def paired_differences(runs: dict[str, dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[dict[str, Any]]:
     """Per evaluation set: accuracy of pair[0] minus pair[1] within each seed, their mean, and how many
-    seeds have pair[0] ahead, behind or level."""
+    seeds have pair[0] ahead, behind or level; `not_compared` when an arm of the pair has not passed the gate
+    (its figures then history, not a comparison)."""
     first, second = pair
+    refused = not_compared(pair, gates_table(runs))
     rows = []
     splits = sorted({s for arms in runs.values() for s in arms.get(first, {}).get("eval", {})})
     for split in splits:
@@ -81,6 +102,7 @@ def paired_differences(runs: dict[str, dict[str, Any]], pair: tuple[str, str] = 
                 "ahead": sum(d > 0 for d in diffs.values()),
                 "behind": sum(d < 0 for d in diffs.values()),
                 "level": sum(d == 0 for d in diffs.values()),
+                **({"not_compared": refused} if refused else {}),
             }
         )
     return rows
@@ -112,7 +134,13 @@ def shortcut_table(runs: dict[str, dict[str, Any]], heuristic: str = "modal_posi
 def markdown(summary: dict[str, Any]) -> str:
     """The three tables as markdown (docs/runs/<run>/seeds.md)."""
     seeds = summary["seeds"]
-    out = ["| arm | set | " + " | ".join(seeds) + " | mean | range |", "|---|---|" + "---|" * (len(seeds) + 2)]
+    out = [
+        "| arm | learning gate (held-out items of the trained orders, forms, renderings; mean over seeds) |",
+        "|---|---|",
+        *(f"| {arm} | {gate_text(gate)} |" for arm, gate in summary.get("gates", {}).items()),
+        "",
+    ]
+    out += ["| arm | set | " + " | ".join(seeds) + " | mean | range |", "|---|---|" + "---|" * (len(seeds) + 2)]
     out += [
         f"| {r['arm']} | {r['split']} | "
         + " | ".join(f"{r['per_seed'][s]:.3f}" for s in seeds)
@@ -126,7 +154,9 @@ def markdown(summary: dict[str, Any]) -> str:
         "|---|" + "---|" * (len(seeds) + 2),
     ]
     out += [
-        f"| {r['split']} | "
+        f"| {r['split']} | {r['not_compared']} |" + " — |" * (len(seeds) + 1)
+        if r.get("not_compared")
+        else f"| {r['split']} | "
         + " | ".join(f"{r['per_seed'][s]:+.3f}" for s in seeds)
         + f" | {r['mean']:+.3f} | {r['ahead']} / {r['behind']} / {r['level']} |"
         for r in summary["differences"]
@@ -150,6 +180,7 @@ def summarize(runs: dict[str, Path]) -> dict[str, Any]:
         "seeds": list(runs),
         "runs": {name: str(path) for name, path in runs.items()},
         "pair": list(PAIR),
+        "gates": gates_table(loaded),
         "accuracy": accuracy_table(loaded),
         "differences": paired_differences(loaded),
         "shortcut": shortcut_table(loaded),

@@ -7,6 +7,12 @@ files a run folder keeps (`label` is `ARM/sSEED`), so a run README's intervals c
 
     python -m experiments.paired_bootstrap docs/runs/h200-run7-rationale/eval_results.parquet \
         docs/runs/h200-run9-rationale-forms/eval_results.parquet --a rationale --b rationale-curriculum
+
+First the learning gate (`rl.gate`, `experiments.gate_report`): each seed of both arms on the held-out controlled
+items of the orders it was trained on (`--release`, default `out/rexp/release`, rebuilt by
+`experiments.experiment_data`; the arm's training split from `experiments.rationale_experiment.ARMS`). When an arm
+did not learn, nothing is compared: it prints "not compared: <arm> did not learn" and exits 0; `--ungated` prints
+the difference anyway, labelled as a comparison of models that did not learn (history, not evidence).
 """
 
 from __future__ import annotations
@@ -70,6 +76,29 @@ def paired_differences(
     return out
 
 
+def arm_gates(paths: list[Path], arms: list[str], release: Path, threshold: float) -> dict[str, dict[str, object]]:
+    """arm -> its gate over its seeds (`experiments.gate_report.arm_verdict`), from the stored eval rows."""
+    from experiments.gate_report import GATE_SPLITS, arm_gate, arm_verdict, gate_entry
+    from experiments.rationale_experiment import ARMS
+
+    rows = pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+    out: dict[str, dict[str, object]] = {}
+    for arm in arms:
+        labels = sorted(label for label in rows["label"].unique().to_list() if label.rpartition("/s")[0] == arm)
+        train = ARMS[arm].train if arm in ARMS else None
+        out[arm] = arm_verdict(
+            [
+                gate_entry(
+                    arm_gate(
+                        rows.filter(pl.col("label") == label).to_dicts(), str(release), train, GATE_SPLITS, threshold
+                    )
+                )
+                for label in labels
+            ]
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.paired_bootstrap")
     parser.add_argument("results", nargs="+", type=Path, help="eval_results.parquet files of one or more runs")
@@ -77,9 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b", required=True, help="the arm compared with it (b - a)")
     parser.add_argument("--resamples", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--release", type=Path, default=Path("out/rexp/release"), help="for the learning gate")
+    parser.add_argument("--gate", type=float, default=None, help="the gate's threshold (default rl.gate.LEARNING_GATE)")
+    parser.add_argument("--ungated", action="store_true", help="compare arms that did not learn (labelled history)")
     args = parser.parse_args(argv)
+    from experiments.gate_report import gate_text, not_compared
+    from tomforge.rl.gate import LEARNING_GATE
+
+    gates = arm_gates(args.results, [args.a, args.b], args.release, LEARNING_GATE if args.gate is None else args.gate)
+    for arm, gate in gates.items():
+        print(f"learning gate {arm}: {gate_text(gate)}")
+    refused = not_compared((args.a, args.b), gates)
+    if refused and not args.ungated:
+        print(refused)
+        return 0
     rows = read_results(args.results)
-    print(f"{args.b} - {args.a}: paired bootstrap over items ({args.resamples} resamples, seed {args.seed})")
+    history = f" [{refused}: history, not evidence]" if refused else ""
+    print(f"{args.b} - {args.a}: paired bootstrap over items ({args.resamples} resamples, seed {args.seed}){history}")
     for d in paired_differences(rows, args.a, args.b, args.resamples, args.seed):
         print(f"  {d.split:<32} n={d.items:<4} {d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
     return 0

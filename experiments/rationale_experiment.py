@@ -94,7 +94,10 @@ RECIPE: dict[str, Any] = dict(
     sft_batch=32,
     sft_lr=3e-5,
     sft_gradient_checkpointing=False,  # run 7: off; on, an SFT process takes a fraction of the memory (run 8)
-    rationale_form="curriculum",  # run 11: the form to train on (3 seeds); an arm's own `form` comes first
+    # UNGATED default: chosen in run 11 from arms that all failed the learning gate (rl/gate.py; every arm 0.33-0.41
+    # on held-out orders 0-3, chance 0.335, gate 0.90), so it rests on no evidence; kept so that runs 7-11 repeat
+    # as they ran (issue 37). An arm's own `form` comes first. Choose the default again from gated results only.
+    rationale_form="curriculum",
     rl_steps=30,
     generations=8,
     rl_batch=128,

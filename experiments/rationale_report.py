@@ -8,7 +8,10 @@ Wilson interval per evaluation set and belief order, the format rate, trace fide
 reasons, right for the wrong reasons) per set and order, and the shortcut diagnostic; the steps, seconds,
 tokens and peak GPU memory of each phase. Per arm over its seeds: the mean, min and max of each set's accuracy
 and of its right-for-the-right-reasons share; and the paired difference rationale minus answer-only (same seed,
-same items) per set.
+same items) per set. Per arm and seed, the learning gate (`experiments.gate_report`, `rl.gate`): accuracy on the
+held-out controlled items of the orders, forms and renderings trained on (orders 0-3), its chance and the verdict;
+a paired comparison with an arm that did not learn is printed "not compared: <arm> did not learn" (its measured
+differences stay in `metrics.json` as history, under `void`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import duckdb
 import polars as pl
 
 from experiments.experiment_report import PARAMETERS, PEAK_FLOPS, evaluate_arm, item_frame
+from experiments.gate_report import arm_gate, arm_verdict, gate_entry, gate_text, not_compared
 from experiments.rationale_experiment import ARMS, EVAL_SPLITS, RECIPE
 
 PAIR = ("answer-only", "rationale")  # the comparison that carries the conclusion: b - a per seed
@@ -44,6 +48,7 @@ RL_PAIRS = (
 )
 JOB_RECORD = re.compile(r"^(?:call-(?P<call>\d+)-)?(?P<arm>.+)-s(?P<seed>\d+)-(?P<kind>sft|rl|eval)\.json$")
 FOCUS = "tomforge_gen/test_orders4to6"  # the moonshot's set: controlled orders 4-6, never trained
+GATE_SPLITS = ("tomforge_gen/test_orders0to3",)  # the gate: held-out controlled items of the trained orders 0-3
 
 
 def job_folders(work: Path) -> dict[tuple[str, int], Path]:
@@ -187,8 +192,16 @@ def across_seeds(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def arm_gates(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm: its gate over its seeds (`experiments.gate_report.arm_verdict`)."""
+    arms = sorted({e["arm"] for e in entries})
+    return {arm: arm_verdict([e["gate"] for e in entries if e["arm"] == arm and "gate" in e]) for arm in arms}
+
+
 def paired(entries: list[dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[dict[str, Any]]:
-    """Per set: b - a in each seed both arms have, the mean, and in how many seeds b is ahead / behind / level."""
+    """Per set: b - a in each seed both arms have, the mean, and in how many seeds b is ahead / behind / level.
+    When an arm of the pair did not pass the gate, each row says so (`not_compared`) and its figures are history."""
+    refused = not_compared(pair, arm_gates(entries))
     by = {(e["arm"], e["seed"]): e for e in entries}
     seeds = sorted({s for a, s in by if a == pair[0]} & {s for a, s in by if a == pair[1]})
     rows = []
@@ -208,6 +221,7 @@ def paired(entries: list[dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[
                     "ahead": sum(d > 0 for d in diffs.values()),
                     "behind": sum(d < 0 for d in diffs.values()),
                     "level": sum(d == 0 for d in diffs.values()),
+                    **({"not_compared": refused} if refused else {}),
                 }
             )
     return rows
@@ -216,11 +230,16 @@ def paired(entries: list[dict[str, Any]], pair: tuple[str, str] = PAIR) -> list[
 def summary_markdown(metrics: dict[str, Any]) -> str:
     """The tables of the run's README: accuracy per arm and set over seeds, fidelity, paired differences."""
     short = {s: s.split("/")[1].replace("test_", "") for s in EVAL_SPLITS}
+    gates = metrics.get("gates", {})
     lines = [
-        "| arm (seeds) | "
+        f"Learning gate: accuracy on the held-out controlled items of the trained orders 0-3 (same forms and "
+        f"rendering), mean over seeds, against {gates and next(iter(gates.values()))['threshold'] or 0.9:.2f}; "
+        "an arm below it did not learn and is compared with nothing.",
+        "",
+        "| arm (seeds) | gate: orders 0-3 held-out (chance): verdict | "
         + " | ".join(f"{s.split('/')[0].replace('tomforge_gen', 'gen')} {short[s]}" for s in EVAL_SPLITS)
         + " |",
-        "|---|" + "---|" * len(EVAL_SPLITS),
+        "|---|---|" + "---|" * len(EVAL_SPLITS),
     ]
     table = {(r["arm"], r["split"]): r for r in metrics["across_seeds"]}
     for arm in ARMS:
@@ -232,7 +251,9 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
             a = row["accuracy"] if row else None
             cells.append(f"{a['mean']:.3f} ({a['min']:.3f}-{a['max']:.3f})" if a and a["mean"] is not None else "-")
         if seeds:
-            lines.append(f"| {arm} ({','.join(map(str, seeds))}) | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {arm} ({','.join(map(str, seeds))}) | {gate_text(gates.get(arm))} | " + " | ".join(cells) + " |"
+            )
     lines += [
         "",
         "| arm | set | right for the right reasons (mean over seeds) | right for the wrong reasons | "
@@ -257,6 +278,9 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
                 )
     lines += ["", "| set | pair | per seed | mean | ahead / behind / level |", "|---|---|---|---|---|"]
     for row in metrics["paired"] + metrics.get("paired_forms", []) + metrics.get("paired_rl", []):
+        if row.get("not_compared"):
+            lines.append(f"| {short[row['split']]} | {row['pair']} | {row['not_compared']} | — | — |")
+            continue
         per = ", ".join(f"s{s} {d:+.3f}" for s, d in row["per_seed"].items())
         lines.append(
             f"| {short[row['split']]} | {row['pair']} | {per} | {row['mean']:+.3f} | {row['ahead']} / {row['behind']} / "
@@ -280,8 +304,15 @@ def summary_markdown(metrics: dict[str, Any]) -> str:
 
 
 def report(
-    warehouse: Path, work: Path, out: Path, data: dict[str, Any] | None = None, sft_from: list[Path] | None = None
+    warehouse: Path,
+    work: Path,
+    out: Path,
+    data: dict[str, Any] | None = None,
+    sft_from: list[Path] | None = None,
+    release: Path | None = None,
 ) -> dict[str, Any]:
+    """`release`: the experiment's release folder (default: `release/` beside the warehouse), which the gate reads
+    the arms' training rows and the items' chance and rendering from."""
     from tomforge.audits.store import frame_of
 
     out.mkdir(parents=True, exist_ok=True)
@@ -291,11 +322,22 @@ def report(
     features = item_frame(con)
     con.close()
     entries = []
+    release = release or warehouse.with_name("release")
     for (arm, seed), folder in folders.items():
         rows = frame_of(pl.read_parquet(folder / "eval.parquet").to_arrow())
         joined = rows.join(features.drop("belief_order", "answer_format"), on="item_id", how="left")
         evals, shortcuts = evaluate_arm(joined, EVAL_SPLITS)
-        entries.append({"arm": arm, "seed": seed, "eval": evals, "shortcut": shortcuts, "phases": phases(folder)})
+        gate = arm_gate(rows.to_dicts(), str(release), ARMS[arm].train, GATE_SPLITS)
+        entries.append(
+            {
+                "arm": arm,
+                "seed": seed,
+                "gate": gate_entry(gate),
+                "eval": evals,
+                "shortcut": shortcuts,
+                "phases": phases(folder),
+            }
+        )
     calls_file = work / "calls.json"
     metrics: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct",
@@ -307,6 +349,7 @@ def report(
         "data": data,
         "eval_rows_stored": stored,
         "calls": json.loads(calls_file.read_text()) if calls_file.is_file() else None,
+        "gates": arm_gates(entries),
         "across_seeds": across_seeds(entries),
         "paired": paired(entries),
         "paired_forms": [row for pair in FORM_PAIRS for row in paired(entries, pair)],
@@ -326,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.rationale_report")
     parser.add_argument("--warehouse", default="out/rexp/data.duckdb")
     parser.add_argument("--work", required=True, help="the GPU run's work folder (a folder per arm and seed)")
+    parser.add_argument(
+        "--release", default=None, help="the experiment's release folder (default: release/ beside --warehouse)"
+    )
     parser.add_argument("--out", required=True, help="docs/runs/<run>")
     parser.add_argument(
         "--sft-from",
@@ -344,7 +390,14 @@ def main(argv: list[str] | None = None) -> int:
         unpack_run(Path(run), Path(args.work))
     data_file = Path(args.warehouse).with_name("data.json")
     data = json.loads(data_file.read_text()) if data_file.is_file() else None
-    metrics = report(Path(args.warehouse), Path(args.work), Path(args.out), data, [Path(p) for p in args.sft_from])
+    metrics = report(
+        Path(args.warehouse),
+        Path(args.work),
+        Path(args.out),
+        data,
+        [Path(p) for p in args.sft_from],
+        Path(args.release) if args.release else None,
+    )
     print(summary_markdown(metrics))
     return 0
 

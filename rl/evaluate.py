@@ -1,7 +1,8 @@
 """Evaluation: generate answers for chosen config/splits, score them with the training reward,
 store per-item results in the warehouse (`eval_results`), and summarize the in-distribution vs
 held-out matrix and accuracy by belief order (the reference paper's analysis), and the format-transfer block
-(`rl.transfer`: the same worlds told in other renderings than the one trained on).
+(`rl.transfer`: the same worlds told in other renderings than the one trained on); each row's chance and, per model,
+the learning gate (`rl.gate`: a model that did not learn what it was trained on takes part in no comparison).
 
 Generation is batched greedy decoding: `rl.fastgen` (static KV cache, CUDA graphs, stop at the end of the
 turn or at `</answer>`) by default, `transformers`' own `generate` as the fallback (`--generator hf`), and vLLM
@@ -22,7 +23,16 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from tomforge.atomic_files import replaced_on_success, write_text_atomically
+from tomforge.rl.columns import decode_ground_truth
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
+from tomforge.rl.gate import (
+    LEARNING_GATE,
+    chance_table,
+    chances,
+    format_chance_table,
+    learning_gate,
+    mean_chance,
+)
 from tomforge.rl.models import materialize
 from tomforge.rl.release import SplitRef, read_split, renderings_of
 from tomforge.rl.reward import Scored, score_completion
@@ -57,6 +67,7 @@ EVAL_COLUMNS = pa.schema(
         ("rendering", pa.string()),
         ("pair_key", pa.string()),
         ("trained_on", pa.string()),
+        ("chance", pa.float64()),
     ]
 )
 EVAL_DDL = """
@@ -66,7 +77,7 @@ CREATE TABLE IF NOT EXISTS eval_results (
   item_id VARCHAR NOT NULL, source VARCHAR NOT NULL, belief_order BIGINT, question_type VARCHAR,
   answer_format VARCHAR, completion VARCHAR, extracted VARCHAR, format_ok BOOLEAN NOT NULL,
   correct BOOLEAN NOT NULL, reward DOUBLE NOT NULL, claims_correct BIGINT, claims_contradicted BIGINT,
-  states_deciding_belief BOOLEAN, faithful BOOLEAN, rendering VARCHAR, pair_key VARCHAR, trained_on VARCHAR
+  states_deciding_belief BOOLEAN, faithful BOOLEAN, rendering VARCHAR, pair_key VARCHAR, trained_on VARCHAR, chance DOUBLE
 )"""
 # trace fidelity (rl.process_reward), added to a table an older version created; null: no world to check
 EVAL_MIGRATIONS = (
@@ -78,6 +89,8 @@ EVAL_MIGRATIONS = (
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS rendering VARCHAR",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS pair_key VARCHAR",
     "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS trained_on VARCHAR",
+    # the item's chance accuracy from its format and set (rl.gate.chances); null: an older row or another format
+    "ALTER TABLE eval_results ADD COLUMN IF NOT EXISTS chance DOUBLE",
 )
 
 
@@ -302,6 +315,7 @@ def evaluate(
         infos = table.column("extra_info").to_pylist()
         renderings = renderings_of(table)
         places = table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos)
+        item_chances = chances([decode_ground_truth(truth) for truth in truths])  # the split is the set
         completions = generate(
             load_path,
             prompts,
@@ -312,7 +326,9 @@ def evaluate(
             tokenizer=tokenizer,
             stats=stats,
         )
-        for completion, truth, info, rendering, place in zip(completions, truths, infos, renderings, places):
+        for completion, truth, info, rendering, place, chance in zip(
+            completions, truths, infos, renderings, places, item_chances
+        ):
             scored = score_completion(completion, truth)
             rows.append(
                 {
@@ -340,6 +356,7 @@ def evaluate(
                     "rendering": rendering,
                     "trained_on": trained_on,
                     "pair_key": pair_key(info["source"], place or info["item_id"], truth),
+                    "chance": chance,
                 }
             )
     return rows
@@ -380,22 +397,38 @@ def store_results(warehouse: Path, rows: list[dict[str, Any]]) -> int:
     return table.num_rows
 
 
-def summarize(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
-    """{'matrix': {label: {config/split (distribution): acc}}, 'by_order': {label: {config/split:
-    {order: acc}}}, 'format_rate': {...}, 'n': {...}, 'fidelity': {label: {config/split: right and
+def summarize(
+    rows: list[dict[str, Any]],
+    seed: int = 0,
+    training: dict[str, dict[str, Any] | None] | None = None,
+    threshold: float = LEARNING_GATE,
+) -> dict[str, Any]:
+    """{'matrix': {label: {config/split (distribution): acc}}, 'chance': {label: {column: mean chance}},
+    'by_format': per model, set and format n / accuracy / chance (`rl.gate.chance_table`), 'by_order': {label:
+    {config/split: {order: acc}}}, 'format_rate': {...}, 'n': {...}, 'fidelity': {label: {config/split: right and
     wrong reasons (`rl.fidelity`)}}, 'fidelity_by_order': {label: {config/split: {order: ...}}},
-    'transfer': the format-transfer block (`rl.transfer.transfer_view`, its intervals drawn with `seed`)}.
+    'gates': {label: the learning gate (`rl.gate.learning_gate` of the model's record in `training`, against
+    `threshold`; "unknown" without one)}, 'gate': the gate of the one model when the rows hold one,
+    'transfer': the format-transfer block (`rl.transfer.transfer_view`, its intervals drawn with `seed`; models
+    that did not learn get no differences)}.
     A split a model was evaluated on in several renderings gets a column per rendering (`config/split:rendering`)."""
 
     def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
         return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
 
     several = _rendered_several_ways(rows)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
+
+    def column_of(r: dict[str, Any]) -> str:
         told = f":{r['rendering']}" if (r["label"], r["config"], r["split"]) in several else ""
-        groups.setdefault((r["label"], f"{r['config']}/{r['split']}{told} ({r['distribution']})"), []).append(r)
+        return f"{r['config']}/{r['split']}{told} ({r['distribution']})"
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["label"], column_of(r)), []).append(r)
+        by_label.setdefault(r["label"], []).append(r)
     matrix: dict[str, dict[str, float]] = {}
+    chance: dict[str, dict[str, float | None]] = {}
     fmt: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     by_order: dict[str, dict[str, dict[str, float]]] = {}
@@ -405,21 +438,36 @@ def summarize(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
         faithful.setdefault(label, {})[column] = fidelity(items)
         faithful_by_order.setdefault(label, {})[column] = fidelity_by_order(items)
         matrix.setdefault(label, {})[column] = acc(items)
+        chance.setdefault(label, {})[column] = mean_chance(items)
         fmt.setdefault(label, {})[column] = acc(items, "format_ok")
         counts.setdefault(label, {})[column] = len(items)
         orders: dict[str, list[dict[str, Any]]] = {}
         for r in items:
             orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
         by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
-    return {
+    gates = {label: learning_gate(mine, (training or {}).get(label), threshold) for label, mine in by_label.items()}
+    summary: dict[str, Any] = {
         "matrix": matrix,
+        "chance": chance,
+        "by_format": chance_table(rows, column_of),
         "format_rate": fmt,
         "n": counts,
         "by_order": by_order,
         "fidelity": faithful,
         "fidelity_by_order": faithful_by_order,
-        "transfer": transfer_view(rows, seed=seed),
+        "gates": {label: gate.as_dict() | {"line": gate.line(label)} for label, gate in sorted(gates.items())},
+        "transfer": transfer_view(
+            rows, seed=seed, did_not_learn={label for label, gate in gates.items() if gate.did_not_learn}
+        ),
     }
+    if len(gates) == 1:
+        summary["gate"] = next(iter(summary["gates"].values()))
+    return summary
+
+
+def did_not_learn(summary: dict[str, Any], label: str) -> bool:
+    """Whether the summary's gate says model `label` did not learn (unknown and unmeasured gates do not)."""
+    return summary.get("gates", {}).get(label, {}).get("passed") is False
 
 
 def _rendered_several_ways(rows: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
@@ -462,11 +510,13 @@ def plot_by_order(summary: dict[str, Any], out: Path, title: str = "accuracy by 
 
 
 def format_matrix(summary: dict[str, Any]) -> str:
-    """Plain-text matrix: one row per model label, one column per split."""
+    """Plain-text matrix: one row per model label (marked when it did not learn), one column per split; the
+    right / wrong reasons; accuracy and chance per format; each model's learning gate; the format-transfer block."""
     columns = sorted({c for row in summary["matrix"].values() for c in row})
     lines = ["model | " + " | ".join(columns)]
     for label, row in summary["matrix"].items():
-        lines.append(label + " | " + " | ".join(f"{row.get(c, float('nan')):.3f}" for c in columns))
+        mark = " [DID NOT LEARN: compare nothing]" if did_not_learn(summary, label) else ""
+        lines.append(label + mark + " | " + " | ".join(f"{row.get(c, float('nan')):.3f}" for c in columns))
     for label, row in summary.get("fidelity", {}).items():  # right for the right / wrong reasons, where measured
         if any(row.get(c, {}).get("with_world") for c in columns):
             cells = [row.get(c, {}) for c in columns]
@@ -476,8 +526,15 @@ def format_matrix(summary: dict[str, Any]) -> str:
                     f"{_share(cell.get('right_reasons'))} / {_share(cell.get('wrong_reasons'))}" for cell in cells
                 )
             )
+    by_format = format_chance_table(summary.get("by_format", []))
+    gates = [gate["line"] for gate in summary.get("gates", {}).values()]
     transfer = format_transfer(summary["transfer"]) if summary.get("transfer") else ""
-    return "\n".join(lines + (["", transfer] if transfer else []))
+    return "\n".join(
+        lines
+        + (["", by_format] if by_format else [])
+        + (["", *gates] if gates else [])
+        + (["", transfer] if transfer else [])
+    )
 
 
 def _share(value: float | None) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable
 
+from tomforge.rl.gate import NOT_LEARNED_CELL
 from tomforge.rl.paired import RESAMPLES, paired_difference
 
 
@@ -34,15 +35,18 @@ def _accuracy(values: list[bool]) -> float:
 
 
 def _cells(
-    by_rendering: dict[str, dict[str, bool]], trained: str | None, seed: int, resamples: int
+    by_rendering: dict[str, dict[str, bool]], trained: str | None, seed: int, resamples: int, void: bool = False
 ) -> tuple[dict[str, Any], dict[str, int]]:
-    """{rendering: cell} and {rendering: items with no partner in the trained rendering}."""
+    """{rendering: cell} and {rendering: items with no partner in the trained rendering}; `void`: the model did not
+    learn (`rl.gate`), so no cell gets a difference (`vs_trained` None, `not_compared` says why)."""
     cells: dict[str, Any] = {}
     unpaired: dict[str, int] = {}
     reference = by_rendering.get(trained) if trained is not None else None
     for rendering, results in sorted(by_rendering.items()):
         cell: dict[str, Any] = {"accuracy": _accuracy(list(results.values())), "n": len(results)}
-        if reference is not None and rendering != trained:
+        if void and reference is not None and rendering != trained:
+            cell["vs_trained"], cell["not_compared"] = None, "did not learn"
+        elif reference is not None and rendering != trained:
             keys = sorted(set(results) & set(reference))
             unpaired[rendering] = len(results) - len(keys)
             cell["vs_trained"] = (
@@ -56,10 +60,18 @@ def _cells(
     return cells, unpaired
 
 
-def transfer_view(rows: Iterable[dict[str, Any]], *, seed: int = 0, resamples: int = RESAMPLES) -> dict[str, Any]:
-    """{'seed', 'resamples', 'renderings', 'models': {label: {'trained_on', 'splits': {config/split: {'cells':
-    {rendering: {'accuracy', 'n', 'vs_trained'}}, 'unpaired', 'duplicates'}}}}}, from per-item eval rows that
-    carry `rendering`, `pair_key` and `trained_on`. Empty `models` when no row names a rendering."""
+def transfer_view(
+    rows: Iterable[dict[str, Any]],
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    did_not_learn: Iterable[str] = (),
+) -> dict[str, Any]:
+    """{'seed', 'resamples', 'renderings', 'models': {label: {'trained_on', 'did_not_learn', 'splits': {config/split:
+    {'cells': {rendering: {'accuracy', 'n', 'vs_trained'}}, 'unpaired', 'duplicates'}}}}}, from per-item eval rows
+    that carry `rendering`, `pair_key` and `trained_on`. Empty `models` when no row names a rendering. A model in
+    `did_not_learn` (below the learning gate, `rl.gate`) keeps its accuracies and gets no differences."""
+    void = set(did_not_learn)
     results: dict[str, dict[str, dict[str, dict[str, bool]]]] = {}
     trained: dict[str, str | None] = {}
     duplicates: dict[tuple[str, str], int] = {}
@@ -75,9 +87,9 @@ def transfer_view(rows: Iterable[dict[str, Any]], *, seed: int = 0, resamples: i
         seen[r["pair_key"]] = bool(r["correct"])
     models: dict[str, Any] = {}
     for label, splits in sorted(results.items()):
-        entry: dict[str, Any] = {"trained_on": trained[label], "splits": {}}
+        entry: dict[str, Any] = {"trained_on": trained[label], "did_not_learn": label in void, "splits": {}}
         for split, by_rendering in sorted(splits.items()):
-            cells, unpaired = _cells(by_rendering, trained[label], seed, resamples)
+            cells, unpaired = _cells(by_rendering, trained[label], seed, resamples, label in void)
             entry["splits"][split] = {
                 "cells": cells,
                 "unpaired": unpaired,
@@ -94,6 +106,8 @@ def _cell_text(cell: dict[str, Any] | None, is_trained: bool) -> str:
     text = f"{cell['accuracy']:.3f} (n={cell['n']})"
     if is_trained:
         return text + " trained"
+    if cell.get("not_compared"):
+        return f"{text} {NOT_LEARNED_CELL}"
     diff = cell.get("vs_trained")
     if diff is None:
         return text
@@ -117,7 +131,8 @@ def format_transfer(view: dict[str, Any]) -> str:
     for label, entry in view["models"].items():
         for split, block in entry["splits"].items():
             cells = [_cell_text(block["cells"].get(r), r == entry["trained_on"]) for r in renderings]
-            lines.append(f"{label} ({entry['trained_on'] or 'unknown'}) | {split} | " + " | ".join(cells))
+            mark = " [DID NOT LEARN]" if entry.get("did_not_learn") else ""
+            lines.append(f"{label}{mark} ({entry['trained_on'] or 'unknown'}) | {split} | " + " | ".join(cells))
             notes += [
                 f"{label} {split}: {n} {r} items without a {entry['trained_on']} partner, not paired"
                 for r, n in block["unpaired"].items()

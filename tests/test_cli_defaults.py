@@ -133,6 +133,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
     """What `train` and `eval` --help must show, read from the RL stage's own settings and functions."""
     from tomforge.rl import stage
     from tomforge.rl.evaluate import evaluate
+    from tomforge.rl.gate import learning_gate
     from tomforge.rl.trl_backend import TrlSettings
     from tomforge.rl.verl_backend import VerlSettings
 
@@ -169,6 +170,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
         "batch_size": str(evaluated["batch_size"]),
         "max_new_tokens": str(evaluated["max_new_tokens"]),
         "generator": str(evaluated["backend"]),
+        "gate": str(_defaults_of(learning_gate)["threshold"]),
     }
     return {"train": train, "eval": eval_}
 

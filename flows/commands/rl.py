@@ -228,11 +228,20 @@ def eval_(
         help="auto (vLLM when installed, else fast), fast "
         "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm.",
     ),
+    gate: Optional[float] = setting_option(
+        "--gate",
+        setting="tomforge.rl.gate:learning_gate.threshold",
+        min=0.0,
+        max=1.0,
+        help="The learning gate: accuracy a model with a training record must reach on held-out items of the "
+        "orders, forms and renderings it was trained on, or it is reported as not learned and compared with nothing.",
+    ),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
 ) -> None:
-    """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix."""
+    """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
+    format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
     from tomforge.rl.evaluate import (
         GenerationStats,
         evaluate,
@@ -245,6 +254,7 @@ def eval_(
     )
     from tomforge.rl.models import check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
+    from tomforge.rl.trained_on import read_training_record
     from tomforge.warehouse.lock import LockBusy
 
     require_rl_extras("torch", "matplotlib")
@@ -271,7 +281,9 @@ def eval_(
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
-    summary = summarize(rows)
+    labels = {row["label"] for row in rows}
+    record = read_training_record(model) if Path(model).is_dir() else None
+    summary = summarize(rows, training={name: record for name in labels}, **flags_set(threshold=gate))
     summary["generation"] = {
         "sequences": stats.n_sequences,
         "new_tokens": stats.new_tokens,
