@@ -32,7 +32,6 @@ from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.lock import writes_warehouse
 from tomforge.warehouse.progress import SILENT, Progress, Timer
 from tomforge.warehouse.record import hex_digest
-from tomforge.warehouse.selection import check_selection
 from tomforge.warehouse.versions import tool_versions as versions_of
 
 T = TypeVar("T")
@@ -167,11 +166,8 @@ def _read_selections(
     con: duckdb.DuckDBPyConnection, warehouse: Path, train_where: str, heldout_where: str | None
 ) -> _Selections:
     """Both selections (an empty one is an error: nothing to audit) and the label conflicts."""
-    check_selection(train_where, "the train selection")
-    if heldout_where is not None:
-        check_selection(heldout_where, "the held-out selection")
-    train = store.read_selection(con, train_where)
-    heldout = store.read_selection(con, heldout_where) if heldout_where else train.clear()
+    train = store.read_selection(con, train_where, "--train")  # checked there: one parser for every selection
+    heldout = store.read_selection(con, heldout_where, "--heldout") if heldout_where else train.clear()
     for side, where, frame in (("train", train_where, train), ("held-out", heldout_where, heldout)):
         if where is not None and frame.height == 0:
             raise store.SelectionError(f"{warehouse}: the {side} selection {where!r} matches no items; nothing audited")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -23,17 +23,29 @@ import polars as pl
 from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.audits import store
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
-from tomforge.audits.scan_corpus import Shard, read_batches, resolve_shards
+from tomforge.audits.scan_corpus import ScanInputError, ScanReject, Shard, read_batches, resolve_shards
 from tomforge.audits.scan_index import BenchmarkIndex, build_index
 from tomforge.audits.scan_match import char_span, match_texts
+from tomforge.audits.scan_null import ngram_power
 from tomforge.audits.scan_purify import ShardWriter
-from tomforge.audits.scan_summary import HITS_FILE, ScanSummary
+from tomforge.audits.scan_summary import HITS_FILE, REJECTS_FILE, ScanSummary
 from tomforge.audits.text import norm_words
 from tomforge.errors import ExitCode, TomforgeError
 from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.progress import SILENT, Progress
 
 LEDGER_FILE = "purify_ledger.json"
+REJECTS_SCHEMA = pl.Schema(
+    {
+        "shard": pl.Utf8(),
+        "row": pl.Int64(),
+        "place": pl.Utf8(),
+        "field": pl.Utf8(),
+        "reason": pl.Utf8(),
+        "raw": pl.Utf8(),
+        "line": pl.Int64(),
+    }
+)
 REMOVED_FILE = "purify_removed.parquet"
 HITS_SCHEMA = pl.Schema(
     {
@@ -73,15 +85,22 @@ class ShardSettings:
     text_field: str | None = None
     id_field: str | None = None
     purify_dir: str | None = None
+    strict: bool = False  # the first bad record stops the scan (else it is rejected, counted, left out)
 
 
 @dataclass
 class ShardResult:
     shard: str
-    read: int
+    read: int  # records read = scanned + rejected
     kept: int | None  # rows written to the purified copy (None without purify)
     removed: int
     hits: pl.DataFrame
+    rejected: int = 0  # records without a document text, not scanned (nor written to a purified copy)
+    rejects: list[ScanReject] = field(default_factory=list)  # the first of them, with their reasons
+
+    @property
+    def scanned(self) -> int:
+        return self.read - self.rejected
 
 
 def _questions_found(index: BenchmarkIndex, hits: pl.DataFrame, doc_norm: dict[int, str]) -> list[list[str]]:
@@ -100,7 +119,7 @@ def _questions_found(index: BenchmarkIndex, hits: pl.DataFrame, doc_norm: dict[i
 
 
 def _evidence(
-    index: BenchmarkIndex, batch_ids: list[str], texts: list[str], shard: str, first_row: int, hits: pl.DataFrame
+    index: BenchmarkIndex, batch_ids: list[str], texts: list[str], shard: str, rows: list[int], hits: pl.DataFrame
 ) -> pl.DataFrame:
     """Batch-local hits -> rows of `scan_hits.parquet` (ids, character spans, questions, excerpt)."""
     docs = sorted(set(hits["doc"].to_list()))
@@ -112,7 +131,7 @@ def _evidence(
         {
             "doc_id": [batch_ids[d] for d in hits["doc"].to_list()],
             "shard": shard,
-            "row": hits["doc"] + first_row,
+            "row": pl.Series(rows, dtype=pl.Int64).gather(hits["doc"]),  # the document's row in its shard
             "story_key": stories["text_key"].gather(story),
             "context_id": stories["context_id"].gather(story),
             "sources": stories["sources"].gather(story),
@@ -135,22 +154,26 @@ def _evidence(
 def scan_shard(index: BenchmarkIndex, shard: Shard, s: ShardSettings, progress: Progress = SILENT) -> ShardResult:
     """One shard, batch by batch: its hits and (with a purify folder) its purified copy."""
     writer = ShardWriter(Path(s.purify_dir), shard) if s.purify_dir else None
-    parts, read, removed = [], 0, 0
+    parts, read, removed, rejected, rejects = [], 0, 0, 0, []
     with progress.stage(f"scan {shard.name}") as stage:
-        for batch in read_batches(shard, s.text_field, s.params.batch_docs, s.id_field, keep_raw=writer is not None):
-            hits = match_texts(index, batch.texts, s.params)
+        for batch in read_batches(
+            shard, s.text_field, s.params.batch_docs, s.id_field, keep_raw=writer is not None, strict=s.strict
+        ):
+            rejected += batch.n_rejected
+            rejects += batch.rejects
+            hits = match_texts(index, batch.texts, s.params) if len(batch) else pl.DataFrame({"doc": []})
             if hits.height:
-                parts.append(_evidence(index, batch.ids, batch.texts, shard.name, batch.first_row, hits))
+                parts.append(_evidence(index, batch.ids, batch.texts, shard.name, batch.doc_rows(), hits))
             dropped = np.unique(hits["doc"].to_numpy()) if hits.height else np.empty(0, dtype=np.int64)
             if writer is not None:
                 writer.write(batch, dropped)
-            read += len(batch)
+            read += len(batch) + batch.n_rejected
             removed += len(dropped)
-            stage.advance(len(batch))
+            stage.advance(len(batch) + batch.n_rejected)
     if writer is not None:
         writer.close()
     frame = pl.concat(parts) if parts else pl.DataFrame(schema=HITS_SCHEMA)
-    return ShardResult(shard.name, read, writer.written if writer else None, removed, frame)
+    return ShardResult(shard.name, read, writer.written if writer else None, removed, frame, rejected, rejects)
 
 
 ShardRunner = Callable[[BenchmarkIndex, Sequence[Shard], ShardSettings, Progress], list[ShardResult]]
@@ -197,12 +220,14 @@ def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ledger(results: list[ShardResult], purify_dir: Path, hits: pl.DataFrame) -> dict:
-    """Per shard and in total: read = kept + removed, with kept counted by the writer."""
+    """Per shard and in total: read = kept + removed + rejected, with kept counted by the writer (a
+    rejected record was not scanned, so it is not written to the purified copy)."""
     shards: list[dict[str, Any]] = [
-        {"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed} for r in results
+        {"shard": r.shard, "read": r.read, "kept": r.kept, "removed": r.removed, "rejected": r.rejected}
+        for r in results
     ]
-    total = {k: sum(int(s[k] or 0) for s in shards) for k in ("read", "kept", "removed")}
-    bad = [s["shard"] for s in shards if s["read"] != (s["kept"] or 0) + s["removed"]]
+    total = {k: sum(int(s[k] or 0) for s in shards) for k in ("read", "kept", "removed", "rejected")}
+    bad = [s["shard"] for s in shards if s["read"] != (s["kept"] or 0) + s["removed"] + s["rejected"]]
     removed_docs = hits.select("shard", "row").unique().height if hits.height else 0
     ledger = {
         "purified": str(purify_dir),
@@ -213,7 +238,7 @@ def _ledger(results: list[ShardResult], purify_dir: Path, hits: pl.DataFrame) ->
     if not ledger["reconciled"]:
         raise PurifyUnreconciled(
             f"purify ledger does not reconcile: read {total['read']} != kept {total['kept']} + removed "
-            f"{total['removed']} (shards {', '.join(bad) or 'none'}; {removed_docs} documents with hits)"
+            f"{total['removed']} + rejected {total['rejected']} (shards {', '.join(bad) or 'none'}; {removed_docs} documents with hits)"
         )
     return ledger
 
@@ -235,9 +260,9 @@ def _write_ledger(out: Path, ledger: dict, hits: pl.DataFrame) -> None:
 def read_benchmark(warehouse: Path, where: str) -> pl.DataFrame:
     """The held-out items of the selection (an empty one is an error: nothing to scan against)."""
     with closing(connect_readonly(Path(warehouse))) as con:
-        items = store.read_selection(con, where)
+        items = store.read_selection(con, where, "--benchmark")  # checked there, as the audit's selections
     if items.height == 0:
-        raise store.SelectionError(f"{warehouse}: the benchmark selection {where!r} matches no items; nothing scanned")
+        raise store.SelectionError(f"{warehouse}: --benchmark {where!r} matches no items; nothing scanned")
     return items
 
 
@@ -254,8 +279,10 @@ def run_scan(
     purify: Path | None = None,
     runner: ShardRunner = run_local,
     progress: Progress = SILENT,
+    strict: bool = False,
 ) -> ScanSummary:
-    """Scan `corpus` (files, folders, globs or `hub:ORG/NAME` at `revision`) against the benchmark."""
+    """Scan `corpus` (files, folders, globs or `hub:ORG/NAME` at `revision`) against the benchmark.
+    A bad record is rejected, counted and left out (`strict`: the first one is a `ScanInputError`)."""
     from tomforge.audits.scan_report import render_scan_report
 
     p = params or ScanParams()
@@ -268,12 +295,21 @@ def run_scan(
         if purify.exists() and any(purify.iterdir()):
             raise ValueError(f"{purify}: the purify folder exists and is not empty")
         purify.mkdir(parents=True, exist_ok=True)
-    settings = ShardSettings(p, text_field, id_field, str(purify) if purify else None)
+    settings = ShardSettings(p, text_field, id_field, str(purify) if purify else None, strict)
     results = runner(index, shards, settings, progress)
+    rejects = _rejects_frame(results)
+    if results and not any(r.scanned for r in results) and any(r.rejected for r in results):
+        first = ScanReject(*rejects.row(0)[:6]) if rejects.height else None
+        raise ScanInputError(
+            f"no document of the corpus could be read: {sum(r.rejected for r in results)} rejected"
+            + (f" (first: {first.line()})" if first else "")
+        )
     hits = pl.concat([r.hits for r in results]) if results else pl.DataFrame(schema=HITS_SCHEMA)
     out_dir.mkdir(parents=True, exist_ok=True)
     with replaced_on_success(out_dir / HITS_FILE) as temp:
         hits.write_parquet(temp)
+    with replaced_on_success(out_dir / REJECTS_FILE) as temp:
+        rejects.write_parquet(temp)
     ledger = None
     if purify is not None:
         ledger = _ledger(results, purify, hits)
@@ -288,7 +324,31 @@ def run_scan(
         ledger,
         out_dir,
         p,
-        [{"shard": r.shard, "read": r.read, "removed": r.removed} for r in results],
+        [
+            {"shard": r.shard, "read": r.read, "scanned": r.scanned, "rejected": r.rejected, "removed": r.removed}
+            for r in results
+        ],
+        scanned=sum(r.scanned for r in results),
+        rejected=sum(r.rejected for r in results),
+        rejects=rejects,
+        ngram=ngram_power(index.null_coverage, p, index.near_copy_pairs),
     )
     render_scan_report(summary, index)
     return summary
+
+
+def _rejects_frame(results: list[ShardResult]) -> pl.DataFrame:
+    """The rejected records kept (the first `MAX_REJECTS_KEPT` of each shard), in shard order."""
+    rows = [r for result in results for r in result.rejects]
+    return pl.DataFrame(
+        {
+            "shard": [r.shard for r in rows],
+            "row": [r.row for r in rows],
+            "place": [r.place for r in rows],
+            "field": [r.field for r in rows],
+            "reason": [r.reason for r in rows],
+            "raw": [r.raw for r in rows],
+            "line": [r.row + 1 if r.place.startswith("line") else None for r in rows],
+        },
+        schema=REJECTS_SCHEMA,
+    )

@@ -5,7 +5,10 @@ Why its own module: the scan holds only the benchmark in memory; the corpus pass
 one batch of `batch_docs` documents at a time, so memory does not grow with the corpus. A shard
 is the unit of work (a Ray task reads its own shard), so a shard is a name plus a way to open it.
 A document's text is its `text` field (or `--text-field`); a verl-style row without one gives its
-`prompt` chat messages' contents, joined by newlines.
+`prompt` chat messages' contents, joined by newlines (a content of OpenAI-style parts gives its text
+parts). A record that cannot give a text (a line that is not JSON, no text field, a null) is a
+`ScanReject` naming its shard, line or row, field and reason, counted and left out of the scan; with
+`strict` the first one stops the scan instead. A file that cannot be read at all is a `ScanInputError`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -23,9 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tomforge.errors import TomforgeError
+from tomforge.warehouse.sources.base import RecordError
+from tomforge.warehouse.sources.rl_prompt import content_parts
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson", ".parquet")
 HUB_PREFIX = "hub:"
+RAW_CHARS = 300  # of a rejected record, kept in scan_rejects.parquet
+MAX_REJECTS_KEPT = 10_000  # per shard: the rejects beyond are counted, not kept
 
 
 class ScanInputError(TomforgeError, ValueError):
@@ -57,10 +64,31 @@ class Shard:
         return open(self.location, "rb")
 
 
+BadRecord = RecordError  # one record without a document text: its field and why (becomes a `ScanReject`)
+
+
+@dataclass(frozen=True)
+class ScanReject:
+    """A record left out of the scan: where (`row`: 0-based record of the shard, a jsonl line's
+    number - 1), the field and the reason, and the start of its raw text."""
+
+    shard: str
+    row: int
+    place: str  # "line 7" (jsonl) or "row 6" (parquet)
+    field: str
+    reason: str
+    raw: str
+
+    def line(self) -> str:
+        return f"{self.shard} {self.place} ({self.field}): {self.reason}"
+
+
 @dataclass
 class Batch:
-    """Consecutive documents of one shard: their ids and texts, and the raw rows for a purified copy
-    (the jsonl lines as read, or a parquet record batch)."""
+    """Consecutive documents of one shard: their ids, texts and rows in the shard (`rows`; a jsonl row is
+    its line number - 1), the raw rows for a purified copy (the jsonl lines as read, or a parquet record
+    batch, of the documents only), and the records rejected on the way (`n_rejected` counts them all,
+    `rejects` keeps the first `MAX_REJECTS_KEPT` of the shard)."""
 
     shard: Shard
     first_row: int
@@ -68,9 +96,15 @@ class Batch:
     texts: list[str]
     raw_lines: list[bytes] | None = None
     raw_table: pa.Table | None = None
+    rows: list[int] | None = None  # None: first_row, first_row + 1, ...
+    rejects: list[ScanReject] = field(default_factory=list)
+    n_rejected: int = 0
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def doc_rows(self) -> list[int]:
+        return self.rows if self.rows is not None else list(range(self.first_row, self.first_row + len(self.texts)))
 
 
 def _is_corpus_file(path: str) -> bool:
@@ -125,102 +159,171 @@ def _hub_shards(repo: str, revision: str | None) -> list[Shard]:
 
 
 def message_text(prompt: Any) -> str | None:
-    """A verl/TRL prompt as text: a string as is, a list of chat messages as their contents joined."""
+    """A verl/TRL prompt as text: a string as is, a list of chat messages as their contents joined (a
+    content of OpenAI-style parts as its text parts, `rl_prompt.content_parts`); None for another shape."""
     if isinstance(prompt, str):
         return prompt
-    if isinstance(prompt, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in prompt):
-        return "\n".join(m["content"] for m in prompt)
+    if isinstance(prompt, list) and all(isinstance(m, dict) and "content" in m for m in prompt):
+        return "\n".join(content_parts(m["content"], f"message {i}")[0] for i, m in enumerate(prompt))
     return None
+
+
+def row_text(record: Any, text_field: str | None) -> str:
+    """The document text of one row, or `BadRecord` (field, reason)."""
+    if not isinstance(record, dict):
+        raise BadRecord("row", "not a JSON object")
+    name = text_field or ("text" if "text" in record or "prompt" not in record else "prompt")
+    if name not in record:
+        raise BadRecord(name, f"no field {name!r} (choose one with --text-field)")
+    value = record[name]
+    if value is None:
+        raise BadRecord(name, f"field {name!r} is null")
+    try:
+        text = message_text(value)  # a string as is, or chat messages (verl's `prompt`) joined
+    except BadRecord as bad:
+        raise BadRecord(name, f"field {name!r}: {bad.reason}") from None
+    if text is None:
+        raise BadRecord(name, f"field {name!r} is {type(value).__name__}, not text or chat messages")
+    return text
 
 
 def record_text(record: Any, text_field: str | None, where: str) -> str:
     """The document text of one row (`where` names the file and row in errors)."""
-    if not isinstance(record, dict):
-        raise ScanInputError(f"{where}: not a JSON object")
-    field = text_field or ("text" if "text" in record or "prompt" not in record else "prompt")
-    if field not in record:
-        raise ScanInputError(f"{where}: no field {field!r} (choose one with --text-field)")
-    value = record[field]
-    text = message_text(value)  # a string as is, or chat messages (verl's `prompt`) joined
-    if text is None:
-        raise ScanInputError(f"{where}: field {field!r} is {type(value).__name__}, not text or chat messages")
-    return text
+    try:
+        return row_text(record, text_field)
+    except BadRecord as bad:
+        raise ScanInputError(f"{where}: {bad.reason}") from None
 
 
 def _record_id(record: dict, id_field: str | None, shard: Shard, row: int) -> str:
     if id_field is None:
         return f"{shard.name}:{row}"
     if id_field not in record or record[id_field] is None:
-        raise ScanInputError(f"{shard.name} row {row}: no field {id_field!r} (--id-field)")
+        raise BadRecord(id_field, f"no field {id_field!r} (--id-field)")
     return str(record[id_field])
 
 
+class _Rejects:
+    """The rejects of one shard: counted, the first `MAX_REJECTS_KEPT` kept; with `strict` the first stops."""
+
+    def __init__(self, shard: Shard, strict: bool) -> None:
+        self.shard, self.strict = shard, strict
+        self.batch: list[ScanReject] = []
+        self.n_batch = 0
+        self.kept = 0
+
+    def add(self, row: int, place: str, bad: BadRecord, raw: str) -> None:
+        if self.strict:
+            raise ScanInputError(
+                f"{self.shard.name} {place}, field {bad.field}: {bad.reason} (--strict stops at the first bad record; "
+                "without it, bad records are counted and left out)"
+            )
+        self.n_batch += 1
+        if self.kept < MAX_REJECTS_KEPT:
+            self.kept += 1
+            self.batch.append(ScanReject(self.shard.name, row, place, bad.field, bad.reason, raw[:RAW_CHARS]))
+
+    def take(self) -> tuple[list[ScanReject], int]:
+        out, n = self.batch, self.n_batch
+        self.batch, self.n_batch = [], 0
+        return out, n
+
+
 def read_batches(
-    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None = None, keep_raw: bool = False
+    shard: Shard,
+    text_field: str | None,
+    batch_docs: int,
+    id_field: str | None = None,
+    keep_raw: bool = False,
+    strict: bool = False,
 ) -> Iterator[Batch]:
-    """The shard's documents in batches of `batch_docs` (the last one shorter)."""
+    """The shard's documents in batches of `batch_docs` (the last one shorter), each with the records
+    rejected since the batch before (a last batch may hold rejects only)."""
+    rejects = _Rejects(shard, strict)
     if shard.fmt == "parquet":
-        yield from _parquet_batches(shard, text_field, batch_docs, id_field, keep_raw)
+        yield from _parquet_batches(shard, text_field, batch_docs, id_field, keep_raw, rejects)
     else:
-        yield from _jsonl_batches(shard, text_field, batch_docs, id_field, keep_raw)
+        yield from _jsonl_batches(shard, text_field, batch_docs, id_field, keep_raw, rejects)
 
 
 def _jsonl_batches(
-    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool
+    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool, rejects: _Rejects
 ) -> Iterator[Batch]:
+    """A record a non-blank line (a blank line is no record); a document's row is its line number - 1."""
     with shard.open() as raw:
         stream: BinaryIO = gzip.open(raw) if shard.gzipped else raw  # type: ignore[assignment]
-        row, first = 0, 0
+        line_no = 0
         ids: list[str] = []
         texts: list[str] = []
+        rows: list[int] = []
         lines: list[bytes] = []
         try:
             for line in stream:
+                line_no += 1
                 if not line.strip():
-                    raise ScanInputError(
-                        f"{shard.name} line {row + 1}: empty line (a jsonl corpus holds one object a line)"
-                    )
+                    continue
+                row = line_no - 1
                 try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise ScanInputError(f"{shard.name} line {row + 1}: not JSON ({exc})") from None
-                where = f"{shard.name} line {row + 1}"
-                texts.append(record_text(record, text_field, where))
-                ids.append(_record_id(record, id_field, shard, row))
+                    try:
+                        record = orjson.loads(line.rstrip(b"\r\n"))
+                    except orjson.JSONDecodeError as exc:
+                        raise BadRecord("row", f"not JSON ({exc})") from None
+                    text = row_text(record, text_field)
+                    ident = _record_id(record, id_field, shard, row)
+                except BadRecord as bad:
+                    rejects.add(row, f"line {line_no}", bad, line.decode("utf-8", "replace").rstrip("\r\n"))
+                    continue
+                texts.append(text)
+                ids.append(ident)
+                rows.append(row)
                 if keep_raw:
                     lines.append(line if line.endswith(b"\n") else line + b"\n")
-                row += 1
                 if len(texts) == batch_docs:
-                    yield Batch(shard, first, ids, texts, lines if keep_raw else None)
-                    first, ids, texts, lines = row, [], [], []
+                    kept_rejects, n_bad = rejects.take()
+                    yield Batch(
+                        shard, rows[0], ids, texts, lines if keep_raw else None, None, rows, kept_rejects, n_bad
+                    )
+                    ids, texts, rows, lines = [], [], [], []
         except (OSError, EOFError) as exc:
-            raise ScanInputError(f"{shard.name}: unreadable after line {row} ({type(exc).__name__}: {exc})") from None
-        if texts:
-            yield Batch(shard, first, ids, texts, lines if keep_raw else None)
+            raise ScanInputError(
+                f"{shard.name}: unreadable after line {line_no} ({type(exc).__name__}: {exc})"
+            ) from None
+        kept_rejects, n_bad = rejects.take()
+        if texts or n_bad:
+            first = rows[0] if rows else line_no
+            yield Batch(shard, first, ids, texts, lines if keep_raw else None, None, rows, kept_rejects, n_bad)
 
 
-def _column_texts(table: pa.Table, field: str, shard: Shard, first: int) -> list[str]:
-    """One column as texts: strings as they are, chat-message lists as their contents joined."""
-    column = pl.from_arrow(table.column(field))
+def _column_texts(table: pa.Table, name: str, shard: Shard) -> list[str | BadRecord]:
+    """One column as texts, or why a row gives none: strings as they are, chat-message lists as their
+    contents joined (a content of parts, or any other list shape, row by row through `message_text`)."""
+    column = pl.from_arrow(table.column(name))
     assert isinstance(column, pl.Series)
     if column.dtype == pl.Utf8:
         texts = column
     elif (
         isinstance(column.dtype, pl.List)
         and isinstance(column.dtype.inner, pl.Struct)
-        and "content" in [f.name for f in column.dtype.inner.fields]
+        and {f.name: f.dtype for f in column.dtype.inner.fields}.get("content") == pl.Utf8
     ):
         texts = column.list.eval(pl.element().struct.field("content")).list.join("\n")
+    elif isinstance(column.dtype, pl.List):
+        return [_python_text(value, name) for value in table.column(name).to_pylist()]
     else:
-        raise ScanInputError(f"{shard.name}: column {field!r} is {column.dtype}, not text or chat messages")
-    missing = texts.is_null().arg_true()
-    if len(missing):
-        raise ScanInputError(f"{shard.name} row {first + int(missing[0])}: field {field!r} is null")
-    return texts.to_list()
+        raise ScanInputError(f"{shard.name}: column {name!r} is {column.dtype}, not text or chat messages")
+    null = BadRecord(name, f"field {name!r} is null")
+    return [null if text is None else text for text in texts.to_list()]
+
+
+def _python_text(value: Any, name: str) -> str | BadRecord:
+    try:
+        return row_text({name: value}, name)
+    except BadRecord as bad:
+        return bad
 
 
 def _parquet_batches(
-    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool
+    shard: Shard, text_field: str | None, batch_docs: int, id_field: str | None, keep_raw: bool, rejects: _Rejects
 ) -> Iterator[Batch]:
     with shard.open() as raw:
         try:
@@ -228,19 +331,35 @@ def _parquet_batches(
         except (pa.ArrowInvalid, OSError) as exc:
             raise ScanInputError(f"{shard.name}: not a readable parquet file ({exc})") from None
         names = reader.schema_arrow.names
-        field = text_field or ("text" if "text" in names or "prompt" not in names else "prompt")
-        if field not in names:
-            raise ScanInputError(f"{shard.name}: no column {field!r} (choose one with --text-field)")
+        name = text_field or ("text" if "text" in names or "prompt" not in names else "prompt")
+        if name not in names:
+            raise ScanInputError(f"{shard.name}: no column {name!r} (choose one with --text-field)")
         if id_field is not None and id_field not in names:
             raise ScanInputError(f"{shard.name}: no column {id_field!r} (--id-field)")
-        columns = None if keep_raw else [c for c in (field, id_field) if c]
+        columns = None if keep_raw else [c for c in (name, id_field) if c]
         first = 0
         for record_batch in reader.iter_batches(batch_size=batch_docs, columns=columns):
             table = pa.Table.from_batches([record_batch])
-            texts = _column_texts(table, field, shard, first)
+            values = _column_texts(table, name, shard)
+            good = [i for i, v in enumerate(values) if not isinstance(v, BadRecord)]
+            for i, v in enumerate(values):
+                if isinstance(v, BadRecord):
+                    rejects.add(first + i, f"row {first + i}", v, _raw_row(table, i))
+            if len(good) < len(values):
+                table = table.take(pa.array(good, type=pa.int64()))
+            texts = [values[i] for i in good]
+            rows = [first + i for i in good]
             if id_field is None:
-                ids = [f"{shard.name}:{row}" for row in range(first, first + len(texts))]
+                ids = [f"{shard.name}:{row}" for row in rows]
             else:
                 ids = [str(v) for v in table.column(id_field).to_pylist()]
-            yield Batch(shard, first, ids, texts, raw_table=table if keep_raw else None)
-            first += len(texts)
+            kept_rejects, n_bad = rejects.take()
+            yield Batch(shard, first, ids, texts, None, table if keep_raw else None, rows, kept_rejects, n_bad)  # type: ignore[arg-type]
+            first += len(values)
+
+
+def _raw_row(table: pa.Table, i: int) -> str:
+    try:
+        return orjson.dumps(table.slice(i, 1).to_pylist()[0], default=str).decode()
+    except TypeError:
+        return str(table.slice(i, 1).to_pylist()[0])

@@ -27,6 +27,7 @@ from tomforge.audits.lsh import Banding, band_keys, choose_banding
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.ngram import distinct_grams
 from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.scan_null import near_copy_clusters, null_coverage
 from tomforge.audits.skeleton import _WORD, _names
 from tomforge.audits.text import batch_ngrams, fmix64, hash_normalized_words, norm_words, text_keys
 
@@ -76,8 +77,9 @@ class BenchmarkIndex:
     story_shingle_offsets: np.ndarray
     band_key: np.ndarray  # combined band keys of the stories' signatures, sorted
     band_story: np.ndarray
-    null_coverage: np.ndarray  # sorted leave-one-out coverage of each story by the other stories
+    null_coverage: np.ndarray  # sorted leave-one-out coverage of each story by the stories of other clusters
     banding: Banding
+    near_copy_pairs: int = 0  # pairs of near copies the null leaves out (`audits.scan_null`)
 
     @property
     def n_stories(self) -> int:
@@ -125,15 +127,15 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     owner = np.repeat(np.arange(len(n_grams), dtype=np.int64), n_grams)
     order = np.argsort(grams, kind="stable")
     gram_hash, gram_story = grams[order], owner[order]
-    uniq, inverse, df = np.unique(gram_hash, return_inverse=True, return_counts=True)
-    shared = np.zeros(len(n_grams), dtype=np.int64)
-    np.add.at(shared, gram_story, df[inverse] >= 2)
-    null = np.sort(shared[n_grams > 0] / n_grams[n_grams > 0])
+    _, inverse, df = np.unique(gram_hash, return_inverse=True, return_counts=True)
     keep = df[inverse] <= MAX_GRAM_STORIES
     gram_hash, gram_story = gram_hash[keep], gram_story[keep]
     gram_filter = np.zeros(1 << FILTER_BITS, dtype=np.uint8)
     gram_filter[(gram_hash & np.uint64((1 << FILTER_BITS) - 1)).astype(np.int64)] = 1
     shingles, shingle_offsets = distinct_grams(*batch_ngrams(words, word_offsets, p.shingle_n))
+    # the null without near copies of a story (a variant, the same story in another source): `audits.scan_null`
+    clusters, near_copy_pairs = near_copy_clusters(shingles, shingle_offsets, p)
+    null = null_coverage(grams, gram_offsets, clusters)
     banding = choose_banding(p.num_perm, p.jaccard_threshold, p.target_recall)
     sigs = MinHasher(p.num_perm, p.minhash_seed).signatures(shingles, shingle_offsets)
     keys = combined_band_keys(band_keys(sigs, banding))
@@ -162,4 +164,5 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
         band_story=band_owner[korder],
         null_coverage=null,
         banding=banding,
+        near_copy_pairs=near_copy_pairs,
     )

@@ -44,6 +44,16 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
             else "nothing to do"
         )
         lines.append(f"| {STATUS_TEXT[status]} | {r['source']} | {finding} | {action} |")
+    if summary.rejected:
+        lines.append(
+            f"| {STATUS_TEXT['warn']} | corpus input | {summary.rejected} of {summary.read} documents rejected, not "
+            f"scanned (see Rejected records) | fix or drop those records; --strict stops at the first |"
+        )
+    if summary.ngram is not None and not summary.ngram.can_fire:
+        lines.append(
+            f"| {STATUS_TEXT['warn']} | n-gram test | the n-gram kind {summary.ngram.why} | a story's partial copy is "
+            "not found by n-grams against this benchmark: select fewer near-identical stories (--benchmark) |"
+        )
     return lines
 
 
@@ -53,7 +63,9 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
     lines = [
         "# Scan report",
         "",
-        f"Corpus: {summary.read} documents in {len(summary.shards)} shard(s). Benchmark: `{summary.benchmark_where}` "
+        f"Corpus: {len(summary.shards)} shard(s), {summary.read} documents read: {summary.scanned} scanned, "
+        f"{summary.rejected} rejected (not scanned); scanned {summary.scanned} = kept {summary.kept} + removed "
+        f"{summary.removed}. Benchmark: `{summary.benchmark_where}` "
         f"({summary.n_items} held-out questions on {summary.n_stories} distinct stories). "
         f"{hits.height} hits in {docs} documents.",
         "",
@@ -70,7 +82,10 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
         f"Null of the n-gram test: coverage of each of the {len(index.null_coverage)} benchmark stories by the other "
         f"benchmark stories (99th percentile {_quantile(index.null_coverage, 0.99):.3f}, max "
         f"{_quantile(index.null_coverage, 1.0):.3f}); a pair is flagged at conformal p <= {summary.params.ngram_alpha:g} "
-        f"with coverage >= {summary.params.ngram_min_coverage:g}.",
+        f"with coverage >= {summary.params.ngram_min_coverage:g}. Stories that are near copies of each other (shingle "
+        f"Jaccard >= {summary.params.jaccard_threshold:g} or containment >= {summary.params.containment_threshold:g}) "
+        f"do not count in each other's coverage: near copies left out: {index.near_copy_pairs} pairs of benchmark "
+        f"stories. The n-gram kind {summary.ngram.why if summary.ngram else 'was not assessed'}.",
         "",
         "## Evidence",
         "",
@@ -88,6 +103,7 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
             ).drop("question_item_ids", "word_start", "word_end"),
             limit=MAX_EVIDENCE,
         ),
+        *_rejected_section(summary),
         "## Per benchmark source",
         "",
         markdown_table(summary.per_source, limit=100),
@@ -117,6 +133,22 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
     out = summary.out_dir
     write_text_atomically(out / "scan_report.md", text)
     write_html(text, out / "scan_report.html", title="Scan report")
+
+
+def _rejected_section(summary: ScanSummary) -> list[str]:
+    if not summary.rejected:
+        return []
+    shown = summary.rejects.head(MAX_EVIDENCE).with_columns(pl.col("raw").str.slice(0, 80).str.replace_all(r"\s+", " "))
+    return [
+        "## Rejected records",
+        "",
+        f"{summary.rejected} records gave no document text and were not scanned (nor written to a purified copy); "
+        f"the first {min(summary.rejects.height, MAX_EVIDENCE)} here, "
+        + ("all" if summary.rejects.height == summary.rejected else f"the first {summary.rejects.height} of each shard")
+        + " with their reasons in `scan_rejects.parquet`.",
+        "",
+        markdown_table(shown.select("shard", "place", "field", "reason", "raw"), limit=MAX_EVIDENCE),
+    ]
 
 
 def _quantile(values: np.ndarray, q: float) -> float:

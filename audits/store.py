@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from tomforge.errors import TomforgeError
 from tomforge.warehouse import db
+from tomforge.warehouse.selection import bound_problem, check_selection, first_line
 
 ITEM_COLUMNS = (
     "item_id",
@@ -79,10 +80,18 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
     return frame if isinstance(frame, pl.DataFrame) else frame.to_frame()
 
 
-def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
+def read_selection(con: duckdb.DuckDBPyConnection, where: str, flag: str = "the selection") -> pl.DataFrame:
     """The selected items (`ITEM_COLUMNS` + `WORLD_COLUMNS`, by item_id). Each story is read once and
     joined to its items in polars, whose string views then point at the one copy: a million items
-    of ~140k stories carry ~140k story texts, not a million."""
+    of ~140k stories carry ~140k story texts, not a million.
+
+    The one reader of a selection: `where` is checked first (`warehouse.selection.check_selection`:
+    one condition, no comment, no escaping its parentheses) and bound alone, so an error names `flag`
+    and the user's text, never the query built around it."""
+    check_selection(where, flag)
+    problem = bound_problem(con, where, flag)
+    if problem:
+        raise SelectionError(problem)
     cols = ", ".join(c for c in ITEM_COLUMNS if c != "context")
     try:
         items = con.sql(world_selection_sql("items_full", where, cols)).to_arrow_table()
@@ -91,7 +100,7 @@ def read_selection(con: duckdb.DuckDBPyConnection, where: str) -> pl.DataFrame:
             f"(SELECT context_id FROM items_full WHERE ({where}))"
         ).to_arrow_table()
     except duckdb.Error as exc:
-        raise SelectionError(f"selection {where!r} failed: {str(exc).splitlines()[0]}") from None
+        raise SelectionError(f"{flag} {where!r} failed on the warehouse: {first_line(exc)}") from None
     frame = pl.DataFrame(items).join(pl.DataFrame(stories), on="context_id", how="left", maintain_order="left")
     return frame.select(*ITEM_COLUMNS, *WORLD_COLUMNS)
 

@@ -45,7 +45,9 @@ def scan_task(
     for line in summary.lines():
         get_run_logger().info(line)
     return {
-        "read": summary.read,
+        "read": summary.read,  # = scanned + rejected
+        "scanned": summary.scanned,
+        "rejected": summary.rejected,
         "hits": summary.hits.height,
         "contaminated": summary.contaminated,
         "ledger": summary.ledger,

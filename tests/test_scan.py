@@ -90,7 +90,12 @@ def test_purified_copy_and_ledger_reconcile(planted) -> None:
     ]
     assert kept_a + kept_b == [d["id"] for d in docs if d["id"] not in removed]  # order kept, only hits dropped
     ledger = json.loads((root / "out" / "purify_ledger.json").read_text())
-    assert ledger["total"] == {"read": len(docs), "kept": len(docs) - len(removed), "removed": len(removed)}
+    assert ledger["total"] == {
+        "read": len(docs),
+        "kept": len(docs) - len(removed),
+        "removed": len(removed),
+        "rejected": 0,
+    }
     assert ledger["reconciled"] and [s["shard"] for s in ledger["shards"]] == ["a.jsonl", "sub/b.jsonl.gz"]
     assert set(pl.read_parquet(root / "out" / "purify_removed.parquet")["doc_id"]) == removed
 
@@ -155,8 +160,8 @@ def test_verl_parquet_prompts_and_parquet_purify(bench, tmp_path: Path) -> None:
 
 def test_bad_input_is_one_line_naming_file_row_and_field(bench, tmp_path: Path) -> None:
     write_jsonl(tmp_path / "c.jsonl", [{"text": "fine"}, {"body": "no text"}])
-    with pytest.raises(ScanInputError, match=r"c\.jsonl line 2: no field 'text'"):
-        run_scan(bench[0], [str(tmp_path / "c.jsonl")], tmp_path / "out")
+    with pytest.raises(ScanInputError, match=r"c\.jsonl line 2, field text: no field 'text'"):
+        run_scan(bench[0], [str(tmp_path / "c.jsonl")], tmp_path / "out", strict=True)  # else rejected, counted
     with pytest.raises(ScanInputError, match="no such file"):
         run_scan(bench[0], [str(tmp_path / "missing*.jsonl")], tmp_path / "out")
 

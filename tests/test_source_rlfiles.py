@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -148,10 +149,88 @@ def test_prompt_field_flag(tmp_path: Path) -> None:
         ("test.parquet", "test"),
         ("data/validation/x.parquet", "validation"),
         ("tom_rl_mix.parquet", None),
+        # issue 36: the name's parts (split on _ - . /) say the split
+        ("ToM_test_HiExTi_hint.parquet", "test"),
+        ("val.jsonl", "val"),
+        ("my-dev-set.parquet", "dev"),
+        ("ToM.Test.v2.jsonl", "test"),
+        ("held/eval-set/rows.jsonl", "eval"),
+        # ... as whole parts only: words that merely contain a split word say nothing
+        ("latest.jsonl", None),
+        ("contest_data.parquet", None),
+        ("device-logs.jsonl", None),
+        ("trainer_devops_testament.parquet", None),
+        ("protest/attest.jsonl", None),
+        # both train and test in one name: no guess
+        ("train_test_mix.parquet", None),
     ],
 )
 def test_split_from_the_file_name(tmp_path: Path, name: str, split: str | None) -> None:
-    assert split_of(tmp_path / name) == split
+    assert split_of(tmp_path / name, tmp_path) == split
+
+
+def test_the_folder_above_the_input_says_nothing(tmp_path: Path) -> None:
+    """Only the names under the input root count (pytest's own folder is named test_...)."""
+    inside = tmp_path / "test_runs" / "latest"
+    assert split_of(inside / "rows.jsonl", inside) is None
+
+
+def test_ingest_prints_the_split_of_each_file_and_why(tmp_path: Path) -> None:
+    folder = tmp_path / "rl"
+    write_verl(folder / "ToM_test_HiExTi_hint.parquet")
+    write_trl(folder / "latest.jsonl")
+    write_trl(folder / "sub" / "val.jsonl")
+    progress = Recording()
+    warehouse = tmp_path / "w.duckdb"
+    ingest(warehouse, "rlfiles", folder, progress=progress)
+    lines = [line for line in progress.lines if "-> split" in line]
+    assert lines == [
+        "rlfiles: ToM_test_HiExTi_hint.parquet -> split test (from the name: 'test'; 7 rows loaded)",
+        "rlfiles: latest.jsonl -> split train (default: no train/test/validation/dev part in the name; 3 rows loaded)",
+        "rlfiles: sub/val.jsonl -> split val (from the name: 'val'; 3 rows loaded)",
+    ]
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        splits = con.sql("SELECT split, count(*) FROM items GROUP BY 1 ORDER BY 1").fetchall()
+    assert splits == [("test", 7), ("train", 3), ("val", 3)]
+    progress = Recording()
+    ingest(tmp_path / "w2.duckdb", "rlfiles", folder, progress=progress, adapter=rl_adapter("rlfiles", split="mix"))
+    assert "rlfiles: ToM_test_HiExTi_hint.parquet -> split mix (from --split; 7 rows loaded)" in progress.lines
+
+
+def test_openai_content_parts_are_read(tmp_path: Path) -> None:
+    """`content` as a list of OpenAI-style parts: the text parts joined, a non-text part left out and
+    said so (meta and the load's line), a text part without text a reject naming the field."""
+    story = "Story: Al put the pen in the box.\nAl left.\nQuestion: Where will Al look for the pen?"
+    parts = [{"type": "text", "text": "Read the story."}, {"type": "text", "text": story}]
+    rows = [
+        {"prompt": [{"role": "user", "content": parts}], "reward_model": {"ground_truth": "box"}},
+        {
+            "prompt": [{"role": "user", "content": [*parts, {"type": "image_url", "image_url": {"url": "x.png"}}]}],
+            "reward_model": {"ground_truth": "box"},
+        },
+        {
+            "prompt": [{"role": "user", "content": [{"type": "text", "text": None}]}],
+            "reward_model": {"ground_truth": "a"},
+        },
+    ]
+    path = tmp_path / "parts.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    records, rejects = read_all(ADAPTER, path)
+    assert [(r["context"], r["question"]) for r in records] == [
+        ("Al put the pen in the box.\nAl left.", "Where will Al look for the pen?")
+    ] * 2
+    assert "ignored_parts" not in records[0]["meta"]["tomforge_rl"]
+    assert records[1]["meta"]["tomforge_rl"]["ignored_parts"] == ["image_url"]
+    assert [(r.field, r.reason) for r in rejects] == [("prompt", "message 0, content part 0: a text part without text")]
+    pq.write_table(pa.Table.from_pylist(rows[:2]), tmp_path / "parts.parquet")  # parquet: parts as structs
+    records, rejects = read_all(ADAPTER, tmp_path / "parts.parquet")
+    assert not rejects and [r["question"] for r in records] == ["Where will Al look for the pen?"] * 2
+    progress = Recording()
+    ingest(tmp_path / "w.duckdb", "rlfiles", tmp_path / "parts.parquet", progress=progress)
+    assert (
+        "rlfiles: 1 of 2 loaded rows hold content parts that are not text (image_url 1), left out: only text parts are read"
+        in progress.lines
+    )
 
 
 def test_datasets_folders_and_shards(tmp_path: Path) -> None:

@@ -31,6 +31,6 @@ def ingest(
     with db.building(Path(warehouse)) as con:
         staged = stage_input(info_of(adapter), adapter, root, str(location), progress)
         report = write_staged(con, staged, progress=progress)
-    for line in adapter.load_notes(staged.items):
+    for line in adapter.load_notes(staged.items, root):
         progress.info(line)
     return report

@@ -5,8 +5,12 @@ Why: callers put the user's text inside `WHERE (...)`. Pasted unchecked, `1=1) O
 parenthesis the user never opened and selects everything, and a trailing `AND` is reported at a `)`
 the user never typed. DuckDB's own parser (`json_serialize_sql`) reads the text as the whole WHERE
 clause of a bare SELECT: it must parse there, hold nothing but the condition (no ORDER BY, LIMIT,
-GROUP BY, second statement...), and mean the same once enclosed in parentheses (a trailing `--`
-comment would swallow the closing one)."""
+GROUP BY, second statement...), hold no comment (a trailing `--` comment would swallow the closing
+parenthesis), and mean the same once enclosed in parentheses.
+
+Every reader of a selection goes through here: `audits.store.read_selection` (the audit, the scan,
+the experiments) checks the text itself, and `bound_problem` says why a checked text does not run
+on `items_full`, in the user's terms: a message never quotes the SQL a caller builds around it."""
 
 from __future__ import annotations
 
@@ -39,6 +43,12 @@ def check_selection(text: str, flag: str) -> str:
         raise SelectionSyntaxError(
             f"{flag} is empty: give one SQL condition on items_full, e.g. {flag} \"split = 'test'\""
         )
+    comment = _comment_at(text)
+    if comment is not None:
+        raise SelectionSyntaxError(
+            f"{flag} {text!r} is not one SQL condition: it holds a comment (-- or /* */) at character {comment + 1}; "
+            "give the condition alone"
+        )
     statements = _statements(_PREFIX + text)
     if statements > 1:
         raise SelectionSyntaxError(f"{flag} {text!r} holds {statements} SQL statements; give one condition, no ';'")
@@ -64,6 +74,32 @@ def check_selection(text: str, flag: str) -> str:
             f"{flag} {text!r} does not stay one condition inside parentheses (does it end in a -- comment?)"
         )
     return text
+
+
+def bound_problem(con: duckdb.DuckDBPyConnection, text: str, flag: str) -> str | None:
+    """Why the checked condition `text` does not bind on `items_full` (an unknown column, a type
+    that does not compare), in one line naming `flag` and `text`; None when it binds. Bound on its
+    own (`LIMIT 0`: nothing is read), so DuckDB's message speaks of the view and the user's text."""
+    try:
+        con.execute(f"SELECT item_id FROM items_full WHERE ({text}) LIMIT 0")
+    except duckdb.Error as exc:
+        return f"{flag} {text!r} does not run on items_full: {first_line(exc)}"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """DuckDB's own message, first line only (the lines after it quote the query around the condition)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _comment_at(text: str) -> int | None:
+    """Where the first comment token of `text` starts (0-based), or None (`--` inside a string is text)."""
+    try:
+        tokens = duckdb.tokenize(text)
+    except duckdb.Error:
+        return None  # the parser below says why
+    return next((start for start, kind in tokens if kind == duckdb.token_type.comment), None)
 
 
 def _statements(sql: str) -> int:

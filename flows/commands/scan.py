@@ -60,7 +60,11 @@ def scan(
     ray_address: Optional[str] = typer.Option(
         None, "--ray", help="Run the shards on Ray: a cluster address, or 'local' for a local Ray."
     ),
-    strict: bool = typer.Option(False, "--strict", help=f"Exit {ExitCode.FINDINGS} when a held-out story is found."),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help=f"Stop at the first bad record (exit {ExitCode.BAD_INPUT}); exit {ExitCode.FINDINGS} when a held-out story is found.",
+    ),
 ) -> None:
     """Scan a training corpus for held-out benchmark stories: verbatim, near duplicate, contained, long n-grams."""
     from tomforge.audits.scan import ShardRunner, run_local, run_scan
@@ -90,6 +94,7 @@ def scan(
             purify=purify,
             runner=runner,
             progress=progress,
+            strict=strict,
         )
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and summary.contaminated:

@@ -92,9 +92,10 @@ class Adapter(AdapterInfo, ABC):
         the records themselves (`stage` takes both)."""
         return self.read(root)
 
-    def load_notes(self, items: Any) -> list[str]:
-        """Lines the load should print about the staged `items` (an Arrow table), beyond the counts;
-        by default none (the RL files adapter says how many prompts it could not split)."""
+    def load_notes(self, items: Any, root: Path) -> list[str]:
+        """Lines the load of `root` should print about the staged `items` (an Arrow table), beyond the
+        counts; by default none (the RL files adapter says the split of each file and how many
+        prompts it could not split)."""
         return []
 
     def split_input(self, root: Path) -> Path | None:

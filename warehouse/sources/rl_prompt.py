@@ -105,17 +105,52 @@ def last_mark(text: str, markers: tuple[str, ...], start: int = 0, stop: int | N
 USER_ROLES = frozenset({"user", "human"})
 
 
-def message_text(content: Any) -> str:
-    """A message's text: a string, the text parts of a multimodal content list, or "" for none
-    (an assistant turn that only calls a tool)."""
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})  # OpenAI chat / Responses API text parts
+
+
+def content_parts(content: Any, where: str = "message content") -> tuple[str, list[str]]:
+    """A message's content as text, and the types of the parts left out. A string is its text; a
+    list of OpenAI-style parts (`[{"type": "text", "text": "..."}]`, or plain strings) gives its
+    text parts joined by newlines, and the other parts (`image_url`, `input_audio`, ...) are left
+    out and named; a text part without a text string is a `RecordError`."""
     if content is None:
-        return ""
+        return "", []
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict)]
-        return "\n".join(part for part in parts if isinstance(part, str))
-    raise RecordError("prompt", f"message content is {type(content).__name__}, not text")
+        return content, []
+    if not isinstance(content, list):
+        raise RecordError("prompt", f"{where} is {type(content).__name__}, not text")
+    texts, ignored = [], []
+    for number, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise RecordError("prompt", f"{where}, content part {number}: {type(part).__name__}, not a part object")
+        kind = part.get("type")
+        if kind in TEXT_PART_TYPES or (kind is None and "text" in part):
+            if not isinstance(part.get("text"), str):
+                raise RecordError("prompt", f"{where}, content part {number}: a text part without text")
+            texts.append(part["text"])
+        else:
+            ignored.append(str(kind))
+    return "\n".join(texts), ignored
+
+
+def message_text(content: Any) -> str:
+    """A message's text: a string, the text parts of a multimodal content list (`content_parts`),
+    or "" for none (an assistant turn that only calls a tool)."""
+    return content_parts(content)[0]
+
+
+def ignored_parts(prompt: Any) -> list[str]:
+    """The types of the non-text content parts of a chat prompt's messages, in order (none for a string)."""
+    if not isinstance(prompt, list):
+        return []
+    out: list[str] = []
+    for number, message in enumerate(prompt):
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            out += content_parts(message["content"], f"message {number}")[1]
+    return out
 
 
 def _messages(prompt: str) -> list[Any] | None:
@@ -144,7 +179,9 @@ def user_texts(prompt: Any) -> list[str]:
         if not isinstance(message, dict) or not ({"content", "value"} & set(message)):
             raise RecordError("prompt", f"message {number} is not a {{role, content}} object")
         if message.get("role", message.get("from")) in USER_ROLES:
-            text = message_text(message["content"] if "content" in message else message["value"])
+            text = content_parts(message["content"] if "content" in message else message["value"], f"message {number}")[
+                0
+            ]
             if text.strip():
                 texts.append(text)
     return texts

@@ -31,6 +31,7 @@ BOOKKEEPING = frozenset({"dataset_info.json", "dataset_infos.json", "state.json"
 BATCH_ROWS = 1024
 _SHARD_NAME = re.compile(r"^(?P<split>[A-Za-z_][\w.]*?)-\d{5}-of-\d{5}")
 SPLIT_WORDS = frozenset({"train", "test", "validation", "valid", "val", "dev", "eval", "evaluation"})
+_NAME_SPLIT = re.compile(r"[_\-./\s]+")
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,35 @@ def input_files(root: Path) -> list[Path]:
     return files
 
 
-def split_of(path: Path) -> str | None:
-    """The split a file's place names, if any: a `datasets` folder's split, a Hub shard name
-    (`train-00000-of-00002.parquet`), a file or folder named like a split (`test.parquet`)."""
+@dataclass(frozen=True)
+class SplitChoice:
+    """The split a file's place names (None: nothing does) and why, as the load prints it."""
+
+    split: str | None
+    reason: str
+
+
+def name_parts(name: str) -> list[str]:
+    """A name's parts, split on `_ - . /` and whitespace, in lower case (`ToM_test.v2` -> tom, test, v2)."""
+    return [part.lower() for part in _NAME_SPLIT.split(name) if part]
+
+
+def _split_words(name: str) -> list[str]:
+    """The split words among a name's whole parts, each once, in order: `latest`, `contest` and
+    `device` are parts of their own and name no split."""
+    found: list[str] = []
+    for part in name_parts(name):
+        if part in SPLIT_WORDS and part not in found:
+            found.append(part)
+    return found
+
+
+def split_choice(path: Path, root: Path | None = None) -> SplitChoice:
+    """The split a file's place names: a `datasets` folder's split, a Hub shard name
+    (`train-00000-of-00002.parquet`), a split word among the parts of the file's name
+    (`ToM_test_HiExTi_hint.parquet`, `my-dev-set.parquet`) or of a folder's name under `root`
+    (nearest first), or a parent folder named exactly like a split. A name with two split words
+    (`train_test_mix`) names none."""
     state = path.parent / "state.json"
     if path.suffix == ".arrow" and state.is_file():
         try:
@@ -72,16 +99,30 @@ def split_of(path: Path) -> str | None:
         except ValueError:
             named = None
         if isinstance(named, str) and named:
-            return named
+            return SplitChoice(named, "from the datasets folder's state.json")
         if (path.parent.parent / "dataset_dict.json").is_file():
-            return path.parent.name
+            return SplitChoice(path.parent.name, "from the DatasetDict's folder")
     shard = _SHARD_NAME.match(path.name)
     if shard:
-        return shard.group("split")
-    for name in (path.name.split(".", 1)[0], path.parent.name):
-        if name.lower() in SPLIT_WORDS:
-            return name
-    return None
+        return SplitChoice(shard.group("split"), "from the Hub shard name")
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    inside = root is not None and path != root and path.is_relative_to(root)
+    folders = path.parent.relative_to(root).parts if root is not None and inside else ()
+    for number, name in enumerate([stem, *reversed(folders)]):  # the file's name, then its folders nearest first
+        words = _split_words(name)
+        where = "the name" if number == 0 else f"the folder {name!r}"
+        if len(words) > 1:
+            return SplitChoice(None, f"{where} says both {' and '.join(words)}")
+        if words:
+            return SplitChoice(words[0], f"from {where}: {words[0]!r}")
+    if path.parent.name.lower() in SPLIT_WORDS:
+        return SplitChoice(path.parent.name.lower(), f"from the folder {path.parent.name!r}")
+    return SplitChoice(None, "no train/test/validation/dev part in the name")
+
+
+def split_of(path: Path, root: Path | None = None) -> str | None:
+    """The split a file's place names, if any (`split_choice` says why)."""
+    return split_choice(path, root).split
 
 
 def read_rows(path: Path) -> Iterator[Any]:

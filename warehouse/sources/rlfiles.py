@@ -38,9 +38,10 @@ from tomforge.warehouse.sources.rl_prompt import (
     PromptMarkers,
     SplitPrompt,
     answer_of,
+    ignored_parts,
     split_prompt,
 )
-from tomforge.warehouse.sources.rl_rows import BadRow, count_rows, input_files, read_rows, split_of
+from tomforge.warehouse.sources.rl_rows import BadRow, count_rows, input_files, read_rows, split_choice
 from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 NAME = "rlfiles"
@@ -121,17 +122,29 @@ class RLFilesAdapter(Adapter):
         root = Path(root)
         for path in input_files(root):
             file = relative_name(path, root)
-            split = self.options.split or split_of(path) or DEFAULT_SPLIT
+            split, _ = self.split_for(path, root)
             for index, row in enumerate(read_rows(path)):
                 yield self._produce(row, file, index, split)
+
+    def split_for(self, path: Path, root: Path) -> tuple[str, str]:
+        """The split a file's rows go under and why: `--split`, else what its place names
+        (`rl_rows.split_choice`), else the default."""
+        if self.options.split:
+            return self.options.split, "from --split"
+        choice = split_choice(path, root)
+        if choice.split is not None:
+            return choice.split, choice.reason
+        return DEFAULT_SPLIT, f"default: {choice.reason}"
 
     def count_input(self, root: Path) -> int:
         """Rows in the files, from footers and line counts (`rl_rows.count_rows`), not the parser."""
         return sum(count_rows(path) for path in input_files(Path(root)))
 
-    def load_notes(self, items: Any) -> list[str]:
-        """How the loaded rows' story and question were found, counted from the staged items' meta
-        (the same count `SELECT meta->'tomforge_rl'->>'prompt_split', count(*) ... GROUP BY 1` gives)."""
+    def load_notes(self, items: Any, root: Path) -> list[str]:
+        """The split of each file and why (one line per file, with its rows loaded), then how the
+        loaded rows' story and question were found and which held non-text content parts, counted
+        from the staged items (the same counts `SELECT meta->'tomforge_rl'->>'prompt_split', count(*)
+        ... GROUP BY 1` gives)."""
         import duckdb
 
         con = duckdb.connect()
@@ -142,10 +155,34 @@ class RLFilesAdapter(Adapter):
                     "SELECT json_extract_string(meta, '$.tomforge_rl.prompt_split'), count(*) FROM staged_items GROUP BY 1"
                 ).fetchall()
             )
+            per_file = dict(
+                con.execute(
+                    "SELECT split_part(source_ref, '#row', 1), count(*) FROM staged_items GROUP BY 1"
+                ).fetchall()
+            )
+            ignored = con.execute(
+                "SELECT part, count(*) FROM (SELECT unnest(CAST(json_extract(meta, '$.tomforge_rl.ignored_parts') "
+                "AS VARCHAR[])) AS part FROM staged_items) GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+            with_ignored = con.execute(
+                "SELECT count(*) FROM staged_items WHERE json_extract(meta, '$.tomforge_rl.ignored_parts') IS NOT NULL"
+            ).fetchall()[0][0]
         finally:
             con.close()
+        lines = []
+        root = Path(root)
+        for path in input_files(root):
+            file = relative_name(path, root)
+            split, reason = self.split_for(path, root)
+            n = per_file.get(file, 0)
+            lines.append(f"{self.name}: {file} -> split {split} ({reason}; {n} row{'' if n == 1 else 's'} loaded)")
         total = sum(counts.values())
-        return [
+        if with_ignored:
+            lines.append(
+                f"{self.name}: {with_ignored} of {total} loaded rows hold content parts that are not text "
+                f"({', '.join(f'{part} {n}' for part, n in ignored)}), left out: only text parts are read"
+            )
+        return lines + [
             f"{self.name}: {counts.get(SPLIT_NONE, 0)} of {total} loaded rows keep the whole prompt as their context "
             f"(no story/question markers found: meta.tomforge_rl.prompt_split = 'none'); "
             f"{counts.get(SPLIT_BOTH, 0)} split at story and question markers, "
@@ -205,6 +242,9 @@ class RLFilesAdapter(Adapter):
         )
         meta = dict(row)
         meta["tomforge_rl"] = {"prompt_split": text.how, "answer_field": answer_field, "story_marker": text.marker}
+        left_out = ignored_parts(field_value(row, self.options.prompt_field)) if text.how != SPLIT_COLUMNS else []
+        if left_out:  # non-text content parts (images, audio): named, so that the load can say so
+            meta["tomforge_rl"]["ignored_parts"] = left_out
         return build_record(
             source=NAME,
             source_version=self.version,
