@@ -63,7 +63,10 @@ class Arm:
     process: float = 0.0  # weight of the process reward in RL
     form: str | None = None  # the rationale's text form (None: the recipe's `rationale_form`)
     eval_tokens: int | None = None  # new tokens at evaluation (None: the recipe's `eval_tokens`)
+    sft_examples: int | None = None  # training examples seen (steps = this // sft_batch; None: the recipe's steps)
 
+
+SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000)
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
@@ -80,6 +83,11 @@ ARMS = {
     "rationale-curriculum-rl-process": Arm(
         "tomforge_gen/train_controlled", start="rationale-curriculum", process=1.0, eval_tokens=640
     ),
+    # issue 37's scaling curve: answer-only SFT on N examples of one 128k-item training split (docs/runs/README.md)
+    **{
+        f"answer-only-{n // 1000}k": Arm("tomforge_gen/train_controlled", rationale=False, sft_examples=n)
+        for n in SCALING_EXAMPLES
+    },
 }
 RECIPE: dict[str, Any] = dict(
     sft_steps=250,
@@ -156,6 +164,22 @@ def drop_jobs(jobs: list[Job], names: set[str]) -> list[Job]:
     return [j for j in jobs if j.name not in names]
 
 
+def sft_steps(spec: Arm, recipe: dict[str, Any]) -> int:
+    """Optimizer steps of an SFT arm: its examples over the recipe's batch, else the recipe's steps."""
+    return spec.sft_examples // recipe["sft_batch"] if spec.sft_examples else recipe["sft_steps"]
+
+
+def examples_of(table: Any, examples: int | None, seed: int) -> Any:
+    """A scaling arm's distinct examples: a seeded sample of `examples` rows of the training split, in split order
+    (all rows when the arm names none or the split holds no more). Run 15 handed SFT the whole 128k-row split and
+    let the trainer's sampler draw its examples: tokenizing every row cost ~230 s a job for rows never seen."""
+    import random
+
+    if examples is None or table.num_rows <= examples:
+        return table
+    return table.take(sorted(random.Random(seed).sample(range(table.num_rows), examples)))
+
+
 def target_form(spec: Arm, recipe: dict[str, Any]) -> str | None:
     """The rationale form an SFT arm trains on: its own, else the recipe's; None: answer-only targets."""
     return (spec.form or recipe["rationale_form"]) if spec.rationale else None
@@ -184,15 +208,18 @@ def run_sft(
     job: Job, release: Path, base: str, work: Path, recipe: dict[str, Any], deadline: float | None
 ) -> dict[str, Any]:
     import torch
+    from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from tomforge.rl.release import SplitRef, load_split
+    from tomforge.rl.release import SplitRef, read_split
     from tomforge.rl.sft import sft_warmup
+    from tomforge.rl.trained_on import write_training_record
 
     gpu = torch.cuda.is_available()
     spec = ARMS[job.arm]
     form = target_form(spec, recipe)
-    train = load_split(release, SplitRef.parse(spec.train))
+    table = examples_of(read_split(release, SplitRef.parse(spec.train)), spec.sft_examples, job.seed)
+    train = Dataset(table)
     tokenizer = AutoTokenizer.from_pretrained(base)
     out = model_dir(work, job.arm, job.seed)
     extra = {"max_length": None, **({} if gpu else {"use_cpu": True})}
@@ -201,7 +228,7 @@ def run_sft(
         tokenizer,
         train,
         str(out),
-        max_steps=recipe["sft_steps"],
+        max_steps=sft_steps(spec, recipe),
         learning_rate=recipe["sft_lr"],
         batch_size=recipe["sft_batch"],
         bf16=gpu,
@@ -212,13 +239,17 @@ def run_sft(
         rationale_form=form,
         callbacks=_deadline_callback(deadline),
     )
+    # what the model trained on, beside it, so that its evaluation can gate it (rl/gate.py)
+    write_training_record(out, str(release), None, SplitRef.parse(spec.train), table)
     history = result["log_history"]
     return {
         "data": spec.train,
         "items": train.num_rows,
         "rationale_form": form,
         "steps": result["steps"],
-        "planned_steps": recipe["sft_steps"],
+        "planned_steps": sft_steps(spec, recipe),
+        "examples": sft_steps(spec, recipe) * recipe["sft_batch"],
+        "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),
         "tokens": result["tokens"],

@@ -82,7 +82,11 @@ class SftSettings:
     `torch_compile` compiles the whole model for fixed shapes, and with length-bucketed batches it compiled again
     at almost every step (run 12 on the H200: 70-110 s a step for the first steps). None (default): on where the
     trainer's model is on a CUDA device with Triton installed (run 14: 2.0x plain SFT's steady tokens/s at batch
-    128), off on the CPU."""
+    128), off on the CPU.
+    `fit_batch_to_memory` (default): a batch that runs out of GPU memory is halved and the training started again
+    (transformers' `auto_find_batch_size`, through accelerate's `find_executable_batch_size`), so a batch sized for
+    an H200 still trains on an 80 GB card; the batch that trained is in the result (`batch_size_used`) and differs
+    from `batch_size` only where memory forced it (issue 37: batch 256 ran out of memory on an H100)."""
 
     max_steps: int = 200
     learning_rate: float = 5e-4
@@ -95,6 +99,7 @@ class SftSettings:
     extra: dict[str, Any] | None = None  # more SFTConfig fields, as they are
     rationale_form: str | None = None
     compile_layers: bool | None = None
+    fit_batch_to_memory: bool = True
 
 
 def sft_warmup(
@@ -133,6 +138,7 @@ def sft_warmup(
         "loss_path": "chunked" if chosen.chunked_loss else "full_logits",
         "gradient_checkpointing": chosen.gradient_checkpointing,
         "compile_layers": layers_compiled(chosen.compile_layers, trainer.model),
+        "batch_size_used": trainer.state.train_batch_size,
     }
 
 
@@ -166,6 +172,7 @@ def sft_trainer(
         warmup_steps=10,
         completion_only_loss=True,
         gradient_checkpointing=s.gradient_checkpointing,
+        auto_find_batch_size=s.fit_batch_to_memory,
         **{**(length_grouping(SFTConfig) if s.bucket_by_length else {}), **(s.extra or {})},
     )
     trainer = SFTTrainer(

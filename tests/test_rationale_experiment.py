@@ -17,7 +17,8 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    assert len(jobs) == len(set(jobs)) == 8 * 3 * 2  # eight arms x three seeds x (train, eval)
+    # eight arms of the rationale runs and five of the scaling curve, x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == (8 + 5) * 3 * 2
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
@@ -25,6 +26,29 @@ def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     assert Job("eval", "rationale-rl", 2).needs() == [Job("rl", "rationale-rl", 2)]
     # the arms that carry the conclusion are trained first, in every seed
     assert [j.name for j in jobs[:6]] == [f"sft-{a}-s{s}" for s in (0, 1, 2) for a in ("answer-only", "rationale")]
+
+
+def test_a_scaling_arm_trains_on_its_examples_at_the_recipes_batch() -> None:
+    from experiments.rationale_experiment import RECIPE, sft_steps
+
+    # issue 37: 8,000 / 32,000 / 128,000 examples at batch 128 are 62 / 250 / 1,000 optimizer steps (worked by hand)
+    recipe = {**RECIPE, "sft_batch": 128}
+    assert [sft_steps(ARMS[f"answer-only-{k}k"], recipe) for k in (8, 32, 128)] == [62, 250, 1000]
+    assert sft_steps(ARMS["answer-only"], recipe) == RECIPE["sft_steps"]  # the other arms keep the recipe's steps
+    assert not ARMS["answer-only-32k"].rationale
+
+
+def test_a_scaling_arm_takes_its_distinct_examples_before_training() -> None:
+    import pyarrow as pa
+
+    from experiments.rationale_experiment import examples_of
+
+    table = pa.table({"i": list(range(100))})
+    picked = examples_of(table, 30, seed=0).column("i").to_pylist()
+    assert len(picked) == len(set(picked)) == 30 and picked == sorted(picked)  # distinct rows, split order
+    assert picked == examples_of(table, 30, seed=0).column("i").to_pylist()  # the same under the seed
+    assert picked != examples_of(table, 30, seed=1).column("i").to_pylist()
+    assert examples_of(table, None, 0).num_rows == examples_of(table, 500, 0).num_rows == 100  # all rows
 
 
 def test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs() -> None:

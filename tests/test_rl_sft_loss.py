@@ -213,3 +213,33 @@ def test_layers_are_compiled_by_default_only_where_the_compiler_pays(tokenizer: 
     assert layers_compiled(None, on_gpu) is (importlib.util.find_spec("triton") is not None)
     assert layers_compiled(None, trainer.model) is False
     assert layers_compiled(True, trainer.model) is True and layers_compiled(False, on_gpu) is False
+
+
+def test_a_batch_that_runs_out_of_memory_is_halved_until_it_fits(tokenizer: Any, tmp_path: Any) -> None:
+    """Planted: any step of a batch above 2 raises CUDA's out-of-memory error; from batch 8 the training must go on
+    at 4, then 2 (worked by hand), and say so; with the setting off the error reaches the caller."""
+    import torch
+    from transformers import TrainerCallback
+
+    from tomforge.rl.sft import sft_warmup
+
+    class SmallCard(TrainerCallback):
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.train_batch_size > 2:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB (planted)")
+
+    settings: dict[str, Any] = dict(max_steps=1, batch_size=8, extra={"use_cpu": True, "max_length": None})
+    result = sft_warmup(
+        tiny_model(tokenizer), tokenizer, rows() * 2, str(tmp_path / "fit"), callbacks=[SmallCard()], **settings
+    )
+    assert (result["batch_size_used"], result["steps"]) == (2, 1)
+    with pytest.raises(torch.OutOfMemoryError):
+        sft_warmup(
+            tiny_model(tokenizer),
+            tokenizer,
+            rows() * 2,
+            str(tmp_path / "strict"),
+            callbacks=[SmallCard()],
+            fit_batch_to_memory=False,
+            **settings,
+        )
