@@ -279,7 +279,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/run.py",
         "side.submit(_after(largest_done, _timed), _artifact_tables",
         "side.submit(_timed, _artifact_tables",
-        ("tests/test_audit_scale.py",),
+        ("tests/test_audit_scale.py::test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases",),
         "the artifacts run beside the overlap's largest phases: a million items pass 6 GB",
     ),
     Mutation(
