@@ -665,6 +665,17 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     ):
         if name not in df.columns:
             df = df.with_columns(pl.lit("all" if name == "selection" else None, dtype).alias(name))
+    texts_per_id = (
+        df.select(
+            "context_id",
+            pl.struct(pl.col("context").hash().alias("h"), pl.col("context").str.len_bytes().alias("n")).alias("_t"),
+        )
+        .group_by("context_id")
+        .agg(pl.col("_t").n_unique())
+    )
+    most = texts_per_id["_t"].max()
+    if isinstance(most, int) and most > 1:  # one id, several texts (an id is of the whitespace-normalized
+        return item_patterns(df).group_by(list(PATTERN_KEYS)).len()  # text): the reference reads a key's first row
     row_set, row_gold, list_golds, sets = _judged(df)
     kept = np.flatnonzero(row_set >= 0)
     if not len(kept):
@@ -680,8 +691,8 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     row_key = picked.join(keys, on=["_story", "_set"], how="left", maintain_order="left")["_key"].to_numpy()
     key_story = keys["_story"].to_numpy().astype(np.int64)
     key_set = keys["_set"].to_numpy().astype(np.int64)
-    first_row = df.select("context_id").with_row_index("_row").unique("context_id", keep="first", maintain_order=True)
-    first_row = story_of.join(first_row, on="context_id", how="left", maintain_order="left")["_row"].to_numpy()
+    firsts = df.select("context_id").with_row_index("_row").unique("context_id", keep="first", maintain_order=True)
+    first_row = story_of.join(firsts, on="context_id", how="left", maintain_order="left")["_row"].to_numpy()
     texts = df["context"].gather(first_row).fill_null("")
     # the candidates: each distinct one's words (already normalized), as bytes for the kernel
     set_off, set_cands = sets.offsets, sets.ids

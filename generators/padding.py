@@ -79,9 +79,8 @@ class Padder:
             keys = -place[None].astype(np.float64)  # the first listed ranks highest, no ties
             golds = [(q.key, things.index(q.gold)) for _, q, _ in ranked]
             first_cost = {
-                thing: self.first.cost([q.hit(thing) for q in questions], items) for thing in dict.fromkeys(
-                    listing[0] for listing in listings
-                )
+                thing: self.first.cost([q.hit(thing) for q in questions], items)
+                for thing in dict.fromkeys(listing[0] for listing in listings)
             }
             costs = plan_search.rank_costs_of_keys(self.ranks, ("first_mention",), golds, keys)[0] + np.array(
                 [first_cost[listing[0]] for listing in listings]

@@ -28,6 +28,7 @@ except ImportError:  # the numpy path (`gold_diffs`, `rank_costs`) gives the sam
     def njit(*_args, **_kwargs):  # type: ignore[no-redef]
         return lambda fn: fn
 
+
 from tomforge.generators.rank_control import OPINION, POLARITIES, STORES, Base, Plan, RankBalancer
 
 KINDS = tuple(POLARITIES)  # (OPINION, STORES): the statement kinds, in `Base.tails`' order
@@ -67,7 +68,12 @@ def middle_table(n: int, max_middle: int) -> tuple[np.ndarray, np.ndarray, np.nd
                 index.append(j)
                 j += 1
     as_array = np.array(counts, dtype=np.int64).reshape(len(counts), n)
-    return as_array, np.array(plan, dtype=np.int64), np.array(container, dtype=np.int64), np.array(index, dtype=np.int64)
+    return (
+        as_array,
+        np.array(plan, dtype=np.int64),
+        np.array(container, dtype=np.int64),
+        np.array(index, dtype=np.int64),
+    )
 
 
 class Candidates:
@@ -140,7 +146,7 @@ def choices(rng: random.Random, n: int, count: int) -> np.ndarray:
     if count <= 0:
         return np.zeros(0, dtype=np.int64)
     if type(rng) is not random.Random or n <= 0:
-        return np.array([rng._randbelow(n) for _ in range(count)], dtype=np.int64)
+        return np.array([rng.choice(range(n)) for _ in range(count)], dtype=np.int64)
     shift = 32 - n.bit_length()
     state = rng.getstate()
     picked: list[np.ndarray] = []
