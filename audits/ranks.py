@@ -385,6 +385,7 @@ MOVE_WORDS = (
     "stores stored storing shift shifts shifted shifting drop drops dropped dropping tuck tucks tucked tucking "
     "stash stashes stashed stashing slip slips sliped sliping slipp slipps slipped slipping"
 ).split()  # every word `_MOVE` matches whole (tests/test_audit_ranks.py checks it against the regex)
+STORY_CHUNK = 8192  # stories read at once: their words' arrays stay small (~0.1 GB), whatever the audit's size
 _HASH_BASE = np.uint64(0x100000001B3)
 _HASH_LEN = np.uint64(0x9E3779B97F4A7C15)
 _NEG_INF = -np.inf
@@ -693,7 +694,6 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     key_set = keys["_set"].to_numpy().astype(np.int64)
     firsts = df.select("context_id").with_row_index("_row").unique("context_id", keep="first", maintain_order=True)
     first_row = story_of.join(firsts, on="context_id", how="left", maintain_order="left")["_row"].to_numpy()
-    texts = df["context"].gather(first_row).fill_null("")
     # the candidates: each distinct one's words (already normalized), as bytes for the kernel
     set_off, set_cands = sets.offsets, sets.ids
     words = [[w.encode("utf-8") for w in cand.split()] for cand in sets.names]
@@ -706,17 +706,25 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     # candidate words are lower case already; one with a byte that is no ASCII word byte never
     # equals a story word (the kernel compares the bytes after the hashes)
     ct_hash = _hashes_jit(cand_bytes, ct_start, ct_end, np.arange(256, dtype=np.uint8))
-    data, offsets = _utf8_buffers(texts)
-    plain, w_off, w_start, w_end, w_hash, w_sent, s_off, s_move = story_words_jit(
-        data, offsets, _WORD_TABLE, *_move_tables()
-    )
-    groups, sizes = rank_groups_jit(
-        key_story, key_set, data, _WORD_TABLE, w_off, w_start, w_end, w_hash, w_sent, s_off, s_move,
-        set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
-    )  # fmt: skip
-    for key in np.flatnonzero(~plain[key_story]).tolist():  # stories with other bytes: the reference
-        values = ranking_values(texts[int(key_story[key])], sets.cands(int(key_set[key])))
-        groups[key], sizes[key] = _python_groups(values, kmax)
+    groups = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
+    sizes = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
+    by_story = np.argsort(key_story, kind="stable")
+    bounds = np.searchsorted(key_story[by_story], np.arange(0, len(first_row) + STORY_CHUNK, STORY_CHUNK))
+    moves = _move_tables()
+    for chunk, s0 in enumerate(range(0, len(first_row), STORY_CHUNK)):  # a few thousand stories at a time
+        texts = df["context"].gather(first_row[s0 : s0 + STORY_CHUNK]).fill_null("")
+        at = by_story[bounds[chunk] : bounds[chunk + 1]]
+        data, offsets = _utf8_buffers(texts)
+        plain, w_off, w_start, w_end, w_hash, w_sent, s_off, s_move = story_words_jit(
+            data, offsets, _WORD_TABLE, *moves
+        )
+        groups[at], sizes[at] = rank_groups_jit(
+            key_story[at] - s0, key_set[at], data, _WORD_TABLE, w_off, w_start, w_end, w_hash, w_sent, s_off,
+            s_move, set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
+        )  # fmt: skip
+        for key in at[~plain[key_story[at] - s0]].tolist():  # stories with other bytes: the reference
+            values = ranking_values(texts[int(key_story[key] - s0)], sets.cands(int(key_set[key])))
+            groups[key], sizes[key] = _python_groups(values, kmax)
     pattern_id, pattern_text = _pattern_ids(sizes.reshape(-1, kmax))
     pattern_id = pattern_id.reshape(len(key_story), 5)
     stratum = (
@@ -911,6 +919,10 @@ def repeat_candidates(texts: pl.Series) -> np.ndarray:
     """Which stories may say a sentence twice (`repeat_candidates_jit`); all of them without numba."""
     if not use_jit():
         return np.ones(len(texts), dtype=np.bool_)
-    data, offsets = _utf8_buffers(texts.fill_null(""))
-    plain, w_off, _, _, w_hash, w_sent, s_off, _ = story_words_jit(data, offsets, _WORD_TABLE, *_move_tables())
-    return repeat_candidates_jit(plain, w_off, w_hash, w_sent, s_off)
+    out = np.zeros(len(texts), dtype=np.bool_)
+    moves = _move_tables()
+    for s0 in range(0, len(texts), STORY_CHUNK):
+        data, offsets = _utf8_buffers(texts.slice(s0, STORY_CHUNK).fill_null(""))
+        plain, w_off, _, _, w_hash, w_sent, s_off, _ = story_words_jit(data, offsets, _WORD_TABLE, *moves)
+        out[s0 : s0 + STORY_CHUNK] = repeat_candidates_jit(plain, w_off, w_hash, w_sent, s_off)
+    return out
