@@ -15,7 +15,7 @@ from collections import Counter
 
 import polars as pl
 
-from tomforge.audits.ranks import norm, sentences
+from tomforge.audits.ranks import norm, repeat_candidates, sentences
 
 SCHEMA = {
     "selection": pl.Utf8,
@@ -45,6 +45,8 @@ def repeated_sentences(df: pl.DataFrame) -> pl.DataFrame:
         .unique(["selection", "context_id"], keep="first")
         .sort("selection", "context_id")
     )
+    # only stories where two sentences may be the same are read in Python (`ranks.repeat_candidates`)
+    stories = stories.filter(pl.Series(repeat_candidates(stories["context"])))
     rows = []
     for selection, context_id, context, world_repeats in stories.iter_rows():
         counts, adjacent = story_repeats(context or "")

@@ -216,6 +216,55 @@ def test_a_failure_on_the_baselines_thread_fails_the_audit_and_keeps_the_last_ta
     )
 
 
+def test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases(tmp_path: Path, monkeypatch) -> None:
+    """The artifacts job goes to the side thread wrapped in `_after(event, ...)`, and that event is
+    the one the overlap sets once its largest phases are over (`largest_done`). Checked on the
+    submission itself, not on timings or memory: no machine load can make a planted bug pass."""
+    import threading
+
+    from tomforge.audits import run
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    held: list[tuple[threading.Event, object]] = []
+    released: list[object] = []
+    real_after, real_overlap = run._after, run.audit_overlap
+
+    def recording_after(event, step):
+        wrapped = real_after(event, step)
+
+        def run_held(*args):
+            held.append((event, args[0] if args else None))
+            return wrapped(*args)
+
+        return run_held
+
+    def recording_overlap(*args, largest_done, **kwargs):
+        released.append(largest_done)
+        return real_overlap(*args, largest_done=largest_done, **kwargs)
+
+    monkeypatch.setattr(run, "_after", recording_after)
+    monkeypatch.setattr(run, "audit_overlap", recording_overlap)
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    assert [step for _, step in held] == [run._artifact_tables]
+    (event, _), (setter,) = held[0], released
+    assert getattr(setter, "__self__", None) is event  # the overlap's callback sets exactly that event
+
+
+def test_after_runs_its_step_only_once_the_event_is_set() -> None:
+    import threading
+
+    from tomforge.audits.run import _after
+
+    event = threading.Event()
+    seen: list[bool] = []
+    thread = threading.Thread(target=_after(event, lambda: seen.append(event.is_set())))
+    thread.start()
+    event.set()
+    thread.join()
+    assert seen == [True]
+
+
 def test_artifacts_wait_for_the_overlaps_largest_phases_and_a_failed_overlap_does_not_hang(
     tmp_path: Path, monkeypatch
 ) -> None:

@@ -1,0 +1,85 @@
+"""The padding search scored all at once (`generators.plan_search`, issue 42) gives the records of
+scoring each candidate alone, byte for byte: pinned against hashes of the generator at 06b2f08 (the
+commit before it, run there: not computed by this code), compared with `Padder(fast=False)` (the
+one-by-one search kept as the reference), and its parts against their scalar twins."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import numpy as np
+import pytest
+
+from tomforge.generators import generate_records, padding, plan_search
+from tomforge.generators.rank_control import RankBalancer
+
+# sha256 over json.dumps(record, sort_keys=True, default=str) of every record in order, computed by
+# running generate_records at commit 06b2f08 (before issue 42's changes)
+BASE_HASHES = {
+    (200, 0, ()): "30c6ab625c1e825ac645f0fbccc46b32e7f589681fec0dea009ab22138a69266",
+    (
+        3000,
+        3,
+        (("max_order", 5), ("formats", ("multiple_choice", "yes_no", "free_text", "list", "answerability"))),
+    ): "a444fef8793d199527734b48b04c20640260c8aaf7608d8e481ea8fc8977a43b",
+}
+
+
+def digest(n: int, seed: int, **kwargs) -> str:
+    out = hashlib.sha256()
+    for record in generate_records(n, seed=seed, **kwargs):
+        out.update(json.dumps(record, sort_keys=True, default=str).encode())
+    return out.hexdigest()
+
+
+@pytest.mark.parametrize("case", sorted(BASE_HASHES, key=repr))
+def test_records_are_those_of_the_commit_before(case) -> None:
+    n, seed, kwargs = case
+    assert digest(n, seed, **dict(kwargs)) == BASE_HASHES[case]
+
+
+def test_all_at_once_equals_one_by_one(monkeypatch) -> None:
+    kwargs = {"max_order": 6, "rendering": "second_person"}
+    fast = digest(400, 5, **kwargs)
+    real_init = padding.Padder.__init__
+    monkeypatch.setattr(
+        padding.Padder, "__init__", lambda self, controls, fast=True: real_init(self, controls, fast=False)
+    )
+    assert digest(400, 5, **kwargs) == fast
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 17, 33, 64, 1000])
+def test_bulk_choices_are_those_of_choice_and_leave_the_same_state(n: int) -> None:
+    seq = list(range(n))
+    for count in (0, 1, 7, 500):
+        a, b = random.Random(n * 1000 + count), random.Random(n * 1000 + count)
+        expected = [a.choice(seq) for _ in range(count)]
+        assert plan_search.choices(b, n, count).tolist() == expected
+        assert a.getstate() == b.getstate()
+
+
+def test_compiled_rank_costs_equal_the_numpy_ones_bit_for_bit() -> None:
+    rng = np.random.default_rng(3)
+    ranks = RankBalancer()
+    names = ("mentions", "last_mention")
+    for name in names:
+        for key in (0, 1, "memory"):
+            ranks.deviation[name, key] = list(rng.normal(size=4))
+    golds = [(0, 1), (1, 3), (0, 0), ("memory", 2), (2, 1), (1, 1)]  # key 2: no deviation yet
+    keys = rng.integers(0, 3, size=(2, 50, 4)).astype(np.float64)
+    keys[1, :5] = -np.inf
+    compiled = plan_search.rank_costs_of_keys(ranks, names, golds, keys)
+    numpy = plan_search.rank_costs(ranks, names, golds, plan_search.gold_diffs(keys))
+    assert compiled.tobytes() == numpy.tobytes()
+    scalar = [
+        [
+            ranks.cost(
+                [((name, key), tuple(plan_search.gold_diffs(keys[i, r : r + 1])[0, g] + 0.25)) for key, g in golds]
+            )
+            for r in range(keys.shape[1])
+        ]
+        for i, name in enumerate(names)
+    ]
+    assert np.allclose(compiled, scalar)
