@@ -31,6 +31,7 @@ import hashlib
 import html
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 NAME = "NAME"
 MIN_WORDS = 3  # a sentence with fewer words besides names says too little to be evidence
@@ -139,19 +140,29 @@ def canonical_words(sentence: str) -> list[str]:
     return [NAME if w == _MARK else w for w in _WORDS.findall(abstract_names(sentence).lower())]
 
 
-def _sentences(marked: str, ends: re.Pattern[str], min_words: int) -> list[tuple[str, int, int]]:
-    """(canonical words, start, end) of the sentences of a cleaned, name-marked, lower-case text
-    cut at `ends`."""
+@lru_cache(maxsize=1 << 17)
+def _canonical_piece(piece: str, min_words: int) -> tuple[str, int] | None:
+    """A raw sentence's canonical words and key, or None when it has too few words besides names.
+    Cached (bounded): templated corpora repeat their sentences, and the rule needs no context."""
+    words = canonical_words(piece)
+    if len(words) - words.count(NAME) < min_words:
+        return None
+    joined = " ".join(words)
+    return joined, sentence_key(joined)
+
+
+def _sentences(clean: str, ends: re.Pattern[str], min_words: int) -> list[tuple[str, int, int, int]]:
+    """(canonical words, key, start, end) of the sentences of a cleaned text cut at `ends`."""
     out = []
     start = 0
-    bounds = [(m.start(), m.end()) for m in ends.finditer(marked)]
-    bounds.append((len(marked), len(marked)))
+    bounds = [(m.start(), m.end()) for m in ends.finditer(clean)]
+    bounds.append((len(clean), len(clean)))
     for stop, after in bounds:
-        words = _WORDS.findall(marked, start, stop)
-        if len(words) - words.count(_MARK) >= min_words:
-            piece = marked[start:stop]
+        piece = clean[start:stop]
+        found = _canonical_piece(piece.strip(), min_words)
+        if found is not None:
             lead = len(piece) - len(piece.lstrip())
-            out.append((" ".join(words).replace(_MARK, NAME), start + lead, start + len(piece.rstrip())))
+            out.append((found[0], found[1], start + lead, start + len(piece.rstrip())))
         start = after
     return out
 
@@ -159,10 +170,9 @@ def _sentences(marked: str, ends: re.Pattern[str], min_words: int) -> list[tuple
 def story_sentences(text: str, min_words: int = MIN_WORDS) -> list[Sentence]:
     """A benchmark story's canonical sentences, in order (cut at sentence ends and line breaks)."""
     clean, clean_at, orig_at = _clean(text)
-    marked = abstract_names(clean).lower()
     return [
-        Sentence(sentence_key(w), w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
-        for w, a, b in _sentences(marked, _LINE_END, min_words)
+        Sentence(k, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
+        for w, k, a, b in _sentences(clean, _LINE_END, min_words)
     ]
 
 
@@ -170,13 +180,12 @@ def document_sentences(text: str, min_words: int = MIN_WORDS) -> list[Sentence]:
     """A document's canonical sentences under both readings (line breaks as sentence ends, and as
     spaces: a rewrapped story), each distinct sentence once, at its first place."""
     clean, clean_at, orig_at = _clean(text)
-    marked = abstract_names(clean).lower()
-    seen: dict[str, tuple[int, int]] = {}
+    seen: dict[str, tuple[int, int, int]] = {}
     for ends in (_LINE_END, _END) if _WRAPPED.search(clean) else (_LINE_END,):
-        for w, a, b in _sentences(marked, ends, min_words):
-            if w not in seen or a < seen[w][0]:
-                seen[w] = (a, b)
+        for w, k, a, b in _sentences(clean, ends, min_words):
+            if w not in seen or a < seen[w][1]:
+                seen[w] = (k, a, b)
     return [
-        Sentence(sentence_key(w), w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
-        for w, (a, b) in sorted(seen.items(), key=lambda kv: (kv[1][0], kv[0]))
+        Sentence(k, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
+        for w, (k, a, b) in sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
     ]
