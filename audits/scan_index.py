@@ -1,5 +1,6 @@
 """The benchmark side of a scan, indexed in memory: the held-out stories' normalized text keys,
-their long n-grams (with the calibrated null), their shingle sets and LSH band keys.
+their long n-grams (with the calibrated null), their shingle sets and LSH band keys, and their
+canonical sentences (`audits.sentence_match`, the core the audit's overlap checks use too).
 
 Why its own module: the index is built once from a warehouse selection and then travels to every
 batch (and every Ray worker), so it holds only arrays and small frames. Text normalization,
@@ -27,6 +28,7 @@ from tomforge.audits.lsh import Banding, band_keys, choose_banding
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.ngram import distinct_grams
 from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.sentence_match import SentenceIndex, SentenceParams, build_sentence_index
 from tomforge.audits.skeleton import _WORD, _names
 from tomforge.audits.text import batch_ngrams, fmix64, hash_normalized_words, norm_words, text_keys
 
@@ -78,6 +80,7 @@ class BenchmarkIndex:
     band_story: np.ndarray
     null_coverage: np.ndarray  # sorted leave-one-out coverage of each story by the other stories
     banding: Banding
+    sentences: SentenceIndex  # the stories' canonical sentences (the `sentences` kind; the audit's core too)
 
     @property
     def n_stories(self) -> int:
@@ -139,6 +142,7 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     keys = combined_band_keys(band_keys(sigs, banding))
     band_owner = np.repeat(np.arange(len(n_words), dtype=np.int64), banding.bands)
     korder = np.argsort(keys, kind="stable")
+    sentences = build_sentence_index(stories["context"].to_list(), sentence_params(p))
     by_name = [name_key(t) for t in stories["context"].to_list()]
     name_counts = Counter(by_name)
     name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
@@ -162,4 +166,9 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
         band_story=band_owner[korder],
         null_coverage=null,
         banding=banding,
+        sentences=sentences,
     )
+
+
+def sentence_params(p: ScanParams) -> SentenceParams:
+    return SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)

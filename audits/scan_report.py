@@ -21,6 +21,8 @@ KIND_TEXT = {
     "contained": "the story inside a longer document (span given)",
     "near_duplicate": "a near copy of the story (exact Jaccard of 5-gram shingles over the threshold)",
     "names_swapped": "the story told with other names (every word but the names, in order)",
+    "sentences": "most of the story's sentences, in any order and form (numbering, markup, chat template, case, "
+    "punctuation, line breaks and names changed; weighted by rarity, above the best other benchmark story)",
     "ngram": "long n-grams shared beyond what independent benchmark stories share (calibrated null)",
 }
 
@@ -33,7 +35,8 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
             f"{r['stories_found']} of {r['stories']} held-out stories and {r['questions_exposed']} of "
             f"{r['questions']} questions occur in the corpus ({r['questions_text_found']} with the question "
             f"text too): verbatim {r['stories_verbatim']}, contained {r['stories_contained']}, near duplicate "
-            f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, n-gram {r['stories_ngram']}"
+            f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, sentences {r['stories_sentences']}, n-gram "
+            f"{r['stories_ngram']}"
         )
         action = (
             (
@@ -85,7 +88,7 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
                 pl.col("story_key").str.slice(0, 12),
                 pl.col("context_id").str.slice(0, 12),
                 pl.col("excerpt").str.replace_all(r"\s+", " "),
-            ).drop("question_item_ids", "word_start", "word_end"),
+            ).drop("question_item_ids", "word_start", "word_end", "sentence_spans"),
             limit=MAX_EVIDENCE,
         ),
         "## Per benchmark source",

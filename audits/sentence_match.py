@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tomforge.audits.canonical import MIN_WORDS, document_sentences, story_sentences
+from tomforge.audits.canonical import MIN_WORDS, NAME, document_sentences, story_sentences
+from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
@@ -69,6 +70,7 @@ class SentenceIndex:
     story_weight: np.ndarray  # per story: the sum of its sentences' weights
     story_sentences: np.ndarray  # per story: its distinct sentences
     null_coverage: np.ndarray  # per story: coverage by the best other (non-copy) benchmark story
+    anchors: np.ndarray  # uint64 word hashes, sorted: each benchmark sentence's rarest word (the prefilter)
     params: SentenceParams
 
     @property
@@ -83,7 +85,8 @@ def _keys(sentences: list) -> np.ndarray:
 def build_sentence_index(stories: list[str], params: SentenceParams | None = None) -> SentenceIndex:
     """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null."""
     p = params or SentenceParams()
-    per_story = [_keys(story_sentences(text, p.min_words)) for text in stories]
+    parsed = [story_sentences(text, p.min_words) for text in stories]
+    per_story = [_keys(sentences) for sentences in parsed]
     counts = np.array([len(k) for k in per_story], dtype=np.int64)
     keys = np.concatenate(per_story) if per_story else np.empty(0, dtype=np.uint64)
     owner = np.repeat(np.arange(len(stories), dtype=np.int64), counts)
@@ -93,7 +96,33 @@ def build_sentence_index(stories: list[str], params: SentenceParams | None = Non
     weight = 1.0 / df[inverse]
     story_weight = np.bincount(owner, weights=weight, minlength=len(stories))
     null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
-    return SentenceIndex(keys, owner, weight, story_weight, counts, null, p)
+    anchors = _anchors({s.words for sentences in parsed for s in sentences})
+    return SentenceIndex(keys, owner, weight, story_weight, counts, null, anchors, p)
+
+
+def _anchors(sentences: set[str]) -> np.ndarray:
+    """The hash of each distinct sentence's rarest word (fewest benchmark sentences holding it; ties
+    by the word): a document holding a sentence holds its anchor, so a document with none of them
+    holds no benchmark sentence (`candidates`)."""
+    split = [[w for w in s.split(" ") if w != NAME] for s in sorted(sentences)]
+    df: dict[str, int] = {}
+    for words in split:
+        for w in set(words):
+            df[w] = df.get(w, 0) + 1
+    chosen = {min(words, key=lambda w: (df[w], w)) for words in split if words}
+    return np.unique(np.array([word_hash(w) for w in chosen], dtype=np.uint64))
+
+
+def candidates(index: SentenceIndex, texts: list[str]) -> np.ndarray:
+    """Positions of the texts that hold at least one anchor word (a compiled pass over the batch's
+    bytes: most documents of a web-scale corpus stop here, before any sentence is cut). Words as
+    the canonical form splits them: the normalizer's, with `_` a separator too."""
+    if not len(index.anchors) or not texts:
+        return np.empty(0, dtype=np.int64)
+    loose = norm_words(pl.Series(texts, dtype=pl.Utf8)).str.replace_all("_", " ", literal=True)
+    words, offsets = hash_normalized_words(loose)
+    inside = np.concatenate(([0], np.cumsum(np.isin(words, index.anchors))))
+    return np.flatnonzero(inside[offsets[1:]] > inside[offsets[:-1]])
 
 
 def _null_coverage(
@@ -198,3 +227,20 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     counts = hi - lo
     starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
     return starts + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def sentence_evidence(story: str, document: str, params: SentenceParams | None = None) -> list[dict]:
+    """The story's sentences found in the document, in the story's order: each with its character
+    span in the story (`story_start`, `story_end`), in the document (`doc_start`, `doc_end`) and its
+    canonical words. For the few pairs a report shows, not for the hot path."""
+    p = params or SentenceParams()
+    in_doc = {s.key: s for s in document_sentences(document, p.min_words)}
+    out, seen = [], set()
+    for s in story_sentences(story, p.min_words):
+        d = in_doc.get(s.key)
+        if d is not None and s.key not in seen:
+            seen.add(s.key)
+            out.append(
+                {"story_start": s.start, "story_end": s.end, "doc_start": d.start, "doc_end": d.end, "words": s.words}
+            )
+    return out
