@@ -9,8 +9,9 @@ benchmark side is a few arrays and the documents stream through.
 Calibration: templated stories share sentences by nature ("NAME exited the kitchen"), more so once
 names are abstracted. So each sentence weighs 1 / (the number of benchmark stories holding it), a
 story's coverage by a document is the weighted share of its sentences found there, and a pair
-counts only when the coverage reaches `min_coverage`, at least `min_sentences` sentences match,
-and the coverage is above the story's null: the coverage of the story by the best-matching *other*
+counts only when most of its distinct sentences are found (`min_share`, at least `min_sentences`),
+the coverage reaches `min_coverage` (the rarer sentences are among them), and it is above the
+story's null: the coverage of the story by the best-matching *other*
 benchmark story (an independent story of the same templates). Other benchmark stories that are
 copies of it (holding >= `near_copy` of its rarer sentences: the same story under another source,
 prompt style or a longer telling) are left out of the null, since a document holding one holds the
@@ -51,10 +52,11 @@ class SentenceParams:
     min_words: int = MIN_WORDS  # words besides names for a sentence to count
     min_sentences: int = 3  # distinct story sentences found in the document
     min_coverage: float = 0.6  # weighted share of the story's sentences found
+    min_share: float = 0.8  # plain share of the story's distinct sentences found ("most of them")
     near_copy: float = 0.8  # share of a story's sentences another benchmark story holds to be a copy of it
 
     def __post_init__(self) -> None:
-        if not 0 < self.min_coverage <= 1 or not 0 < self.near_copy <= 1:
+        if not 0 < self.min_coverage <= 1 or not 0 < self.near_copy <= 1 or not 0 < self.min_share <= 1:
             raise ValueError("sentence coverage and near-copy thresholds must be within (0, 1]")
         if self.min_sentences < 1 or self.min_words < 1:
             raise ValueError("min_sentences and min_words must be >= 1")
@@ -208,6 +210,7 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
     )
     pairs = pairs.filter(
         (pl.col("matched_sentences") >= p.min_sentences)
+        & (pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9)
         & (pl.col("coverage") >= p.min_coverage - 1e-12)
         & (pl.col("coverage") > pl.col("null_coverage") + 1e-12)
     )
