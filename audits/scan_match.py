@@ -110,6 +110,13 @@ def _shingle_counts(n_words: np.ndarray, n: int) -> np.ndarray:
     return np.where(n_words >= n, n_words - n + 1, np.minimum(n_words, 1))
 
 
+def signable(counts: np.ndarray, story_sizes: np.ndarray, threshold: float) -> np.ndarray:
+    """Documents (by shingle count) that may reach Jaccard >= threshold with some story: |A| >=
+    J |B| for the smallest story B. No upper bound: repeated shingles can make a long document's
+    distinct set small."""
+    return np.flatnonzero(counts >= threshold * story_sizes.min())
+
+
 def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.ndarray, p: ScanParams) -> list[tuple]:
     """(doc, story, Jaccard) of verified pairs. Only documents whose shingle count allows Jaccard >=
     threshold with some story are signed (|A| >= J |B|, and |A| <= |B| / J on distinct shingles,
@@ -118,9 +125,8 @@ def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.
     story_sizes = np.diff(index.story_shingle_offsets)
     if not len(story_sizes):
         return []
-    low = p.jaccard_threshold * story_sizes.min()
     counts = _shingle_counts(np.diff(word_offsets), p.shingle_n)
-    docs = np.flatnonzero(counts >= low)  # repeated shingles can make a long document's distinct set small
+    docs = signable(counts, story_sizes, p.jaccard_threshold)
     if not len(docs):
         return []
     sub, sub_offsets = (words, word_offsets) if len(docs) == len(counts) else gather(words, word_offsets, docs)
