@@ -33,21 +33,21 @@ from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
 KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "sentences", "ngram")
 HIT_SCHEMA = pl.Schema(
     {
-        "doc": pl.Int64,
-        "story": pl.Int64,
-        "kind": pl.Utf8,
-        "word_start": pl.Int64,
-        "word_end": pl.Int64,
-        "coverage": pl.Float64,
-        "jaccard": pl.Float64,
-        "shared_ngrams": pl.Int64,
-        "p_value": pl.Float64,
-        "char_start": pl.Int64,  # `sentences`: the first matched sentence's start in the document
-        "char_end": pl.Int64,  # ... and the last one's end
-        "matched_sentences": pl.Int64,  # the story's canonical sentences found in the document
-        "story_sentences": pl.Int64,  # ... of its distinct canonical sentences
-        "sentence_coverage": pl.Float64,  # their rarity-weighted share (audits.sentence_match)
-        "sentence_spans": pl.List(pl.List(pl.Int64)),  # [start, end) of each matched sentence in the document
+        "doc": pl.Int64(),
+        "story": pl.Int64(),
+        "kind": pl.Utf8(),
+        "word_start": pl.Int64(),
+        "word_end": pl.Int64(),
+        "coverage": pl.Float64(),
+        "jaccard": pl.Float64(),
+        "shared_ngrams": pl.Int64(),
+        "p_value": pl.Float64(),
+        "char_start": pl.Int64(),  # `sentences`: the first matched sentence's start in the document
+        "char_end": pl.Int64(),  # ... and the last one's end
+        "matched_sentences": pl.Int64(),  # the story's canonical sentences found in the document
+        "story_sentences": pl.Int64(),  # ... of its distinct canonical sentences
+        "sentence_coverage": pl.Float64(),  # their rarity-weighted share (audits.sentence_match)
+        "sentence_spans": pl.List(pl.List(pl.Int64())),  # [start, end) of each matched sentence in the document
     }
 )
 _WORD = re.compile(r"\w+")

@@ -32,15 +32,15 @@ KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
 MATCH_SCHEMA = pl.Schema(
     {
-        "doc": pl.Int64,
-        "story": pl.Int64,
-        "matched_sentences": pl.Int64,
-        "story_sentences": pl.Int64,
-        "coverage": pl.Float64,
-        "null_coverage": pl.Float64,
-        "char_start": pl.Int64,
-        "char_end": pl.Int64,
-        "spans": pl.List(pl.List(pl.Int64)),
+        "doc": pl.Int64(),
+        "story": pl.Int64(),
+        "matched_sentences": pl.Int64(),
+        "story_sentences": pl.Int64(),
+        "coverage": pl.Float64(),
+        "null_coverage": pl.Float64(),
+        "char_start": pl.Int64(),
+        "char_end": pl.Int64(),
+        "spans": pl.List(pl.List(pl.Int64())),
     }
 )
 
@@ -154,7 +154,7 @@ def _null_coverage(
     )
     if not pairs.height:
         return null / np.maximum(story_weight, 1e-300)
-    s, o = pairs["story"].to_numpy(), pairs["other"].to_numpy()
+    s = pairs["story"].to_numpy()
     shared = pairs["shared"].to_numpy()
     rare = np.bincount(owner[~common], minlength=n)  # copies: the story's rarer sentences held by the other
     keep = shared / np.maximum(rare[s], 1) < p.near_copy
@@ -220,7 +220,7 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
             pl.col("spans").list.eval(pl.element().list.last()).list.max().alias("char_end"),
         )
         .select(list(MATCH_SCHEMA.names()))
-        .cast(dict(MATCH_SCHEMA))
+        .cast(MATCH_SCHEMA)
         .sort("doc", "story")
     )
 
