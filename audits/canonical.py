@@ -43,10 +43,15 @@ _CHAT = re.compile(
     r"|<\|[^|<>\s]{1,40}\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>(?:user|model)?",
     re.IGNORECASE,
 )
-_BLOCK_TAG = re.compile(r"</?(?:p|div|br|li|ul|ol|h[1-6]|tr|td|th|table|section|article|blockquote|pre|hr)\b[^<>]*>", re.I)
+_BLOCK_TAG = re.compile(
+    r"</?(?:p|div|br|li|ul|ol|h[1-6]|tr|td|th|table|section|article|blockquote|pre|hr)\b[^<>]*>", re.I
+)
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,10});")
-_MARKUP = re.compile(f"(?P<chat>{_CHAT.pattern})|(?P<block>{_BLOCK_TAG.pattern})|(?P<tag>{_TAG.pattern})|(?P<ent>{_ENTITY.pattern})", re.I)
+_MARKUP = re.compile(
+    f"(?P<chat>{_CHAT.pattern})|(?P<block>{_BLOCK_TAG.pattern})|(?P<tag>{_TAG.pattern})|(?P<ent>{_ENTITY.pattern})",
+    re.I,
+)
 _END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n\s*\n")  # a sentence end, or a blank line
 _LINE_END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n")
 _TOKEN = re.compile(r"[^\W_]+")

@@ -313,9 +313,7 @@ def _sentence_pairs(ev: _Evidence, sp: SentenceParams) -> int:
     for lo in range(0, len(train), SENTENCE_BATCH):
         batch = train[lo : lo + SENTENCE_BATCH]
         hits = match_sentences(index, [ev.texts[d] for d in batch])
-        for doc, story, matched, coverage in hits.select(
-            "doc", "story", "matched_sentences", "coverage"
-        ).iter_rows():
+        for doc, story, matched, coverage in hits.select("doc", "story", "matched_sentences", "coverage").iter_rows():
             a, b = int(batch[doc]), int(heldout[story])
             if (ev.keys[a], ev.keys[b]) in known:
                 continue

@@ -189,10 +189,7 @@ def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
     for source, group in items.group_by("source", maintain_order=False):
         stories = group["story"].unique()
         hit_kinds = found.filter(pl.col("story").is_in(stories.implode()))
-        first_kind = {
-            k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique()
-            for k in KINDS
-        }
+        first_kind = {k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique() for k in KINDS}
         rows.append(
             {
                 "source": source[0],

@@ -166,9 +166,7 @@ def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray)
     return out
 
 
-def _names_swapped(
-    index: BenchmarkIndex, texts: list[str], n_words: np.ndarray
-) -> list[tuple[int, int]]:
+def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray) -> list[tuple[int, int]]:
     """(doc, story) of documents telling a story with the names changed (one-word names keep the
     word count, so only documents of a story's word count are keyed)."""
     out = []
@@ -241,9 +239,11 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
         found.setdefault((d, s), {})["near_duplicate"] = _evidence_row("near_duplicate", jaccard=jac)
     for d, s in _names_swapped(index, texts, n_words):
         found.setdefault((d, s), {})["names_swapped"] = _evidence_row("names_swapped")
-    for d, s, matched, total, cov, start, end, spans in match_sentences(index.sentences, texts).select(
-        "doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end", "spans"
-    ).iter_rows():
+    for d, s, matched, total, cov, start, end, spans in (
+        match_sentences(index.sentences, texts)
+        .select("doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end", "spans")
+        .iter_rows()
+    ):
         found.setdefault((d, s), {})["sentences"] = _evidence_row(
             "sentences",
             char_start=start,

@@ -1531,8 +1531,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.scan_without_sentences",
         "audits/scan_match.py",
-        "in match_sentences(index.sentences, texts).select(",
-        "in match_sentences(index.sentences, texts[:0]).select(",
+        "match_sentences(index.sentences, texts)\n",
+        "match_sentences(index.sentences, texts[:0])\n",
         ("tests/test_reformat_found.py",),
         "tomforge scan misses every re-formatted story",
     ),

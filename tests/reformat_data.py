@@ -70,7 +70,16 @@ HOLDERS = tuple(
     for b in "cabinet bag box basket chest crate drawer case trunk satchel hamper locker".split()
 )
 TWO_WORD = ("Mary Ann", "Jean Luc", "Rosa Lee", "Billy Joe", "Anna Mae", "Lou Ellen", "Bobby Ray", "Sarah Jane")
-HYPHENATED = ("Anne-Marie", "Jean-Paul", "Mary-Kate", "Hans-Peter", "Eva-Lotte", "Karl-Heinz", "Lise-Lotte", "Ole-Bjorn")
+HYPHENATED = (
+    "Anne-Marie",
+    "Jean-Paul",
+    "Mary-Kate",
+    "Hans-Peter",
+    "Eva-Lotte",
+    "Karl-Heinz",
+    "Lise-Lotte",
+    "Ole-Bjorn",
+)
 
 
 @dataclass
@@ -93,7 +102,10 @@ def hitom_story(rng: random.Random) -> Story:
     for room in rng.sample(ROOMS, rng.randint(1, 3)):
         thing = rng.choice(THINGS)
         where = rng.sample(CONTAINERS, 5)
-        lines += [f"{', '.join(agents[:-1])} and {agents[-1]} entered the {room}.", f"The {thing} is in the {where[0]}."]
+        lines += [
+            f"{', '.join(agents[:-1])} and {agents[-1]} entered the {room}.",
+            f"The {thing} is in the {where[0]}.",
+        ]
         place = where[0]
         for i, agent in enumerate(agents):
             if rng.random() < 0.6:
@@ -135,7 +147,9 @@ def prose_story(rng: random.Random) -> Story:
     keep = sorted(rng.sample(range(len(options)), rng.randint(6, 8)))
     sentences += [options[i] for i in keep]
     text = " ".join(sentences)
-    return Story(text, [a, b, c], f"In which container was the {obj} at the beginning?", first, plot=_plot(text, [a, b, c]))
+    return Story(
+        text, [a, b, c], f"In which container was the {obj} at the beginning?", first, plot=_plot(text, [a, b, c])
+    )
 
 
 def draw(kind: str, n: int, seed: int, exclude: list[Story] = ()) -> list[Story]:  # type: ignore[assignment]

@@ -29,7 +29,9 @@ def test_markup_numbering_and_templates_are_removed_with_places_kept() -> None:
     story = "1 Olive entered the attic.\n2 The fig is in the red_box.\n3 Olive exited the attic."
     expected = ["NAME entered the attic", "the fig is in the red box", "NAME exited the attic"]
     assert _words(story_sentences(story)) == expected
-    html = "<div><p>Olive&nbsp;entered the attic.</p><p>The fig is in the red_box.</p><p>Olive exited the attic.</p></div>"
+    html = (
+        "<div><p>Olive&nbsp;entered the attic.</p><p>The fig is in the red_box.</p><p>Olive exited the attic.</p></div>"
+    )
     chat = "<|im_start|>user\nStory: Olive entered the attic. The fig is in the red_box.\nOlive exited the attic.<|im_end|>"
     wrapped = "Olive entered the\nattic. The fig is in\nthe red_box. Olive exited\nthe attic."
     for doc in (html, chat, wrapped):
@@ -61,8 +63,12 @@ def test_rare_sentences_weigh_more_and_the_null_is_the_best_other_story() -> Non
 
 def test_a_story_reordered_and_renamed_is_found_and_a_template_sibling_is_not() -> None:
     index = build_sentence_index(STORIES, SentenceParams(min_sentences=3, min_share=0.75))
-    doc = "Story: 1 Mary Ann moved the fig to the blue_tub.\n2 Mary Ann entered the attic.\n3 The fig is in the red box."
-    sibling = "Zed entered the attic. The pear is in the red box. Zed moved the pear to the blue tub. Zed exited the attic."
+    doc = (
+        "Story: 1 Mary Ann moved the fig to the blue_tub.\n2 Mary Ann entered the attic.\n3 The fig is in the red box."
+    )
+    sibling = (
+        "Zed entered the attic. The pear is in the red box. Zed moved the pear to the blue tub. Zed exited the attic."
+    )
     hits = match_sentences(index, [doc, sibling])
     assert hits.select("doc", "story", "matched_sentences").rows() == [(0, 0, 3)]
     assert hits["coverage"][0] == 2.5 / 3.0  # the exit line (weight 1/2) is missing: 3 of 4 sentences

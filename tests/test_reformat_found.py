@@ -77,9 +77,7 @@ def audited(world):
     assert result.exit_code == 0, result.output
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pairs = con.sql("SELECT * FROM audit_overlap_pairs WHERE scope = 'cross'").pl()
-        row_context = dict(
-            con.execute("SELECT source_ref, context_id FROM items WHERE source = 'rlfiles'").fetchall()
-        )
+        row_context = dict(con.execute("SELECT source_ref, context_id FROM items WHERE source = 'rlfiles'").fetchall())
         story_context = dict(con.execute(f"SELECT context, context_id FROM items_full WHERE {HELD_OUT}").fetchall())
     return result.output, pairs, row_context, story_context, (folder / "audit" / "audit_report.md").read_text()
 
