@@ -68,12 +68,11 @@ _OPENERS = frozenset(
     choices choice note read answer options option instruction instructions context""".split()
 )
 
-# a run of capitalized words joined by spaces or hyphens (not line breaks), not starting with a
-# common sentence word: one name
-_NAME_RUN = re.compile(
-    r"\b(?!(?i:" + "|".join(sorted(_OPENERS)) + r")\b)"
-    r"[^\W\d_a-z][^\W_]*(?:[ \t\-\u2010-\u2014]+(?=[^\W\d_a-z])[^\W_]*)*"
-)
+# a run of capitalized words joined by spaces or hyphens (not line breaks): one name, less the common
+# sentence words at its head (`_name_run`)
+_NAME_RUN = re.compile(r"[^\W\d_a-z][^\W_]*(?:[ \t\-\u2010-\u2014]+(?=[^\W\d_a-z])[^\W_]*)*")
+_RUN_WORD = re.compile(r"[^\W_]+")
+_LEADING = "0123456789.)(]-*#>\u2022 \t"  # numbering and list markers before a sentence (dropped anyway)
 # a line break inside a sentence (the text is wrapped: read it also with line breaks as spaces)
 _WRAPPED = re.compile(r"[^.!?;:\s][ \t]*\n")
 
@@ -127,9 +126,20 @@ def sentence_key(words: str) -> int:
 
 
 def _name_run(m: re.Match[str]) -> str:
-    """A run of capitalized words as one name mark padded to its length (so offsets stay put)."""
+    """A run of capitalized words as one name mark padded to its length (so offsets stay put);
+    common sentence words at its head ("The", "Then") stay words."""
     run = m.group()
-    return _MARK + " " * (len(run) - 1) if run[0].isupper() else run
+    if not run[0].isupper():  # a lower-case letter outside a-z
+        return run
+    head = 0
+    for word in _RUN_WORD.finditer(run):
+        if word.group().lower() not in _OPENERS:
+            head = word.start()
+            break
+    else:
+        return run
+    rest = len(run) - head
+    return run[:head] + _MARK + " " * (rest - 1)
 
 
 def abstract_names(text: str) -> str:
@@ -164,7 +174,7 @@ def _sentences(clean: str, ends: re.Pattern[str], min_words: int) -> list[tuple[
     bounds.append((len(clean), len(clean)))
     for stop, after in bounds:
         piece = clean[start:stop]
-        found = _canonical_piece(piece.strip(), min_words)
+        found = _canonical_piece(piece.strip().lstrip(_LEADING), min_words)  # renumbered lines: one cache entry
         if found is not None:
             lead = len(piece) - len(piece.lstrip())
             out.append((found[0], found[1], start + lead, start + len(piece.rstrip())))
