@@ -400,11 +400,12 @@ def audit_overlap(
             calibration += calib
             for b, a, shared, pval in ngram_pairs:
                 ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
+    largest_done()
+    if both_sides:  # light on memory: after the largest phases, so work beside them can start
         with timer.phase("sentences"):
             counts["sentence_pairs"] = _sentence_pairs(
                 ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
             )
-    largest_done()
     with timer.phase("skeletons"):
         docs = docs.with_columns(pl.Series("skeleton_key", skeleton_keys(ev.texts)))
     if both_sides:
