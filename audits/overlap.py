@@ -1,5 +1,6 @@
 """Overlap between a train and a held-out selection (and within each): MinHash LSH + exact checks,
-structural duplicates, and exact long n-gram overlap calibrated against a within-train null.
+structural duplicates, exact long n-gram overlap calibrated against a within-train null, and
+re-formatted copies found sentence by sentence (`audits.sentence_match`, the scan's core too).
 
 The unit is the distinct normalized context (story or dialogue text): a held-out question on a
 story that train also has is leaked whatever the question. Every reported pair carries its evidence
