@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tomforge.audits.skeleton import _SENTENCE_WORDS
+
 NAME = "NAME"
 MIN_WORDS = 3  # a sentence with fewer words besides names says too little to be evidence
 
@@ -54,18 +56,14 @@ _MARKUP = re.compile(
 )
 _END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n\s*\n")  # a sentence end, or a blank line
 _LINE_END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n")
-_TOKEN = re.compile(r"[^\W_]+")
 _MARK = "\u01c2"  # a letter no story uses: one name span, padded with spaces to the span's length
 _WORDS = re.compile(r"[^\W\d_][^\W_]*|\d+[^\W\d_][^\W_]*")  # words with a letter: numbers are dropped
 
-# sentence-initial capitalized words that are not names (the audit's skeleton list and openers)
-_OPENERS = frozenset(
-    """the a an his her their its my your our some this that these those in into on onto to at from with and or
-    but is was are were of for by after before while then there here where when who what which it he she they
-    him them not no does did do think thinks believe believes about inside under behind near as so i we you
-    yes now later meanwhile finally first next everyone nobody someone each both all one two three once
-    suddenly afterwards also how why if because although though since during until story question answer
-    choices choice note read answer options option instruction instructions context""".split()
+# capitalized words that are not names when they head a run: the audit's skeleton list of sentence
+# words (`audits.skeleton`, whose name rule needs the whole text; this one needs a sentence only) and
+# the words of prompt framing
+_OPENERS = _SENTENCE_WORDS | frozenset(
+    "these those choices choice note read options option instruction instructions context".split()
 )
 
 # a run of capitalized words joined by spaces or hyphens (not line breaks): one name, less the common
