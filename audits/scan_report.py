@@ -27,6 +27,21 @@ KIND_TEXT = {
 }
 
 
+def _sentence_null_line(index: BenchmarkIndex) -> str:
+    """What the sentence kind can find: its null per story and the stories it cannot name."""
+    sx = index.sentences
+    p = sx.params
+    blocked = int(((sx.null_coverage >= 1 - 1e-9) | (sx.story_sentences < p.min_sentences)).sum())
+    return (
+        f"Null of the `sentences` kind: the rarity-weighted share of each of the {sx.n_stories} benchmark stories' "
+        f"sentences held by its best other (non-copy) benchmark story (99th percentile "
+        f"{_quantile(sx.null_coverage, 0.99):.3f}, max {_quantile(sx.null_coverage, 1.0):.3f}); a story counts when "
+        f">= {p.min_share:.0%} of its distinct sentences (at least {p.min_sentences}) and a weighted share >= "
+        f"{p.min_coverage:g}, above that null, are found. {blocked} stories cannot be named this way (null 1, or fewer "
+        f"than {p.min_sentences} sentences of {p.min_words}+ words); the other kinds still apply to them."
+    )
+
+
 def _verdict_rows(summary: ScanSummary) -> list[str]:
     lines = ["| status | benchmark | finding | what to do |", "|---|---|---|---|"]
     for r in summary.per_source.iter_rows(named=True):
@@ -74,6 +89,8 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
         f"benchmark stories (99th percentile {_quantile(index.null_coverage, 0.99):.3f}, max "
         f"{_quantile(index.null_coverage, 1.0):.3f}); a pair is flagged at conformal p <= {summary.params.ngram_alpha:g} "
         f"with coverage >= {summary.params.ngram_min_coverage:g}.",
+        "",
+        _sentence_null_line(index),
         "",
         "## Evidence",
         "",
