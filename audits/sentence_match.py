@@ -30,6 +30,7 @@ from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
+NULL_CHUNK = 2000  # stories joined at once for the null (bounds its memory)
 MATCH_SCHEMA = pl.Schema(
     {
         "doc": pl.Int64(),
@@ -87,8 +88,12 @@ def _keys(sentences: list) -> np.ndarray:
 def build_sentence_index(stories: list[str], params: SentenceParams | None = None) -> SentenceIndex:
     """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null."""
     p = params or SentenceParams()
-    parsed = [story_sentences(text, p.min_words) for text in stories]
-    per_story = [_keys(sentences) for sentences in parsed]
+    per_story: list[np.ndarray] = []
+    distinct: set[str] = set()
+    for text in stories:  # keys and words kept, not the sentences (a benchmark of 100,000 stories stays small)
+        sentences = story_sentences(text, p.min_words)
+        per_story.append(_keys(sentences))
+        distinct.update(x.words for x in sentences)
     counts = np.array([len(k) for k in per_story], dtype=np.int64)
     keys = np.concatenate(per_story) if per_story else np.empty(0, dtype=np.uint64)
     owner = np.repeat(np.arange(len(stories), dtype=np.int64), counts)
@@ -98,7 +103,7 @@ def build_sentence_index(stories: list[str], params: SentenceParams | None = Non
     weight = 1.0 / df[inverse]
     story_weight = np.bincount(owner, weights=weight, minlength=len(stories))
     null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
-    anchors = _anchors({s.words for sentences in parsed for s in sentences})
+    anchors = _anchors(distinct)
     return SentenceIndex(keys, owner, weight, story_weight, counts, null, anchors, p)
 
 
@@ -136,30 +141,32 @@ def _null_coverage(
     p: SentenceParams,
 ) -> np.ndarray:
     """Per story: the weighted share of its sentences held by the best-matching other benchmark
-    story that is not a copy of it (one holding `near_copy` of its rarer sentences). Sentences in more than `NULL_MAX_STORIES` stories are left
-    out of the pair join and their whole weight added instead (an upper bound: the null errs
-    towards not flagging)."""
+    story that is not a copy of it (one holding `near_copy` of its rarer sentences). Sentences in
+    more than `NULL_MAX_STORIES` stories are left out of the pair join and their whole weight added
+    instead (an upper bound: the null errs towards not flagging). The join runs over stories in
+    chunks of `NULL_CHUNK`, so its memory does not grow with the square of the benchmark."""
     n = len(story_weight)
     null = np.zeros(n, dtype=np.float64)
     if n < 2:
         return null
     common = df > NULL_MAX_STORIES
     np.add.at(null, owner[common], weight[common])
-    entries = pl.DataFrame({"key": keys[~common], "story": owner[~common], "w": weight[~common]})
-    pairs = (
-        entries.join(entries.rename({"story": "other", "w": "w_other"}), on="key")
-        .filter(pl.col("story") != pl.col("other"))
-        .group_by("story", "other")
-        .agg(pl.col("w").sum(), pl.len().alias("shared"))
-    )
-    if not pairs.height:
-        return null / np.maximum(story_weight, 1e-300)
-    s = pairs["story"].to_numpy()
-    shared = pairs["shared"].to_numpy()
     rare = np.bincount(owner[~common], minlength=n)  # copies: the story's rarer sentences held by the other
-    keep = shared / np.maximum(rare[s], 1) < p.near_copy
+    entries = pl.DataFrame({"key": keys[~common], "story": owner[~common], "w": weight[~common]})
+    others = entries.select("key", pl.col("story").alias("other"))
     best = np.zeros(n, dtype=np.float64)
-    np.maximum.at(best, s[keep], pairs["w"].to_numpy()[keep])
+    for lo in range(0, n, NULL_CHUNK):
+        pairs = (
+            entries.filter(pl.col("story").is_between(lo, lo + NULL_CHUNK, closed="left"))
+            .join(others, on="key")
+            .filter(pl.col("story") != pl.col("other"))
+            .group_by("story", "other")
+            .agg(pl.col("w").sum(), pl.len().alias("shared"))
+        )
+        if pairs.height:
+            s = pairs["story"].to_numpy()
+            keep = pairs["shared"].to_numpy() / np.maximum(rare[s], 1) < p.near_copy
+            np.maximum.at(best, s[keep], pairs["w"].to_numpy()[keep])
     return (best + null) / np.maximum(story_weight, 1e-300)
 
 
