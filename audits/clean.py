@@ -8,7 +8,8 @@ Steps, in order (an item leaves at the first step that removes it):
 2. items whose context and question carry conflicting gold answers go to quarantine (`label_conflict`),
    and, with `quarantine_oracle`, items whose gold the oracle rejects (`oracle_rejects_gold`);
 3. train items whose context overlaps a held-out context above the policy thresholds leave train
-   (`overlap_exact`, `overlap_near_duplicate`, `overlap_contained`, `overlap_ngram`, `overlap_structural`,
+   (`overlap_exact`, `overlap_near_duplicate`, `overlap_contained`, `overlap_sentences`, `overlap_ngram`,
+   `overlap_structural`,
    after the pair kinds of `audit_overlap_pairs`);
 4. duplicates (same question and answer on the same or a near-duplicate context) collapse to one item
    on each side (`duplicate`): an original before any variant (`meta.variant_of`), then the smallest
@@ -112,6 +113,8 @@ def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: Cleaning
         .then(pl.lit("overlap_near_duplicate"))
         .when((pl.col("kind") == "contained") & above)
         .then(pl.lit("overlap_contained"))
+        .when(pl.col("kind") == "sentences")
+        .then(pl.lit("overlap_sentences"))
         .when((pl.col("kind") == "ngram") & pl.lit(policy.drop_ngram_flagged))
         .then(pl.lit("overlap_ngram"))
         .when((pl.col("kind") == "structural") & pl.lit(policy.drop_structural))
@@ -123,8 +126,9 @@ def _overlap_drops(pairs: pl.DataFrame, contexts: pl.DataFrame, policy: Cleaning
         "overlap_exact": 0,
         "overlap_near_duplicate": 1,
         "overlap_contained": 2,
-        "overlap_ngram": 3,
-        "overlap_structural": 4,
+        "overlap_sentences": 3,
+        "overlap_ngram": 4,
+        "overlap_structural": 5,
     }
     drops = kinds.drop_nulls("reason").with_columns(
         pl.col("reason").replace_strict(rank, return_dtype=pl.Int64).alias("rank")

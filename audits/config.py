@@ -26,6 +26,9 @@ class AuditParams:
     ngram_n: int = 13
     ngram_alpha: float = 0.01  # false-positive rate per held-out context under exchangeability
     ngram_max_doc_freq: int = 1000  # grams shared by more train contexts are skipped for best-match lookup
+    # re-formatted copies: a held-out story's canonical sentences found in a train story (audits.sentence_match)
+    sentence_min_coverage: float = 0.6  # weighted share of the held-out story's sentences
+    sentence_min_sentences: int = 3  # distinct sentences found
     # template artifacts
     alpha: float = 0.01  # family-wise, Bonferroni-corrected within each test family
     min_feature_count: int = 20

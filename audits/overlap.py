@@ -1,5 +1,6 @@
 """Overlap between a train and a held-out selection (and within each): MinHash LSH + exact checks,
-structural duplicates, and exact long n-gram overlap calibrated against a within-train null.
+structural duplicates, exact long n-gram overlap calibrated against a within-train null, and
+re-formatted copies found sentence by sentence (`audits.sentence_match`, the scan's core too).
 
 The unit is the distinct normalized context (story or dialogue text): a held-out question on a
 story that train also has is leaked whatever the question. Every reported pair carries its evidence
@@ -25,6 +26,7 @@ from tomforge.audits.lsh import Banding, candidate_pairs_from_keys, choose_bandi
 from tomforge.audits.minhash import SCHEME, estimate_jaccard
 from tomforge.audits.ngram import ngram_test
 from tomforge.audits.passes import Hashed, Passes, PassSettings, run_local
+from tomforge.audits.sentence_match import SentenceParams, build_sentence_index, match_sentences, sentence_evidence
 from tomforge.audits.skeleton import skeleton_keys
 from tomforge.audits.store import signature_table
 from tomforge.audits.text import NORMALIZER, text_keys, tokens
@@ -258,10 +260,14 @@ class _Evidence:
                 "shared_ngrams": extra.get("shared_ngrams"),
                 "p_value": extra.get("p_value"),
                 "spans": json.dumps(
-                    matched_spans(
+                    extra["spans"]
+                    if "spans" in extra
+                    else matched_spans(
                         self.words_of(a), self.words_of(b), extra.get("span_n", self.p.shingle_n), self.p.max_spans
                     )
                 ),
+                "shared_sentences": extra.get("shared_sentences"),
+                "sentence_coverage": extra.get("sentence_coverage"),
             }
         )
 
@@ -284,7 +290,64 @@ _PAIR_SCHEMA = {
     "shared_ngrams": pl.Int64,
     "p_value": pl.Float64,
     "spans": pl.Utf8,
+    "shared_sentences": pl.Int64,  # kind `sentences`: held-out sentences found in the train story
+    "sentence_coverage": pl.Float64,  # ... their weighted share (audits.sentence_match)
 }
+
+
+SENTENCE_BATCH = 20_000  # train stories matched at once: memory bounded by this, not by the train side
+_STRONGER = ("exact", "near_duplicate", "contained")  # a pair already of these kinds needs no sentence pair
+
+
+def _sentence_pairs(ev: _Evidence, sp: SentenceParams) -> int:
+    """Train stories that hold a held-out story by its sentences (re-formatted, reordered, renamed:
+    `audits.sentence_match`, the scan's core), as pairs of kind `sentences` with the matched
+    sentences as spans; pairs already found as exact, near-duplicate or contained are not repeated.
+    Returns the number of pairs added."""
+    heldout = np.flatnonzero(ev.heldout)
+    train = np.flatnonzero(ev.train & ~ev.heldout)
+    if not len(heldout) or not len(train):
+        return 0
+    index = build_sentence_index([ev.texts[d] for d in heldout], sp)
+    known = {(r["a_text_key"], r["b_text_key"]) for r in ev.rows if r["kind"] in _STRONGER}
+    added = 0
+    for lo in range(0, len(train), SENTENCE_BATCH):
+        batch = train[lo : lo + SENTENCE_BATCH]
+        hits = match_sentences(index, [ev.texts[d] for d in batch])
+        for doc, story, matched, coverage in hits.select("doc", "story", "matched_sentences", "coverage").iter_rows():
+            a, b = int(batch[doc]), int(heldout[story])
+            if (ev.keys[a], ev.keys[b]) in known:
+                continue
+            spans = _sentence_spans(ev.texts[b], ev.texts[a], sp, ev.p.max_spans)
+            ev.add(
+                "sentences",
+                a,
+                b,
+                {"spans": spans, "shared_sentences": matched, "sentence_coverage": coverage},
+            )
+            added += 1
+    return added
+
+
+def _sentence_spans(story: str, train_text: str, sp: SentenceParams, limit: int) -> list[dict]:
+    """The matched held-out sentences as the pairs table's spans (normalized word ranges of the
+    held-out story, longest first), with their place in the train story in characters."""
+    out = []
+    for e in sentence_evidence(story, train_text, sp):
+        start = len(tokens(story[: e["story_start"]]))
+        end = start + len(tokens(story[e["story_start"] : e["story_end"]]))
+        out.append(
+            {
+                "b_start": start,
+                "b_end": end,
+                "words": end - start,
+                "text": e["words"][:400],
+                "a_char_start": e["doc_start"],
+                "a_char_end": e["doc_end"],
+            }
+        )
+    out.sort(key=lambda s: (-s["words"], s["b_start"]))
+    return out[:limit]
 
 
 def _near_duplicates(ev: _Evidence, band_keys: np.ndarray, p: AuditParams) -> tuple[np.ndarray, dict]:
@@ -339,6 +402,11 @@ def audit_overlap(
             for b, a, shared, pval in ngram_pairs:
                 ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
     largest_done()
+    if both_sides:  # light on memory: after the largest phases, so work beside them can start
+        with timer.phase("sentences"):
+            counts["sentence_pairs"] = _sentence_pairs(
+                ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
+            )
     with timer.phase("skeletons"):
         docs = docs.with_columns(pl.Series("skeleton_key", skeleton_keys(ev.texts)))
     if both_sides:

@@ -25,7 +25,7 @@ from tomforge.audits import store
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.audits.scan_corpus import ScanInputError, ScanReject, Shard, read_batches, resolve_shards
 from tomforge.audits.scan_index import BenchmarkIndex, build_index
-from tomforge.audits.scan_match import char_span, match_texts
+from tomforge.audits.scan_match import KINDS, char_span, match_texts
 from tomforge.audits.scan_null import ngram_power
 from tomforge.audits.scan_purify import ShardWriter
 from tomforge.audits.scan_summary import HITS_FILE, REJECTS_FILE, ScanSummary
@@ -66,6 +66,10 @@ HITS_SCHEMA = pl.Schema(
         "p_value": pl.Float64(),
         "question_item_ids": pl.List(pl.Utf8()),
         "excerpt": pl.Utf8(),
+        "matched_sentences": pl.Int64(),  # kind `sentences` (and any pair also found by sentences)
+        "story_sentences": pl.Int64(),
+        "sentence_coverage": pl.Float64(),
+        "sentence_spans": pl.List(pl.List(pl.Int64())),  # [start, end) characters of each matched sentence
     }
 )
 EXCERPT_CHARS = 160
@@ -124,7 +128,10 @@ def _evidence(
     """Batch-local hits -> rows of `scan_hits.parquet` (ids, character spans, questions, excerpt)."""
     docs = sorted(set(hits["doc"].to_list()))
     normalized = dict(zip(docs, norm_words(pl.Series([texts[d] for d in docs], dtype=pl.Utf8)).to_list()))
-    spans = [char_span(texts[d], a, b) for d, a, b in hits.select("doc", "word_start", "word_end").iter_rows()]
+    spans = [
+        (cs, ce) if cs is not None else char_span(texts[d], a, b)
+        for d, a, b, cs, ce in hits.select("doc", "word_start", "word_end", "char_start", "char_end").iter_rows()
+    ]
     stories = index.stories
     story = hits["story"].to_numpy()
     return pl.DataFrame(
@@ -146,6 +153,10 @@ def _evidence(
             "p_value": hits["p_value"],
             "question_item_ids": _questions_found(index, hits, normalized),
             "excerpt": [texts[d][a:b][:EXCERPT_CHARS] for d, (a, b) in zip(hits["doc"].to_list(), spans)],
+            "matched_sentences": hits["matched_sentences"],
+            "story_sentences": hits["story_sentences"],
+            "sentence_coverage": hits["sentence_coverage"],
+            "sentence_spans": hits["sentence_spans"],
         },
         schema=HITS_SCHEMA,
     )
@@ -201,10 +212,7 @@ def per_source(index: BenchmarkIndex, hits: pl.DataFrame) -> pl.DataFrame:
     for source, group in items.group_by("source", maintain_order=False):
         stories = group["story"].unique()
         hit_kinds = found.filter(pl.col("story").is_in(stories.implode()))
-        first_kind = {
-            k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique()
-            for k in ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
-        }
+        first_kind = {k: hit_kinds.filter(pl.col("kind") == k)["story"].n_unique() for k in KINDS}
         rows.append(
             {
                 "source": source[0],

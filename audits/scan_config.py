@@ -27,6 +27,10 @@ class ScanParams:
     # ... and this share of the story's n-grams: the null comes from the benchmark's own stories (hundreds
     # to thousands), its far tail is thin, and a corpus tests millions of (document, story) pairs
     ngram_min_coverage: float = 0.25
+    # re-formatted stories: the share of a story's canonical sentences (weighted by rarity) and how many
+    # (audits.sentence_match, the audit's core too)
+    sentence_min_coverage: float = 0.6
+    sentence_min_sentences: int = 3
     batch_docs: int = 20_000  # documents per batch: memory is bounded by this, not by the corpus
 
     def __post_init__(self) -> None:

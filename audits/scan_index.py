@@ -1,5 +1,6 @@
 """The benchmark side of a scan, indexed in memory: the held-out stories' normalized text keys,
-their long n-grams (with the calibrated null), their shingle sets and LSH band keys.
+their long n-grams (with the calibrated null), their shingle sets and LSH band keys, and their
+canonical sentences (`audits.sentence_match`, the core the audit's overlap checks use too).
 
 Why its own module: the index is built once from a warehouse selection and then travels to every
 batch (and every Ray worker), so it holds only arrays and small frames. Text normalization,
@@ -28,6 +29,7 @@ from tomforge.audits.minhash import MinHasher
 from tomforge.audits.ngram import distinct_grams
 from tomforge.audits.scan_config import ScanParams
 from tomforge.audits.scan_null import near_copy_clusters, null_coverage
+from tomforge.audits.sentence_match import SentenceIndex, SentenceParams, build_sentence_index
 from tomforge.audits.skeleton import _WORD, _names
 from tomforge.audits.text import batch_ngrams, fmix64, hash_normalized_words, norm_words, text_keys
 
@@ -79,6 +81,7 @@ class BenchmarkIndex:
     band_story: np.ndarray
     null_coverage: np.ndarray  # sorted leave-one-out coverage of each story by the stories of other clusters
     banding: Banding
+    sentences: SentenceIndex  # the stories' canonical sentences (the `sentences` kind; the audit's core too)
     near_copy_pairs: int = 0  # pairs of near copies the null leaves out (`audits.scan_null`)
 
     @property
@@ -141,6 +144,7 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     keys = combined_band_keys(band_keys(sigs, banding))
     band_owner = np.repeat(np.arange(len(n_words), dtype=np.int64), banding.bands)
     korder = np.argsort(keys, kind="stable")
+    sentences = build_sentence_index(stories["context"].to_list(), sentence_params(p))
     by_name = [name_key(t) for t in stories["context"].to_list()]
     name_counts = Counter(by_name)
     name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
@@ -165,4 +169,9 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
         null_coverage=null,
         banding=banding,
         near_copy_pairs=near_copy_pairs,
+        sentences=sentences,
     )
+
+
+def sentence_params(p: ScanParams) -> SentenceParams:
+    return SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)

@@ -5,8 +5,10 @@ Kinds, strongest first (a pair gets one): `verbatim` (equal normalized text), `c
 story's long n-grams found in the document at >= the containment threshold: a story inside a
 longer document, with its span), `near_duplicate` (exact Jaccard of the shingle sets >= threshold;
 candidates from MinHash LSH), `names_swapped` (the same words once the names are replaced by
-role tokens in order of first mention), `ngram` (shared long n-grams beyond the calibrated null: conformal
-p <= alpha, and at least `ngram_min_coverage` of the story's n-grams).
+role tokens in order of first mention), `sentences` (most of the story's canonical sentences in
+the document, in any order and form: `audits.sentence_match`, the audit's core too), `ngram`
+(shared long n-grams beyond the calibrated null: conformal p <= alpha, and at least
+`ngram_min_coverage` of the story's n-grams).
 The work is whole-batch array operations on the audit's kernels; Python loops run only over the
 (few) candidate pairs.
 """
@@ -24,20 +26,28 @@ from tomforge.audits.minhash import MinHasher
 from tomforge.audits.passes import gather
 from tomforge.audits.scan_config import ScanParams
 from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys, name_key
+from tomforge.audits.sentence_match import match_sentences
 from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
 
-KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "ngram")
+# strongest first: a (document, story) pair found in several ways gets the first of its kinds
+KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "sentences", "ngram")
 HIT_SCHEMA = pl.Schema(
     {
-        "doc": pl.Int64,
-        "story": pl.Int64,
-        "kind": pl.Utf8,
-        "word_start": pl.Int64,
-        "word_end": pl.Int64,
-        "coverage": pl.Float64,
-        "jaccard": pl.Float64,
-        "shared_ngrams": pl.Int64,
-        "p_value": pl.Float64,
+        "doc": pl.Int64(),
+        "story": pl.Int64(),
+        "kind": pl.Utf8(),
+        "word_start": pl.Int64(),
+        "word_end": pl.Int64(),
+        "coverage": pl.Float64(),
+        "jaccard": pl.Float64(),
+        "shared_ngrams": pl.Int64(),
+        "p_value": pl.Float64(),
+        "char_start": pl.Int64(),  # `sentences`: the first matched sentence's start in the document
+        "char_end": pl.Int64(),  # ... and the last one's end
+        "matched_sentences": pl.Int64(),  # the story's canonical sentences found in the document
+        "story_sentences": pl.Int64(),  # ... of its distinct canonical sentences
+        "sentence_coverage": pl.Float64(),  # their rarity-weighted share (audits.sentence_match)
+        "sentence_spans": pl.List(pl.List(pl.Int64())),  # [start, end) of each matched sentence in the document
     }
 )
 _WORD = re.compile(r"\w+")
@@ -100,6 +110,13 @@ def _shingle_counts(n_words: np.ndarray, n: int) -> np.ndarray:
     return np.where(n_words >= n, n_words - n + 1, np.minimum(n_words, 1))
 
 
+def signable(counts: np.ndarray, story_sizes: np.ndarray, threshold: float) -> np.ndarray:
+    """Documents (by shingle count) that may reach Jaccard >= threshold with some story: |A| >=
+    J |B| for the smallest story B. No upper bound: repeated shingles can make a long document's
+    distinct set small."""
+    return np.flatnonzero(counts >= threshold * story_sizes.min())
+
+
 def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.ndarray, p: ScanParams) -> list[tuple]:
     """(doc, story, Jaccard) of verified pairs. Only documents whose shingle count allows Jaccard >=
     threshold with some story are signed (|A| >= J |B|, and |A| <= |B| / J on distinct shingles,
@@ -108,9 +125,8 @@ def _near_duplicates(index: BenchmarkIndex, words: np.ndarray, word_offsets: np.
     story_sizes = np.diff(index.story_shingle_offsets)
     if not len(story_sizes):
         return []
-    low = p.jaccard_threshold * story_sizes.min()
     counts = _shingle_counts(np.diff(word_offsets), p.shingle_n)
-    docs = np.flatnonzero(counts >= low)  # repeated shingles can make a long document's distinct set small
+    docs = signable(counts, story_sizes, p.jaccard_threshold)
     if not len(docs):
         return []
     sub, sub_offsets = (words, word_offsets) if len(docs) == len(counts) else gather(words, word_offsets, docs)
@@ -150,17 +166,14 @@ def _verbatim(index: BenchmarkIndex, normalized: pl.Series, n_words: np.ndarray)
     return out
 
 
-def _names_swapped(
-    index: BenchmarkIndex, texts: list[str], n_words: np.ndarray, skip: set[int]
-) -> list[tuple[int, int]]:
+def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray) -> list[tuple[int, int]]:
     """(doc, story) of documents telling a story with the names changed (one-word names keep the
     word count, so only documents of a story's word count are keyed)."""
     out = []
     for d in np.flatnonzero(np.isin(n_words, index.story_lengths)).tolist():
-        if d not in skip:
-            story = index.name_keys.get(name_key(texts[d]))
-            if story is not None:
-                out.append((d, story))
+        story = index.name_keys.get(name_key(texts[d]))
+        if story is not None:
+            out.append((d, story))
     return out
 
 
@@ -178,40 +191,74 @@ def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words
     return int(starts[best]), int(ends[best]) - 1 + n
 
 
+def _evidence_row(kind: str, **figures: object) -> dict:
+    return {**{c: None for c in _FIGURES}, **figures, "kind": kind}
+
+
+_FIGURES = (
+    "coverage",
+    "jaccard",
+    "shared_ngrams",
+    "p_value",
+    "char_start",
+    "char_end",
+    "matched_sentences",
+    "story_sentences",
+    "sentence_coverage",
+    "sentence_spans",
+)
+
+
+def strongest(found: dict[str, dict]) -> dict:
+    """One pair's row from every way it matched: the strongest kind (`KINDS` order), with the
+    figures of every kind found (a verbatim copy keeps its n-gram and sentence figures)."""
+    kind = min(found, key=KINDS.index)
+    row = {c: None for c in _FIGURES}
+    for evidence in found.values():
+        row.update({k: v for k, v in evidence.items() if v is not None and k != "kind"})
+    if kind != "sentences":  # a character span only where the sentences are the evidence
+        row["char_start"] = row["char_end"] = None
+    return {**row, "kind": kind}
+
+
 def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.DataFrame:
-    """Hits of one batch: one row per (document, story) pair, its strongest kind, the word span and
-    the evidence figures (`HIT_SCHEMA`; `doc` is the position in `texts`)."""
+    """Hits of one batch: one row per (document, story) pair, its strongest kind (`KINDS` order),
+    the word span (or, for `sentences`, the character span of the matched sentences) and the
+    evidence figures (`HIT_SCHEMA`; `doc` is the position in `texts`)."""
     normalized = norm_words(pl.Series(texts, dtype=pl.Utf8))
     words, word_offsets = hash_normalized_words(normalized)
     n_words = np.diff(word_offsets)
     grams, gram_offsets = batch_ngrams(words, word_offsets, p.ngram_n)
-    rows: dict[tuple[int, int], dict] = {}
+    found: dict[tuple[int, int], dict[str, dict]] = {}
     ngram = _ngram_hits(index, grams, gram_offsets, p)
     for d, s, shared, cov, pval, kind in ngram.select(
         "doc", "story", "shared_ngrams", "coverage", "p_value", "kind"
     ).iter_rows():
-        rows[(d, s)] = {"kind": kind, "coverage": cov, "shared_ngrams": shared, "p_value": pval, "jaccard": None}
+        found.setdefault((d, s), {})[kind] = _evidence_row(kind, coverage=cov, shared_ngrams=shared, p_value=pval)
     for d, s, jac in _near_duplicates(index, words, word_offsets, p):
-        row = rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None, "kind": "ngram"})
-        # a story inside a longer document stays `contained` (its span is the evidence)
-        rows[(d, s)] = {**row, "kind": "contained" if row["kind"] == "contained" else "near_duplicate", "jaccard": jac}
-    for d, s in _names_swapped(index, texts, n_words, {d for d, _ in rows}):
-        rows[(d, s)] = {
-            "coverage": None,
-            "shared_ngrams": None,
-            "p_value": None,
-            "kind": "names_swapped",
-            "jaccard": None,
-        }
+        found.setdefault((d, s), {})["near_duplicate"] = _evidence_row("near_duplicate", jaccard=jac)
+    for d, s in _names_swapped(index, texts, n_words):
+        found.setdefault((d, s), {})["names_swapped"] = _evidence_row("names_swapped")
+    for d, s, matched, total, cov, start, end, spans in (
+        match_sentences(index.sentences, texts)
+        .select("doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end", "spans")
+        .iter_rows()
+    ):
+        found.setdefault((d, s), {})["sentences"] = _evidence_row(
+            "sentences",
+            char_start=start,
+            char_end=end,
+            matched_sentences=matched,
+            story_sentences=total,
+            sentence_coverage=cov,
+            sentence_spans=spans,
+        )
     for d, s in _verbatim(index, normalized, n_words):
-        rows[(d, s)] = {
-            **rows.get((d, s), {"coverage": None, "shared_ngrams": None, "p_value": None}),
-            "kind": "verbatim",
-            "jaccard": 1.0,
-        }
+        found.setdefault((d, s), {})["verbatim"] = _evidence_row("verbatim", jaccard=1.0)
     out = []
     sg, so = index.story_grams, index.story_gram_offsets
-    for (d, s), row in sorted(rows.items()):
+    for (d, s), kinds in sorted(found.items()):
+        row = strongest(kinds)
         if row["kind"] in ("contained", "ngram"):
             start, end = _longest_run(
                 grams[gram_offsets[d] : gram_offsets[d + 1]], sg[so[s] : so[s + 1]], p.ngram_n, int(n_words[d])

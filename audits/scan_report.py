@@ -21,8 +21,25 @@ KIND_TEXT = {
     "contained": "the story inside a longer document (span given)",
     "near_duplicate": "a near copy of the story (exact Jaccard of 5-gram shingles over the threshold)",
     "names_swapped": "the story told with other names (every word but the names, in order)",
+    "sentences": "most of the story's sentences, in any order and form (numbering, markup, chat template, case, "
+    "punctuation, line breaks and names changed; weighted by rarity, above the best other benchmark story)",
     "ngram": "long n-grams shared beyond what independent benchmark stories share (calibrated null)",
 }
+
+
+def _sentence_null_line(index: BenchmarkIndex) -> str:
+    """What the sentence kind can find: its null per story and the stories it cannot name."""
+    sx = index.sentences
+    p = sx.params
+    blocked = int(((sx.null_coverage >= 1 - 1e-9) | (sx.story_sentences < p.min_sentences)).sum())
+    return (
+        f"Null of the `sentences` kind: the rarity-weighted share of each of the {sx.n_stories} benchmark stories' "
+        f"sentences held by its best other (non-copy) benchmark story (99th percentile "
+        f"{_quantile(sx.null_coverage, 0.99):.3f}, max {_quantile(sx.null_coverage, 1.0):.3f}); a story counts when "
+        f">= {p.min_share:.0%} of its distinct sentences (at least {p.min_sentences}) and a weighted share >= "
+        f"{p.min_coverage:g}, above that null, are found. {blocked} stories cannot be named this way (null 1, or fewer "
+        f"than {p.min_sentences} sentences of {p.min_words}+ words); the other kinds still apply to them."
+    )
 
 
 def _verdict_rows(summary: ScanSummary) -> list[str]:
@@ -33,7 +50,8 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
             f"{r['stories_found']} of {r['stories']} held-out stories and {r['questions_exposed']} of "
             f"{r['questions']} questions occur in the corpus ({r['questions_text_found']} with the question "
             f"text too): verbatim {r['stories_verbatim']}, contained {r['stories_contained']}, near duplicate "
-            f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, n-gram {r['stories_ngram']}"
+            f"{r['stories_near_duplicate']}, names swapped {r['stories_names_swapped']}, sentences {r['stories_sentences']}, n-gram "
+            f"{r['stories_ngram']}"
         )
         action = (
             (
@@ -87,6 +105,8 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
         f"do not count in each other's coverage: near copies left out: {index.near_copy_pairs} pairs of benchmark "
         f"stories. The n-gram kind {summary.ngram.why if summary.ngram else 'was not assessed'}.",
         "",
+        _sentence_null_line(index),
+        "",
         "## Evidence",
         "",
         f"The first {MAX_EVIDENCE} hits (all of them in `scan_hits.parquet`): document, kind, character span "
@@ -100,7 +120,7 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
                 pl.col("story_key").str.slice(0, 12),
                 pl.col("context_id").str.slice(0, 12),
                 pl.col("excerpt").str.replace_all(r"\s+", " "),
-            ).drop("question_item_ids", "word_start", "word_end"),
+            ).drop("question_item_ids", "word_start", "word_end", "sentence_spans"),
             limit=MAX_EVIDENCE,
         ),
         *_rejected_section(summary),

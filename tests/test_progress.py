@@ -67,6 +67,7 @@ OVERLAP_PHASES = [
     "shingles and signatures",
     "near duplicates",
     "13-gram test",
+    "sentences",
     "skeletons",
     "structural twins",
 ]  # audits/overlap.py audit_overlap, in the order it runs them

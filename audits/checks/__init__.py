@@ -25,6 +25,7 @@ from tomforge.audits.checks.overlap import (
     ExactCopies,
     NearDuplicates,
     PartialCopies,
+    ReformattedCopies,
     StructuralTwins,
     WithinSideDuplicates,
 )
@@ -35,6 +36,7 @@ from tomforge.audits.verdict import AuditFacts, Verdict
 CHECKS: tuple[AuditCheck, ...] = (
     ExactCopies(),
     NearDuplicates(),
+    ReformattedCopies(),
     PartialCopies(),
     StructuralTwins(),
     WithinSideDuplicates(),
@@ -57,6 +59,7 @@ FINDINGS_ORDER = (
     "overlap:exact",
     "overlap:near_duplicate",
     "overlap:ngram",
+    "overlap:sentences",
     "duplicate:within_side",
     "overlap:structural",
     "artifact:gold_position",

@@ -12,7 +12,7 @@ from scipy import stats
 
 from tomforge.audits.check import AuditCheck, FindingInputs, Findings
 from tomforge.audits.config import CleaningPolicy
-from tomforge.audits.evidence import mark_phrase, mark_words
+from tomforge.audits.evidence import mark_chars, mark_phrase, mark_words
 from tomforge.audits.verdict import MAX_EVIDENCE, SIMILAR_KINDS, AuditFacts, Verdict, more, pct, side_name
 
 
@@ -152,6 +152,79 @@ class NearDuplicates(AuditCheck):
             more(
                 pairs.height, "`tables/audit_overlap_pairs.csv` (kinds `near_duplicate` and `contained`, scope `cross`)"
             ),
+        )
+
+
+def _sentence_evidence(facts: AuditFacts, pair: dict) -> dict[str, str]:
+    """A `sentences` pair as a row: both stories, the held-out excerpt with its longest matched
+    sentence marked, the train excerpt at that sentence's place there, the figures."""
+    spans = _spans(pair)
+    text = facts.context_text(pair["b_context_id"])
+    train = facts.context_text(pair["a_context_id"])
+    first = spans[0] if spans else None
+    return {
+        "held-out story": facts.ref(pair["b_context_id"], "heldout"),
+        "train story": facts.ref(pair["a_context_id"], "train"),
+        "held-out excerpt (a matched sentence in bold)": mark_words(text, first["b_start"], first["b_end"])
+        if first
+        else mark_phrase(text, ""),
+        "train excerpt (the same sentence re-formatted)": mark_chars(train, first["a_char_start"], first["a_char_end"])
+        if first
+        else mark_phrase(train, ""),
+        "match": f"{pair['shared_sentences']} sentences, weighted coverage {pair['sentence_coverage']:.2f}, "
+        f"Jaccard {pair['jaccard']:.2f}",
+        "context ids (held-out / train)": f"`{pair['b_context_id'][:12]}` / `{pair['a_context_id'][:12]}`",
+    }
+
+
+class ReformattedCopies(AuditCheck):
+    """Held-out stories whose sentences a train story holds, in any order and form: numbering
+    dropped, HTML or a chat template around it, lines swapped or dropped, names changed
+    (`audits.sentence_match`, the scan's core)."""
+
+    name = "re-formatted copies"
+    emits = ("overlap:sentences",)
+    reads = ("audit_overlap_pairs", "audit_contexts")
+    by_source = "items"
+
+    def findings(self, out: Findings, data: FindingInputs) -> None:
+        p = data.params
+        pairs = data.overlap.pairs
+        for r in pairs.filter((pl.col("scope") == "cross") & (pl.col("kind") == "sentences")).iter_rows(named=True):
+            out.add(
+                "overlap:sentences",
+                "leak",
+                "train x heldout",
+                f"held-out context {r['b_context_id'][:12]} ~ train {r['a_context_id'][:12]}: {r['shared_sentences']} "
+                f"of its sentences re-formatted in the train story (weighted coverage {r['sentence_coverage']:.2f})",
+                {k: r[k] for k in ("a_context_id", "b_context_id", "shared_sentences", "sentence_coverage", "jaccard")}
+                | {"spans": json.loads(r["spans"])},
+                f"weighted sentence coverage >= {p.sentence_min_coverage} and above the story's null "
+                "(its best other held-out story)",
+            )
+
+    def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame:
+        return _cross_items(items, facts.cross_pairs("sentences"))
+
+    def verdict(self, facts: AuditFacts) -> Verdict | None:
+        if not facts.has_heldout:
+            return None
+        p = facts.params
+        pairs = facts.cross_pairs("sentences").sort("sentence_coverage", "b_context_id", descending=[True, False])
+        n = pairs.select("b_text_key").n_unique()
+        return Verdict(
+            self.name,
+            "fail" if n else "pass",
+            f"{n} of {facts.stories('heldout')} held-out stories have their sentences in a train story in another form "
+            "(numbering, markup, order or names changed; not counted above) (0 expected)",
+            _drop_action(facts.train_items_dropped("overlap_sentences"), facts) if n else "none",
+            "Each story cut into canonical sentences (numbering, list markers, HTML, chat templates, case and "
+            "punctuation removed; each name, however many words, one slot); a held-out story counts when a train "
+            f"story holds >= {p.sentence_min_coverage:g} of its sentences weighted by rarity (a sentence in k held-out "
+            f"stories weighs 1/k), at least {p.sentence_min_sentences} of them, and more than the best other held-out "
+            "story holds (the templates' null). Pairs already exact, near-duplicate or contained are not repeated.",
+            [_sentence_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
+            more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `sentences`, scope `cross`)"),
         )
 
 

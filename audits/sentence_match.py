@@ -1,0 +1,256 @@
+"""Order-insensitive sentence evidence: which benchmark stories a document holds, found through
+re-formatting (the one matching core of the audit's overlap checks and of `tomforge scan`).
+
+A benchmark story is found in a document when most of its canonical sentences (`audits.canonical`:
+markup, numbering, case, punctuation and names abstracted) occur in the document, in any order.
+Sentences are matched by their 64-bit keys against a sorted array, a whole batch at once, so the
+benchmark side is a few arrays and the documents stream through.
+
+Calibration: templated stories share sentences by nature ("NAME exited the kitchen"), more so once
+names are abstracted. So each sentence weighs 1 / (the number of benchmark stories holding it), a
+story's coverage by a document is the weighted share of its sentences found there, and a pair
+counts only when most of its distinct sentences are found (`min_share`, at least `min_sentences`),
+the coverage reaches `min_coverage` (the rarer sentences are among them), and it is above the
+story's null: the coverage of the story by the best-matching *other*
+benchmark story (an independent story of the same templates). Other benchmark stories that are
+copies of it (holding >= `near_copy` of its rarer sentences: the same story under another source,
+prompt style or a longer telling) are left out of the null, since a document holding one holds the
+other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tomforge.audits.canonical import MIN_WORDS, NAME, document_sentences, story_sentences
+from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
+
+KIND = "sentences"
+NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
+NULL_CHUNK = 2000  # stories joined at once for the null (bounds its memory)
+MATCH_SCHEMA = pl.Schema(
+    {
+        "doc": pl.Int64(),
+        "story": pl.Int64(),
+        "matched_sentences": pl.Int64(),
+        "story_sentences": pl.Int64(),
+        "coverage": pl.Float64(),
+        "null_coverage": pl.Float64(),
+        "char_start": pl.Int64(),
+        "char_end": pl.Int64(),
+        "spans": pl.List(pl.List(pl.Int64())),
+    }
+)
+
+
+@dataclass(frozen=True)
+class SentenceParams:
+    """When a document holds a benchmark story by its sentences."""
+
+    min_words: int = MIN_WORDS  # words besides names for a sentence to count
+    min_sentences: int = 3  # distinct story sentences found in the document
+    min_coverage: float = 0.6  # weighted share of the story's sentences found
+    min_share: float = 0.8  # plain share of the story's distinct sentences found ("most of them")
+    near_copy: float = 0.8  # share of a story's sentences another benchmark story holds to be a copy of it
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_coverage <= 1 or not 0 < self.near_copy <= 1 or not 0 < self.min_share <= 1:
+            raise ValueError("sentence coverage and near-copy thresholds must be within (0, 1]")
+        if self.min_sentences < 1 or self.min_words < 1:
+            raise ValueError("min_sentences and min_words must be >= 1")
+
+
+@dataclass
+class SentenceIndex:
+    """The benchmark stories' canonical sentences (picklable: a scan ships it to Ray workers)."""
+
+    key: np.ndarray  # uint64 sentence keys, sorted, one entry per (sentence, story holding it)
+    story: np.ndarray  # int64: the story of each entry
+    weight: np.ndarray  # float64: 1 / number of stories holding the sentence
+    story_weight: np.ndarray  # per story: the sum of its sentences' weights
+    story_sentences: np.ndarray  # per story: its distinct sentences
+    null_coverage: np.ndarray  # per story: coverage by the best other (non-copy) benchmark story
+    anchors: np.ndarray  # uint64 word hashes, sorted: each benchmark sentence's rarest word (the prefilter)
+    params: SentenceParams
+
+    @property
+    def n_stories(self) -> int:
+        return len(self.story_weight)
+
+
+def _keys(sentences: list) -> np.ndarray:
+    return np.unique(np.array([s.key for s in sentences], dtype=np.uint64))
+
+
+def build_sentence_index(stories: list[str], params: SentenceParams | None = None) -> SentenceIndex:
+    """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null."""
+    p = params or SentenceParams()
+    per_story: list[np.ndarray] = []
+    distinct: set[str] = set()
+    for text in stories:  # keys and words kept, not the sentences (a benchmark of 100,000 stories stays small)
+        sentences = story_sentences(text, p.min_words)
+        per_story.append(_keys(sentences))
+        distinct.update(x.words for x in sentences)
+    counts = np.array([len(k) for k in per_story], dtype=np.int64)
+    keys = np.concatenate(per_story) if per_story else np.empty(0, dtype=np.uint64)
+    owner = np.repeat(np.arange(len(stories), dtype=np.int64), counts)
+    order = np.argsort(keys, kind="stable")
+    keys, owner = keys[order], owner[order]
+    _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
+    weight = 1.0 / df[inverse]
+    story_weight = np.bincount(owner, weights=weight, minlength=len(stories))
+    null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
+    anchors = _anchors(distinct)
+    return SentenceIndex(keys, owner, weight, story_weight, counts, null, anchors, p)
+
+
+def _anchors(sentences: set[str]) -> np.ndarray:
+    """The hash of each distinct sentence's rarest word (fewest benchmark sentences holding it; ties
+    by the word): a document holding a sentence holds its anchor, so a document with none of them
+    holds no benchmark sentence (`candidates`)."""
+    split = [[w for w in s.split(" ") if w != NAME] for s in sorted(sentences)]
+    df: dict[str, int] = {}
+    for words in split:
+        for w in set(words):
+            df[w] = df.get(w, 0) + 1
+    chosen = {min(words, key=lambda w: (df[w], w)) for words in split if words}
+    return np.unique(np.array([word_hash(w) for w in chosen], dtype=np.uint64))
+
+
+def candidates(index: SentenceIndex, texts: list[str]) -> np.ndarray:
+    """Positions of the texts that hold at least one anchor word (a compiled pass over the batch's
+    bytes: most documents of a web-scale corpus stop here, before any sentence is cut). Words as
+    the canonical form splits them: the normalizer's, with `_` a separator too."""
+    if not len(index.anchors) or not texts:
+        return np.empty(0, dtype=np.int64)
+    loose = norm_words(pl.Series(texts, dtype=pl.Utf8)).str.replace_all("_", " ", literal=True)
+    words, offsets = hash_normalized_words(loose)
+    inside = np.concatenate(([0], np.cumsum(np.isin(words, index.anchors))))
+    return np.flatnonzero(inside[offsets[1:]] > inside[offsets[:-1]])
+
+
+def _null_coverage(
+    keys: np.ndarray,
+    owner: np.ndarray,
+    weight: np.ndarray,
+    df: np.ndarray,
+    story_weight: np.ndarray,
+    p: SentenceParams,
+) -> np.ndarray:
+    """Per story: the weighted share of its sentences held by the best-matching other benchmark
+    story that is not a copy of it (one holding `near_copy` of its rarer sentences). Sentences in
+    more than `NULL_MAX_STORIES` stories are left out of the pair join and their whole weight added
+    instead (an upper bound: the null errs towards not flagging). The join runs over stories in
+    chunks of `NULL_CHUNK`, so its memory does not grow with the square of the benchmark."""
+    n = len(story_weight)
+    null = np.zeros(n, dtype=np.float64)
+    if n < 2:
+        return null
+    common = df > NULL_MAX_STORIES
+    np.add.at(null, owner[common], weight[common])
+    rare = np.bincount(owner[~common], minlength=n)  # copies: the story's rarer sentences held by the other
+    entries = pl.DataFrame({"key": keys[~common], "story": owner[~common], "w": weight[~common]})
+    others = entries.select("key", pl.col("story").alias("other"))
+    best = np.zeros(n, dtype=np.float64)
+    for lo in range(0, n, NULL_CHUNK):
+        pairs = (
+            entries.filter(pl.col("story").is_between(lo, lo + NULL_CHUNK, closed="left"))
+            .join(others, on="key")
+            .filter(pl.col("story") != pl.col("other"))
+            .group_by("story", "other")
+            .agg(pl.col("w").sum(), pl.len().alias("shared"))
+        )
+        if pairs.height:
+            s = pairs["story"].to_numpy()
+            keep = pairs["shared"].to_numpy() / np.maximum(rare[s], 1) < p.near_copy
+            np.maximum.at(best, s[keep], pairs["w"].to_numpy()[keep])
+    return (best + null) / np.maximum(story_weight, 1e-300)
+
+
+def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | None = None) -> pl.DataFrame:
+    """The (document, story) pairs where the document holds the story by its sentences
+    (`MATCH_SCHEMA`; `doc` is the position in `texts`), with the character spans of the matched
+    sentences in the document. `docs`: only these positions are read (a caller's prefilter)."""
+    p = index.params
+    positions = np.arange(len(texts)) if docs is None else np.asarray(docs, dtype=np.int64)
+    doc_of, key_of, starts, ends = [], [], [], []
+    for d in positions.tolist():
+        for s in document_sentences(texts[d], p.min_words):
+            doc_of.append(d)
+            key_of.append(s.key)
+            starts.append(s.start)
+            ends.append(s.end)
+    if not key_of or not len(index.key):
+        return pl.DataFrame(schema=MATCH_SCHEMA)
+    keys = np.array(key_of, dtype=np.uint64)
+    lo = np.searchsorted(index.key, keys, side="left")
+    hi = np.searchsorted(index.key, keys, side="right")
+    counts = hi - lo
+    found = np.flatnonzero(counts)
+    if not len(found):
+        return pl.DataFrame(schema=MATCH_SCHEMA)
+    sentence = np.repeat(found, counts[found])
+    entry = _ranges(lo[found], hi[found])
+    doc_arr, start_arr, end_arr = np.array(doc_of), np.array(starts), np.array(ends)
+    hits = pl.DataFrame(
+        {
+            "doc": doc_arr[sentence],
+            "story": index.story[entry],
+            "w": index.weight[entry],
+            "start": start_arr[sentence],
+            "end": end_arr[sentence],
+        }
+    )
+    pairs = hits.group_by("doc", "story").agg(
+        pl.len().alias("matched_sentences"),
+        pl.col("w").sum(),
+        pl.concat_list("start", "end").sort_by("start").alias("spans"),
+    )
+    story_of = pairs["story"].to_numpy()
+    pairs = pairs.with_columns(
+        pl.Series("story_sentences", index.story_sentences[story_of]),
+        pl.Series("coverage", pairs["w"].to_numpy() / index.story_weight[story_of]),
+        pl.Series("null_coverage", index.null_coverage[story_of]),
+    )
+    pairs = pairs.filter(
+        (pl.col("matched_sentences") >= p.min_sentences)
+        & (pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9)
+        & (pl.col("coverage") >= p.min_coverage - 1e-12)
+        & (pl.col("coverage") > pl.col("null_coverage") + 1e-12)
+    )
+    return (
+        pairs.with_columns(
+            pl.col("spans").list.eval(pl.element().list.first()).list.min().alias("char_start"),
+            pl.col("spans").list.eval(pl.element().list.last()).list.max().alias("char_end"),
+        )
+        .select(list(MATCH_SCHEMA.names()))
+        .cast(MATCH_SCHEMA)
+        .sort("doc", "story")
+    )
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenated ranges lo[i]..hi[i]-1."""
+    counts = hi - lo
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return starts + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def sentence_evidence(story: str, document: str, params: SentenceParams | None = None) -> list[dict]:
+    """The story's sentences found in the document, in the story's order: each with its character
+    span in the story (`story_start`, `story_end`), in the document (`doc_start`, `doc_end`) and its
+    canonical words. For the few pairs a report shows, not for the hot path."""
+    p = params or SentenceParams()
+    in_doc = {s.key: s for s in document_sentences(document, p.min_words)}
+    out, seen = [], set()
+    for s in story_sentences(story, p.min_words):
+        d = in_doc.get(s.key)
+        if d is not None and s.key not in seen:
+            seen.add(s.key)
+            out.append(
+                {"story_start": s.start, "story_end": s.end, "doc_start": d.start, "doc_end": d.end, "words": s.words}
+            )
+    return out
