@@ -1781,8 +1781,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "scan.parquet_rows_restart_each_batch",
         "audits/scan_corpus.py",
-        'ids = [f"{shard.name}:{row}" for row in range(first, first + len(texts))]',
-        'ids = [f"{shard.name}:{row}" for row in range(len(texts))]',
+        "            rows = [first + i for i in good]",
+        "            rows = [i for i in good]",
         ("tests/test_scan_matching.py",),
         "parquet documents past the first batch get the ids of the first batch's rows",
     ),
