@@ -138,7 +138,7 @@ def test_one_document_with_two_stories_is_removed_once(bench, tmp_path: Path) ->
     assert summary.hits.select("row").unique()["row"].to_list() == [3]
     assert summary.hits["story_key"].n_unique() == 2
     ledger = json.loads((tmp_path / "out" / "purify_ledger.json").read_text())
-    assert ledger["total"] == {"read": 7, "kept": 6, "removed": 1}
+    assert ledger["total"] == {"read": 7, "kept": 6, "removed": 1, "rejected": 0}
     kept = (tmp_path / "pure" / "a.jsonl").read_text().splitlines()
     assert [json.loads(line)["text"] for line in kept] == [d["text"] for i, d in enumerate(docs) if i != 3]
     removed = pl.read_parquet(tmp_path / "out" / "purify_removed.parquet")
