@@ -22,9 +22,10 @@ from tomforge.errors import TomforgeError
 
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("reward.py")
+HERE = Path(__file__).resolve().parents[1]  # the checkout's root, or the package folder in a regular install
 
 
-def package_parent(here: Path = Path(__file__).resolve().parents[1]) -> Path:
+def package_parent(here: Path = HERE) -> Path:
     """The folder that holds the `tomforge` package, which verl's process needs on PYTHONPATH to import
     `tomforge.rl.reward`: a checkout's root (`here`, the links in `tomforge/` lead back into it), or
     site-packages in a regular install, where `here` is the package folder itself (issue 38)."""
