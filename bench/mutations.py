@@ -747,7 +747,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    found = sniff(Path(root)) if Path(root).is_file() else None",
         "    found = None",
         ("tests/test_sniff.py",),
-        "a .gz given as HiToM says 'not a HiToM file', not 'gzip: gunzip -k'",
+        "a .gz given as HiToM says 'not a HiToM file', not 'gzip: gzip -dc'",
     ),
     Mutation(
         "defects.unreachable_only_at_the_top",
