@@ -1,0 +1,114 @@
+"""Audit checks read directly, on tables made here (issue 38: survivors of an independent check).
+
+- label conflicts: a conflict counts as selected only for its items inside the audited selections; one wholly
+  outside them is a warning, "0 selected", "outside the audited selections";
+- gold rank: a flagged group's finding names its position with the largest gap from uniform, not the first
+  flagged one."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from tomforge.audits.check import FindingInputs, Findings
+from tomforge.audits.checks.labels import LabelConflicts
+from tomforge.audits.checks.ranks import GoldRank
+from tomforge.audits.config import AuditParams
+from tomforge.audits.verdict import AuditFacts
+
+
+def conflict_facts(selected_ids: list[str]) -> AuditFacts:
+    conflicts = pl.DataFrame(
+        {
+            "context_id": ["c" * 16],
+            "question_norm": ["where is the ball"],
+            "answers": [["box", "basket"]],
+            "item_ids": [["i1", "i2"]],
+            "sources": [["s", "s"]],
+        }
+    )
+    everything = pl.DataFrame(
+        {
+            "item_id": ["i1", "i2", "i3"],
+            "context_id": ["c" * 16, "c" * 16, "d" * 16],
+            "source_ref": ["f.json#1", "f.json#2", "f.json#3"],
+            "question": ["Where is the ball?"] * 3,
+            "answer": ["box", "basket", "box"],
+            "context": ["story"] * 3,
+            "side": ["train", "heldout", "train"],
+        }
+    )
+    items = everything.filter(pl.col("item_id").is_in(selected_ids))
+    return AuditFacts(
+        tables={"audit_label_conflicts": conflicts},
+        items=items,
+        conflict_items=everything.filter(pl.col("item_id").is_in(["i1", "i2"])),
+        params=AuditParams(),
+        has_heldout=True,
+    )
+
+
+def test_a_conflict_wholly_outside_the_selections_is_a_warning_with_none_selected() -> None:
+    verdict = LabelConflicts().verdict(conflict_facts(["i3"]))
+    assert verdict is not None
+    assert verdict.status == "warn"
+    assert "(2 items, 0 selected)" in verdict.finding
+    assert verdict.action.startswith("outside the audited selections")
+
+
+def test_a_conflict_partly_inside_counts_only_its_selected_items() -> None:
+    verdict = LabelConflicts().verdict(conflict_facts(["i1", "i3"]))
+    assert verdict is not None
+    assert verdict.status == "fail"
+    assert "(2 items, 1 selected)" in verdict.finding
+    assert "quarantines 1 items" in verdict.action
+    both = LabelConflicts().verdict(conflict_facts(["i1", "i2", "i3"]))
+    assert both is not None and "(2 items, 2 selected)" in both.finding
+
+
+def test_no_conflict_passes() -> None:
+    facts = conflict_facts(["i3"])
+    facts.tables["audit_label_conflicts"] = facts.tables["audit_label_conflicts"].head(0)
+    verdict = LabelConflicts().verdict(facts)
+    assert verdict is not None and verdict.status == "pass" and verdict.action == "none"
+    assert verdict.finding.startswith("0 questions on the same story")
+
+
+def rank_rows(group: dict, positions: list[tuple[int, float, bool]]) -> list[dict]:
+    return [
+        {
+            **group,
+            "position": p,
+            "share": share,
+            "expected": 0.25,
+            "flagged": flagged,
+            "chi2": 30.0,
+            "df": 3,
+            "p_value": 1e-6,
+        }
+        for p, share, flagged in positions
+    ]
+
+
+def test_the_gold_rank_finding_names_the_largest_gap_of_its_group() -> None:
+    a = {"selection": "train", "belief_order": "1", "ranking": "mentions", "k": 4, "n": 400}
+    b = {"selection": "train", "belief_order": "2", "ranking": "first_mention", "k": 4, "n": 300}
+    table = pl.DataFrame(
+        # group a: positions 0 and 2 flagged, the larger gap at 2 (0.30 vs 0.05 from 0.25)
+        rank_rows(a, [(0, 0.30, True), (1, 0.20, False), (2, 0.55, True), (3, 0.0, False)])
+        # group b: the larger gap is the share below uniform, at position 3
+        + rank_rows(b, [(0, 0.35, True), (1, 0.30, False), (2, 0.30, False), (3, 0.05, True)])
+        # not flagged: no finding whatever its gap
+        + rank_rows({**a, "selection": "heldout"}, [(0, 0.9, False), (1, 0.1, False)])
+    )
+    out = Findings()
+    GoldRank().findings(
+        out,
+        FindingInputs(None, {"audit_gold_ranks": table}, AuditParams(), None, pl.Series([]), pl.Series([])),  # type: ignore[arg-type]
+    )
+    found = [(r["message"], json.loads(r["evidence"])) for r in out.rows]
+    assert [(e["belief_order"], e["position"]) for _, e in found] == [("1", 2), ("2", 3)]
+    assert "gold ranked 3rd of 4 on 55.0% of 400 items" in found[0][0]
+    assert "gold ranked 4th of 4 on 5.0% of 300 items" in found[1][0]
+    assert all(r["selection"] == "train" and r["check"] == "artifact:gold_rank" for r in out.rows)
