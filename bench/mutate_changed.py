@@ -75,20 +75,34 @@ class Score:
         return len(self.killed) / self.counted if self.counted else 1.0
 
 
+def in_package(path: str) -> str:
+    """Where a module sits under `tomforge/` in the flattened copy (`hub/release.py` -> `tomforge/hub/release.py`;
+    `tomforge/atomic_files.py` stays)."""
+    return path if path.startswith("tomforge/") else f"tomforge/{path}"
+
+
 def module_name(path: str) -> str:
-    return "tomforge." + path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    return in_package(path).removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def changed_modules(base: str) -> list[str]:
     out = subprocess.run(
-        ["git", "diff", "--name-only", "--diff-filter=AMR", base, "--", *(f"{p}/*.py" for p in PACKAGES)],
+        [
+            "git",
+            "diff",
+            "--name-only",
+            "--diff-filter=AMR",
+            base,
+            "--",
+            *(f"{p}/*.py" for p in (*PACKAGES, "tomforge")),
+        ],
         cwd=REPO,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
     untracked = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard", "--", *(f"{p}/*.py" for p in PACKAGES)],
+        ["git", "ls-files", "--others", "--exclude-standard", "--", *(f"{p}/*.py" for p in (*PACKAGES, "tomforge"))],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -101,7 +115,9 @@ def expand(paths: list[str]) -> list[str]:
     """Files as given; a folder as its Python files (not `__init__.py` without code)."""
     found: list[str] = []
     for raw in paths:
-        path = Path(raw.removeprefix("tomforge/"))
+        path = Path(raw)
+        if not (REPO / path).exists() or (REPO / path).is_symlink():
+            path = Path(raw.removeprefix("tomforge/"))
         if (REPO / path).is_dir():
             found += sorted(
                 p.relative_to(REPO).as_posix()
@@ -156,7 +172,7 @@ def flattened_copy(dest: Path) -> None:
 
 
 def mutmut_config(modules: list[str], tests: list[str]) -> str:
-    quoted = ", ".join(json.dumps(f"tomforge/{m}") for m in modules)
+    quoted = ", ".join(json.dumps(in_package(m)) for m in modules)
     selection = ", ".join(json.dumps(t) for t in tests)
     also = ", ".join(json.dumps(p) for p in ("README.md", "ARCHITECTURE.md", "docs", "bench", "experiments", ".ci"))
     return (
@@ -203,7 +219,7 @@ def run_module(module: str, tests: list[str], jobs: int, python: str, work: Path
         [*mutmut, "run", "--max-children", str(jobs)], cwd=copy, env=env, capture_output=True, text=True
     )
     (work / f"{copy.name}.log").write_text(done.stdout + done.stderr, encoding="utf-8")
-    meta = copy / "mutants" / "tomforge" / f"{module}.meta"
+    meta = copy / "mutants" / f"{in_package(module)}.meta"
     if not meta.exists():
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
         raise SystemExit(f"mutate_changed: mutmut made no results for {module} (exit {done.returncode}):\n{tail}")
@@ -260,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="keep the work folders (mutmut's logs and mutants) here")
     args = parser.parse_args(argv)
     modules = expand(args.modules) + (changed_modules(args.base) if args.base else [])
-    modules = [m for m in dict.fromkeys(modules) if m.split("/", 1)[0] in PACKAGES]
+    modules = [m for m in dict.fromkeys(modules) if m.split("/", 1)[0] in (*PACKAGES, "tomforge")]
     if not modules:
         parser.error("no modules: name some, or --base REV with changes in the packages")
     _, extra = load_equivalents()

@@ -141,3 +141,22 @@ def test_restricted_sources_counted_only_where_they_have_rows_and_named_each() -
         "source a (license 'MIT (evaluation only)') has 3 rows; source b (license 'NOT FOR TRAINING') has 2 rows "
         "in all/train: its license forbids training"
     )
+
+
+def test_release_licenses_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """A manifest's licenses are read as UTF-8 also under an ASCII locale (a license naming "Créative")."""
+    import json
+
+    from tests.ascii_locale import run_in_ascii_locale
+
+    manifest = {"sources": [{"source": "a", "license": "Créative – evaluation only"}, {"license": "no source"}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    done = run_in_ascii_locale(
+        "import sys; from tomforge.rl.licenses import release_licenses; print(release_licenses(sys.argv[1]))",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'a': 'Créative – evaluation only'}"
+    from tomforge.rl.licenses import release_licenses
+
+    assert release_licenses(tmp_path / "nowhere") == {}
