@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import typer
 
@@ -80,7 +80,7 @@ def plain_help_text() -> None:
     TyperOption._get_default_string = _get_default_string  # type: ignore[method-assign]
 
 
-def one_line_summaries(commands: dict[str, Any]) -> None:
+def one_line_summaries(commands: Mapping[str, Any]) -> None:
     """Each command's line in `tomforge --help` is its docstring's first paragraph as one line: typer's rich
     panel kept the docstring's line breaks, so a sentence broke mid-line ("... (replacing the" / "previous run
     ...", issue 38)."""
