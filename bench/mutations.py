@@ -1471,6 +1471,63 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_paired_bootstrap.py",),
         "an arm's accuracy per item read from one seed: the other seeds are silently ignored",
     ),
+    # issue 38: the survivors of an independent check, each now caught by a test written for it
+    Mutation(
+        "independent.folder_leftovers_cleared_before_the_lock",
+        "hub/release.py",
+        "    with hold(target):\n        folder.remove_leftovers(target)\n",
+        "    folder.remove_leftovers(target)\n    with hold(target):\n",
+        ("tests/test_concurrency.py::test_a_second_folder_publisher_waits_before_clearing_leftovers",),
+        "a second folder publisher deletes the release the first one is building",
+    ),
+    Mutation(
+        "independent.label_conflicts_all_selected",
+        "audits/checks/labels.py",
+        "in_selection = len({i for i in ids if i in selected})",
+        "in_selection = len(set(ids))",
+        ("tests/test_audit_check_units.py",),
+        "a label conflict outside the audited selections fails the audit and is quarantined",
+    ),
+    Mutation(
+        "independent.absent_holder_speaks",
+        "generators/dialogue.py",
+        "        if self.where.get(agent) is not None:",
+        "        if agent in self.where:",
+        ("tests/test_generator_dialogue.py::test_a_statement_is_its_holders_turn_only_when_present",),
+        "an agent who left the room says an opinion as an ordinary turn",
+    ),
+    Mutation(
+        "independent.answer_balance_loosened",
+        "generators/dialogue_answers.py",
+        "bound = self.BOUND * (len(labels) - 1)",
+        "bound = self.BOUND * len(labels)",
+        ("tests/test_dialogue_answer_balance.py",),
+        "mid-conversation answers may lean one label further than the bound",
+    ),
+    Mutation(
+        "independent.license_match_case_sensitive",
+        "rl/licenses.py",
+        '"evaluation[ -]only|not for training|no training|test[ -]only", re.IGNORECASE)',
+        '"evaluation[ -]only|not for training|no training|test[ -]only", 0)',
+        ("tests/test_license_guard.py::test_which_licenses_forbid_training",),
+        'a source licensed "NOT FOR TRAINING" lands in the train split',
+    ),
+    Mutation(
+        "independent.gold_rank_first_flagged_position",
+        "audits/checks/ranks.py",
+        'worst = flagged.sort("gap", descending=True).unique(',
+        'worst = flagged.sort("position").unique(',
+        ("tests/test_audit_check_units.py",),
+        "the gold-rank finding names the first flagged position, not the largest gap",
+    ),
+    Mutation(
+        "independent.per_split_of_one_config",
+        "hub/manifest.py",
+        '"per_split": {e.split: e.n_rows for e in everything},',
+        '"per_split": {e.split: e.n_rows for e in exports if e.config == exports[0].config},',
+        ("tests/test_publish_card.py::test_per_split_counts_add_up_over_sources_sharing_a_split",),
+        "the manifest's per-split counts are one source's",
+    ),
 )
 
 
