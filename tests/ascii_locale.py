@@ -1,7 +1,8 @@
 """Run a snippet of Python under a locale whose default encoding is ASCII (C locale, no UTF-8 mode, no locale
 coercion): a file written or read without `encoding="utf-8"` fails there on the first non-ASCII character, while
 the tests' own UTF-8 locale hides it. Used by the tests of modules that must write and read UTF-8 whatever the
-machine's locale (issue 38: mutants dropping the encoding survived)."""
+machine's locale (issue 38: mutants dropping the encoding survived). A test should also call the function in its
+own process: mutmut runs for a mutant only the tests that reached the function in-process."""
 
 from __future__ import annotations
 

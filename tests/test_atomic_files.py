@@ -59,6 +59,7 @@ def test_written_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
     from tests.ascii_locale import run_in_ascii_locale
 
     target = tmp_path / "report.md"
+    write_text_atomically(target, OLD)  # here too, so that a mutation tool maps this test to the function
     done = run_in_ascii_locale(
         "import sys; from tomforge.atomic_files import write_text_atomically; "
         "write_text_atomically(sys.argv[1], 'caf\\u00e9 \\u2013 ok\\n')",
