@@ -62,3 +62,44 @@ def test_the_chooser_takes_only_admitted_places() -> None:
     assert choose([0]) is None
     picked = balance.choosing(keys_at, ("no", labels), lambda places: places[0], random.Random(0))([0, 1])
     assert picked == 0 and balance.surplus[("full",), "no"] == pytest.approx(-1.0)
+
+
+def question(fmt: str, key=2, gold: str = "box", **kw) -> "Question":
+    from tomforge.generators.questions import Question
+
+    return Question(key=key, chain=("Anne", "Bob"), gold=gold, role="r", fmt=fmt, variant=1, **kw)
+
+
+def test_the_label_a_question_is_balanced_on() -> None:
+    from tomforge.generators.dialogue_answers import label_of
+
+    assert label_of(question("yes_no", yes=True), 4, True) == ("yes", ("yes", "no"))
+    assert label_of(question("yes_no", yes=False), 4, True) == ("no", ("yes", "no"))
+    assert label_of(question("yes_no", yes=None), 4, True) is None
+    assert label_of(question("multiple_choice", position=2), 4, True) == (2, (0, 1, 2, 3))
+    assert label_of(question("multiple_choice", position=0), 3, True) == (0, (0, 1, 2))
+    assert label_of(question("multiple_choice"), 4, True) is None
+    assert label_of(question("answerability", gold="yes"), 4, True) == ("yes", ("yes", "no"))
+    assert label_of(question("answerability", gold="no"), 4, True) == ("no", ("yes", "no"))
+    assert label_of(question("answerability", gold="Anne"), 4, True) is None
+    assert label_of(question("free_text"), 4, True) is None
+    assert label_of(question("yes_no", yes=True), 4, False) is None  # no controls: nothing held back
+
+
+def test_the_keys_a_mid_conversation_question_shows() -> None:
+    from tomforge.generators.dialogue_answers import keys, keys_at
+
+    q = question("yes_no", key=2, yes=True)
+    expected = [
+        ("template", "third_person", "belief", "yes_no", 1),
+        ("order template", 2, "third_person", "belief", "yes_no", 1),
+        ("order", 2, "yes_no"),
+        ("quoted turn", "yes_no", "move", 0, 3),
+        ("quoted turn", "yes_no", "move", 1, 0),
+    ]
+    assert keys(q, "third_person", ("move", (3, 0))) == expected
+    phrasings = [("enter", (1,)), ("move", (3, 0))]
+    assert keys_at(q, "third_person", phrasings, 1) == expected
+    assert keys_at(q, "third_person", phrasings, 0)[-1] == ("quoted turn", "yes_no", "enter", 0, 1)
+    memory = question("multiple_choice", key="memory", position=1)
+    assert keys(memory, "s", ("init", (2,)))[0] == ("template", "s", "memory", "multiple_choice", 1)
