@@ -9,6 +9,7 @@ import random
 import pytest
 
 from tomforge.generators.dialogue_answers import AnswerBalance
+from tomforge.generators.questions import Question
 
 
 def run_of(label: str, labels: list[str], keys: list[tuple]) -> int:
@@ -64,9 +65,7 @@ def test_the_chooser_takes_only_admitted_places() -> None:
     assert picked == 0 and balance.surplus[("full",), "no"] == pytest.approx(-1.0)
 
 
-def question(fmt: str, key=2, gold: str = "box", **kw) -> "Question":
-    from tomforge.generators.questions import Question
-
+def question(fmt: str, key=2, gold: str = "box", **kw) -> Question:
     return Question(key=key, chain=("Anne", "Bob"), gold=gold, role="r", fmt=fmt, variant=1, **kw)
 
 
