@@ -183,6 +183,9 @@ def mutmut_config(modules: list[str], tests: list[str]) -> str:
         f"pytest_add_cli_args_test_selection = [{selection}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]\n'
         "use_git_change_detection = false\n"
+        # workers forked from a clean server, not from the process that ran the tests: polars' and DuckDB's
+        # thread pools do not survive a fork (a mutant's run then hangs until its timeout)
+        'process_isolation = "forkserver"\n'
         "timeout_multiplier = 5.0\n"
         "timeout_constant = 30.0\n"
     )
