@@ -112,3 +112,40 @@ def test_the_gold_rank_finding_names_the_largest_gap_of_its_group() -> None:
     assert "gold ranked 3rd of 4 on 55.0% of 400 items" in found[0][0]
     assert "gold ranked 4th of 4 on 5.0% of 300 items" in found[1][0]
     assert all(r["selection"] == "train" and r["check"] == "artifact:gold_rank" for r in out.rows)
+
+
+def test_each_label_conflict_is_one_finding_and_its_items_are_implicated() -> None:
+    facts = conflict_facts(["i1", "i3"])
+    out = Findings()
+    inputs = FindingInputs(None, facts.tables, AuditParams(), None, pl.Series([]), pl.Series([]))  # type: ignore[arg-type]
+    LabelConflicts().findings(out, inputs)
+    assert len(out.rows) == 1
+    row = out.rows[0]
+    assert row["check"] == "consistency:label_conflict" and row["severity"] == "inconsistency"
+    assert row["selection"] == "warehouse" and row["baseline"] == "one answer per context and question"
+    assert row["message"] == "context cccccccccccc question 'where is the ball' has answers ['box', 'basket']"
+    assert json.loads(row["evidence"]) == {
+        "item_ids": ["i1", "i2"],
+        "answers": ["box", "basket"],
+        "sources": ["s", "s"],
+    }
+    everything = facts.conflict_items.vstack(
+        facts.items.filter(pl.col("item_id") == "i3").select(facts.conflict_items.columns)
+    )
+    assert sorted(LabelConflicts().implicated(facts, everything)["item_id"].to_list()) == ["i1", "i2"]
+    facts.tables["audit_label_conflicts"] = facts.tables["audit_label_conflicts"].head(0)
+    assert LabelConflicts().implicated(facts, everything).height == 0
+
+
+def test_the_label_conflict_evidence_row_shows_each_member() -> None:
+    verdict = LabelConflicts().verdict(conflict_facts(["i1"]))
+    assert verdict is not None and len(verdict.evidence) == 1
+    row = verdict.evidence[0]
+    assert row["items"] == "f.json#1, f.json#2" and row["question"] == "Where is the ball?"
+    assert row["gold answers"] == "**box** / **basket**" and row["context id"] == "`cccccccccccc`"
+    assert row["story"] == "f.json#1 (+1 question)"
+    assert (
+        verdict.finding == "1 question on the same story with different gold answers (2 items, 1 selected); expected 0"
+    )
+    assert verdict.action == "`tomforge clean` quarantines 1 items; check which answer is right"
+    assert "at most one of them can be rewarded correctly" in verdict.explain and verdict.note == ""
