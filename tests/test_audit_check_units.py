@@ -149,3 +149,52 @@ def test_the_label_conflict_evidence_row_shows_each_member() -> None:
     )
     assert verdict.action == "`tomforge clean` quarantines 1 items; check which answer is right"
     assert "at most one of them can be rewarded correctly" in verdict.explain and verdict.note == ""
+
+
+def test_many_label_conflicts_point_to_the_csv_and_show_what_each_member_lacks() -> None:
+    from tomforge.audits.verdict import MAX_EVIDENCE
+
+    n = MAX_EVIDENCE + 2
+    long_question = "where did anne think that bob believed the ball was after carl moved it twice"
+    conflicts = pl.DataFrame(
+        {
+            "context_id": [f"{i:016d}" for i in range(n)],
+            "question_norm": [long_question] * n,
+            "answers": [["box", "basket"]] * n,
+            "item_ids": [[f"a{i}", f"b{i}"] for i in range(n)],
+            "sources": [["s", "s"]] * n,
+        }
+    )
+    members = pl.DataFrame(
+        {
+            "item_id": ["a0", "b0"],
+            "context_id": [f"{0:016d}"] * 2,
+            "source_ref": [None, "f.json#2"],
+            "question": ["Where is it, first?", "Where is it, second?"],
+            "answer": [None, "basket"],
+            "context": ["story"] * 2,
+            "side": ["train", "train"],
+        },
+        schema_overrides={"source_ref": pl.Utf8, "answer": pl.Utf8},
+    )
+    facts = AuditFacts(
+        tables={"audit_label_conflicts": conflicts},
+        items=members.head(0),
+        conflict_items=members,
+        params=AuditParams(),
+        has_heldout=True,
+    )
+    verdict = LabelConflicts().verdict(facts)
+    assert verdict is not None and verdict.check == "label conflicts" and verdict.status == "warn"
+    assert verdict.explain.startswith("The same question (normalized) on the same story")
+    assert "`tables/audit_label_conflicts.csv`" in verdict.note and len(verdict.evidence) == MAX_EVIDENCE
+    first, second = verdict.evidence[0], verdict.evidence[1]
+    assert first["items"] == "?, f.json#2" and first["question"] == "Where is it, first?"
+    assert first["gold answers"] == "**** / **basket**"
+    assert second["items"] == "" and second["question"] == long_question  # no member found: the normalized question
+    out = Findings()
+    LabelConflicts().findings(
+        out,
+        FindingInputs(None, facts.tables, AuditParams(), None, pl.Series([]), pl.Series([])),  # type: ignore[arg-type]
+    )
+    assert out.rows[0]["message"] == f"context {0:012d} question '{long_question[:60]}' has answers ['box', 'basket']"
