@@ -187,7 +187,7 @@ def test_many_label_conflicts_point_to_the_csv_and_show_what_each_member_lacks()
     verdict = LabelConflicts().verdict(facts)
     assert verdict is not None and verdict.check == "label conflicts" and verdict.status == "warn"
     assert verdict.explain.startswith("The same question (normalized) on the same story")
-    assert "`tables/audit_label_conflicts.csv`" in verdict.note and len(verdict.evidence) == MAX_EVIDENCE
+    assert verdict.note == "2 more: `tables/audit_label_conflicts.csv`." and len(verdict.evidence) == MAX_EVIDENCE
     first, second = verdict.evidence[0], verdict.evidence[1]
     assert first["items"] == "?, f.json#2" and first["question"] == "Where is it, first?"
     assert first["gold answers"] == "**** / **basket**"
