@@ -108,3 +108,101 @@ def test_a_busy_lock_is_noticed_at_once_and_named(tmp_path: Path) -> None:
     first.join(30)
     assert len(outcome) == 1 and len(notices) == 1
     assert f"pid {os.getpid()} (" in str(outcome[0]) and f"pid {os.getpid()} (" in notices[0]
+
+
+@pytest.mark.parametrize("raw, seconds", [("", 600.0), ("  ", 600.0), ("0", 0.0), (" 2.5 ", 2.5), ("1e1", 10.0)])
+def test_the_wait_from_the_environment(monkeypatch, raw: str, seconds: float) -> None:
+    from tomforge.warehouse.lock import timeout_from_env
+
+    monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", raw)
+    assert timeout_from_env() == seconds
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf", "-0.5"])
+def test_a_bad_wait_names_the_variable_and_what_it_accepts(monkeypatch, raw: str) -> None:
+    from tomforge.flows.exit_codes import ExitCode
+    from tomforge.warehouse.lock import BadLockTimeout, timeout_from_env
+
+    monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", raw)
+    with pytest.raises(BadLockTimeout) as raised:
+        timeout_from_env()
+    assert str(raised.value) == (
+        f"TOMFORGE_LOCK_TIMEOUT={raw!r}: not a number of seconds, 0 or more (how long a writer waits for another "
+        "one's lock; 0 fails at once; unset: the config's [warehouse] lock_timeout, else 600)"
+    )
+    assert raised.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_the_configured_wait_applies_in_its_block_and_the_environment_overrides_it(monkeypatch) -> None:
+    from tomforge.warehouse.lock import configured_timeout, timeout_from_env
+
+    monkeypatch.delenv("TOMFORGE_LOCK_TIMEOUT", raising=False)
+    with configured_timeout(0.25):
+        assert timeout_from_env() == 0.25
+        with configured_timeout(None):
+            assert timeout_from_env() == 600
+        assert timeout_from_env() == 0.25
+        monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", "3")
+        assert timeout_from_env() == 3.0
+    monkeypatch.delenv("TOMFORGE_LOCK_TIMEOUT")
+    assert timeout_from_env() == 600
+
+
+def test_a_waiter_gives_up_after_its_timeout_naming_the_holder(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from tomforge.warehouse.lock import LockBusy
+
+    target = tmp_path / "w.duckdb"
+    taken, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with hold(target, timeout=0, notice=lambda _: None):
+            taken.set()
+            done.wait(30)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert taken.wait(30)
+    outcome: list[BaseException] = []
+    notices: list[str] = []
+
+    def waiter() -> None:
+        try:
+            with hold(target, timeout=0.3, notice=notices.append):
+                pass
+        except LockBusy as exc:
+            outcome.append(exc)
+
+    second = threading.Thread(target=waiter)
+    started = time.monotonic()
+    second.start()
+    second.join(30)
+    waited = time.monotonic() - started
+    done.set()
+    first.join(30)
+    assert len(outcome) == 1 and waited >= 0.3
+    shown = f"pid {os.getpid()} ("
+    assert str(outcome[0]).startswith(f"{target}: still locked by {shown}") and "after 0.3 s" in str(outcome[0])
+    assert "(wait and run again, or raise TOMFORGE_LOCK_TIMEOUT)" in str(outcome[0])
+    assert notices[0].startswith(f"waiting for {target}: locked by {shown}")
+    assert notices[0].endswith("giving up after 0.3 s (TOMFORGE_LOCK_TIMEOUT)")
+    with hold(target, timeout=0, notice=notices.append):  # free again once the holder is done
+        pass
+
+
+def test_writes_warehouse_holds_the_lock_around_the_step(tmp_path: Path) -> None:
+    from tomforge.warehouse.lock import lock_path, writes_warehouse
+
+    seen = []
+
+    @writes_warehouse
+    def step(warehouse: Path, n: int, *, extra: str = "") -> str:
+        seen.append(holder_path(warehouse).is_file())
+        return f"{warehouse.name} {n} {extra}"
+
+    target = tmp_path / "w.duckdb"
+    assert step(target, 3, extra="x") == "w.duckdb 3 x"
+    assert seen == [True] and lock_path(target).exists() and not holder_path(target).exists()
+    assert step.__name__ == "step"
