@@ -73,3 +73,33 @@ def test_a_manifest_against_its_schema_is_refused(tmp_path: Path, manifest_path:
     path.write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(ManifestError, match="manifest"):
         load_manifest(path)
+
+
+def test_file_entries_list_every_file_but_the_manifest_with_its_rows(tmp_path: Path) -> None:
+    from tomforge.hub.manifest import file_entries
+
+    for name, data in (("a.txt", b"a"), ("manifest.json", b"{}"), ("z/b.parquet", b"bb"), ("zz.md", b"")):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    entries = file_entries(tmp_path, {"z/b.parquet": 3})
+    assert [(e["path"], e["size"], e["n_rows"]) for e in entries] == [
+        ("a.txt", 1, None),
+        ("z/b.parquet", 2, 3),
+        ("zz.md", 0, None),
+    ]
+    assert entries[1]["sha256"] == hashlib.sha256(b"bb").hexdigest()
+    assert [e["n_rows"] for e in file_entries(tmp_path)] == [None, None, None]
+
+
+def test_the_producer_version_is_the_installed_one_or_unknown(monkeypatch) -> None:
+    from importlib import metadata
+
+    from tomforge.hub import manifest
+
+    assert manifest.producer_version() == metadata.version("tomforge")
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(manifest.metadata, "version", missing)
+    assert manifest.producer_version() == "unknown"

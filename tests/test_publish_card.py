@@ -192,3 +192,7 @@ def test_per_split_counts_add_up_over_sources_sharing_a_split(tmp_path: Path) ->
     splits = {(c["name"], s["name"]): s["n_rows"] for c in release.manifest["configs"] for s in c["splits"]}
     assert splits[("all", "train")] == 7 and splits[("alpha", "train")] == 5 and splits[("gamma", "train")] == 2
     assert splits[("all", "test")] == 4 and splits[("gamma", "test")] == 1
+    assert [(f["source"], f["hub_license"]) for f in release.manifest["sources"]] == [
+        ("alpha", "mit"),
+        ("gamma", "apache-2.0"),
+    ]
