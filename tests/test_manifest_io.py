@@ -103,3 +103,11 @@ def test_the_producer_version_is_the_installed_one_or_unknown(monkeypatch) -> No
 
     monkeypatch.setattr(manifest.metadata, "version", missing)
     assert manifest.producer_version() == "unknown"
+
+
+def test_a_manifest_dumps_to_canonical_bytes() -> None:
+    from tomforge.hub.manifest import dump_manifest
+
+    assert dump_manifest({"b": 1, "a": ["é", {"d": 2, "c": 3}]}) == (
+        '{\n  "a": [\n    "é",\n    {\n      "c": 3,\n      "d": 2\n    }\n  ],\n  "b": 1\n}\n'.encode("utf-8")
+    )
