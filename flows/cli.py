@@ -40,6 +40,10 @@ class UserErrorGroup(TyperGroup):
             cli_polish.refuse_repeated_options(command, rest)
         return name, command, rest
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        cli_polish.one_line_summaries(self.commands)
+        super().format_help(ctx, formatter)
+
 
 app = typer.Typer(
     help="Build, audit and publish Theory-of-Mind data for RLVR.",
@@ -50,6 +54,7 @@ app = typer.Typer(
     context_settings=cli_polish.HELP_OPTIONS,
 )
 cli_polish.flags_without_a_type()
+cli_polish.plain_help_text()
 
 
 @app.callback()

@@ -4,8 +4,9 @@ registers the subcommands, so that `cli.py` only wires these in."""
 
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import typer
 
@@ -46,6 +47,47 @@ def flags_without_a_type() -> None:
 
     display_type_rich._tomforge_flags = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def plain_help_text() -> None:
+    """Help text is printed as written (issue 38), applied once to typer's rich help:
+    - a bracket in it is text, not rich markup: "rebuild's [publish] target" lost "[publish]" and showed a
+      doubled space;
+    - a default given as text (`show_default="..."`, every settings flag) shows as `[default: 0]`, like the
+      others, not `[default: (0)]`."""
+    import typer.rich_utils as rich_utils
+    from rich.markup import escape
+    from typer.core import TyperOption
+
+    if getattr(rich_utils._make_rich_text, "_tomforge_plain", False):
+        return
+    make_text: Callable[..., Any] = rich_utils._make_rich_text
+
+    def _make_rich_text(*, text: str, style: str = "", markup_mode: Any) -> Any:
+        if markup_mode == rich_utils.MARKUP_MODE_RICH:
+            text = escape(text)
+        return make_text(text=text, style=style, markup_mode=markup_mode)
+
+    _make_rich_text._tomforge_plain = True  # type: ignore[attr-defined]
+    rich_utils._make_rich_text = _make_rich_text
+    default_string: Callable[..., str] = TyperOption._get_default_string
+
+    def _get_default_string(self: TyperOption, *, ctx: Any, show_default_is_str: bool, default_value: Any) -> str:
+        if show_default_is_str:
+            return str(self.show_default)
+        return default_string(self, ctx=ctx, show_default_is_str=False, default_value=default_value)
+
+    TyperOption._get_default_string = _get_default_string  # type: ignore[method-assign]
+
+
+def one_line_summaries(commands: Mapping[str, Any]) -> None:
+    """Each command's line in `tomforge --help` is its docstring's first paragraph as one line: typer's rich
+    panel kept the docstring's line breaks, so a sentence broke mid-line ("... (replacing the" / "previous run
+    ...", issue 38)."""
+    for command in commands.values():
+        if command.short_help is None and command.help:
+            first = inspect.cleandoc(command.help).split("\n\n", 1)[0]
+            command.short_help = " ".join(first.split())
 
 
 class RepeatedOption(TomforgeError):

@@ -257,12 +257,32 @@ def config_path(path: Path | None = None) -> Path | None:
     return path
 
 
+# the outputs laid out beside the warehouse (var/staging, var/audit, var/release beside var/warehouse.duckdb)
+ANCHORED_OUTPUTS = (("warehouse", "staging", "staging"), ("audit", "out", "audit"), ("publish", "target", "release"))
+
+
+def _anchor_outputs(data: dict, user: dict) -> None:
+    """An output folder the user's file leaves out stays where the defaults put it relative to the warehouse:
+    beside the warehouse file the config names (`[warehouse] path = "/data/run/w.duckdb"` -> audit report in
+    /data/run/audit), never in ./var (issue 38: an `[audit]` section setting only the selections sent the
+    report to ./var/audit). With the default warehouse path this is the default layout, unchanged."""
+    warehouse = data.get("warehouse", {}).get("path", WarehouseConfig().path)
+    if not isinstance(warehouse, str):
+        return  # a bad value: validation names it
+    folder = Path(warehouse).parent
+    for section, key, leaf in ANCHORED_OUTPUTS:
+        if key in user.get(section, {}) or not isinstance(data.get(section, {}), dict):
+            continue
+        data[section] = {**data.get(section, {}), key: str(folder / leaf)}
+
+
 def load_config(path: Path | None = None) -> Config:
     """Embedded defaults, with every section of `path` (or $TOMFORGE_CONFIG) replacing the default one."""
     path = config_path(path)
     data = _read_toml(DEFAULT_CONFIG)
-    if path is not None:
-        data.update(_read_toml(Path(path)))
+    user = _read_toml(Path(path)) if path is not None else {}
+    data.update(user)
+    _anchor_outputs(data, user)
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -22,7 +22,14 @@ from tomforge.errors import TomforgeError
 
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("reward.py")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[1]  # the checkout's root, or the package folder in a regular install
+
+
+def package_parent(here: Path = HERE) -> Path:
+    """The folder that holds the `tomforge` package, which verl's process needs on PYTHONPATH to import
+    `tomforge.rl.reward`: a checkout's root (`here`, the links in `tomforge/` lead back into it), or
+    site-packages in a regular install, where `here` is the package folder itself (issue 38)."""
+    return here if (here / "tomforge" / "__init__.py").is_file() else here.parent
 
 
 @dataclass
@@ -194,8 +201,8 @@ def stage_entrypoint(
 
 
 def run_verl(overrides: dict[str, Any]) -> int:
-    """Start verl here (a local run, or the entrypoint of a Ray job); the repo root goes on
-    PYTHONPATH so verl can load `rl/reward.py` and its `rl.columns` import."""
+    """Start verl here (a local run, or the entrypoint of a Ray job); the folder holding `tomforge` goes on
+    PYTHONPATH so verl can load `rl/reward.py` and its `tomforge.rl.columns` import."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_parent()), env.get("PYTHONPATH", "")) if p)
     return subprocess.call(verl_command(overrides, python=sys.executable), env=env)

@@ -52,3 +52,18 @@ with replaced_on_success({str(target)!r}) as temp:
     # the hidden partial stays behind a kill (nothing can run then); it never takes the target's name
     leftovers = sorted(p.name for p in tmp_path.iterdir() if p != target)
     assert len(leftovers) == 1 and leftovers[0].startswith(".eval_rows.jsonl.partial-")
+
+
+def test_written_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """UTF-8 also where the locale's encoding is ASCII (a container's C locale)."""
+    from tests.ascii_locale import run_in_ascii_locale
+
+    target = tmp_path / "report.md"
+    write_text_atomically(target, OLD)  # here too, so that a mutation tool maps this test to the function
+    done = run_in_ascii_locale(
+        "import sys; from tomforge.atomic_files import write_text_atomically; "
+        "write_text_atomically(sys.argv[1], 'caf\\u00e9 \\u2013 ok\\n')",
+        str(target),
+    )
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes() == "café – ok\n".encode("utf-8")

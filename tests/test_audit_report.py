@@ -272,12 +272,17 @@ SCROLL_WIDTH = "<script>document.body.setAttribute('data-scroll-width', document
 def test_html_report_does_not_scroll_sideways_at_1400_px(planted, tmp_path: Path) -> None:
     """Issue 25 item 9: the report fits a 1400 px window: the page as written, and with a long unbroken
     token (a source_ref or path) in a table cell, a paragraph and a code block, as real sources have."""
+    from tomforge.audits.html import render_html
+
     *_, out = planted
     page = (out / "audit_report.html").read_text()
     token = "data/" + "x" * 300 + ".json#12345"
-    harder = page.replace(
-        "</body>",
-        f"<p>{token}</p><table><tr><td><code>{token}</code></td><td>{token}</td></tr></table><pre>{token}</pre></body>",
+    # through the renderer, which marks long tokens as the only words that may break anywhere (issue 38)
+    harder = render_html(
+        (out / "audit_report.md").read_text() + f"\n\n{token}\n\n| a | b |\n|---|---|\n| `{token}` | {token} |\n\n"
+        f"```\n{token}\n```\n",
+        out,
+        "long tokens",
     )
     for name, text in (("as written", page), ("long tokens", harder)):
         copy = tmp_path / f"{name.replace(' ', '_')}.html"
@@ -299,3 +304,44 @@ def test_html_report_does_not_scroll_sideways_at_1400_px(planted, tmp_path: Path
         ).stdout
         width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
         assert width <= 1400, (name, width)
+
+
+# Each word of every table cell laid out on one line: a word whose client rects lie on two lines was cut.
+SPLIT_WORDS = """<script>
+const cut = [];
+for (const cell of document.querySelectorAll('td, th')) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest('span.long')) continue;
+    for (const m of node.data.matchAll(/[^\\s-]+/g)) {  // a break after a hyphen is a break between words
+      const range = document.createRange();
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      if (tops.size > 1) cut.push(m[0]);
+    }
+  }
+}
+document.body.setAttribute('data-cut-words', cut.join(' '));
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (Debian: apt-get install chromium)")
+def test_html_report_never_cuts_a_word_in_a_narrow_column(planted, tmp_path: Path) -> None:
+    """Issue 38: at 1400 px a crowded table cut "FAIL" and "duplicates" in two ("FA/IL", "dupli/cates"). The
+    report as written plus a crowded table (many columns, long tokens beside short words): no word of a cell
+    is laid out on two lines, and the page still does not scroll sideways."""
+    from tomforge.audits.html import render_html
+
+    *_, out = planted
+    token = "data/" + "x" * 120 + ".json#12345"
+    crowded = "| " + " | ".join(f"c{i}" for i in range(12)) + " |\n|" + "---|" * 12 + "\n"
+    crowded += "| FAIL | within-side duplicates | " + " | ".join([f"`{token}`", token] * 5) + " |\n"
+    markdown = (out / "audit_report.md").read_text() + "\n\n" + crowded
+    page = render_html(markdown, out, "crowded").replace("</body>", SPLIT_WORDS + SCROLL_WIDTH + "</body>")
+    copy = tmp_path / "crowded.html"
+    copy.write_text(page)
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900", "--dump-dom"]
+    dom = subprocess.run([*args, copy.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    cut = re.search(r'data-cut-words="([^"]*)"', dom)
+    assert cut is not None and cut.group(1) == "", cut
+    assert int(re.search(r'data-scroll-width="(\d+)"', dom).group(1)) <= 1400

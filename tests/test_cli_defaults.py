@@ -295,8 +295,8 @@ def test_a_flag_shows_the_default_its_settings_field_has_now(monkeypatch: pytest
     result = CliRunner().invoke(app, ["audit", "--help"], terminal_width=200, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = {word: line for line in result.output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
-    assert "[default: (977)]" in lines["--num-perm"] and "[default: (4242)]" in lines["--seed"], result.output
-    assert "[default: (13)]" in lines["--ngram-n"], result.output
+    assert "[default: 977]" in lines["--num-perm"] and "[default: 4242]" in lines["--seed"], result.output
+    assert "[default: 13]" in lines["--ngram-n"], result.output
 
 
 def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
@@ -376,7 +376,7 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
 
     output = CliRunner().invoke(app_, ["planted", "--help"], terminal_width=200, env={"COLUMNS": "200"}).output
     lines = {word: line for line in output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
-    assert "[default: (trl 7, verl 11)]" in lines["--differ"], output
-    assert "[default: (7)]" in lines["--agree"], output
-    assert "[default: (--off)]" in lines["--on"], output
-    assert "[default: (a,b)]" in lines["--names"], output
+    assert "[default: trl 7, verl 11]" in lines["--differ"], output
+    assert "[default: 7]" in lines["--agree"], output
+    assert "[default: --off]" in lines["--on"], output
+    assert "[default: a,b]" in lines["--names"], output

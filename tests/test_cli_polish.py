@@ -44,6 +44,21 @@ def test_publish_and_rebuild_default_to_the_same_folder(tmp_path: Path, monkeypa
     assert (tmp_path / PublishConfig().target / "manifest.json").is_file()
 
 
+def test_publish_to_a_folder_needs_no_repo(tmp_path: Path) -> None:
+    """Issue 38: `publish --target DIR` required --repo; a folder release names the config's default repo, and
+    only the Hub target asks for one (one line, exit 2, nothing written)."""
+    import json
+
+    warehouse = release_one(tmp_path / "w.duckdb")
+    folder = tmp_path / "out"
+    done = run("publish", "-w", str(warehouse), "--target", str(folder), "--tag", "v1")
+    assert done.exit_code == 0, done.output
+    assert json.loads((folder / "manifest.json").read_text())["release"]["repo_id"] == PublishConfig().repo
+    hub = run("publish", "-w", str(warehouse), "--target", "hub", "--tag", "v2")
+    assert_one_line_error(hub, "--target hub needs --repo")
+    assert hub.exit_code == ExitCode.BAD_INPUT
+
+
 def test_ctrl_c_says_the_warehouse_is_unchanged(tmp_path: Path, monkeypatch, capsys) -> None:
     warehouse = _warehouse(tmp_path)
     before = warehouse.read_bytes()

@@ -216,3 +216,87 @@ def test_the_folder_swap_is_one_exchange(tmp_path: Path) -> None:
     (new / "data/b.parquet").write_bytes(b"new")
     assert exchange(new, old) is True
     assert tree(old) == {"data/b.parquet": b"new"} and tree(new) == {"data/a.parquet": b"old"}
+
+
+PAUSED_PUBLISHER = """
+import sys, time
+from pathlib import Path
+import tomforge.hub.release as release
+
+warehouse, target, ready, go = map(Path, sys.argv[1:5])
+build = release.build_release
+
+def paused(warehouse, out_dir, options):
+    built = build(warehouse, out_dir, options)
+    ready.write_text(str(out_dir))  # built, not yet swapped in: the lock is held, the building folder exists
+    while not go.exists():
+        time.sleep(0.02)
+    return built
+
+release.build_release = paused
+print(release.publish_folder(warehouse, target, release.ReleaseOptions("org/tom", tag="vA")).tag)
+"""
+
+
+def test_a_second_folder_publisher_waits_before_clearing_leftovers(tmp_path: Path, monkeypatch) -> None:
+    """Issue 38: clearing a folder release's leftovers before taking the folder's lock removes the folder a
+    running publisher is building. Publisher A is paused with its release built; B starts: A's building folder
+    survives until A goes on, A publishes its tag, and B (which waited for the lock) follows with its own."""
+    import time
+    from contextlib import contextmanager
+
+    import tomforge.hub.release as release_module
+
+    warehouse = release_one(tmp_path / "w.duckdb")
+    target, ready, go = tmp_path / "release", tmp_path / "ready", tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "TOMFORGE_LOCK_TIMEOUT": "120"}
+    a = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_PUBLISHER, str(warehouse), str(target), str(ready), str(go)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert a.poll() is None and time.monotonic() < deadline, a.communicate()
+            time.sleep(0.05)
+        building = Path(ready.read_text())
+        assert building.is_dir() and (building / "manifest.json").is_file()
+
+        waiting = threading.Event()
+        real_hold = release_module.hold
+
+        @contextmanager
+        def watched(path, *args, **kwargs):
+            waiting.set()  # B is about to wait for A's lock: whatever B does before it has been done
+            with real_hold(path, *args, **kwargs):
+                yield
+
+        monkeypatch.setattr(release_module, "hold", watched)
+        monkeypatch.setenv("TOMFORGE_LOCK_TIMEOUT", "120")
+        b_result: list = []
+        b = threading.Thread(
+            target=lambda: b_result.append(publish_folder(warehouse, target, ReleaseOptions("org/tom", tag="vB")))
+        )
+        b.start()
+        assert waiting.wait(60)
+        time.sleep(0.5)
+        assert building.is_dir() and (building / "manifest.json").is_file(), "B cleared A's building folder"
+        assert b.is_alive() and not b_result, "B did not wait for A's lock"
+        go.write_text("go")
+        out, err = a.communicate(timeout=120)
+        assert a.returncode == 0, err
+        assert out.strip() == "vA"
+        b.join(120)
+        assert not b.is_alive() and b_result and b_result[0].tag == "vB"
+    finally:
+        go.write_text("go")
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    import json
+
+    assert json.loads((target / "manifest.json").read_text())["release"]["tag"] == "vB"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".release.building")) == []

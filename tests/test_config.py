@@ -28,6 +28,27 @@ def test_a_user_file_replaces_the_sections_it_names(tmp_path: Path) -> None:
     assert config.audit.enabled  # untouched sections keep their defaults
 
 
+def test_omitted_outputs_stay_beside_the_warehouse_the_config_names(tmp_path: Path) -> None:
+    """Issue 38: an [audit] section setting only the selections sent the report to ./var/audit, outside the
+    paths the config names. The keys a section leaves out keep their default place relative to the warehouse
+    the config names; keys it sets are kept as given."""
+    run = tmp_path / "run"
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[warehouse]\npath = "{run}/w.duckdb"\n[audit]\ntrain = "split = \'train\'"\nheldout = "split = \'test\'"\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.audit.heldout == "split = 'test'"
+    assert Path(config.audit.out) == run / "audit"
+    assert Path(config.warehouse.staging) == run / "staging" and Path(config.publish.target) == run / "release"
+    path.write_text(f'[warehouse]\npath = "{run}/w.duckdb"\n[audit]\nout = "elsewhere"\n', encoding="utf-8")
+    assert load_config(path).audit.out == Path("elsewhere")
+    defaults = load_config()  # the default layout is unchanged
+    assert (defaults.audit.out, defaults.warehouse.staging) == (Path("var/audit"), Path("var/staging"))
+    assert defaults.publish.target == "var/release"
+
+
 @pytest.mark.parametrize(
     "text, needle",
     [

@@ -397,3 +397,49 @@ def test_generate_forms_flag(tmp_path) -> None:
     assert rows == [("answerability", "list", "dialogue", 40), ("answerability", "yes_no", "dialogue", 40)]
     bad = CliRunner().invoke(app, [*args, "--forms", "mc,lists"])
     assert bad.exit_code == 2 and "unknown question forms ['lists']" in bad.output
+
+
+def presence_replayed(story: Story) -> list[set[str]]:
+    """Who is in a room just before each event, replayed from the trace's comings and goings."""
+    inside: set[str] = set()
+    before = []
+    for event in story.events:
+        before.append(set(inside))
+        if event.kind == ENTER:
+            inside.add(event.the_agent())
+        elif event.kind == EXIT:
+            inside.discard(event.the_agent())
+    return before
+
+
+def test_a_statement_is_its_holders_turn_only_when_present() -> None:
+    """Issue 38: a statement by an agent who is away was spoken as an ordinary turn. Presence replayed from each
+    story's events: a present holder says the opinion; an absent holder's is the narrator's line ("Away from the
+    others, X says: ..."). Stories with the distractor operator, whose bystander speaks before or after leaving."""
+    import random
+
+    from tomforge.generators.entities import pools
+    from tomforge.generators.operators import distractor
+    from tomforge.generators.story import build_base
+    from tomforge.generators.world import STATEMENT
+
+    seen = Counter()
+    for seed in range(60):
+        rng = random.Random(seed)
+        story = distractor(build_base(rng, pools(False), 3, 2), rng, pools(False))
+        if story is None:
+            continue
+        spoken = tell(story, str, (0, 1, 2), random.Random(seed))
+        present = presence_replayed(story)
+        for index, event in enumerate(story.events):
+            if event.kind != STATEMENT:
+                continue
+            (turn,) = [t for t, e in zip(spoken.turns, spoken.events) if e == index]
+            holder = event.the_agent()
+            if holder in present[index]:
+                assert turn[0] == holder and "Away from the others" not in turn[1], turn
+                seen["present"] += 1
+            else:
+                assert turn[0] == NARRATOR and turn[1].startswith(f"(Away from the others, {holder} says: "), turn
+                seen["absent"] += 1
+    assert seen["present"] >= 5 and seen["absent"] >= 5, seen

@@ -30,6 +30,10 @@ def _warehouse(path: Path, split: str = "train") -> Path:
     [
         ("MIT (evaluation only)", True),
         ("CC BY-NC 4.0 (not for training)", True),
+        ("Evaluation only", True),  # issue 38: the match is case-blind
+        ("NOT FOR TRAINING", True),
+        ("CC BY 4.0, Test-Only", True),
+        ("research use; No Training", True),
         ("MIT", False),
         ("Apache-2.0", False),
         ("CC BY-NC 4.0", False),
@@ -122,3 +126,37 @@ def test_train_refuses_a_split_with_a_restricted_source(tmp_path: Path) -> None:
         check_training_split(target, SplitRef("all", "unsplit"), "r")
     found = check_training_split(target, SplitRef("all", "train"), "r", allow=True)
     assert [(f.source, f.n_rows) for f in found] == [("gamma", 3)]
+
+
+def test_restricted_sources_counted_only_where_they_have_rows_and_named_each() -> None:
+    """A source whose license forbids training but has no row in the split is not restricted there; several
+    restricted sources are each named, separated by "; " (issue 38, mutation survivors)."""
+    from tomforge.rl.licenses import refusal, restricted
+
+    licenses = {"a": "MIT (evaluation only)", "b": "NOT FOR TRAINING", "c": "MIT", "d": "Evaluation only"}
+    found = restricted({"a": 3, "b": 2, "c": 5, "d": 0}, licenses)
+    assert [(r.source, r.n_rows) for r in found] == [("a", 3), ("b", 2)]
+    line = refusal(found, "all/train")
+    assert line.startswith(
+        "source a (license 'MIT (evaluation only)') has 3 rows; source b (license 'NOT FOR TRAINING') has 2 rows "
+        "in all/train: its license forbids training"
+    )
+
+
+def test_release_licenses_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """A manifest's licenses are read as UTF-8 also under an ASCII locale (a license naming "Créative")."""
+    import json
+
+    from tests.ascii_locale import run_in_ascii_locale
+
+    manifest = {"sources": [{"source": "a", "license": "Créative – evaluation only"}, {"license": "no source"}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    done = run_in_ascii_locale(
+        "import sys; from tomforge.rl.licenses import release_licenses; print(release_licenses(sys.argv[1]))",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'a': 'Créative – evaluation only'}"
+    from tomforge.rl.licenses import release_licenses
+
+    assert release_licenses(tmp_path / "nowhere") == {}

@@ -171,3 +171,28 @@ def test_release_is_deterministic(warehouse: Path, release, tmp_path: Path) -> N
     assert content_id(stamped.manifest["files"]) == release.manifest["release"]["content_id"]
     untagged = build_release(warehouse, tmp_path / "untagged", ReleaseOptions("org/tom", export=OPTIONS.export))
     assert untagged.tag == "release-" + release.manifest["release"]["content_id"][:12]
+
+
+def test_per_split_counts_add_up_over_sources_sharing_a_split(tmp_path: Path) -> None:
+    """Issue 38: per-split counts were taken over one config's exports and the test's two sources shared no
+    split name. Two sources here share `train` and `test`: each split's count is the sum of both, as the
+    `all` config has it, and the per-config figures stay each source's own."""
+    from tests.publish_fixtures import ALPHA, alpha_records, record
+    from tomforge.warehouse.load import ingest_records
+    from tomforge.warehouse.sources.base import AdapterInfo
+
+    gamma = AdapterInfo("gamma", "gamma-1", "Apache-2.0")
+    path = tmp_path / "w.duckdb"
+    ingest_records(path, ALPHA, alpha_records(5, 3), "alpha.json")
+    rows = [record("gamma", "gamma-1", i, "train") for i in range(2)] + [record("gamma", "gamma-1", 50, "test")]
+    ingest_records(path, gamma, rows, "gamma.json")
+    release = build_release(path, tmp_path / "r", OPTIONS)
+    counts = release.manifest["counts"]
+    assert counts == {"n_items": 11, "per_source": {"alpha": 8, "gamma": 3}, "per_split": {"test": 4, "train": 7}}
+    splits = {(c["name"], s["name"]): s["n_rows"] for c in release.manifest["configs"] for s in c["splits"]}
+    assert splits[("all", "train")] == 7 and splits[("alpha", "train")] == 5 and splits[("gamma", "train")] == 2
+    assert splits[("all", "test")] == 4 and splits[("gamma", "test")] == 1
+    assert [(f["source"], f["hub_license"]) for f in release.manifest["sources"]] == [
+        ("alpha", "mit"),
+        ("gamma", "apache-2.0"),
+    ]

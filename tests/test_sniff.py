@@ -29,7 +29,7 @@ def _files(tmp_path: Path) -> dict[str, tuple[Path, str, str]]:
     out["utf16"] = (utf16, "UTF-16 text", "iconv -f UTF-16 -t UTF-8")
     gz = tmp_path / "Hi-ToM_data.json.gz"
     gz.write_bytes(gzip.compress(b'{"data": []}'))
-    out["gzip"] = (gz, "gzip-compressed", "gunzip -k")
+    out["gzip"] = (gz, "gzip-compressed", f"gzip -dc {gz} > {tmp_path / 'Hi-ToM_data.json'}")
     archive = tmp_path / "tomi.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("tomi_test.txt", "1 Anne entered the den.\n")
@@ -75,3 +75,44 @@ def test_text_is_not_sniffed_as_anything(tmp_path: Path) -> None:
     ):
         (tmp_path / name).write_bytes(data)
         assert sniff(tmp_path / name) is None, name
+
+
+def run_the_hint(command: str, cwd: Path) -> None:
+    import subprocess
+
+    subprocess.run(["bash", "-c", command], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("name", ["Hi-ToM_data.json", "Hi-ToM_data.json.gz", "data"])
+def test_the_gzip_hint_works_whatever_the_name(tmp_path: Path, name: str) -> None:
+    """Issue 38: the hint said `gunzip -k file.json`, which refuses a name without .gz. The hint, run as
+    printed, gives the plain file, beside the compressed one, whatever its name."""
+    import shutil
+
+    if shutil.which("gzip") is None:
+        pytest.skip("no gzip binary")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(b'{"data": []}'))
+    found = sniff(path)
+    assert found is not None and "gunzip -k" not in found.convert
+    before = set(tmp_path.iterdir())
+    run_the_hint(found.convert, tmp_path)
+    (made,) = set(tmp_path.iterdir()) - before
+    assert made.read_bytes() == b'{"data": []}' and made.parent == tmp_path
+    assert gzip.decompress(path.read_bytes()) == b'{"data": []}'  # the compressed file is kept
+
+
+@pytest.mark.parametrize("name", ["scores.xlsx", "scores.zip"])
+def test_a_workbook_is_exported_to_csv_not_unzipped(tmp_path: Path, name: str) -> None:
+    """Issue 38: an .xlsx got "unzip it"; it is a workbook, and the way out is a sheet exported to CSV
+    (by its name, or by the xl/ part inside a zip of any name)."""
+    book = tmp_path / name
+    with zipfile.ZipFile(book, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>" * 50)
+        z.writestr("xl/workbook.xml", "<workbook/>")
+        z.writestr("xl/worksheets/sheet1.xml", "<worksheet/>")
+    found = sniff(book)
+    assert found is not None and "Excel workbook" in found.name
+    assert "CSV" in found.convert and "unzip" not in found.convert
+    result = run("ingest", "--source", "exploretom", "--path", str(book), "-w", str(tmp_path / "w.duckdb"))
+    assert_one_line_error(result, str(book), "Excel workbook", "export the sheet to CSV")

@@ -19,7 +19,13 @@ group = typer.Typer()
 @group.command()
 def publish(
     warehouse: Path = WarehouseOption,
-    repo: str = typer.Option(..., "--repo", "-r", help="Hub dataset repo ORG/NAME (the card names it too)."),
+    repo: Optional[str] = typer.Option(
+        None,
+        "--repo",
+        "-r",
+        help="Hub dataset repo ORG/NAME (the card names it too); needed with --target hub "
+        "(a folder release names [publish] repo's default, local/tomforge-tom).",
+    ),
     target: str = typer.Option(
         "var/release",
         "--target",
@@ -50,10 +56,15 @@ def publish(
     ),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
+    from tomforge.flows.config import PublishConfig
     from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
     from tomforge.warehouse.export import ExportOptions
 
+    if repo is None:
+        if target == "hub":
+            exit_with_error("publish --target hub needs --repo ORG/NAME (the Hub dataset repo to commit to)")
+        repo = PublishConfig().repo  # a folder release: the card names the config's default repo (issue 38)
     with RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")
