@@ -50,8 +50,11 @@ _BLOCK_TAG = re.compile(
 )
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,10});")
+# a story JSON-escaped inside a text (`"1 Mary entered.\\n2 ..."`): the escaped line break and tab are white space
+_ESCAPE = re.compile(r"\\[nrt]")
 _MARKUP = re.compile(
-    f"(?P<chat>{_CHAT.pattern})|(?P<block>{_BLOCK_TAG.pattern})|(?P<tag>{_TAG.pattern})|(?P<ent>{_ENTITY.pattern})",
+    f"(?P<chat>{_CHAT.pattern})|(?P<block>{_BLOCK_TAG.pattern})|(?P<tag>{_TAG.pattern})|(?P<ent>{_ENTITY.pattern})"
+    f"|(?P<esc>{_ESCAPE.pattern})",
     re.I,
 )
 _END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n\s*\n")  # a sentence end, or a blank line
@@ -90,7 +93,7 @@ def _clean(text: str) -> tuple[str, list[int], list[int]]:
     """The text with markup replaced (entities by their character, block tags and chat tokens by a
     line break, other tags by a space) and the anchors mapping a cleaned position back to the
     original: `(cleaned_text, clean_anchor, orig_anchor)`."""
-    if "<" not in text and "&" not in text and "[" not in text:
+    if "<" not in text and "&" not in text and "[" not in text and "\\" not in text:
         return text, [0], [0]
     parts: list[str] = []
     clean_at, orig_at = [0], [0]
@@ -100,6 +103,8 @@ def _clean(text: str) -> tuple[str, list[int], list[int]]:
         size += m.start() - pos
         if m.lastgroup == "ent":
             repl = html.unescape(m.group())
+        elif m.lastgroup == "esc":
+            repl = "\n" if m.group()[1] in "nr" else " "
         elif m.lastgroup in ("chat", "block"):
             repl = "\n\n"
         else:

@@ -43,6 +43,15 @@ def test_markup_numbering_and_templates_are_removed_with_places_kept() -> None:
     assert html[first.start : first.end] == "The fig is in the red_box"
 
 
+def test_a_story_json_escaped_inside_a_text_keeps_its_sentences() -> None:
+    # bench/reformat.py's json_escaped form: numbered lines joined by a literal backslash-n inside a JSON string
+    doc = 'Data: {"story": "1 Olive entered the attic.\\n2 The fig is in the red_box.\\n3 Olive exited the attic."}'
+    expected = ["NAME entered the attic", "the fig is in the red box", "NAME exited the attic"]
+    assert set(expected) <= set(_words(document_sentences(doc)))
+    second = next(s for s in document_sentences(doc) if s.words == expected[1])
+    assert doc[second.start : second.end].endswith("The fig is in the red_box")  # the span in the escaped text
+
+
 def test_sentences_with_too_few_words_say_nothing() -> None:
     assert _words(story_sentences("Olive left. Bo sat. The fig is in the red box.")) == ["the fig is in the red box"]
 
