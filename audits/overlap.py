@@ -74,6 +74,9 @@ def _docs(items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.col("n_heldout_items").sum(),
             pl.col("context_id").filter(pl.col("n_train_items") > 0).min().alias("train_context_id"),
             pl.col("context_id").filter(pl.col("n_heldout_items") > 0).min().alias("heldout_context_id"),
+            # the held-out side's own text: a key shared with a train copy in capitals would otherwise stand
+            # for the held-out story, and its names could not be found (`_sentence_pairs`)
+            pl.col("context").filter(pl.col("n_heldout_items") > 0).first().alias("heldout_context"),
         )
         .sort("text_key")
         .with_row_index("doc")
@@ -224,6 +227,9 @@ class _Evidence:
     def __init__(self, docs: pl.DataFrame, hashed: Hashed, p: AuditParams) -> None:
         self.p, self.sigs = p, hashed.signatures
         self.texts = docs["context"].to_list()
+        self.heldout_texts = [
+            own if own is not None else text for own, text in zip(docs["heldout_context"].to_list(), self.texts)
+        ]
         self.keys = docs["text_key"].to_list()
         self.side_context = {
             "train": docs["train_context_id"].to_list(),
@@ -308,7 +314,7 @@ def _sentence_pairs(ev: _Evidence, sp: SentenceParams) -> int:
     train = np.flatnonzero(ev.train & ~ev.heldout)
     if not len(heldout) or not len(train):
         return 0
-    index = build_sentence_index([ev.texts[d] for d in heldout], sp)
+    index = build_sentence_index([ev.heldout_texts[d] for d in heldout], sp)
     known = {(r["a_text_key"], r["b_text_key"]) for r in ev.rows if r["kind"] in _STRONGER}
     added = 0
     for lo in range(0, len(train), SENTENCE_BATCH):
@@ -318,7 +324,7 @@ def _sentence_pairs(ev: _Evidence, sp: SentenceParams) -> int:
             a, b = int(batch[doc]), int(heldout[story])
             if (ev.keys[a], ev.keys[b]) in known:
                 continue
-            spans = _sentence_spans(ev.texts[b], ev.texts[a], sp, ev.p.max_spans)
+            spans = _sentence_spans(ev.heldout_texts[b], ev.texts[a], sp, ev.p.max_spans)
             ev.add(
                 "sentences",
                 a,
