@@ -883,8 +883,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rank_controls.no_tail",
         "generators/padding.py",
-        "tail = min(base.tails(MAX_TAIL), key=plan_cost)",
-        "tail: Plan = ()",
+        "            t = int(np.argmin(cost_of(tail_rows)))",
+        "            t = 0",  # the first tail listed is the empty one (plan_search.tail_table: length 0 first)
         ("tests/test_generator_rank_controls.py",),
         "no statements at the end: last mention and last move give the reality answer",
     ),
