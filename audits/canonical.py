@@ -51,7 +51,7 @@ _BLOCK_TAG = re.compile(
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,10});")
 # a story JSON-escaped inside a text (`"1 Mary entered.\\n2 ..."`): the escaped line break and tab are white space
-_ESCAPE = re.compile(r"\\[nrt]")
+_ESCAPE = re.compile(r"(?-i:\\[nrt])")  # lower case only, though _MARKUP ignores case
 _MARKUP = re.compile(
     f"(?P<chat>{_CHAT.pattern})|(?P<block>{_BLOCK_TAG.pattern})|(?P<tag>{_TAG.pattern})|(?P<ent>{_ENTITY.pattern})"
     f"|(?P<esc>{_ESCAPE.pattern})",
