@@ -12,11 +12,17 @@ mutation is caught and the unmutated copy passes the same tests.
     .venv/bin/python bench/mutations.py --only ids.item_id_parts_swapped --only reward.no_then_yes
 
 To add one: append a `Mutation` below with the smallest snippet that is unique in its file.
+
+Speed: `bench/mutation_catchers.json` records, per mutation, the test that failed on it last time
+(`--record` rewrites it). That test runs first, alone; if it fails the mutation is caught (it is one of the
+mutation's own tests, so the verdict is the same as the whole set's), otherwise the whole set runs. A
+missing, renamed or no-longer-failing catcher only costs the time of the first run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import shutil
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CATCHERS = REPO / "bench" / "mutation_catchers.json"
 
 
 @dataclass(frozen=True)
@@ -1896,8 +1903,16 @@ def copy_repository(dest: Path) -> None:
             shutil.copy2(source, target)
 
 
-def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -> tuple[int, float, str]:
-    """pytest on `tests` inside `copy`; (exit code, seconds, last line of its output)."""
+@dataclass(frozen=True)
+class PytestRun:
+    code: int  # pytest's exit status (1: tests failed; -1: timed out)
+    seconds: float
+    last: str  # the last line of its output
+    failed: str | None  # the node id of the first failed test
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -> PytestRun:
+    """pytest on `tests` inside `copy`, stopping at the first failure."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     real = os.environ.get("TOMFORGE_REAL_SAMPLES") or str(REPO.parent / "shared" / "real-samples")
     env["TOMFORGE_REAL_SAMPLES"] = str(Path(real).resolve())  # the copy has no ../shared next to it
@@ -1912,9 +1927,28 @@ def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return -1, time.monotonic() - start, f"timed out after {timeout:.0f} s"
+        return PytestRun(-1, time.monotonic() - start, f"timed out after {timeout:.0f} s", None)
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    return done.returncode, time.monotonic() - start, (lines[-1] if lines else "")
+    failed = next((line.split()[1] for line in lines if line.startswith("FAILED ")), None)
+    return PytestRun(done.returncode, time.monotonic() - start, (lines[-1] if lines else ""), failed)
+
+
+def first_catcher(m: Mutation, catchers: dict[str, str]) -> str | None:
+    """The recorded catcher of `m` when it is one of `m`'s own tests (a node of a listed file, or a listed node)."""
+    node = catchers.get(m.name)
+    if node is None:
+        return None
+    return node if any(node == t or node.startswith(f"{t}::") for t in m.tests) else None
+
+
+def judge_tests(copy: Path, m: Mutation, catchers: dict[str, str], python: str, timeout: float) -> PytestRun:
+    """The mutation's tests, its recorded catcher first: caught by it, or the whole set's run."""
+    node = first_catcher(m, catchers)
+    if node is not None:
+        first = run_tests(copy, (node,), python, timeout)
+        if first.code == 1:
+            return first
+    return run_tests(copy, m.tests, python, timeout)
 
 
 def apply(copy: Path, mutation: Mutation) -> str | None:
@@ -1934,6 +1968,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter with the test dependencies")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
     parser.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
+    parser.add_argument("--record", action="store_true", help=f"rewrite {CATCHERS.name} from this run's catchers")
     parser.add_argument(
         "--jobs",
         type=int,
@@ -1955,9 +1990,9 @@ def main(argv: list[str] | None = None) -> int:
         copy_repository(copy)
         if not args.skip_baseline:
             tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
-            code, seconds, last = run_tests(copy, tests, args.python, args.timeout * 2)
-            print(f"baseline (no mutation): pytest exit {code} in {seconds:.0f} s: {last}", flush=True)
-            if code != 0:
+            base = run_tests(copy, tests, args.python, args.timeout * 2)
+            print(f"baseline (no mutation): pytest exit {base.code} in {base.seconds:.0f} s: {base.last}", flush=True)
+            if base.code != 0:
                 print("the unmutated tests do not pass: fix them first", file=sys.stderr)
                 return 1
         copies: queue.Queue[Path] = queue.Queue()
@@ -1967,6 +2002,9 @@ def main(argv: list[str] | None = None) -> int:
             copy_repository(other)
             copies.put(other)
 
+        catchers: dict[str, str] = json.loads(CATCHERS.read_text(encoding="utf-8")) if CATCHERS.exists() else {}
+        found: dict[str, str] = {}
+
         def judge(m: Mutation) -> str:
             """One mutation in a free copy of the tree: its verdict line."""
             where = copies.get()
@@ -1975,19 +2013,24 @@ def main(argv: list[str] | None = None) -> int:
                 if original is None:
                     return f"STALE     {m.name}: the snippet does not occur exactly once in {m.file}"
                 try:
-                    code, seconds, last = run_tests(where, m.tests, args.python, args.timeout)
+                    run = judge_tests(where, m, catchers, args.python, args.timeout)
                 finally:
                     (where / m.file).write_text(original, encoding="utf-8")
             finally:
                 copies.put(where)
-            verdict = "caught" if code == 1 else ("SURVIVED" if code == 0 else f"ERROR({code})")
-            return f"{verdict:9} {m.name} ({seconds:.0f} s): {m.why} | {last}"
+            if run.code == 1 and run.failed:
+                found[m.name] = run.failed
+            verdict = "caught" if run.code == 1 else ("SURVIVED" if run.code == 0 else f"ERROR({run.code})")
+            return f"{verdict:9} {m.name} ({run.seconds:.0f} s): {m.why} | {run.last}"
 
         caught = 0
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             for line in pool.map(judge, chosen):  # printed in the table's order
                 caught += line.startswith("caught ")
                 print(line, flush=True)
+    if args.record:
+        kept = {name: node for name, node in catchers.items() if name in {m.name for m in MUTATIONS}}
+        CATCHERS.write_text(json.dumps(dict(sorted({**kept, **found}.items())), indent=1) + "\n", encoding="utf-8")
     print(f"caught {caught}/{len(chosen)} mutations in {time.monotonic() - started:.0f} s")
     return 0 if caught == len(chosen) else 1
 

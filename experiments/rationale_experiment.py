@@ -88,6 +88,12 @@ ARMS = {
         f"answer-only-{n // 1000}k": Arm("tomforge_gen/train_controlled", rationale=False, sft_examples=n)
         for n in SCALING_EXAMPLES
     },
+    # the same curve for rationale targets (run 16): N examples of the same split, each rationale form
+    **{
+        f"{form}-{n // 1000}k": Arm("tomforge_gen/train_controlled", form=form, sft_examples=n, eval_tokens=640)
+        for form in ("curriculum", "events")
+        for n in SCALING_EXAMPLES
+    },
 }
 RECIPE: dict[str, Any] = dict(
     sft_steps=250,
