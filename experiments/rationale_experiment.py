@@ -254,7 +254,10 @@ def run_sft(
         "rationale_form": form,
         "steps": result["steps"],
         "planned_steps": sft_steps(spec, recipe),
-        "examples": sft_steps(spec, recipe) * recipe["sft_batch"],
+        # the batch the trainer ran: `fit_batch_to_memory` lowers it where the card is short of memory (run 16: 82
+        # instead of 128 beside another SFT process), and the examples seen with it
+        "batch_size_used": result["batch_size_used"],
+        "examples": result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]),
         "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),
