@@ -2021,7 +2021,8 @@ def main(argv: list[str] | None = None) -> int:
             if run.code == 1 and run.failed:
                 found[m.name] = run.failed
             verdict = "caught" if run.code == 1 else ("SURVIVED" if run.code == 0 else f"ERROR({run.code})")
-            return f"{verdict:9} {m.name} ({run.seconds:.0f} s): {m.why} | {run.last}"
+            by = f" [by {run.failed}]" if run.code == 1 and run.failed else ""
+            return f"{verdict:9} {m.name} ({run.seconds:.0f} s){by}: {m.why} | {run.last}"
 
         caught = 0
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
