@@ -36,7 +36,7 @@ def test_overrides_use_only_verl_keys() -> None:
     assert overrides["algorithm.adv_estimator"] == "reinforce_plus_plus"
     assert overrides["algorithm.use_kl_in_reward"] is True and overrides["actor_rollout_ref.actor.use_kl_loss"] is False
     assert overrides["custom_reward_function.name"] == "compute_score"
-    assert overrides["custom_reward_function.path"].endswith("rl/reward.py")
+    assert overrides["custom_reward_function.path"].endswith("rl/verl_reward.py")
     assert overrides["data.prompt_key"] == "prompt" and overrides["data.reward_fn_key"] == "data_source"
     assert overrides["actor_rollout_ref.rollout.name"]  # '???' in verl: must be given
 
