@@ -72,20 +72,26 @@ def compose_config(overrides: dict[str, Any]) -> Any:
     return config
 
 
-def missing_keys(config: Any) -> list[str]:
-    """Keys of `verl_keys.txt` that this verl's composed config does not have."""
+# a key and a source line verl does not have: the report must name them, or its checks could not fail
+PLANTED_KEY = "trainer.tomforge_planted_key"
+PLANTED_FACTS: dict[str, tuple[str, ...]] = {"verl.trainer.ppo.reward": ("tomforge planted line",)}
+
+
+def missing_keys(config: Any, keys: set[str] | None = None) -> list[str]:
+    """Keys (default: those of `verl_keys.txt`) that this verl's composed config does not have."""
     from omegaconf import OmegaConf
 
     sentinel = object()
-    return sorted(k for k in expected_keys() if OmegaConf.select(config, k, default=sentinel) is sentinel)
+    wanted = expected_keys() if keys is None else keys
+    return sorted(k for k in wanted if OmegaConf.select(config, k, default=sentinel) is sentinel)
 
 
-def source_facts() -> dict[str, list[str]]:
-    """Per module, the lines of `VERL_SOURCE_FACTS` its installed source no longer holds."""
+def source_facts(facts: dict[str, tuple[str, ...]] = VERL_SOURCE_FACTS) -> dict[str, list[str]]:
+    """Per module, the lines of `facts` its installed source no longer holds."""
     import importlib
 
     gone = {}
-    for module, lines in VERL_SOURCE_FACTS.items():
+    for module, lines in facts.items():
         text = inspect.getsource(importlib.import_module(module))
         gone[module] = [line for line in lines if line not in text]
     return gone
@@ -184,6 +190,8 @@ def probe(overrides: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, A
         "transformers": transformers.__version__,
         "missing_keys": missing_keys(config),
         "source_facts_gone": source_facts(),
+        "planted_missing": missing_keys(config, {PLANTED_KEY, "trainer.nnodes"}),
+        "planted_gone": source_facts(PLANTED_FACTS),
         "dataset": {
             "class": type(dataset).__name__,
             "len": len(dataset),

@@ -24,7 +24,7 @@ from tomforge.rl.release import SplitRef, write_rl_parquet
 from tomforge.rl.reward import compute_score, make_trl_rewards
 from tomforge.rl.tiny_model import build_tokenizer
 from tomforge.rl.verl_backend import REWARD_FILE, VerlSettings, compose_overrides, package_parent
-from tomforge.rl.verl_probe import VERL_SOURCE_FACTS
+from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS
 
 VERL_PYTHON = Path(os.environ.get("TOMFORGE_VERL_PYTHON", "/tmp/verl-venv/bin/python"))
 LETTERS = "ABCDEFGH"  # the prompt letters its options A, B, C, ... (rl/prompts.py)
@@ -158,6 +158,8 @@ def test_verl_reads_and_scores_like_trl(rl_parquet: Path, tmp_path: Path) -> Non
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verl"] == "0.9.1" and report["transformers"].startswith("5.10.")
     assert report["missing_keys"] == [] and not any(report["source_facts_gone"].values())
+    assert report["planted_missing"] == [PLANTED_KEY]  # the checks can fail: a planted key and source line
+    assert report["planted_gone"] == {module: list(lines) for module, lines in PLANTED_FACTS.items()}
     dataset = report["dataset"]
     assert dataset["class"] == "RLHFDataset" and dataset["len"] == len(rows)
     for got, row in zip(dataset["rows"], rows):
