@@ -161,7 +161,8 @@ def test_verl_reads_and_scores_like_trl(rl_parquet: Path, tmp_path: Path) -> Non
     assert report["planted_missing"] == [PLANTED_KEY]  # the checks can fail: a planted key and source line
     assert report["planted_gone"] == {module: list(lines) for module, lines in PLANTED_FACTS.items()}
     dataset = report["dataset"]
-    assert dataset["class"] == "RLHFDataset" and dataset["len"] == len(rows)
+    assert dataset["class"] == "RLHFDataset" and dataset["len"] == len(dataset["rows"]) == len(rows)
+    assert len(report["scores"]) == len(cases)
     for got, row in zip(dataset["rows"], rows):
         assert got["raw_prompt"] == row["prompt"] and got["reward_model"] == row["reward_model"]
         assert got["data_source"] == row["data_source"] and got["index"] == row["extra_info"]["index"]
