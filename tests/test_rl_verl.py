@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -160,6 +161,7 @@ def test_keys_file_comments_and_plus_prefix(tmp_path) -> None:
 
 def test_hydra_values_by_hand() -> None:
     assert hydra_value(False) == "false" and hydra_value(0) == "0" and hydra_value(0.5) == "0.5"
+    assert hydra_value(Path("/d/train.parquet")) == "/d/train.parquet"  # any other value as its text
     assert hydra_value("") == "''" and hydra_value("XYZ") == "XYZ" and hydra_value("a=b") == "'a=b'"
     assert hydra_value("it's") == "'it\\'s'" and hydra_value("C:\\x") == "'C:\\\\x'"
 
