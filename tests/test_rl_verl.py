@@ -155,6 +155,8 @@ def test_keys_file_comments_and_plus_prefix(tmp_path) -> None:
     keys.write_text("# a comment naming trainer.nnodes\n\ntrainer.nnodes\n  data.seed  \n")
     assert expected_keys(keys) == {"trainer.nnodes", "data.seed"}
     check_overrides({"+trainer.nnodes": 2})  # Hydra's "add" prefix names the same key
+    with pytest.raises(VerlConfigError, match="Xtrainer.nnodes"):  # only "+" is stripped
+        check_overrides({"Xtrainer.nnodes": 2})
     with pytest.raises(VerlConfigError, match=r"not keys of verl's PPO trainer config: a\.b, c\.d$"):
         check_overrides({"c.d": 1, "a.b": 2, "trainer.nnodes": 3})
 
