@@ -21,7 +21,7 @@ from typing import Any
 from tomforge.errors import TomforgeError
 
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
-REWARD_FILE = Path(__file__).with_name("reward.py")
+REWARD_FILE = Path(__file__).with_name("verl_reward.py")  # not reward.py itself: see that file
 HERE = Path(__file__).resolve().parents[1]  # the checkout's root, or the package folder in a regular install
 
 
@@ -202,7 +202,7 @@ def stage_entrypoint(
 
 def run_verl(overrides: dict[str, Any]) -> int:
     """Start verl here (a local run, or the entrypoint of a Ray job); the folder holding `tomforge` goes on
-    PYTHONPATH so verl can load `rl/reward.py` and its `tomforge.rl.columns` import."""
+    PYTHONPATH so verl can load `rl/verl_reward.py` and the `tomforge.rl.reward` it imports."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_parent()), env.get("PYTHONPATH", "")) if p)
     return subprocess.call(verl_command(overrides, python=sys.executable), env=env)

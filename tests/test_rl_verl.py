@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +20,10 @@ from tomforge.rl.verl_backend import (
     expected_keys,
     hydra_value,
     override_args,
+    package_parent,
+    ray_submit_command,
+    run_verl,
+    stage_entrypoint,
 )
 
 
@@ -36,7 +44,7 @@ def test_overrides_use_only_verl_keys() -> None:
     assert overrides["algorithm.adv_estimator"] == "reinforce_plus_plus"
     assert overrides["algorithm.use_kl_in_reward"] is True and overrides["actor_rollout_ref.actor.use_kl_loss"] is False
     assert overrides["custom_reward_function.name"] == "compute_score"
-    assert overrides["custom_reward_function.path"].endswith("rl/reward.py")
+    assert overrides["custom_reward_function.path"].endswith("rl/verl_reward.py")
     assert overrides["data.prompt_key"] == "prompt" and overrides["data.reward_fn_key"] == "data_source"
     assert overrides["actor_rollout_ref.rollout.name"]  # '???' in verl: must be given
 
@@ -83,3 +91,121 @@ def test_plan_local_and_ray() -> None:
     # the entrypoint carries settings that rebuild the same overrides on the cluster
     carried = json.loads(entry[entry.index("--settings-json") + 1])
     assert carried["n_gpus_per_node"] == 4 and carried["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+# ---------------------------------------------------------------- every value, worked out from the recipe by hand
+
+
+def test_reinforce_pp_recipe_in_full() -> None:
+    """REINFORCE++ as rl/verl_backend.py's docstring states it (KL in the reward, fixed coefficient, no KL loss,
+    no critic, undiscounted), the rule reward and no reward model, the settings' numbers where they go."""
+    s = settings(total_training_steps=7, train_batch_size=16, rollout_n=4)
+    assert compose_overrides(s, reward_path="/r.py") == {
+        "algorithm.adv_estimator": "reinforce_plus_plus",
+        "algorithm.use_kl_in_reward": True,
+        "algorithm.kl_penalty": "kl",
+        "algorithm.kl_ctrl.type": "fixed",
+        "algorithm.kl_ctrl.kl_coef": 0.001,
+        "algorithm.gamma": 1.0,
+        "data.train_files": ["/d/tomforge_gen/train.parquet"],
+        "data.val_files": ["/d/tomforge_gen/test.parquet"],
+        "data.prompt_key": "prompt",
+        "data.reward_fn_key": "data_source",
+        "data.max_prompt_length": 1024,
+        "data.max_response_length": 1024,
+        "data.train_batch_size": 16,
+        "data.filter_overlong_prompts": True,
+        "data.truncation": "error",
+        "actor_rollout_ref.model.path": "Qwen/Qwen2.5-0.5B-Instruct",
+        "actor_rollout_ref.model.use_remove_padding": True,
+        "actor_rollout_ref.model.enable_gradient_checkpointing": True,
+        "actor_rollout_ref.actor.optim.lr": 3e-7,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 32,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 4,
+        "actor_rollout_ref.actor.use_kl_loss": False,
+        "actor_rollout_ref.actor.clip_ratio": 0.2,
+        "actor_rollout_ref.actor.entropy_coeff": 0,
+        "actor_rollout_ref.rollout.name": "vllm",
+        "actor_rollout_ref.rollout.n": 4,
+        "actor_rollout_ref.rollout.temperature": 1.0,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+        "actor_rollout_ref.rollout.gpu_memory_utilization": 0.6,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 4,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 4,
+        "reward_model.enable": False,
+        "custom_reward_function.path": "/r.py",
+        "custom_reward_function.name": "compute_score",
+        "trainer.critic_warmup": 0,
+        "trainer.project_name": "tomforge",
+        "trainer.experiment_name": "tom-reinforce-pp",
+        "trainer.logger": ["console"],
+        "trainer.n_gpus_per_node": 8,
+        "trainer.nnodes": 1,
+        "trainer.total_epochs": 5,
+        "trainer.save_freq": 50,
+        "trainer.test_freq": 25,
+        "trainer.default_local_dir": "var/rl",
+        "trainer.total_training_steps": 7,
+    }
+    assert "trainer.total_training_steps" not in compose_overrides(settings())  # None: verl's epochs decide
+
+
+def test_keys_file_comments_and_plus_prefix(tmp_path) -> None:
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# a comment naming trainer.nnodes\n\ntrainer.nnodes\n  data.seed  \n")
+    assert expected_keys(keys) == {"trainer.nnodes", "data.seed"}
+    check_overrides({"+trainer.nnodes": 2})  # Hydra's "add" prefix names the same key
+    with pytest.raises(VerlConfigError, match="Xtrainer.nnodes"):  # only "+" is stripped
+        check_overrides({"Xtrainer.nnodes": 2})
+    with pytest.raises(VerlConfigError, match=r"not keys of verl's PPO trainer config: a\.b, c\.d$"):
+        check_overrides({"c.d": 1, "a.b": 2, "trainer.nnodes": 3})
+
+
+def test_hydra_values_by_hand() -> None:
+    assert hydra_value(False) == "false" and hydra_value(0) == "0" and hydra_value(0.5) == "0.5"
+    assert hydra_value(Path("/d/train.parquet")) == "/d/train.parquet"  # any other value as its text
+    assert hydra_value("") == "''" and hydra_value("XYZ") == "XYZ" and hydra_value("a=b") == "'a=b'"
+    assert hydra_value("it's") == "'it\\'s'" and hydra_value("C:\\x") == "'C:\\\\x'"
+
+
+def test_entrypoint_parses_as_launch_reads_it(monkeypatch) -> None:
+    from tomforge.rl import launch
+
+    s = settings(n_gpus_per_node=2)
+    entry = stage_entrypoint("org/tom", "v1.0", "tomforge_gen/train", "tomforge_gen/test", s, "/shared/tom")
+    text = entry[entry.index("--settings-json") + 1]
+    assert list(json.loads(text)) == sorted(json.loads(text))  # the same settings give the same command
+    seen = {}
+    monkeypatch.setattr(stage, "run_verl_here", lambda *args: seen.setdefault("args", args) and 0)
+    assert launch.main(entry[3:]) == 0
+    got_settings, dataset, revision, train, val, data_dir = seen["args"]
+    assert (dataset, revision, train, val, data_dir) == (
+        "org/tom",
+        "v1.0",
+        "tomforge_gen/train",
+        "tomforge_gen/test",
+        "/shared/tom",
+    )
+    assert got_settings == s
+    ray = ray_submit_command(["python3", "x"], "http://h:8265", env={"B": "2", "A": "1"})
+    assert ray[ray.index("--runtime-env-json") + 1] == (
+        '{"env_vars": {"A": "1", "B": "2", "PYTHONPATH": "."}, "working_dir": "."}'
+    )
+
+
+def test_package_parent_and_run_verl(tmp_path, monkeypatch) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / "tomforge").mkdir(parents=True)
+    (checkout / "tomforge" / "__init__.py").write_text("")
+    assert package_parent(checkout) == checkout  # a checkout: the root holds tomforge/
+    assert package_parent(checkout / "tomforge") == checkout  # a regular install: here is the package itself
+    calls = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd, env: calls.append((cmd, env)) or 3)
+    monkeypatch.setenv("PYTHONPATH", "/before")
+    assert run_verl({"trainer.nnodes": 1}) == 3
+    cmd, env = calls[0]
+    assert cmd == [sys.executable, "-m", "verl.trainer.main_ppo", "trainer.nnodes=1"]
+    assert env["PYTHONPATH"] == os.pathsep.join([str(package_parent()), "/before"])
+    monkeypatch.delenv("PYTHONPATH")
+    run_verl({})
+    assert calls[1][1]["PYTHONPATH"] == str(package_parent())
