@@ -66,7 +66,7 @@ STORIES = [
 def test_rare_sentences_weigh_more_and_the_null_is_the_best_other_story() -> None:
     index = build_sentence_index(STORIES)
     # "NAME entered the attic" and "NAME exited the attic" are in stories 0 and 1: weight 1/2 each
-    assert index.story_weight.tolist() == [3.0, 3.0, 4.0]
+    assert index.abstract.story_weight.tolist() == [3.0, 3.0, 4.0]
     assert np.allclose(index.null_coverage, [1 / 3, 1 / 3, 0.0])  # story 1 holds 1 of story 0's 3 weight
 
 
