@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tomforge.audits.canonical import canonical_words, document_sentences, story_sentences
+from tomforge.audits.canonical import canonical_words, document_sentences, sentence_key, story_sentences
 from tomforge.audits.sentence_match import SentenceParams, build_sentence_index, candidates, match_sentences
 
 
@@ -89,3 +89,52 @@ def test_documents_without_an_anchor_word_are_never_read() -> None:
     index = build_sentence_index(STORIES)
     docs = ["Nothing here is about any of it.", "", "The fig is in the red box, said nobody."]
     assert candidates(index, docs).tolist() == [2]
+
+
+def test_lines_run_together_without_their_stops_are_cut_before_a_capitalized_word() -> None:
+    # ToMi's lines "Olive likes the fig" have no stop: run together (rewrapped, one paragraph, `[n]` numbers)
+    # the next line starts at the capitalized word after a lower-case one
+    expected = {"NAME likes the fig", "the plum is in the red box", "NAME entered the attic"}
+    for doc in (
+        "Olive likes the fig The plum is in the red_box. Bo entered the attic.",
+        "Olive likes the fig\nThe plum is in the red_box. Bo\nentered the attic.",
+        "[1] Olive likes the fig [2] The plum is in the red_box. [3] Bo entered the attic",
+        "Question: Where is the plum?\nContext: Olive likes the fig The plum is in the red_box. Bo entered the attic",
+    ):
+        found = document_sentences(doc)
+        assert expected <= set(_words(found)), doc
+        fig = next(s for s in found if s.words == "NAME likes the fig")
+        assert doc[fig.start : fig.end].endswith("Olive likes the fig")  # list markers before it stay in the span
+    # a name inside a sentence ("told Bo") is still read whole, under the other readings
+    assert "NAME told NAME that the plum is in the red box" in _words(
+        document_sentences("Olive told Bo that the plum is in the red_box.")
+    )
+
+
+def test_every_sentence_is_also_keyed_with_its_names_kept() -> None:
+    [one] = story_sentences("3 Mary Ann moved the fig to the red_box.")
+    assert one.key == sentence_key("NAME moved the fig to the red box")
+    assert one.named_key == sentence_key("mary ann moved the fig to the red box")
+    lower = document_sentences("mary ann moved the fig to the red box")  # no name to find in lower case
+    assert [s.named_key for s in lower] == [one.named_key] and lower[0].key != one.key
+
+
+SHORT = [
+    "1 Olive entered the attic.\n2 Bo entered the attic.\n3 The fig is in the red_box.\n4 Olive moved the fig to the tin_jar."
+    "\n5 Bo exited the attic.",
+    "1 Ida entered the attic.\n2 Cy entered the attic.\n3 The fig is in the grey_bin.\n4 Cy moved the fig to the tin_jar."
+    "\n5 Cy exited the attic.",
+    "1 Ed entered the cellar.\n2 Al entered the cellar.\n3 The kiwi is in the red_box.\n4 Al moved the kiwi to the oak_tub."
+    "\n5 Ed exited the cellar.",
+]
+
+
+def test_a_short_story_with_one_line_dropped_is_found_by_its_names_and_not_without_them() -> None:
+    index = build_sentence_index(SHORT)
+    # story 0 has 4 distinct sentences once names are abstracted, 5 with them; its move line dropped leaves
+    # 3 of 4 (abstracted: under the 80% rule) and 4 of 5 named sentences (all but one: found)
+    dropped = "Olive entered the attic.\nBo entered the attic.\nThe fig is in the red_box.\nBo exited the attic."
+    renamed = dropped.replace("Olive", "Una").replace("Bo", "Rex")
+    hits = match_sentences(index, [dropped, renamed])
+    assert hits.select("doc", "story", "matched_sentences", "story_sentences").rows() == [(0, 0, 4, 5)]
+    assert index.abstract.story_sentences.tolist() == [4, 4, 4] and index.named.story_sentences.tolist() == [5, 5, 5]
