@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tomforge.audits.canonical import MIN_WORDS, NAME, document_sentences, story_sentences
+from tomforge.audits.canonical import MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
 from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 
 KIND = "sentences"
@@ -301,10 +301,14 @@ def sentence_evidence(story: str, document: str, params: SentenceParams | None =
     span in the story (`story_start`, `story_end`), in the document (`doc_start`, `doc_end`) and its
     canonical words. For the few pairs a report shows, not for the hot path."""
     p = params or SentenceParams()
-    in_doc = {s.key: s for s in document_sentences(document, p.min_words)}
+    by_key: dict[int, Sentence] = {}
+    by_name: dict[int, Sentence] = {}
+    for x in document_sentences(document, p.min_words):  # each key at its first place
+        by_key.setdefault(x.key, x)
+        by_name.setdefault(x.named_key, x)
     out, seen = [], set()
     for s in story_sentences(story, p.min_words):
-        d = in_doc.get(s.key)
+        d = by_name.get(s.named_key) or by_key.get(s.key)  # the same sentence with its names, else renamed
         if d is not None and s.key not in seen:
             seen.add(s.key)
             out.append(

@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from tomforge.audits.canonical import canonical_words, document_sentences, sentence_key, story_sentences
-from tomforge.audits.sentence_match import SentenceParams, build_sentence_index, candidates, match_sentences
+from tomforge.audits.sentence_match import (
+    SentenceParams,
+    build_sentence_index,
+    candidates,
+    match_sentences,
+    sentence_evidence,
+)
 
 
 def _words(sentences) -> list[str]:
@@ -138,3 +144,20 @@ def test_a_short_story_with_one_line_dropped_is_found_by_its_names_and_not_witho
     hits = match_sentences(index, [dropped, renamed])
     assert hits.select("doc", "story", "matched_sentences", "story_sentences").rows() == [(0, 0, 4, 5)]
     assert index.abstract.story_sentences.tolist() == [4, 4, 4] and index.named.story_sentences.tolist() == [5, 5, 5]
+
+
+def test_evidence_shows_the_sentence_with_the_storys_own_names_and_reads_lower_case() -> None:
+    story = "1 Olive entered the attic.\n2 The fig is in the red_box."
+    doc = "Bo entered the attic. Olive entered the attic. the fig is in the red box."
+    spans = [doc[e["doc_start"] : e["doc_end"]] for e in sentence_evidence(story, doc)]
+    assert spans == ["Olive entered the attic", "the fig is in the red box"]
+    low = "olive entered the attic. the fig is in the red box."  # no name to find: matched by the named key
+    assert [low[e["doc_start"] : e["doc_end"]] for e in sentence_evidence(story, low)] == [
+        "olive entered the attic",
+        "the fig is in the red box",
+    ]
+    renamed = "Una entered the attic. The fig is in the red_box."
+    assert [e["words"] for e in sentence_evidence(story, renamed)] == [
+        "NAME entered the attic",
+        "the fig is in the red box",
+    ]
