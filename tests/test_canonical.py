@@ -161,3 +161,16 @@ def test_evidence_shows_the_sentence_with_the_storys_own_names_and_reads_lower_c
         "NAME entered the attic",
         "the fig is in the red box",
     ]
+
+
+def test_sentences_come_in_text_order_with_their_spans_and_evidence_takes_the_first_place() -> None:
+    story = "1 Olive entered the attic.\n2 The fig is in the red_box."
+    assert [(s.start, s.end) for s in story_sentences(story)] == [(0, 25), (27, 54)]  # line numbers inside
+    doc = "Una entered the attic. Rex entered the attic. The fig is in the red_box."
+    found = document_sentences(doc)
+    assert [(s.words, s.start, s.end) for s in found] == [
+        ("NAME entered the attic", 0, 21),
+        ("NAME entered the attic", 23, 44),
+        ("the fig is in the red box", 46, 71),
+    ]
+    assert [(e["doc_start"], e["story_start"]) for e in sentence_evidence(story, doc)] == [(0, 0), (46, 27)]
