@@ -174,3 +174,28 @@ def test_sentences_come_in_text_order_with_their_spans_and_evidence_takes_the_fi
         ("the fig is in the red box", 46, 71),
     ]
     assert [(e["doc_start"], e["story_start"]) for e in sentence_evidence(story, doc)] == [(0, 0), (46, 27)]
+
+
+def test_both_views_hand_worked_figures_spans_and_one_row_per_pair() -> None:
+    """Weights by hand: abstracted, SHORT[0] and [1] share "NAME entered/exited the attic" and "NAME moved the
+    fig to the tin jar" (1/2 each) and own their "is in" line (1): weight 2.5, null 1.5 / 2.5 = 0.6 (3 of 4 shared
+    keys: not a copy); SHORT[2] shares nothing (weight 4, null 0). With names kept every sentence is one story's:
+    5 sentences of weight 1, null 0."""
+    index = build_sentence_index(SHORT)
+    assert index.abstract.story_weight.tolist() == [2.5, 2.5, 4.0] and np.allclose(index.null_coverage, [0.6, 0.6, 0])
+    assert index.named.story_weight.tolist() == [5.0, 5.0, 5.0] and index.named.null_coverage.tolist() == [0, 0, 0]
+    dropped = "Olive entered the attic.\nBo entered the attic.\nThe fig is in the red_box.\nBo exited the attic."
+    whole = (
+        "Olive entered the attic. Bo entered the attic. The fig is in the red box. Olive moved the fig to the tin jar. "
+        "Bo exited the attic."
+    )
+    lower = SHORT[2].lower()
+    hits = match_sentences(index, [dropped, whole, lower], docs=np.array([0, 1, 2]))
+    rows = hits.select("doc", "story", "matched_sentences", "story_sentences", "coverage", "null_coverage").rows()
+    # found by both views: one row, the abstracted view's figures
+    assert rows == [(0, 0, 4, 5, 0.8, 0.0), (1, 0, 4, 4, 1.0, 0.6), (2, 2, 5, 5, 1.0, 0.0)]
+    first = hits.row(0, named=True)
+    assert first["spans"] == [[0, 23], [25, 45], [47, 72], [74, 93]]
+    assert (first["char_start"], first["char_end"]) == (0, 93)
+    assert hits.row(1, named=True)["spans"] == [[0, 23], [47, 72], [74, 108], [110, 129]]  # "Bo entered": one key
+    assert match_sentences(index, [dropped], docs=np.array([], dtype=np.int64)).height == 0
