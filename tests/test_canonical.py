@@ -199,3 +199,30 @@ def test_both_views_hand_worked_figures_spans_and_one_row_per_pair() -> None:
     assert (first["char_start"], first["char_end"]) == (0, 93)
     assert hits.row(1, named=True)["spans"] == [[0, 23], [47, 72], [74, 108], [110, 129]]  # "Bo entered": one key
     assert match_sentences(index, [dropped], docs=np.array([], dtype=np.int64)).height == 0
+
+
+def test_all_but_one_is_the_named_views_rule_only_and_the_coverage_floor_holds() -> None:
+    four = "1 Olive entered the attic.\n2 The fig is in the red_box.\n3 Olive moved the fig to the tin_jar.\n4 Olive exited the attic."
+    index = build_sentence_index([four, SHORT[1], SHORT[2]])
+    dropped = "Olive entered the attic.\nThe fig is in the red_box.\nOlive exited the attic."  # 3 of 4 (75%)
+    hits = match_sentences(index, [dropped, dropped.replace("Olive", "Una")])
+    assert hits.select("doc", "story", "matched_sentences", "story_sentences", "coverage").rows() == [
+        (0, 0, 3, 4, 0.75)
+    ]
+    # 3 of SHORT[0]'s 5 named sentences (60%, weighted 0.6): neither 80% nor all but one
+    assert (
+        match_sentences(
+            build_sentence_index(SHORT), ["Olive entered the attic. Bo entered the attic. The fig is in the red box."]
+        ).height
+        == 0
+    )
+    # 4 of 5 sentences found but the rare one missing: weighted share 0.5 < 0.6 (the 4 common ones weigh 1/4 each; the
+    # stories holding them hold 80% of each other's sentences, so they are copies, out of the null: null 0)
+    common = "NAME entered the attic. NAME sat in the attic. NAME slept in the attic. NAME exited the attic. "
+    stories = [
+        common.replace("NAME", n) + f"The fig is in the {box}."
+        for n, box in zip(("Ann", "Bo", "Cy", "Di"), ("red_box", "tin_jar", "oak_tub", "grey_bin"))
+    ]
+    index = build_sentence_index(stories)
+    assert index.abstract.story_weight.tolist() == [2.0] * 4 and index.null_coverage.tolist() == [0.0] * 4
+    assert match_sentences(index, [common.replace("NAME", "Una")]).height == 0
