@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tomforge.audits.canonical import canonical_words, document_sentences, sentence_key, story_sentences
+from tomforge.audits.canonical import abstract_names, canonical_words, document_sentences, sentence_key, story_sentences
 from tomforge.audits.sentence_match import (
     SentenceParams,
     build_sentence_index,
@@ -226,3 +226,30 @@ def test_all_but_one_is_the_named_views_rule_only_and_the_coverage_floor_holds()
     index = build_sentence_index(stories)
     assert index.abstract.story_weight.tolist() == [2.0] * 4 and index.null_coverage.tolist() == [0.0] * 4
     assert match_sentences(index, [common.replace("NAME", "Una")]).height == 0
+
+
+def test_markup_each_kind_read_as_written_here() -> None:
+    def words(doc: str) -> set[str]:
+        return set(_words(document_sentences(doc)))
+
+    assert "NAME entered the café" in words("Olive entered the caf&eacute;.")  # an entity alone: no fast path
+    assert "the fig is in the red box" in words("[INST] the fig is in the red box [/INST]")  # a chat token alone
+    assert "NAME likes the fig" in words("<b>Olive</b> likes the fig")  # an inline tag is a space
+    # a block tag or a chat token ends a sentence even before a lower-case word (no run-on cut there)
+    for doc in (
+        "<p>Olive likes the fig</p><p>the plum is in the red box</p>",
+        "Olive likes the fig<|im_end|>the plum is in the red box",
+    ):
+        assert {"NAME likes the fig", "the plum is in the red box"} <= words(doc), doc
+    # a JSON-escaped line break ends a line, an escaped tab is a space
+    assert {"NAME likes the fig", "the plum is in the red box"} <= words(
+        "Olive likes the fig\\nthe plum is in the red box"
+    )
+    assert words("the fig\\tis in the red box") == {"the fig is in the red box"}
+
+
+def test_a_name_span_becomes_one_mark_of_the_same_length() -> None:
+    for text in ("Then Mary Ann moved the fig.", "Jean-Luc Picard left.", "Bo sat."):
+        out = abstract_names(text)
+        assert len(out) == len(text) and out.count("\u01c2") == 1, out
+    assert abstract_names("Then Mary Ann moved.") == "Then \u01c2        moved."
