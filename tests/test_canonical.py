@@ -235,6 +235,7 @@ def test_markup_each_kind_read_as_written_here() -> None:
     assert "NAME entered the café" in words("Olive entered the caf&eacute;.")  # an entity alone: no fast path
     assert "the fig is in the red box" in words("[INST] the fig is in the red box [/INST]")  # a chat token alone
     assert "NAME likes the fig" in words("<b>Olive</b> likes the fig")  # an inline tag is a space
+    assert words("the fig is <b>in</b> the red box") == {"the fig is in the red box"}
     # a block tag or a chat token ends a sentence even before a lower-case word (no run-on cut there)
     for doc in (
         "<p>Olive likes the fig</p><p>the plum is in the red box</p>",
