@@ -41,3 +41,18 @@ def test_no_structural_pair_when_twins_are_as_common_within_train() -> None:
     heldout = [(200, 200, "t0"), (201, 201, "t7")]
     pairs, calib = _structural(_docs(train, heldout), AuditParams())
     assert pairs == [] and not calib[0]["flagged"] and calib[0]["observed"] == 1.0
+
+
+def test_at_most_five_train_twins_per_story_and_a_story_on_both_sides_is_not_held_out() -> None:
+    # 1000 train stories; 7 of them (other clusters) share s1
+    train = [(i, i, "s1" if i < 7 else f"t{i}") for i in range(1000)]
+    heldout = [
+        (1999, 1999, "u9"),  # no train twin, first: the others are still read
+        (2000, 2000, "s1"),
+    ]
+    docs = _docs(train, heldout)
+    # a story on both sides (an exact copy) of skeleton s1 is no second held-out story of it
+    docs = pl.concat([docs, pl.DataFrame([(2001, 2001, "s1", True, True)], schema=docs.schema, orient="row")])
+    pairs, calib = _structural(docs, AuditParams())
+    # it is a train story too: 1001 train stories, 8 of them (8 clusters) of s1: p = 9/1002
+    assert pairs == [(t, 2000, 9 / 1002) for t in range(5)]
