@@ -254,3 +254,12 @@ def test_a_name_span_becomes_one_mark_of_the_same_length() -> None:
         out = abstract_names(text)
         assert len(out) == len(text) and out.count("\u01c2") == 1, out
     assert abstract_names("Then Mary Ann moved.") == "Then \u01c2        moved."
+
+
+def test_min_words_reaches_both_sides_and_a_story_without_sentences_keeps_its_place() -> None:
+    stories = ["1 Olive entered the attic.\n2 The fig is in the red_box.\n3 Olive sat on the oak bench.", "Hi there."]
+    index = build_sentence_index(stories, SentenceParams(min_words=5, min_sentences=2, min_share=1.0))
+    # "NAME entered the attic" has 3 words besides the name: under 5, not a sentence
+    assert index.abstract.story_sentences.tolist() == [2, 0] and index.abstract.story_weight.tolist() == [2.0, 0.0]
+    doc = "The fig is in the red box. Olive sat on the oak bench. Olive entered the attic."
+    assert match_sentences(index, [doc]).select("matched_sentences", "story_sentences").rows() == [(2, 2)]
