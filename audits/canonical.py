@@ -18,10 +18,18 @@ Ann", "Anne-Marie"). The canonical form removes what those steps change:
   word: "The", "Then", ...). Things and places are not names: they stay, so templated stories
   remain distinct.
 
-Sentences end at `.`, `!`, `?`, `;`, `:` and at line breaks; a document is also read with line
-breaks as spaces (a story rewrapped at another width), and both readings' sentences count. Limits:
-a text in capitals only has no names to find (its words are kept as they are), and a sentence
-reworded, split or joined is a different sentence.
+Each sentence has two keys: its words with the names abstracted (`key`) and with the names kept
+(`named_key`: the same words, names as their lower-case words), so a copy that keeps the story's own
+names can be told from another story of the same template (`audits.sentence_match`).
+
+Sentences end at `.`, `!`, `?`, `;`, `:` and at line breaks. Sentence cutting must not depend on
+line breaks or on every sentence having its stop (ToMi's lines "Aria hates the persimmon" have none):
+a document is read three ways, and every reading's sentences count: (1) line breaks end sentences,
+(2) line breaks are spaces (a story rewrapped at another width), (3) line breaks are spaces and a
+capitalized word right after a lower-case word (a list number between them allowed) starts a
+sentence (lines run together without their stops: "... the persimmon Aria dislikes the study").
+Limits: a text in capitals only has no names to find (its words are kept as they are; the
+`named_key` still matches), and a sentence reworded, split or joined is a different sentence.
 """
 
 from __future__ import annotations
@@ -59,6 +67,12 @@ _MARKUP = re.compile(
 )
 _END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n\s*\n")  # a sentence end, or a blank line
 _LINE_END = re.compile(r"[.!?;:]+(?=[\s\"')\]*_]|$)|\n")
+# lines run together without their stops: a capitalized word after a lower-case word (with at most a list
+# number or marker between them, "persimmon [8] Aria") starts a sentence (the third reading)
+_LOWER, _UPPER = "a-z\u00df-\u00f6\u00f8-\u00ff", "A-Z\u00c0-\u00d6\u00d8-\u00de"
+_RUN_ON_CUT = rf"(?<=[{_LOWER}])\s+(?=(?:[^\w\s]*\d*[^\w\s]*\s+)?[{_UPPER}])"
+_RUN_ON = re.compile(rf"{_END.pattern}|{_RUN_ON_CUT}")
+_RUN_ON_HINT = re.compile(_RUN_ON_CUT)
 _MARK = "\u01c2"  # a letter no story uses: one name span, padded with spaces to the span's length
 _WORDS = re.compile(r"[^\W\d_][^\W_]*|\d+[^\W\d_][^\W_]*")  # words with a letter: numbers are dropped
 
@@ -80,10 +94,12 @@ _WRAPPED = re.compile(r"[^.!?;:\s][ \t]*\n")
 
 @dataclass(frozen=True)
 class Sentence:
-    """One canonical sentence: its key (a 64-bit hash of `words`), its words and where it lies in
-    the original text (characters [start, end))."""
+    """One canonical sentence: its key (a 64-bit hash of `words`, names abstracted), the key of its
+    words with the names kept (`named_key`), its words and where it lies in the original text
+    (characters [start, end))."""
 
     key: int
+    named_key: int
     words: str
     start: int
     end: int
@@ -158,19 +174,24 @@ def canonical_words(sentence: str) -> list[str]:
     return [NAME if w == _MARK else w for w in _WORDS.findall(abstract_names(sentence).lower())]
 
 
+def named_words(sentence: str) -> list[str]:
+    """One sentence's words with the names kept: lower case, numbers dropped ("Mary Ann" is `mary ann`)."""
+    return _WORDS.findall(sentence.lower())
+
+
 @lru_cache(maxsize=1 << 17)
-def _canonical_piece(piece: str, min_words: int) -> tuple[str, int] | None:
-    """A raw sentence's canonical words and key, or None when it has too few words besides names.
-    Cached (bounded): templated corpora repeat their sentences, and the rule needs no context."""
+def _canonical_piece(piece: str, min_words: int) -> tuple[str, int, int] | None:
+    """A raw sentence's canonical words, key and named key, or None when it has too few words besides
+    names. Cached (bounded): templated corpora repeat their sentences, and the rule needs no context."""
     words = canonical_words(piece)
     if len(words) - words.count(NAME) < min_words:
         return None
     joined = " ".join(words)
-    return joined, sentence_key(joined)
+    return joined, sentence_key(joined), sentence_key(" ".join(named_words(piece)))
 
 
-def _sentences(clean: str, ends: re.Pattern[str], min_words: int) -> list[tuple[str, int, int, int]]:
-    """(canonical words, key, start, end) of the sentences of a cleaned text cut at `ends`."""
+def _sentences(clean: str, ends: re.Pattern[str], min_words: int) -> list[tuple[str, int, int, int, int]]:
+    """(canonical words, key, named key, start, end) of the sentences of a cleaned text cut at `ends`."""
     out = []
     start = 0
     bounds = [(m.start(), m.end()) for m in ends.finditer(clean)]
@@ -180,7 +201,7 @@ def _sentences(clean: str, ends: re.Pattern[str], min_words: int) -> list[tuple[
         found = _canonical_piece(piece.strip().lstrip(_LEADING), min_words)  # renumbered lines: one cache entry
         if found is not None:
             lead = len(piece) - len(piece.lstrip())
-            out.append((found[0], found[1], start + lead, start + len(piece.rstrip())))
+            out.append((*found, start + lead, start + len(piece.rstrip())))
         start = after
     return out
 
@@ -189,21 +210,27 @@ def story_sentences(text: str, min_words: int = MIN_WORDS) -> list[Sentence]:
     """A benchmark story's canonical sentences, in order (cut at sentence ends and line breaks)."""
     clean, clean_at, orig_at = _clean(text)
     return [
-        Sentence(k, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
-        for w, k, a, b in _sentences(clean, _LINE_END, min_words)
+        Sentence(k, n, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
+        for w, k, n, a, b in _sentences(clean, _LINE_END, min_words)
     ]
 
 
 def document_sentences(text: str, min_words: int = MIN_WORDS) -> list[Sentence]:
-    """A document's canonical sentences under both readings (line breaks as sentence ends, and as
-    spaces: a rewrapped story), each distinct sentence once, at its first place."""
+    """A document's canonical sentences under its readings (line breaks as sentence ends; as spaces,
+    when a line breaks inside a sentence; as spaces with run-together lines cut, when a capitalized
+    word follows a lower-case one), each distinct sentence (names kept) once, at its first place."""
     clean, clean_at, orig_at = _clean(text)
-    seen: dict[str, tuple[int, int, int]] = {}
-    for ends in (_LINE_END, _END) if _WRAPPED.search(clean) else (_LINE_END,):
-        for w, k, a, b in _sentences(clean, ends, min_words):
-            if w not in seen or a < seen[w][1]:
-                seen[w] = (k, a, b)
+    readings = [_LINE_END]
+    if _WRAPPED.search(clean):
+        readings.append(_END)
+    if _RUN_ON_HINT.search(clean):
+        readings.append(_RUN_ON)
+    seen: dict[int, tuple[str, int, int, int]] = {}
+    for ends in readings:
+        for w, k, n, a, b in _sentences(clean, ends, min_words):
+            if n not in seen or a < seen[n][2]:
+                seen[n] = (w, k, a, b)
     return [
-        Sentence(k, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
-        for w, (k, a, b) in sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
+        Sentence(k, n, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
+        for n, (w, k, a, b) in sorted(seen.items(), key=lambda kv: (kv[1][2], kv[1][0], kv[0]))
     ]

@@ -37,7 +37,8 @@ def _sentence_null_line(index: BenchmarkIndex) -> str:
         f"sentences held by its best other (non-copy) benchmark story (99th percentile "
         f"{_quantile(sx.null_coverage, 0.99):.3f}, max {_quantile(sx.null_coverage, 1.0):.3f}); a story counts when "
         f">= {p.min_share:.0%} of its distinct sentences (at least {p.min_sentences}) and a weighted share >= "
-        f"{p.min_coverage:g}, above that null, are found. {blocked} stories cannot be named this way (null 1, or fewer "
+        f"{p.min_coverage:g}, above that null, are found (with the story's own names kept, all but one of its distinct "
+        f"sentences suffice). {blocked} stories cannot be named this way (null 1, or fewer "
         f"than {p.min_sentences} sentences of {p.min_words}+ words); the other kinds still apply to them."
     )
 

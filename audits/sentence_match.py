@@ -16,6 +16,15 @@ benchmark story (an independent story of the same templates). Other benchmark st
 copies of it (holding >= `near_copy` of its rarer sentences: the same story under another source,
 prompt style or a longer telling) are left out of the null, since a document holding one holds the
 other.
+
+Short templated stories (ToMi: 5-12 lines of 4-8 words, a handful of distinct sentences once names
+are abstracted) need a second view: with names abstracted, another story of the same template with
+one line told differently holds 3 of a story's 4 sentences, exactly what the story with one line
+dropped holds. What tells them apart is the names. So every sentence is also keyed with its names
+kept (`canonical.Sentence.named_key`), and the same weights, null and thresholds are computed on
+those keys, except that all but one of the story's distinct named sentences suffice (a dropped or
+re-joined line). A story is found when either view finds it; renamed copies are found by the
+abstracted view, copies in one case (lower or capitals) by the named one.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tomforge.audits.canonical import MIN_WORDS, NAME, document_sentences, story_sentences
+from tomforge.audits.canonical import MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
 from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 
 KIND = "sentences"
@@ -64,8 +73,9 @@ class SentenceParams:
 
 
 @dataclass
-class SentenceIndex:
-    """The benchmark stories' canonical sentences (picklable: a scan ships it to Ray workers)."""
+class KeyTable:
+    """One view of the benchmark stories' sentences (names abstracted, or kept): their keys, weights
+    and null."""
 
     key: np.ndarray  # uint64 sentence keys, sorted, one entry per (sentence, story holding it)
     story: np.ndarray  # int64: the story of each entry
@@ -73,38 +83,60 @@ class SentenceIndex:
     story_weight: np.ndarray  # per story: the sum of its sentences' weights
     story_sentences: np.ndarray  # per story: its distinct sentences
     null_coverage: np.ndarray  # per story: coverage by the best other (non-copy) benchmark story
+
+
+@dataclass
+class SentenceIndex:
+    """The benchmark stories' canonical sentences (picklable: a scan ships it to Ray workers)."""
+
+    abstract: KeyTable  # names abstracted
+    named: KeyTable  # names kept
     anchors: np.ndarray  # uint64 word hashes, sorted: each benchmark sentence's rarest word (the prefilter)
     params: SentenceParams
 
     @property
     def n_stories(self) -> int:
-        return len(self.story_weight)
+        return len(self.abstract.story_weight)
+
+    @property
+    def null_coverage(self) -> np.ndarray:
+        return self.abstract.null_coverage
+
+    @property
+    def story_sentences(self) -> np.ndarray:
+        return self.abstract.story_sentences
 
 
-def _keys(sentences: list) -> np.ndarray:
-    return np.unique(np.array([s.key for s in sentences], dtype=np.uint64))
+def _keys(keys: list[int]) -> np.ndarray:
+    return np.unique(np.array(keys, dtype=np.uint64))
 
 
 def build_sentence_index(stories: list[str], params: SentenceParams | None = None) -> SentenceIndex:
-    """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null."""
+    """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null,
+    names abstracted and kept."""
     p = params or SentenceParams()
-    per_story: list[np.ndarray] = []
+    abstract: list[np.ndarray] = []
+    named: list[np.ndarray] = []
     distinct: set[str] = set()
     for text in stories:  # keys and words kept, not the sentences (a benchmark of 100,000 stories stays small)
         sentences = story_sentences(text, p.min_words)
-        per_story.append(_keys(sentences))
+        abstract.append(_keys([x.key for x in sentences]))
+        named.append(_keys([x.named_key for x in sentences]))
         distinct.update(x.words for x in sentences)
+    return SentenceIndex(_key_table(abstract, p), _key_table(named, p), _anchors(distinct), p)
+
+
+def _key_table(per_story: list[np.ndarray], p: SentenceParams) -> KeyTable:
     counts = np.array([len(k) for k in per_story], dtype=np.int64)
     keys = np.concatenate(per_story) if per_story else np.empty(0, dtype=np.uint64)
-    owner = np.repeat(np.arange(len(stories), dtype=np.int64), counts)
+    owner = np.repeat(np.arange(len(per_story), dtype=np.int64), counts)
     order = np.argsort(keys, kind="stable")
     keys, owner = keys[order], owner[order]
     _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
     weight = 1.0 / df[inverse]
-    story_weight = np.bincount(owner, weights=weight, minlength=len(stories))
+    story_weight = np.bincount(owner, weights=weight, minlength=len(per_story))
     null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
-    anchors = _anchors(distinct)
-    return SentenceIndex(keys, owner, weight, story_weight, counts, null, anchors, p)
+    return KeyTable(keys, owner, weight, story_weight, counts, null)
 
 
 def _anchors(sentences: set[str]) -> np.ndarray:
@@ -173,54 +205,24 @@ def _null_coverage(
 def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | None = None) -> pl.DataFrame:
     """The (document, story) pairs where the document holds the story by its sentences
     (`MATCH_SCHEMA`; `doc` is the position in `texts`), with the character spans of the matched
-    sentences in the document. `docs`: only these positions are read (a caller's prefilter)."""
-    p = index.params
+    sentences in the document. `docs`: only these positions are read (a caller's prefilter). A pair
+    found with the names abstracted keeps that view's figures; one found only with the names kept,
+    the named view's."""
     positions = np.arange(len(texts)) if docs is None else np.asarray(docs, dtype=np.int64)
-    doc_of, key_of, starts, ends = [], [], [], []
+    doc_of, abstract_of, named_of, starts, ends = [], [], [], [], []
     for d in positions.tolist():
-        for s in document_sentences(texts[d], p.min_words):
+        for s in document_sentences(texts[d], index.params.min_words):
             doc_of.append(d)
-            key_of.append(s.key)
+            abstract_of.append(s.key)
+            named_of.append(s.named_key)
             starts.append(s.start)
             ends.append(s.end)
-    if not key_of or not len(index.key):
+    if not doc_of:
         return pl.DataFrame(schema=MATCH_SCHEMA)
-    keys = np.array(key_of, dtype=np.uint64)
-    lo = np.searchsorted(index.key, keys, side="left")
-    hi = np.searchsorted(index.key, keys, side="right")
-    counts = hi - lo
-    found = np.flatnonzero(counts)
-    if not len(found):
-        return pl.DataFrame(schema=MATCH_SCHEMA)
-    sentence = np.repeat(found, counts[found])
-    entry = _ranges(lo[found], hi[found])
-    doc_arr, start_arr, end_arr = np.array(doc_of), np.array(starts), np.array(ends)
-    hits = pl.DataFrame(
-        {
-            "doc": doc_arr[sentence],
-            "story": index.story[entry],
-            "w": index.weight[entry],
-            "start": start_arr[sentence],
-            "end": end_arr[sentence],
-        }
-    )
-    pairs = hits.group_by("doc", "story").agg(
-        pl.len().alias("matched_sentences"),
-        pl.col("w").sum(),
-        pl.concat_list("start", "end").sort_by("start").alias("spans"),
-    )
-    story_of = pairs["story"].to_numpy()
-    pairs = pairs.with_columns(
-        pl.Series("story_sentences", index.story_sentences[story_of]),
-        pl.Series("coverage", pairs["w"].to_numpy() / index.story_weight[story_of]),
-        pl.Series("null_coverage", index.null_coverage[story_of]),
-    )
-    pairs = pairs.filter(
-        (pl.col("matched_sentences") >= p.min_sentences)
-        & (pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9)
-        & (pl.col("coverage") >= p.min_coverage - 1e-12)
-        & (pl.col("coverage") > pl.col("null_coverage") + 1e-12)
-    )
+    sentences = pl.DataFrame({"doc": doc_of, "start": starts, "end": ends})
+    by_abstract = _view_pairs(index.abstract, sentences, np.array(abstract_of, dtype=np.uint64), index.params, False)
+    by_name = _view_pairs(index.named, sentences, np.array(named_of, dtype=np.uint64), index.params, True)
+    pairs = pl.concat([by_abstract, by_name.join(by_abstract, on=["doc", "story"], how="anti")])
     return (
         pairs.with_columns(
             pl.col("spans").list.eval(pl.element().list.first()).list.min().alias("char_start"),
@@ -230,6 +232,61 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
         .cast(MATCH_SCHEMA)
         .sort("doc", "story")
     )
+
+
+def _view_pairs(
+    table: KeyTable, sentences: pl.DataFrame, keys: np.ndarray, p: SentenceParams, all_but_one: bool
+) -> pl.DataFrame:
+    """The pairs one view finds: `sentences` (doc, start, end) with their `keys` in this view, each
+    distinct (doc, key) once (its first place). `all_but_one`: a story is also found with one of
+    its distinct sentences missing (the named view: a dropped line of a short story)."""
+    empty = pl.DataFrame(schema=MATCH_SCHEMA).drop("char_start", "char_end")
+    if not len(table.key):
+        return empty
+    lo = np.searchsorted(table.key, keys, side="left")
+    hi = np.searchsorted(table.key, keys, side="right")
+    found = np.flatnonzero(hi > lo)
+    found = found[_first_per_doc_key(sentences["doc"].to_numpy()[found], keys[found])]
+    if not len(found):
+        return empty
+    sentence = np.repeat(found, (hi - lo)[found])
+    entry = _ranges(lo[found], hi[found])
+    hits = sentences[sentence].with_columns(pl.Series("story", table.story[entry]), pl.Series("w", table.weight[entry]))
+    pairs = hits.group_by("doc", "story").agg(
+        pl.len().alias("matched_sentences"),
+        pl.col("w").sum(),
+        pl.concat_list("start", "end").sort_by("start").alias("spans"),
+    )
+    story_of = pairs["story"].to_numpy()
+    pairs = pairs.with_columns(
+        pl.Series("story_sentences", table.story_sentences[story_of]),
+        pl.Series("coverage", pairs["w"].to_numpy() / table.story_weight[story_of]),
+        pl.Series("null_coverage", table.null_coverage[story_of]),
+    )
+    most = pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9
+    if all_but_one:
+        most = most | (pl.col("matched_sentences") >= pl.col("story_sentences") - 1)
+    return (
+        pairs.filter(
+            (pl.col("matched_sentences") >= p.min_sentences)
+            & most
+            & (pl.col("coverage") >= p.min_coverage - 1e-12)
+            & (pl.col("coverage") > pl.col("null_coverage") + 1e-12)
+        )
+        .select(empty.columns)
+        .cast(empty.schema)
+    )
+
+
+def _first_per_doc_key(doc: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Positions of the first sentence of each distinct (doc, key): a document holding a sentence
+    twice in one view (two names, one template) holds it once."""
+    if not len(doc):
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((np.arange(len(doc)), keys, doc))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (doc[order][1:] != doc[order][:-1]) | (keys[order][1:] != keys[order][:-1])
+    return np.sort(order[first])
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -244,10 +301,14 @@ def sentence_evidence(story: str, document: str, params: SentenceParams | None =
     span in the story (`story_start`, `story_end`), in the document (`doc_start`, `doc_end`) and its
     canonical words. For the few pairs a report shows, not for the hot path."""
     p = params or SentenceParams()
-    in_doc = {s.key: s for s in document_sentences(document, p.min_words)}
+    by_key: dict[int, Sentence] = {}
+    by_name: dict[int, Sentence] = {}
+    for x in document_sentences(document, p.min_words):  # each key at its first place
+        by_key.setdefault(x.key, x)
+        by_name.setdefault(x.named_key, x)
     out, seen = [], set()
     for s in story_sentences(story, p.min_words):
-        d = in_doc.get(s.key)
+        d = by_name.get(s.named_key) or by_key.get(s.key)  # the same sentence with its names, else renamed
         if d is not None and s.key not in seen:
             seen.add(s.key)
             out.append(

@@ -9,11 +9,13 @@ Run (one command, prints the tables; --quick is a smoke run of about 1.5 minutes
 
 **Benchmark** (the held-out side): real releases read at run time from ../shared (never copied into
 the project): half of HiToM's 120 stories and half of ToMi's 999 test stories (a fixed split by a hash
-of the story), and the ExploreToM and OpenToM excerpts (4 stories each; the full releases are not here).
+of the story), and the ExploreToM, OpenToM and BigToM excerpts (4, 4 and 12 rows: the full releases are
+not here; BigToM's 12 rows are 180 distinct stories, each row's story told under its conditions).
 The halves are written as subset files in the release's own format under --work and ingested with
 their adapters.
 
-**Plants**: every story of the planted share (--plant-hitom, --plant-tomi; all prose stories) in every
+**Plants**: every story of the planted share (--plant-hitom, --plant-tomi; all ExploreToM and OpenToM
+stories, and of BigToM the first story of each row: a plant is found when its own story is named) in every
 form of `bench/reformat_plants.py` that applies to it: text forms as `text` documents, `verl_parquet`
 as a verl parquet row (`prompt` messages), `trl_jsonl` as a TRL conversational jsonl row.
 
@@ -64,14 +66,16 @@ sys.path.insert(0, str(REPO))
 from bench.reformat_plants import ALL_FORMS, Story, flatten_messages, plant  # noqa: E402
 
 SHARED = REPO.parent / "shared"
-FORMATS = ("hitom", "tomi", "exploretom", "opentom")
+FORMATS = ("hitom", "tomi", "exploretom", "opentom", "bigtom")
+EXCERPTS = ("exploretom", "opentom", "bigtom")  # prose excerpts: the whole excerpt is the benchmark
 SOURCES = {
     "hitom": ("real-data/hitom", True),
     "tomi": ("real-data/tomi", True),
     "exploretom": ("real-samples/exploretom", False),
     "opentom": ("real-samples/opentom", False),
+    "bigtom": ("real-samples/bigtom", False),
 }
-BENCHMARK = "source IN ('hitom', 'tomi', 'exploretom', 'opentom')"
+BENCHMARK = "source IN ('hitom', 'tomi', 'exploretom', 'opentom', 'bigtom')"
 TOOLS = ("ours", "decon", "lm-eval")
 
 
@@ -107,7 +111,7 @@ def load_stories(shared: Path) -> dict[str, list[tuple[Story, list[int]]]]:
 def write_benchmark_files(shared: Path, stories: dict, work: Path) -> dict[str, Path]:
     """The benchmark halves of HiToM and ToMi as files in the release's format (the excerpts whole)."""
     root = work / "benchmark-files"
-    paths = {fmt: shared / SOURCES[fmt][0] for fmt in ("exploretom", "opentom")}
+    paths = {fmt: shared / SOURCES[fmt][0] for fmt in EXCERPTS}
     keep = {fmt: {i for s, idx in stories[fmt] if half(s.text) for i in idx} for fmt in ("hitom", "tomi")}
     (root / "hitom").mkdir(parents=True, exist_ok=True)
     data = json.loads((shared / SOURCES["hitom"][0] / "Hi-ToM_data.json").read_text())
@@ -149,13 +153,15 @@ def plants_and_distractors(args: argparse.Namespace, stories: dict) -> tuple[lis
     """Every planted document and distractor, shuffled and numbered `d0, d1, ...`."""
     from tomforge.generators import generate_records
 
-    bench = {fmt: [s for s, _ in v if half(s.text) or fmt in ("exploretom", "opentom")] for fmt, v in stories.items()}
+    bench = {fmt: [s for s, _ in v if half(s.text) or fmt in EXCERPTS] for fmt, v in stories.items()}
     other = {fmt: [s for s, _ in v if not half(s.text)] for fmt, v in stories.items() if fmt in ("hitom", "tomi")}
     caps = {"hitom": args.plant_hitom, "tomi": args.plant_tomi}
     rng = random.Random(args.seed)
     docs: list[Doc] = []
     for fmt in FORMATS:
         chosen = bench[fmt] if fmt not in caps else rng.sample(bench[fmt], min(caps[fmt], len(bench[fmt])))
+        if fmt == "bigtom":  # one story per row (its first condition): the row's stories share their opening
+            chosen = list({s.text.split(". ")[0]: s for s in reversed(chosen)}.values())[::-1]
         docs += in_every_form(chosen, fmt, args.seed, planted=True)
     distractors: list[Doc] = []
     n_other = {"hitom": args.other_hitom, "tomi": args.other_tomi}

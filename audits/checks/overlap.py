@@ -222,7 +222,8 @@ class ReformattedCopies(AuditCheck):
             "punctuation removed; each name, however many words, one slot); a held-out story counts when a train "
             f"story holds >= {p.sentence_min_coverage:g} of its sentences weighted by rarity (a sentence in k held-out "
             f"stories weighs 1/k), at least {p.sentence_min_sentences} of them, and more than the best other held-out "
-            "story holds (the templates' null). Pairs already exact, near-duplicate or contained are not repeated.",
+            "story holds (the templates' null); with the story's own names kept, all but one of its sentences suffice "
+            "(a dropped line of a short story). Pairs already exact, near-duplicate or contained are not repeated.",
             [_sentence_evidence(facts, r) for r in pairs.head(MAX_EVIDENCE).iter_rows(named=True)],
             more(pairs.height, "`tables/audit_overlap_pairs.csv` (kind `sentences`, scope `cross`)"),
         )
