@@ -205,7 +205,6 @@ _FIGURES = (
     "matched_sentences",
     "story_sentences",
     "sentence_coverage",
-    "sentence_spans",
 )
 
 
@@ -239,11 +238,10 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
         found.setdefault((d, s), {})["near_duplicate"] = _evidence_row("near_duplicate", jaccard=jac)
     for d, s in _names_swapped(index, texts, n_words):
         found.setdefault((d, s), {})["names_swapped"] = _evidence_row("names_swapped")
-    for d, s, matched, total, cov, start, end, spans in (
-        match_sentences(index.sentences, texts)
-        .select("doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end", "spans")
-        .iter_rows()
-    ):
+    sentences = match_sentences(index.sentences, texts)
+    for d, s, matched, total, cov, start, end in sentences.select(
+        "doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end"
+    ).iter_rows():
         found.setdefault((d, s), {})["sentences"] = _evidence_row(
             "sentences",
             char_start=start,
@@ -251,7 +249,6 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
             matched_sentences=matched,
             story_sentences=total,
             sentence_coverage=cov,
-            sentence_spans=spans,
         )
     for d, s in _verbatim(index, normalized, n_words):
         found.setdefault((d, s), {})["verbatim"] = _evidence_row("verbatim", jaccard=1.0)
@@ -266,7 +263,15 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
         else:
             start, end = 0, int(n_words[d])
         out.append({"doc": d, "story": s, "word_start": start, "word_end": end, **row})
-    return pl.DataFrame(out, schema=HIT_SCHEMA)
+    # built by column, and the sentence spans (lists of lists: slow through Python) joined as they are
+    scalars = {c: t for c, t in HIT_SCHEMA.items() if c != "sentence_spans"}
+    spans = sentences.select("doc", "story", pl.col("spans").alias("sentence_spans"))
+    return (
+        pl.DataFrame({c: [row[c] for row in out] for c in scalars}, schema=scalars)
+        .join(spans, on=["doc", "story"], how="left")
+        .sort("doc", "story")
+        .select(HIT_SCHEMA.names())
+    )
 
 
 def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:
