@@ -333,3 +333,23 @@ def test_a_warehouse_without_an_audit(tmp_path: Path) -> None:
             "run `tomforge audit` and `tomforge clean` again"
         )
         assert "_released_ids" not in {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+
+
+def test_writing_the_ledger_again_replaces_it(tmp_path: Path) -> None:
+    first = pa.Table.from_pylist([removed("i1", A_TRAIN, "r")], schema=ledger.LEDGER_SCHEMA)
+    second = pa.Table.from_pylist([removed("i2", B, "s")], schema=ledger.LEDGER_SCHEMA)
+    ledger.write_removed(first, tmp_path)
+    ledger.write_removed(second, tmp_path)  # the ledger/ folder exists by now
+    assert pq.read_table(tmp_path / ledger.LEDGER_PATH).equals(second)
+
+
+def test_a_release_without_rows_reads_back_empty(tmp_path: Path) -> None:
+    write(tmp_path / ledger.LEDGER_PATH, [removed("i1", B, "gone")])
+    back = ledger.read_back(tmp_path, [])
+    assert back.released == Counter() and back.per_config == {} and back.problems == []
+    rows = ledger.ledger_rows({A_TEST: 2, B: 1}, back)  # alpha/test: in the warehouse only
+    assert [(r["source"], r["split"], r["warehouse"], r["released"], r["removed"]) for r in rows] == [
+        ("alpha", "test", 2, 0, 0),
+        ("beta", "unsplit", 1, 0, 1),
+    ]
+    assert ledger.problems_of(rows, back) == ["alpha/test: warehouse 2 != released 0 + removed 0"]
