@@ -263,3 +263,8 @@ def test_repeated_sentences_verdict_shows_at_most_eight_stories() -> None:
     verdict = RepeatedSentences().verdict(facts({"audit_repeated_sentences": table}))
     assert verdict is not None
     assert [r["sentence"] for r in verdict.evidence] == [f"Again {i}." for i in range(8)]
+
+
+def test_a_single_repeated_sentence_is_a_finding() -> None:
+    rows = findings(RepeatedSentences(), {"audit_repeated_sentences": repeats_table().head(1)})
+    assert [r["message"] for r in rows] == [f"context cccccccccccc says '{LONG[:60]}' 3 times"]

@@ -264,3 +264,10 @@ def test_publish_passes_its_checkpoints_and_leaves_nothing_behind(warehouse: Pat
     second = publish_folder(warehouse, target, ReleaseOptions("org/tom", tag="v2"))
     assert second.root == target and json.loads((target / "manifest.json").read_text())["release"]["tag"] == "v2"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["rel", "rel.lock", "rel.tags.json"]
+
+
+def test_a_report_file_is_copied_into_a_root_not_made_yet(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    report.write_text("<p>", encoding="utf-8")
+    assert hub_release._copy_report(report, tmp_path / "new" / "rel") == (["audit/report.html"], ["audit/report.html"])
+    assert (tmp_path / "new/rel/audit/report.html").read_text(encoding="utf-8") == "<p>"
