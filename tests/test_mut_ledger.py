@@ -353,3 +353,26 @@ def test_a_release_without_rows_reads_back_empty(tmp_path: Path) -> None:
         ("beta", "unsplit", 1, 0, 1),
     ]
     assert ledger.problems_of(rows, back) == ["alpha/test: warehouse 2 != released 0 + removed 0"]
+
+
+def test_a_cleaned_table_from_an_older_audit_is_refused_for_publishing(tmp_path: Path) -> None:
+    """A fresh audit r1 whose selections match the warehouse, and a cleaned table made from audit r0."""
+    from tomforge.audits.freshness import StaleAuditError
+
+    path = release_one(tmp_path / "w.duckdb")
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE audit_runs (run_id VARCHAR, train_where VARCHAR, heldout_where VARCHAR)")
+        con.execute("INSERT INTO audit_runs VALUES ('r1', 'split = ''train''', 'split = ''test''')")
+        con.execute(
+            "CREATE TABLE audit_items AS SELECT item_id, CASE split WHEN 'train' THEN 'train' ELSE 'heldout' END "
+            "AS side, content_hash FROM items WHERE split IN ('train', 'test')"
+        )
+        con.execute("CREATE TABLE clean_items AS SELECT *, 'r0' AS audit_run_id FROM items_full WHERE split = 'test'")
+    with duckdb.connect(str(path), read_only=True) as con:
+        with pytest.raises(StaleAuditError) as stale:
+            ledger.select_release(con, "clean_items", True, path)
+        assert str(stale.value) == (
+            f"publish: the cleaned table comes from audit r0, not from the latest audit r1; run `tomforge clean -w "
+            f"{path}`"
+        )
+        assert ledger.select_release(con, "items", False, path).table.num_rows == 14  # the audit itself is fresh
