@@ -394,3 +394,19 @@ def test_json_strings_decode_only_objects_and_lists() -> None:
     assert rp._decoded("[1") == "[1"
     assert rp._decoded("1") == "1" and rp._decoded(1) == 1 and rp._decoded("") == ""
     assert rp._text("é") == "é" and rp._text({"b": "é", "a": None}) == '{"a": null, "b": "é"}'
+
+
+def test_question_first_takes_the_question_before_the_story_marker_and_the_story_after_it() -> None:
+    markers = PromptMarkers(story=("Tale Question:",), question=("Question:",))
+    # the question marker inside the story marker is not the question's: the one before the story is
+    assert rp.split_text("Question: Who? Tale Question: Anne left.", markers) == SplitPrompt(
+        "Anne left.", "Who?", rp.SPLIT_BOTH, "Tale Question:"
+    )
+    # an end marker inside the question does not end the story
+    assert rp.split_text("Question: Which? Answer: briefly.\nStory: Anne left.", M) == SplitPrompt(
+        "Anne left.", "Which? Answer: briefly.", rp.SPLIT_BOTH, "Story:"
+    )
+    # a story marker other than "Dialogue:" reads no turns, even from `name: text` lines
+    assert rp.split_text("Question: Who spoke?\nStory: Anne: hi", M) == SplitPrompt(
+        "Anne: hi", "Who spoke?", rp.SPLIT_BOTH, "Story:", None
+    )
