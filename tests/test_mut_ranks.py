@@ -268,3 +268,12 @@ def test_repeated_sentences_verdict_shows_at_most_eight_stories() -> None:
 def test_a_single_repeated_sentence_is_a_finding() -> None:
     rows = findings(RepeatedSentences(), {"audit_repeated_sentences": repeats_table().head(1)})
     assert [r["message"] for r in rows] == [f"context cccccccccccc says '{LONG[:60]}' 3 times"]
+
+
+def test_gold_rank_verdict_counts_groups_by_side_order_ranking_and_options() -> None:
+    """Five flagged groups, each differing from the first in one key only; the first has two flagged rows."""
+    groups = [A, {**A, "selection": "heldout"}, {**A, "belief_order": "2"}, {**A, "ranking": "first_mention"}]
+    rows = [row for g in groups for row in rank_rows(g, [(0, 0.5, True)])]
+    rows += rank_rows({**A, "k": 3}, [(0, 0.6, True)]) + rank_rows(A, [(1, 0.45, True)])
+    verdict = GoldRank().verdict(facts({"audit_gold_ranks": pl.DataFrame(rows)}))
+    assert verdict is not None and verdict.finding.startswith("5 (side, order, options, ranking) groups depart")
