@@ -410,3 +410,23 @@ def test_question_first_takes_the_question_before_the_story_marker_and_the_story
     assert rp.split_text("Question: Who spoke?\nStory: Anne: hi", M) == SplitPrompt(
         "Anne: hi", "Who spoke?", rp.SPLIT_BOTH, "Story:", None
     )
+
+
+def test_a_question_marker_with_only_spaces_after_it_ends_at_the_end() -> None:
+    assert rp._question_end("Q:  \n ", 2, M) == 6
+    assert rp.split_text("Story: Anne left.\nQuestion:   ", M) is None
+
+
+def test_an_end_marker_inside_the_story_does_not_end_the_question() -> None:
+    assert rp.split_text("Story: Answer: it moved.\nQuestion: Where?", M) == SplitPrompt(
+        "Answer: it moved.", "Where?", rp.SPLIT_BOTH, "Story:"
+    )
+
+
+def test_an_unsplit_prompt_asks_its_last_question_line_of_three() -> None:
+    assert rp.split_prompt("A?\nB?\nC?", M).question == "C?"
+
+
+def test_a_multiple_choice_gold_may_be_the_first_option() -> None:
+    mc = {"answer": "box", "answer_format": "multiple_choice", "options": ["box", "bag"], "answer_index": 0}
+    assert rp.answer_of(mc, "f") == Answer("box", "multiple_choice", ["box", "bag"], 0)

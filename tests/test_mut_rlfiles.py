@@ -273,3 +273,9 @@ def test_load_notes_name_the_content_parts_left_out(tmp_path: Path) -> None:
         "meta.tomforge_rl.prompt_split = 'none'); 2 split at story and question markers, 0 at the question marker "
         "only, 0 read from story/question columns",
     ]
+
+
+def test_a_folder_whose_name_holds_a_split_word_names_the_split(tmp_path: Path) -> None:
+    write_lines(tmp_path / "my_test_set" / "rows.jsonl", [{"prompt": PROMPT, "answer": "box"}])
+    (record,) = ADAPTER.read(tmp_path)
+    assert record["split"] == "test"
