@@ -376,3 +376,9 @@ def test_a_cleaned_table_from_an_older_audit_is_refused_for_publishing(tmp_path:
             f"{path}`"
         )
         assert ledger.select_release(con, "items", False, path).table.num_rows == 14  # the audit itself is fresh
+
+
+def test_an_empty_selection_still_marks_as_text(con, warehouse: Path) -> None:
+    con.execute("CREATE TEMP TABLE nothing AS SELECT * FROM items_full WHERE false")
+    chosen = ledger.select_release(con, "nothing", False, warehouse)
+    assert chosen.table.num_rows == 0 and chosen.table.schema.field("audit_selection").type == pa.string()

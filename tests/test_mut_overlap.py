@@ -638,3 +638,8 @@ def test_the_checks_names_and_tables() -> None:
     assert (StructuralTwins.emits, StructuralTwins.by_source) == (("overlap:structural",), "items")
     assert StructuralTwins.reads == ("audit_overlap_pairs", "audit_null_calibration", "audit_contexts")
     assert (WithinSideDuplicates.emits, WithinSideDuplicates.reads) == (("duplicate:within_side",), read)
+
+
+def test_partial_copies_implicate_the_stories_of_ngram_pairs_only() -> None:
+    mixed = pairs(*NGRAM.rows(named=True), pair("exact", "T3", "H3"), pair("ngram", "T4", "H4", scope="train"))
+    assert ids(PartialCopies().implicated(facts(mixed), items())) == ["h1a", "h2a", "h2b", "t1a", "t1b", "t2a"]
