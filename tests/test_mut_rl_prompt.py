@@ -430,3 +430,8 @@ def test_an_unsplit_prompt_asks_its_last_question_line_of_three() -> None:
 def test_a_multiple_choice_gold_may_be_the_first_option() -> None:
     mc = {"answer": "box", "answer_format": "multiple_choice", "options": ["box", "bag"], "answer_index": 0}
     assert rp.answer_of(mc, "f") == Answer("box", "multiple_choice", ["box", "bag"], 0)
+
+
+def test_last_mark_never_looks_before_its_start() -> None:
+    # after index 3 only "xQ:" (no boundary); the "Q:" at 0 lies before the start
+    assert rp.last_mark("Q: a xQ: b", ("Q:",), 3) is None

@@ -121,3 +121,16 @@ def test_oracle_verdict() -> None:
 def test_the_checks_names() -> None:
     assert (VariantLeaks.name, VariantLeaks.emits, VariantLeaks.by_source) == ("variant leaks", (LEAK,), "items")
     assert (OracleDisagreements.name, OracleDisagreements.emits) == ("oracle disagreements", (ORACLE,))
+
+
+def test_the_verdicts_explain_themselves_in_full() -> None:
+    leaks = VariantLeaks().verdict(facts([leak(["t1"], ["h1"], [])]))
+    oracle_verdict = OracleDisagreements().verdict(facts([oracle("tomi", ["t1"], 1, 0)]))
+    assert leaks is not None and leaks.explain == (
+        "A variant (`tomforge variants`) and its original are one story: a variant of a held-out story in train "
+        "teaches the test."
+    )
+    assert oracle_verdict is not None and oracle_verdict.explain == (
+        "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
+        "under the source's documented rules."
+    )
