@@ -277,3 +277,11 @@ def test_gold_rank_verdict_counts_groups_by_side_order_ranking_and_options() -> 
     rows += rank_rows({**A, "k": 3}, [(0, 0.6, True)]) + rank_rows(A, [(1, 0.45, True)])
     verdict = GoldRank().verdict(facts({"audit_gold_ranks": pl.DataFrame(rows)}))
     assert verdict is not None and verdict.finding.startswith("5 (side, order, options, ranking) groups depart")
+
+
+def test_the_gold_rank_finding_of_one_row_and_of_a_share_below_uniform() -> None:
+    one = pl.DataFrame(rank_rows(A, [(1, 0.6, True)]))
+    assert [json.loads(r["evidence"])["position"] for r in findings(GoldRank(), {"audit_gold_ranks": one})] == [1]
+    # gaps: 0.10 above uniform at 0, 0.20 below it at 3: the finding names position 3
+    below = pl.DataFrame(rank_rows(B, [(0, 0.35, True), (3, 0.05, True)]))
+    assert [json.loads(r["evidence"])["position"] for r in findings(GoldRank(), {"audit_gold_ranks": below})] == [3]

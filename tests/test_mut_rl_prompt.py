@@ -435,3 +435,8 @@ def test_a_multiple_choice_gold_may_be_the_first_option() -> None:
 def test_last_mark_never_looks_before_its_start() -> None:
     # after index 3 only "xQ:" (no boundary); the "Q:" at 0 lies before the start
     assert rp.last_mark("Q: a xQ: b", ("Q:",), 3) is None
+
+
+def test_last_mark_steps_back_over_overlapping_occurrences() -> None:
+    # "QQ" occurs at 1 and 2; the one at 2 follows a "Q", the one at 1 a space
+    assert rp.last_mark(" QQQ y", ("QQ",)) == Mark(1, 3, "QQ")

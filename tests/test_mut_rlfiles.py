@@ -279,3 +279,16 @@ def test_a_folder_whose_name_holds_a_split_word_names_the_split(tmp_path: Path) 
     write_lines(tmp_path / "my_test_set" / "rows.jsonl", [{"prompt": PROMPT, "answer": "box"}])
     (record,) = ADAPTER.read(tmp_path)
     assert record["split"] == "test"
+
+
+def test_a_tomforge_ground_truth_keeps_its_options_index_and_list() -> None:
+    truth = {"answer": "bag", "answer_format": "multiple_choice", "options": ["box", "bag"], "answer_index": 1}
+    record = produce({"prompt": PROMPT, "ground_truth": json.dumps(truth)})
+    assert (record["answer"], record["answer_format"], record["options"], record["answer_index"]) == (
+        "bag",
+        "multiple_choice",
+        ["box", "bag"],
+        1,
+    )
+    listed = produce({"prompt": PROMPT, "answer": ["Anne", "Bob"]})
+    assert (listed["answer"], listed["answer_format"], listed["answer_list"]) == ("Anne, Bob", "list", ["Anne", "Bob"])
