@@ -285,3 +285,14 @@ def test_the_gold_rank_finding_of_one_row_and_of_a_share_below_uniform() -> None
     # gaps: 0.10 above uniform at 0, 0.20 below it at 3: the finding names position 3
     below = pl.DataFrame(rank_rows(B, [(0, 0.35, True), (3, 0.05, True)]))
     assert [json.loads(r["evidence"])["position"] for r in findings(GoldRank(), {"audit_gold_ranks": below})] == [3]
+
+
+def test_the_gold_rank_verdict_explains_itself_in_full() -> None:
+    verdict = GoldRank().verdict(facts({"audit_gold_ranks": flagged_table()}, alpha=0.05))
+    assert verdict is not None and verdict.explain == (
+        "Where the gold falls among the options when they are ranked by mention count, first mention, last mention, "
+        "sentences naming them and the last move into them; ties split evenly over the places they span. Chi-square "
+        "against uniform with the null covariance of each item's ties, per side, order and number of options; "
+        "list questions apart, their golds against a random subset of the candidates of the same size "
+        "(Bonferroni, alpha 0.05)."
+    )

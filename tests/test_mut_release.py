@@ -271,3 +271,8 @@ def test_a_report_file_is_copied_into_a_root_not_made_yet(tmp_path: Path) -> Non
     report.write_text("<p>", encoding="utf-8")
     assert hub_release._copy_report(report, tmp_path / "new" / "rel") == (["audit/report.html"], ["audit/report.html"])
     assert (tmp_path / "new/rel/audit/report.html").read_text(encoding="utf-8") == "<p>"
+
+
+def test_a_build_makes_the_folders_above_its_release(warehouse: Path, tmp_path: Path) -> None:
+    built = build_release(warehouse, tmp_path / "a" / "b" / "rel", ReleaseOptions("org/tom", tag="v1"))
+    assert (built.root / "manifest.json").is_file()
