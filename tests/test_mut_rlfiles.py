@@ -292,3 +292,9 @@ def test_a_tomforge_ground_truth_keeps_its_options_index_and_list() -> None:
     )
     listed = produce({"prompt": PROMPT, "answer": ["Anne", "Bob"]})
     assert (listed["answer"], listed["answer_format"], listed["answer_list"]) == ("Anne, Bob", "list", ["Anne", "Bob"])
+
+
+def test_the_gold_index_is_read_not_searched() -> None:
+    """Two options with one text: the ground truth's index says which is the gold, not the first match."""
+    truth = {"answer": "bag", "answer_format": "multiple_choice", "options": ["bag", "bag"], "answer_index": 1}
+    assert produce({"prompt": PROMPT, "ground_truth": json.dumps(truth)})["answer_index"] == 1
