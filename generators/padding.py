@@ -218,8 +218,8 @@ class Padder:
 
 def _dense_ranks(keys: list[Any]) -> np.ndarray:
     """Each key's place among the distinct keys, smallest 0 (equal keys, equal places)."""
-    distinct = sorted(set(keys))
-    return np.array([distinct.index(key) for key in keys], dtype=np.int64)
+    place = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return np.array([place[key] for key in keys], dtype=np.int64)
 
 
 class _Hits:

@@ -99,8 +99,10 @@ def middles(
 
 def middle_plan(row: int, plan: np.ndarray, container: np.ndarray, position: np.ndarray, base: Base) -> Plan:
     """The sprinkling of one row, as `Base.middles` writes it."""
-    at = np.flatnonzero(plan == row)
-    return tuple((float(position[i]), base.containers[int(container[i])], OPINION) for i in at.tolist())
+    lo, hi = np.searchsorted(plan, (row, row + 1)).tolist()  # `middle_table` lists each row's statements together
+    return tuple(
+        (at, base.containers[c], OPINION) for at, c in zip(position[lo:hi].tolist(), container[lo:hi].tolist())
+    )
 
 
 def choices(rng: random.Random, n: int, count: int) -> np.ndarray:
@@ -151,9 +153,9 @@ def rank_strata(
 def commit_rows(ranks: RankBalancer, names: Sequence[str], keys: Sequence[Any], rows: np.ndarray) -> None:
     """Store `rank_rows_jit`'s rows as the strata's deviations: what `RankBalancer.commit` of the
     same outcomes leaves (the same additions, in the same order, from the same starts)."""
-    for i, name in enumerate(names):
-        for s, key in enumerate(keys):
-            ranks.deviation[name, key] = rows[i, s].tolist()
+    for name, values in zip(names, rows.tolist()):
+        for key, row in zip(keys, values):
+            ranks.deviation[name, key] = row
 
 
 @lru_cache(maxsize=None)
@@ -252,20 +254,21 @@ def best_listing_jit(place, first_cost, stratum, gold, start):
 
 
 @njit(cache=True, nogil=True)
-def _plan_cost(count, last, moved, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, rows):
+def _plan_cost(count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work):
     """`Padder._best_plan`'s `plan_cost` of one candidate, each term added in its order: the
     statements' penalty, the rank costs under mentions, last mention, events (= mentions) and last
-    move (`starts` in that order), then the last- and most-mentioned controllers' costs of its picks
-    (the first container of the latest last mention; most mentions, then the first mention)."""
+    move (`moved_cost`, computed by the caller: all sprinklings share their tail's), then the last- and most-mentioned controllers' costs
+    of its picks (the first container of the latest last mention; most mentions, then the first
+    mention). `work`: (n,) keys buffer and (strata, n) rows buffer."""
+    mentions, rows = work
     n = count.shape[0]
-    mentions = np.empty(n)
     for c in range(n):
         mentions[c] = count[c]
     total = penalty * length
     total = total + _rank_cost(mentions, stratum, gold, starts[0], rows)
     total = total + _rank_cost(last, stratum, gold, starts[1], rows)
     total = total + _rank_cost(mentions, stratum, gold, starts[2], rows)
-    total = total + _rank_cost(moved, stratum, gold, starts[3], rows)
+    total = total + moved_cost
     pick_last = 0
     pick_most = 0
     best_most = count[0] * (n + 1) + first_rank[0]
@@ -285,7 +288,7 @@ def best_tail_jit(slot, stores, fresh, count0, last0, moved0, n_events, scoring,
     its mention counts, last-mention and last-move positions and length (`middles` start from these)."""
     first_rank, last_cost, most_cost, stratum, gold, starts = scoring
     n_tails, n = slot.shape
-    rows = np.empty((starts.shape[1], n))
+    work = (np.empty(n), np.empty((starts.shape[1], n)))
     count, last, moved = np.empty(n, np.int64), np.empty(n), np.empty(n)
     best, best_cost, best_length = -1, np.inf, 0
     best_count, best_last, best_moved = count.copy(), last.copy(), moved.copy()
@@ -308,8 +311,9 @@ def best_tail_jit(slot, stores, fresh, count0, last0, moved0, n_events, scoring,
                 moved[c] = max(moved[c], position)
         if not feasible:
             continue
+        moved_cost = _rank_cost(moved, stratum, gold, starts[3], work[1])
         cost = _plan_cost(
-            count, last, moved, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, rows
+            count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work
         )
         if cost < best_cost:
             best, best_cost, best_length = t, cost, length
@@ -330,7 +334,8 @@ def best_middle_jit(
     highest = np.full((n_rows, n), -np.inf)
     for i in range(len(plan)):
         highest[plan[i], container[i]] = max(highest[plan[i], container[i]], position[i])
-    rows = np.empty((starts.shape[1], n))
+    work = (np.empty(n), np.empty((starts.shape[1], n)))
+    moved_cost = _rank_cost(moved0, stratum, gold, starts[3], work[1])
     count, last = np.empty(n, np.int64), np.empty(n)
     best, best_cost = -1, np.inf
     best_count, best_last = count.copy(), last.copy()
@@ -347,7 +352,7 @@ def best_middle_jit(
         if not feasible:
             continue
         cost = _plan_cost(
-            count, last, moved0, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, rows
+            count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work
         )
         if cost < best_cost:
             best, best_cost = m, cost
