@@ -129,9 +129,14 @@ def sentence_key(words: str) -> int:
 
 
 def _name_run(m: re.Match[str]) -> str:
+    return _name_span(m.group())
+
+
+@lru_cache(maxsize=1 << 14)
+def _name_span(run: str) -> str:
     """A run of capitalized words as one name mark padded to its length (so offsets stay put);
-    common sentence words at its head ("The", "Then") stay words."""
-    run = m.group()
+    common sentence words at its head ("The", "Then") stay words. Cached: stories repeat their
+    names and sentence openers."""
     if not run[0].isupper():  # a lower-case letter outside a-z
         return run
     head = 0
@@ -199,11 +204,14 @@ def document_sentences(text: str, min_words: int = MIN_WORDS) -> list[Sentence]:
     spaces: a rewrapped story), each distinct sentence once, at its first place."""
     clean, clean_at, orig_at = _clean(text)
     seen: dict[str, tuple[int, int, int]] = {}
-    for ends in (_LINE_END, _END) if _WRAPPED.search(clean) else (_LINE_END,):
+    for ends in (_LINE_END, _END) if "\n" in clean and _WRAPPED.search(clean) else (_LINE_END,):
         for w, k, a, b in _sentences(clean, ends, min_words):
             if w not in seen or a < seen[w][1]:
                 seen[w] = (k, a, b)
+    ordered = sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
+    if len(clean_at) == 1:  # no markup: cleaned positions are the original ones
+        return [Sentence(k, w, a, b) for w, (k, a, b) in ordered]
     return [
         Sentence(k, w, _to_original(a, clean_at, orig_at), _to_original(b, clean_at, orig_at))
-        for w, (k, a, b) in sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
+        for w, (k, a, b) in ordered
     ]
