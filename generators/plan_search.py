@@ -189,7 +189,7 @@ def controller_costs_jit(deviation, item_stratum, item_q, item_rate, item_weight
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _accumulate(keys, stratum, gold, start, rows):
     """What `RankBalancer.commit` adds under one ranking (`keys`: the containers' keys): each
     question's spread (1/t on each of the t places its tie group spans) minus 1/k added to its
@@ -213,7 +213,7 @@ def _accumulate(keys, stratum, gold, start, rows):
             rows[s, pos] += spread - share
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _rank_cost(keys, stratum, gold, start, rows):
     """`RankBalancer.cost` of one candidate under one ranking: `_accumulate`, then the squares summed
     stratum by stratum, position by position, as the scalar version sums them."""
@@ -253,7 +253,7 @@ def best_listing_jit(place, first_cost, stratum, gold, start):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _plan_cost(count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work):
     """`Padder._best_plan`'s `plan_cost` of one candidate, each term added in its order: the
     statements' penalty, the rank costs under mentions, last mention, events (= mentions) and last
