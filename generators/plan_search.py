@@ -20,10 +20,7 @@ import numpy as np
 
 try:
     from numba import njit
-
-    COMPILED = True
-except ImportError:  # the numpy path (`gold_diffs`, `rank_costs`) gives the same floats
-    COMPILED = False
+except ImportError:  # without numba the loops run as plain Python: slower, the same floats
 
     def njit(*_args, **_kwargs):  # type: ignore[no-redef]
         return lambda fn: fn
