@@ -31,6 +31,7 @@ from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
 NULL_CHUNK = 2000  # stories joined at once for the null (bounds its memory)
+MATCH_ENTRIES = 4_000_000  # (sentence, story) hits grouped at once (bounds `match_sentences` memory)
 MATCH_SCHEMA = pl.Schema(
     {
         "doc": pl.Int64(),
@@ -188,13 +189,47 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
     keys = np.array(key_of, dtype=np.uint64)
     lo = np.searchsorted(index.key, keys, side="left")
     hi = np.searchsorted(index.key, keys, side="right")
+    doc_arr, start_arr, end_arr = np.array(doc_of), np.array(starts), np.array(ends)
+    chunks = [
+        _pairs(index, doc_arr[a:b], start_arr[a:b], end_arr[a:b], lo[a:b], hi[a:b])
+        for a, b in _chunks(doc_arr, hi - lo, MATCH_ENTRIES)
+    ]
+    chunks = [c for c in chunks if c.height]
+    return pl.concat(chunks) if chunks else pl.DataFrame(schema=MATCH_SCHEMA)
+
+
+def _chunks(doc: np.ndarray, counts: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Ranges of the document sentences (in document order) that hold whole documents and at most
+    `limit` index entries each (a document with more gets a range of its own). A templated sentence
+    is held by many benchmark stories, so a batch's (sentence, story) hits grow with the benchmark:
+    the audit of a million generated items ran out of memory with its batch in one piece."""
+    total = np.concatenate(([0], np.cumsum(counts)))
+    ends = [*(np.flatnonzero(np.diff(doc)) + 1).tolist(), len(doc)]  # each document's last sentence + 1
+    out, start = [], 0
+    for i, end in enumerate(ends):
+        following = ends[i + 1] if i + 1 < len(ends) else None
+        if following is None or total[following] - total[start] > limit:
+            out.append((start, end))
+            start = end
+    return out
+
+
+def _pairs(
+    index: SentenceIndex,
+    doc_arr: np.ndarray,
+    start_arr: np.ndarray,
+    end_arr: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> pl.DataFrame:
+    """`match_sentences` over some whole documents' sentences (their keys' ranges in the index)."""
+    p = index.params
     counts = hi - lo
     found = np.flatnonzero(counts)
     if not len(found):
         return pl.DataFrame(schema=MATCH_SCHEMA)
     sentence = np.repeat(found, counts[found])
     entry = _ranges(lo[found], hi[found])
-    doc_arr, start_arr, end_arr = np.array(doc_of), np.array(starts), np.array(ends)
     hits = pl.DataFrame(
         {
             "doc": doc_arr[sentence],

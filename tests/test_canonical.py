@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tomforge.audits import sentence_match
 from tomforge.audits.canonical import canonical_words, document_sentences, story_sentences
 from tomforge.audits.sentence_match import SentenceParams, build_sentence_index, candidates, match_sentences
 
@@ -89,3 +90,18 @@ def test_documents_without_an_anchor_word_are_never_read() -> None:
     index = build_sentence_index(STORIES)
     docs = ["Nothing here is about any of it.", "", "The fig is in the red box, said nobody."]
     assert candidates(index, docs).tolist() == [2]
+
+
+def test_matching_in_small_pieces_finds_what_one_piece_finds(monkeypatch) -> None:
+    """The hits are grouped a few documents at a time (bounded memory): each document's pairs,
+    coverage and spans as with the whole batch at once; a document with more hits than the limit
+    still counts whole. Planted: copies of each story among siblings and unrelated text."""
+    index = build_sentence_index(STORIES, SentenceParams(min_sentences=3, min_share=0.75))
+    docs = [STORIES[i % 3].replace("Olive", "Vera").replace("Bo ", "Al ") for i in range(7)]
+    docs += ["Nothing to see.", STORIES[2] + " " + STORIES[0], "Zed entered the attic. Zed exited the attic."]
+    expected = [(i, i % 3) for i in range(7)] + [(8, 0), (8, 2)]
+    whole = match_sentences(index, docs)
+    assert whole.select("doc", "story").rows() == expected
+    for limit in (1, 3, 10):
+        monkeypatch.setattr(sentence_match, "MATCH_ENTRIES", limit)
+        assert match_sentences(index, docs).equals(whole)
