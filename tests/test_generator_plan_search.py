@@ -57,7 +57,8 @@ def test_bulk_choices_are_those_of_choice_and_leave_the_same_state(n: int) -> No
     for count in (0, 1, 7, 500):
         a, b = random.Random(n * 1000 + count), random.Random(n * 1000 + count)
         expected = [a.choice(seq) for _ in range(count)]
-        assert plan_search.choices(b, n, count).tolist() == expected
+        drawn = plan_search.choices(b, n, count)
+        assert drawn.tolist() == expected and drawn.dtype == np.int64  # indices, even when none is drawn
         assert a.getstate() == b.getstate()
 
 
