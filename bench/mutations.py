@@ -1700,7 +1700,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.line_breaks_always_end_sentences",
         "audits/canonical.py",
-        "for ends in (_LINE_END, _END) if _WRAPPED.search(clean) else (_LINE_END,):",
+        'for ends in (_LINE_END, _END) if "\\n" in clean and _WRAPPED.search(clean) else (_LINE_END,):',
         "for ends in (_LINE_END,):",
         ("tests/test_canonical.py", "tests/test_reformat_found.py"),
         "a story rewrapped at another width is read as broken sentences and not found",
