@@ -104,3 +104,20 @@ def test_compiled_controller_costs_equal_the_scalar_ones_bit_for_bit() -> None:
         columns = [np.array([item[i] for item in items]) for i in (1, 2, 3)]
         costs = plan_search.controller_costs_jit(deviation, stratum, columns[0].astype(np.int64), *columns[1:], hits)
         assert costs.tolist() == [controller.cost([bool(h) for h in row], items) for row in hits]
+
+
+def test_draws_of_another_random_kind_go_through_its_own_choice() -> None:
+    """A subclass may draw differently (its own `choice`): the bulk words are for `random.Random` only;
+    no slot to draw from is the error `choice` gives."""
+
+    class Counting(random.Random):
+        calls = 0
+
+        def choice(self, seq):  # type: ignore[override]
+            Counting.calls += 1
+            return super().choice(seq)
+
+    assert plan_search.choices(Counting(1), 5, 3).tolist() == plan_search.choices(random.Random(1), 5, 3).tolist()
+    assert Counting.calls == 3
+    with pytest.raises(IndexError):
+        plan_search.choices(random.Random(1), 0, 3)
