@@ -306,12 +306,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the compiled story reader does not end a sentence after '?': sentence ranks differ from the reference",
     ),
     Mutation(
-        "plan_search.bulk_draws_skip_a_word",
+        "plan_search.draws_retry_once",
         "generators/plan_search.py",
-        "rng.getrandbits(32 * used)",
-        "rng.getrandbits(32 * (used + 1))",
+        "        while word >= n:\n",
+        "        if word >= n:\n",
         ("tests/test_generator_plan_search.py",),
-        "the bulk slot draws leave the random state one word on: every later story differs",
+        "a slot draw after the bulk words retries a rejected word once: out-of-range draws, every later story differs",
     ),
     Mutation(
         "hashing.kernel_keeps_one_letter_words",
@@ -889,9 +889,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "rank_controls.no_tail",
-        "generators/padding.py",
-        "            t = int(np.argmin(cost_of(tail_rows)))",
-        "            t = 0",  # the first tail listed is the empty one (plan_search.tail_table: length 0 first)
+        "generators/plan_search.py",
+        "    for t in range(n_tails):\n",
+        "    for t in range(1):\n",  # the first tail listed is the empty one (plan_search.tail_table: length 0 first)
         ("tests/test_generator_rank_controls.py",),
         "no statements at the end: last mention and last move give the reality answer",
     ),
@@ -1707,8 +1707,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.line_breaks_always_end_sentences",
         "audits/canonical.py",
-        "for ends in (_LINE_END, _END) if _WRAPPED.search(clean) else (_LINE_END,):",
-        "for ends in (_LINE_END,):",
+        "    if _WRAPPED.search(clean):\n        readings.append(_END)\n",
+        "",
         ("tests/test_canonical.py", "tests/test_reformat_found.py"),
         "a story rewrapped at another width is read as broken sentences and not found",
     ),

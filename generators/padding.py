@@ -56,10 +56,11 @@ class Padder:
         ranked = [(i, q, story.containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
+        hits = _Hits(story.containers, questions, items)
         events[scene] = replace(
-            events[scene], things=self._best_listing(events[scene].things, questions, ranked, items, rng)
+            events[scene], things=self._best_listing(events[scene].things, questions, ranked, items, hits, rng)
         )
-        plan = self._best_plan(story, Base.of(story, events, scene), questions, ranked, items, rng)
+        plan = self._best_plan(story, Base.of(story, events, scene), questions, ranked, items, hits, rng)
         return story.with_events(realize(story, events, plan, rng))
 
     def _best_listing(
@@ -68,35 +69,14 @@ class Padder:
         questions: list[Question],
         ranked: list[tuple[int, Question, int]],
         items: list[tuple[Any, int, float, float]],
+        hits: "_Hits",
         rng: random.Random,
     ) -> tuple[str, ...]:
         """The scene's listing order (the first mentions) with the least cost; committed to the controllers."""
+        if self.fast:  # every listing scored in one compiled loop, the same floats (`generators.plan_search`)
+            return self._best_listing_fast(things, questions, ranked, items, hits, rng)
         listings = list(permutations(things))
         rng.shuffle(listings)
-        if self.fast:  # every listing scored at once, the same floats (`generators.plan_search`)
-            k = len(things)
-            place = np.array([[listing.index(thing) for thing in things] for listing in listings], dtype=np.int64)
-            keys = -place[None].astype(np.float64)  # the first listed ranks highest, no ties
-            golds = [(q.key, things.index(q.gold)) for _, q, _ in ranked]
-            first_cost = {
-                thing: self.first.cost([q.hit(thing) for q in questions], items)
-                for thing in dict.fromkeys(listing[0] for listing in listings)
-            }
-            costs = plan_search.rank_costs_of_keys(self.ranks, ("first_mention",), golds, keys)[0] + np.array(
-                [first_cost[listing[0]] for listing in listings]
-            )
-            best_listing = listings[int(np.argmin(costs))]
-            self.ranks.commit(
-                [
-                    (
-                        ("first_mention", q.key),
-                        tuple(1.0 if pos == best_listing.index(q.gold) else 0.0 for pos in range(k)),
-                    )
-                    for _, q, _ in ranked
-                ]
-            )
-            self.first.commit([q.hit(best_listing[0]) for q in questions], items)
-            return tuple(best_listing)
         best_cost, best_listing, best_outcomes = float("inf"), listings[0], []
         for listing in listings:
             outcomes = [
@@ -113,6 +93,33 @@ class Padder:
         self.first.commit([q.hit(best_listing[0]) for q in questions], items)
         return tuple(best_listing)
 
+    def _best_listing_fast(
+        self,
+        things: tuple[str, ...],
+        questions: list[Question],
+        ranked: list[tuple[int, Question, int]],
+        items: list[tuple[Any, int, float, float]],
+        hits: "_Hits",
+        rng: random.Random,
+    ) -> tuple[str, ...]:
+        """`_best_listing`'s search as one compiled loop: the listings as index rows of `listing_table`
+        in the order the shuffle of the listings leaves them (a shuffle's draws depend on the length
+        only), each listing's first thing costing what `Controller.cost` gives it."""
+        perms, place = plan_search.listing_table(len(things))
+        order = list(range(len(perms)))
+        rng.shuffle(order)
+        perms, place = perms[order], place[order]
+        container_of = np.array([hits.containers.index(thing) for thing in things], dtype=np.int64)
+        first_cost = hits.costs(self.first)[container_of[perms[:, 0]]]
+        golds = [(q.key, things.index(q.gold)) for _, q, _ in ranked]
+        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, ("first_mention",), golds, len(things))
+        best = int(plan_search.best_listing_jit(place, first_cost, stratum, gold, starts[0]))
+        rows = plan_search.rank_rows_jit(-place[best : best + 1].astype(np.float64), stratum, gold, starts)
+        plan_search.commit_rows(self.ranks, ("first_mention",), keys, rows)
+        listing = tuple(things[i] for i in perms[best].tolist())
+        self.first.commit([q.hit(listing[0]) for q in questions], items)
+        return listing
+
     def _best_plan(
         self,
         story: Story,
@@ -120,9 +127,12 @@ class Padder:
         questions: list[Question],
         ranked: list[tuple[int, Question, int]],
         items: list[tuple[Any, int, float, float]],
+        hits: "_Hits",
         rng: random.Random,
     ) -> Plan:
         """The padding statements with the least cost (the tail first, then the middle); committed."""
+        if self.fast:  # the same search, each stage one compiled loop (`generators.plan_search`)
+            return self._best_plan_fast(base, questions, ranked, items, hits, rng)
         containers = story.containers
         n = len(containers)
         memo: dict[tuple[str, tuple[Any, ...]], float] = {}
@@ -152,27 +162,9 @@ class Padder:
             last, most = picks(keys)
             return total + last_cost[last] + most_cost[most]
 
-        if not self.fast:
-            tail = min(base.tails(MAX_TAIL), key=plan_cost)  # the tail first (last mentions and moves), then the middle
-            middles = [m for m in base.middles(rng, MAX_PADDING) if base.feasible(m + tail)]
-            plan = min((m + tail for m in middles), key=plan_cost)
-        else:  # the same search, every candidate scored at once (`generators.plan_search`)
-            golds = [(q.key, gold) for _, q, gold in ranked]
-            first_rank = _dense_ranks(base.first)
-            costs = np.asarray(last_cost), np.asarray(most_cost)
-
-            def cost_of(rows: plan_search.Candidates) -> np.ndarray:
-                return _plan_costs(self.ranks, golds, first_rank, costs, rows)
-
-            tails, tail_rows = plan_search.tails(base, MAX_TAIL)
-            t = int(np.argmin(cost_of(tail_rows)))
-            tail = plan_search.tail_plan(base, tails[t])
-            chosen = plan_search.Candidates(
-                tail_rows.count[t], tail_rows.last[t], tail_rows.moved[t], tail_rows.length[t]
-            )
-            kept, owner, container, position, rows = plan_search.middles_with(base, tail, chosen, rng, MAX_PADDING)
-            m = kept[int(np.argmin(cost_of(rows)))]
-            plan = plan_search.middle_plan(m, owner, container, position, base) + tail
+        tail = min(base.tails(MAX_TAIL), key=plan_cost)  # the tail first (last mentions and moves), then the middle
+        middles = [m for m in base.middles(rng, MAX_PADDING) if base.feasible(m + tail)]
+        plan = min((m + tail for m in middles), key=plan_cost)
         keys = base.keys_with(plan)
         self.ranks.commit([o for name in PADDED_RANKINGS for o in outcomes_of(name, keys[name])])
         last, most = picks(keys)
@@ -180,27 +172,75 @@ class Padder:
         self.most.commit([q.hit(containers[most]) for q in questions], items)
         return plan
 
+    def _best_plan_fast(
+        self,
+        base: Base,
+        questions: list[Question],
+        ranked: list[tuple[int, Question, int]],
+        items: list[tuple[Any, int, float, float]],
+        hits: "_Hits",
+        rng: random.Random,
+    ) -> Plan:
+        """`_best_plan` with every tail, then every sprinkling, scored in one compiled loop each."""
+        n = len(base.containers)
+        golds = [(q.key, gold) for _, q, gold in ranked]
+        first_rank = _dense_ranks(base.first)
+        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, PADDED_RANKINGS, golds, n)
+        scoring = (first_rank, hits.costs(self.last), hits.costs(self.most), stratum, gold, starts)
+        table, slot, stores = plan_search.tail_table(n, MAX_TAIL)
+        fresh = np.array([[base.fresh[c, kind] for kind in plan_search.KINDS] for c in base.containers], dtype=np.int64)
+        t, count, last, moved, length = plan_search.best_tail_jit(
+            slot,
+            stores,
+            fresh,
+            np.array(base.count, dtype=np.int64),
+            np.array(base.last, dtype=np.float64),
+            np.array(base.moved, dtype=np.float64),
+            float(base.n_events),
+            scoring,
+            PADDING_PENALTY,
+        )
+        tail = plan_search.tail_plan(base, table[t])
+        vectors, owner, container, position, opinions_left = plan_search.middles(base, tail, rng, MAX_PADDING)
+        m, count, last = plan_search.best_middle_jit(
+            vectors, owner, container, position, opinions_left, count, last, moved, length, scoring, PADDING_PENALTY
+        )
+        plan = plan_search.middle_plan(m, owner, container, position, base) + tail
+        mentions = count.astype(np.float64)
+        rows = plan_search.rank_rows_jit(np.stack([mentions, last, mentions, moved]), stratum, gold, starts)
+        plan_search.commit_rows(self.ranks, PADDED_RANKINGS, keys, rows)
+        picked_last = int(np.argmax(last))  # the first container of the latest last mention
+        picked_most = int(np.argmax(count * (n + 1) + first_rank))  # most mentions, then the first mention
+        self.last.commit([q.hit(base.containers[picked_last]) for q in questions], items)
+        self.most.commit([q.hit(base.containers[picked_most]) for q in questions], items)
+        return plan
+
 
 def _dense_ranks(keys: list[Any]) -> np.ndarray:
     """Each key's place among the distinct keys, smallest 0 (equal keys, equal places)."""
-    distinct = sorted(set(keys))
-    return np.array([distinct.index(key) for key in keys], dtype=np.int64)
+    place = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return np.array([place[key] for key in keys], dtype=np.int64)
 
 
-def _plan_costs(
-    ranks: RankBalancer,
-    golds: list[tuple[Any, int]],
-    first_rank: np.ndarray,
-    costs: tuple[np.ndarray, np.ndarray],
-    rows: plan_search.Candidates,
-) -> np.ndarray:
-    """`plan_cost` of every candidate row, each term added in the same order."""
-    count, n = rows.count, rows.count.shape[1]
-    total = PADDING_PENALTY * rows.length
-    mentions = count.astype(np.float64)
-    keys = np.stack([mentions, rows.last, mentions, np.broadcast_to(rows.moved, count.shape)])  # PADDED_RANKINGS
-    for cost in plan_search.rank_costs_of_keys(ranks, PADDED_RANKINGS, golds, keys):
-        total = total + cost
-    last = np.argmax(rows.last, axis=1)  # the first container of the latest last mention
-    most = np.argmax(count * (n + 1) + first_rank, axis=1)  # most mentions, then the first mention
-    return total + costs[0][last] + costs[1][most]
+class _Hits:
+    """Whether picking each container answers each question, with `controller_items` as arrays:
+    what `plan_search.controller_costs_jit` reads to give `Controller.cost` of every container."""
+
+    def __init__(
+        self, containers: tuple[str, ...], questions: list[Question], items: list[tuple[Any, int, float, float]]
+    ) -> None:
+        self.containers = containers
+        self.rows = np.array([[q.hit(c) for q in questions] for c in containers], dtype=np.float64)
+        order: dict[Any, int] = {}
+        self.stratum = np.array([order.setdefault(item[0], len(order)) for item in items], dtype=np.int64)
+        self.strata = list(order)
+        self.question = np.array([item[1] for item in items], dtype=np.int64)
+        self.rate = np.array([item[2] for item in items], dtype=np.float64)
+        self.weight = np.array([item[3] for item in items], dtype=np.float64)
+
+    def costs(self, controller: Controller) -> np.ndarray:
+        """`controller.cost` of picking each container (in `containers` order)."""
+        deviation = np.array([controller.deviation[s] for s in self.strata], dtype=np.float64)
+        return plan_search.controller_costs_jit(
+            deviation, self.stratum, self.question, self.rate, self.weight, self.rows
+        )

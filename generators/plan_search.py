@@ -14,16 +14,13 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 from itertools import permutations, product
-from typing import Any, Hashable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 try:
     from numba import njit
-
-    COMPILED = True
-except ImportError:  # the numpy path (`gold_diffs`, `rank_costs`) gives the same floats
-    COMPILED = False
+except ImportError:  # without numba the loops run as plain Python: slower, the same floats
 
     def njit(*_args, **_kwargs):  # type: ignore[no-redef]
         return lambda fn: fn
@@ -76,192 +73,285 @@ def middle_table(n: int, max_middle: int) -> tuple[np.ndarray, np.ndarray, np.nd
     )
 
 
-class Candidates:
-    """Candidate plans as arrays (one row per plan): mention counts, last-mention and last-move
-    positions per container (as `Base.keys_with` gives them) and the number of statements."""
-
-    def __init__(self, count: np.ndarray, last: np.ndarray, moved: np.ndarray, length: np.ndarray) -> None:
-        self.count, self.last, self.moved, self.length = count, last, moved, length
-
-
 def tail_plan(base: Base, tail: tuple[tuple[int, ...], tuple[str, ...]]) -> Plan:
     """One tail of `tails` as `Base.tails` writes it."""
     return tuple((float(base.n_events + j), base.containers[c], k) for j, (c, k) in enumerate(zip(*tail)))
 
 
-def tails(base: Base, max_tail: int) -> tuple[list[tuple[tuple[int, ...], tuple[str, ...]]], Candidates]:
-    """The tails `base.tails(max_tail)` lists (in its order; `tail_plan` writes one) and their arrays."""
-    n = len(base.containers)
-    table, slot, stores = tail_table(n, max_tail)
-    fresh = np.array([[base.fresh[c, kind] for kind in KINDS] for c in base.containers], dtype=np.int64)
-    has = slot >= 0
-    need_opinion = has & ~stores
-    need_stores = has & stores
-    ok = ((need_opinion <= fresh[:, 0]) & (need_stores <= fresh[:, 1])).all(axis=1)
-    keep = np.flatnonzero(ok)
-    position = np.where(has, float(base.n_events) + slot, -np.inf)[keep]
-    plans = [table[t] for t in keep.tolist()]
-    count = np.asarray(base.count, dtype=np.int64) + has[keep]
-    last = np.maximum(np.asarray(base.last, dtype=np.float64), position)
-    moved = np.maximum(np.asarray(base.moved, dtype=np.float64), np.where(stores[keep], position, -np.inf))
-    return plans, Candidates(count, last, moved, has[keep].sum(axis=1))
-
-
-def middles_with(
-    base: Base, tail: Plan, tail_row: Candidates, rng: random.Random, max_middle: int
-) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, Candidates]:
-    """The sprinklings `base.middles(rng, max_middle)` draws (the same draws of `rng`) that are
-    feasible with `tail`, each followed by the tail, as arrays; with what builds a chosen plan:
-    the kept rows, and each statement's row, container and position."""
-    n = len(base.containers)
-    vectors, plan, container, index = middle_table(n, max_middle)
+def middles(
+    base: Base, tail: Plan, rng: random.Random, max_middle: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sprinklings `base.middles(rng, max_middle)` draws (the same draws of `rng`) as
+    `best_middle_jit` reads them: `middle_table`'s count vectors, each statement's row, container and
+    drawn position, and the opinions each container has left after `tail`."""
+    vectors, plan, container, index = middle_table(len(base.containers), max_middle)
     drawn = np.asarray(base.slots, dtype=np.float64)[choices(rng, len(base.slots), len(plan))]
     position = drawn - 0.5 + 0.01 * index.astype(np.float64)
     opinions_left = np.array([base.fresh[c, OPINION] for c in base.containers], dtype=np.int64)
     for _, c, kind in tail:
         if kind == OPINION:
             opinions_left[base.containers.index(c)] -= 1
-    ok = (vectors <= opinions_left).all(axis=1)
-    keep = np.flatnonzero(ok)
-    highest = np.full((len(vectors), n), -np.inf)
-    np.maximum.at(highest, (plan, container), position)
-    count = tail_row.count + vectors[keep]
-    last = np.maximum(highest[keep], tail_row.last)
-    length = vectors[keep].sum(axis=1) + tail_row.length
-    moved = np.broadcast_to(tail_row.moved, (len(keep), n))
-    return keep.tolist(), plan, container, position, Candidates(count, last, moved, length)
+    return vectors, plan, container, position, opinions_left
 
 
 def middle_plan(row: int, plan: np.ndarray, container: np.ndarray, position: np.ndarray, base: Base) -> Plan:
     """The sprinkling of one row, as `Base.middles` writes it."""
-    at = np.flatnonzero(plan == row)
-    return tuple((float(position[i]), base.containers[int(container[i])], OPINION) for i in at.tolist())
+    lo, hi = np.searchsorted(plan, (row, row + 1)).tolist()  # `middle_table` lists each row's statements together
+    return tuple(
+        (at, base.containers[c], OPINION) for at, c in zip(position[lo:hi].tolist(), container[lo:hi].tolist())
+    )
 
 
 def choices(rng: random.Random, n: int, count: int) -> np.ndarray:
     """The indices of `[rng.choice(seq) for _ in range(count)]` for a sequence of n items, leaving
     `rng` in the same state: `choice` takes `getrandbits(k)` (k = n.bit_length(): one 32-bit word
-    shifted right by 32 - k) until it is below n; here the words come in bulk (`getrandbits(32 m)`,
-    its first word the lowest), then the state is rewound and moved on by exactly the words used."""
+    shifted right by 32 - k) until it is below n. Each draw, kept or not, uses one word, so `count`
+    words can come in bulk (`getrandbits(32 count)`, its first word the lowest) without drawing one
+    too many; the few still missing are drawn one by one, as `choice` draws them."""
     if count <= 0:
         return np.zeros(0, dtype=np.int64)
     if type(rng) is not random.Random or n <= 0:
         return np.array([rng.choice(range(n)) for _ in range(count)], dtype=np.int64)
-    shift = 32 - n.bit_length()
-    state = rng.getstate()
-    picked: list[np.ndarray] = []
-    used, need = 0, count
-    while need:
-        m = need + need // 2 + 16
-        words = np.frombuffer(rng.getrandbits(32 * m).to_bytes(4 * m, "little"), dtype="<u4") >> np.uint32(shift)
-        ok = np.flatnonzero(words < n)
-        if len(ok) >= need:
-            picked.append(words[ok[:need]])
-            used += int(ok[need - 1]) + 1
-            need = 0
-        else:
-            picked.append(words[ok])
-            used += m
-            need -= len(ok)
-    rng.setstate(state)
-    rng.getrandbits(32 * used)
-    return np.concatenate(picked).astype(np.int64)
+    k = n.bit_length()
+    words = np.frombuffer(rng.getrandbits(32 * count).to_bytes(4 * count, "little"), dtype="<u4") >> np.uint32(32 - k)
+    kept = words[words < n].astype(np.int64)
+    more = []
+    draw = rng.getrandbits
+    for _ in range(count - len(kept)):
+        word = draw(k)
+        while word >= n:
+            word = draw(k)
+        more.append(word)
+    return np.concatenate([kept, np.array(more, dtype=np.int64)]) if more else kept
 
 
-def gold_diffs(keys: np.ndarray) -> np.ndarray:
-    """Per ranking (first axis), row and candidate gold g, g's spread over the positions (1/t on each of
-    the t places its tie group spans, `rank_control.spread`) minus the uniform share 1/k: shape
-    (rankings, rows, gold, position)."""
-    k = keys.shape[-1]
-    at = keys[..., :, None]
-    above = (keys[..., None, :] > at).sum(axis=-1)[..., None]
-    tied = (keys[..., None, :] == at).sum(axis=-1)[..., None]
-    pos = np.arange(k)
-    spread = np.where((pos >= above) & (pos < above + tied), 1.0 / tied, 0.0)
-    return spread - 1.0 / k
-
-
-def rank_costs(
-    ranks: RankBalancer, names: Sequence[str], golds: Sequence[tuple[Any, int]], diffs: np.ndarray
-) -> np.ndarray:
-    """`RankBalancer.cost` of each row's outcomes under each of `names` (`diffs` from `gold_diffs`,
-    one ranking per name), one outcome per question (stratum key, gold): the same additions, in the
-    same order, as the scalar version, so each cost is the same float. Shape (names, rows)."""
-    _, p, _, k = diffs.shape
-    rows: dict[Hashable, np.ndarray] = {}
-    for key, gold in golds:
-        row = rows.get(key)
-        if row is None:
-            starts = []
-            for name in names:
-                start = ranks.deviation.get((name, key))
-                if start is not None and len(start) != k:
-                    raise ValueError(f"stratum {(name, key)!r} holds {len(start)} positions, not {k}")
-                starts.append(start if start is not None else [0.0] * k)
-            rows[key] = np.array(starts, dtype=np.float64)[:, None, :] + diffs[:, :, gold, :]
-        else:
-            row += diffs[:, :, gold, :]
-    total = np.zeros((len(names), p))
-    for row in rows.values():
-        squares = row * row
-        for j in range(k):
-            total += squares[:, :, j]
-    return total
-
-
-def rank_costs_of_keys(
-    ranks: RankBalancer, names: Sequence[str], golds: Sequence[tuple[Any, int]], keys: np.ndarray
-) -> np.ndarray:
-    """`rank_costs` of per-name keys (names, rows, candidates; larger ranked higher): compiled
-    (`rank_costs_jit`) where numba is, else `gold_diffs` + `rank_costs`. Shape (names, rows)."""
-    if not COMPILED or not golds:
-        return rank_costs(ranks, names, golds, gold_diffs(keys))
-    k = keys.shape[-1]
+def rank_strata(
+    ranks: RankBalancer, names: Sequence[str], golds: Sequence[tuple[Any, int]], k: int
+) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled kernels' view of `golds` under `names`: the strata's keys in order of first
+    appearance (as `RankBalancer.cost` meets them), each question's stratum number and gold, and
+    each (name, stratum)'s running deviation before this story (zeros for a stratum not seen yet).
+    Shapes: strata, (q,), (q,), (names, strata, k)."""
     order: dict[Any, int] = {}
     stratum = np.array([order.setdefault(key, len(order)) for key, _ in golds], dtype=np.int64)
     starts = np.zeros((len(names), len(order), k))
+    deviation = ranks.deviation
     for i, name in enumerate(names):
         for key, s in order.items():
-            start = ranks.deviation.get((name, key))
+            start = deviation.get((name, key))
             if start is not None:
                 if len(start) != k:
                     raise ValueError(f"stratum {(name, key)!r} holds {len(start)} positions, not {k}")
                 starts[i, s] = start
     gold = np.array([g for _, g in golds], dtype=np.int64)
-    return rank_costs_jit(np.ascontiguousarray(keys, dtype=np.float64), stratum, gold, starts)
+    return list(order), stratum, gold, starts
+
+
+def commit_rows(ranks: RankBalancer, names: Sequence[str], keys: Sequence[Any], rows: np.ndarray) -> None:
+    """Store `rank_rows_jit`'s rows as the strata's deviations: what `RankBalancer.commit` of the
+    same outcomes leaves (the same additions, in the same order, from the same starts)."""
+    for name, values in zip(names, rows.tolist()):
+        for key, row in zip(keys, values):
+            ranks.deviation[name, key] = row
+
+
+@lru_cache(maxsize=None)
+def listing_table(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every listing of k things in `permutations`' order, as indices into the things, and each
+    thing's place in each listing."""
+    perms = np.array(list(permutations(range(k))), dtype=np.int64).reshape(-1, k)
+    return perms, np.argsort(perms, axis=1)
 
 
 @njit(cache=True, nogil=True)
-def rank_costs_jit(keys, stratum, gold, starts):
-    """`rank_costs(ranks, names, golds, gold_diffs(keys))` in one loop: per name and row, each
-    question's spread minus 1/k added to its stratum's row (in question order), then the squares
-    summed stratum by stratum, position by position, as the scalar `RankBalancer.cost` sums them."""
-    n_names, p, k = keys.shape
-    n_strata = starts.shape[1]
-    out = np.empty((n_names, p))
-    share = 1.0 / k
-    rows = np.empty((n_strata, k))
-    for i in range(n_names):
-        for r in range(p):
-            rows[:, :] = starts[i]
-            for q in range(len(gold)):
-                value = keys[i, r, gold[q]]
-                above = 0
-                tied = 0
-                for c in range(k):
-                    if keys[i, r, c] > value:
-                        above += 1
-                    elif keys[i, r, c] == value:
-                        tied += 1
-                part = 1.0 / tied
-                s = stratum[q]
-                for pos in range(k):
-                    spread = part if above <= pos < above + tied else 0.0
-                    rows[s, pos] += spread - share
-            total = 0.0
-            for s in range(n_strata):
-                for pos in range(k):
-                    square = rows[s, pos] * rows[s, pos]
-                    total += square
-            out[i, r] = total
+def controller_costs_jit(deviation, item_stratum, item_q, item_rate, item_weight, hits):
+    """`balance.Controller.cost` of each row of `hits` (candidates, questions; 1.0 where picking the
+    candidate answers question q), the same float operations: per item in order its stratum's
+    deviation plus the hit minus the chance rate, then weight * d * d summed over the strata in order
+    of first appearance (`deviation`: each stratum's value before, in that order)."""
+    n_strata = deviation.shape[0]
+    out = np.empty(hits.shape[0])
+    moved = np.empty(n_strata)
+    weight = np.zeros(n_strata)
+    for r in range(hits.shape[0]):
+        moved[:] = deviation
+        for i in range(len(item_q)):
+            s = item_stratum[i]
+            moved[s] = moved[s] + hits[r, item_q[i]] - item_rate[i]
+            weight[s] = item_weight[i]
+        total = 0.0
+        for s in range(n_strata):
+            total += weight[s] * moved[s] * moved[s]
+        out[r] = total
     return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _accumulate(keys, stratum, gold, start, rows):
+    """What `RankBalancer.commit` adds under one ranking (`keys`: the containers' keys): each
+    question's spread (1/t on each of the t places its tie group spans) minus 1/k added to its
+    stratum's row, in question order, from `start`."""
+    k = keys.shape[0]
+    share = 1.0 / k
+    rows[:, :] = start
+    for q in range(len(gold)):
+        value = keys[gold[q]]
+        above = 0
+        tied = 0
+        for c in range(k):
+            if keys[c] > value:
+                above += 1
+            elif keys[c] == value:
+                tied += 1
+        part = 1.0 / tied
+        s = stratum[q]
+        for pos in range(k):
+            spread = part if above <= pos < above + tied else 0.0
+            rows[s, pos] += spread - share
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rank_cost(keys, stratum, gold, start, rows):
+    """`RankBalancer.cost` of one candidate under one ranking: `_accumulate`, then the squares summed
+    stratum by stratum, position by position, as the scalar version sums them."""
+    _accumulate(keys, stratum, gold, start, rows)
+    total = 0.0
+    for s in range(rows.shape[0]):
+        for pos in range(keys.shape[0]):
+            square = rows[s, pos] * rows[s, pos]
+            total += square
+    return total
+
+
+@njit(cache=True, nogil=True)
+def rank_rows_jit(keys, stratum, gold, starts):
+    """The strata's rows after committing one candidate (`keys`: names, containers): `_accumulate`
+    per name. Shape (names, strata, k)."""
+    out = np.empty(starts.shape)
+    for i in range(keys.shape[0]):
+        _accumulate(keys[i], stratum, gold, starts[i], out[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def best_listing_jit(place, first_cost, stratum, gold, start):
+    """The first cheapest listing: the first-mention rank cost of each (the first listed ranks
+    highest: keys -place) plus the first-mentioned controller's cost of its first thing."""
+    p, k = place.shape
+    rows = np.empty((start.shape[0], k))
+    keys = np.empty(k)
+    best, best_cost = 0, np.inf
+    for r in range(p):
+        for c in range(k):
+            keys[c] = -place[r, c]
+        cost = _rank_cost(keys, stratum, gold, start, rows) + first_cost[r]
+        if cost < best_cost:
+            best, best_cost = r, cost
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _plan_cost(count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work):
+    """`Padder._best_plan`'s `plan_cost` of one candidate, each term added in its order: the
+    statements' penalty, the rank costs under mentions, last mention, events (= mentions) and last
+    move (`moved_cost`, computed by the caller: all sprinklings share their tail's), then the last- and most-mentioned controllers' costs
+    of its picks (the first container of the latest last mention; most mentions, then the first
+    mention). `work`: (n,) keys buffer and (strata, n) rows buffer."""
+    mentions, rows = work
+    n = count.shape[0]
+    for c in range(n):
+        mentions[c] = count[c]
+    total = penalty * length
+    total = total + _rank_cost(mentions, stratum, gold, starts[0], rows)
+    total = total + _rank_cost(last, stratum, gold, starts[1], rows)
+    total = total + _rank_cost(mentions, stratum, gold, starts[2], rows)
+    total = total + moved_cost
+    pick_last = 0
+    pick_most = 0
+    best_most = count[0] * (n + 1) + first_rank[0]
+    for c in range(1, n):
+        if last[c] > last[pick_last]:
+            pick_last = c
+        most = count[c] * (n + 1) + first_rank[c]
+        if most > best_most:
+            pick_most, best_most = c, most
+    return total + last_cost[pick_last] + most_cost[pick_most]
+
+
+@njit(cache=True, nogil=True)
+def best_tail_jit(slot, stores, fresh, count0, last0, moved0, n_events, scoring, penalty):
+    """The first cheapest of `tail_table`'s tails (slot, stores) that `fresh` (containers, kinds:
+    opinions, stores left) allows, scored by `_plan_cost` from the story's own keys; its index and
+    its mention counts, last-mention and last-move positions and length (`middles` start from these)."""
+    first_rank, last_cost, most_cost, stratum, gold, starts = scoring
+    n_tails, n = slot.shape
+    work = (np.empty(n), np.empty((starts.shape[1], n)))
+    count, last, moved = np.empty(n, np.int64), np.empty(n), np.empty(n)
+    best, best_cost, best_length = -1, np.inf, 0
+    best_count, best_last, best_moved = count.copy(), last.copy(), moved.copy()
+    for t in range(n_tails):
+        feasible = True
+        length = 0
+        for c in range(n):
+            count[c], last[c], moved[c] = count0[c], last0[c], moved0[c]
+            j = slot[t, c]
+            if j < 0:
+                continue
+            if fresh[c, 1 if stores[t, c] else 0] < 1:
+                feasible = False
+                break
+            position = n_events + j
+            count[c] += 1
+            length += 1
+            last[c] = max(last[c], position)
+            if stores[t, c]:
+                moved[c] = max(moved[c], position)
+        if not feasible:
+            continue
+        moved_cost = _rank_cost(moved, stratum, gold, starts[3], work[1])
+        cost = _plan_cost(
+            count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work
+        )
+        if cost < best_cost:
+            best, best_cost, best_length = t, cost, length
+            best_count[:], best_last[:], best_moved[:] = count, last, moved
+    return best, best_count, best_last, best_moved, best_length
+
+
+@njit(cache=True, nogil=True)
+def best_middle_jit(
+    vectors, plan, container, position, opinions_left, count0, last0, moved0, length0, scoring, penalty
+):
+    """The first cheapest of `middle_table`'s sprinklings (rows of `vectors`, each statement at its
+    drawn `position`) that `opinions_left` allows, each after the chosen tail (its counts, last
+    positions, last moves and length), scored by `_plan_cost`; its row, mention counts and last-mention
+    positions."""
+    first_rank, last_cost, most_cost, stratum, gold, starts = scoring
+    n_rows, n = vectors.shape
+    highest = np.full((n_rows, n), -np.inf)
+    for i in range(len(plan)):
+        highest[plan[i], container[i]] = max(highest[plan[i], container[i]], position[i])
+    work = (np.empty(n), np.empty((starts.shape[1], n)))
+    moved_cost = _rank_cost(moved0, stratum, gold, starts[3], work[1])
+    count, last = np.empty(n, np.int64), np.empty(n)
+    best, best_cost = -1, np.inf
+    best_count, best_last = count.copy(), last.copy()
+    for m in range(n_rows):
+        feasible = True
+        length = length0
+        for c in range(n):
+            if vectors[m, c] > opinions_left[c]:
+                feasible = False
+                break
+            count[c] = count0[c] + vectors[m, c]
+            last[c] = max(highest[m, c], last0[c])
+            length += vectors[m, c]
+        if not feasible:
+            continue
+        cost = _plan_cost(
+            count, last, moved_cost, length, first_rank, last_cost, most_cost, stratum, gold, starts, penalty, work
+        )
+        if cost < best_cost:
+            best, best_cost = m, cost
+            best_count[:], best_last[:] = count, last
+    return best, best_count, best_last

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tomforge.generators import generate_records, padding, plan_search
-from tomforge.generators.rank_control import RankBalancer
+from tomforge.generators.balance import Controller
+from tomforge.generators.rank_control import RankBalancer, spread
 
 # sha256 over json.dumps(record, sort_keys=True, default=str) of every record in order, computed by
 # running generate_records at commit 06b2f08 (before issue 42's changes)
@@ -56,30 +57,67 @@ def test_bulk_choices_are_those_of_choice_and_leave_the_same_state(n: int) -> No
     for count in (0, 1, 7, 500):
         a, b = random.Random(n * 1000 + count), random.Random(n * 1000 + count)
         expected = [a.choice(seq) for _ in range(count)]
-        assert plan_search.choices(b, n, count).tolist() == expected
+        drawn = plan_search.choices(b, n, count)
+        assert drawn.tolist() == expected and drawn.dtype == np.int64  # indices, even when none is drawn
         assert a.getstate() == b.getstate()
 
 
-def test_compiled_rank_costs_equal_the_numpy_ones_bit_for_bit() -> None:
+def test_compiled_rank_costs_and_rows_equal_the_scalar_ones_bit_for_bit() -> None:
+    """`_rank_cost` and `rank_rows_jit` against `RankBalancer.cost` / `commit` of the outcomes that
+    `rank_control.spread` gives (the scalar code the padding ran before), ties and -inf keys included."""
     rng = np.random.default_rng(3)
-    ranks = RankBalancer()
     names = ("mentions", "last_mention")
-    for name in names:
-        for key in (0, 1, "memory"):
-            ranks.deviation[name, key] = list(rng.normal(size=4))
     golds = [(0, 1), (1, 3), (0, 0), ("memory", 2), (2, 1), (1, 1)]  # key 2: no deviation yet
     keys = rng.integers(0, 3, size=(2, 50, 4)).astype(np.float64)
     keys[1, :5] = -np.inf
-    compiled = plan_search.rank_costs_of_keys(ranks, names, golds, keys)
-    numpy = plan_search.rank_costs(ranks, names, golds, plan_search.gold_diffs(keys))
-    assert compiled.tobytes() == numpy.tobytes()
-    scalar = [
-        [
-            ranks.cost(
-                [((name, key), tuple(plan_search.gold_diffs(keys[i, r : r + 1])[0, g] + 0.25)) for key, g in golds]
-            )
-            for r in range(keys.shape[1])
-        ]
-        for i, name in enumerate(names)
-    ]
-    assert np.allclose(compiled, scalar)
+    for r in range(keys.shape[1]):
+        ranks = RankBalancer()
+        for name in names:
+            for key in (0, 1, "memory"):
+                ranks.deviation[name, key] = list(rng.normal(size=4))
+        strata, stratum, gold, starts = plan_search.rank_strata(ranks, names, golds, 4)
+        rows = plan_search.rank_rows_jit(np.ascontiguousarray(keys[:, r]), stratum, gold, starts)
+        for i, name in enumerate(names):
+            outcomes = [((name, key), spread(list(keys[i, r]), g)) for key, g in golds]
+            buffer = np.empty((len(strata), 4))
+            assert plan_search._rank_cost(keys[i, r].copy(), stratum, gold, starts[i], buffer) == ranks.cost(outcomes)
+            ranks.commit(outcomes)
+        expected = RankBalancer()
+        expected.deviation = {key: list(value) for key, value in ranks.deviation.items()}
+        plan_search.commit_rows(ranks, names, strata, rows)
+        assert ranks.deviation == expected.deviation
+
+
+def test_compiled_controller_costs_equal_the_scalar_ones_bit_for_bit() -> None:
+    rng = random.Random(4)
+    for _ in range(50):
+        controller = Controller()
+        strata = [0, 1, 2, "memory"]
+        for stratum in strata[:3]:
+            controller.deviation[stratum] = rng.uniform(-3, 3)
+        weight = {s: rng.choice((1.0, 2.0)) for s in strata}  # one weight per stratum, as `controller_items` gives
+        items = [(s, q, rng.choice((0.25, 0.5)), weight[s]) for q, s in enumerate(rng.choices(strata, k=7))]
+        hits = np.array([[rng.random() < 0.4 for _ in range(7)] for _ in range(4)], dtype=np.float64)
+        order: dict = {}
+        stratum = np.array([order.setdefault(item[0], len(order)) for item in items], dtype=np.int64)
+        deviation = np.array([controller.deviation[s] for s in order])
+        columns = [np.array([item[i] for item in items]) for i in (1, 2, 3)]
+        costs = plan_search.controller_costs_jit(deviation, stratum, columns[0].astype(np.int64), *columns[1:], hits)
+        assert costs.tolist() == [controller.cost([bool(h) for h in row], items) for row in hits]
+
+
+def test_draws_of_another_random_kind_go_through_its_own_choice() -> None:
+    """A subclass may draw differently (its own `choice`): the bulk words are for `random.Random` only;
+    no slot to draw from is the error `choice` gives."""
+
+    class Counting(random.Random):
+        calls = 0
+
+        def choice(self, seq):  # type: ignore[override]
+            Counting.calls += 1
+            return super().choice(seq)
+
+    assert plan_search.choices(Counting(1), 5, 3).tolist() == plan_search.choices(random.Random(1), 5, 3).tolist()
+    assert Counting.calls == 3
+    with pytest.raises(IndexError):
+        plan_search.choices(random.Random(1), 0, 3)
