@@ -40,6 +40,7 @@ from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
 NULL_CHUNK = 2000  # stories joined at once for the null (bounds its memory)
+MATCH_ENTRIES = 4_000_000  # (sentence, story) hits grouped at once (bounds `match_sentences` memory)
 MATCH_SCHEMA = pl.Schema(
     {
         "doc": pl.Int64(),
@@ -246,9 +247,43 @@ def _view_pairs(
     lo = np.searchsorted(table.key, keys, side="left")
     hi = np.searchsorted(table.key, keys, side="right")
     found = np.flatnonzero(hi > lo)
-    found = found[_first_per_doc_key(sentences["doc"].to_numpy()[found], keys[found])]
-    if not len(found):
-        return empty
+    doc = sentences["doc"].to_numpy()
+    found = found[_first_per_doc_key(doc[found], keys[found])]
+    pieces = [
+        _piece_pairs(table, sentences, found[a:b], lo, hi, p, all_but_one, empty)
+        for a, b in _chunks(doc[found], (hi - lo)[found], MATCH_ENTRIES)
+    ]
+    pieces = [piece for piece in pieces if piece.height]
+    return pl.concat(pieces) if pieces else empty
+
+
+def _chunks(doc: np.ndarray, counts: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Ranges of the found sentences (in document order) that hold whole documents and at most
+    `limit` index entries each (a document with more gets a range of its own). A templated sentence
+    is held by many benchmark stories, so a batch's (sentence, story) hits grow with the benchmark:
+    the audit of a million generated items ran out of memory (18 GB) with its batch in one piece."""
+    total = np.concatenate(([0], np.cumsum(counts)))
+    ends = [*(np.flatnonzero(np.diff(doc)) + 1).tolist(), len(doc)] if len(doc) else []
+    out, start = [], 0
+    for i, end in enumerate(ends):
+        following = ends[i + 1] if i + 1 < len(ends) else None
+        if following is None or total[following] - total[start] > limit:
+            out.append((start, end))
+            start = end
+    return out
+
+
+def _piece_pairs(
+    table: KeyTable,
+    sentences: pl.DataFrame,
+    found: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    p: SentenceParams,
+    all_but_one: bool,
+    empty: pl.DataFrame,
+) -> pl.DataFrame:
+    """`_view_pairs` over the found sentences of some whole documents."""
     sentence = np.repeat(found, (hi - lo)[found])
     entry = _ranges(lo[found], hi[found])
     hits = sentences[sentence].with_columns(pl.Series("story", table.story[entry]), pl.Series("w", table.weight[entry]))

@@ -1713,6 +1713,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a story rewrapped at another width is read as broken sentences and not found",
     ),
     Mutation(
+        "core.match_pieces_split_documents",
+        "audits/sentence_match.py",
+        "    ends = [*(np.flatnonzero(np.diff(doc)) + 1).tolist(), len(doc)] if len(doc) else []\n",
+        "    ends = list(range(1, len(doc) + 1))\n",
+        ("tests/test_canonical.py::test_matching_in_small_pieces_finds_what_one_piece_finds",),
+        "the bounded grouping cuts a document's hits into two pieces: a story spread over them is not found",
+    ),
+    Mutation(
         "core.sentences_unweighted",
         "audits/sentence_match.py",
         "weight = 1.0 / df[inverse]",
@@ -1731,8 +1739,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.most_sentences_not_required",
         "audits/sentence_match.py",
-        '        & (pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9)\n',
-        "",
+        '    most = pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9\n',
+        "    most = pl.lit(True)\n",
         ("tests/test_canonical.py", "tests/test_reformat_found.py"),
         "a templated story sharing a few rare sentences with a benchmark story is called a copy",
     ),

@@ -4,7 +4,9 @@ texts whose canonical sentences are written out by hand here."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from tomforge.audits import sentence_match
 from tomforge.audits.canonical import abstract_names, canonical_words, document_sentences, sentence_key, story_sentences
 from tomforge.audits.sentence_match import (
     SentenceParams,
@@ -263,3 +265,18 @@ def test_min_words_reaches_both_sides_and_a_story_without_sentences_keeps_its_pl
     assert index.abstract.story_sentences.tolist() == [2, 0] and index.abstract.story_weight.tolist() == [2.0, 0.0]
     doc = "The fig is in the red box. Olive sat on the oak bench. Olive entered the attic."
     assert match_sentences(index, [doc]).select("matched_sentences", "story_sentences").rows() == [(2, 2)]
+
+
+def test_matching_in_small_pieces_finds_what_one_piece_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hits are grouped a few documents at a time (bounded memory: the 1M-item audit ran out of
+    memory with a batch in one piece): each document's pairs, coverage and spans as with the whole
+    batch at once; a document with more hits than the limit still counts whole. Planted: renamed
+    copies of each story, a document holding two stories, unrelated text."""
+    index = build_sentence_index(STORIES, SentenceParams(min_sentences=3, min_share=0.75))
+    docs = [STORIES[i % 3].replace("Olive", "Vera").replace("Bo ", "Al ") for i in range(7)]
+    docs += ["Nothing to see.", STORIES[2] + " " + STORIES[0], "Zed entered the attic. Zed exited the attic."]
+    whole = match_sentences(index, docs)
+    assert whole.select("doc", "story").rows() == [(i, i % 3) for i in range(7)] + [(8, 0), (8, 2)]
+    for limit in (1, 3, 10):
+        monkeypatch.setattr(sentence_match, "MATCH_ENTRIES", limit)
+        assert match_sentences(index, docs).equals(whole)
