@@ -2015,7 +2015,7 @@ def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -
     except subprocess.TimeoutExpired:
         return PytestRun(-1, time.monotonic() - start, f"timed out after {timeout:.0f} s", None)
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    failed = next((line.split()[1] for line in lines if line.startswith("FAILED ")), None)
+    failed = next((line[7:].split(" - ")[0].strip() for line in lines if line.startswith("FAILED ")), None)
     return PytestRun(done.returncode, time.monotonic() - start, (lines[-1] if lines else ""), failed)
 
 
@@ -2024,7 +2024,7 @@ def first_catcher(m: Mutation, catchers: dict[str, str]) -> str | None:
     node = catchers.get(m.name)
     if node is None:
         return None
-    return node if any(node == t or node.startswith(f"{t}::") for t in m.tests) else None
+    return node if any(node == t or node.startswith((f"{t}::", f"{t}[")) for t in m.tests) else None
 
 
 def judge_tests(copy: Path, m: Mutation, catchers: dict[str, str], python: str, timeout: float) -> PytestRun:

@@ -49,6 +49,7 @@ def test_a_recorded_catcher_runs_first_only_when_it_is_one_of_the_mutations_own_
     m = bench.Mutation("x.y", "f.py", "a", "b", ("tests/test_a.py", "tests/test_b.py::test_one"))
     assert bench.first_catcher(m, {"x.y": "tests/test_a.py::test_z[1-2]"}) == "tests/test_a.py::test_z[1-2]"
     assert bench.first_catcher(m, {"x.y": "tests/test_b.py::test_one"}) == "tests/test_b.py::test_one"
+    assert bench.first_catcher(m, {"x.y": "tests/test_b.py::test_one[a b]"}) == "tests/test_b.py::test_one[a b]"
     # another file, a file whose name only starts like a listed one, another node of a listed node's file: not run
     assert bench.first_catcher(m, {"x.y": "tests/test_c.py::test_z"}) is None
     assert bench.first_catcher(m, {"x.y": "tests/test_ab.py::test_z"}) is None
@@ -58,10 +59,12 @@ def test_a_recorded_catcher_runs_first_only_when_it_is_one_of_the_mutations_own_
 
 def test_the_first_failed_test_is_read_from_pytests_output(tmp_path: Path) -> None:
     (tmp_path / "test_planted.py").write_text(
-        "def test_passes():\n    assert True\n\n\ndef test_fails():\n    assert 1 == 2\n", encoding="utf-8"
+        "import pytest\n\n\ndef test_passes():\n    assert True\n\n\n"
+        "@pytest.mark.parametrize('x', ['Evaluation only'])\ndef test_fails(x):\n    assert x == 2\n",
+        encoding="utf-8",
     )
     run = _bench().run_tests(tmp_path, ("test_planted.py",), sys.executable, 120)
-    assert (run.code, run.failed) == (1, "test_planted.py::test_fails")
+    assert (run.code, run.failed) == (1, "test_planted.py::test_fails[Evaluation only]")
     assert _bench().run_tests(tmp_path, ("test_planted.py::test_passes",), sys.executable, 120).failed is None
 
 
