@@ -1768,7 +1768,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             "tests/test_reformat_found.py::test_a_heldout_story_whose_text_key_train_copies_in_capitals_share_is_still_found",
         ),
-        "a held-out story read through a train copy in capitals (one text key) has no names: no re-formatted copy found",
+        "a held-out story read through a train copy in capitals (one text key) has no names: a renamed copy is not found",
     ),
     # issue 36 item 7: the scan's matching (tests/test_scan_matching.py)
     Mutation(
