@@ -31,8 +31,8 @@ from tomforge.warehouse.export import (
 from tomforge.warehouse.faults import checkpoint
 from tomforge.warehouse.lock import hold
 
-TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # \Z: "$" also matches before a final line break
+REPO_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+\Z")
 _REPORT_SUFFIXES = (".md", ".html")
 
 

@@ -45,7 +45,7 @@ def test_repo_ids_accepted(repo: str) -> None:
     assert hub_release.REPO_PATTERN.match(repo)
 
 
-@pytest.mark.parametrize("repo", ["tom", "org/tom/x", "-org/tom", "org/", "/tom", "org/to m"])
+@pytest.mark.parametrize("repo", ["tom", "org/tom/x", "-org/tom", "org/", "/tom", "org/to m", "org/tom\n"])
 def test_repo_ids_refused(warehouse: Path, tmp_path: Path, repo: str) -> None:
     with pytest.raises(ReleaseError) as refused:
         build_release(warehouse, tmp_path / "out", ReleaseOptions(repo, tag="v1"))
@@ -58,7 +58,7 @@ def test_tags_accepted(tag: str) -> None:
     assert hub_release.TAG_PATTERN.match(tag)
 
 
-@pytest.mark.parametrize("tag", ["", ".v1", "-v1", "v 1", "v1/2"])
+@pytest.mark.parametrize("tag", ["", ".v1", "-v1", "v 1", "v1/2", "v1\n"])
 def test_tags_refused(warehouse: Path, tmp_path: Path, tag: str) -> None:
     with pytest.raises(ReleaseError) as refused:
         build_release(warehouse, tmp_path / "out", ReleaseOptions("org/tom", tag=tag))
