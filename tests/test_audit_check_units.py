@@ -11,7 +11,7 @@ import json
 
 import polars as pl
 
-from tomforge.audits.check import FindingInputs, Findings
+from tests.check_inputs import check_findings
 from tomforge.audits.checks.labels import LabelConflicts
 from tomforge.audits.checks.ranks import GoldRank
 from tomforge.audits.config import AuditParams
@@ -102,25 +102,19 @@ def test_the_gold_rank_finding_names_the_largest_gap_of_its_group() -> None:
         # not flagged: no finding whatever its gap
         + rank_rows({**a, "selection": "heldout"}, [(0, 0.9, False), (1, 0.1, False)])
     )
-    out = Findings()
-    GoldRank().findings(
-        out,
-        FindingInputs(None, {"audit_gold_ranks": table}, AuditParams(), None, pl.Series([]), pl.Series([])),  # type: ignore[arg-type]
-    )
-    found = [(r["message"], json.loads(r["evidence"])) for r in out.rows]
+    rows = check_findings(GoldRank(), {"audit_gold_ranks": table})
+    found = [(r["message"], json.loads(r["evidence"])) for r in rows]
     assert [(e["belief_order"], e["position"]) for _, e in found] == [("1", 2), ("2", 3)]
     assert "gold ranked 3rd of 4 on 55.0% of 400 items" in found[0][0]
     assert "gold ranked 4th of 4 on 5.0% of 300 items" in found[1][0]
-    assert all(r["selection"] == "train" and r["check"] == "artifact:gold_rank" for r in out.rows)
+    assert all(r["selection"] == "train" and r["check"] == "artifact:gold_rank" for r in rows)
 
 
 def test_each_label_conflict_is_one_finding_and_its_items_are_implicated() -> None:
     facts = conflict_facts(["i1", "i3"])
-    out = Findings()
-    inputs = FindingInputs(None, facts.tables, AuditParams(), None, pl.Series([]), pl.Series([]))  # type: ignore[arg-type]
-    LabelConflicts().findings(out, inputs)
-    assert len(out.rows) == 1
-    row = out.rows[0]
+    rows = check_findings(LabelConflicts(), facts.tables)
+    assert len(rows) == 1
+    row = rows[0]
     assert row["check"] == "consistency:label_conflict" and row["severity"] == "inconsistency"
     assert row["selection"] == "warehouse" and row["baseline"] == "one answer per context and question"
     assert row["message"] == "context cccccccccccc question 'where is the ball' has answers ['box', 'basket']"
@@ -192,9 +186,7 @@ def test_many_label_conflicts_point_to_the_csv_and_show_what_each_member_lacks()
     assert first["items"] == "?, f.json#2" and first["question"] == "Where is it, first?"
     assert first["gold answers"] == "**** / **basket**"
     assert second["items"] == "" and second["question"] == long_question  # no member found: the normalized question
-    out = Findings()
-    LabelConflicts().findings(
-        out,
-        FindingInputs(None, facts.tables, AuditParams(), None, pl.Series([]), pl.Series([])),  # type: ignore[arg-type]
+    assert (
+        check_findings(LabelConflicts(), facts.tables)[0]["message"]
+        == f"context {0:012d} question '{long_question[:60]}' has answers ['box', 'basket']"
     )
-    assert out.rows[0]["message"] == f"context {0:012d} question '{long_question[:60]}' has answers ['box', 'basket']"

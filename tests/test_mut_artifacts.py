@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from tomforge.audits.check import FindingInputs, Findings
+from tests.check_inputs import check_findings
 from tomforge.audits.checks import artifacts as checks
 from tomforge.audits.checks.artifacts import (
     AnswerPrior,
@@ -32,9 +32,7 @@ def facts(tables: dict[str, pl.DataFrame], the_items: pl.DataFrame | None = None
 
 
 def findings(check, tables: dict[str, pl.DataFrame]) -> list[dict]:
-    out = Findings()
-    check.findings(out, FindingInputs(None, tables, P, None, pl.Series([]), pl.Series([])))  # type: ignore[arg-type]
-    return out.rows
+    return check_findings(check, tables, P)
 
 
 def item(side: str, item_id: str, answer_index: int, options: list[str], **more) -> dict:

@@ -9,11 +9,10 @@ counted by hand from these rows; the excerpts are the evidence module's marks of
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import polars as pl
 
-from tomforge.audits.check import FindingInputs, Findings
+from tests.check_inputs import check_findings
 from tomforge.audits.checks.overlap import (
     ExactCopies,
     NearDuplicates,
@@ -126,10 +125,7 @@ def facts(
 
 
 def findings(check, pair_rows: pl.DataFrame) -> list[dict]:
-    out = Findings()
-    inputs = FindingInputs(SimpleNamespace(pairs=pair_rows), {}, P, None, pl.Series([]), pl.Series([]))  # type: ignore[arg-type]
-    check.findings(out, inputs)
-    return out.rows
+    return check_findings(check, params=P, pairs=pair_rows)
 
 
 def ids(frame: pl.DataFrame) -> list[str]:

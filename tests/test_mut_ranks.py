@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from tomforge.audits.check import FindingInputs, Findings
+from tests.check_inputs import check_findings
 from tomforge.audits.checks import ranks as rank_checks
 from tomforge.audits.checks.ranks import GoldRank, RepeatedSentences, describe
 from tomforge.audits.config import AuditParams
@@ -33,9 +33,7 @@ def facts(tables: dict[str, pl.DataFrame], items: pl.DataFrame | None = None, al
 
 
 def findings(check, tables: dict[str, pl.DataFrame]) -> list[dict]:
-    out = Findings()
-    check.findings(out, FindingInputs(None, tables, AuditParams(), None, pl.Series([]), pl.Series([])))  # type: ignore[arg-type]
-    return out.rows
+    return check_findings(check, tables)
 
 
 @pytest.mark.parametrize(

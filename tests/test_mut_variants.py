@@ -7,7 +7,8 @@ import json
 
 import polars as pl
 
-from tomforge.audits.check import FindingInputs, Findings
+from tests.check_inputs import check_findings
+from tomforge.audits.check import Findings
 from tomforge.audits.checks.variants import OracleDisagreements, VariantLeaks
 from tomforge.audits.config import AuditParams
 from tomforge.audits.verdict import AuditFacts
@@ -49,11 +50,8 @@ def facts(rows: list[dict], items: pl.DataFrame = ITEMS) -> AuditFacts:
 
 def test_findings_take_each_checks_own_rows() -> None:
     rows = pl.DataFrame([leak(["t1"], ["h1"], ["t1"]), oracle("tomi", ["t2"], 4, 0)], schema=Findings.SCHEMA)
-    inputs = FindingInputs(None, {}, AuditParams(), None, pl.Series([]), pl.Series([]), rows)  # type: ignore[arg-type]
     for check, kind in ((VariantLeaks(), LEAK), (OracleDisagreements(), ORACLE)):
-        out = Findings()
-        check.findings(out, inputs)
-        assert [r["check"] for r in out.rows] == [kind]
+        assert [r["check"] for r in check_findings(check, variant_rows=rows)] == [kind]
 
 
 def test_no_findings_no_verdict_lines() -> None:
