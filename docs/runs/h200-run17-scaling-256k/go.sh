@@ -14,9 +14,10 @@ run() {  # $1: work folder, $2: arms (one after another)
   python3 -m experiments.rationale_experiment run --release .exp/release --model $M --work "/tmp/scale/$1" \
     --arms "$2" --seeds 0 --parallel 1 --recipe "$RECIPE" > "/tmp/scale/$1.log" 2>&1; echo "exit $?" >> "/tmp/scale/$1.log"
 }
-# two SFT processes at batch 128 (about 58 and 76 GB, compiled) fit an H200, not an H100: there, answer-only alone
+# two SFT processes at batch 128 (about 58 and 76 GB, compiled) fit an H200, not an H100: there (or with ALONE=1,
+# when the device time left holds one arm), answer-only alone
 mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-if [ "$mib" -gt 120000 ]; then
+if [ "$mib" -gt 120000 ] && [ -z "${ALONE:-}" ]; then
   echo "side by side" >> /tmp/scale/gpu.txt
   run work-a answer-only-256k & run work-b curriculum-256k & wait
 else
