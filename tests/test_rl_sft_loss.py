@@ -278,3 +278,19 @@ def test_tokenize_processes_default_parallel_only_for_large_sets() -> None:
 
     cpus = len(os.sched_getaffinity(0))
     assert big == (min(8, cpus) if cpus > 1 else None)
+
+
+def test_tokenize_processes_count_the_cpus_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPUs this process may run on (its affinity), not the machine's; without affinity (macOS), the machine's
+    count, and one where even that is unknown."""
+    import os
+
+    from tomforge.rl.sft import tokenize_processes
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert tokenize_processes(None, 10**6) == 3
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert tokenize_processes(None, 10**6) == 8
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert tokenize_processes(None, 10**6) is None
