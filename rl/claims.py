@@ -235,7 +235,15 @@ def _about_steps(p: _Patterns, clause: str, base: dict, step: dict) -> list[Clai
     m = p.deciding.match(clause)
     if m:
         container = p.place(m.group("place"))
-        return [Claim("deciding", **{**base, **step}, container=container, refs=(int(m.group("ref")),), ref_kind=m.group("kind"))]
+        return [
+            Claim(
+                "deciding",
+                **{**base, **step},
+                container=container,
+                refs=(int(m.group("ref")),),
+                ref_kind=m.group("kind"),
+            )
+        ]
     if re.match(r"^none (?:of them )?counts$", clause):
         return [Claim("none_counts", **{**base, **step})]
     return []
