@@ -140,9 +140,10 @@ def steps_form(r: Rationale) -> str:
     """Order k as k applications of one local step.
 
     First every event about the object, one line each, numbered "Event N:" (a story that gives each
-    event a line of its own keeps its "Line N:"; where one line holds several, "Event N, line L:"). Then step j (j = 1..k, for the chain a1 ... ak) is one line:
-    "Step j, a1 thinks ... aj: events E, F; the last that counts, event F, puts the <object> in the
-    <container>." Its list is the events that reach a1..aj (`EventRow.reaches`): of the previous
+    event a line of its own keeps its "Line N:"; where one line holds several, "Event N, line L:"). Then
+    step j (j = 1..k, for the chain a1 ... ak) is one line, "Step j, aj: events E, F; the last that
+    counts, event F, puts the <object> in the <container>.", about the chain a1 thinks ... aj: it names
+    only the agent it adds, so a step of order 6 is as long as one of order 2. Its list is the events that reach a1..aj (`EventRow.reaches`): of the previous
     step's list, those aj perceived openly (step 1: those a1 perceived at all), so each list is a
     subset of the one before and order 4-6 are more of the same step. The step keeps the events that
     reach, not the events that count: a tell counts by who of the last two agents trusts whom (the
@@ -163,7 +164,7 @@ def steps_form(r: Rationale) -> str:
     lines = [f"{event_sentence(row, r.obj) if lined else _labelled(label[row.step], row, r.obj)}." for row in rows]
     memory = r.question.kind == "memory"
     for index, level in enumerate(r.levels):
-        head = "the start" if memory else " thinks ".join(level) if level else "reality"
+        head = "the start" if memory else level[-1] if level else "reality"
         kept = [str(label[row.step]) for row in rows if row.reaches[index]]
         listed = f"{noun}s {', '.join(kept)}" if len(kept) > 1 else f"{noun} {kept[0]}" if kept else "no events"
         counting = [row for row in rows if row.counts[index]]

@@ -30,7 +30,7 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
   it states; `step N, (reality|the start|NAME( thinks NAME)*): (events|lines) N(, N)*` (or `no events`)
   says which events reach that chain (`kept`; events by label, lines by the story's line numbers; reality:
   every event about the object; the start: the first placement), and sets the chain of the clauses after
-  it; `the last that counts, (event|line) N, (puts|shows) OBJ in PLACE` / `... says OBJ is in PLACE` says
+  it; `step N, NAME` with N > 1 names the chain of step N-1's first N-1 agents, then NAME; `the last that counts, (event|line) N, (puts|shows) OBJ in PLACE` / `... says OBJ is in PLACE` says
   that event is the last that sets that chain's belief, and puts the object in PLACE (`deciding`); `none
   counts`: no event sets it (`none_counts`).
 """
@@ -143,7 +143,7 @@ class _Patterns:
             rf"^(?P<names2>{name}) secretly (?:watched|saw)(?: it)?$"
         )
         self.step = re.compile(
-            rf"^step \d+[,:]? (?P<who>reality|the start|{name}(?: thinks {name})*)[,:]? (?:no events|{_REFS})$"
+            rf"^step (?P<n>\d+)[,:]? (?P<who>reality|the start|{name}(?: thinks {name})*)[,:]? (?:no events|{_REFS})$"
         )
         self.deciding = re.compile(
             rf"^the last (?:event )?that counts,? (?:is )?(?P<kind>event|line) (?P<ref>\d+),? "
@@ -224,10 +224,15 @@ def _about_steps(p: _Patterns, clause: str, base: dict, step: dict) -> list[Clai
     """The `steps` form's clauses; `step` carries the chain (and time) of the last step head."""
     m = p.step.match(clause)
     if m:
-        who = m.group("who")
+        who, n = m.group("who"), int(m.group("n"))
+        chain = () if who in ("reality", "the start") else p.agents_in(who)
+        if len(chain) == 1 and n > 1:  # "step N, NAME": the chain of step N-1, then NAME
+            before = step.get("chain", ())
+            chain = (*before[: n - 1], *chain) if len(before) >= n - 1 else ()
         step.clear()
-        step.update(chain=() if who in ("reality", "the start") else p.agents_in(who))
-        step.update(time="start" if who == "the start" else None)
+        if not chain and who not in ("reality", "the start"):
+            return []  # a step whose chain the text never built
+        step.update(chain=chain, time="start" if who == "the start" else None)
         refs = tuple(int(n) for n in re.findall(r"\d+", m.group("refs") or ""))
         return [Claim("kept", **{**base, **step}, refs=refs, ref_kind=m.group("kind") or "event")]
     if not step:

@@ -73,17 +73,15 @@ EVENTS = (
 )
 ORDER_2 = (
     EVENTS + "Step 1, Ann: events 1, 2, 3, 4; the last that counts, event 3, puts the ring in the jar.\n"
-    "Step 2, Ann thinks Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 2, Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
     "In the end, Ann thinks Bob thinks the ring is in the tin."
 )
 ORDER_5 = (
     EVENTS + "Step 1, Ann: events 1, 2, 3, 4; the last that counts, event 3, puts the ring in the jar.\n"
-    "Step 2, Ann thinks Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
-    "Step 3, Ann thinks Bob thinks Ann: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
-    "Step 4, Ann thinks Bob thinks Ann thinks Bob: events 1, 2, 4; the last that counts, event 4, says the ring is "
-    "in the tin.\n"
-    "Step 5, Ann thinks Bob thinks Ann thinks Bob thinks Cid: events 1, 4; the last that counts, event 4, says the "
-    "ring is in the tin.\n"
+    "Step 2, Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 3, Ann: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 4, Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 5, Cid: events 1, 4; the last that counts, event 4, says the ring is in the tin.\n"
     "In the end, Ann thinks Bob thinks Ann thinks Bob thinks Cid thinks the ring is in the tin."
 )
 HAND_WORKED = {
@@ -96,8 +94,8 @@ HAND_WORKED = {
     ("higher_order_belief", ("Ann", "Bob")): ORDER_2,
     ("higher_order_belief", ("Ann", "Bob", "Cid")): EVENTS
     + "Step 1, Ann: events 1, 2, 3, 4; the last that counts, event 3, puts the ring in the jar.\n"
-    "Step 2, Ann thinks Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
-    "Step 3, Ann thinks Bob thinks Cid: events 1, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 2, Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.\n"
+    "Step 3, Cid: events 1, 4; the last that counts, event 4, says the ring is in the tin.\n"
     "In the end, Ann thinks Bob thinks Cid thinks the ring is in the tin.",
     ("higher_order_belief", ("Ann", "Bob", "Ann", "Bob", "Cid")): ORDER_5,
 }
@@ -171,11 +169,11 @@ def test_a_step_that_reaches_nobody() -> None:
     text = rationale_text(r, "steps")
     assert text.splitlines()[4:6] == [
         "Step 1, Dee: event 2; the last that counts, event 2, puts the ring in the bag.",
-        "Step 2, Dee thinks Cid: no events; none counts.",
+        "Step 2, Cid: no events; none counts.",
     ]
     verdicts = [c.verdict for c in score_reasoning(text, question(("Dee", "Cid"))).checked]
     assert verdicts == [CORRECT] * 8  # 4 events, 2 + 2 step claims (the conclusion names no place)
-    wrong = EVENTS + "Step 1, Dee: event 2; none counts.\nStep 2, Dee thinks Cid: event 2; none counts."
+    wrong = EVENTS + "Step 1, Dee: event 2; none counts.\nStep 2, Cid: event 2; none counts."
     assert [c.verdict for c in score_reasoning(wrong, question(("Dee", "Cid"))).checked][4:] == [
         CORRECT,
         CONTRADICTED,
@@ -198,6 +196,18 @@ def test_step_claims_parse() -> None:
         ("none_counts", ("Ann", "Bob"), (), None, None, None, None),  # the chain of the last step head
     ]
     assert parse_claims("None counts. The last that counts, event 1, puts the ring in the box.", vocab) == []
+    # a head naming one agent adds it to the chain of the step before (cut to the step's number)
+    heads = "Step 1, Bob: event 1. Step 2, Ann: event 1. Step 3, Bob: event 1. Step 2, Bob: event 2. Step 1, reality: event 1."
+    assert [c.chain for c in parse_claims(heads, vocab)] == [
+        ("Bob",),
+        ("Bob", "Ann"),
+        ("Bob", "Ann", "Bob"),
+        ("Bob", "Bob"),
+        (),
+    ]
+    # a step whose earlier steps the text never gave is no claim, and neither is what follows it
+    assert parse_claims("Step 3, Ann: events 1, 2; none counts.", vocab) == []
+    assert parse_claims("Step 1, reality: events 1, 2. Step 3, Ann: event 1; none counts.", vocab)[1:] == []
 
 
 # ToMi's rules on a numbered story (the variant of tests/test_rationale.py): Ann and Bob see the kiwi put
@@ -240,7 +250,7 @@ def test_lined_story_under_tomi_rules() -> None:
         "Line 5: Bob moves the kiwi to the blue_bag.\n"
         "Line 7: Ann enters and sees the kiwi in the blue_bag.\n"
         "Step 1, Bob: lines 3, 5; the last that counts, line 5, puts the kiwi in the blue_bag.\n"
-        "Step 2, Bob thinks Ann: lines 3, 7; the last that counts, line 7, shows the kiwi in the blue_bag.\n"
+        "Step 2, Ann: lines 3, 7; the last that counts, line 7, shows the kiwi in the blue_bag.\n"
         "In the end, Bob thinks Ann thinks the kiwi is in the blue_bag."
     )
     assert rationale_text(r, "steps") == text
