@@ -274,3 +274,21 @@ def test_each_step_keeps_a_subset_of_the_previous(controls: bool) -> None:
             assert all(k or not c for c, k in zip(row.counts, row.reaches))
         scored = score_reasoning(rationale_text(r, "steps"), r.question)
         assert scored.faithful and {c.verdict for c in scored.checked} == {CORRECT}, rec["item_id"]
+
+
+def test_reaches_per_level_by_hand() -> None:
+    """Ann thinks Bob thinks Cid: events 1-4 reach Ann; Bob missed 3; Cid had left before 2 and 3.
+    Counting differs from reaching only at the tell: Ann's own claim does not count for Ann."""
+    r = rationale_of_record(record("higher_order_belief", ("Ann", "Bob", "Cid")))
+    assert r is not None
+    data = r.to_json()
+    assert data["version"] == 2
+    assert [e["reaches"] for e in data["events"]] == [
+        [True, True, True],
+        [True, True, False],
+        [True, False, False],
+        [True, True, True],
+    ]
+    assert [e["counts"] for e in data["events"]][3] == [False, True, True]
+    memory = rationale_of_record(record("memory", ()))
+    assert memory is not None and [e.reaches for e in memory.events] == [(True,), (False,), (False,), (False,)]
