@@ -143,13 +143,13 @@ def steps_form(r: Rationale) -> str:
     event a line of its own keeps its "Line N:"; where one line holds several, "Event N, line L:"). Then
     step j (j = 1..k, for the chain a1 ... ak) is one line, "Step j, aj: events E, F; the last that
     counts, event F, puts the <object> in the <container>.", about the chain a1 thinks ... aj: it names
-    only the agent it adds, so a step of order 6 is as long as one of order 2. Its list is the events that reach a1..aj (`EventRow.reaches`): of the previous
-    step's list, those aj perceived openly (step 1: those a1 perceived at all), so each list is a
-    subset of the one before and order 4-6 are more of the same step. The step keeps the events that
-    reach, not the events that count: a tell counts by who of the last two agents trusts whom (the
-    speaker's own claim does not count for the speaker, but does for "the speaker thinks the trusting
-    listener thinks"), so the counting sets alone are not nested (a third of generated items of order
-    2+), while the reaching sets are; which of the list counts is a rule of the step's last two agents
+    only the agent it adds, so a step of order 6 is as long as one of order 2. Its list is the events
+    that reach a1..aj (`EventRow.reaches`): of the previous step's list, those aj perceived openly
+    (step 1: those a1 perceived at all), so each list is a subset of the one before and order 4-6 are
+    more of the same step. The step keeps the events that reach, not the events that count: a tell
+    counts by who of the last two agents trusts whom (the speaker's own claim does not count for the
+    speaker, but does for "the speaker thinks the trusting listener thinks"), so the counting sets
+    alone are not nested (29-43% of generated items of each order 2-6), while the reaching sets are; which of the list counts is a rule of the step's last two agents
     only, and "the last that counts" names it. Under ToMi's rules an entry into the room by an agent
     of the chain reaches every later step too (entering is common knowledge), the one way a list can
     grow. Order 0 is one step, "reality" (every event; the placements count); a memory question is

@@ -30,9 +30,10 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
   it states; `step N, (reality|the start|NAME( thinks NAME)*): (events|lines) N(, N)*` (or `no events`)
   says which events reach that chain (`kept`; events by label, lines by the story's line numbers; reality:
   every event about the object; the start: the first placement), and sets the chain of the clauses after
-  it; `step N, NAME` with N > 1 names the chain of step N-1's first N-1 agents, then NAME; `the last that counts, (event|line) N, (puts|shows) OBJ in PLACE` / `... says OBJ is in PLACE` says
-  that event is the last that sets that chain's belief, and puts the object in PLACE (`deciding`); `none
-  counts`: no event sets it (`none_counts`).
+  it; `step N, NAME` with N > 1 names the chain of step N-1's first N-1 agents, then NAME; `the last that
+  counts, (event|line) N, (puts|shows) OBJ in PLACE` / `... says OBJ is in PLACE` says that event is the
+  last that sets that chain's belief, and puts the object in PLACE (`deciding`); `none counts`: no event
+  sets it (`none_counts`).
 """
 
 from __future__ import annotations

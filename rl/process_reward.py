@@ -148,9 +148,14 @@ class _Checker:
         return CORRECT if (claim.kind == "trust") in trusts else CONTRADICTED
 
     def resolve(self, claim: Claim, labels: dict[int, int]) -> set[int] | None:
-        """The steps of the events a kept / deciding claim refers to (None: a label never given)."""
+        """The steps of the events a kept / deciding claim refers to (None: a label never given); a line
+        that holds no event about the object stands for no event (-1), so the claim is contradicted."""
         if claim.ref_kind == "line":
-            return {e.step for e in self.world.events if self.trace[e.step + 1].get("line") in claim.refs}
+            on_line = {
+                ref: {e.step for e in self.world.events if self.trace[e.step + 1].get("line") == ref}
+                for ref in claim.refs
+            }
+            return set().union(*on_line.values()) | ({-1} if set() in on_line.values() else set())
         if any(ref not in labels for ref in claim.refs):
             return None
         return {labels[ref] for ref in claim.refs}

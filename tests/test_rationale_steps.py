@@ -258,6 +258,11 @@ def test_lined_story_under_tomi_rules() -> None:
     assert [c.verdict for c in scored.checked] == [CORRECT] * 8 and scored.faithful
     wrong = score_reasoning(text.replace("Ann: lines 3, 7;", "Ann: lines 3;"), r.question)
     assert [c.verdict for c in wrong.checked][5] == CONTRADICTED
+    # line 4 (Ann leaves) holds no event about the kiwi: naming it is wrong, not ignored
+    extra = score_reasoning(text.replace("Bob: lines 3, 5;", "Bob: lines 3, 4, 5;"), r.question)
+    assert [c.verdict for c in extra.checked][3] == CONTRADICTED
+    last = score_reasoning(text.replace("counts, line 7, shows", "counts, line 6, shows"), r.question)
+    assert [c.verdict for c in last.checked][6] == CONTRADICTED
 
 
 @pytest.mark.parametrize("controls", [True, False])
