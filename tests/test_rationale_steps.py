@@ -167,9 +167,10 @@ def test_a_step_that_reaches_nobody() -> None:
     r = rationale_of_record(record("higher_order_belief", ("Dee", "Cid")))
     assert r is not None and r.answer is None
     text = rationale_text(r, "steps")
-    assert text.splitlines()[4:6] == [
+    assert text.splitlines()[4:] == [
         "Step 1, Dee: event 2; the last that counts, event 2, puts the ring in the bag.",
         "Step 2, Cid: no events; none counts.",
+        "In the end, Dee thinks Cid thinks the ring is nowhere it knows of.",
     ]
     verdicts = [c.verdict for c in score_reasoning(text, question(("Dee", "Cid"))).checked]
     assert verdicts == [CORRECT] * 8  # 4 events, 2 + 2 step claims (the conclusion names no place)
@@ -297,3 +298,55 @@ def test_reaches_per_level_by_hand() -> None:
     assert [e["counts"] for e in data["events"]][3] == [False, True, True]
     memory = rationale_of_record(record("memory", ()))
     assert memory is not None and [e.reaches for e in memory.events] == [(True,), (False,), (False,), (False,)]
+
+
+def test_a_private_tell_names_its_listeners() -> None:
+    """The same story with Ann's claim told to Bob and Cid alone (the same hearers): only its words change."""
+    private = [*TRACE[:-1], {**TRACE[-1], "listeners": ["Bob", "Cid"], "public": False}]
+    r = rationale_of_record(record("first_order_belief", ("Bob",), private))
+    assert r is not None
+    assert rationale_text(r, "steps") == HAND_WORKED[("first_order_belief", ("Bob",))].replace(
+        "Ann tells everyone", "Ann tells Bob and Cid"
+    )
+
+
+def test_events_sharing_a_line_are_labelled() -> None:
+    """HiToM's rules (whoever enters sees where the object is), one line for two entries. Ann sees the kiwi
+    put in the red_box (line 2) and leaves (3); Bob, then Cid, enter on line 4, each seeing it there. Bob
+    saw both entries; Cid was not in the room when Bob entered, so only Cid's own entry reaches Bob
+    thinks Cid. Line 4 would name two events, so the events are labelled."""
+    setup = {
+        "kind": "setup",
+        "agents": ["Ann", "Bob", "Cid"],
+        "room": "porch",
+        "gathering": None,
+        "containers": ["red_box", "blue_bag"],
+        "transparent": [],
+        "object": "kiwi",
+        "objects": ["kiwi"],
+    }
+    trace = [
+        setup,
+        {"kind": "enter", "agent": "Ann", "room": "porch", "line": 1},
+        {"kind": "init", "obj": "kiwi", "container": "red_box", "line": 2},
+        {"kind": "exit", "agent": "Ann", "room": "porch", "line": 3},
+        {"kind": "enter", "agent": "Bob", "room": "porch", "line": 4},
+        {"kind": "enter", "agent": "Cid", "room": "porch", "line": 4},
+    ]
+    rec = {**record("higher_order_belief", ("Bob", "Cid"), trace), "source": "hitom_variants", "generator": "x"}
+    r = rationale_of_record(rec)
+    assert r is not None and r.question.rules == "hitom"
+    text = (
+        "Event 1, line 2: The kiwi starts in the red_box.\n"
+        "Event 2, line 4: Bob enters and sees the kiwi in the red_box.\n"
+        "Event 3, line 4: Cid enters and sees the kiwi in the red_box.\n"
+        "Step 1, Bob: events 2, 3; the last that counts, event 3, shows the kiwi in the red_box.\n"
+        "Step 2, Cid: event 3; the last that counts, event 3, shows the kiwi in the red_box.\n"
+        "In the end, Bob thinks Cid thinks the kiwi is in the red_box."
+    )
+    assert rationale_text(r, "steps") == text
+    scored = score_reasoning(text, r.question)
+    assert [c.verdict for c in scored.checked] == [CORRECT] * 8 and scored.faithful
+    # the claims "line 4" would make: Bob's own entry too, which does not reach Bob thinks Cid
+    by_line = score_reasoning(text.replace("Cid: event 3;", "Cid: line 4;"), r.question)
+    assert [c.verdict for c in by_line.checked][5] == CONTRADICTED
