@@ -79,9 +79,9 @@ class Claim:
     event: str | None = None  # event claims: init | move | reveal | tell
     line: int | None = None
     time: str | None = None  # "start" | "end" | None (the event last named, else the end)
-    label: int | None = None  # event claims: the text's own number for the event ("Event N:")
+    label: int | None = None  # the text's own number for the event its clause states ("Event N:")
     refs: tuple[int, ...] = ()  # kept / deciding: the events referred to, by label or line
-    ref_kind: str | None = None  # "event" (a label) | "line"
+    ref_kind: str | None = None  # "event" (a label) | "line" | None (no events)
 
 
 def norm(text: str) -> str:
@@ -226,8 +226,8 @@ def _about_steps(p: _Patterns, clause: str, base: dict, step: dict) -> list[Clai
     m = p.step.match(clause)
     if m:
         who, n = m.group("who"), int(m.group("n"))
-        chain = () if who in ("reality", "the start") else p.agents_in(who)
-        if len(chain) == 1 and n > 1:  # "step N, NAME": the chain of step N-1, then NAME
+        chain = p.agents_in(who)  # reality, the start: ()
+        if len(chain) == 1:  # "step N, NAME": the chain of step N-1 (cut to N-1 agents), then NAME
             before = step.get("chain", ())
             chain = (*before[: n - 1], *chain) if len(before) >= n - 1 else ()
         step.clear()
@@ -235,7 +235,7 @@ def _about_steps(p: _Patterns, clause: str, base: dict, step: dict) -> list[Clai
             return []  # a step whose chain the text never built
         step.update(chain=chain, time="start" if who == "the start" else None)
         refs = tuple(int(n) for n in re.findall(r"\d+", m.group("refs") or ""))
-        return [Claim("kept", **{**base, **step}, refs=refs, ref_kind=m.group("kind") or "event")]
+        return [Claim("kept", **{**base, **step}, refs=refs, ref_kind=m.group("kind"))]
     if not step:
         return []
     m = p.deciding.match(clause)
@@ -282,7 +282,7 @@ def parse_claims(text: str, vocab: Vocabulary) -> list[Claim]:
         said = _about_steps(p, clause, base, step)
         if not said:
             said = _about_event(p, clause, base)
-            said = [replace(c, label=label) if c.kind == "event" else c for c in said]
+            said = [replace(c, label=label) for c in said]  # the clause's label (the checker reads events')
         found.extend(said or _about_belief(p, clause, base) or _about_people(p, clause, base))
     return found
 

@@ -187,14 +187,17 @@ def test_step_claims_parse() -> None:
     vocab = vocabulary(["Ann", "Bob"], "ring", ["box", "tin"])
     claims = parse_claims(
         "Step 2, Ann thinks Bob: lines 3, 7 and 9; the last that counts, line 9, shows the ring in the box.\n"
-        "Event 5, line 2: Bob moves the ring to the tin. None counts.",
+        "Event 5, line 2: Bob moves the ring to the tin. None counts. Ann moves the ring to the box. "
+        "Step 1, the start: no events.",
         vocab,
     )
-    assert [(c.kind, c.chain, c.refs, c.ref_kind, c.container, c.label, c.line) for c in claims] == [
-        ("kept", ("Ann", "Bob"), (3, 7, 9), "line", None, None, None),
-        ("deciding", ("Ann", "Bob"), (9,), "line", "box", None, None),
-        ("event", (), (), None, "tin", 5, 2),
-        ("none_counts", ("Ann", "Bob"), (), None, None, None, None),  # the chain of the last step head
+    assert [(c.kind, c.chain, c.refs, c.ref_kind, c.container, c.label, c.line, c.time) for c in claims] == [
+        ("kept", ("Ann", "Bob"), (3, 7, 9), "line", None, None, None, None),
+        ("deciding", ("Ann", "Bob"), (9,), "line", "box", None, None, None),
+        ("event", (), (), None, "tin", 5, 2, None),
+        ("none_counts", ("Ann", "Bob"), (), None, None, None, None, None),  # the chain of the last step head
+        ("event", (), (), None, "box", None, None, None),  # no label
+        ("kept", (), (), None, None, None, None, "start"),
     ]
     assert parse_claims("None counts. The last that counts, event 1, puts the ring in the box.", vocab) == []
     # a head naming one agent adds it to the chain of the step before (cut to the step's number)
@@ -209,6 +212,7 @@ def test_step_claims_parse() -> None:
     # a step whose earlier steps the text never gave is no claim, and neither is what follows it
     assert parse_claims("Step 3, Ann: events 1, 2; none counts.", vocab) == []
     assert parse_claims("Step 1, reality: events 1, 2. Step 3, Ann: event 1; none counts.", vocab)[1:] == []
+    assert parse_claims("Step 1, Bob: event 1. Step 3, Ann: event 1.", vocab)[1:] == []  # step 2 missing
 
 
 # ToMi's rules on a numbered story (the variant of tests/test_rationale.py): Ann and Bob see the kiwi put
