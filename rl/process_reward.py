@@ -148,39 +148,41 @@ class _Checker:
         return CORRECT if (claim.kind == "trust") in trusts else CONTRADICTED
 
     def resolve(self, claim: Claim, labels: dict[int, int]) -> set[int] | None:
-        """The steps of the events a kept / deciding claim refers to (None: a label never given); a line
-        that holds no event about the object stands for no event (-1), so the claim is contradicted."""
+        """The steps of the events a kept / deciding claim refers to (None: a label never given)."""
         if claim.ref_kind == "line":
-            on_line = {
-                ref: {e.step for e in self.world.events if self.trace[e.step + 1].get("line") == ref}
-                for ref in claim.refs
-            }
-            return set().union(*on_line.values()) | ({-1} if set() in on_line.values() else set())
+            return {e.step for e in self.world.events if self.trace[e.step + 1].get("line") in claim.refs}
         if any(ref not in labels for ref in claim.refs):
             return None
         return {labels[ref] for ref in claim.refs}
 
+    def names_a_line_without_event(self, claim: Claim) -> bool:
+        """A line reference to a line that holds no event about the object (the claim is then wrong)."""
+        lines = {self.trace[e.step + 1].get("line") for e in self.world.events}
+        return claim.ref_kind == "line" and not lines.issuperset(claim.refs)
+
     def step_counting(self, claim: Claim) -> list[Perceived]:
+        """The events that count for a step claim's chain (the start: the first placement)."""
         if claim.time == "start":
             return [e for e in self.world.events if e.step == self.start]
         return self.world.counting_events(claim.chain)
 
     def about_steps(self, claim: Claim, labels: dict[int, int]) -> tuple[str, tuple[int, ...]]:
+        """The verdict of a kept / deciding / none_counts claim, and the deciding event it names if right."""
         if claim.kind == "none_counts":
             return (CONTRADICTED if self.step_counting(claim) else CORRECT), ()
         steps = self.resolve(claim, labels)
         if steps is None:
             return UNVERIFIABLE, ()
+        if self.names_a_line_without_event(claim):
+            return CONTRADICTED, ()
         if claim.kind == "kept":
-            if claim.time == "start":
-                truth = {self.start} - {-1}
-            else:
-                truth = {e.step for e in self.world.reaching_events(claim.chain)}
-            return (CORRECT if steps == truth else CONTRADICTED), ()
+            reaching = self.step_counting(claim) if claim.time == "start" else self.world.reaching_events(claim.chain)
+            return (CORRECT if steps == {e.step for e in reaching} else CONTRADICTED), ()
         counting = self.step_counting(claim)
         last = counting[-1] if counting else None
-        right = last is not None and steps == {last.step} and last.container == claim.container
-        return (CORRECT if right else CONTRADICTED), tuple(sorted(steps))
+        if last is not None and steps == {last.step} and last.container == claim.container:
+            return CORRECT, (last.step,)
+        return CONTRADICTED, ()
 
     def check(self, claims: list[Claim]) -> list[Checked]:
         cursor: list[Perceived] = []
@@ -196,7 +198,7 @@ class _Checker:
                 continue
             if claim.kind in ("kept", "deciding", "none_counts"):
                 verdict, named = self.about_steps(claim, labels)
-                out.append(Checked(claim, verdict, named if verdict == CORRECT else ()))
+                out.append(Checked(claim, verdict, named))
                 continue
             elif claim.kind == "belief":
                 verdict = self.about_belief(claim, cursor)

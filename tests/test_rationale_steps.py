@@ -354,3 +354,42 @@ def test_events_sharing_a_line_are_labelled() -> None:
     # the claims "line 4" would make: Bob's own entry too, which does not reach Bob thinks Cid
     by_line = score_reasoning(text.replace("Cid: event 3;", "Cid: line 4;"), r.question)
     assert [c.verdict for c in by_line.checked][5] == CONTRADICTED
+
+
+def test_a_last_event_claimed_where_none_counts_and_an_invented_labelled_event() -> None:
+    wrong = EVENTS + "Step 1, Dee: event 2; none counts.\nStep 2, Cid: no events; the last that counts, event 2, puts "
+    wrong += "the ring in the bag."
+    assert [c.verdict for c in score_reasoning(wrong, question(("Dee", "Cid"))).checked][4:] == [
+        CORRECT,
+        CONTRADICTED,  # event 2 counts for Dee
+        CORRECT,
+        CONTRADICTED,  # nothing counts for Dee thinks Cid
+    ]
+    # Ann never moved the ring to the tin: the event is contradicted and its label names nothing
+    invented = "Event 1: Ann moves the ring to the tin.\nStep 1, Ann: event 1; the last that counts, event 1, puts "
+    invented += "the ring in the tin."
+    assert [c.verdict for c in score_reasoning(invented, question(("Ann",))).checked] == [
+        CONTRADICTED,
+        UNVERIFIABLE,
+        UNVERIFIABLE,
+    ]
+
+
+def test_steps_alone_name_the_deciding_event() -> None:
+    """On a numbered story the steps may refer to lines the text never quoted: the right last event of
+    the question's chain is the deciding event named; a wrong one names nothing."""
+    r = rationale_of_record(tomi_record(["Bob", "Ann"]))
+    assert r is not None
+    text = (
+        "Step 1, Bob: lines 3, 5; the last that counts, line 5, puts the kiwi in the blue_bag.\n"
+        "Step 2, Ann: lines 3, 7; the last that counts, line 7, shows the kiwi in the blue_bag.\n"
+        "In the end, Bob thinks Ann thinks the kiwi is in the blue_bag."
+    )
+    right = score_reasoning(text, r.question)
+    assert [c.verdict for c in right.checked] == [CORRECT] * 5 and right.names_deciding_event and right.faithful
+    step_2 = text.splitlines()[1]
+    wrong = score_reasoning(text.replace(step_2, step_2.replace("line 7, shows", "line 3, shows")), r.question)
+    assert wrong.checked[3].verdict == CONTRADICTED and not wrong.names_deciding_event
+    # step 1's last event (line 5) is not the question's deciding event (line 7)
+    alone = score_reasoning(text.splitlines()[0], r.question)
+    assert alone.checked[1].verdict == CORRECT and not alone.names_deciding_event
