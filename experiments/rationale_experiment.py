@@ -68,7 +68,8 @@ class Arm:
     sft_examples: int | None = None  # training examples seen (steps = this // sft_batch; None: the recipe's steps)
 
 
-SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000)
+# beyond the split's rows (128k in runs 15-17) an arm makes more passes over the same rows: 256k = two passes
+SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000)
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
@@ -91,7 +92,7 @@ ARMS = {
         for n in SCALING_EXAMPLES
     },
     # the same curve for rationale targets (run 16): N examples of the same split, each rationale form; `steps`
-    # (issue 37 item 3: order k is k applications of one step) runs to ~150 words at order 6 (docs/rationales.md)
+    # (issue 37 item 3: order k is k applications of one step) runs to ~220 words (~390 SmolLM2 tokens) at order 6 (docs/rationales.md)
     **{
         f"{form}-{n // 1000}k": Arm("tomforge_gen/train_controlled", form=form, sft_examples=n, eval_tokens=640)
         for form in ("curriculum", "events", "steps")
@@ -261,6 +262,8 @@ def run_sft(
         # instead of 128 beside another SFT process), and the examples seen with it
         "batch_size_used": result["batch_size_used"],
         "examples": result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]),
+        # passes over the distinct rows: above 1 when the arm asks for more examples than the split holds
+        "passes": round(result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]) / train.num_rows, 3),
         "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),
