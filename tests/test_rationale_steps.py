@@ -393,3 +393,13 @@ def test_steps_alone_name_the_deciding_event() -> None:
     # step 1's last event (line 5) is not the question's deciding event (line 7)
     alone = score_reasoning(text.splitlines()[0], r.question)
     assert alone.checked[1].verdict == CORRECT and not alone.names_deciding_event
+
+
+def test_a_secret_witness_reaches_no_later_step() -> None:
+    """Dee watched the move to the bag in secret: it reaches Dee, but Bob thinks Dee knows of nothing."""
+    r = rationale_of_record(record("higher_order_belief", ("Bob", "Dee")))
+    assert r is not None
+    assert rationale_text(r, "steps").splitlines()[4:6] == [
+        "Step 1, Bob: events 1, 2, 4; the last that counts, event 4, says the ring is in the tin.",
+        "Step 2, Dee: no events; none counts.",
+    ]
