@@ -4,6 +4,10 @@ build time, in-memory size and zstd parquet size. The reference is the same colu
 
 Run: `python bench/rationale.py [N]` (N generated items, default 5000; the full HiToM and ToMi test files
 are added when `../shared/real-data/` has them). Prints figures; asserts nothing.
+
+`python bench/rationale.py lengths [N] [--tokenizer PATH]`: the mean length of each rationale form by belief
+order on N generated items (default 2000, orders 0-6, seed 0) and on the HiToM release when present, in words
+(`str.split`) and, given a `tokenizer.json` (e.g. SmolLM2's), in tokens: the table of docs/rationales.md.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import io
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -19,7 +24,8 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import tomforge.rl.columns as columns  # noqa: E402
 from tomforge.generators.generate import generate_records  # noqa: E402
-from tomforge.generators.rationale_text import rationale_columns  # noqa: E402
+from tomforge.generators.rationale import rationale_of_record  # noqa: E402
+from tomforge.generators.rationale_text import FORMS, rationale_columns, rationale_text  # noqa: E402
 from tomforge.generators.real.report import read_records  # noqa: E402
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real-data"
@@ -35,7 +41,46 @@ def measure(records: list[dict], rationales: columns.Rationales | None) -> tuple
     return seconds, table.nbytes, buffer.tell(), sum(v is not None for v in table.column("rationale").to_pylist())
 
 
+def lengths(records: list[dict], count: Callable[[str], int]) -> dict[str, dict[int, float]]:
+    """{form: {belief order: mean length}} over the records that have a rationale."""
+    totals: dict[str, dict[int, list[int]]] = {form: {} for form in FORMS}
+    for rec in records:
+        r = rationale_of_record(rec)
+        if r is None or rec.get("belief_order") is None:
+            continue
+        for form in FORMS:
+            totals[form].setdefault(int(rec["belief_order"]), []).append(count(rationale_text(r, form)))
+    return {form: {o: sum(v) / len(v) for o, v in sorted(by.items())} for form, by in totals.items()}
+
+
+def main_lengths(args: list[str]) -> None:
+    tokenizer = args[args.index("--tokenizer") + 1] if "--tokenizer" in args else None
+    rest = [a for i, a in enumerate(args) if a != "--tokenizer" and (i == 0 or args[i - 1] != "--tokenizer")]
+    n = int(rest[0]) if rest else 2000
+    counters: dict[str, Callable[[str], int]] = {"words": lambda text: len(text.split())}
+    if tokenizer:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(tokenizer)
+        counters["tokens"] = lambda text: len(tok.encode(text).ids)
+    sets = {f"generated {n}": list(generate_records(n, max_order=6, seed=0))}
+    hitom = REAL / "hitom" / "Hi-ToM_data.json"
+    if hitom.is_file():
+        sets["HiToM release"] = read_records("hitom", hitom)
+    for unit, count in counters.items():
+        for name, records in sets.items():
+            table = lengths(records, count)
+            orders = sorted({o for by in table.values() for o in by})
+            print(f"\nmean {unit}, {name}\n| form | " + " | ".join(f"order {o}" for o in orders) + " |")
+            print("|---|" + "---|" * len(orders))
+            for form, by in table.items():
+                print(f"| {form} | " + " | ".join(f"{by[o]:.0f}" if o in by else "" for o in orders) + " |")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["lengths"]:
+        main_lengths(sys.argv[2:])
+        return
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     sets = {f"generated {n} (orders 0-6)": list(generate_records(n, seed=0))}
     for source, path in (("hitom", REAL / "hitom" / "Hi-ToM_data.json"), ("tomi", REAL / "tomi" / "fb_all_test.txt")):

@@ -14,7 +14,9 @@ the same seed):
 - `rationale-rl-process`: the same with the process reward added (`RewardWeights.process`);
 - `rationale-beliefs`, `rationale-curriculum`: the `rationale` arm with the other text forms of
   `generators.rationale_text.FORMS` (run 9: which form to keep), evaluated with room for their longer texts;
-- `rationale-curriculum-rl-process`: the curriculum model, then RL with outcome + process reward (run 11).
+- `rationale-curriculum-rl-process`: the curriculum model, then RL with outcome + process reward (run 11);
+- `answer-only-Nk`, `curriculum-Nk`, `events-Nk`, `steps-Nk`: the scaling curve (issue 37), SFT on N examples of
+  one training split with that target (`steps`: the form whose order k is k applications of one step).
 
 Every model is evaluated (greedy, the fast path) on controlled held-out orders 0-3 and 4-6 (never trained),
 templated held-out orders 0-3, HiToM's held-out stories and order 4, and the ToMi test sample; the rows, with
@@ -89,10 +91,11 @@ ARMS = {
         f"answer-only-{n // 1000}k": Arm("tomforge_gen/train_controlled", rationale=False, sft_examples=n)
         for n in SCALING_EXAMPLES
     },
-    # the same curve for rationale targets (run 16): N examples of the same split, each rationale form
+    # the same curve for rationale targets (run 16): N examples of the same split, each rationale form; `steps`
+    # (issue 37 item 3: order k is k applications of one step) runs to ~220 words (~390 SmolLM2 tokens) at order 6 (docs/rationales.md)
     **{
         f"{form}-{n // 1000}k": Arm("tomforge_gen/train_controlled", form=form, sft_examples=n, eval_tokens=640)
-        for form in ("curriculum", "events")
+        for form in ("curriculum", "events", "steps")
         for n in SCALING_EXAMPLES
     },
 }

@@ -173,18 +173,29 @@ class TraceWorld:
         """Every event that sets the chain's belief, in story order (order 0: every placement); the
         chain's belief after any point of the story is the container of the last one before it."""
         chain = list(chain)
-        places = [e for e in self.events if e.what == "place"]
         if not chain:
-            return places
+            return [e for e in self.events if e.what == "place"]
+        return [event for event in self.reaching_events(chain) if self.counts(chain, event)]
+
+    def reaching_events(self, chain: Iterable[str]) -> list[Perceived]:
+        """The events that reach the chain, in story order, before the rule of what each one sets
+        (`counts`): every event its first agent perceived (secretly or not) that each later agent
+        perceived openly; under `reentry_common_knowledge` (order 2+) also every entry into the room by
+        an agent of the chain; under `bystander_entry_final`, when it applies, the last placement only.
+        Order 0: every event about the object. The chain's counting events are a subset; a chain's
+        reaching events are a subset of its prefix's, but for the entries `reentry_common_knowledge` adds."""
+        chain = list(chain)
+        if not chain:
+            return list(self.events)
         if self.rules.bystander_entry_final and len(chain) > 1 and self.entered - set(chain):
-            return places[-1:]
+            return [e for e in self.events if e.what == "place"][-1:]
         events = self.perceived_by[chain[0]]
         for agent in chain[1:]:
             events = [e for e in events if agent in e.public]
         if self.rules.reentry_common_knowledge and len(chain) > 1:
             extra = [e for e in self.events if e.entrant in chain and e not in events]
             events = sorted(events + extra, key=lambda e: e.step)
-        return [event for event in events if self.counts(chain, event)]
+        return events
 
     def counts(self, chain: list[str], event: Perceived) -> bool:
         """Whether `event`, already known to reach every agent of the chain, sets the chain's belief."""

@@ -8,7 +8,8 @@ function of the record, computed when a release is exported (`rl.columns`).
 
 Structure (`Rationale.to_json()`): for every event about the question's object (placement, move,
 reveal on entering, tell), one row with, for each prefix of the chain (a1; a1 > a2; ...; the whole
-chain), whether the event sets that nested belief, why not when it does not (in the words of the
+chain), whether the event reaches that prefix (`TraceWorld.reaching_events`: its agents perceived it, the
+later ones openly), whether it sets that nested belief, why not when it does not (in the words of the
 process-reward grammar, `rl.claims`), and the nested belief after it. The belief of the whole chain
 after its last counting event is the answer. `rationale_text` renders it in one of the named forms
 (`FORMS`).
@@ -26,7 +27,7 @@ from tomforge.generators.real.oracle import SOURCE_RULES, parse_record
 from tomforge.generators.real.story import ParseError
 from tomforge.generators.world_question import WorldQuestion
 
-RATIONALE_VERSION = 1
+RATIONALE_VERSION = 2  # 2: per-level `reaches`
 GENERATED_RULES = "tomforge"
 _CONTAINER_QUESTIONS = frozenset({"reality", "memory", "first_order_belief", "higher_order_belief", "location"})
 
@@ -74,6 +75,7 @@ class EventRow:
     perceivers: tuple[str, ...]  # everyone who perceived it (secret witnesses included)
     trusting: tuple[str, ...]  # tells: the listeners who trust the speaker
     counts: tuple[bool, ...]  # per level (prefix of the chain; one level "reality" for order 0)
+    reaches: tuple[bool, ...]  # per level: the event reached that prefix (memory: the first placement only)
     why_not: tuple[str | None, ...]
     beliefs: tuple[str | None, ...]  # the nested belief of each level after this event
 
@@ -112,6 +114,7 @@ class Rationale:
                     "perceivers": list(e.perceivers),
                     "trusting": list(e.trusting),
                     "counts": list(e.counts),
+                    "reaches": list(e.reaches),
                     "why_not": list(e.why_not),
                     "beliefs": list(e.beliefs),
                 }
@@ -161,8 +164,10 @@ def build_rationale(question: WorldQuestion) -> Rationale:
         first = next((e for e in world.events if e.what == "place"), None)
         counting = [{first.step} if first else set()]
         levels = ((),)
+        reaching = counting
     else:
         counting = [{e.step for e in world.counting_events(level)} for level in levels]
+        reaching = [{e.step for e in world.reaching_events(level)} for level in levels]
     current: list[str | None] = [None] * len(levels)
     rows = []
     for event in world.events:
@@ -183,6 +188,7 @@ def build_rationale(question: WorldQuestion) -> Rationale:
                 tuple(sorted(event.perceivers)),
                 tuple(sorted(event.trusting)),
                 counts,
+                tuple(event.step in steps for steps in reaching),
                 reasons,
                 tuple(current),
             )

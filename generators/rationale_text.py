@@ -6,6 +6,9 @@
 - `beliefs`: every event, then each nested belief along the chain that it changes.
 - `curriculum`: order by order (a1; a1 thinks a2; ...), the last event that counts at that order and
   the last later event that does not (with why), then that order's belief.
+- `steps`: the events about the object, numbered (real stories: by their lines), then one step per agent
+  of the chain, each of the same shape, so that order k is k applications of one local step (see
+  `steps_form`).
 
 Every form ends with "In the end, <chain> the <object> is in the <container>." (memory questions:
 "At the start, the <object> is in the <container>."), the sentence a fidelity check looks for.
@@ -31,6 +34,11 @@ def belief_sentence(chain: tuple[str, ...], obj: str, container: str | None) -> 
 
 def event_sentence(row: EventRow, obj: str) -> str:
     """The event in the grammar's words, prefixed by 'Line N:' when the story numbers its lines."""
+    said = _said(row, obj)
+    return f"Line {row.line}: {said}" if row.line is not None else said
+
+
+def _said(row: EventRow, obj: str) -> str:
     if row.what == "init":
         said = f"The {obj} starts in the {row.container}"
     elif row.what == "move":
@@ -40,7 +48,7 @@ def event_sentence(row: EventRow, obj: str) -> str:
     else:
         audience = " and ".join(row.listeners) if row.listeners is not None else "everyone"
         said = f"{row.actor} tells {audience} the {obj} is in the {row.container}"
-    return f"Line {row.line}: {said}" if row.line is not None else said
+    return said
 
 
 def conclusion(r: Rationale) -> str:
@@ -117,10 +125,63 @@ def curriculum_form(r: Rationale) -> str:
     return "\n".join([*lines, conclusion(r)])
 
 
+def _what_it_says(row: EventRow, obj: str) -> str:
+    """What an event says of the object: 'puts', 'shows' (a reveal), 'says' (a tell)."""
+    if row.what == "tell":
+        return f"says the {obj} is in the {row.container}"
+    return f"{'shows' if row.what == 'reveal' else 'puts'} the {obj} in the {row.container}"
+
+
+def _labelled(label: int | None, row: EventRow, obj: str) -> str:
+    return f"Event {label}{'' if row.line is None else f', line {row.line}'}: {_said(row, obj)}"
+
+
+def steps_form(r: Rationale) -> str:
+    """Order k as k applications of one local step.
+
+    First every event about the object, one line each, numbered "Event N:" (a story that gives each
+    event a line of its own keeps its "Line N:"; where one line holds several, "Event N, line L:"). Then
+    step j (j = 1..k, for the chain a1 ... ak) is one line, "Step j, aj: events E, F; the last that
+    counts, event F, puts the <object> in the <container>.", about the chain a1 thinks ... aj: it names
+    only the agent it adds, so a step of order 6 is as long as one of order 2. Its list is the events
+    that reach a1..aj (`EventRow.reaches`): of the previous step's list, those aj perceived openly
+    (step 1: those a1 perceived at all), so each list is a subset of the one before and order 4-6 are
+    more of the same step. The step keeps the events that reach, not the events that count: a tell
+    counts by who of the last two agents trusts whom (the speaker's own claim does not count for the
+    speaker, but does for "the speaker thinks the trusting listener thinks"), so the counting sets
+    alone are not nested (29-43% of generated items of each order 2-6), while the reaching sets are; which of the list counts is a rule of the step's last two agents
+    only, and "the last that counts" names it. Under ToMi's rules an entry into the room by an agent
+    of the chain reaches every later step too (entering is common knowledge), the one way a list can
+    grow. Order 0 is one step, "reality" (every event; the placements count); a memory question is
+    one step, "the start" (the first placement). Then the usual conclusion. Every clause is a claim of
+    `rl.claims` (event, kept, deciding, belief).
+    """
+    rows = r.events
+    story_lines = [row.line for row in rows]
+    lined = None not in story_lines and len(set(story_lines)) == len(rows)  # each event its own line
+    noun = "line" if lined else "event"
+    label = {row.step: (row.line if lined else i) for i, row in enumerate(rows, start=1)}
+    lines = [f"{event_sentence(row, r.obj) if lined else _labelled(label[row.step], row, r.obj)}." for row in rows]
+    memory = r.question.kind == "memory"
+    for index, level in enumerate(r.levels):
+        head = "the start" if memory else level[-1] if level else "reality"
+        kept = [str(label[row.step]) for row in rows if row.reaches[index]]
+        listed = f"{noun}s {', '.join(kept)}" if len(kept) > 1 else f"{noun} {kept[0]}" if kept else "no events"
+        counting = [row for row in rows if row.counts[index]]
+        if counting:
+            last = counting[-1]
+            said = f"the last that counts, {noun} {label[last.step]}, {_what_it_says(last, r.obj)}"
+        else:
+            said = "none counts"
+        lines.append(f"Step {index + 1}, {head}: {listed}; {said}.")
+    return "\n".join([*lines, conclusion(r)])
+
+
 FORMS: dict[str, Callable[[Rationale], str]] = {
     "events": events_form,
     "beliefs": beliefs_form,
     "curriculum": curriculum_form,
+    "steps": steps_form,
 }
 DEFAULT_FORM = "events"
 assert tuple(FORMS) == RATIONALE_FORMS, "the release's rationale_text struct names every form"

@@ -25,13 +25,21 @@ makes a belief claim, a wrong one). A clause may start with a time: "Line N:" / 
   hear|witness) (it|this|that)`, `NAME missed it` (not perceived); `NAME (was not|wasn't) (there|
   present|in the room)`, `NAME had (already )?left`, `NAME was (away|gone|outside)` (not in the room); `NAME watched in secret`
   (perceived, not in the room);
-- trust: `NAME (trusts|trusted) NAME`, `NAME (does not|doesn't|did not|didn't) trust NAME`.
+- trust: `NAME (trusts|trusted) NAME`, `NAME (does not|doesn't|did not|didn't) trust NAME`;
+- steps (the `steps` rationale form): a clause may start with a label, "Event N:", which names the event
+  it states; `step N, (reality|the start|NAME( thinks NAME)*): (events|lines) N(, N)*` (or `no events`)
+  says which events reach that chain (`kept`; events by label, lines by the story's line numbers; reality:
+  every event about the object; the start: the first placement), and sets the chain of the clauses after
+  it; `step N, NAME` with N > 1 names the chain of step N-1's first N-1 agents, then NAME; `the last that
+  counts, (event|line) N, (puts|shows) OBJ in PLACE` / `... says OBJ is in PLACE` says that event is the
+  last that sets that chain's belief, and puts the object in PLACE (`deciding`); `none counts`: no event
+  sets it (`none_counts`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 _SPLIT = re.compile(r"[.;!?\n]+|,?\s+(?=\b(?:so|because|but|therefore|hence)\b)")
@@ -45,6 +53,8 @@ _THINK = r"(?:thinks|believes|knows|assumes|expects|think|believe|would think|wi
 _MOVE = r"(?:moves|moved|puts|put|places|placed|relocates|relocated|transfers|transferred|moving|putting)"
 _TELL = r"(?:tells|told|says|said|claims|claimed|announces|announced|lies|lied|states|stated)"
 _SEE = r"(?:saw|sees|heard|hears|witnessed|noticed|watched)"
+_LABEL = re.compile(r"^event (?P<label>\d+)[,:]\s*")
+_REFS = r"(?P<kind>event|line)s? (?P<refs>\d+(?:(?:,|, and| and) \d+)*)"
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,9 @@ class Claim:
     event: str | None = None  # event claims: init | move | reveal | tell
     line: int | None = None
     time: str | None = None  # "start" | "end" | None (the event last named, else the end)
+    label: int | None = None  # the text's own number for the event its clause states ("Event N:")
+    refs: tuple[int, ...] = ()  # kept / deciding: the events referred to, by label or line
+    ref_kind: str | None = None  # "event" (a label) | "line" | None (no events)
 
 
 def norm(text: str) -> str:
@@ -129,6 +142,13 @@ class _Patterns:
         self.secret = re.compile(
             rf"^(?P<names>{name}) (?:watched|saw it|saw) in secret$|"
             rf"^(?P<names2>{name}) secretly (?:watched|saw)(?: it)?$"
+        )
+        self.step = re.compile(
+            rf"^step (?P<n>\d+)[,:]? (?P<who>reality|the start|{name}(?: thinks {name})*)[,:]? (?:no events|{_REFS})$"
+        )
+        self.deciding = re.compile(
+            rf"^the last (?:event )?that counts,? (?:is )?(?P<kind>event|line) (?P<ref>\d+),? "
+            rf"(?:(?:puts|shows) {obj}|says {obj} is) (?:in|inside|on) {place}$"
         )
         self.trust = re.compile(rf"^(?P<agent>{name}) (?:trusts|trusted) (?P<other>{name})$")
         self.distrust = re.compile(rf"^(?P<agent>{name}) (?:does not|doesn't|did not|didn't) trust (?P<other>{name})$")
@@ -201,18 +221,57 @@ def _about_belief(p: _Patterns, clause: str, base: dict) -> list[Claim]:
     return [Claim("belief", chain=chain, container=p.place(m.group("place")), **base)]
 
 
+def _about_steps(p: _Patterns, clause: str, base: dict, step: dict) -> list[Claim]:
+    """The `steps` form's clauses; `step` carries the chain (and time) of the last step head."""
+    m = p.step.match(clause)
+    if m:
+        who, n = m.group("who"), int(m.group("n"))
+        chain = p.agents_in(who)  # reality, the start: ()
+        if len(chain) == 1:  # "step N, NAME": the chain of step N-1 (cut to N-1 agents), then NAME
+            before = step.get("chain", ())
+            chain = (*before[: n - 1], *chain) if len(before) >= n - 1 else ()
+        step.clear()
+        if not chain and who not in ("reality", "the start"):
+            return []  # a step whose chain the text never built
+        step.update(chain=chain, time="start" if who == "the start" else None)
+        refs = tuple(int(n) for n in re.findall(r"\d+", m.group("refs") or ""))
+        return [Claim("kept", **{**base, **step}, refs=refs, ref_kind=m.group("kind"))]
+    if not step:
+        return []
+    m = p.deciding.match(clause)
+    if m:
+        container = p.place(m.group("place"))
+        return [
+            Claim(
+                "deciding",
+                **{**base, **step},
+                container=container,
+                refs=(int(m.group("ref")),),
+                ref_kind=m.group("kind"),
+            )
+        ]
+    if re.match(r"^none (?:of them )?counts$", clause):
+        return [Claim("none_counts", **{**base, **step})]
+    return []
+
+
 def parse_claims(text: str, vocab: Vocabulary) -> list[Claim]:
     """Every claim of `text` in order (see the module docstring for the grammar)."""
     p = _Patterns(vocab)
     found: list[Claim] = []
+    step: dict = {}  # the chain and time of the last "step N, ...:" head
     for raw in clauses(text):
         clause = norm(raw)
         line: int | None = None
         time: str | None = None
+        label: int | None = None
         while True:
             stripped = _LEAD.sub("", clause)
-            m = _TIME.match(stripped)
-            if m:
+            m = _TIME.match(stripped) or _LABEL.match(stripped)
+            if m and m.re is _LABEL:
+                label = int(m.group("label"))
+                stripped = stripped[m.end() :]
+            elif m:
                 line = int(m.group("line")) if m.group("line") else line
                 time = "start" if m.group("start") else "end" if m.group("end") else time
                 stripped = stripped[m.end() :]
@@ -220,7 +279,11 @@ def parse_claims(text: str, vocab: Vocabulary) -> list[Claim]:
                 break
             clause = stripped
         base = {"text": raw, "line": line, "time": time}
-        found.extend(_about_event(p, clause, base) or _about_belief(p, clause, base) or _about_people(p, clause, base))
+        said = _about_steps(p, clause, base, step)
+        if not said:
+            said = _about_event(p, clause, base)
+            said = [replace(c, label=label) for c in said]  # the clause's label (the checker reads events')
+        found.extend(said or _about_belief(p, clause, base) or _about_people(p, clause, base))
     return found
 
 

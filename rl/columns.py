@@ -50,7 +50,7 @@ EXTRA_INFO_TYPE = pa.struct(
         ("template_id", pa.string()),
     ]
 )
-RATIONALE_FORMS = ("events", "beliefs", "curriculum")  # `generators.rationale_text.FORMS` renders each
+RATIONALE_FORMS = ("events", "beliefs", "curriculum", "steps")  # `generators.rationale_text.FORMS` renders each
 RATIONALE_TEXT_TYPE = pa.struct([(form, pa.string()) for form in RATIONALE_FORMS])
 RL_SCHEMA = pa.schema(
     [

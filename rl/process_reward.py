@@ -13,6 +13,13 @@ chain (for a memory question: its last statement of where the object started) na
 container and is true when it is made. A text is faithful when it also names the deciding event (the
 last event that sets the chain's belief; for memory, the first placement) and no claim of it is
 contradicted: a text that only asserts the conclusion, or invents a move, is not, whatever it concludes.
+
+The `steps` form's claims refer to events by the text's labels ("Event N:", the first event after the
+one last named that the labelled claim fits) or by the story's lines. `kept` is right when the events
+referred to are exactly those reaching its chain (`TraceWorld.reaching_events`; reality: every event
+about the object; the start: the first placement); `deciding` when the event referred to is the chain's
+last counting event (the start: the first placement) and puts the object in the named place;
+`none_counts` when no event counts for the chain. A label the text never gave is `unverifiable`.
 """
 
 from __future__ import annotations
@@ -140,14 +147,58 @@ class _Checker:
         trusts = {claim.agent in e.trusting for e in tells} or {self.world.trusts(str(claim.agent), str(claim.other))}
         return CORRECT if (claim.kind == "trust") in trusts else CONTRADICTED
 
+    def resolve(self, claim: Claim, labels: dict[int, int]) -> set[int] | None:
+        """The steps of the events a kept / deciding claim refers to (None: a label never given)."""
+        if claim.ref_kind == "line":
+            return {e.step for e in self.world.events if self.trace[e.step + 1].get("line") in claim.refs}
+        if any(ref not in labels for ref in claim.refs):
+            return None
+        return {labels[ref] for ref in claim.refs}
+
+    def names_a_line_without_event(self, claim: Claim) -> bool:
+        """A line reference to a line that holds no event about the object (the claim is then wrong)."""
+        lines = {self.trace[e.step + 1].get("line") for e in self.world.events}
+        return claim.ref_kind == "line" and not lines.issuperset(claim.refs)
+
+    def step_counting(self, claim: Claim) -> list[Perceived]:
+        """The events that count for a step claim's chain (the start: the first placement)."""
+        if claim.time == "start":
+            return [e for e in self.world.events if e.step == self.start]
+        return self.world.counting_events(claim.chain)
+
+    def about_steps(self, claim: Claim, labels: dict[int, int]) -> tuple[str, tuple[int, ...]]:
+        """The verdict of a kept / deciding / none_counts claim, and the deciding event it names if right."""
+        if claim.kind == "none_counts":
+            return (CONTRADICTED if self.step_counting(claim) else CORRECT), ()
+        steps = self.resolve(claim, labels)
+        if steps is None:
+            return UNVERIFIABLE, ()
+        if self.names_a_line_without_event(claim):
+            return CONTRADICTED, ()
+        if claim.kind == "kept":
+            reaching = self.step_counting(claim) if claim.time == "start" else self.world.reaching_events(claim.chain)
+            return (CORRECT if steps == {e.step for e in reaching} else CONTRADICTED), ()
+        counting = self.step_counting(claim)
+        last = counting[-1] if counting else None
+        if last is not None and steps == {last.step} and last.container == claim.container:
+            return CORRECT, (last.step,)
+        return CONTRADICTED, ()
+
     def check(self, claims: list[Claim]) -> list[Checked]:
         cursor: list[Perceived] = []
+        labels: dict[int, int] = {}  # the text's event labels -> steps
         out = []
         for claim in claims:
             if claim.kind == "event":
                 found = self.find_events(claim, cursor)
                 cursor = found or cursor
+                if found and claim.label is not None:
+                    labels[claim.label] = found[0].step
                 out.append(Checked(claim, CORRECT if found else CONTRADICTED, tuple(e.step for e in found)))
+                continue
+            if claim.kind in ("kept", "deciding", "none_counts"):
+                verdict, named = self.about_steps(claim, labels)
+                out.append(Checked(claim, verdict, named))
                 continue
             elif claim.kind == "belief":
                 verdict = self.about_belief(claim, cursor)

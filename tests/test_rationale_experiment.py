@@ -17,9 +17,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    # eight arms of the rationale runs and seven sizes of the scaling curve in three target forms (answer only,
-    # curriculum, events), x three seeds x (train, eval)
-    assert len(jobs) == len(set(jobs)) == (8 + 7 * 3) * 3 * 2
+    # eight arms of the rationale runs and seven sizes of the scaling curve in four target forms (answer only,
+    # curriculum, events, steps), x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == (8 + 7 * 4) * 3 * 2
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
@@ -38,7 +38,11 @@ def test_a_scaling_arm_trains_on_its_examples_at_the_recipes_batch() -> None:
     assert sft_steps(ARMS["answer-only"], recipe) == RECIPE["sft_steps"]  # the other arms keep the recipe's steps
     assert not ARMS["answer-only-32k"].rationale
     # run 16: the rationale arms of the curve train on their own form, with room for its text at evaluation
-    assert (ARMS["curriculum-64k"].form, ARMS["events-8k"].form) == ("curriculum", "events")
+    assert (ARMS["curriculum-64k"].form, ARMS["events-8k"].form, ARMS["steps-32k"].form) == (
+        "curriculum",
+        "events",
+        "steps",
+    )
     assert ARMS["curriculum-64k"].rationale and ARMS["curriculum-64k"].eval_tokens == 640
     assert sft_steps(ARMS["events-128k"], recipe) == 1000
 
