@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from tomforge.rl import stage
+from tomforge.rl import distributed, stage
 from tomforge.rl.trl_backend import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
 
@@ -32,8 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = json.loads(args.settings_json)
     if args.backend == "trl":
-        result = stage.run_trl_here(TrlSettings(**settings), args.dataset, args.revision, args.train, args.limit)
-        print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
+        trl_settings = TrlSettings(**settings)
+        if distributed.under_launcher() and not distributed.cuda_available():
+            trl_settings.extra.setdefault("use_cpu", True)  # the Trainer joins the other processes over gloo
+        result = stage.run_trl_here(trl_settings, args.dataset, args.revision, args.train, args.limit)
+        if distributed.is_main_process():
+            print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
         return 0
     return stage.run_verl_here(
         VerlSettings(**settings), args.dataset, args.revision, args.train, args.val, args.data_dir

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tomforge.rl import trl_backend, verl_backend
+from tomforge.rl import distributed, trl_backend, verl_backend
 from tomforge.rl.models import is_gguf
 from tomforge.rl.release import SplitRef, fetch_release, read_split, write_rl_parquet
 from tomforge.rl.trained_on import write_training_record
@@ -104,7 +104,8 @@ def run_trl_here(
     ref = SplitRef.parse(train)
     table = read_split(root, ref, limit)
     result = trl_backend.train_trl(settings, Dataset(table))
-    write_training_record(settings.output_dir, dataset, revision, ref, table)
+    if distributed.is_main_process():  # one writer where several processes trained (`--gpus N`)
+        write_training_record(settings.output_dir, dataset, revision, ref, table)
     return result
 
 

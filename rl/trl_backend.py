@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
+from tomforge.rl.distributed import launcher
 from tomforge.rl.models import materialize
 from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
@@ -229,9 +230,12 @@ def trl_launch_command(
     train: str,
     n_gpus: int = 1,
     accelerate_config: str | None = None,
+    *,
+    cuda: bool | None = None,
 ) -> list[str]:
-    """The command line that runs this training: plain python on one GPU, `accelerate launch`
-    with one process per GPU on several (the same script; TRL shards generation and the batch)."""
+    """The command line that runs this training: plain python on one GPU; on several, one process per GPU
+    (`rl.distributed.launcher`: `accelerate launch` with the DDP config, or `accelerate_config`: `fsdp` or a file;
+    torch's elastic launcher without CUDA), the same script: TRL shards generation and the batch."""
     args = [
         "-m",
         "tomforge.rl.launch",
@@ -247,10 +251,7 @@ def trl_launch_command(
         args += ["--revision", revision]
     if n_gpus <= 1:
         return [sys.executable or "python", *args]
-    launcher = ["accelerate", "launch", "--num_processes", str(n_gpus), "--mixed_precision", "bf16" if s.bf16 else "no"]
-    if accelerate_config:
-        launcher += ["--config_file", accelerate_config]
-    return [*launcher, *args]
+    return [*launcher(n_gpus, accelerate_config, bf16=s.bf16, cuda=cuda), *args]
 
 
 def format_command(cmd: list[str]) -> str:

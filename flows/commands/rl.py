@@ -4,10 +4,11 @@ warehouse's libraries are imported inside the commands, so the GPU machine's env
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -239,13 +240,22 @@ def eval_(
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
+    gpus: int = typer.Option(
+        1,
+        "--gpus",
+        min=1,
+        help="Processes, one per GPU: each generates every N-th batch of each split, the first gathers the rows "
+        "(the same rows as one process).",
+    ),
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
+    from tomforge.rl import distributed
     from tomforge.rl.evaluate import (
         GenerationStats,
         evaluate,
         format_matrix,
+        merge_shards,
         plot_by_order,
         store_results,
         summarize,
@@ -264,8 +274,25 @@ def eval_(
         timeout_from_env()
     check_model_spec(model)
     refs = [SplitRef.parse(s) for s in splits]
+    if gpus > 1 and not distributed.under_launcher():
+        root = fetch_release(dataset, revision)  # downloaded once, before the processes read it
+        code = subprocess.call(
+            [
+                *distributed.launcher(gpus, cuda=False),  # torch's launcher: eval gathers over gloo only
+                "-m",
+                "tomforge.flows.cli",
+                "eval",
+                *eval_arguments(locals()),
+            ]
+        )
+        if code:
+            exit_with_error(f"the {gpus} evaluation processes exited with status {code}", ExitCode.INTERNAL)
+        return
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
+    shard, positions = distributed.current_shard(), []
+    if shard.world > 1:  # each process on its own GPU before the model loads
+        distributed.init_process_group("gloo")
     try:
         rows = evaluate(
             model,
@@ -277,10 +304,21 @@ def eval_(
             label=label,
             limit=limit,
             stats=stats,
+            shard=shard if shard.world > 1 else None,
+            positions=positions,
             **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+    parts = distributed.gather_to_main((positions, rows, stats))
+    if parts is None:  # not the first process: it handed its rows over
+        return
+    rows = merge_shards((where, part) for where, part, _ in parts)
+    stats = GenerationStats(
+        n_sequences=sum(s.n_sequences for _, _, s in parts),
+        new_tokens=sum(s.new_tokens for _, _, s in parts),
+        seconds=max(s.seconds for _, _, s in parts),  # side by side: the slowest process's time
+    )
     labels = {row["label"] for row in rows}
     record = read_training_record(model) if Path(model).is_dir() else None
     summary = summarize(rows, training={name: record for name in labels}, **flags_set(threshold=gate))
@@ -302,3 +340,24 @@ def eval_(
             ) from None
         console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     sys.stdout.write(format_matrix(summary) + "\n")
+
+
+def eval_arguments(given: dict[str, Any]) -> list[str]:
+    """`tomforge eval`'s own arguments again (from its parameters), for the processes `--gpus N` starts."""
+    args = ["--model", given["model"], "--dataset", given["dataset"], "--warehouse", str(given["warehouse"])]
+    args += ["--out", str(given["out"]), "--store" if given["store"] else "--no-store"]
+    for flag, name in (
+        ("--revision", "revision"),
+        ("--label", "label"),
+        ("--limit", "limit"),
+        ("--batch-size", "batch_size"),
+        ("--max-new-tokens", "max_new_tokens"),
+        ("--generator", "generator"),
+        ("--gate", "gate"),
+    ):
+        if given[name] is not None:
+            args += [flag, str(given[name])]
+    for flag, name in (("--split", "splits"), ("--in-distribution", "in_distribution")):
+        for value in given[name]:
+            args += [flag, value]
+    return args
