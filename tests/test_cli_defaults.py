@@ -246,6 +246,7 @@ CLI_OWNED = {
     ("eval", "in_distribution"),
     ("eval", "store"),
     ("eval", "out"),
+    ("eval", "gpus"),  # 1: this process, the path before issue 41
     ("generate", "operators"),
     ("generate", "held_out"),
     ("publish", "dry_run"),

@@ -107,7 +107,13 @@ def train(
         "--max-completion-length",
         by_backend={"trl": f"{TRL}.max_completion_length", "verl": f"{VERL}.max_response_length"},
     ),
-    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
+    gpus: int = typer.Option(
+        1,
+        "--gpus",
+        min=1,
+        help="GPUs per node: TRL runs one process per GPU (accelerate launch; docs/rl.md, Several GPUs), "
+        "verl gets trainer.n_gpus_per_node.",
+    ),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: Optional[bool] = setting_option("--bf16/--no-bf16", setting=f"{TRL}.bf16", help="TRL: bfloat16."),
     seed: Optional[int] = setting_option(
@@ -124,7 +130,11 @@ def train(
         help="TRL: compile the rollouts' layer halves and the policy's layers (default: where CUDA and Triton are; "
         "about 60 s at the start, pays after about 70 steps: docs/rl-speed.md).",
     ),
-    accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
+    accelerate_config: Optional[str] = typer.Option(
+        None,
+        "--accelerate-config",
+        help="TRL with --gpus N on CUDA: ddp (the default), fsdp (rl/accelerate_*.yaml) or your own config file.",
+    ),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: Optional[str] = setting_option(
         "--data-dir",
@@ -290,7 +300,8 @@ def eval_(
         return
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
-    shard, positions = distributed.current_shard(), []
+    shard = distributed.current_shard()
+    positions: list[tuple[int, int]] = []
     if shard.world > 1:  # each process on its own GPU before the model loads
         distributed.init_process_group("gloo")
     try:

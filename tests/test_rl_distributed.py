@@ -1,0 +1,136 @@
+"""Several GPUs of one host (issue 41), the parts that need no training: the launcher's command and the checked-in
+accelerate configs as accelerate itself reads them, the evaluation's shards and their merge (worked out by hand),
+and the rank helpers, with `gather_to_main` across two real processes on gloo. The trainings of two processes
+against one are in tests/test_rl_several_gpus.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from tomforge.rl import distributed, stage  # noqa: E402
+from tomforge.rl.evaluate import merge_shards  # noqa: E402
+from tomforge.rl.trl_backend import TrlSettings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- the launcher and the configs (no processes)
+
+
+def test_launcher_is_accelerate_with_the_checked_in_configs_on_cuda_and_torchrun_on_the_cpu(tmp_path: Path) -> None:
+    ddp = distributed.launcher(4, cuda=True)
+    assert ddp[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
+    assert ddp[ddp.index("--config_file") + 1] == str(ROOT / "rl" / "accelerate_ddp.yaml")
+    assert ddp[ddp.index("--num_processes") + 1] == "4" and ddp[ddp.index("--num_machines") + 1] == "1"
+    assert ddp[ddp.index("--mixed_precision") + 1] == "no"
+    fsdp = distributed.launcher(2, "fsdp", bf16=True, cuda=True)
+    assert fsdp[fsdp.index("--config_file") + 1] == str(ROOT / "rl" / "accelerate_fsdp.yaml")
+    assert fsdp[fsdp.index("--mixed_precision") + 1] == "bf16"
+    own = tmp_path / "mine.yaml"
+    assert distributed.launcher(2, str(own), cuda=True)[4] == str(own)
+    assert distributed.launcher(3, "fsdp", cuda=False) == [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "3",
+    ]
+    settings = TrlSettings(model="m", num_generations=2, per_device_train_batch_size=4)
+    one = stage.plan_trl(settings, "org/tom", None, "tomforge_gen/train")
+    assert one.command[1:4] == ["-m", "tomforge.rl.launch", "trl"]  # one GPU: this process, no launcher
+    many = stage.plan_trl(settings, "org/tom", None, "tomforge_gen/train", n_gpus=8, accelerate_config="fsdp")
+    here = distributed.launcher(8, "fsdp")  # this machine's launcher: torchrun without CUDA
+    assert many.command[: len(here)] == here
+    assert many.command[len(here) :][:3] == ["-m", "tomforge.rl.launch", "trl"]
+
+
+@pytest.mark.parametrize("name", ["ddp", "fsdp"])
+def test_accelerate_reads_the_checked_in_configs_as_documented(name: str) -> None:
+    """accelerate's own parser and environment builder, given the command `tomforge train --gpus 4` would run."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_multi_gpu_env
+
+    command = distributed.launcher(4, name, bf16=True, cuda=True)
+    args = launch_command_parser().parse_args([*command[3:], "-m", "tomforge.rl.launch"])
+    args, _, _ = _validate_launch_command(args)
+    env = prepare_multi_gpu_env(args)
+    assert args.num_processes == 4 and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
+    if name == "ddp":
+        assert args.multi_gpu and not args.use_fsdp and "ACCELERATE_USE_FSDP" not in env
+    else:
+        assert args.use_fsdp and env["ACCELERATE_USE_FSDP"] == "true" and env["FSDP_VERSION"] == "2"
+        assert env["FSDP_AUTO_WRAP_POLICY"] == "TRANSFORMER_BASED_WRAP"
+        assert env["FSDP_STATE_DICT_TYPE"] == "FULL_STATE_DICT"  # a plain model folder at the end
+
+
+def test_a_shard_takes_every_nth_batch_of_the_one_process_order() -> None:
+    order = [4, 0, 3, 1, 2]  # five items sorted by length; batches of 2: [4, 0], [3, 1], [2]
+    assert distributed.Shard(0, 2).of_batches(order, 2) == [4, 0, 2]
+    assert distributed.Shard(1, 2).of_batches(order, 2) == [3, 1]
+    assert distributed.Shard(0, 3).of_batches(order, 2) == [4, 0]
+    assert distributed.Shard(1, 3).of_batches(order, 2) == [3, 1]
+    assert distributed.Shard(2, 3).of_batches(order, 2) == [2]
+    assert distributed.Shard(2, 4).of_batches(order, 2) == [2]
+    assert distributed.Shard(3, 4).of_batches(order, 2) == []  # more processes than batches
+    assert distributed.Shard(0, 1).of_batches(order, 2) == order
+    assert distributed.Shard(1, 2).of_batches(order, 1) == [0, 1]
+    with pytest.raises(ValueError, match="rank 2 is not one of the 2"):
+        distributed.Shard(2, 2)
+    with pytest.raises(ValueError, match="rank -1"):
+        distributed.Shard(-1, 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        distributed.Shard(0, 2).of_batches(order, 0)
+
+
+def test_merge_shards_restores_split_then_item_order_and_refuses_an_item_twice() -> None:
+    first = ([(1, 0), (0, 2), (0, 0)], [{"r": "b0"}, {"r": "a2"}, {"r": "a0"}])
+    second = ([(0, 1), (1, 1)], [{"r": "a1"}, {"r": "b1"}])
+    assert [row["r"] for row in merge_shards([first, second])] == ["a0", "a1", "a2", "b0", "b1"]
+    with pytest.raises(ValueError, match=r"item \(0, 1\) was evaluated by two processes"):
+        merge_shards([first, second, ([(0, 1)], [{"r": "again"}])])
+    with pytest.raises(ValueError):  # a position without its row
+        merge_shards([([(0, 0), (0, 1)], [{"r": "a0"}])])
+
+
+def test_rank_and_world_come_from_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert (distributed.rank(), distributed.world_size(), distributed.is_main_process()) == (0, 1, True)
+    assert not distributed.under_launcher() and distributed.current_shard() == distributed.Shard(0, 1)
+    assert distributed.gather_to_main("alone") == ["alone"]
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert (distributed.rank(), distributed.world_size(), distributed.is_main_process()) == (1, 2, False)
+    assert distributed.under_launcher() and distributed.current_shard() == distributed.Shard(1, 2)
+
+
+def gather_in(process: int, port: int, out: str) -> None:
+    """One of two processes: join over gloo as the launcher's environment says, gather a value per rank."""
+    import os
+
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(process), LOCAL_RANK=str(process), WORLD_SIZE="2"
+    )
+    gathered = distributed.gather_to_main({"rank": process, "rows": list(range(process + 2))})
+    Path(out, f"{process}.json").write_text(json.dumps(gathered))
+    distributed.init_process_group().destroy_process_group()
+
+
+def test_gather_to_main_hands_every_part_to_the_first_process_in_rank_order(tmp_path: Path) -> None:
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:  # a free loopback port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(gather_in, args=(port, str(tmp_path)), nprocs=2, join=True)
+    first = json.loads((tmp_path / "0.json").read_text())
+    assert first == [{"rank": 0, "rows": [0, 1]}, {"rank": 1, "rows": [0, 1, 2]}]
+    assert json.loads((tmp_path / "1.json").read_text()) is None  # the others hand their part over
