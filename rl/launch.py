@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
             trl_settings.extra.setdefault("use_cpu", True)  # the Trainer joins the other processes over gloo
         result = stage.run_trl_here(trl_settings, args.dataset, args.revision, args.train, args.limit)
         if distributed.is_main_process():
-            print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
+            shown = {k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}
+            print(json.dumps({**shown, **({"sft": result["sft"]} if "sft" in result else {})}))
         return 0
     return stage.run_verl_here(
         VerlSettings(**settings), args.dataset, args.revision, args.train, args.val, args.data_dir

@@ -129,8 +129,10 @@ def sft_warmup(
     started, started_at = time.perf_counter(), time.time()
     result = trainer.train()
     seconds = time.perf_counter() - started
-    trainer.save_model(output_dir)
-    tokenizer.save_pretrained(output_dir)
+    trainer.save_model(output_dir)  # (transformers writes it from the first process only)
+    if trainer.is_world_process_zero():  # one writer where several processes trained
+        tokenizer.save_pretrained(output_dir)
+    trainer.accelerator.wait_for_everyone()  # the folder is whole before any process reads it
     tokens = max((int(e["num_tokens"]) for e in trainer.state.log_history if "num_tokens" in e), default=None)
     return {
         "output_dir": output_dir,

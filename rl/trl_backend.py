@@ -64,6 +64,7 @@ class TrlSettings:
     compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
     compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.compiled_layers)
     report_to: str = "none"
+    sft_steps: int = 0  # supervised warm-up steps before RL, in the same processes (`rl.stage.run_trl_here`)
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -190,11 +191,13 @@ def train_trl(
     started = last[0] = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started
-    trainer.save_model(s.output_dir)
-    if trainer.processing_class is not None:
-        trainer.processing_class.save_pretrained(s.output_dir)
+    trainer.save_model(s.output_dir)  # (transformers writes it from the first process only)
     history = trainer.state.log_history
-    Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    if trainer.is_world_process_zero():  # one writer where several processes trained (`--gpus N`)
+        if trainer.processing_class is not None:
+            trainer.processing_class.save_pretrained(s.output_dir)
+        Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    trainer.accelerator.wait_for_everyone()  # the folder is whole before any process goes on
     return {
         "output_dir": s.output_dir,
         "steps": trainer.state.global_step,

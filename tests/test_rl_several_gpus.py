@@ -197,20 +197,33 @@ def test_eval_on_two_processes_gathers_the_rows_of_one(setup, tmp_path: Path) ->
     assert two.stdout.count("accuracy and chance per format") == 1  # the matrix printed once, by the first process
 
 
-def test_train_gpus_2_launches_two_processes_that_write_one_model(setup, tmp_path: Path) -> None:
+def test_train_gpus_2_warms_up_and_trains_in_two_processes_that_write_one_model(setup, tmp_path: Path) -> None:
     release, model_dir = setup
     out = tmp_path / "rl"
     result = subprocess.run(
         [sys.executable, "-m", "tomforge.flows.cli", "train", "--dataset", str(release), "--model", str(model_dir)]
         + ["--train", "tomforge_gen/train", "--max-steps", "1", "--num-generations", "2", "--batch-size", "2"]
-        + ["--max-completion-length", "4", "--gpus", "2", "--output-dir", str(out), "--no-compile"],
+        + ["--max-completion-length", "4", "--gpus", "2", "--output-dir", str(out), "--no-compile"]
+        + ["--sft-steps", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    assert result.stdout.count('"steps": 1') == 1  # the result line, from the first process only
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"')]
+    assert len(lines) == 1  # the result line, from the first process only
+    assert lines[0]["steps"] == 1 and lines[0]["sft"]["steps"] == 2
+    assert lines[0]["sft"]["output_dir"] == str(out / "sft")
+    assert (out / "sft" / "model.safetensors").is_file() and (out / "sft" / "tokenizer.json").is_file()
+    from safetensors.torch import load_file
+
+    base, warm, final = (load_file(d / "model.safetensors") for d in (model_dir, out / "sft", out))
+    # RL began from the warmed-up weights: Adam moves a weight about the learning rate a step, so RL's one step at
+    # 1e-6 stays within a few 1e-6 of them, while the warm-up's second step (lr 5e-4 x 1/10 of its linear warm-up,
+    # the first is at 0) moved the weights about 5e-5 from the base model's
+    assert max((final[k] - warm[k]).abs().max().item() for k in final) < 5e-6
+    assert max((final[k] - base[k]).abs().max().item() for k in final) > 2e-5
     history = json.loads((out / "log_history.json").read_text())
     assert [e["step"] for e in history if "reward" in e] == [1]
     assert (out / "model.safetensors").is_file()

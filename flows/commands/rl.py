@@ -107,6 +107,13 @@ def train(
         "--max-completion-length",
         by_backend={"trl": f"{TRL}.max_completion_length", "verl": f"{VERL}.max_response_length"},
     ),
+    sft_steps: Optional[int] = setting_option(
+        "--sft-steps",
+        setting=f"{TRL}.sft_steps",
+        min=0,
+        help="TRL: supervised warm-up steps on the train split's answers before RL (rl/sft.py), in the same "
+        "processes; RL starts from OUTPUT_DIR/sft.",
+    ),
     gpus: int = typer.Option(
         1,
         "--gpus",
@@ -173,6 +180,7 @@ def train(
             fast_generation=fast_generation,
             compile_rollouts=compile_,
             compile_layers=compile_,
+            sft_steps=sft_steps,
         )
     else:
         overrides = flags_set(
