@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_launcher_is_accelerate_with_the_checked_in_configs_on_cuda_and_torchrun_on_the_cpu(tmp_path: Path) -> None:
     ddp = distributed.launcher(4, cuda=True)
     assert ddp[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
-    assert ddp[ddp.index("--config_file") + 1] == str(ROOT / "rl" / "accelerate_ddp.yaml")
+    assert Path(ddp[ddp.index("--config_file") + 1]) == (ROOT / "rl" / "accelerate_ddp.yaml").resolve()
     assert ddp[ddp.index("--num_processes") + 1] == "4" and ddp[ddp.index("--num_machines") + 1] == "1"
     assert ddp[ddp.index("--mixed_precision") + 1] == "no"
     fsdp = distributed.launcher(2, "fsdp", bf16=True, cuda=True)
-    assert fsdp[fsdp.index("--config_file") + 1] == str(ROOT / "rl" / "accelerate_fsdp.yaml")
+    assert Path(fsdp[fsdp.index("--config_file") + 1]) == (ROOT / "rl" / "accelerate_fsdp.yaml").resolve()
     assert fsdp[fsdp.index("--mixed_precision") + 1] == "bf16"
     own = tmp_path / "mine.yaml"
     assert distributed.launcher(2, str(own), cuda=True)[4] == str(own)
