@@ -5,7 +5,9 @@ against one are in tests/test_rl_several_gpus.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -134,3 +136,86 @@ def test_gather_to_main_hands_every_part_to_the_first_process_in_rank_order(tmp_
     first = json.loads((tmp_path / "0.json").read_text())
     assert first == [{"rank": 0, "rows": [0, 1]}, {"rank": 1, "rows": [0, 1, 2]}]
     assert json.loads((tmp_path / "1.json").read_text()) is None  # the others hand their part over
+
+
+# (train_batch_size, rollout_n, n_gpus_per_node, nnodes) -> accepted, worked out by hand: 64 x 8 = 512 splits over
+# 8 x 2 = 16 GPUs; 3 x 2 = 6 completions split over 3 or 6 GPUs, not over 4, nor 2 x 2
+GPU_SPLITS = [((64, 8, 8, 2), True), ((3, 2, 3, 1), True), ((3, 2, 4, 1), False), ((3, 2, 2, 2), False)]
+GPU_SPLITS += [((3, 2, 6, 1), True), ((5, 2, 1, 1), True)]
+
+
+def split_settings(batch: int, n: int, gpus: int, nodes: int):
+    from tomforge.rl.verl_backend import VerlSettings
+
+    return VerlSettings(
+        model="m",
+        train_files=["t.parquet"],
+        val_files=["v.parquet"],
+        train_batch_size=batch,
+        rollout_n=n,
+        ppo_mini_batch_size=1,
+        n_gpus_per_node=gpus,
+        nnodes=nodes,
+    )
+
+
+@pytest.mark.parametrize("split, accepted", GPU_SPLITS)
+def test_verl_gpus_must_split_a_steps_completions_evenly(split: tuple[int, int, int, int], accepted: bool) -> None:
+    from tomforge.rl.verl_backend import VerlConfigError, compose_overrides
+
+    settings = split_settings(*split)
+    if accepted:
+        overrides = compose_overrides(settings)
+        assert (overrides["trainer.n_gpus_per_node"], overrides["trainer.nnodes"]) == split[2:]
+    else:
+        with pytest.raises(
+            VerlConfigError, match=f"{split[0] * split[1]} completions .* over {split[2] * split[3]} GPUs"
+        ):
+            compose_overrides(settings)
+
+
+def test_train_gpus_reaches_verls_trainer_settings() -> None:
+    settings = stage.make_settings("verl", "m", {"train_batch_size": 16}, gpus=4, nnodes=2)
+    plan = stage.plan_verl(settings, "org/tom", None, "all/train", "all/test", "var/d")
+    assert plan.verl_command is not None
+    assert {"trainer.n_gpus_per_node=4", "trainer.nnodes=2"} <= set(plan.verl_command)
+
+
+VERL_PYTHON = Path(os.environ.get("TOMFORGE_VERL_PYTHON", "/tmp/verl-venv/bin/python"))
+
+
+@pytest.mark.skipif(not VERL_PYTHON.exists(), reason=f"no verl venv at {VERL_PYTHON} (docs/rl.md: the verl contract)")
+def test_verls_own_validation_draws_the_same_line(tmp_path: Path) -> None:
+    """verl 0.9.1's validate_config, on the config Hydra composes from verl's files with each case's overrides
+    (the tomforge check bypassed): it refuses exactly the cases tomforge refuses."""
+    import subprocess
+
+    from tomforge.rl.verl_backend import compose_overrides, package_parent
+
+    cases = []
+    for split, _ in GPU_SPLITS:
+        bigger = dataclasses.replace(split_settings(*split), n_gpus_per_node=1, nnodes=1)
+        overrides = compose_overrides(bigger)  # composed where tomforge accepts it, then given the case's GPUs
+        overrides.update({"trainer.n_gpus_per_node": split[2], "trainer.nnodes": split[3]})
+        cases.append(overrides)
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    script = (
+        "import json, sys\n"
+        "from tomforge.rl.verl_probe import compose_config\n"
+        "verdicts = []\n"
+        "for overrides in json.load(open('cases.json')):\n"
+        "    try:\n"
+        "        compose_config(overrides)\n"
+        "        verdicts.append(True)\n"
+        "    except AssertionError as error:\n"
+        "        verdicts.append(str(error))\n"
+        "json.dump(verdicts, open('verdicts.json', 'w'))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(package_parent()), HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [str(VERL_PYTHON), "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())
+    assert [v is True for v in verdicts] == [accepted for _, accepted in GPU_SPLITS], verdicts
+    assert all("real_train_batch_size" in v for v in verdicts if v is not True)
