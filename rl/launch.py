@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         result = stage.run_trl_here(trl_settings, args.dataset, args.revision, args.train, args.limit)
         if distributed.is_main_process():
             shown = {k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}
+            # tokens over all processes (TRL counts them gathered): what docs/runs/several-gpus-plan divides
+            shown["tokens"] = max(
+                (int(e["num_tokens"]) for e in result["log_history"] if "num_tokens" in e), default=None
+            )
             print(json.dumps({**shown, **({"sft": result["sft"]} if "sft" in result else {})}))
         return 0
     return stage.run_verl_here(

@@ -109,7 +109,7 @@ def run_trl_here(
         settings = replace(settings, model=warmed["output_dir"])
     result = trl_backend.train_trl(settings, Dataset(table))
     if warmed is not None:
-        result["sft"] = {k: warmed[k] for k in ("output_dir", "steps", "train_loss")}
+        result["sft"] = {k: warmed[k] for k in ("output_dir", "steps", "train_loss", "seconds", "tokens")}
     if distributed.is_main_process():  # one writer where several processes trained (`--gpus N`)
         write_training_record(settings.output_dir, dataset, revision, ref, table)
     return result
