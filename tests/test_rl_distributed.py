@@ -88,7 +88,7 @@ def test_a_shard_takes_every_nth_batch_of_the_one_process_order() -> None:
         distributed.Shard(2, 2)
     with pytest.raises(ValueError, match="rank -1"):
         distributed.Shard(-1, 2)
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError, match=r"^batch_size must be at least 1$"):
         distributed.Shard(0, 2).of_batches(order, 0)
 
 
@@ -115,27 +115,98 @@ def test_rank_and_world_come_from_the_launcher(monkeypatch: pytest.MonkeyPatch) 
 
 
 def gather_in(process: int, port: int, out: str) -> None:
-    """One of two processes: join over gloo as the launcher's environment says, gather a value per rank."""
+    """The second of two processes: join over gloo as the launcher's environment says, gather a value."""
     import os
 
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(process), LOCAL_RANK=str(process), WORLD_SIZE="2"
-    )
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(process), LOCAL_RANK=str(process))
+    os.environ["WORLD_SIZE"] = "2"
     gathered = distributed.gather_to_main({"rank": process, "rows": list(range(process + 2))})
     Path(out, f"{process}.json").write_text(json.dumps(gathered))
     distributed.init_process_group().destroy_process_group()
 
 
-def test_gather_to_main_hands_every_part_to_the_first_process_in_rank_order(tmp_path: Path) -> None:
+def test_gather_to_main_hands_every_part_to_the_first_process_in_rank_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process is rank 0, a spawned one rank 1, on gloo over loopback."""
+    import torch.distributed as dist
     import torch.multiprocessing as mp
 
     with socket.socket() as s:  # a free loopback port for the rendezvous
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(gather_in, args=(port, str(tmp_path)), nprocs=2, join=True)
-    first = json.loads((tmp_path / "0.json").read_text())
+    for name, value in dict(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", LOCAL_RANK="0").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    other = mp.get_context("spawn").Process(target=gather_in, args=(1, port, str(tmp_path)))
+    other.start()
+    try:
+        first = distributed.gather_to_main({"rank": 0, "rows": [0, 1]})
+        assert dist.get_backend() == "gloo"
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        other.join(timeout=300)
+    assert other.exitcode == 0
     assert first == [{"rank": 0, "rows": [0, 1]}, {"rank": 1, "rows": [0, 1, 2]}]
     assert json.loads((tmp_path / "1.json").read_text()) is None  # the others hand their part over
+
+
+class FakeDist:
+    """What `init_process_group` asks of torch.distributed, recorded."""
+
+    def __init__(self, initialized: bool) -> None:
+        self.initialized, self.calls = initialized, []
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init_process_group(self, backend) -> None:
+        self.calls.append(("init", backend))
+
+
+@pytest.mark.parametrize(
+    "cuda, backend, initialized, calls",
+    [
+        (False, None, False, [("init", "gloo")]),
+        (True, None, False, [("device", 3), ("init", "nccl")]),
+        (True, "gloo", False, [("device", 3), ("init", "gloo")]),  # the evaluation: gloo, each process its own GPU
+        (False, "gloo", False, [("init", "gloo")]),
+        (True, None, True, []),  # joined already: nothing again
+    ],
+)
+def test_init_process_group_picks_the_backend_and_the_gpu(
+    monkeypatch: pytest.MonkeyPatch, cuda: bool, backend, initialized: bool, calls: list
+) -> None:
+    import torch
+    import torch.distributed
+
+    fake = FakeDist(initialized)
+    monkeypatch.setattr(torch.distributed, "is_initialized", fake.is_initialized)
+    monkeypatch.setattr(torch.distributed, "init_process_group", fake.init_process_group)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: fake.calls.append(("device", index)))
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert distributed.init_process_group(backend) is torch.distributed
+    assert fake.calls == calls
+    monkeypatch.delenv("LOCAL_RANK")
+    fake.calls.clear()
+    fake.initialized = initialized
+    distributed.init_process_group(backend)
+    assert fake.calls == ([("device", 0), *calls[1:]] if cuda and not initialized else calls)  # LOCAL_RANK unset: 0
+
+
+def test_cuda_available_follows_torch_and_is_false_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert distributed.cuda_available() is True
+    assert distributed.launcher(2)[:3] == [sys.executable, "-m", "accelerate.commands.launch"]  # CUDA: accelerate
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert distributed.cuda_available() is False
+    assert distributed.launcher(2)[2] == "torch.distributed.run"
+    monkeypatch.setitem(sys.modules, "torch", None)  # not installed: `import torch` raises ImportError
+    assert distributed.cuda_available() is False
 
 
 # (train_batch_size, rollout_n, n_gpus_per_node, nnodes) -> accepted, worked out by hand: 64 x 8 = 512 splits over
