@@ -290,3 +290,47 @@ def test_verls_own_validation_draws_the_same_line(tmp_path: Path) -> None:
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert [v is True for v in verdicts] == [accepted for _, accepted in GPU_SPLITS], verdicts
     assert all("real_train_batch_size" in v for v in verdicts if v is not True)
+
+
+def test_generation_order_sorts_as_the_generator_it_picks(tmp_path: Path) -> None:
+    """Three prompts whose order by characters and by tokens differ: a run of 16 z's the tokenizer learned as one
+    token, six one-letter words (six tokens, 11 characters) and two (two tokens, 3 characters)."""
+    from tomforge.rl.evaluate import generation_order
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer(["z" * 16] * 50 + ["q w e r t y x"], vocab_size=300)
+    model = build_model(tokenizer, hidden_size=16, num_layers=1)
+    contents = ("z" * 16, "q w e r t y", "x y")
+    prompts = [[{"role": "user", "content": c}] for c in contents]
+    tokens = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in contents]
+    assert tokens[0] < tokens[2] < tokens[1]  # the premise: by tokens z's, x y, the six words
+    assert generation_order("m", prompts, "hf", model, tokenizer) == [2, 1, 0]  # by characters: 3, 11, 16
+    assert generation_order("m", prompts, "fast", model, tokenizer) == [0, 2, 1]  # by tokens
+    assert generation_order("m", prompts, "auto", model, tokenizer) == [0, 2, 1]  # a model given: the fast path
+    assert generation_order("m", prompts, "vllm") == [0, 1, 2]  # vLLM batches on its own: input order
+    # two prompts of one length keep their input order (the generators' sort is stable)
+    same = [[{"role": "user", "content": c}] for c in ("ab", "x", "cd")]
+    assert generation_order("m", same, "hf", model, tokenizer) == [1, 0, 2]
+    # from a folder: the model and tokenizer as the generator loads them; a model given without its tokenizer
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    assert generation_order(str(tmp_path / "m"), prompts, "hf") == [2, 1, 0]
+    assert generation_order(str(tmp_path / "m"), prompts, "fast") == [0, 2, 1]
+    assert generation_order(str(tmp_path / "m"), prompts, "fast", model) == [0, 2, 1]
+
+
+def test_generation_order_of_a_model_the_fast_path_refuses_is_transformers_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tomforge.rl import fastgen
+    from tomforge.rl.evaluate import generation_order
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
+
+    def refuse(model) -> None:
+        raise fastgen.UnsupportedModel("planted")
+
+    monkeypatch.setattr(fastgen, "check_supported", refuse)
+    tokenizer = build_tokenizer(["z" * 16] * 50 + ["q w e r t y x"], vocab_size=300)
+    model = build_model(tokenizer, hidden_size=16, num_layers=1)
+    prompts = [[{"role": "user", "content": c}] for c in ("z" * 16, "q w e r t y", "x y")]
+    assert generation_order("m", prompts, "auto", model, tokenizer) == [2, 1, 0]  # falls back to characters

@@ -197,6 +197,30 @@ def test_eval_on_two_processes_gathers_the_rows_of_one(setup, tmp_path: Path) ->
     assert two.stdout.count("accuracy and chance per format") == 1  # the matrix printed once, by the first process
 
 
+def test_evaluate_shards_merged_are_the_one_process_rows(setup) -> None:
+    """In this process: the two shards of `evaluate` (batches of 2, 3 + 5 items), merged, are one process's rows."""
+    from tomforge.rl.evaluate import evaluate, merge_shards
+    from tomforge.rl.release import SplitRef
+
+    release, tiny = setup
+    refs = [SplitRef.parse("tomforge_gen/test"), SplitRef.parse("tomforge_gen/test_higher_order")]
+    common = dict(dataset=str(release), limit=5, batch_size=2, max_new_tokens=3, backend="hf")
+    root = fetch_release(str(release))
+    whole = evaluate(str(tiny), root, refs, **common)
+    parts = []
+    for rank in (0, 1):
+        positions: list[tuple[int, int]] = []
+        rows = evaluate(str(tiny), root, refs, shard=distributed.Shard(rank, 2), positions=positions, **common)
+        assert len(positions) == len(rows)
+        parts.append((positions, rows))
+    assert sorted(p for where, _ in parts for p in where) == sorted(
+        [(0, i) for i in range(sum(r["split"] == "test" for r in whole))]
+        + [(1, i) for i in range(sum(r["split"] == "test_higher_order" for r in whole))]
+    )
+    assert not set(parts[0][0]) & set(parts[1][0])
+    assert merge_shards(parts) == whole
+
+
 def test_train_gpus_2_warms_up_and_trains_in_two_processes_that_write_one_model(setup, tmp_path: Path) -> None:
     release, model_dir = setup
     out = tmp_path / "rl"
