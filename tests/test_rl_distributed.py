@@ -334,3 +334,35 @@ def test_generation_order_of_a_model_the_fast_path_refuses_is_transformers_order
     model = build_model(tokenizer, hidden_size=16, num_layers=1)
     prompts = [[{"role": "user", "content": c}] for c in ("z" * 16, "q w e r t y", "x y")]
     assert generation_order("m", prompts, "auto", model, tokenizer) == [2, 1, 0]  # falls back to characters
+
+
+def test_eval_arguments_repeat_the_command_line_for_the_processes() -> None:
+    from tomforge.flows.commands.rl import eval_arguments
+
+    given = dict(
+        model="m",
+        dataset="org/tom",
+        warehouse=Path("w.duckdb"),
+        out=Path("var/e"),
+        store=False,
+        revision="v1",
+        label=None,
+        limit=5,
+        batch_size=None,
+        max_new_tokens=7,
+        generator="hf",
+        gate=0.5,
+        splits=["a/test", "b/test:second_person"],
+        in_distribution=["a"],
+    )
+    assert eval_arguments(given) == [
+        *("--model", "m", "--dataset", "org/tom", "--warehouse", "w.duckdb", "--out", "var/e", "--no-store"),
+        *("--revision", "v1", "--limit", "5", "--max-new-tokens", "7", "--generator", "hf", "--gate", "0.5"),
+        *("--split", "a/test", "--split", "b/test:second_person", "--in-distribution", "a"),
+    ]
+    given.update(store=True, revision=None, label="x", limit=None, batch_size=8, generator=None, gate=None)
+    given.update(splits=["a/test"], in_distribution=[])
+    assert eval_arguments(given) == [
+        *("--model", "m", "--dataset", "org/tom", "--warehouse", "w.duckdb", "--out", "var/e", "--store"),
+        *("--label", "x", "--batch-size", "8", "--max-new-tokens", "7", "--split", "a/test"),
+    ]
