@@ -366,3 +366,30 @@ def test_eval_arguments_repeat_the_command_line_for_the_processes() -> None:
         *("--model", "m", "--dataset", "org/tom", "--warehouse", "w.duckdb", "--out", "var/e", "--store"),
         *("--label", "x", "--batch-size", "8", "--max-new-tokens", "7", "--split", "a/test"),
     ]
+
+
+def test_generation_order_follows_the_generator_auto_picks_and_the_tokenizer_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto: vLLM (input order) only for a model named by path where vLLM is; a tokenizer given is the one that
+    counts, also when the model is loaded from its folder."""
+    from tomforge.rl import evaluate
+    from tomforge.rl.tiny_model import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer(["z" * 16] * 50 + ["q w e r t y x"], vocab_size=300)
+    model = build_model(tokenizer, hidden_size=16, num_layers=1)
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    folder = str(tmp_path / "m")
+    prompts = [[{"role": "user", "content": c}] for c in ("z" * 16, "q w e r t y", "x y")]
+    monkeypatch.setattr(evaluate, "_has_vllm", lambda: True)
+    assert evaluate.generation_order(folder, prompts, "auto") == [0, 1, 2]  # vLLM where it is
+    assert evaluate.generation_order(folder, prompts, "auto", model, tokenizer) == [0, 2, 1]  # a model: fast
+    assert evaluate.generation_order(folder, prompts, "fast") == [0, 2, 1]  # asked for: fast, vLLM or not
+    assert evaluate.generation_order(folder, prompts, "hf") == [2, 1, 0]
+    monkeypatch.setattr(evaluate, "_has_vllm", lambda: False)
+    assert evaluate.generation_order(folder, prompts, "auto") == [0, 2, 1]  # no vLLM: the fast path
+    # a tokenizer that never learned the z's: sixteen tokens, so by its count the z's come last
+    plain = build_tokenizer(["q w e r t y x"] * 5, vocab_size=270)
+    assert len(plain("z" * 16, add_special_tokens=False)["input_ids"]) == 16
+    assert evaluate.generation_order(folder, prompts, "fast", None, plain) == [2, 1, 0]
