@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -240,7 +241,13 @@ def test_verl_gpus_must_split_a_steps_completions_evenly(split: tuple[int, int, 
         assert (overrides["trainer.n_gpus_per_node"], overrides["trainer.nnodes"]) == split[2:]
     else:
         with pytest.raises(
-            VerlConfigError, match=f"{split[0] * split[1]} completions .* over {split[2] * split[3]} GPUs"
+            VerlConfigError,
+            match="^"
+            + re.escape(
+                f"a step's {split[0] * split[1]} completions (batch size x rollout n) do not split evenly over "
+                f"{split[2] * split[3]} GPUs (verl's validate_config)"
+            )
+            + "$",
         ):
             compose_overrides(settings)
 
