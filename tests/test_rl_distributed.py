@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -139,15 +140,21 @@ def test_gather_to_main_hands_every_part_to_the_first_process_in_rank_order(
     for name, value in dict(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", LOCAL_RANK="0").items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("WORLD_SIZE", "2")
-    other = mp.get_context("spawn").Process(target=gather_in, args=(1, port, str(tmp_path)))
+    other = mp.get_context("spawn").Process(target=gather_in, args=(1, port, str(tmp_path)), daemon=True)
     other.start()
-    try:
-        first = distributed.gather_to_main({"rank": 0, "rows": [0, 1]})
-        assert dist.get_backend() == "gloo"
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        other.join(timeout=300)
+    got: list = []
+    # in a thread, so that a gather that never returns fails this test in 2 minutes instead of hanging it
+    mine = threading.Thread(target=lambda: got.append(distributed.gather_to_main({"rank": 0, "rows": [0, 1]})))
+    mine.daemon = True
+    mine.start()
+    mine.join(timeout=120)
+    other.join(timeout=30)
+    if other.is_alive():
+        other.kill()
+    assert not mine.is_alive() and len(got) == 1, "the gather did not return"
+    assert dist.get_backend() == "gloo"
+    dist.destroy_process_group()
+    first = got[0]
     assert other.exitcode == 0
     assert first == [{"rank": 0, "rows": [0, 1]}, {"rank": 1, "rows": [0, 1, 2]}]
     assert json.loads((tmp_path / "1.json").read_text()) is None  # the others hand their part over
