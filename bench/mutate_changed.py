@@ -34,6 +34,7 @@ slow (Prefect flows) are left out unless named.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -204,8 +205,11 @@ def mutated_line(diff: str) -> str:
     return added[0] if added else ""
 
 
-def run_module(module: str, tests: list[str], jobs: int, python: str, work: Path) -> Score:
-    """mutmut over one module in a fresh flattened copy; the verdict of each of its mutants."""
+def run_module(
+    module: str, tests: list[str], jobs: int, python: str, work: Path, only: list[str] | None = None
+) -> Score:
+    """mutmut over one module in a fresh flattened copy; the verdict of each of its mutants (with `only`: of the
+    mutants whose names match one of those patterns, e.g. `*x_merge_shards__mutmut_*`)."""
     score = Score(module, tests)
     copy = work / module.replace("/", "_").removesuffix(".py")
     flattened_copy(copy)
@@ -219,7 +223,7 @@ def run_module(module: str, tests: list[str], jobs: int, python: str, work: Path
     env["TOMFORGE_REAL_SAMPLES"] = str(Path(real).resolve())
     mutmut = [python, "-m", "mutmut"]
     done = subprocess.run(
-        [*mutmut, "run", "--max-children", str(jobs)], cwd=copy, env=env, capture_output=True, text=True
+        [*mutmut, "run", "--max-children", str(jobs), *(only or [])], cwd=copy, env=env, capture_output=True, text=True
     )
     (work / f"{copy.name}.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     meta = copy / "mutants" / f"{in_package(module)}.meta"
@@ -231,6 +235,8 @@ def run_module(module: str, tests: list[str], jobs: int, python: str, work: Path
     codes = json.loads(meta.read_text())["exit_code_by_key"]
     equivalents, _ = load_equivalents()
     for name, code in sorted(codes.items()):
+        if only and not any(fnmatch.fnmatch(name, pattern) for pattern in only):
+            continue
         status = status_by_exit_code[code]
         if status in KILLED:
             score.killed.append(name)
@@ -277,6 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-score", type=float, default=0.9, help="exit 1 below this score (default 0.9)")
     parser.add_argument("--quiet", action="store_true", help="survivors by name only, no diffs")
     parser.add_argument("--keep", type=Path, help="keep the work folders (mutmut's logs and mutants) here")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="only the mutants whose names match this pattern (fnmatch, repeatable): the functions a change touched "
+        "in a module too big to mutate whole, e.g. '*x_merge_shards__mutmut_*'",
+    )
     args = parser.parse_args(argv)
     modules = expand(args.modules) + (changed_modules(args.base) if args.base else [])
     modules = [m for m in dict.fromkeys(modules) if m.split("/", 1)[0] in (*PACKAGES, "tomforge")]
@@ -295,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 scores.append(Score(module, [], other={"module": "no tests"}))
                 continue
             t0 = time.monotonic()
-            score = run_module(module, tests, args.jobs, args.python, work)
+            score = run_module(module, tests, args.jobs, args.python, work, args.only)
             report(score, verbose=not args.quiet)
             print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
             scores.append(score)

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.rl.columns import decode_ground_truth
+from tomforge.rl.distributed import Shard
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.gate import (
     LEARNING_GATE,
@@ -296,19 +297,24 @@ def evaluate(
     tokenizer: Any = None,
     stats: GenerationStats | None = None,
     trained_on: str | None = None,
+    shard: Shard | None = None,
+    positions: list[tuple[int, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per-item results for every split in `refs`; a split whose config (`config`) or which
     itself (`config/split`, or `config/split:rendering`) is listed in `in_distribution` is labelled
     'in_distribution', any other 'held_out' (so one config can hold both, e.g. a test split of higher
     belief orders). Each row names its rendering and partner key (`rl.transfer`) and the rendering the
-    model was trained on: `trained_on`, else the record beside the model folder (`rl.trained_on`)."""
+    model was trained on: `trained_on`, else the record beside the model folder (`rl.trained_on`).
+    `shard` (one of several processes, `tomforge eval --gpus N`): only the items of this process's batches
+    (`Shard.of_batches` over `generation_order`), each split's chance still over the whole split; `positions`, when
+    given, receives each row's (split number, item number), the order `merge_shards` restores."""
     label = label or Path(model_path).name
     trained_on = trained_on or trained_on_of(model_path)
     run_id = run_id_of(model_path, label, dataset, revision)
     load_path = materialize(model_path) if model is None else model_path  # a .gguf file: its folder (rl.models)
     id_names = set(in_distribution)
     rows: list[dict[str, Any]] = []
-    for ref in refs:
+    for split_number, ref in enumerate(refs):
         table = read_split(root, ref, limit)
         prompts = table.column("prompt").to_pylist()
         truths = [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()]
@@ -316,9 +322,13 @@ def evaluate(
         renderings = renderings_of(table)
         places = table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos)
         item_chances = chances([decode_ground_truth(truth) for truth in truths])  # the split is the set
+        mine = list(range(len(prompts)))
+        if shard is not None:
+            order = generation_order(load_path, prompts, backend, model, tokenizer)
+            mine = sorted(shard.of_batches(order, batch_size))  # input order: each generator sorts them again
         completions = generate(
             load_path,
-            prompts,
+            [prompts[i] for i in mine],
             batch_size=batch_size,
             max_new_tokens=max_new_tokens,
             backend=backend,
@@ -326,9 +336,10 @@ def evaluate(
             tokenizer=tokenizer,
             stats=stats,
         )
-        for completion, truth, info, rendering, place, chance in zip(
-            completions, truths, infos, renderings, places, item_chances
-        ):
+        for item, completion in zip(mine, completions):
+            truth, info, rendering, place = truths[item], infos[item], renderings[item], places[item]
+            if positions is not None:
+                positions.append((split_number, item))
             scored = score_completion(completion, truth)
             rows.append(
                 {
@@ -356,10 +367,54 @@ def evaluate(
                     "rendering": rendering,
                     "trained_on": trained_on,
                     "pair_key": pair_key(info["source"], place or info["item_id"], truth),
-                    "chance": chance,
+                    "chance": item_chances[item],
                 }
             )
     return rows
+
+
+def generation_order(
+    model_path: str, prompts: Sequence[list[dict[str, str]]], backend: str, model: Any = None, tokenizer: Any = None
+) -> list[int]:
+    """The order `generate` decodes these prompts in, by the same length as the generator it picks sorts by (the
+    fast path: tokens; transformers' generate: characters of the chat text; vLLM batches on its own: input order),
+    so that `Shard.of_batches` hands each process whole batches of one process's run."""
+    if backend == "vllm" or (backend == "auto" and model is None and _has_vllm()):
+        return list(range(len(prompts)))
+    if model is None:
+        model, tokenizer = load_for_generation(model_path, tokenizer)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
+    if backend == "hf" or not _fast_supported(model):
+        lengths = [len(text) for text in texts]
+    else:
+        lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    return sorted(range(len(prompts)), key=lambda i: lengths[i])
+
+
+def _fast_supported(model: Any) -> bool:
+    from tomforge.rl.fastgen import UnsupportedModel, check_supported
+
+    try:
+        check_supported(model)
+    except UnsupportedModel:
+        return False
+    return True
+
+
+def merge_shards(parts: Iterable[tuple[list[tuple[int, int]], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """The rows of every process (each with its `positions`) in one process's order: split by split, item by
+    item. Refuses a position that two processes both evaluated."""
+    placed: dict[tuple[int, int], dict[str, Any]] = {}
+    for where, rows in parts:
+        for position, row in zip(where, rows, strict=True):
+            if position in placed:
+                raise ValueError(f"item {position} was evaluated by two processes")
+            placed[position] = row
+    return [placed[position] for position in sorted(placed)]
 
 
 def _fidelity_fields(scored: Scored) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from tomforge.rl import stage
+from tomforge.rl import distributed, stage
 from tomforge.rl.trl_backend import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
 
@@ -32,8 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = json.loads(args.settings_json)
     if args.backend == "trl":
-        result = stage.run_trl_here(TrlSettings(**settings), args.dataset, args.revision, args.train, args.limit)
-        print(json.dumps({k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}))
+        trl_settings = TrlSettings(**settings)
+        if distributed.under_launcher() and not distributed.cuda_available():
+            trl_settings.extra.setdefault("use_cpu", True)  # the Trainer joins the other processes over gloo
+        result = stage.run_trl_here(trl_settings, args.dataset, args.revision, args.train, args.limit)
+        if distributed.is_main_process():
+            shown = {k: result[k] for k in ("output_dir", "steps", "seconds", "train_loss")}
+            # tokens over all processes (TRL counts them gathered): what docs/runs/several-gpus-plan divides
+            shown["tokens"] = max(
+                (int(e["num_tokens"]) for e in result["log_history"] if "num_tokens" in e), default=None
+            )
+            print(json.dumps({**shown, **({"sft": result["sft"]} if "sft" in result else {})}))
         return 0
     return stage.run_verl_here(
         VerlSettings(**settings), args.dataset, args.revision, args.train, args.val, args.data_dir

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
+from tomforge.rl.distributed import under_launcher
 from tomforge.rl.prompts import option_labels
 
 
@@ -87,7 +88,12 @@ class SftSettings:
     `fit_batch_to_memory` (default): a batch that runs out of GPU memory is halved and the training started again
     (transformers' `auto_find_batch_size`, through accelerate's `find_executable_batch_size`), so a batch sized for
     an H200 still trains on an 80 GB card; the batch that trained is in the result (`batch_size_used`) and differs
-    from `batch_size` only where memory forced it (issue 37: batch 256 ran out of memory on an H100).
+    from `batch_size` only where memory forced it (issue 37: batch 256 ran out of memory on an H100). Off in a
+    run of several processes (`rl.distributed.under_launcher`): one process restarting with half the batch alone
+    would leave the others waiting in their gradient all-reduce.
+    Under a launcher of N processes (`tomforge train --gpus N`) each process takes `batch_size` examples a step,
+    every N-th batch of the one shuffled order, so N processes at `batch_size` B train the batches of one process
+    at N x B (`tests/test_rl_several_gpus.py`).
     `tokenize_processes`: processes that tokenize the training set (TRL's `dataset_num_proc`). None (default): one
     per CPU up to 8 for sets of `PARALLEL_TOKENIZE_ROWS` rows or more, else one (run 17: one process tokenized
     128,000 rows at ~450 rows/s, about 285 s of a 1,006 s job, while the GPU waited); the tokens are the same."""
@@ -139,8 +145,10 @@ def sft_warmup(
     started, started_at = time.perf_counter(), time.time()
     result = trainer.train()
     seconds = time.perf_counter() - started
-    trainer.save_model(output_dir)
-    tokenizer.save_pretrained(output_dir)
+    trainer.save_model(output_dir)  # (transformers writes it from the first process only)
+    if trainer.is_world_process_zero():  # one writer where several processes trained
+        tokenizer.save_pretrained(output_dir)
+    trainer.accelerator.wait_for_everyone()  # the folder is whole before any process reads it
     tokens = max((int(e["num_tokens"]) for e in trainer.state.log_history if "num_tokens" in e), default=None)
     return {
         "output_dir": output_dir,
@@ -174,7 +182,7 @@ def sft_trainer(
     s = SftSettings(**settings)
     if s.chunked_loss and not fused_lm_head_available():
         raise ValueError("chunked_loss needs TRL's fused LM head (trl >= 1.16); pass chunked_loss=False")
-    config = SFTConfig(
+    fields: dict[str, Any] = dict(
         output_dir=output_dir,
         max_steps=s.max_steps,
         learning_rate=s.learning_rate,
@@ -188,10 +196,12 @@ def sft_trainer(
         warmup_steps=10,
         completion_only_loss=True,
         gradient_checkpointing=s.gradient_checkpointing,
-        auto_find_batch_size=s.fit_batch_to_memory,
+        # one process halving its batch on its own would leave the others waiting for it: alone only
+        auto_find_batch_size=s.fit_batch_to_memory and not under_launcher(),
         dataset_num_proc=tokenize_processes(s.tokenize_processes, len(rl_dataset)),
-        **{**(length_grouping(SFTConfig) if s.bucket_by_length else {}), **(s.extra or {})},
+        **(length_grouping(SFTConfig) if s.bucket_by_length else {}),
     )
+    config = SFTConfig(**{**fields, **(s.extra or {})})  # `extra` may also replace a field set here
     trainer = SFTTrainer(
         model=model,
         args=config,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tomforge.rl import trl_backend, verl_backend
-from tomforge.rl.models import is_gguf
+from tomforge.rl import distributed, trl_backend, verl_backend
+from tomforge.rl.models import is_gguf, materialize
 from tomforge.rl.release import SplitRef, fetch_release, read_split, write_rl_parquet
 from tomforge.rl.trained_on import write_training_record
 
@@ -103,9 +103,38 @@ def run_trl_here(
     root = fetch_release(dataset, revision)
     ref = SplitRef.parse(train)
     table = read_split(root, ref, limit)
+    warmed = None
+    if settings.sft_steps:
+        warmed = sft_warmup_here(settings, Dataset(table))
+        settings = replace(settings, model=warmed["output_dir"])
     result = trl_backend.train_trl(settings, Dataset(table))
-    write_training_record(settings.output_dir, dataset, revision, ref, table)
+    if warmed is not None:
+        result["sft"] = {k: warmed[k] for k in ("output_dir", "steps", "train_loss", "seconds", "tokens")}
+    if distributed.is_main_process():  # one writer where several processes trained (`--gpus N`)
+        write_training_record(settings.output_dir, dataset, revision, ref, table)
     return result
+
+
+def sft_warmup_here(settings: trl_backend.TrlSettings, dataset: Any) -> dict[str, Any]:
+    """`settings.sft_steps` of the supervised warm-up (`rl.sft`, its defaults; the run's seed, bf16 and device) on
+    the train split, into OUTPUT_DIR/sft, which RL then starts from. Under a launcher every process trains its share
+    of each batch, as RL does."""
+    from transformers import AutoTokenizer
+
+    from tomforge.rl.sft import sft_warmup
+
+    model = materialize(settings.model)
+    extra = {"use_cpu": True} if settings.extra.get("use_cpu") else None
+    return sft_warmup(
+        model,
+        AutoTokenizer.from_pretrained(model),
+        dataset,
+        str(Path(settings.output_dir) / "sft"),
+        max_steps=settings.sft_steps,
+        bf16=settings.bf16,
+        seed=settings.seed,
+        extra=extra,
+    )
 
 
 def run_verl_here(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
+from tomforge.rl.distributed import launcher
 from tomforge.rl.models import materialize
 from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
@@ -63,6 +64,7 @@ class TrlSettings:
     compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
     compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.compiled_layers)
     report_to: str = "none"
+    sft_steps: int = 0  # supervised warm-up steps before RL, in the same processes (`rl.stage.run_trl_here`)
     reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -189,11 +191,13 @@ def train_trl(
     started = last[0] = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started
-    trainer.save_model(s.output_dir)
-    if trainer.processing_class is not None:
-        trainer.processing_class.save_pretrained(s.output_dir)
+    trainer.save_model(s.output_dir)  # (transformers writes it from the first process only)
     history = trainer.state.log_history
-    Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    if trainer.is_world_process_zero():  # one writer where several processes trained (`--gpus N`)
+        if trainer.processing_class is not None:
+            trainer.processing_class.save_pretrained(s.output_dir)
+        Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    trainer.accelerator.wait_for_everyone()  # the folder is whole before any process goes on
     return {
         "output_dir": s.output_dir,
         "steps": trainer.state.global_step,
@@ -229,9 +233,12 @@ def trl_launch_command(
     train: str,
     n_gpus: int = 1,
     accelerate_config: str | None = None,
+    *,
+    cuda: bool | None = None,
 ) -> list[str]:
-    """The command line that runs this training: plain python on one GPU, `accelerate launch`
-    with one process per GPU on several (the same script; TRL shards generation and the batch)."""
+    """The command line that runs this training: plain python on one GPU; on several, one process per GPU
+    (`rl.distributed.launcher`: `accelerate launch` with the DDP config, or `accelerate_config`: `fsdp` or a file;
+    torch's elastic launcher without CUDA), the same script: TRL shards generation and the batch."""
     args = [
         "-m",
         "tomforge.rl.launch",
@@ -247,10 +254,7 @@ def trl_launch_command(
         args += ["--revision", revision]
     if n_gpus <= 1:
         return [sys.executable or "python", *args]
-    launcher = ["accelerate", "launch", "--num_processes", str(n_gpus), "--mixed_precision", "bf16" if s.bf16 else "no"]
-    if accelerate_config:
-        launcher += ["--config_file", accelerate_config]
-    return [*launcher, *args]
+    return [*launcher(n_gpus, accelerate_config, bf16=s.bf16, cuda=cuda), *args]
 
 
 def format_command(cmd: list[str]) -> str:

@@ -123,7 +123,21 @@ def compose_overrides(s: VerlSettings, reward_path: str | None = None) -> dict[s
         overrides["trainer.total_training_steps"] = s.total_training_steps
     overrides.update(s.extra)
     check_overrides(overrides)
+    check_gpu_split(overrides)
     return overrides
+
+
+def check_gpu_split(overrides: dict[str, Any]) -> None:
+    """verl's own rule for spreading a step over the GPUs (`verl.utils.config.validate_config`, FSDP actor): the
+    step's completions, prompts x rollout.n, split evenly over n_gpus_per_node x nnodes GPUs; refused here, before
+    a Ray job waits for GPUs."""
+    gpus = overrides["trainer.n_gpus_per_node"] * overrides["trainer.nnodes"]
+    completions = overrides["data.train_batch_size"] * overrides["actor_rollout_ref.rollout.n"]
+    if completions % gpus:
+        raise VerlConfigError(
+            f"a step's {completions} completions (batch size x rollout n) do not split evenly over {gpus} GPUs "
+            "(verl's validate_config)"
+        )
 
 
 def check_overrides(overrides: dict[str, Any], keys: set[str] | None = None) -> None:

@@ -161,6 +161,7 @@ def _rl_expected() -> dict[str, dict[str, str]]:
         "max_completion_length": both("max_completion_length", "max_response_length"),
         "bf16": "--bf16" if trl["bf16"] else "--no-bf16",
         "seed": one("seed"),
+        "sft_steps": one("sft_steps"),
         "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
         "compile_": {None: "auto", True: "--compile", False: "--no-compile"}[trl["compile_layers"]],
         "data_dir": str(_defaults_of(stage.launch)["data_dir"]),
@@ -246,6 +247,7 @@ CLI_OWNED = {
     ("eval", "in_distribution"),
     ("eval", "store"),
     ("eval", "out"),
+    ("eval", "gpus"),  # 1: this process, the path before issue 41
     ("generate", "operators"),
     ("generate", "held_out"),
     ("publish", "dry_run"),

@@ -15,6 +15,7 @@ pytest.importorskip("torch")
 
 from tests.rl_data import small_release  # noqa: E402
 from tomforge.flows.cli import app  # noqa: E402
+from tomforge.rl import distributed  # noqa: E402
 from tomforge.rl.evaluate import summarize  # noqa: E402
 from tomforge.rl.reward import score_completion  # noqa: E402
 from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
@@ -274,7 +275,8 @@ def test_train_dry_runs(setup) -> None:
         ],
     )
     assert trl.exit_code == 0, trl.output
-    assert "accelerate launch --num_processes 2" in trl.stdout and '"normalize_advantages": true' in trl.stdout
+    launcher = " ".join(distributed.launcher(2))  # accelerate launch with the DDP config on CUDA, torchrun on the CPU
+    assert launcher + " -m tomforge.rl.launch trl" in trl.stdout and '"normalize_advantages": true' in trl.stdout
     verl = runner.invoke(
         app,
         [

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from tests.rl_data import small_release  # noqa: E402
-from tomforge.rl import stage  # noqa: E402
+from tomforge.rl import distributed, stage  # noqa: E402
 from tomforge.rl.release import SplitRef, fetch_release, list_splits, load_split  # noqa: E402
 from tomforge.rl.reward import completion_text, make_trl_rewards  # noqa: E402
 from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
@@ -89,9 +89,14 @@ def test_trl_plan_single_and_multi_gpu() -> None:
     assert one.command[1:4] == ["-m", "tomforge.rl.launch", "trl"] and "--revision" in one.command
     assert one.config["trl_config"]["normalize_advantages"] is True and one.config["trainer"] == "RLOOTrainer"
     many = stage.plan_trl(settings, "org/tom", "v1", "tomforge_gen/train", n_gpus=4)
-    assert many.command[:4] == ["accelerate", "launch", "--num_processes", "4"]
+    launcher = distributed.launcher(4)  # accelerate launch with the DDP config on CUDA, torchrun on the CPU
+    assert many.command[: len(launcher)] == launcher and many.command[len(launcher) : len(launcher) + 2] == [
+        "-m",
+        "tomforge.rl.launch",
+    ]
     text = many.describe()
-    assert "accelerate launch" in text and '"beta": 0.001' in text
+    assert "--nproc_per_node 4" in text or "--num_processes 4" in text
+    assert '"beta": 0.001' in text
     grpo = stage.plan_trl(
         TrlSettings(model="m", algorithm="grpo", num_generations=4, per_device_train_batch_size=8),
         "org/tom",

@@ -4,10 +4,11 @@ warehouse's libraries are imported inside the commands, so the GPU machine's env
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -106,7 +107,20 @@ def train(
         "--max-completion-length",
         by_backend={"trl": f"{TRL}.max_completion_length", "verl": f"{VERL}.max_response_length"},
     ),
-    gpus: int = typer.Option(1, "--gpus", min=1, help="GPUs per node: >1 runs TRL under `accelerate launch`."),
+    sft_steps: Optional[int] = setting_option(
+        "--sft-steps",
+        setting=f"{TRL}.sft_steps",
+        min=0,
+        help="TRL: supervised warm-up steps on the train split's answers before RL (rl/sft.py), in the same "
+        "processes; RL starts from OUTPUT_DIR/sft.",
+    ),
+    gpus: int = typer.Option(
+        1,
+        "--gpus",
+        min=1,
+        help="GPUs per node: TRL runs one process per GPU (accelerate launch; docs/rl.md, Several GPUs), "
+        "verl gets trainer.n_gpus_per_node.",
+    ),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
     bf16: Optional[bool] = setting_option("--bf16/--no-bf16", setting=f"{TRL}.bf16", help="TRL: bfloat16."),
     seed: Optional[int] = setting_option(
@@ -123,7 +137,11 @@ def train(
         help="TRL: compile the rollouts' layer halves and the policy's layers (default: where CUDA and Triton are; "
         "about 60 s at the start, pays after about 70 steps: docs/rl-speed.md).",
     ),
-    accelerate_config: Optional[str] = typer.Option(None, "--accelerate-config", help="accelerate config file (TRL)."),
+    accelerate_config: Optional[str] = typer.Option(
+        None,
+        "--accelerate-config",
+        help="TRL with --gpus N on CUDA: ddp (the default), fsdp (rl/accelerate_*.yaml) or your own config file.",
+    ),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="verl: submit as a Ray job to this cluster."),
     data_dir: Optional[str] = setting_option(
         "--data-dir",
@@ -162,6 +180,7 @@ def train(
             fast_generation=fast_generation,
             compile_rollouts=compile_,
             compile_layers=compile_,
+            sft_steps=sft_steps,
         )
     else:
         overrides = flags_set(
@@ -239,13 +258,22 @@ def eval_(
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
+    gpus: int = typer.Option(
+        1,
+        "--gpus",
+        min=1,
+        help="Processes, one per GPU: each generates every N-th batch of each split, the first gathers the rows "
+        "(the same rows as one process).",
+    ),
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
+    from tomforge.rl import distributed
     from tomforge.rl.evaluate import (
         GenerationStats,
         evaluate,
         format_matrix,
+        merge_shards,
         plot_by_order,
         store_results,
         summarize,
@@ -264,8 +292,26 @@ def eval_(
         timeout_from_env()
     check_model_spec(model)
     refs = [SplitRef.parse(s) for s in splits]
+    if gpus > 1 and not distributed.under_launcher():
+        root = fetch_release(dataset, revision)  # downloaded once, before the processes read it
+        code = subprocess.call(
+            [
+                *distributed.launcher(gpus, cuda=False),  # torch's launcher: eval gathers over gloo only
+                "-m",
+                "tomforge.flows.cli",
+                "eval",
+                *eval_arguments(locals()),
+            ]
+        )
+        if code:
+            exit_with_error(f"the {gpus} evaluation processes exited with status {code}", ExitCode.INTERNAL)
+        return
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
+    shard = distributed.current_shard()
+    positions: list[tuple[int, int]] = []
+    if shard.world > 1:  # each process on its own GPU before the model loads
+        distributed.init_process_group("gloo")
     try:
         rows = evaluate(
             model,
@@ -277,10 +323,21 @@ def eval_(
             label=label,
             limit=limit,
             stats=stats,
+            shard=shard if shard.world > 1 else None,
+            positions=positions,
             **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+    parts = distributed.gather_to_main((positions, rows, stats))
+    if parts is None:  # not the first process: it handed its rows over
+        return
+    rows = merge_shards((where, part) for where, part, _ in parts)
+    stats = GenerationStats(
+        n_sequences=sum(s.n_sequences for _, _, s in parts),
+        new_tokens=sum(s.new_tokens for _, _, s in parts),
+        seconds=max(s.seconds for _, _, s in parts),  # side by side: the slowest process's time
+    )
     labels = {row["label"] for row in rows}
     record = read_training_record(model) if Path(model).is_dir() else None
     summary = summarize(rows, training={name: record for name in labels}, **flags_set(threshold=gate))
@@ -302,3 +359,24 @@ def eval_(
             ) from None
         console.print(f"stored {stored} rows in {warehouse} (eval_results)", highlight=False)
     sys.stdout.write(format_matrix(summary) + "\n")
+
+
+def eval_arguments(given: dict[str, Any]) -> list[str]:
+    """`tomforge eval`'s own arguments again (from its parameters), for the processes `--gpus N` starts."""
+    args = ["--model", given["model"], "--dataset", given["dataset"], "--warehouse", str(given["warehouse"])]
+    args += ["--out", str(given["out"]), "--store" if given["store"] else "--no-store"]
+    for flag, name in (
+        ("--revision", "revision"),
+        ("--label", "label"),
+        ("--limit", "limit"),
+        ("--batch-size", "batch_size"),
+        ("--max-new-tokens", "max_new_tokens"),
+        ("--generator", "generator"),
+        ("--gate", "gate"),
+    ):
+        if given[name] is not None:
+            args += [flag, str(given[name])]
+    for flag, name in (("--split", "splits"), ("--in-distribution", "in_distribution")):
+        for value in given[name]:
+            args += [flag, value]
+    return args
