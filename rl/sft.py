@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.distributed import under_launcher
@@ -124,6 +125,23 @@ def tokenize_processes(chosen: int | None, rows: int) -> int | None:
     return min(8, cpus) if rows >= PARALLEL_TOKENIZE_ROWS and cpus > 1 else None
 
 
+@contextmanager
+def original_environ() -> Iterator[None]:
+    """Keep `os.environ` the same object: datasets' parallel `map` (`dataset_num_proc`) replaces it with a deep copy
+    (datasets 5.2 `arrow_dataset.py`), and modules that hold the original (rich's Console, so typer's help width)
+    then read a stale environment. The copy's contents are put back into the original."""
+    environ = os.environ
+    try:
+        yield
+    finally:
+        if os.environ is not environ:
+            current = dict(os.environ)
+            os.environ = environ
+            for key in set(environ) - set(current):
+                del environ[key]
+            environ.update(current)
+
+
 def sft_warmup(
     model: str,
     tokenizer: Any,
@@ -202,14 +220,15 @@ def sft_trainer(
         **(length_grouping(SFTConfig) if s.bucket_by_length else {}),
     )
     config = SFTConfig(**{**fields, **(s.extra or {})})  # `extra` may also replace a field set here
-    trainer = SFTTrainer(
-        model=model,
-        args=config,
-        train_dataset=sft_dataset(rl_dataset, s.rationale_form),
-        processing_class=tokenizer,
-        callbacks=callbacks,
-        compute_loss_func=None if s.chunked_loss else full_logits_loss,
-    )
+    with original_environ():
+        trainer = SFTTrainer(
+            model=model,
+            args=config,
+            train_dataset=sft_dataset(rl_dataset, s.rationale_form),
+            processing_class=tokenizer,
+            callbacks=callbacks,
+            compute_loss_func=None if s.chunked_loss else full_logits_loss,
+        )
     if layers_compiled(s.compile_layers, trainer.model):
         compile_decoder_layers(trainer.model)
     return trainer

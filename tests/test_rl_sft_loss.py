@@ -294,3 +294,27 @@ def test_tokenize_processes_count_the_cpus_this_process_may_use(monkeypatch: pyt
     assert tokenize_processes(None, 10**6) == 8
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert tokenize_processes(None, 10**6) is None
+
+
+def test_parallel_tokenizing_leaves_os_environ_the_same_object(tokenizer: Any, tmp_path: Any) -> None:
+    """datasets' parallel map swaps `os.environ` for a copy; modules holding the original (rich's Console reads
+    COLUMNS from it) must still see what is set afterwards, and what the copy changed must be in the original."""
+    import os
+
+    environ = os.environ
+    sft_trainer(
+        tiny_model(tokenizer),
+        tokenizer,
+        rows() * 3,
+        str(tmp_path / "sft"),
+        max_steps=1,
+        batch_size=4,
+        tokenize_processes=2,
+        extra={"use_cpu": True, "max_length": None},
+    )
+    assert os.environ is environ
+    os.environ["TOMFORGE_PLANTED"] = "1"
+    try:
+        assert environ.get("TOMFORGE_PLANTED") == "1"
+    finally:
+        del os.environ["TOMFORGE_PLANTED"]
