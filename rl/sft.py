@@ -136,7 +136,7 @@ def original_environ() -> Iterator[None]:
     finally:
         if os.environ is not environ:
             current = dict(os.environ)
-            os.environ = environ
+            os.environ = environ  # noqa: B003 (putting the original object back; its contents follow)
             for key in set(environ) - set(current):
                 del environ[key]
             environ.update(current)
