@@ -11,9 +11,9 @@ from typing import Optional
 
 import typer
 
+from tomforge.errors import MissingExtra, TrainingFailed
 from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
-from tomforge.flows.commands.terminal import console, exit_with_error
-from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.commands.terminal import console
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
 TRL = "tomforge.rl.trl_backend:TrlSettings"
@@ -36,7 +36,7 @@ def require_rl_extras(*modules: str) -> None:
     """Checked before anything is downloaded or loaded, so a missing extra is one line, not a traceback."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
-        exit_with_error(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
+        raise MissingExtra(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
 
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
@@ -198,7 +198,7 @@ def train(
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
     if outcome.get("exit_code"):
-        exit_with_error(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
+        raise TrainingFailed(f"training exited with status {outcome['exit_code']}")
 
 
 @group.command("eval", cls=SettingsHelp)
@@ -252,7 +252,7 @@ def eval_(
         write_rows,
         write_summary,
     )
-    from tomforge.rl.models import check_model_spec
+    from tomforge.rl.models import ModelSourceError, check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
     from tomforge.rl.trained_on import read_training_record
     from tomforge.warehouse.lock import LockBusy
@@ -280,7 +280,7 @@ def eval_(
             **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
-        exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+        raise ModelSourceError(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}") from exc
     labels = {row["label"] for row in rows}
     record = read_training_record(model) if Path(model).is_dir() else None
     summary = summarize(rows, training={name: record for name in labels}, **flags_set(threshold=gate))
