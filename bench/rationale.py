@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import pyarrow.parquet as pq  # noqa: E402
 
 import tomforge.rl.columns as columns  # noqa: E402
