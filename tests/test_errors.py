@@ -150,7 +150,10 @@ def test_the_one_handler_gives_each_class_its_exit_code(key: str) -> None:
 
 
 def test_value_errors_are_bad_input_only_where_flags_build_settings() -> None:
-    assert _run("audit", ValueError("jaccard must be <= 1")).exit_code == ExitCode.BAD_INPUT
+    refused = _run("audit", ValueError("jaccard must be <= 1"))
+    assert refused.exit_code == ExitCode.BAD_INPUT and refused.stderr.strip().splitlines()[-1] == (
+        "error: jaccard must be <= 1"
+    )
     assert _run("train", ValueError("algorithm must be rloo or grpo")).exit_code == ExitCode.BAD_INPUT
     elsewhere = _run("publish", ValueError("a bug"))
     assert elsewhere.exit_code == ExitCode.INTERNAL and isinstance(elsewhere.exception, ValueError)
@@ -160,6 +163,8 @@ def test_missing_rl_extra_is_one_line_in_the_rl_commands_only() -> None:
     missing = _run("eval", ModuleNotFoundError("No module named 'trl'", name="trl"))
     assert missing.exit_code == ExitCode.BAD_INPUT
     assert "pip install -e '.[rl]'" in missing.stderr and "missing: trl" in missing.stderr
+    inside = _run("train", ModuleNotFoundError("No module named 'trl.trainer'", name="trl.trainer"))  # a submodule
+    assert inside.exit_code == ExitCode.BAD_INPUT and "missing: trl.trainer" in inside.stderr
     other = _run("eval", ModuleNotFoundError("No module named 'nothere'", name="nothere"))
     assert other.exit_code == ExitCode.INTERNAL
     assert _run("sql", ModuleNotFoundError("x", name="trl")).exit_code == ExitCode.INTERNAL
