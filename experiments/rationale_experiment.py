@@ -66,7 +66,8 @@ class Arm:
     sft_examples: int | None = None  # training examples seen (steps = this // sft_batch; None: the recipe's steps)
 
 
-SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000)
+# beyond the split's rows (128k in runs 15-17) an arm makes more passes over the same rows: 256k = two passes
+SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000)
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
@@ -258,6 +259,8 @@ def run_sft(
         # instead of 128 beside another SFT process), and the examples seen with it
         "batch_size_used": result["batch_size_used"],
         "examples": result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]),
+        # passes over the distinct rows: above 1 when the arm asks for more examples than the split holds
+        "passes": round(result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]) / train.num_rows, 3),
         "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),

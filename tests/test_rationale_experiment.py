@@ -17,9 +17,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    # eight arms of the rationale runs and five sizes of the scaling curve in three target forms (answer only,
+    # eight arms of the rationale runs and seven sizes of the scaling curve in three target forms (answer only,
     # curriculum, events), x three seeds x (train, eval)
-    assert len(jobs) == len(set(jobs)) == (8 + 5 * 3) * 3 * 2
+    assert len(jobs) == len(set(jobs)) == (8 + 7 * 3) * 3 * 2
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job

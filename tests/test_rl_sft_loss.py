@@ -243,3 +243,38 @@ def test_a_batch_that_runs_out_of_memory_is_halved_until_it_fits(tokenizer: Any,
             fit_batch_to_memory=False,
             **settings,
         )
+
+
+def test_training_rows_tokenized_in_two_processes_are_the_rows_tokenized_in_one(tokenizer: Any, tmp_path: Any) -> None:
+    """Parallel tokenizing (TRL's `dataset_num_proc`, set from `tokenize_processes`) changes nothing the trainer
+    sees: the same input ids and labels (prompt tokens masked), row by row, as one process (the reference)."""
+    many = rows() * 3
+
+    def tokenized(processes: int) -> list[tuple[list[int], list[int]]]:
+        trainer = sft_trainer(
+            tiny_model(tokenizer),
+            tokenizer,
+            many,
+            str(tmp_path / f"sft{processes}"),
+            max_steps=1,
+            batch_size=4,
+            tokenize_processes=processes,
+            extra={"use_cpu": True, "max_length": None},
+        )
+        assert trainer.args.dataset_num_proc == (processes if processes > 1 else None)
+        return [(r["input_ids"], r["labels"]) for r in trainer.train_dataset]
+
+    one, two = tokenized(1), tokenized(2)
+    assert len(one) == len(many) and one == two
+
+
+def test_tokenize_processes_default_parallel_only_for_large_sets() -> None:
+    from tomforge.rl.sft import PARALLEL_TOKENIZE_ROWS, tokenize_processes
+
+    assert tokenize_processes(None, PARALLEL_TOKENIZE_ROWS - 1) is None
+    assert tokenize_processes(3, 10) == 3 and tokenize_processes(1, 10**6) is None
+    big = tokenize_processes(None, PARALLEL_TOKENIZE_ROWS)
+    import os
+
+    cpus = len(os.sched_getaffinity(0))
+    assert big == (min(8, cpus) if cpus > 1 else None)
