@@ -244,3 +244,19 @@ def test_no_command_sets_an_exit_code_itself() -> None:
             if name in ("SystemExit", "exit") and where != "flows/cli_polish.py":
                 found.append(f"{where}:{node.lineno}: {name}")
     assert found == []
+
+
+def test_a_command_that_showed_the_counts_raises_unreconciled_without_repeating_them() -> None:
+    from tomforge.flows.commands.terminal import show_reconciliation
+    from tomforge.warehouse.load import Unreconciled
+
+    good = LoadReport("tomi", "a.txt", read=4, loaded=3, rejected=1)
+    bad = LoadReport("hitom", "b.json", read=5, loaded=3, rejected=1)
+    show_reconciliation([good])  # every count adds up: nothing raised
+    with pytest.raises(Unreconciled) as raised:
+        show_reconciliation([good, bad])
+    assert raised.value.report is bad and raised.value.counts_shown and raised.value.loaded
+    assert str(raised.value) == "hitom b.json: counts do not reconcile: read 5 != loaded 3 + rejected 1"
+    result = _run("ingest", raised.value)
+    assert result.exit_code == ExitCode.UNRECONCILED and "read = loaded + rejected" not in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == f"error: {raised.value}"
