@@ -10,6 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tomforge.errors import TomforgeError
+
+
+class AuditSettingsError(TomforgeError, ValueError):
+    """An audit or scan parameter the overlap passes cannot work with (a shingle size out of range, MinHash
+    permutations that give no LSH banding reaching the recall target): bad input, one line, from a flag or a
+    config file alike."""
+
 
 @dataclass(frozen=True)
 class AuditParams:

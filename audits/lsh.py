@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tomforge.audits.config import AuditSettingsError
 from tomforge.audits.jit import fmix64_jit, njit
 from tomforge.audits.text import fmix64, use_jit
 
@@ -48,7 +49,9 @@ def choose_banding(num_perm: int, threshold: float, target_recall: float) -> Ban
         if detection_probability(threshold, bands, rows) >= target_recall:
             best = Banding(bands, rows)
     if best is None:
-        raise ValueError(f"no banding of {num_perm} permutations reaches recall {target_recall} at J={threshold}")
+        raise AuditSettingsError(
+            f"no banding of {num_perm} permutations reaches recall {target_recall} at J={threshold}"
+        )
     return best
 
 

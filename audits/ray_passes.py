@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from tomforge.audits.passes import Hashed, PassSettings, concat, hash_shard
+from tomforge.errors import MissingExtra
 
 DEFAULT_SHARD_DOCS = 20_000  # ~0.3 s of work per shard at ~70k docs/s: task overhead stays small
 
@@ -24,7 +25,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("the Ray path needs ray: pip install -e '.[ray]'") from None
+        raise MissingExtra("the Ray path needs ray: pip install -e '.[ray]'") from None
     return ray
 
 

@@ -81,6 +81,12 @@ class PurifyUnreconciled(TomforgeError):
     exit_code = ExitCode.UNRECONCILED
 
 
+class HeldOutFound(TomforgeError):
+    """`scan --strict`: the corpus holds held-out benchmark stories (the hits are written and summarized)."""
+
+    exit_code = ExitCode.FINDINGS
+
+
 @dataclass(frozen=True)
 class ShardSettings:
     """What a shard task needs besides the index (small: it travels to Ray workers)."""
@@ -301,7 +307,7 @@ def run_scan(
         index = build_index(items, p)
     if purify is not None:
         if purify.exists() and any(purify.iterdir()):
-            raise ValueError(f"{purify}: the purify folder exists and is not empty")
+            raise ScanInputError(f"{purify}: the purify folder exists and is not empty")
         purify.mkdir(parents=True, exist_ok=True)
     settings = ShardSettings(p, text_field, id_field, str(purify) if purify else None, strict)
     results = runner(index, shards, settings, progress)

@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tomforge.errors import TomforgeError
+
 DEFAULT_BENCHMARK = "split NOT IN ('train')"  # every held-out split (test, validation, val, dev, ...)
+
+
+class ScanSettingsError(TomforgeError, ValueError):
+    """A scan parameter outside its range (`--jaccard`, `--alpha`, `--batch-docs`...): bad input, one line."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,11 @@ class ScanParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.jaccard_threshold <= 1 or not 0 < self.containment_threshold <= 1:
-            raise ValueError("--jaccard and --containment must be within (0, 1]")
+            raise ScanSettingsError("--jaccard and --containment must be within (0, 1]")
         if not 0 < self.ngram_alpha < 1:
-            raise ValueError("--alpha must be within (0, 1)")
+            raise ScanSettingsError("--alpha must be within (0, 1)")
         if self.batch_docs < 1 or self.shingle_n < 1 or self.ngram_n < 1:
-            raise ValueError("--batch-docs, --shingle-n and --ngram-n must be >= 1")
+            raise ScanSettingsError("--batch-docs, --shingle-n and --ngram-n must be >= 1")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

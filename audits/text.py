@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
+from tomforge.audits.config import AuditSettingsError
 from tomforge.audits.jit import AVAILABLE, fmix64_jit, njit
 
 
@@ -279,7 +280,7 @@ def distinct_words(normalized: pl.Series) -> tuple[np.ndarray, np.ndarray, np.nd
 def ngram_hashes(word_hashes: np.ndarray, n: int) -> np.ndarray:
     """64-bit hashes of every word n-gram of one document (the whole document if shorter than n)."""
     if n < 1 or n > _MAX_N:
-        raise ValueError(f"shingle size must be within 1..{_MAX_N}, got {n}")
+        raise AuditSettingsError(f"shingle size must be within 1..{_MAX_N}, got {n}")
     m = len(word_hashes)
     if m == 0:
         return np.empty(0, dtype=np.uint64)
@@ -304,7 +305,7 @@ def batch_ngrams(words: np.ndarray, word_offsets: np.ndarray, n: int) -> tuple[n
     N-grams are computed over the concatenation and those crossing a document boundary dropped,
     so the work is a handful of whole-array numpy operations regardless of the number of docs."""
     if n < 1 or n > _MAX_N:
-        raise ValueError(f"shingle size must be within 1..{_MAX_N}, got {n}")
+        raise AuditSettingsError(f"shingle size must be within 1..{_MAX_N}, got {n}")
     lengths = np.diff(word_offsets)
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)

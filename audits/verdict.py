@@ -14,10 +14,17 @@ import polars as pl
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.evidence import context_refs, md_escape
+from tomforge.errors import ExitCode, TomforgeError
 
 STATUSES = ("fail", "warn", "pass")
 MAX_EVIDENCE = 8
 SIMILAR_KINDS = ("near_duplicate", "contained")  # audit_overlap_pairs kinds: Jaccard, or containment only
+
+
+class ChecksFailed(TomforgeError):
+    """`audit --strict`: a check of the verdict failed (the summary above names it)."""
+
+    exit_code = ExitCode.FINDINGS
 
 
 @dataclass(frozen=True)

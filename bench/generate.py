@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tomforge.generators import generate_records  # noqa: E402
 

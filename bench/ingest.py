@@ -20,7 +20,6 @@ import argparse
 import csv
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +27,6 @@ from pathlib import Path
 import duckdb
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from tomforge.warehouse.ingest import ingest  # noqa: E402
 from tomforge.warehouse.parallel import staging_processes  # noqa: E402

@@ -24,7 +24,6 @@ import itertools  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import random  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
@@ -32,8 +31,6 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from datasketch import MinHash  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tomforge.audits.config import AuditParams  # noqa: E402
 from tomforge.audits.hashing import hashed_ngrams, reference  # noqa: E402

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import polars as pl  # noqa: E402
 

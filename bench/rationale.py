@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import pyarrow.parquet as pq  # noqa: E402
 
 import tomforge.rl.columns as columns  # noqa: E402

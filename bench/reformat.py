@@ -4,8 +4,8 @@ pinned to one core (issue 36, items 2 and 6).
 
 Run (one command, prints the tables; --quick is a smoke run of about 1.5 minutes, the full size 5-8):
 
-    nice python bench/reformat.py --quick
-    nice python bench/reformat.py                       # full size: >= 20,000 templated distractors
+    nice python -m bench.reformat --quick
+    nice python -m bench.reformat                       # full size: >= 20,000 templated distractors
 
 **Benchmark** (the held-out side): real releases read at run time from ../shared (never copied into
 the project): half of HiToM's 120 stories and half of ToMi's 999 test stories (a fixed split by a hash
@@ -61,7 +61,6 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from bench.reformat_plants import ALL_FORMS, Story, flatten_messages, plant  # noqa: E402
 

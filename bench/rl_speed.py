@@ -6,9 +6,9 @@ Two steps:
 
     # here (CPU): the experiment's prompts (generated, templated, orders 0-3, as `rl.experiment_data` builds
     # them) as RL rows, and SmolLM2-135M-Instruct's tokenizer + config read from the gguf
-    python bench/rl_speed.py prepare --gguf SmolLM2-135M-Instruct.Q4_1.gguf --out CARRY
+    python -m bench.rl_speed prepare --gguf SmolLM2-135M-Instruct.Q4_1.gguf --out CARRY
     # on the H200, one call
-    python bench/rl_speed.py run --assets CARRY --out $OUT
+    python -m bench.rl_speed run --assets CARRY --out $OUT
 
 The model is a randomly initialised `LlamaForCausalLM` with SmolLM2-135M-Instruct's config (speed does not depend
 on the weights; with random weights a sequence rarely stops early, so both sides generate the full length). MFU:
@@ -646,10 +646,10 @@ class FloorBench:
     section, and a time budget past which sections are skipped (and say so)."""
 
     def __init__(self, assets: Path, out: Path, budget_s: float, skip: frozenset[str] = frozenset()) -> None:
-        import rl_floor
         import torch
         from transformers import AutoTokenizer
 
+        from bench import rl_floor
         from tomforge.rl.fastgen import stop_token_ids
 
         self.deadline = time.perf_counter() + budget_s
@@ -693,7 +693,7 @@ class FloorBench:
         print(f"== {name}: skipped ({why})", flush=True)
 
     def levers(self, batch: int, **kwargs: Any) -> dict[str, Any]:
-        import rl_floor
+        from bench import rl_floor
 
         return rl_floor.generation_levers(
             self.model, self.pool, self.stops, self.pad, batch, 64, hf_greedy, compare, **kwargs
@@ -754,7 +754,7 @@ class FloorBench:
 def floor_run(assets: Path, out: Path, budget_s: float, sft: bool) -> int:
     """`floor`: the generation levers side by side and what the model's shapes allow (bench/rl_floor.py); then,
     time allowing, SFT at batch 128. Sections past `budget_s` are skipped and say so."""
-    import rl_floor
+    from bench import rl_floor
 
     bench = FloorBench(assets, out, budget_s)
     s = bench.shapes
@@ -784,8 +784,9 @@ def compiled_run(
     recorded as skipped."""
     import importlib.util
 
-    import rl_floor
     import torch
+
+    from bench import rl_floor
 
     torch._dynamo.config.recompile_limit = 64  # the variants and batches of one process, each compiled once
     bench = FloorBench(assets, out, budget_s, skip)
@@ -825,7 +826,7 @@ def compiled_run(
 def floor_section(data: dict[str, Any], s: dict[str, Any], intermediate: int, pool: list, batch: int) -> dict:
     """The floor of a call at `batch` x 64 new tokens from the measured primitives, against 20x HF's measured
     rate and the prompt pass's measured time (bench/rl_floor.py)."""
-    import rl_floor
+    from bench import rl_floor
 
     prims = data["primitives"]
     levers = data.get(f"levers_{batch}", {})
@@ -864,7 +865,7 @@ def identity_fp32_new_path(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python bench/rl_speed.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.rl_speed", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--gguf", type=Path, required=True)

@@ -1,7 +1,7 @@
 """`tomforge scan` side by side with allenai's decon and lm-eval's 13-gram decontamination, on one
 corpus built here with planted benchmark stories; then ours streamed over 10x the corpus.
 
-Run: `python bench/scan.py [--docs 1000000] [--per-kind 200] [--lm-eval-docs 50000] [--stream 10]`.
+Run: `python -m bench.scan [--docs 1000000] [--per-kind 200] [--lm-eval-docs 50000] [--stream 10]`.
 Prints figures; asserts nothing (timings vary by machine). Every tool runs in a subprocess of its
 own pinned to one core with `taskset -c --core` (decon: worker_threads=1), so its CPU time
 (`os.wait4`), peak RSS (sampled) and wall time are its own. The recall rows read different prefixes
@@ -45,7 +45,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 KINDS = ("verbatim", "rewrapped", "embedded", "first_half", "names_swapped")
 SHARD_DOCS = 100_000

@@ -1,7 +1,7 @@
 """`tomforge scan` on Ray against the local path: per-worker throughput, the fixed start-up cost of
 the Ray path, and the corpus size from which Ray pays, on a two-node local cluster.
 
-Run: `python bench/scan_ray.py [--sizes 200,10000,100000,300000,1000000]` (after `bench/scan.py`
+Run: `python -m bench.scan_ray [--sizes 200,10000,100000,300000,1000000]` (after `bench/scan.py`
 has built its corpus under --work, or it builds one of max(--sizes) documents the same way).
 Prints figures; asserts nothing (timings vary by machine).
 
@@ -44,8 +44,6 @@ from pathlib import Path
 from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tests.ray_cluster import two_node_cluster  # noqa: E402
 
@@ -169,7 +167,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    from scan import build_benchmark, build_corpus  # bench/scan.py: the same benchmark and corpus
+    from bench.scan import build_benchmark, build_corpus  # the same benchmark and corpus
 
     args.work.mkdir(parents=True, exist_ok=True)
     stories = build_benchmark(args.work, args.questions)

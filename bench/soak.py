@@ -1,8 +1,8 @@
 """Soak of one writer at a time (issue 25): many writers at once, then writers killed with SIGKILL.
 
-    python bench/soak.py --writers 8 --rounds 20 --kill-trials 50        # the documented soak
-    python bench/soak.py --writers 8 --rounds 3 --kill-trials 0          # the stress part only
-    python bench/soak.py --only-kill publish --kill-trials 50            # one command's kill trials
+    python -m bench.soak --writers 8 --rounds 20 --kill-trials 50        # the documented soak
+    python -m bench.soak --writers 8 --rounds 3 --kill-trials 0          # the stress part only
+    python -m bench.soak --only-kill publish --kill-trials 50            # one command's kill trials
 
 Stress: W processes run R seeded mixed commands each (ingests of six sources, re-ingests, generate,
 audit, clean, eval storing `eval_results`) on one warehouse while a reader polls it; then the same commands run one after the other
@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import writers  # noqa: E402
 

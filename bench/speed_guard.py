@@ -4,7 +4,7 @@ with the ratio per figure and a SLIP line for each one more than 20% worse. docs
 for it before an issue that touches `audits/` or `generators/` is called resolved. Speed stays out of
 the tests: this is a bench, run by hand on a quiet machine.
 
-    .venv/bin/python bench/speed_guard.py [--items 1000000] [--gen-n 6000] [--skip-audit] [--json out.json]
+    .venv/bin/python -m bench.speed_guard [--items 1000000] [--gen-n 6000] [--skip-audit] [--json out.json]
                                           [--record]   # write this run's figures as the new reference
 
 Figures: per audit phase wall s, CPU s and peak RSS (each audit in a child process, as
@@ -30,11 +30,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import minhash as audit_bench  # noqa: E402  (bench/minhash.py: the whole-audit harness)
-
+from bench import minhash as audit_bench  # noqa: E402  (bench/minhash.py: the whole-audit harness)
 from tomforge.generators import generate_records  # noqa: E402
 
 REFERENCE = ROOT / "docs" / "speed-reference.json"
@@ -131,7 +128,8 @@ def main() -> None:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.record:
         REFERENCE.write_text(
-            json.dumps({"measured": started, "command": "bench/speed_guard.py", "figures": measured}, indent=1) + "\n"
+            json.dumps({"measured": started, "command": "python -m bench.speed_guard", "figures": measured}, indent=1)
+            + "\n"
         )
     if slips:
         print(f"SLIPPED (more than {SLIP - 1:.0%} worse): {', '.join(slips)}")

@@ -3,7 +3,7 @@
 
 Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...). Errors become
 them in one place, `user_errors`, which every subcommand runs inside (`UserErrorGroup`): a `TomforgeError`
-(`tomforge/errors.py`) is one line and its class's exit code.
+(`tomforge/errors.py`) is one line and its class's exit code; no command sets an exit code itself.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Iterator, cast
 import typer
 from typer.core import TyperGroup
 
-from tomforge.errors import TomforgeError
+from tomforge.errors import MissingExtra, TomforgeError
 from tomforge.flows import cli_polish
 from tomforge.flows.commands import audit, ingest, rebuild, release, rl, scan, sql
+from tomforge.flows.commands.flags import FlagError
 from tomforge.flows.commands.rl import RL_EXTRAS, RL_EXTRAS_HINT
 from tomforge.flows.commands.terminal import exit_with_error, print_reports
-from tomforge.flows.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from tomforge.warehouse.load import Unreconciled
@@ -75,33 +75,43 @@ def _loaded_class(module: str, name: str) -> type[BaseException] | None:
 
 
 # Commands whose settings or SQL conditions are built from flags by libraries that raise a plain ValueError
-# (pydantic's ValidationError, the TRL settings' own checks, an audit condition): bad input there.
+# (pydantic's ValidationError, the TRL settings' own checks, an audit condition): bad input there. The
+# project's own checks raise a `TomforgeError` class instead.
 VALUE_ERRORS_ARE_INPUT = frozenset({"audit", "clean", "train", "eval", "scan"})
 RL_COMMANDS = frozenset({"train", "eval"})
 
 
+def as_user_error(exc: Exception, command: str | None) -> TomforgeError | None:
+    """What a failure is to the user: a `TomforgeError` as it is; a library's failure worded as one of ours
+    (a missing RL extra in `train`/`eval`: `MissingExtra`; a library's ValueError in `VALUE_ERRORS_ARE_INPUT`:
+    `FlagError`); None for anything else (a bug: it keeps its traceback)."""
+    if isinstance(exc, TomforgeError):
+        return exc
+    if isinstance(exc, ModuleNotFoundError):
+        if command in RL_COMMANDS and (exc.name or "").split(".")[0] in RL_EXTRAS:
+            return MissingExtra(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
+        return None
+    if isinstance(exc, ValueError) and command in VALUE_ERRORS_ARE_INPUT:
+        return FlagError(str(exc))
+    return None
+
+
 @contextmanager
 def user_errors(ctx: Any) -> Iterator[None]:
-    """The one handler: a `TomforgeError` is one line on stderr and exits with its class's `exit_code`
-    (a load whose counts do not reconcile first prints its counts); INTERNAL ones keep their traceback.
-    Besides: a missing RL extra in `train`/`eval`, and a ValueError in `VALUE_ERRORS_ARE_INPUT`, exit 2."""
+    """The one handler, and the only place that sets an exit code: a `TomforgeError` (or a library's
+    failure `as_user_error` words as one) is one line on stderr and exits with its class's `exit_code` (a
+    load whose counts do not reconcile first prints its counts, unless the command did); one that
+    `keeps_traceback` (INTERNAL: a bug or an internal signal), and any other exception, is raised on."""
     try:
         yield
-    except TomforgeError as exc:
-        if exc.exit_code is ExitCode.INTERNAL:
+    except Exception as caught:
+        exc = as_user_error(caught, ctx.invoked_subcommand)
+        if exc is None or exc.keeps_traceback():
             raise
         unreconciled = _loaded_class("tomforge.warehouse.load", "Unreconciled")
-        if unreconciled is not None and isinstance(exc, unreconciled):
+        if unreconciled is not None and isinstance(exc, unreconciled) and not cast("Unreconciled", exc).counts_shown:
             print_reports([cast("Unreconciled", exc).report])
         exit_with_error(str(exc), exc.exit_code)
-    except ModuleNotFoundError as exc:
-        if ctx.invoked_subcommand not in RL_COMMANDS or (exc.name or "").split(".")[0] not in RL_EXTRAS:
-            raise
-        exit_with_error(f"{RL_EXTRAS_HINT} (missing: {exc.name})")
-    except ValueError as exc:
-        if ctx.invoked_subcommand not in VALUE_ERRORS_ARE_INPUT:
-            raise
-        exit_with_error(str(exc))
 
 
 # The command groups, in the order `tomforge --help` lists their commands.

@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from tomforge.errors import TrainingFailed
 from tomforge.flows.config import (
     AuditConfig,
     CleanConfig,
@@ -38,7 +39,7 @@ from tomforge.flows.staging import (
     staged_folder,
 )
 from tomforge.warehouse import db
-from tomforge.warehouse.load import LoadReport, write_staged
+from tomforge.warehouse.load import LoadReport, Unreconciled, write_staged
 from tomforge.warehouse.lock import configured_timeout, hold
 from tomforge.warehouse.progress import PlainLineProgress
 
@@ -211,11 +212,11 @@ def audit_task(warehouse: str, settings: AuditConfig, runner: RunnerConfig | Non
 @task(name="clean")
 def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
     """Apply the cleaning policy to the latest audit (clean_items, clean_removed, clean_summary)."""
-    from tomforge.audits.clean import apply_cleaning
+    from tomforge.audits.clean import CleaningError, apply_cleaning
 
     summary = apply_cleaning(Path(warehouse), settings.policy)
     if not summary.reconciled:
-        raise RuntimeError("cleaning does not reconcile (selected != kept + removed)")
+        raise CleaningError("cleaning does not reconcile (selected != kept + removed)")
     return {"summary": "\n".join(summary.lines())}
 
 
@@ -297,7 +298,7 @@ def rl_flow(
     )
     get_run_logger().info(outcome["plan"])
     if outcome.get("exit_code"):
-        raise RuntimeError(f"training exited with status {outcome['exit_code']}")
+        raise TrainingFailed(f"training exited with status {outcome['exit_code']}")
     return {k: v for k, v in outcome.items() if k != "plan"}
 
 
@@ -403,8 +404,9 @@ def rebuild_flow(config_path: str | None = None) -> dict[str, Any]:
     with configured_timeout(config.warehouse.lock_timeout), hold(config.warehouse.path):
         reports = run_ingest(config)
         reports += run_variants_step(config)
-        if not all(r["reconciled"] for r in reports):
-            raise RuntimeError("counts do not reconcile (read != loaded + rejected)")
+        unreconciled = [r for r in reports if not r["reconciled"]]
+        if unreconciled:
+            raise Unreconciled(LoadReport.from_dict(unreconciled[0]), loaded=True)
         extra = {"warehouse": str(config.warehouse.path.resolve())}
         release = audit_clean_publish(config, extra)
     if config.audit.enabled:

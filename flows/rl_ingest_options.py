@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from tomforge.errors import TomforgeError
 from tomforge.warehouse.sources.base import Adapter
+
+
+class RLFilesOptionError(TomforgeError, ValueError):
+    """An RL files flag given with another source, or an empty split name: bad input, one line (a ValueError
+    too, so the config's validator reports it in place)."""
 
 
 def rl_adapter(
@@ -23,7 +29,7 @@ def rl_adapter(
     prompt_field: Optional[str] = None,
 ) -> Adapter | None:
     """The `rlfiles` adapter with the flags given (a marker flag, repeated, replaces that default list),
-    or None for another source given no RL flag. ValueError (a one-line user error) for an RL flag
+    or None for another source given no RL flag. `RLFilesOptionError` (`MarkerError` for a marker) for an RL flag
     given with another source, an empty marker or an empty split name."""
     given = {
         "--split": split,
@@ -36,13 +42,13 @@ def rl_adapter(
     named = [flag for flag, value in given.items() if value]
     if source != "rlfiles":
         if named:
-            raise ValueError(f"{', '.join(named)}: only for --source rlfiles (RL training files)")
+            raise RLFilesOptionError(f"{', '.join(named)}: only for --source rlfiles (RL training files)")
         return None
     from tomforge.warehouse.sources.rl_prompt import PromptMarkers
     from tomforge.warehouse.sources.rlfiles import ADAPTER, RLFileOptions
 
     if split is not None and not split.strip():
-        raise ValueError("--split: give a split name, e.g. train")
+        raise RLFilesOptionError("--split: give a split name, e.g. train")
     markers = PromptMarkers()
     markers = replace(
         markers,

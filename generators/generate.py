@@ -50,7 +50,7 @@ from tomforge.generators.operators import OPERATORS, apply_operators
 from tomforge.generators.padding import Padder
 from tomforge.generators.questions import QuestionPlanner
 from tomforge.generators.record_writer import RecordWriter
-from tomforge.generators.renderings import THIRD_PERSON
+from tomforge.generators.renderings import THIRD_PERSON, GeneratorChoiceError
 from tomforge.generators.settings import (
     DEFAULT_MAX_ORDER,
     DEFAULT_SOURCE,
@@ -167,7 +167,7 @@ class Generator:
             if not questions:
                 idle += 1
                 if idle >= STALL_STORIES:
-                    raise RuntimeError(
+                    raise GeneratorChoiceError(
                         f"no story in {idle} serves the remaining quotas {self.planner.remaining()}: "
                         "the chosen operators cannot produce these gold roles"
                     )

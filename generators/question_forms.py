@@ -27,6 +27,7 @@ from typing import Any, Callable, Hashable, Protocol, Sequence
 
 from tomforge.generators.balance import Quota
 from tomforge.generators.beliefs import BeliefEngine, Effect
+from tomforge.generators.renderings import GeneratorChoiceError
 from tomforge.generators.world import INIT, MOVE, TELL
 
 LIST, ANSWERABILITY = "list", "answerability"
@@ -74,7 +75,7 @@ def formats_of_forms(forms: Sequence[str]) -> tuple[str, ...]:
     today's records byte for byte."""
     unknown = [name for name in forms if name not in FORM_NAMES]
     if unknown or not forms:
-        raise ValueError(f"unknown question forms {unknown}; choose from {', '.join(FORM_NAMES)}")
+        raise GeneratorChoiceError(f"unknown question forms {unknown}; choose from {', '.join(FORM_NAMES)}")
     chosen = {FORM_NAMES[name] for name in forms}
     order = ("multiple_choice", "yes_no", "free_text", LIST, ANSWERABILITY)
     return tuple(fmt for fmt in order if fmt in chosen)

@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import re
 
+from tomforge.errors import TomforgeError
+
 THIRD_PERSON, SECOND_PERSON, DIALOGUE = "third_person", "second_person", "dialogue"
 RENDERINGS = (THIRD_PERSON, SECOND_PERSON, DIALOGUE)
 """`dialogue` (`generators.dialogue`) replaces the story with chat turns; its questions keep the names."""
+
+
+class GeneratorChoiceError(TomforgeError, ValueError):
+    """A generator setting outside its choices (a rendering, style or question form; an order below 0): one
+    line, bad input (a ValueError too, so a config validator reports it in place)."""
+
 
 # (pattern on text where the reader is already "you", replacement): subject-verb agreement and possessives
 _AGREEMENT = tuple(
@@ -48,4 +56,4 @@ def render(text: str, rendering: str, reader: str) -> str:
         return text
     if rendering == SECOND_PERSON:
         return second_person(text, reader)
-    raise ValueError(f"unknown rendering {rendering!r}; choose from {', '.join(RENDERINGS)}")
+    raise GeneratorChoiceError(f"unknown rendering {rendering!r}; choose from {', '.join(RENDERINGS)}")

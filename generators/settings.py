@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from tomforge.generators import question_forms as forms
 from tomforge.generators.operators import OPERATORS
-from tomforge.generators.renderings import RENDERINGS, THIRD_PERSON
+from tomforge.generators.renderings import RENDERINGS, THIRD_PERSON, GeneratorChoiceError
 from tomforge.generators.templates import STYLES
 
 GENERATOR = "tomforge_gen"
@@ -53,15 +53,15 @@ class GenerationSettings:
 
     def __post_init__(self) -> None:
         if self.rendering not in RENDERINGS:
-            raise ValueError(f"unknown rendering {self.rendering!r}; choose from {', '.join(RENDERINGS)}")
+            raise GeneratorChoiceError(f"unknown rendering {self.rendering!r}; choose from {', '.join(RENDERINGS)}")
         OPERATORS.check(self.operators)
         bad_styles = set(self.styles) - set(STYLES)
         if bad_styles or not self.styles:
-            raise ValueError(f"unknown styles {sorted(bad_styles)}; choose from {', '.join(STYLES)}")
+            raise GeneratorChoiceError(f"unknown styles {sorted(bad_styles)}; choose from {', '.join(STYLES)}")
         if self.max_order < 0:
-            raise ValueError("max_order must be >= 0")
+            raise GeneratorChoiceError("max_order must be >= 0")
         if not self.formats or set(self.formats) - set(ALL_FORMATS):
-            raise ValueError(f"formats must be a non-empty subset of {', '.join(ALL_FORMATS)}")
+            raise GeneratorChoiceError(f"formats must be a non-empty subset of {', '.join(ALL_FORMATS)}")
 
     @property
     def uses_held_out(self) -> bool:

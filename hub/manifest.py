@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
-from tomforge.errors import TomforgeError
+from tomforge.errors import ExitCode, TomforgeError
 from tomforge.schemas import load_schema
 from tomforge.warehouse.export import ALL_CONFIG, SplitExport
 from tomforge.warehouse.versions import tool_versions as versions_of
@@ -27,6 +27,13 @@ _TOOLS = ("duckdb", "pyarrow", "huggingface_hub", "datasets", "polars")
 
 class ManifestError(TomforgeError):
     """A manifest that does not match its schema (or cannot be read)."""
+
+
+class ReleaseMismatch(TomforgeError):
+    """`verify`: the release's files do not match its manifest (a file missing, changed or not listed);
+    each problem is printed before this one line."""
+
+    exit_code = ExitCode.MISMATCH
 
 
 def sha256_file(path: Path) -> str:

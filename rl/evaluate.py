@@ -23,6 +23,7 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from tomforge.atomic_files import replaced_on_success, write_text_atomically
+from tomforge.errors import TomforgeError
 from tomforge.rl.columns import decode_ground_truth
 from tomforge.rl.distributed import Shard
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
@@ -95,6 +96,10 @@ EVAL_MIGRATIONS = (
 )
 
 
+class EvalSettingsError(TomforgeError, ValueError):
+    """An evaluation setting outside its choices (`--generator`): bad input, one line."""
+
+
 @dataclass
 class GenerationStats:
     n_sequences: int = 0
@@ -129,7 +134,7 @@ def generate(
     """Greedy completions for chat prompts, in input order. `backend`: auto (vLLM when installed with a GPU,
     else the fast path, else HF), fast, hf or vllm."""
     if backend not in GENERATORS:
-        raise ValueError(f"--generator must be one of {', '.join(GENERATORS)}, not {backend!r}")
+        raise EvalSettingsError(f"--generator must be one of {', '.join(GENERATORS)}, not {backend!r}")
     if backend == "vllm" or (backend == "auto" and model is None and _has_vllm()):
         return _generate_vllm(model_path, prompts, max_new_tokens, stats)
     if backend in ("auto", "fast"):

@@ -158,7 +158,7 @@ def make_settings(
     """Backend settings from a model and overrides (the config file's `[rl] settings`)."""
     overrides = dict(overrides or {})
     if backend != "trl" and is_gguf(model):
-        raise ValueError(
+        raise verl_backend.VerlConfigError(
             f"{model}: a .gguf model runs with the trl backend; for verl convert it to a folder first "
             "(python -m tomforge.rl.models FILE.gguf)"
         )

@@ -29,12 +29,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tomforge.errors import TomforgeError
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.distributed import launcher
 from tomforge.rl.models import materialize
 from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
 
 ALGORITHMS = ("rloo", "grpo")
+
+
+class TrlSettingsError(TomforgeError, ValueError):
+    """TRL settings that cannot train (an unknown algorithm, a batch that is no multiple of the generations):
+    bad input, one line."""
 
 
 @dataclass
@@ -70,9 +76,11 @@ class TrlSettings:
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, not {self.algorithm!r}")
+            raise TrlSettingsError(f"algorithm must be one of {ALGORITHMS}, not {self.algorithm!r}")
         if self.per_device_train_batch_size % self.num_generations:
-            raise ValueError("per_device_train_batch_size counts completions: make it a multiple of num_generations")
+            raise TrlSettingsError(
+                "per_device_train_batch_size counts completions: make it a multiple of num_generations"
+            )
 
 
 def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:

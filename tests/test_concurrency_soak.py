@@ -1,4 +1,4 @@
-"""Issue 25's stress and kill tests, sized for CI (the long soak: `python bench/soak.py`, docs/concurrency.md).
+"""Issue 25's stress and kill tests, sized for CI (the long soak: `python -m bench.soak`, docs/concurrency.md).
 
 - 8 writers at once, 2 rounds of seeded mixed commands (ingests, re-ingests, generate, audit, clean),
   against the same commands one after the other: same items, contexts, rejects, sources and loads, and

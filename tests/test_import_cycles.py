@@ -19,11 +19,17 @@ def module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(["tomforge", *parts])  # the folders install under the tomforge namespace
+    if parts[0] != "tomforge":  # the folders install under the tomforge namespace
+        parts.insert(0, "tomforge")
+    return ".".join(parts)
 
 
 def project_modules() -> dict[str, Path]:
-    return {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    """Every module of the installed package: the folders' modules and `tomforge/`'s own files (its
+    `__init__`, `errors.py`, `atomic_files.py`; the links in it are the folders, counted once)."""
+    folders = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    own = {module_name(p): p for p in (REPO / "tomforge").glob("*.py")}
+    return folders | own
 
 
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:

@@ -8,12 +8,13 @@ module is placed deliberately. Imports inside functions count, as in the cycle t
 
 from __future__ import annotations
 
-from tests.test_import_cycles import imported_modules, project_modules
+from tests.test_import_cycles import REPO, imported_modules, project_modules
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     (
         "record contract",
         (
+            "tomforge",  # the package itself (its version), this module only: see EXACT
             "tomforge.errors",
             "tomforge.atomic_files",  # files written beside their target and renamed over it
             "tomforge.schemas",
@@ -39,6 +40,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (  # lowest first
     ("training", ("tomforge.rl",)),
     ("front ends", ("tomforge.flows",)),
 )
+# placed as that module alone, not as a prefix: the namespace's own `__init__` (every module's name starts
+# with it, and each other module is placed by its own entry)
+EXACT = {"tomforge"}
 # the one documented exception: the RL stage stores its evaluation rows in the warehouse (`eval_results`)
 ALLOWED_UPWARD = {
     ("tomforge.rl.evaluate", "tomforge.warehouse"),
@@ -53,6 +57,8 @@ def layer_of(module: str) -> int:
     best, found = "", -1
     for rank, (_name, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
+            if prefix in EXACT and module != prefix:
+                continue
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
                 best, found = prefix, rank
     return found
@@ -82,6 +88,22 @@ def violations(edges: list[tuple[str, str]]) -> list[str]:
 
 def test_every_module_has_a_layer() -> None:
     assert [m for m in project_modules() if layer_of(m) < 0] == []
+
+
+def test_the_package_root_modules_are_covered() -> None:
+    """`tomforge/`'s own files are modules of the package like the folders' (issue 39): listed, placed, and
+    their imports judged; the root package is placed alone, so an unplaced module still has no layer."""
+    modules = project_modules()
+    assert {"tomforge", "tomforge.errors", "tomforge.atomic_files"} <= set(modules)
+    assert {m for m in modules if m.count(".") == 1 and not (REPO / m.split(".")[1]).is_dir()} == {
+        "tomforge.errors",
+        "tomforge.atomic_files",
+    }
+    assert layer_of("tomforge.a_new_module") == -1 and layer_of("tomforge") == 0
+    edges = project_edges()
+    assert ("tomforge.warehouse.db", "tomforge.errors") in edges  # `from tomforge.errors import ...` is an edge
+    planted = [("tomforge.errors", "tomforge.warehouse.db"), ("tomforge.atomic_files", "tomforge.hub.release")]
+    assert [v.split(" ")[0] for v in violations(planted)] == ["tomforge.errors", "tomforge.atomic_files"]
 
 
 def test_no_import_against_the_layers() -> None:

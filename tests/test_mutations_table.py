@@ -3,20 +3,17 @@ moved or reworded line makes this fail here rather than show as STALE at the end
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _mutations() -> tuple:
-    spec = importlib.util.spec_from_file_location("bench_mutations", ROOT / "bench" / "mutations.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module.MUTATIONS
+    from bench import mutations
+
+    return mutations.MUTATIONS
 
 
 def test_every_mutation_snippet_occurs_exactly_once() -> None:
@@ -39,9 +36,10 @@ def test_every_mutation_name_is_used_once() -> None:
     assert sorted({n for n in names if names.count(n) > 1}) == []
 
 
-def _bench() -> object:
-    _mutations()
-    return sys.modules["bench_mutations"]
+def _bench() -> Any:
+    from bench import mutations
+
+    return mutations
 
 
 def test_a_recorded_catcher_runs_first_only_when_it_is_one_of_the_mutations_own_tests() -> None:

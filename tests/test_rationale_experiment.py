@@ -69,7 +69,7 @@ def test_an_arm_of_its_own_seeds_runs_only_those_after_what_it_needs() -> None:
         "rl-rationale-rl-s1",
         "eval-rationale-rl-s1",
     ]
-    from generators.rationale_text import FORMS
+    from tomforge.generators.rationale_text import FORMS
 
     assert {a.form for a in ARMS.values() if a.form} == set(FORMS)  # every form has its arm
 

@@ -3,7 +3,9 @@
 Every error a user can cause is a `TomforgeError`; each subclass says, in `exit_code`, what the
 command exits with when it escapes a step (scripts and schedulers branch on these codes). The
 command line has one handler (`flows/cli.py`, `user_errors`) that prints such an error as one line
-and exits with its code, so a new error class needs no edit there. This module sits beneath every
+and exits with its code, so a new error class needs no edit there; no command sets an exit code
+itself (a failed `--strict` check, a release that does not match its manifest, a training that
+failed: each is a class). This module sits beneath every
 layer (it imports nothing of the project), so the record contract, the adapters, the audit, the
 release and the RL stage can all raise into it; the RL stage's GPU machine imports nothing more.
 
@@ -46,3 +48,28 @@ class TomforgeError(Exception):
     as one line; INTERNAL marks a bug or an internal signal that keeps its traceback."""
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
+
+    def keeps_traceback(self) -> bool:
+        """Whether the handler raises it on with its traceback (a bug or an internal signal) instead of
+        printing one line: by default the INTERNAL ones."""
+        return self.exit_code is ExitCode.INTERNAL
+
+
+class MissingExtra(TomforgeError):
+    """An optional dependency a command needs is not installed (the `rl` or `ray` extra): bad input,
+    one line with the `pip install` that fixes it."""
+
+
+class TrainingFailed(TomforgeError):
+    """The training process (TRL or verl, a child process) exited with a non-zero status: exit 1, one
+    line; its own output above says why, so no traceback of ours is added."""
+
+    exit_code = ExitCode.INTERNAL
+
+    def keeps_traceback(self) -> bool:
+        return False
+
+
+class EvaluationFailed(TrainingFailed):
+    """`eval --gpus N`: the evaluation processes (children of the launcher) exited with a non-zero status: exit 1,
+    one line; their own output above says why."""

@@ -74,20 +74,21 @@ class LoadReport:
 
 
 class Unreconciled(WarehouseError):
-    """A load whose counts do not add up (a record lost or doubled between parsing and loading):
-    nothing of it is written. Carries the report, so the counts can be shown."""
+    """A load whose counts do not add up (a record lost or doubled between parsing and loading): refused
+    before anything is written, or (`loaded`) found by a later check. Carries the report, so the counts can
+    be shown; `counts_shown`: the command printed them already (the CLI's handler does not repeat them)."""
 
     exit_code = ExitCode.UNRECONCILED
 
-    def __init__(self, report: LoadReport) -> None:
-        self.report = report
+    def __init__(self, report: LoadReport, loaded: bool = False, counts_shown: bool = False) -> None:
+        self.report, self.loaded, self.counts_shown = report, loaded, counts_shown
         super().__init__(
             f"{report.source} {report.input_ref}: counts do not reconcile: read {report.read} "
-            f"!= loaded {report.loaded} + rejected {report.rejected}; nothing was loaded"
+            f"!= loaded {report.loaded} + rejected {report.rejected}" + ("" if loaded else "; nothing was loaded")
         )
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable (Prefect may carry it across a task boundary)
-        return (Unreconciled, (self.report,))
+        return (Unreconciled, (self.report, self.loaded, self.counts_shown))
 
 
 @dataclass

@@ -52,8 +52,11 @@ def audit(
         )
         summary = run_audit(warehouse, train_where, heldout_where, out, params, progress=progress)
     sys.stdout.write("\n".join(summary.lines()) + "\n")
-    if strict and any(v.status == "fail" for v in summary.verdicts):
-        raise typer.Exit(ExitCode.FINDINGS)
+    failed = [v for v in summary.verdicts if v.status == "fail"]
+    if strict and failed:
+        from tomforge.audits.verdict import ChecksFailed
+
+        raise ChecksFailed(f"audit --strict: {len(failed)} check(s) of the verdict failed")
 
 
 @group.command(cls=SettingsHelp)

@@ -17,7 +17,15 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperOption
 
+from tomforge.errors import TomforgeError
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
+
+
+class FlagError(TomforgeError):
+    """A flag's value, or a combination of flags, is refused: by the command (`publish --target hub` without
+    `--repo`) or by the library the flags' settings go to (pydantic's ValidationError, TRL's own checks, a
+    DuckDB condition: `flows.cli.user_errors` words such a ValueError as this class). Bad input, one line."""
+
 
 WarehouseOption = typer.Option(DEFAULT_WAREHOUSE, "--warehouse", "-w", help="DuckDB warehouse file.")
 

@@ -10,8 +10,7 @@ import typer
 from rich.table import Table
 
 from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
-from tomforge.flows.commands.terminal import console, exit_with_error, print_reports, stdout_console
-from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.commands.terminal import console, show_reconciliation, stdout_console
 from tomforge.flows.progress import RichProgress
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
@@ -72,22 +71,17 @@ def ingest(
     from tomforge.warehouse.ingest import ingest as ingest_source
 
     with RichProgress(console) as progress:
-        try:
-            adapter = rl_adapter(
-                source,
-                split=split,
-                answer_field=answer_field,
-                story_markers=story_marker,
-                question_markers=question_marker,
-                end_markers=end_marker,
-                prompt_field=prompt_field,
-            )
-        except ValueError as exc:
-            exit_with_error(str(exc))
-            return
+        adapter = rl_adapter(
+            source,
+            split=split,
+            answer_field=answer_field,
+            story_markers=story_marker,
+            question_markers=question_marker,
+            end_markers=end_marker,
+            prompt_field=prompt_field,
+        )
         report = ingest_source(warehouse, source, path, progress=progress, adapter=adapter)
-    if not print_reports([report]):
-        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
+    show_reconciliation([report])
 
 
 @group.command(cls=SettingsHelp)
@@ -135,11 +129,10 @@ def generate(
     names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     form_names = None if forms is None else [f.strip() for f in forms.split(",") if f.strip()]
-    try:  # unset flags: the generator's rendering (third_person) and forms (mc, free, yes_no)
-        told, named = generation_choices(rendering, form_names)
-        generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
-    except ValueError as exc:
-        exit_with_error(str(exc))
+    # unset flags: the generator's rendering (third_person) and forms (mc, free, yes_no); a bad one is a
+    # GeneratorChoiceError, before anything is generated
+    told, named = generation_choices(rendering, form_names)
+    generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
     records = generate_splits(
         n,
         max_order=max_order,
@@ -163,8 +156,7 @@ def generate(
         report = ingest_records(
             warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
         )
-    if not print_reports([report]):
-        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
+    show_reconciliation([report])
 
 
 @group.command(cls=SettingsHelp)
@@ -209,8 +201,7 @@ def variants(
         )
         run = run_variants(warehouse, source, settings)
     print_variants(source, run)
-    if not print_reports([run.report]):
-        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)
+    show_reconciliation([run.report])
 
 
 def print_variants(source: str, run) -> None:

@@ -11,8 +11,7 @@ from typing import Iterator, Optional
 import typer
 
 from tomforge.errors import TomforgeError
-from tomforge.flows.commands.terminal import console, exit_with_error, print_reports
-from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.commands.terminal import console, show_reconciliation
 
 group = typer.Typer()
 
@@ -29,8 +28,8 @@ ConfigOption = typer.Option(None, "--config", "-c", help="TOML config (defaults:
 
 
 class UserErrorTracebacks(logging.Filter):
-    """Prefect logs a failed task or flow with its traceback; for a user error (a `TomforgeError` that is
-    not INTERNAL: a bad input file, a warehouse that cannot be used) the message already names the
+    """Prefect logs a failed task or flow with its traceback; for a user error (a `TomforgeError` that keeps
+    no traceback: a bad input file, a warehouse that cannot be used) the message already names the
     problem, so the console shows it without the traceback. Other exceptions keep theirs; Prefect's API
     log keeps every traceback. (A log filter, not an exit code: `user_errors` decides those.)"""
 
@@ -40,7 +39,7 @@ class UserErrorTracebacks(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, self.kinds) and getattr(error, "exit_code", None) is not ExitCode.INTERNAL:
+        if isinstance(error, self.kinds) and not (isinstance(error, TomforgeError) and error.keeps_traceback()):
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -75,8 +74,6 @@ def rebuild(config: Optional[Path] = ConfigOption) -> None:
     with without_user_error_tracebacks():
         result = rebuild_flow(str(config) if config else None)
     reports = [LoadReport.from_dict(r) for r in result["sources"]]
-    ok = print_reports(reports)
+    show_reconciliation(reports)  # the flow itself refuses counts that do not add up (Unreconciled)
     for line in where_things_are(result):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if not ok:
-        exit_with_error("counts do not reconcile", ExitCode.UNRECONCILED)

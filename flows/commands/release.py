@@ -8,9 +8,8 @@ from typing import Optional
 
 import typer
 
-from tomforge.flows.commands.flags import WarehouseOption
-from tomforge.flows.commands.terminal import console, exit_with_error
-from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.commands.flags import FlagError, WarehouseOption
+from tomforge.flows.commands.terminal import console
 from tomforge.flows.progress import RichProgress
 
 group = typer.Typer()
@@ -63,7 +62,7 @@ def publish(
 
     if repo is None:
         if target == "hub":
-            exit_with_error("publish --target hub needs --repo ORG/NAME (the Hub dataset repo to commit to)")
+            raise FlagError("publish --target hub needs --repo ORG/NAME (the Hub dataset repo to commit to)")
         repo = PublishConfig().repo  # a folder release: the card names the config's default repo (issue 38)
     with RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
@@ -88,6 +87,7 @@ def verify(
     revision: str = typer.Option("main", "--revision", help="Release tag, branch or commit."),
 ) -> None:
     """Download a release and check every file against its manifest (exit 4 on any mismatch)."""
+    from tomforge.hub.manifest import ReleaseMismatch
     from tomforge.hub.publish_and_verify import verify_release
 
     with RichProgress(console) as progress:
@@ -95,7 +95,7 @@ def verify(
     for problem in report.problems:
         console.print(f"mismatch: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
-        exit_with_error(f"{report.where}: {len(report.problems)} problem(s) against the manifest", ExitCode.MISMATCH)
+        raise ReleaseMismatch(f"{report.where}: {len(report.problems)} problem(s) against the manifest")
     console.print(
         f"{report.where}: {report.checked} files match the manifest of {report.tag}", highlight=False, soft_wrap=True
     )

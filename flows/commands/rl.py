@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 import typer
 
+from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
 from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
-from tomforge.flows.commands.terminal import console, exit_with_error
-from tomforge.flows.exit_codes import ExitCode
+from tomforge.flows.commands.terminal import console
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
 TRL = "tomforge.rl.trl_backend:TrlSettings"
@@ -37,7 +37,7 @@ def require_rl_extras(*modules: str) -> None:
     """Checked before anything is downloaded or loaded, so a missing extra is one line, not a traceback."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
-        exit_with_error(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
+        raise MissingExtra(f"{RL_EXTRAS_HINT} (missing: {', '.join(missing)})")
 
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
@@ -217,7 +217,7 @@ def train(
     if "steps" in outcome:
         console.print(f"trained {outcome['steps']} steps in {outcome['seconds']:.0f} s -> {outcome['output_dir']}")
     if outcome.get("exit_code"):
-        exit_with_error(f"training exited with status {outcome['exit_code']}", ExitCode.INTERNAL)
+        raise TrainingFailed(f"training exited with status {outcome['exit_code']}")
 
 
 @group.command("eval", cls=SettingsHelp)
@@ -280,7 +280,7 @@ def eval_(
         write_rows,
         write_summary,
     )
-    from tomforge.rl.models import check_model_spec
+    from tomforge.rl.models import ModelSourceError, check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
     from tomforge.rl.trained_on import read_training_record
     from tomforge.warehouse.lock import LockBusy
@@ -304,7 +304,7 @@ def eval_(
             ]
         )
         if code:
-            exit_with_error(f"the {gpus} evaluation processes exited with status {code}", ExitCode.INTERNAL)
+            raise EvaluationFailed(f"the {gpus} evaluation processes exited with status {code}")
         return
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
@@ -328,7 +328,7 @@ def eval_(
             **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
-        exit_with_error(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}")
+        raise ModelSourceError(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}") from exc
     parts = distributed.gather_to_main((positions, rows, stats))
     if parts is None:  # not the first process: it handed its rows over
         return

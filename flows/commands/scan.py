@@ -98,4 +98,6 @@ def scan(
         )
     sys.stdout.write("\n".join(summary.lines()) + "\n")
     if strict and summary.contaminated:
-        raise typer.Exit(ExitCode.FINDINGS)
+        from tomforge.audits.scan import HeldOutFound
+
+        raise HeldOutFound(f"scan --strict: {summary.removed} corpus document(s) hold held-out benchmark stories")

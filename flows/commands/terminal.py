@@ -1,5 +1,6 @@
 """What every command prints with: literal consoles (stderr for messages and progress, stdout for tables),
-the one-line error exit, and the reconciliation table every load prints."""
+the one-line error exit (for the CLI's one handler, `flows.cli.user_errors`, alone), and the reconciliation
+table every load prints."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ stdout_console = literal_console()  # tables
 
 
 def exit_with_error(message: str, code: int = ExitCode.BAD_INPUT) -> None:
-    """One line on stderr, no traceback, a meaningful exit code."""
+    """One line on stderr, no traceback, a meaningful exit code. Only the CLI's handler calls it: a command
+    raises a `TomforgeError` instead."""
     console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(code)
 
@@ -69,3 +71,12 @@ def print_reports(reports: list) -> bool:
         table.add_row(*row)
     literal_console(width=max(stdout_console.width, sum(widths) + 2 * (len(names) - 1))).print(table)
     return all(r.reconciled for r in reports)
+
+
+def show_reconciliation(reports: list) -> None:
+    """Print read = loaded + rejected per input (`print_reports`); an input whose counts do not add up is an
+    `Unreconciled` error (exit 3) with its counts already shown."""
+    if not print_reports(reports):
+        from tomforge.warehouse.load import Unreconciled
+
+        raise Unreconciled(next(r for r in reports if not r.reconciled), loaded=True, counts_shown=True)

@@ -24,12 +24,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tomforge.errors import TomforgeError
 from tomforge.warehouse.sources.base import RecordError
 
 SPLIT_BOTH = "story_and_question"
 SPLIT_QUESTION_ONLY = "question_only"
 SPLIT_NONE = "none"
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+class MarkerError(TomforgeError, ValueError):
+    """A story, question or end marker that cannot be used (empty, or no question marker at all): bad input,
+    one line (a ValueError too, so a config validator reports it in place)."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,9 @@ class PromptMarkers:
         for kind in ("story", "question", "end"):
             markers = getattr(self, kind)
             if any(not marker.strip() for marker in markers):
-                raise ValueError(f"an empty {kind} marker: give text such as 'Story:'")
+                raise MarkerError(f"an empty {kind} marker: give text such as 'Story:'")
         if not self.question:
-            raise ValueError("at least one question marker is needed (e.g. 'Question:')")
+            raise MarkerError("at least one question marker is needed (e.g. 'Question:')")
 
 
 @dataclass(frozen=True)
