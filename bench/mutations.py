@@ -448,8 +448,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "eval.reward_of_another_item",
         "rl/evaluate.py",
-        "            completions, truths, infos, renderings, places, item_chances",
-        "            completions, truths[1:] + truths[:1], infos, renderings, places, item_chances",
+        "            truth, info, rendering, place = truths[item], infos[item], renderings[item], places[item]",
+        "            truth, info, rendering, place = truths[(item + 1) % len(truths)], infos[item], renderings[item], "
+        "places[item]",
         ("tests/test_rl_eval.py",),
         "each completion is scored against the next item's ground truth",
     ),

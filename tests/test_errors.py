@@ -24,6 +24,7 @@ PACKAGES = ("audits", "flows", "generators", "hub", "rl", "schemas", "warehouse"
 EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps its traceback, but see ONE_LINE)
     "errors.TomforgeError": 2,
     "errors.MissingExtra": 2,  # docs/cli.md: 2 bad input (..., a missing extra)
+    "errors.EvaluationFailed": 1,  # tomforge/errors.py: the processes of `eval --gpus N` failed
     "errors.TrainingFailed": 1,  # tomforge/errors.py: 1 ... or a training that failed
     "audits.clean.CleaningError": 3,
     "audits.config.AuditSettingsError": 2,
@@ -71,7 +72,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "warehouse.validate_columns.UnsupportedSchema": 1,
 }
 # exit 1 but printed as one line: the training's own output says why (tomforge/errors.py)
-ONE_LINE = {"errors.TrainingFailed"}
+ONE_LINE = {"errors.TrainingFailed", "errors.EvaluationFailed"}
 EXCEPTION_BASES = {"Exception", "ValueError", "RuntimeError", "KeyError", "TypeError", "OSError", "TomforgeError"}
 
 
@@ -193,6 +194,9 @@ KEPT_BARE = {
     "generators/templates.py: no template for ": "internal: every event kind has a template",
     "generators/templates.py: a yes/no belief question needs": "internal: the planner sets the container",
     "rl/compiled_layers.py: compile_layers: ": "a model without model.layers; `train` words it as FlagError",
+    "rl/distributed.py: rank {} is not one of the {} processes": "internal: the launcher sets ranks below the world",
+    "rl/distributed.py: batch_size must be at least 1": "internal: `eval` checks --batch-size before sharding",
+    "rl/evaluate.py: item {} was evaluated by two processes": "internal invariant of the shards' merge",
     "rl/fastgen.py: fast generation: an empty prompt": "internal: chat templates never give an empty prompt",
     "rl/paired.py: paired_difference needs": "library function of the experiments, never reached from the CLI",
     "rl/sft.py: chunked_loss needs": "the experiments' SFT warm-up, never reached from the CLI",
