@@ -880,7 +880,7 @@ def _grown(a, cap):
 _TABLES = (*_OPENERS[:2], *_BLOCKS[:2], *_ENTITIES)
 
 
-def _utf8_buffers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def utf8_buffers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The texts' UTF-8 bytes and int64 offsets, through one Arrow array (no Python bytes per text)."""
     arr = pa.array(texts, type=pa.large_string())
     _, offsets, data = arr.buffers()  # a fresh array: its data buffer exists, empty when the texts are
@@ -892,7 +892,7 @@ def sentence_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every canonical sentence of the texts at `positions` (`canonical.document_sentences`, each text
     in its order, texts in the order of `positions`): (position, key, named key, start, end) arrays."""
-    data, offsets = _utf8_buffers(texts)
+    data, offsets = utf8_buffers(texts)
     rank, key, named, start, end, python = _batch(
         data, offsets, positions, min_words, _RE_SPACE, _STR_SPACE, _LEADING, _TABLES, _IV, _SIGMA
     )
