@@ -29,9 +29,10 @@ from tomforge.audits.jit import njit
 
 # ---- byte tables (from Python's own rules, so both sides agree on every ASCII byte) ----
 _RE_SPACE = np.array([re.match(r"\s", chr(c)) is not None for c in range(256)], dtype=np.bool_)
-_STR_SPACE = np.array([c < 128 and chr(c).isspace() for c in range(256)], dtype=np.bool_)
+_STR_SPACE = np.array([chr(c).isspace() for c in range(256)], dtype=np.bool_)
 _LEADING = np.array([chr(c) in canonical._LEADING for c in range(256)], dtype=np.bool_)
-MARK = 0x80  # a name span's mark in the working buffer (no ASCII text holds this byte)
+MARK = 0x80  # a name span's mark in the working buffer (no text read here holds this byte)
+NBSP = 0xA0  # U+00A0 (UTF-8 C2 A0) as one byte: the one character outside ASCII read here (white space, no word)
 _MARK_HI, _MARK_LO = canonical._MARK.encode("utf-8")  # ... and in the canonical words, `canonical._MARK`
 
 
@@ -63,12 +64,13 @@ def _table(words: list[bytes], values: list[bytes]) -> tuple[np.ndarray, np.ndar
 
 
 def _entity_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Named entities `_ENTITY` can match whose `html.unescape` value is ASCII (`&amp;`, `&quot;`, ...)."""
+    """Named entities `_ENTITY` can match whose `html.unescape` value is ASCII (`&amp;`, `&quot;`, ...) or the
+    no-break space (`&nbsp;`, as the byte `NBSP`)."""
     names, values = [], []
     for name, value in html5.items():
-        if name.endswith(";") and value.isascii() and re.fullmatch(r"[A-Za-z]{2,10};", name):
+        if name.endswith(";") and (value.isascii() or value == "\xa0") and re.fullmatch(r"[A-Za-z]{2,10};", name):
             names.append(name[:-1].encode())
-            values.append(value.encode())
+            values.append(value.encode("latin-1"))
     return _table(names, values)
 
 
@@ -368,7 +370,7 @@ def _entity_at(d, i, n, ekeys, ekoff):
             v = 0
             for k in range(i + 2, j):
                 v = v * 10 + (d[k] - 48)
-            return j + 1, (v if v == 9 or v == 10 or 32 <= v <= 126 else -1)
+            return j + 1, (v if v == 9 or v == 10 or 32 <= v <= 126 or v == NBSP else -1)
         if i + 2 < n and (d[i + 2] == 120 or d[i + 2] == 88):
             j = i + 3
             v = 0
@@ -377,7 +379,7 @@ def _entity_at(d, i, n, ekeys, ekoff):
                 v = v * 16 + (c - 48 if c <= 57 else c - 87)
                 j += 1
             if 1 <= j - (i + 3) <= 6 and j < n and d[j] == 59:
-                return j + 1, (v if v == 9 or v == 10 or 32 <= v <= 126 else -1)
+                return j + 1, (v if v == 9 or v == 10 or 32 <= v <= 126 or v == NBSP else -1)
         return -1, 0
     j = i + 1
     while j < n and _is_letter(d[j]):
@@ -753,15 +755,23 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
     plain = np.empty(size + 1, dtype=np.uint8)
     starts = np.empty(size + 2, dtype=np.int64)
     stops = np.empty(size + 2, dtype=np.int64)
+    # the end of the piece each earlier reading cut at a start: a later reading's piece of the same span gives
+    # the same sentence at the same place, which never wins the first place (the earlier one comes first)
+    cut_before = np.full((2, size + 1), -1, dtype=np.int64)
     c, used = 0, 0
-    for reading in readings:
+    for r in range(len(readings)):
         start = 0
-        for k in range(_bounds(clean, size, reading, space, starts, stops)):
+        for k in range(_bounds(clean, size, readings[r], space, starts, stops)):
             s1, e1 = start, starts[k]
+            start = stops[k]
             while s1 < e1 and strspace[clean[s1]]:  # piece.strip()
                 s1 += 1
             while e1 > s1 and strspace[clean[e1 - 1]]:
                 e1 -= 1
+            if cut_before[0, s1] == e1 or cut_before[1, s1] == e1:
+                continue
+            if r < 2:
+                cut_before[r, s1] = e1
             s2 = s1
             while s2 < e1 and leading[clean[s2]]:  # .lstrip(_LEADING)
                 s2 += 1
@@ -772,7 +782,6 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
                 a[c], b[c], woff[c], wlen[c] = s1, e1, used, length
                 used += length
                 c += 1
-            start = stops[k]
     return key[:c], named[:c], a[:c], b[:c], woff[:c], wlen[:c], pool
 
 
@@ -805,9 +814,6 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma):
         np.empty(0, dtype=np.int64),
         np.empty(0, dtype=np.int64),
     )
-    for c in d:
-        if c >= 128:
-            return False, empty
     clean = np.empty(n, dtype=np.uint8)
     clean_at = np.empty(n + 1, dtype=np.int64)
     orig_at = np.empty(n + 1, dtype=np.int64)
@@ -836,6 +842,28 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma):
 
 
 @njit(cache=True, nogil=True)
+def _narrow(d):
+    """A text's UTF-8 bytes as this path reads them, one byte a character: (True, the bytes) for plain ASCII
+    with no-break spaces (C2 A0, as `NBSP`), (False, d) for any other text (the Python path's)."""
+    wide = 0
+    for i in range(len(d)):
+        if d[i] >= 128:
+            if d[i] == 0xC2 and i + 1 < len(d) and d[i + 1] == 0xA0:
+                wide += 1
+            elif not (d[i] == 0xA0 and i > 0 and d[i - 1] == 0xC2):
+                return False, d
+    if not wide:
+        return True, d
+    out = np.empty(len(d) - wide, dtype=np.uint8)
+    k = 0
+    for i in range(len(d)):
+        if d[i] != 0xC2:  # a C2 here starts a no-break space (checked above): its A0 is the one byte
+            out[k] = d[i]
+            k += 1
+    return True, out
+
+
+@njit(cache=True, nogil=True)
 def _batch(data, offsets, positions, min_words, space, strspace, leading, tables, iv, sigma):
     """`_document` over texts `positions` of a batch's UTF-8 buffer: (rank of the text in
     `positions`, key, named key, start, end) per sentence, and the ranks that need the Python path."""
@@ -849,7 +877,11 @@ def _batch(data, offsets, positions, min_words, space, strspace, leading, tables
     size = 0
     for i in range(len(positions)):
         p = positions[i]
-        ok, found = _document(data[offsets[p] : offsets[p + 1]], min_words, space, strspace, leading, tables, iv, sigma)
+        readable, d = _narrow(data[offsets[p] : offsets[p + 1]])
+        if not readable:
+            python[i] = True
+            continue
+        ok, found = _document(d, min_words, space, strspace, leading, tables, iv, sigma)
         if not ok:
             python[i] = True
             continue

@@ -121,7 +121,17 @@ FRAGMENTS = (
     '&AMP;|&fjlig;|& |&#x;|&#12345678;|\\n|\\t|\\r|\\N|\\"|\\|<|>|&||>|<|'
 ).split("|") + [" ", "  ", "\t", "\n", "\n\n", " \n \n", "\r\n", "\x0b", "\x1c", "|"]
 FRAGMENTS += "Aria|Noah|likes|hates|persimmon|study|8|[8]|-8-|8.|\x0b".split("|")
-OUTSIDE = ["caf\u00e9", "\u2022 ", "&nbsp;", "&eacute;", "&#127;", "&#0;", "&zz;", "&q;"]  # the Python path's
+FRAGMENTS += [
+    "\xa0",
+    " \xa0",
+    "\xa0\n",
+    "&nbsp;",
+    "&#160;",
+    "&#xA0;",
+    "<p\xa0class=x>",
+    "<|im\xa0start|>",
+]  # no-break spaces
+OUTSIDE = ["caf\u00e9", "\u2022 ", "\u00e0", "\u0800", "&eacute;", "&#127;", "&#0;", "&zz;", "&q;"]  # the Python path's
 
 
 def _generated(seed: int, n: int, fragments: list[str]) -> list[str]:
@@ -134,7 +144,7 @@ def _generated(seed: int, n: int, fragments: list[str]) -> list[str]:
 
 def test_generated_documents_are_cut_as_the_reference_cuts_them() -> None:
     texts = _generated(0, 3000, FRAGMENTS)
-    assert all(t.isascii() for t in texts)
+    assert all(t.replace("\xa0", " ").isascii() for t in texts) and sum("\xa0" in t for t in texts) > 500
     for min_words in (1, 3):
         _same(texts, min_words)
 
@@ -151,7 +161,7 @@ def test_documents_this_path_cannot_read_go_to_the_reference_in_their_place() ->
     assert _compiled(few, [], 3) == []
 
 
-def test_plain_ascii_documents_never_take_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ascii_documents_with_no_break_spaces_never_take_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = HAND_WRITTEN + _generated(2, 500, FRAGMENTS)
     want = _reference(texts, list(range(len(texts))), 3)
 
@@ -251,7 +261,8 @@ def test_the_byte_tables_hold_what_the_rules_name() -> None:
     keys, koff, vals, voff = canonical_jit._entity_table()
     found = {bytes(keys[koff[i] : koff[i + 1]]): bytes(vals[voff[i] : voff[i + 1]]) for i in range(len(koff) - 1)}
     assert found[b"amp"] == b"&" and found[b"quot"] == b'"' and found[b"apos"] == b"'" and found[b"lt"] == b"<"
-    assert found[b"fjlig"] == b"fj" and b"nbsp" not in found and b"eacute" not in found  # ASCII values only
+    assert found[b"fjlig"] == b"fj" and b"eacute" not in found  # ASCII values only ...
+    assert found[b"nbsp"] == b"\xa0" == bytes([canonical_jit.NBSP])  # ... and the no-break space as its one byte
 
 
 def test_texts_become_their_utf8_bytes_and_offsets() -> None:
