@@ -271,3 +271,22 @@ def test_texts_become_their_utf8_bytes_and_offsets() -> None:
     for texts in ([], [""], ["", ""]):  # no bytes at all: an empty buffer, not None
         data, offsets = canonical_jit.utf8_buffers(texts)
         assert data.dtype == np.uint8 and len(data) == 0 and offsets.tolist() == [0] * (len(texts) + 1)
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_most_of_a_storys_sentences_are_needed_on_both_paths(monkeypatch: pytest.MonkeyPatch, jit: str) -> None:
+    """A story of five distinct sentences (one story: every weight 1, null 0): a document with four of them
+    holds it (4/5 = the 80% share), one with three does not (coverage 0.6 reaches `min_coverage`, the share
+    does not; the named view needs all but one, 4); the compiled count and the frame's filter agree."""
+    monkeypatch.setenv("TOMFORGE_JIT", jit)
+    lines = [
+        "Olive entered the dusty attic.",
+        "The green fig is in the box.",
+        "Olive moved the fig to the basket.",
+        "Jack came back from the garden.",
+        "Jack looked inside the old box.",
+    ]
+    index = build_sentence_index([" ".join(lines)])
+    docs = [" ".join(lines[:4]), " ".join(lines[:3]), " ".join(lines[1:4] + ["Mia sang a long song today."])]
+    found = match_sentences(index, docs)
+    assert found.select("doc", "story", "matched_sentences").rows() == [(0, 0, 4)]
