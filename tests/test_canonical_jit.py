@@ -158,6 +158,9 @@ def test_documents_this_path_cannot_read_go_to_the_reference_in_their_place() ->
     assert _compiled(texts, positions, 3) == _reference(texts, positions, 3)
     few = ["caf\u00e9", "Olive entered the attic.", "\u00e9"]  # the Python path's texts hold no sentence
     assert _compiled(few, [0, 1, 2], 3) == _reference(few, [0, 1, 2], 3)
+    for some in (few, ["caf\u00e9 Olive entered the attic.", "\u00e9"]):  # the Python path's sentences: none, one
+        arrays = canonical_jit.sentence_arrays(some, np.arange(len(some)), 3)
+        assert [a.dtype for a in arrays] == [np.int64, np.uint64, np.uint64, np.int64, np.int64]
     assert _compiled(few, [], 3) == []
 
 
@@ -261,6 +264,7 @@ def test_the_byte_tables_hold_what_the_rules_name() -> None:
     keys, koff, vals, voff = canonical_jit._entity_table()
     found = {bytes(keys[koff[i] : koff[i + 1]]): bytes(vals[voff[i] : voff[i + 1]]) for i in range(len(koff) - 1)}
     assert found[b"amp"] == b"&" and found[b"quot"] == b'"' and found[b"apos"] == b"'" and found[b"lt"] == b"<"
+    assert found[b"AMP"] == b"&" and found[b"Hat"] == b"^"  # names in any case, as `_ENTITY` reads them
     assert found[b"fjlig"] == b"fj" and b"eacute" not in found  # ASCII values only ...
     assert found[b"nbsp"] == b"\xa0" == bytes([canonical_jit.NBSP])  # ... and the no-break space as its one byte
 
