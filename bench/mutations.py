@@ -1791,7 +1791,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "                most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)\n",
         "                most = c >= min_share * total_sentences - 1e-6\n",
-        ("tests/test_canonical_jit.py", "tests/test_reformat_found.py"),
+        ("tests/test_canonical_jit.py", "tests/test_reformat_found.py", "tests/test_reformat_short.py"),
         "a short story with one line dropped is not found by its names (the compiled count drops its rows)",
     ),
     Mutation(

@@ -294,3 +294,23 @@ def test_most_of_a_storys_sentences_are_needed_on_both_paths(monkeypatch: pytest
     docs = [" ".join(lines[:4]), " ".join(lines[:3]), " ".join(lines[1:4] + ["Mia sang a long song today."])]
     found = match_sentences(index, docs)
     assert found.select("doc", "story", "matched_sentences").rows() == [(0, 0, 4)]
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_all_but_one_sentence_with_the_names_kept_is_enough_on_both_paths(
+    monkeypatch: pytest.MonkeyPatch, jit: str
+) -> None:
+    """A story of four distinct sentences: three of them with its own names hold it (the named view takes all but
+    one: a dropped line of a short story), the same three with other names do not (3/4 is under the 80% share of
+    the abstracted view); the compiled count keeps the named view's rows."""
+    monkeypatch.setenv("TOMFORGE_JIT", jit)
+    lines = [
+        "Olive entered the dusty attic.",
+        "The green fig is in the box.",
+        "Olive moved the fig to the basket.",
+        "Jack looked inside the old box.",
+    ]
+    index = build_sentence_index(["\n".join(lines)])
+    docs = ["\n".join(lines[:3]), "\n".join(lines[:3]).replace("Olive", "Mia")]
+    found = match_sentences(index, docs)
+    assert found.select("doc", "story", "matched_sentences", "story_sentences").rows() == [(0, 0, 3, 4)]
