@@ -18,7 +18,7 @@ from tests import reformat_data as rd
 from tests import test_reformat_short as short
 from tomforge.audits import canonical, canonical_jit
 from tomforge.audits.jit import AVAILABLE
-from tomforge.audits.sentence_match import build_sentence_index, match_sentences
+from tomforge.audits.sentence_match import build_sentence_index, document_sentence_arrays, match_sentences
 from tomforge.generators import generate_records
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="numba is not installed")
@@ -314,3 +314,27 @@ def test_all_but_one_sentence_with_the_names_kept_is_enough_on_both_paths(
     docs = ["\n".join(lines[:3]), "\n".join(lines[:3]).replace("Olive", "Mia")]
     found = match_sentences(index, docs)
     assert found.select("doc", "story", "matched_sentences", "story_sentences").rows() == [(0, 0, 3, 4)]
+
+
+def test_the_python_path_gives_the_compiled_paths_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`document_sentence_arrays` under TOMFORGE_JIT=0 (the reference, sentence by sentence) and compiled: the same
+    values and dtypes, with `min_words` passed on (1 keeps "Mia ran.", 3 does not), and uint64 keys even when every
+    key of the batch is under 2**63 (an int64 array would meet the index's uint64 keys as float64)."""
+    small = next(
+        t
+        for t in (f"Olive saw the item number{i} now." for i in range(1000))
+        if all(s.key < 2**63 and s.named_key < 2**63 for s in canonical.document_sentences(t, 1))
+    )
+    for texts in (["Mia ran.", "Olive entered the attic. The fig is in the box.", "caf\u00e9 is hot here"], [small]):
+        for min_words in (1, 3):
+            positions = np.arange(len(texts))
+            monkeypatch.setenv("TOMFORGE_JIT", "1")
+            compiled = document_sentence_arrays(texts, positions, min_words)
+            monkeypatch.setenv("TOMFORGE_JIT", "0")
+            plain = document_sentence_arrays(texts, positions, min_words)
+            want = [np.int64, np.uint64, np.uint64, np.int64, np.int64]
+            assert [a.dtype for a in plain] == [a.dtype for a in compiled] == want
+            assert [a.tolist() for a in plain] == [a.tolist() for a in compiled]
+    monkeypatch.setenv("TOMFORGE_JIT", "0")
+    assert len(document_sentence_arrays(["Mia ran."], np.arange(1), 1)[0]) == 1
+    assert len(document_sentence_arrays(["Mia ran."], np.arange(1), 3)[0]) == 0
