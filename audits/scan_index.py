@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tomforge.audits.jit import njit
 from tomforge.audits.lsh import Banding, band_keys, choose_banding
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.ngram import distinct_grams
@@ -52,6 +53,104 @@ def name_key(text: str) -> str:
         elif word not in ".!?":
             out.append(word.lower())
     return hashlib.blake2b(" ".join(out).encode("utf-8"), digest_size=16).hexdigest()
+
+
+NAME_WILDCARD = np.uint64(0)  # a capitalized word in `name_tokens`: it may be a name, so it matches any word
+
+
+def _token_hash(data: bytes) -> int:
+    """FNV-1a (64-bit) of a word's bytes, never `NAME_WILDCARD` (the low bit set); `name_tokens_jit` computes it alike."""
+    h = 0xCBF29CE484222325
+    for c in data:
+        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h | 1
+
+
+def name_tokens(text: str) -> np.ndarray:
+    """`name_key`'s words as uint64 tokens: a capitalized word (a possible name) `NAME_WILDCARD`, any other
+    word the hash of its lower case. Two texts with equal name keys have as many tokens and the same
+    token wherever neither has the wildcard (a word that is not capitalized is never a name, and the key
+    holds it in lower case), so a text compatible with no story this way has no story's name key: the
+    exact prefilter of `scan_match._names_swapped`."""
+    words = [w for w in _WORD.findall(text) if w not in ".!?"]
+    return np.array(
+        [NAME_WILDCARD if w[:1].isupper() else _token_hash(w.lower().encode("utf-8")) for w in words], dtype=np.uint64
+    )
+
+
+@njit(cache=True, nogil=True)
+def _doc_tokens(d, out):
+    """`name_tokens` of a plain-ASCII text's bytes into `out` (words: runs of [A-Za-z0-9_]); their number,
+    or -1 for a text with other bytes (the caller keeps it)."""
+    n, size, i = len(d), 0, 0
+    while i < n:
+        c = d[i]
+        if c >= 128:
+            return -1
+        if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95):
+            i += 1
+            continue
+        if 65 <= c <= 90:
+            while i < n and (48 <= d[i] <= 57 or 65 <= d[i] <= 90 or 97 <= d[i] <= 122 or d[i] == 95):
+                i += 1
+            out[size] = np.uint64(0)
+        else:
+            h = np.uint64(0xCBF29CE484222325)
+            while i < n and (48 <= d[i] <= 57 or 65 <= d[i] <= 90 or 97 <= d[i] <= 122 or d[i] == 95):
+                b = d[i] + 32 if 65 <= d[i] <= 90 else d[i]
+                h = (h ^ np.uint64(b)) * np.uint64(0x100000001B3)
+                i += 1
+            out[size] = h | np.uint64(1)
+        size += 1
+    return size
+
+
+@njit(cache=True, nogil=True)
+def name_candidates_jit(data, offsets, docs, story_len, story_off, tokens):
+    """Of the texts `docs` of a batch's UTF-8 buffer, those that may have a listed story's name key: a
+    text with bytes outside ASCII, or one with as many `name_tokens` as a story (`story_len`, sorted;
+    its tokens tokens[story_off[i]:story_off[i + 1]]) and the same token wherever neither is the wildcard."""
+    keep = np.zeros(len(docs), dtype=np.bool_)
+    buf = np.empty(0, dtype=np.uint64)
+    for i in range(len(docs)):
+        d = data[offsets[docs[i]] : offsets[docs[i] + 1]]
+        if len(buf) < len(d):
+            buf = np.empty(len(d), dtype=np.uint64)
+        m = _doc_tokens(d, buf)
+        if m < 0:
+            keep[i] = True
+            continue
+        s = np.searchsorted(story_len, m)
+        while s < len(story_len) and story_len[s] == m and not keep[i]:
+            base = story_off[s]
+            same = True
+            for k in range(m):
+                a, b = buf[k], tokens[base + k]
+                if a != b and a != 0 and b != 0:
+                    same = False
+                    break
+            keep[i] = same
+            s += 1
+    return keep
+
+
+@dataclass
+class NameTokens:
+    """`name_tokens` of the stories with a name key of their own, by token count (`name_candidates_jit`)."""
+
+    story_len: np.ndarray  # int64, sorted
+    story_off: np.ndarray  # int64 offsets into `tokens`
+    tokens: np.ndarray  # uint64
+
+
+def name_token_table(texts: list[str]) -> NameTokens:
+    per = sorted((name_tokens(t) for t in texts), key=len)
+    lens = np.array([len(t) for t in per], dtype=np.int64)
+    return NameTokens(
+        lens,
+        np.concatenate(([0], np.cumsum(lens))).astype(np.int64),
+        np.concatenate(per) if per else np.empty(0, dtype=np.uint64),
+    )
 
 
 def combined_band_keys(keys: np.ndarray) -> np.ndarray:
@@ -83,6 +182,7 @@ class BenchmarkIndex:
     banding: Banding
     sentences: SentenceIndex  # the stories' canonical sentences (the `sentences` kind; the audit's core too)
     near_copy_pairs: int = 0  # pairs of near copies the null leaves out (`audits.scan_null`)
+    name_tokens: NameTokens | None = None  # the stories of `name_keys` as `name_tokens` (the names prefilter)
 
     @property
     def n_stories(self) -> int:
@@ -148,6 +248,7 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
     by_name = [name_key(t) for t in stories["context"].to_list()]
     name_counts = Counter(by_name)
     name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}
+    listed = name_token_table([stories["context"][i] for i in sorted(name_keys.values())])
     stories = stories.with_columns(pl.Series("n_words", n_words), pl.Series("n_grams", n_grams)).select(
         "story", "text_key", "context_id", "sources", "n_words", "n_grams", "n_items"
     )
@@ -170,6 +271,7 @@ def build_index(items: pl.DataFrame, p: ScanParams) -> BenchmarkIndex:
         banding=banding,
         near_copy_pairs=near_copy_pairs,
         sentences=sentences,
+        name_tokens=listed,
     )
 
 

@@ -21,13 +21,14 @@ import re
 import numpy as np
 import polars as pl
 
+from tomforge.audits.canonical_jit import utf8_buffers
 from tomforge.audits.lsh import band_keys
 from tomforge.audits.minhash import MinHasher
 from tomforge.audits.passes import gather
 from tomforge.audits.scan_config import ScanParams
-from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys, name_key
+from tomforge.audits.scan_index import FILTER_BITS, BenchmarkIndex, combined_band_keys, name_candidates_jit, name_key
 from tomforge.audits.sentence_match import match_sentences
-from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words
+from tomforge.audits.text import batch_ngrams, hash_normalized_words, norm_words, use_jit
 
 # strongest first: a (document, story) pair found in several ways gets the first of its kinds
 KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "sentences", "ngram")
@@ -170,7 +171,12 @@ def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray)
     """(doc, story) of documents telling a story with the names changed (one-word names keep the
     word count, so only documents of a story's word count are keyed)."""
     out = []
-    for d in np.flatnonzero(np.isin(n_words, index.story_lengths)).tolist():
+    docs = np.flatnonzero(np.isin(n_words, index.story_lengths))
+    table = index.name_tokens
+    if use_jit() and table is not None and len(docs):  # exact: the texts no listed story's key can equal left out
+        data, offsets = utf8_buffers(texts)
+        docs = docs[name_candidates_jit(data, offsets, docs, table.story_len, table.story_off, table.tokens)]
+    for d in docs.tolist():
         story = index.name_keys.get(name_key(texts[d]))
         if story is not None:
             out.append((d, story))

@@ -35,7 +35,9 @@ import numpy as np
 import polars as pl
 
 from tomforge.audits.canonical import MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
-from tomforge.audits.text import hash_normalized_words, norm_words, word_hash
+from tomforge.audits.canonical_jit import sentence_arrays
+from tomforge.audits.jit import njit
+from tomforge.audits.text import hash_normalized_words, norm_words, use_jit, word_hash
 
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
@@ -210,19 +212,12 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
     found with the names abstracted keeps that view's figures; one found only with the names kept,
     the named view's."""
     positions = np.arange(len(texts)) if docs is None else np.asarray(docs, dtype=np.int64)
-    doc_of, abstract_of, named_of, starts, ends = [], [], [], [], []
-    for d in positions.tolist():
-        for s in document_sentences(texts[d], index.params.min_words):
-            doc_of.append(d)
-            abstract_of.append(s.key)
-            named_of.append(s.named_key)
-            starts.append(s.start)
-            ends.append(s.end)
-    if not doc_of:
+    doc_of, abstract_of, named_of, starts, ends = document_sentence_arrays(texts, positions, index.params.min_words)
+    if not len(doc_of):
         return pl.DataFrame(schema=MATCH_SCHEMA)
     sentences = pl.DataFrame({"doc": doc_of, "start": starts, "end": ends})
-    by_abstract = _view_pairs(index.abstract, sentences, np.array(abstract_of, dtype=np.uint64), index.params, False)
-    by_name = _view_pairs(index.named, sentences, np.array(named_of, dtype=np.uint64), index.params, True)
+    by_abstract = _view_pairs(index.abstract, sentences, abstract_of, index.params, False)
+    by_name = _view_pairs(index.named, sentences, named_of, index.params, True)
     pairs = pl.concat([by_abstract, by_name.join(by_abstract, on=["doc", "story"], how="anti")])
     return (
         pairs.with_columns(
@@ -232,6 +227,24 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
         .select(list(MATCH_SCHEMA.names()))
         .cast(MATCH_SCHEMA)
         .sort("doc", "story")
+    )
+
+
+def document_sentence_arrays(
+    texts: list[str], positions: np.ndarray, min_words: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(position, key, named key, start, end) of every canonical sentence of the texts at `positions`,
+    text by text in `canonical.document_sentences` order: compiled (`audits.canonical_jit`, the same
+    sentences) unless TOMFORGE_JIT=0 or numba is missing, then the reference itself."""
+    if use_jit():
+        return sentence_arrays(texts, positions, min_words)
+    found = [(d, s) for d in positions.tolist() for s in document_sentences(texts[d], min_words)]
+    return (
+        np.array([d for d, _ in found], dtype=np.int64),
+        np.array([s.key for _, s in found], dtype=np.uint64),
+        np.array([s.named_key for _, s in found], dtype=np.uint64),
+        np.array([s.start for _, s in found], dtype=np.int64),
+        np.array([s.end for _, s in found], dtype=np.int64),
     )
 
 
@@ -250,7 +263,7 @@ def _view_pairs(
     doc = sentences["doc"].to_numpy()
     found = found[_first_per_doc_key(doc[found], keys[found])]
     pieces = [
-        _piece_pairs(table, sentences, found[a:b], lo, hi, p, all_but_one, empty)
+        _piece_pairs(table, sentences, doc, found[a:b], lo, hi, p, all_but_one, empty)
         for a, b in _chunks(doc[found], (hi - lo)[found], MATCH_ENTRIES)
     ]
     pieces = [piece for piece in pieces if piece.height]
@@ -276,6 +289,7 @@ def _chunks(doc: np.ndarray, counts: np.ndarray, limit: int) -> list[tuple[int, 
 def _piece_pairs(
     table: KeyTable,
     sentences: pl.DataFrame,
+    doc: np.ndarray,
     found: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
@@ -283,9 +297,8 @@ def _piece_pairs(
     all_but_one: bool,
     empty: pl.DataFrame,
 ) -> pl.DataFrame:
-    """`_view_pairs` over the found sentences of some whole documents."""
-    sentence = np.repeat(found, (hi - lo)[found])
-    entry = _ranges(lo[found], hi[found])
+    """`_view_pairs` over the found sentences of some whole documents (`doc`: each sentence's document)."""
+    sentence, entry = _join(table, doc, found, lo, hi, p, all_but_one)
     hits = sentences[sentence].with_columns(pl.Series("story", table.story[entry]), pl.Series("w", table.weight[entry]))
     pairs = hits.group_by("doc", "story").agg(
         pl.len().alias("matched_sentences"),
@@ -311,6 +324,73 @@ def _piece_pairs(
         .select(empty.columns)
         .cast(empty.schema)
     )
+
+
+def _join(
+    table: KeyTable,
+    doc: np.ndarray,
+    found: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    p: SentenceParams,
+    all_but_one: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence, entry) rows of the join of the found sentences with the index entries (the stories
+    holding them), in order. Compiled, only the rows of (document, story) pairs holding enough of the
+    story's distinct sentences (`min_sentences`, `min_share`, or all but one in the named view): the
+    filter of `_piece_pairs` requires that anyway and decides, but on a templated corpus most rows are
+    pairs sharing one common sentence ("NAME entered the kitchen"), and grouping them costs more than
+    cutting the sentences."""
+    counted = doc[found]
+    if use_jit() and bool(np.all(counted[1:] >= counted[:-1])):  # each document's sentences together
+        return counted_entries_jit(
+            counted,
+            found,
+            lo[found],
+            hi[found],
+            table.story,
+            table.story_sentences,
+            p.min_sentences,
+            p.min_share,
+            all_but_one,
+        )
+    return np.repeat(found, (hi - lo)[found]), _ranges(lo[found], hi[found])
+
+
+@njit(cache=True, nogil=True)
+def counted_entries_jit(doc, found, lo, hi, story, story_sentences, min_sentences, min_share, all_but_one):
+    """`_join` for documents in order: per document, count the entries of each story, then keep the
+    rows of stories counted at least `min_sentences` times and `min_share` of their distinct sentences
+    (less 1e-6: looser than the filter's 1e-9, so no pair the filter keeps loses a row to rounding), or
+    all but one of them when `all_but_one`."""
+    counts = np.zeros(len(story_sentences), dtype=np.int64)
+    total = 0
+    for x in range(len(found)):
+        total += hi[x] - lo[x]
+    sentence = np.empty(total, dtype=np.int64)
+    entry = np.empty(total, dtype=np.int64)
+    size, i = 0, 0
+    while i < len(found):
+        j = i
+        while j < len(found) and doc[j] == doc[i]:
+            j += 1
+        for x in range(i, j):
+            for e in range(lo[x], hi[x]):
+                counts[story[e]] += 1
+        for x in range(i, j):
+            for e in range(lo[x], hi[x]):
+                c = counts[story[e]]
+                total_sentences = story_sentences[story[e]]
+                most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)
+                if c >= min_sentences and most:
+                    sentence[size] = found[x]
+                    entry[size] = e
+                    size += 1
+        for x in range(i, j):
+            for e in range(lo[x], hi[x]):
+                counts[story[e]] = 0
+        i = j
+    return sentence[:size], entry[:size]
 
 
 def _first_per_doc_key(doc: np.ndarray, keys: np.ndarray) -> np.ndarray:
