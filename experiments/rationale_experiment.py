@@ -252,6 +252,7 @@ def run_sft(
     # what the model trained on, beside it, so that its evaluation can gate it (rl/gate.py)
     write_training_record(out, str(release), None, SplitRef.parse(spec.train), table)
     history = result["log_history"]
+    examples = result["steps"] * (result["batch_size_used"] or recipe["sft_batch"])
     return {
         "data": spec.train,
         "items": train.num_rows,
@@ -261,9 +262,9 @@ def run_sft(
         # the batch the trainer ran: `fit_batch_to_memory` lowers it where the card is short of memory (run 16: 82
         # instead of 128 beside another SFT process), and the examples seen with it
         "batch_size_used": result["batch_size_used"],
-        "examples": result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]),
+        "examples": examples,
         # passes over the distinct rows: above 1 when the arm asks for more examples than the split holds
-        "passes": round(result["steps"] * (result["batch_size_used"] or recipe["sft_batch"]) / train.num_rows, 3),
+        "passes": round(examples / train.num_rows, 3),
         "compile_layers": result["compile_layers"],
         "seconds": round(result["seconds"], 2),
         "started_at": round(result["started_at"], 2),
