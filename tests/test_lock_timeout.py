@@ -4,6 +4,7 @@ variable, its value and what it accepts), never "locked" (exit 9)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,10 @@ def test_the_config_key_sets_the_wait_and_the_variable_overrides_it(
     target = tmp_path / "w.duckdb"
     monkeypatch.delenv("TOMFORGE_LOCK_TIMEOUT", raising=False)
     holder = start_holder(target)
+    # a writer that ignores the configured 0.25 s would wait the default 600 s: the holder gives the lock up after
+    # 8 s instead, so that bug shows as a lock taken (no LockBusy) within seconds, not as a stalled test
+    watchdog = threading.Timer(8.0, holder.kill)
+    watchdog.start()
     try:
         with configured_timeout(0.25), pytest.raises(LockBusy, match=r"after 0\.25 s"):
             with hold(target, notice=lambda _: None):
@@ -76,6 +81,7 @@ def test_the_config_key_sets_the_wait_and_the_variable_overrides_it(
             with hold(target, notice=lambda _: None):
                 pass
     finally:
+        watchdog.cancel()
         holder.kill()
         holder.wait()
 
