@@ -318,3 +318,40 @@ def test_parallel_tokenizing_leaves_os_environ_the_same_object(tokenizer: Any, t
         assert environ.get("TOMFORGE_PLANTED") == "1"
     finally:
         del os.environ["TOMFORGE_PLANTED"]
+
+
+def test_the_original_environ_object_comes_back_with_the_copys_contents() -> None:
+    """What datasets' parallel map does (os.environ swapped for a deep copy, then changed) is undone: the object
+    the program held is os.environ again, with a key the block removed gone and one it set present."""
+    import copy
+    import os
+    import subprocess
+    import sys
+
+    from tomforge.rl.sft import original_environ
+
+    held = os.environ
+    os.environ["TOMFORGE_TEST_REMOVED"] = "1"
+    try:
+        with original_environ():
+            os.environ = copy.deepcopy(os.environ)  # noqa: B003 (what datasets 5.2 does)
+            del os.environ["TOMFORGE_TEST_REMOVED"]
+            os.environ["TOMFORGE_TEST_ADDED"] = "2"
+        assert os.environ is held
+        assert "TOMFORGE_TEST_REMOVED" not in held and held["TOMFORGE_TEST_ADDED"] == "2"
+        # and the process's own environment follows (what a child process inherits)
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import os; print(os.getenv('TOMFORGE_TEST_REMOVED'), os.getenv('TOMFORGE_TEST_ADDED'))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert child.stdout.split() == ["None", "2"]
+    finally:
+        os.environ = held  # noqa: B003
+        held.pop("TOMFORGE_TEST_REMOVED", None)
+        held.pop("TOMFORGE_TEST_ADDED", None)
