@@ -25,7 +25,7 @@ pair() {  # $1 and, when given, $2: side by side on a large card, else one after
   if [ "$mib" -gt 120000 ]; then run "$1" & { [ -n "${2:-}" ] && run "$2"; } & wait
   else run "$1"; [ -n "${2:-}" ] && run "$2"; fi
 }
-pair answer-only-64k:3e-4 answer-only-64k:1e-3
+pair answer-only-64k:1e-3 answer-only-64k:3e-4
 best=$(python3 "$(dirname "$0")/best_lr.py" /tmp/scale 2>> /tmp/scale/gpu.txt); best=${best:-3e-4}
 echo "$(date -u +%T) phase 2: best of phase 1: lr $best" >> /tmp/scale/gpu.txt
 next=$([ "$best" = 1e-3 ] && echo 3e-3 || echo 5e-4)
