@@ -25,7 +25,10 @@ pair() {  # $1 and, when given, $2: side by side on a large card, else one after
   if [ "$mib" -gt 120000 ]; then run "$1" & { [ -n "${2:-}" ] && run "$2"; } & wait
   else run "$1"; [ -n "${2:-}" ] && run "$2"; fi
 }
-pair answer-only-64k:1e-3 answer-only-64k:3e-4
+# PHASE1 (two ARM:LR) replaces phase 1's pair; PHASE2=no skips phase 2 (when the device time left holds one pair)
+# shellcheck disable=SC2086
+pair ${PHASE1:-answer-only-64k:1e-3 answer-only-64k:3e-4}
+if [ "${PHASE2:-yes}" = no ]; then touch /tmp/scale/DONE; exit 0; fi
 best=$(python3 "$(dirname "$0")/best_lr.py" /tmp/scale 2>> /tmp/scale/gpu.txt); best=${best:-3e-4}
 echo "$(date -u +%T) phase 2: best of phase 1: lr $best" >> /tmp/scale/gpu.txt
 next=$([ "$best" = 1e-3 ] && echo 3e-3 || echo 5e-4)
