@@ -47,7 +47,9 @@ ITEM_COLUMNS = (
 # A trace is parsed once per distinct trace (the items of a story share it), not once per item.
 def world_selection_sql(source: str, where: str, columns: str) -> str:
     """`columns` and the world columns of the rows of `source` (a relation with `meta` and `trace`)
-    matching `where`, by item_id."""
+    matching `where`, by item_id. What depends on the trace alone (its repeated events) is computed
+    once per distinct trace, not per item: a story's trace is shared by its items, and comparing
+    each item's events was most of reading a selection (issue 42)."""
     names = ", ".join(f"sel.{c.strip()}" for c in columns.split(","))
     return f"""
 WITH sel AS (SELECT {columns}, meta, trace FROM {source} WHERE ({where})),
@@ -57,12 +59,13 @@ inits AS (SELECT trace, list_filter(json_transform(trace, '[{{"kind": "VARCHAR",
 happenings AS (SELECT trace, list_filter(json_transform(trace, '[{{"kind": "VARCHAR", "agent": "VARCHAR", "room": "VARCHAR",
                       "obj": "VARCHAR", "container": "VARCHAR", "public": "BOOLEAN", "listeners": "VARCHAR[]"}}]'),
                       lambda e: e.kind IN ('enter', 'exit', 'move', 'stay', 'tell')) AS events
-               FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL))
+               FROM (SELECT DISTINCT trace FROM sel WHERE trace IS NOT NULL)),
+repeats AS (SELECT trace, (len(events) - len(list_distinct(events)))::BIGINT AS repeated FROM happenings)
 SELECT {names}, TRY_CAST(json_extract(sel.meta, '$.candidates') AS VARCHAR[]) AS meta_candidates,
        json_extract_string(sel.meta, '$.asked_container') AS meta_asked,
        list_filter(inits.inits, lambda e: e.obj = json_extract_string(sel.meta, '$.object'))[1].container AS trace_first_container,
-       (len(happenings.events) - len(list_distinct(happenings.events)))::BIGINT AS trace_repeated_events
-FROM sel LEFT JOIN inits ON sel.trace = inits.trace LEFT JOIN happenings ON sel.trace = happenings.trace ORDER BY sel.item_id
+       repeats.repeated AS trace_repeated_events
+FROM sel LEFT JOIN inits ON sel.trace = inits.trace LEFT JOIN repeats ON sel.trace = repeats.trace ORDER BY sel.item_id
 """
 
 
