@@ -741,10 +741,11 @@ def _less(pool, woff, wlen, named, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma):
+def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma, anchor_words, filtered):
     """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order:
     per sentence its key, named key, start and end in the cleaned text and its canonical words
-    (pool[woff:woff+wlen])."""
+    (pool[woff:woff+wlen]). `filtered`: only the sentences holding one of `anchor_words` (`holds_anchor` on
+    the piece: the others equal no benchmark sentence, and one named key's sentences all hold it or none)."""
     cap = len(readings) * (size + 1)
     key = np.empty(cap, dtype=np.uint64)
     named = np.empty(cap, dtype=np.uint64)
@@ -777,6 +778,8 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
             s2 = s1
             while s2 < e1 and leading[clean[s2]]:  # .lstrip(_LEADING)
                 s2 += 1
+            if filtered and not holds_anchor(clean[s2:e1], e1 - s2, anchor_words):
+                continue
             length = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
             if length >= 0:
                 key[c] = blake2b8(pool[used:], length, iv, sigma)
@@ -884,7 +887,19 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_
         readings[r] = RUN_ON
         r += 1
     key, named, a, b, woff, wlen, pool = _cut(
-        clean, size, readings[:r], min_words, space, strspace, leading, tables[0], tables[1], iv, sigma
+        clean,
+        size,
+        readings[:r],
+        min_words,
+        space,
+        strspace,
+        leading,
+        tables[0],
+        tables[1],
+        iv,
+        sigma,
+        anchor_words,
+        filtered,
     )
     order = _distinct(named, a, woff, wlen, pool)
     starts = np.empty(len(order), dtype=np.int64)
