@@ -325,7 +325,11 @@ def test_the_python_path_gives_the_compiled_paths_arrays(monkeypatch: pytest.Mon
         for t in (f"Olive saw the item number{i} now." for i in range(1000))
         if all(s.key < 2**63 and s.named_key < 2**63 for s in canonical.document_sentences(t, 1))
     )
-    for texts in (["Mia ran.", "Olive entered the attic. The fig is in the box.", "caf\u00e9 is hot here"], [small]):
+    for texts in (
+        ["Mia ran.", "Olive entered the attic. The fig is in the box.", "caf\u00e9 is hot here"],
+        [small],
+        ["Mia ran."],
+    ):
         for min_words in (1, 3):
             positions = np.arange(len(texts))
             monkeypatch.setenv("TOMFORGE_JIT", "1")
@@ -386,3 +390,18 @@ def test_a_benchmark_sentence_without_a_plain_word_turns_the_anchor_filter_off()
     assert not marked.anchored and len(marked.anchors) == 2
     text = "Olive entered the attic. aMary bJack cLiam. Olive saw the fig there."
     assert match_sentences(marked, [text]).select("doc", "matched_sentences").rows() == [(0, 3)]
+
+
+def test_only_the_documents_asked_for_are_matched_and_none_gives_the_frames_columns() -> None:
+    """`docs` narrows the match to those positions (an empty list: none), and a batch holding no sentence at all
+    (prose the anchor test stops) still gives `MATCH_SCHEMA`'s columns, which the scan selects."""
+    from tomforge.audits.sentence_match import MATCH_SCHEMA
+
+    story = "Olive entered the attic. The fig is in the box. Olive moved the fig to the basket."
+    index = build_sentence_index([story, "Jack came back from the garden. Jack looked inside the old box. Mia sang."])
+    texts = ["Nothing to see here at all.", story, story.upper()]
+    assert match_sentences(index, texts).select("doc", "story").rows() == [(1, 0), (2, 0)]
+    assert match_sentences(index, texts, docs=[2]).select("doc", "story").rows() == [(2, 0)]
+    assert match_sentences(index, texts, docs=[]).schema == MATCH_SCHEMA
+    none = match_sentences(index, ["Nothing to see here at all.", "Zorp blen quax."])
+    assert none.height == 0 and none.schema == MATCH_SCHEMA
