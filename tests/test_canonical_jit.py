@@ -405,3 +405,12 @@ def test_only_the_documents_asked_for_are_matched_and_none_gives_the_frames_colu
     assert match_sentences(index, texts, docs=[]).schema == MATCH_SCHEMA
     none = match_sentences(index, ["Nothing to see here at all.", "Zorp blen quax."])
     assert none.height == 0 and none.schema == MATCH_SCHEMA
+
+
+def test_each_sentences_anchor_is_its_rarest_plain_word() -> None:
+    """Hand-worked: "the" and "attic" are in both sentences (2 each), so the first sentence's anchor is "entered"
+    and the second's "saw" (rarest, ties by the word: "saw" < "there"), not the alphabetical "attic"."""
+    from tomforge.audits.text import word_hash
+
+    index = build_sentence_index(["Olive entered the attic. Olive saw the attic there."])
+    assert sorted(index.anchors.tolist()) == sorted([word_hash("entered"), word_hash("saw")])
