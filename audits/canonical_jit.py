@@ -22,10 +22,10 @@ import re
 from html.entities import html5
 
 import numpy as np
-import pyarrow as pa
 
 from tomforge.audits import canonical
-from tomforge.audits.jit import njit
+from tomforge.audits.jit import fmix64_jit, njit
+from tomforge.audits.text import _BASE, _LEN_MULT
 
 # ---- byte tables (from Python's own rules, so both sides agree on every ASCII byte) ----
 _RE_SPACE = np.array([re.match(r"\s", chr(c)) is not None for c in range(256)], dtype=np.bool_)
@@ -34,6 +34,8 @@ _LEADING = np.array([chr(c) in canonical._LEADING for c in range(256)], dtype=np
 MARK = 0x80  # a name span's mark in the working buffer (no text read here holds this byte)
 NBSP = 0xA0  # U+00A0 (UTF-8 C2 A0) as one byte: the one character outside ASCII read here (white space, no word)
 _MARK_HI, _MARK_LO = canonical._MARK.encode("utf-8")  # ... and in the canonical words, `canonical._MARK`
+_WORD_BASE, _WORD_LEN = np.uint64(_BASE), np.uint64(_LEN_MULT)  # `text.word_hash`'s constants
+_NO_ANCHORS = np.empty(0, dtype=np.uint64)
 
 
 def _block_names() -> list[str]:
@@ -739,10 +741,11 @@ def _less(pool, woff, wlen, named, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma):
+def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma, anchor_words, filtered):
     """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order:
     per sentence its key, named key, start and end in the cleaned text and its canonical words
-    (pool[woff:woff+wlen])."""
+    (pool[woff:woff+wlen]). `filtered`: only the sentences holding one of `anchor_words` (`holds_anchor` on
+    the piece: the others equal no benchmark sentence, and one named key's sentences all hold it or none)."""
     cap = len(readings) * (size + 1)
     key = np.empty(cap, dtype=np.uint64)
     named = np.empty(cap, dtype=np.uint64)
@@ -775,6 +778,8 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
             s2 = s1
             while s2 < e1 and leading[clean[s2]]:  # .lstrip(_LEADING)
                 s2 += 1
+            if filtered and not holds_anchor(clean[s2:e1], e1 - s2, anchor_words):
+                continue
             length = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
             if length >= 0:
                 key[c] = blake2b8(pool[used:], length, iv, sigma)
@@ -804,9 +809,59 @@ def _distinct(named, a, woff, wlen, pool):
 
 
 @njit(cache=True, nogil=True)
-def _document(d, min_words, space, strspace, leading, tables, iv, sigma):
+def _lower_hash(t, a, b):
+    """`text.word_hash` of t[a:b] in lower case."""
+    total = np.uint64(0)
+    power = np.uint64(1)
+    for i in range(a, b):
+        total += np.uint64(_lower(t[i])) * power
+        power *= _WORD_BASE
+    return fmix64_jit(total + np.uint64(b - a) * _WORD_LEN)
+
+
+@njit(cache=True, nogil=True)
+def _is_anchor(anchors, h):
+    """h in the sorted `anchors` (a binary search)."""
+    lo, hi = 0, len(anchors)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if anchors[mid] < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < len(anchors) and anchors[lo] == h
+
+
+@njit(cache=True, nogil=True)
+def holds_anchor(t, n, anchors):
+    """Whether a word of the cleaned text t[:n] is an anchor (`sentence_match._anchors`). A sentence's words
+    (abstracted or named) that are neither a name nor hold one are its runs of letters and digits with a
+    letter, in lower case: a run of the text, or, first in a sentence, the run less its leading digits
+    (`.lstrip(_LEADING)`). Both are tried, so a text for which this is False holds no benchmark sentence."""
+    i = 0
+    while i < n:
+        if not _is_alnum(t[i]):
+            i += 1
+            continue
+        j, letter = i, -1
+        while j < n and _is_alnum(t[j]):
+            if letter < 0 and _is_letter(t[j]):
+                letter = j
+            j += 1
+        if letter >= 0:
+            if _is_anchor(anchors, _lower_hash(t, i, j)):
+                return True
+            if letter > i and _is_anchor(anchors, _lower_hash(t, letter, j)):
+                return True
+        i = j
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered):
     """One plain-ASCII document's canonical sentences (`canonical.document_sentences`): keys, named
-    keys, starts and ends in the original text, in its order; ok False when it needs the Python path."""
+    keys, starts and ends in the original text, in its order; ok False when it needs the Python path.
+    `filtered`: none when no word of the cleaned text is one of `anchor_words` (`holds_anchor`)."""
     n = len(d)
     empty = (
         np.empty(0, dtype=np.uint64),
@@ -820,6 +875,8 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma):
     size, anchors = _clean(d, n, clean, clean_at, orig_at, space, tables)
     if size < 0:
         return False, empty
+    if filtered and not holds_anchor(clean, size, anchor_words):
+        return True, empty
     readings = np.empty(3, dtype=np.int64)
     readings[0] = LINES
     r = 1
@@ -830,7 +887,19 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma):
         readings[r] = RUN_ON
         r += 1
     key, named, a, b, woff, wlen, pool = _cut(
-        clean, size, readings[:r], min_words, space, strspace, leading, tables[0], tables[1], iv, sigma
+        clean,
+        size,
+        readings[:r],
+        min_words,
+        space,
+        strspace,
+        leading,
+        tables[0],
+        tables[1],
+        iv,
+        sigma,
+        anchor_words,
+        filtered,
     )
     order = _distinct(named, a, woff, wlen, pool)
     starts = np.empty(len(order), dtype=np.int64)
@@ -864,7 +933,7 @@ def _narrow(d):
 
 
 @njit(cache=True, nogil=True)
-def _batch(data, offsets, positions, min_words, space, strspace, leading, tables, iv, sigma):
+def _batch(data, offsets, positions, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered):
     """`_document` over texts `positions` of a batch's UTF-8 buffer: (rank of the text in
     `positions`, key, named key, start, end) per sentence, and the ranks that need the Python path."""
     cap = 1024
@@ -881,7 +950,7 @@ def _batch(data, offsets, positions, min_words, space, strspace, leading, tables
         if not readable:
             python[i] = True
             continue
-        ok, found = _document(d, min_words, space, strspace, leading, tables, iv, sigma)
+        ok, found = _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered)
         if not ok:
             python[i] = True
             continue
@@ -913,20 +982,41 @@ _TABLES = (*_OPENERS[:2], *_BLOCKS[:2], *_ENTITIES)
 
 
 def utf8_buffers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The texts' UTF-8 bytes and int64 offsets, through one Arrow array (no Python bytes per text)."""
-    arr = pa.array(texts, type=pa.large_string())
-    _, offsets, data = arr.buffers()  # a fresh array: its data buffer exists, empty when the texts are
-    return np.frombuffer(data, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64)[: len(texts) + 1]
+    """The texts' UTF-8 bytes (one joined buffer, writable) and int64 offsets. Not through `pa.array`:
+    pyarrow imports pandas to look at a list (half a CPU-second of a scan's start-up)."""
+    blob = "".join(texts).encode("utf-8")
+    if len(blob) == sum(map(len, texts)):  # plain ASCII: a character is a byte
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    else:
+        lengths = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(bytearray(blob), dtype=np.uint8), offsets
 
 
 def sentence_arrays(
-    texts: list[str], positions: np.ndarray, min_words: int
+    texts: list[str], positions: np.ndarray, min_words: int, anchors: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every canonical sentence of the texts at `positions` (`canonical.document_sentences`, each text
-    in its order, texts in the order of `positions`): (position, key, named key, start, end) arrays."""
+    in its order, texts in the order of `positions`): (position, key, named key, start, end) arrays.
+    `anchors` (sorted word hashes, `sentence_match._anchors`): a text none of whose words is one is not
+    cut (it can hold no benchmark sentence: most prose stops there); texts read by the Python path are
+    cut whole."""
     data, offsets = utf8_buffers(texts)
+    filtered = anchors is not None
     rank, key, named, start, end, python = _batch(
-        data, offsets, positions, min_words, _RE_SPACE, _STR_SPACE, _LEADING, _TABLES, _IV, _SIGMA
+        data,
+        offsets,
+        positions,
+        min_words,
+        _RE_SPACE,
+        _STR_SPACE,
+        _LEADING,
+        _TABLES,
+        _IV,
+        _SIGMA,
+        _NO_ANCHORS if anchors is None else np.ascontiguousarray(anchors, dtype=np.uint64),
+        filtered,
     )
     slow = np.flatnonzero(python)
     if len(slow):  # the reference for the texts this path does not read; merged in rank order

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -66,16 +67,19 @@ def _token_hash(data: bytes) -> int:
     return h | 1
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_token(word: str) -> int:
+    """A word's token (`name_tokens`), once per distinct word: templated stories repeat their words."""
+    return int(NAME_WILDCARD) if word[:1].isupper() else _token_hash(word.lower().encode("utf-8"))
+
+
 def name_tokens(text: str) -> np.ndarray:
     """`name_key`'s words as uint64 tokens: a capitalized word (a possible name) `NAME_WILDCARD`, any other
     word the hash of its lower case. Two texts with equal name keys have as many tokens and the same
     token wherever neither has the wildcard (a word that is not capitalized is never a name, and the key
     holds it in lower case), so a text compatible with no story this way has no story's name key: the
     exact prefilter of `scan_match._names_swapped`."""
-    words = [w for w in _WORD.findall(text) if w not in ".!?"]
-    return np.array(
-        [NAME_WILDCARD if w[:1].isupper() else _token_hash(w.lower().encode("utf-8")) for w in words], dtype=np.uint64
-    )
+    return np.array([_word_token(w) for w in _WORD.findall(text) if w not in ".!?"], dtype=np.uint64)
 
 
 @njit(cache=True, nogil=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tomforge.audits.canonical import MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
+from tomforge.audits.canonical import _MARK, MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
 from tomforge.audits.canonical_jit import sentence_arrays
 from tomforge.audits.jit import njit
 from tomforge.audits.text import hash_normalized_words, norm_words, use_jit, word_hash
@@ -96,6 +96,7 @@ class SentenceIndex:
     named: KeyTable  # names kept
     anchors: np.ndarray  # uint64 word hashes, sorted: each benchmark sentence's rarest word (the prefilter)
     params: SentenceParams
+    anchored: bool = True  # every benchmark sentence has an anchor (else no text is left uncut for want of one)
 
     @property
     def n_stories(self) -> int:
@@ -126,7 +127,8 @@ def build_sentence_index(stories: list[str], params: SentenceParams | None = Non
         abstract.append(_keys([x.key for x in sentences]))
         named.append(_keys([x.named_key for x in sentences]))
         distinct.update(x.words for x in sentences)
-    return SentenceIndex(_key_table(abstract, p), _key_table(named, p), _anchors(distinct), p)
+    anchors, anchored = _anchors(distinct)
+    return SentenceIndex(_key_table(abstract, p), _key_table(named, p), anchors, p, anchored)
 
 
 def _key_table(per_story: list[np.ndarray], p: SentenceParams) -> KeyTable:
@@ -142,17 +144,19 @@ def _key_table(per_story: list[np.ndarray], p: SentenceParams) -> KeyTable:
     return KeyTable(keys, owner, weight, story_weight, counts, null)
 
 
-def _anchors(sentences: set[str]) -> np.ndarray:
+def _anchors(sentences: set[str]) -> tuple[np.ndarray, bool]:
     """The hash of each distinct sentence's rarest word (fewest benchmark sentences holding it; ties
     by the word): a document holding a sentence holds its anchor, so a document with none of them
-    holds no benchmark sentence (`candidates`)."""
-    split = [[w for w in s.split(" ") if w != NAME] for s in sorted(sentences)]
+    holds no benchmark sentence (`candidates`, `canonical_jit.holds_anchor`). Only plain words are
+    anchors (not a name, none holding a name's mark, `canonical._MARK`: the compiled test reads the
+    text's own words); False when a sentence has no plain word (then no text may be skipped)."""
+    split = [[w for w in s.split(" ") if w != NAME and _MARK not in w] for s in sorted(sentences)]
     df: dict[str, int] = {}
     for words in split:
         for w in set(words):
             df[w] = df.get(w, 0) + 1
     chosen = {min(words, key=lambda w: (df[w], w)) for words in split if words}
-    return np.unique(np.array([word_hash(w) for w in chosen], dtype=np.uint64))
+    return np.unique(np.array([word_hash(w) for w in chosen], dtype=np.uint64)), all(split)
 
 
 def candidates(index: SentenceIndex, texts: list[str]) -> np.ndarray:
@@ -212,7 +216,10 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
     found with the names abstracted keeps that view's figures; one found only with the names kept,
     the named view's."""
     positions = np.arange(len(texts)) if docs is None else np.asarray(docs, dtype=np.int64)
-    doc_of, abstract_of, named_of, starts, ends = document_sentence_arrays(texts, positions, index.params.min_words)
+    anchors = index.anchors if index.anchored else None
+    doc_of, abstract_of, named_of, starts, ends = document_sentence_arrays(
+        texts, positions, index.params.min_words, anchors
+    )
     if not len(doc_of):
         return pl.DataFrame(schema=MATCH_SCHEMA)
     sentences = pl.DataFrame({"doc": doc_of, "start": starts, "end": ends})
@@ -231,13 +238,14 @@ def match_sentences(index: SentenceIndex, texts: list[str], docs: np.ndarray | N
 
 
 def document_sentence_arrays(
-    texts: list[str], positions: np.ndarray, min_words: int
+    texts: list[str], positions: np.ndarray, min_words: int, anchors: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(position, key, named key, start, end) of every canonical sentence of the texts at `positions`,
     text by text in `canonical.document_sentences` order: compiled (`audits.canonical_jit`, the same
-    sentences) unless TOMFORGE_JIT=0 or numba is missing, then the reference itself."""
+    sentences) unless TOMFORGE_JIT=0 or numba is missing, then the reference itself. `anchors`: the
+    compiled path leaves out the texts holding none of these words (they hold no benchmark sentence)."""
     if use_jit():
-        return sentence_arrays(texts, positions, min_words)
+        return sentence_arrays(texts, positions, min_words, anchors)
     found = [(d, s) for d in positions.tolist() for s in document_sentences(texts[d], min_words)]
     return (
         np.array([d for d, _ in found], dtype=np.int64),

@@ -272,6 +272,9 @@ def test_the_byte_tables_hold_what_the_rules_name() -> None:
 def test_texts_become_their_utf8_bytes_and_offsets() -> None:
     data, offsets = canonical_jit.utf8_buffers(["ab", "", "c\u00e9"])
     assert bytes(data) == b"abc\xc3\xa9" and offsets.tolist() == [0, 2, 2, 5]
+    assert data.dtype == np.uint8 and data.flags.writeable and offsets.dtype == np.int64
+    data, offsets = canonical_jit.utf8_buffers(["ab", "cde"])  # plain ASCII: lengths without encoding each text
+    assert bytes(data) == b"abcde" and offsets.tolist() == [0, 2, 5] and offsets.dtype == np.int64
     for texts in ([], [""], ["", ""]):  # no bytes at all: an empty buffer, not None
         data, offsets = canonical_jit.utf8_buffers(texts)
         assert data.dtype == np.uint8 and len(data) == 0 and offsets.tolist() == [0] * (len(texts) + 1)
@@ -325,7 +328,11 @@ def test_the_python_path_gives_the_compiled_paths_arrays(monkeypatch: pytest.Mon
         for t in (f"Olive saw the item number{i} now." for i in range(1000))
         if all(s.key < 2**63 and s.named_key < 2**63 for s in canonical.document_sentences(t, 1))
     )
-    for texts in (["Mia ran.", "Olive entered the attic. The fig is in the box.", "caf\u00e9 is hot here"], [small]):
+    for texts in (
+        ["Mia ran.", "Olive entered the attic. The fig is in the box.", "caf\u00e9 is hot here"],
+        [small],
+        ["Mia ran."],
+    ):
         for min_words in (1, 3):
             positions = np.arange(len(texts))
             monkeypatch.setenv("TOMFORGE_JIT", "1")
@@ -338,3 +345,75 @@ def test_the_python_path_gives_the_compiled_paths_arrays(monkeypatch: pytest.Mon
     monkeypatch.setenv("TOMFORGE_JIT", "0")
     assert len(document_sentence_arrays(["Mia ran."], np.arange(1), 1)[0]) == 1
     assert len(document_sentence_arrays(["Mia ran."], np.arange(1), 3)[0]) == 0
+
+
+def _benchmark_rows(arrays: tuple[np.ndarray, ...], keys: set[int], named: set[int]) -> list[Row]:
+    return [r for r in zip(*(a.tolist() for a in arrays)) if r[1] in keys or r[2] in named]
+
+
+def test_the_anchor_filter_keeps_every_sentence_a_benchmark_holds() -> None:
+    """The compiled path leaves out a text with no anchor word (`holds_anchor`); every sentence of a
+    benchmark story found without the filter is found with it, on texts aimed at the word rules (names,
+    entities, capitals, leading digits) and on generated ones, and the filter does leave texts out."""
+    stories = HAND_WRITTEN[:20] + _generated(11, 60, FRAGMENTS)
+    index = build_sentence_index(stories)
+    texts = HAND_WRITTEN + _generated(12, 1500, FRAGMENTS) + [s.upper() for s in stories] + [s.title() for s in stories]
+    prose = [f"Zorp{i} blen quax dib.\nVel mox tarn sib for {i} ruk. Quen dal vor pim." for i in range(40)]
+    texts += prose
+    keys, named = set(index.abstract.key.tolist()), set(index.named.key.tolist())
+    positions = np.arange(len(texts))
+    whole = canonical_jit.sentence_arrays(texts, positions, 3)
+    filtered = canonical_jit.sentence_arrays(texts, positions, 3, index.anchors)
+    assert index.anchored
+    assert _benchmark_rows(filtered, keys, named) == _benchmark_rows(whole, keys, named)
+    assert len(_benchmark_rows(whole, keys, named)) > 300
+    left_out = set(np.unique(whole[0]).tolist()) - set(np.unique(filtered[0]).tolist())
+    assert set(range(len(texts) - len(prose), len(texts))) <= left_out  # no anchor word: not cut
+
+
+def test_a_word_after_a_sentences_leading_digits_is_its_anchor_and_is_found() -> None:
+    """Hand-worked: each sentence's rarest word (ties by the word) is its first, "abc", "abd", "abe", which
+    the text holds only as "5abc" etc. (the sentence's `.lstrip` drops the digits); the story is found."""
+    story = "5abc entered the zyx room. 6abd saw the zyx cup. 7abe left the zyx hall."
+    index = build_sentence_index([story])
+    from tomforge.audits.text import word_hash
+
+    assert sorted(index.anchors.tolist()) == sorted(word_hash(w) for w in ("abc", "abd", "abe"))
+    arrays = canonical_jit.sentence_arrays([story, "abcd entered the zyx room."], np.arange(2), 3, index.anchors)
+    assert arrays[0].tolist() == [0, 0, 0]  # the second text holds no anchor: not cut
+    assert match_sentences(index, [story]).select("doc", "story", "matched_sentences").rows() == [(0, 0, 3)]
+
+
+def test_a_benchmark_sentence_without_a_plain_word_turns_the_anchor_filter_off() -> None:
+    """Words holding a name's mark ("aMary" is "a" + a name) are never anchors (a text's own words never
+    hold the mark); a sentence of such words only has no anchor, so no text may be left uncut."""
+    plain = build_sentence_index(["Olive entered the attic. Olive saw the fig there."])
+    assert plain.anchored and len(plain.anchors) == 2
+    marked = build_sentence_index(["Olive entered the attic. aMary bJack cLiam. Olive saw the fig there."])
+    assert not marked.anchored and len(marked.anchors) == 2
+    text = "Olive entered the attic. aMary bJack cLiam. Olive saw the fig there."
+    assert match_sentences(marked, [text]).select("doc", "matched_sentences").rows() == [(0, 3)]
+
+
+def test_only_the_documents_asked_for_are_matched_and_none_gives_the_frames_columns() -> None:
+    """`docs` narrows the match to those positions (an empty list: none), and a batch holding no sentence at all
+    (prose the anchor test stops) still gives `MATCH_SCHEMA`'s columns, which the scan selects."""
+    from tomforge.audits.sentence_match import MATCH_SCHEMA
+
+    story = "Olive entered the attic. The fig is in the box. Olive moved the fig to the basket."
+    index = build_sentence_index([story, "Jack came back from the garden. Jack looked inside the old box. Mia sang."])
+    texts = ["Nothing to see here at all.", story, story.upper()]
+    assert match_sentences(index, texts).select("doc", "story").rows() == [(1, 0), (2, 0)]
+    assert match_sentences(index, texts, docs=[2]).select("doc", "story").rows() == [(2, 0)]
+    assert match_sentences(index, texts, docs=[]).schema == MATCH_SCHEMA
+    none = match_sentences(index, ["Nothing to see here at all.", "Zorp blen quax."])
+    assert none.height == 0 and none.schema == MATCH_SCHEMA
+
+
+def test_each_sentences_anchor_is_its_rarest_plain_word() -> None:
+    """Hand-worked: "the" and "attic" are in both sentences (2 each), so the first sentence's anchor is "entered"
+    and the second's "saw" (rarest, ties by the word: "saw" < "there"), not the alphabetical "attic"."""
+    from tomforge.audits.text import word_hash
+
+    index = build_sentence_index(["Olive entered the attic. Olive saw the attic there."])
+    assert sorted(index.anchors.tolist()) == sorted([word_hash("entered"), word_hash("saw")])

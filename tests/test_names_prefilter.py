@@ -46,6 +46,13 @@ def test_tokens_are_the_words_with_capitalized_ones_as_the_wildcard() -> None:
     got = name_tokens("Mary took the_red apple. The box! 12 iPhone?").tolist()
     assert got == [0, _fnv("took"), _fnv("the_red"), _fnv("apple"), 0, _fnv("box"), _fnv("12"), _fnv("iphone")]
     assert _token_hash(b"took") == _fnv("took") and int(NAME_WILDCARD) == 0
+    assert name_tokens("XX saw X and xx.").tolist() == [
+        0,
+        _fnv("saw"),
+        0,
+        _fnv("and"),
+        _fnv("xx"),
+    ]  # only . ! ? dropped
 
 
 def _compiled_tokens(text: str) -> list[int] | None:
