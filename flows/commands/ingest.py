@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, drawn_help, flags_set, setting_option
 from tomforge.flows.commands.terminal import console, show_reconciliation, stdout_console
 from tomforge.flows.progress import RichProgress
 
@@ -20,14 +20,24 @@ VARIANTS = "tomforge.generators.real.variants:Settings"
 group = typer.Typer()
 
 
-@group.command()
+def _sources_help() -> str:
+    """Every declared source with its note (`warehouse.sources.registry`)."""
+    from tomforge.warehouse.sources.registry import SOURCES
+
+    return SOURCES.help_list() + "."
+
+
+def _story_sources_help() -> str:
+    """The sources whose stories the oracle parses (`generators.real.oracle.STORY_SOURCES`), with their notes."""
+    from tomforge.generators.real.oracle import STORY_SOURCES
+    from tomforge.warehouse.sources.registry import SOURCES
+
+    return SOURCES.help_list(STORY_SOURCES, story=True) + ", already in the warehouse."
+
+
+@group.command(cls=SettingsHelp)  # SettingsHelp: the source list is read from the registry when --help is drawn
 def ingest(
-    source: str = typer.Option(
-        ...,
-        "--source",
-        "-s",
-        help="hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md).",
-    ),
+    source: str = typer.Option(..., "--source", "-s", help=drawn_help(_sources_help, "a source name.")),
     path: str = typer.Option(..., "--path", "-p", help="File or folder as published, or a Hub dataset id."),
     warehouse: Path = WarehouseOption,
     split: Optional[str] = typer.Option(
@@ -162,7 +172,7 @@ def generate(
 @group.command(cls=SettingsHelp)
 def variants(
     source: str = typer.Option(
-        ..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already in the warehouse."
+        ..., "--source", "-s", help=drawn_help(_story_sources_help, "a source with a story parser.")
     ),
     max_order: Optional[int] = setting_option(
         "--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12, help="Highest belief order asked of variants."
