@@ -382,3 +382,61 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     assert "[default: 7]" in lines["--agree"], output
     assert "[default: --off]" in lines["--on"], output
     assert "[default: a,b]" in lines["--names"], output
+
+
+# The flag -> field mappings `train` and `scan` wrote out by hand before `settings_set` read them from the
+# flags (issue 39): the reference the flags' own declarations must give back.
+TRAIN_TRL_BY_HAND = {
+    "output_dir": "output_dir",
+    "algorithm": "algorithm",
+    "max_steps": "max_steps",
+    "num_generations": "num_generations",
+    "batch_size": "per_device_train_batch_size",
+    "learning_rate": "learning_rate",
+    "beta": "beta",
+    "bf16": "bf16",
+    "grad_accum": "gradient_accumulation_steps",
+    "seed": "seed",
+    "max_completion_length": "max_completion_length",
+    "fast_generation": "fast_generation",
+    "compile_": "compile_layers",
+    "sft_steps": "sft_steps",
+}
+TRAIN_VERL_BY_HAND = {
+    "epochs": "total_epochs",
+    "batch_size": "train_batch_size",
+    "num_generations": "rollout_n",
+    "learning_rate": "learning_rate",
+    "beta": "kl_coef",
+    "max_completion_length": "max_response_length",
+    "output_dir": "output_dir",
+}
+SCAN_BY_HAND = {
+    "jaccard": "jaccard_threshold",
+    "containment": "containment_threshold",
+    "alpha": "ngram_alpha",
+    "batch_docs": "batch_docs",
+}
+
+
+@pytest.mark.parametrize(
+    "command, owner, by_hand",
+    [
+        ("train", "tomforge.rl.trl_backend:TrlSettings", TRAIN_TRL_BY_HAND),
+        ("train", "tomforge.rl.verl_backend:VerlSettings", TRAIN_VERL_BY_HAND),
+        ("scan", "tomforge.audits.scan_config:ScanParams", SCAN_BY_HAND),
+    ],
+)
+def test_settings_set_gives_the_mapping_once_written_by_hand(command: str, owner: str, by_hand: dict) -> None:
+    """Every parameter set to a value of its own: exactly the hand-written fields come back, each with the
+    value of its flag; an unset flag (None) sets nothing."""
+    import inspect
+
+    from tomforge.flows.commands import rl, scan
+    from tomforge.flows.commands.flags import settings_set
+
+    function = {"train": rl.train, "scan": scan.scan}[command]
+    names = list(inspect.signature(function).parameters)
+    flags = {name: f"value of {name}" for name in names}
+    assert settings_set(function, owner, flags) == {field: f"value of {flag}" for flag, field in by_hand.items()}
+    assert settings_set(function, owner, dict.fromkeys(names)) == {}

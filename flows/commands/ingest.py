@@ -4,7 +4,7 @@ as published, generated questions, variants of real stories)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Iterator, Optional
 
 import typer
 from rich.table import Table
@@ -128,14 +128,38 @@ def generate(
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
-    from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
-    from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE, generate_input_ref
-    from tomforge.generators.operators import OPERATORS
-    from tomforge.generators.question_forms import generation_choices
+    from tomforge.generators import generator_info
+    from tomforge.generators.generate import DEFAULT_SOURCE
     from tomforge.warehouse.load import ingest_records
 
-    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
-    source = DEFAULT_SOURCE if source is None else source
+    source = DEFAULT_SOURCE if source is None else source  # unset flags take the generator's defaults
+    records, input_ref = _generation(n, max_order, seed, operators, styles, held_out, source, rendering, forms)
+    with RichProgress(console) as progress:
+        report = ingest_records(
+            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
+        )
+    show_reconciliation([report])
+
+
+def _generation(
+    n: int,
+    max_order: int | None,
+    seed: int,
+    operators: str,
+    styles: str | None,
+    held_out: bool,
+    source: str,
+    rendering: str | None,
+    forms: str | None,
+) -> tuple[Iterator[dict[str, Any]], str]:
+    """`generate`'s flags checked and turned into the generator's records (lazy) and the run's input as the
+    `sources` table records it; a bad choice fails here, before anything is generated."""
+    from tomforge.generators import STYLES, generate_records, generate_splits
+    from tomforge.generators.generate import DEFAULT_MAX_ORDER, generate_input_ref
+    from tomforge.generators.operators import OPERATORS
+    from tomforge.generators.question_forms import generation_choices
+
+    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order
     names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     form_names = None if forms is None else [f.strip() for f in forms.split(",") if f.strip()]
@@ -162,11 +186,7 @@ def generate(
         held_out=held_out,
         **named,
     )
-    with RichProgress(console) as progress:
-        report = ingest_records(
-            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
-        )
-    show_reconciliation([report])
+    return records, input_ref
 
 
 @group.command(cls=SettingsHelp)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option, settings_set
 from tomforge.flows.commands.terminal import console
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
@@ -157,6 +157,7 @@ def train(
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
     take the backend's settings (`TrlSettings`, `VerlSettings`)."""
+    given = dict(locals())  # every flag by its parameter's name: the fields they set are read from the flags
     from tomforge.rl.models import check_model_spec
 
     if backend is Backend.trl and not dry_run:
@@ -164,34 +165,10 @@ def train(
         check_model_spec(model)
     from tomforge.rl import stage
 
-    if backend is Backend.trl:
-        overrides = flags_set(
-            output_dir=output_dir and str(output_dir),
-            algorithm=algorithm,
-            max_steps=max_steps,
-            num_generations=num_generations,
-            per_device_train_batch_size=batch_size,
-            learning_rate=learning_rate,
-            beta=beta,
-            bf16=bf16,
-            gradient_accumulation_steps=grad_accum,
-            seed=seed,
-            max_completion_length=max_completion_length,
-            fast_generation=fast_generation,
-            compile_rollouts=compile_,
-            compile_layers=compile_,
-            sft_steps=sft_steps,
-        )
-    else:
-        overrides = flags_set(
-            total_epochs=epochs,
-            train_batch_size=batch_size,
-            rollout_n=num_generations,
-            learning_rate=learning_rate,
-            kl_coef=beta,
-            max_response_length=max_completion_length,
-            output_dir=output_dir and str(output_dir),
-        )
+    flags = {**given, "output_dir": output_dir and str(output_dir)}
+    overrides = settings_set(train, TRL if backend is Backend.trl else VERL, flags)
+    if backend is Backend.trl and compile_ is not None:
+        overrides["compile_rollouts"] = compile_  # --compile sets both; the flag shows compile_layers' default
     local = Path(dataset).is_dir()
     if not dry_run or local:  # a dry run checks a local release too; a Hub one is not downloaded for it
         check_training_licenses(dataset, revision, train_split, allow_restricted_training)
