@@ -246,21 +246,9 @@ def eval_(
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
     from tomforge.rl import distributed
-    from tomforge.rl.evaluate import (
-        GenerationStats,
-        evaluate,
-        format_matrix,
-        merge_shards,
-        plot_by_order,
-        store_results,
-        summarize,
-        write_rows,
-        write_summary,
-    )
+    from tomforge.rl.evaluate import GenerationStats, evaluate
     from tomforge.rl.models import ModelSourceError, check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
-    from tomforge.rl.trained_on import read_training_record
-    from tomforge.warehouse.lock import LockBusy
 
     require_rl_extras("torch", "matplotlib")
     if store:  # a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation
@@ -309,6 +297,25 @@ def eval_(
     parts = distributed.gather_to_main((positions, rows, stats))
     if parts is None:  # not the first process: it handed its rows over
         return
+    _report_eval(model, parts, gate, out, warehouse if store else None)
+
+
+def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, warehouse: Path | None) -> None:
+    """The first process's part of `eval`: every process's rows merged, summarized (with the learning gate),
+    written under `out`, stored in `warehouse` (None: not stored) and printed as the matrix."""
+    from tomforge.rl.evaluate import (
+        GenerationStats,
+        format_matrix,
+        merge_shards,
+        plot_by_order,
+        store_results,
+        summarize,
+        write_rows,
+        write_summary,
+    )
+    from tomforge.rl.trained_on import read_training_record
+    from tomforge.warehouse.lock import LockBusy
+
     rows = merge_shards((where, part) for where, part, _ in parts)
     stats = GenerationStats(
         n_sequences=sum(s.n_sequences for _, _, s in parts),
@@ -327,7 +334,7 @@ def eval_(
     write_summary(summary, out / "summary.json")
     plot_by_order(summary, out / "accuracy_by_order.png")
     kept = write_rows(rows, out / "eval_rows.jsonl")  # on disk before the store: a busy lock loses nothing
-    if store:
+    if warehouse is not None:
         try:
             stored = store_results(warehouse, rows)
         except LockBusy as busy:
