@@ -157,6 +157,7 @@ class AuditCheck:
 C = TypeVar("C", bound=type[AuditCheck])
 # The verdict's order, family by family: the modules of `audits.checks` (a check defined elsewhere follows).
 FAMILIES = ("overlap", "labels", "artifacts", "ranks", "variants")
+FAMILY_PACKAGE = "tomforge.audits.checks."
 
 
 class CheckRegistry:
@@ -179,9 +180,11 @@ class CheckRegistry:
         return cls
 
     def _rank(self, check: AuditCheck) -> int:
+        """Its family's place (a module of `audits.checks` named in `families`); after them all otherwise."""
         module = type(check).__module__
-        family = module.rpartition(".")[2] if module.startswith("tomforge.audits.checks.") else ""
-        return self.families.index(family) if family in self.families else len(self.families)
+        if module.startswith(FAMILY_PACKAGE) and module[len(FAMILY_PACKAGE) :] in self.families:
+            return self.families.index(module[len(FAMILY_PACKAGE) :])
+        return len(self.families)
 
     def checks(self) -> tuple[AuditCheck, ...]:
         """The registered checks in verdict order."""

@@ -21,6 +21,7 @@ def test_checks_come_family_by_family_then_in_definition_order() -> None:
         ("overlap two", "tomforge.audits.checks.overlap"),
         ("not a family", "tomforge.audits.checks.other"),  # a module of audits.checks not named: after them too
         ("lookalike", "elsewhere.tomforge.audits.checks.overlap"),  # only the package's own modules are families
+        ("bare", "overlap"),  # a top-level module of a family's name is none either
     ]:
         registry.add(_check(name, module))
     assert [c.name for c in registry.checks()] == [
@@ -30,6 +31,7 @@ def test_checks_come_family_by_family_then_in_definition_order() -> None:
         "outsider",
         "not a family",
         "lookalike",
+        "bare",
     ]
 
 
