@@ -440,3 +440,42 @@ def test_settings_set_gives_the_mapping_once_written_by_hand(command: str, owner
     flags = {name: f"value of {name}" for name in names}
     assert settings_set(function, owner, flags) == {field: f"value of {flag}" for flag, field in by_hand.items()}
     assert settings_set(function, owner, dict.fromkeys(names)) == {}
+
+
+def test_settings_set_skips_parameters_that_are_no_setting_flag() -> None:
+    """A plain default, a plain typer option and a flag of another settings class set nothing; the one flag
+    of `Owner` sets its field (worked by hand)."""
+    import typer as typer_module
+
+    from tomforge.flows.commands.flags import setting_option, settings_set
+
+    def command(
+        plain: int = 3,
+        option: int = typer_module.Option(1, "--option"),
+        other: int | None = setting_option("--other", setting="m:Else.size"),
+        mine: int | None = setting_option("--mine", setting="m:Owner.size_field"),
+    ) -> None: ...
+
+    given = {"plain": 5, "option": 6, "other": 7, "mine": 8}
+    assert settings_set(command, "m:Owner", given) == {"size_field": 8}
+
+
+def test_a_drawn_help_is_written_when_the_help_is_drawn() -> None:
+    """`drawn_help` leaves its placeholder until `resolve_shown_defaults`, which writes the text its function
+    makes at that moment (here a list changed after the option was declared)."""
+    import typer as typer_module
+
+    from tomforge.flows.commands.flags import drawn_help
+
+    names = ["a"]
+    app_ = typer_module.Typer()
+
+    @app_.command()
+    def listed(name: str = typer_module.Option("x", "--name", help=drawn_help(lambda: " or ".join(names), "names?"))):
+        """A command."""
+
+    command = typer_module.main.get_command(app_)
+    names.append("b")
+    assert [p.help for p in command.params if p.name == "name"] == ["names?"]
+    resolve_shown_defaults(command)
+    assert [p.help for p in command.params if p.name == "name"] == ["a or b"]
