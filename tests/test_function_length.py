@@ -36,7 +36,6 @@ LONG: dict[str, int] = {  # path:qualified name -> its length when listed; lower
     "flows/commands/rl.py:train": 143,  # of which 110 lines of flag declarations
     "flows/commands/scan.py:scan": 72,  # of which 43 lines of flag declarations
     "generators/record_writer.py:RecordWriter.records": 69,
-    "rl/claims.py:_Patterns.__init__": 61,
     "rl/evaluate.py:evaluate": 91,
     "rl/evaluate.py:summarize": 66,
     "rl/fast_trl.py:fast_trainer_class": 86,
