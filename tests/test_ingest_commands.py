@@ -49,3 +49,13 @@ def test_unset_generate_flags_take_the_generators_defaults() -> None:
     rows = list(records)
     assert len(rows) == 10 and {r["source"] for r in rows} == {"tomforge_gen"}
     assert list(rows) == list(generate_splits(10, seed=0, source="tomforge_gen"))
+
+
+def test_a_bad_style_fails_before_anything_is_generated() -> None:
+    """The early argument check: the error comes from `_generation` itself, not from the first record."""
+    import pytest
+
+    from tomforge.generators.renderings import GeneratorChoiceError
+
+    with pytest.raises(GeneratorChoiceError, match="nostyle"):
+        _generation(12, 2, 5, "none", "nostyle", False, "mysrc", None, None)
