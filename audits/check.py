@@ -2,9 +2,10 @@
 `audit_findings`, its line of the verdict, and how a mixed-source audit names the source that fails it.
 
 Why one object: a check used to be a table in `audits.run`, a finding function beside it and a
-verdict function registered in `audits.verdict`, three places that had to agree. The registry
-(`audits.checks.CHECKS`, in report order) is the one list `audits.run` iterates for tables, findings
-and verdicts; dolma's tagger registry and datatrove's `PipelineStep` have the same shape.
+verdict function registered in `audits.verdict`, three places that had to agree. A check registers
+where it is defined (`@register`, as dolma's `@TaggerRegistry.add`), with the report sections of its
+tables, so adding one is one edit; the registry (`REGISTRY.checks()`, in verdict order) is the one list
+`audits.run` iterates for tables, findings, verdicts and report sections.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 
 import polars as pl
 
 from tomforge.audits.artifacts import heuristic_scores
 from tomforge.audits.config import AuditParams
 from tomforge.audits.features import item_features
+from tomforge.audits.report import ReportSection
 from tomforge.audits.verdict import AuditFacts, Verdict
 
 if TYPE_CHECKING:
@@ -125,7 +127,7 @@ class FindingInputs:
 
 class AuditCheck:
     """One check: subclass it, set `name` (and what it owns and emits), override `verdict` (and
-    `tables` / `findings` when it has them), and add an instance to `audits.checks.CHECKS`."""
+    `tables` / `findings` when it has them), and decorate the class with `@register`."""
 
     name: ClassVar[str]  # the check's name; its verdict line's first column (which may add a figure)
     owns: ClassVar[tuple[str, ...]] = ()  # audit tables `tables` computes
@@ -133,6 +135,7 @@ class AuditCheck:
     reads: ClassVar[tuple[str, ...]] = ()  # other audit tables the verdict reads (computed by another check or phase)
     emits: ClassVar[tuple[str, ...]] = ()  # finding kinds (`audit_findings.check`) `findings` adds
     by_source: ClassVar[SourceSplit | None] = None  # how a mixed-source FAIL names its source(s)
+    sections: ClassVar[tuple[ReportSection, ...]] = ()  # the report's sections of tables in `owns`
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
         """The tables in `owns`, computed from the selections (none by default)."""
@@ -149,3 +152,44 @@ class AuditCheck:
         """For `by_source = "items"`: the rows of `items` (item_id, context_id, side, source; one per
         item and side) a failing verdict is about."""
         return None
+
+
+C = TypeVar("C", bound=type[AuditCheck])
+# The verdict's order, family by family: the modules of `audits.checks` (a check defined elsewhere follows).
+FAMILIES = ("overlap", "labels", "artifacts", "ranks", "variants")
+FAMILY_PACKAGE = "tomforge.audits.checks."
+
+
+class CheckRegistry:
+    """Every audit check, one instance each, added by `@register` where its class is defined. The
+    order (verdict lines, findings, report sections) is by family in `FAMILIES`, then by definition;
+    a class registered again under the same module and name (a reload) replaces its first entry."""
+
+    def __init__(self, families: tuple[str, ...]) -> None:
+        self.families = families
+        self.entries: list[AuditCheck] = []
+
+    def add(self, cls: C) -> C:
+        """Register `cls` (used as the decorator `@register`); returns it unchanged."""
+        key = (cls.__module__, cls.__qualname__)
+        for i, entry in enumerate(self.entries):
+            if (type(entry).__module__, type(entry).__qualname__) == key:
+                self.entries[i] = cls()
+                return cls
+        self.entries.append(cls())
+        return cls
+
+    def _rank(self, check: AuditCheck) -> int:
+        """Its family's place (a module of `audits.checks` named in `families`); after them all otherwise."""
+        module = type(check).__module__
+        if module.startswith(FAMILY_PACKAGE) and module[len(FAMILY_PACKAGE) :] in self.families:
+            return self.families.index(module[len(FAMILY_PACKAGE) :])
+        return len(self.families)
+
+    def checks(self) -> tuple[AuditCheck, ...]:
+        """The registered checks in verdict order."""
+        return tuple(sorted(self.entries, key=self._rank))
+
+
+REGISTRY = CheckRegistry(FAMILIES)
+register = REGISTRY.add

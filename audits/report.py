@@ -7,7 +7,9 @@ parameters and tool versions. No timestamps: same inputs, same bytes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Sequence
 
 import polars as pl
 
@@ -51,68 +53,60 @@ def flat_csv(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-SECTIONS = (
-    ("audit_findings", "Findings", "Every flagged item, with its evidence and the baseline it was judged against."),
-    (
+@dataclass(frozen=True)
+class ReportSection:
+    """One table's section under "Full tables": the table, its heading and what it shows. A check
+    declares the sections of the tables it owns (`AuditCheck.sections`); the tables no check owns keep
+    theirs here."""
+
+    table: str
+    title: str
+    text: str
+
+
+# The overlap phase's tables, before the checks' sections.
+LEADING_SECTIONS = (
+    ReportSection(
+        "audit_findings", "Findings", "Every flagged item, with its evidence and the baseline it was judged against."
+    ),
+    ReportSection(
         "audit_overlap_pairs",
         "Overlap pairs",
         "Candidate pairs verified exactly: estimated vs exact Jaccard, containment "
         "of each side in the other, shared n-grams and the longest matched spans. `scope` cross: a = train, b = held-out; "
         "scope train or heldout: both stories on that side (within-side duplicates, not leaks).",
     ),
-    (
+    ReportSection(
         "audit_null_calibration",
         "Null calibration",
         "Observed rates beside the same rates among independent train "
         "contexts: the naive 'any shared n-gram' rule, the conformal n-gram threshold, structural twins, near duplicates.",
     ),
-    (
+    ReportSection(
         "audit_ngram_overlap",
         "Exact n-gram coverage",
         "Per context: share of its n-grams found in train (held-out) or in "
         "other train clusters (null); conformal p-value.",
     ),
-    ("audit_positions", "Gold position bias", "Chi-square against uniform per group; per-position z."),
-    (
-        "audit_answer_prior",
-        "Gold-answer prior",
-        "Most frequent answers per format; chi-square for small answer spaces.",
-    ),
-    (
-        "audit_feature_assoc",
-        "Feature-label association",
-        "Gardner et al. (2021) z; flagged by exact binomial test, Bonferroni over all tests.",
-    ),
-    (
-        "audit_partial_input",
-        "Partial-input baselines",
-        "Logistic regression (SGD) on hashed 1-2-grams; 99% cluster-bootstrap "
-        "CIs (Bonferroni-adjusted); flagged when better than the majority class and chance.",
-    ),
-    (
-        "audit_heuristics",
-        "Heuristic rules by belief order",
-        "First / last / most mentioned candidate, the asked "
-        "object's first container (world trace when recorded), the most frequent gold position (fitted in-sample: "
-        "descriptive, tested by the position and prior checks), each against what uniformly random options score; "
-        "memory questions are their own stratum and skip the first-container rules; inverted difficulty = accuracy rising with order (Cochran-Armitage).",
-    ),
-    (
-        "audit_heuristics_by_format",
-        "Heuristic rules by belief order and answer format",
-        "The same, per answer format (yes/no: the rule answers yes exactly when the question asks about its pick).",
-    ),
-    (
+)
+# Read by a check but computed by another phase (label conflicts), or by none (the LSH curve): after the checks'.
+TRAILING_SECTIONS = (
+    ReportSection(
         "audit_label_conflicts",
         "Label consistency",
         "Same context and question, different gold answers, anywhere in the warehouse.",
     ),
-    (
+    ReportSection(
         "audit_lsh_curve",
         "LSH detection probability",
         "P(candidate | true Jaccard) for the chosen banding and datasketch's default.",
     ),
 )
+
+
+def sections_in_order(check_sections: Iterable[ReportSection]) -> tuple[ReportSection, ...]:
+    """The report's table sections: the overlap phase's, the checks' (in registry order), then the rest."""
+    return (*LEADING_SECTIONS, *check_sections, *TRAILING_SECTIONS)
 
 
 def _evidence_table(rows: list[dict[str, str]]) -> str:
@@ -188,7 +182,14 @@ def _figures(out_dir: Path, tables: dict[str, pl.DataFrame], p: AuditParams, sta
     return made
 
 
-def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: AuditSummary, p: AuditParams) -> Path:
+def render_report(
+    out_dir: Path,
+    tables: dict[str, pl.DataFrame],
+    summary: AuditSummary,
+    p: AuditParams,
+    check_sections: Sequence[ReportSection],
+) -> Path:
+    """Write the report; `check_sections` are the registered checks' (`audits.checks.sections_of`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tables").mkdir(exist_ok=True)
     for name, frame in sorted(tables.items()):
@@ -225,7 +226,8 @@ def render_report(out_dir: Path, tables: dict[str, pl.DataFrame], summary: Audit
         + ". The first rows of each follow.",
         "",
     ]
-    for name, title, text in SECTIONS:
+    for section in sections_in_order(check_sections):
+        name, title, text = section.table, section.title, section.text
         table = tables.get(name)
         if table is None:
             continue

@@ -141,7 +141,7 @@ def run_audit(
     )
     if out_dir:
         with timer("report", "audit: report"):
-            render_report(Path(out_dir), tables, summary, p)
+            render_report(Path(out_dir), tables, summary, p, checks.sections_of())
     return summary
 
 

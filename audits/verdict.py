@@ -2,8 +2,8 @@
 against its baseline, what to do, and an evidence section a reader can follow: source_ref + marked
 excerpt), `AuditFacts` (what every check's verdict reads) and the `audit_verdicts` table.
 
-The checks themselves are `audits.check.AuditCheck` objects, declared once each in the registry
-`audits.checks.CHECKS`, whose order is the verdict's order.
+The checks themselves are `audits.check.AuditCheck` objects, each registered where it is defined
+(`@register`; `audits.checks.registered()` gives them in the verdict's order).
 """
 
 from __future__ import annotations

@@ -992,8 +992,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cli.compile_flag_misses_the_layers",
         "flows/commands/rl.py",
-        "            compile_layers=compile_,",
-        "            compile_layers=None,",
+        '        setting=f"{TRL}.compile_layers",',  # the flag's field: `settings_set` sets it from here
+        '        setting=f"{TRL}.compile_rollouts",',
         ("tests/test_cli_defaults.py::test_compile_flag_sets_both_the_rollouts_and_the_layers",),
         "`tomforge train --no-compile` still compiles the policy's layers on a GPU",
     ),

@@ -19,7 +19,8 @@ from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTI
 from tomforge.generators.operators import OPERATORS
 from tomforge.generators.real.variants import Settings as VariantSettings
 from tomforge.generators.templates import STYLES
-from tomforge.warehouse.sources import SOURCE_NAMES, hub_id_of
+from tomforge.warehouse.sources import hub_id_of
+from tomforge.warehouse.sources.registry import SOURCES
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "default_config.toml"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -79,8 +80,9 @@ class SourceSpec(Section):
     @field_validator("name")
     @classmethod
     def _known(cls, name: str) -> str:
-        if name not in SOURCE_NAMES:
-            raise ValueError(f"unknown source {name!r}; choose one of {', '.join(SOURCE_NAMES)}")
+        known = SOURCES.names()  # read at each check: a source declared later counts
+        if name not in known:
+            raise ValueError(f"unknown source {name!r}; choose one of {', '.join(known)}")
         return name
 
     @property

@@ -11,6 +11,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from tomforge.warehouse.export import ALL_CONFIG, SplitExport
+from tomforge.warehouse.sources.registry import SOURCES
 
 # Hub license identifiers (https://huggingface.co/docs/hub/repositories-licenses) the sources use.
 HUB_LICENSES = frozenset(
@@ -47,45 +48,6 @@ _SIZE_BOUNDS = [
     (10_000_000, "1M<n<10M"),
     (100_000_000, "10M<n<100M"),
 ]
-
-CITATIONS: dict[str, str] = {
-    "hitom": """@inproceedings{wu2023hitom,
-  title = {Hi-ToM: A Benchmark for Evaluating Higher-Order Theory of Mind Reasoning in Large Language Models},
-  author = {Wu, Yufan and others},
-  booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2023},
-  year = {2023}
-}""",
-    "exploretom": """@inproceedings{sclar2025exploretom,
-  title = {Explore Theory of Mind: Program-guided Adversarial Data Generation for Theory of Mind Reasoning},
-  author = {Sclar, Melanie and others},
-  booktitle = {International Conference on Learning Representations (ICLR)},
-  year = {2025}
-}""",
-    "fantom": """@inproceedings{kim2023fantom,
-  title = {FANToM: A Benchmark for Stress-testing Machine Theory of Mind in Interactions},
-  author = {Kim, Hyunwoo and others},
-  booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing},
-  year = {2023}
-}""",
-    "opentom": """@inproceedings{xu2024opentom,
-  title = {OpenToM: A Comprehensive Benchmark for Evaluating Theory-of-Mind Reasoning Capabilities of Large Language Models},
-  author = {Xu, Hainiu and others},
-  booktitle = {Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics},
-  year = {2024}
-}""",
-    "tomi": """@inproceedings{le2019tomi,
-  title = {Revisiting the Evaluation of Theory of Mind through Question Answering},
-  author = {Le, Matthew and Boureau, Y-Lan and Nickel, Maximilian},
-  booktitle = {Proceedings of EMNLP-IJCNLP 2019},
-  year = {2019}
-}""",
-    "bigtom": """@inproceedings{gandhi2023bigtom,
-  title = {Understanding Social Reasoning in Language Models with Language Models},
-  author = {Gandhi, Kanishk and others},
-  booktitle = {Advances in Neural Information Processing Systems, Datasets and Benchmarks Track},
-  year = {2023}
-}""",
-}
 
 
 def hub_license(published: str | None) -> str:
@@ -308,8 +270,9 @@ def _sources_section(facts: list[dict[str, Any]]) -> str:
 
 
 def _citations_section(facts: list[dict[str, Any]]) -> str:
-    blocks = [CITATIONS[f["source"]] for f in facts if f["source"] in CITATIONS]
-    unknown = [f["source"] for f in facts if f["source"] not in CITATIONS]
+    citations = SOURCES.citations()  # declared with each source (`warehouse.sources.registry`)
+    blocks = [citations[f["source"]] for f in facts if f["source"] in citations]
+    unknown = [f["source"] for f in facts if f["source"] not in citations]
     text = "\n\n".join(f"```bibtex\n{block}\n```" for block in blocks) or "No upstream source to cite."
     if unknown:
         text += "\n\nNo citation recorded for: " + ", ".join(f"`{s}`" for s in unknown) + "."

@@ -109,8 +109,8 @@ def _training_license_guard(table: pa.Table, sources: list[dict[str, Any]], opti
     return [str(r) for r in found]
 
 
-def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Release:
-    """Write the whole release into `out_dir` (created; must not exist or be empty)."""
+def _check_options(out_dir: Path, options: ReleaseOptions) -> None:
+    """Refuse a malformed repo id or tag, a non-empty target and an unknown `unaudited`, before any work."""
     if not REPO_PATTERN.match(options.repo_id):
         raise ReleaseError(f"{options.repo_id!r}: a repo id looks like ORG/NAME")
     if options.tag is not None and not TAG_PATTERN.match(options.tag):
@@ -119,6 +119,29 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
         raise ReleaseError(f"{out_dir}: not empty")
     if options.unaudited not in ("publish", "remove"):
         raise ReleaseError(f"unaudited={options.unaudited!r}: 'publish' or 'remove'")
+
+
+def _accounted(
+    counted: Counter[ledger.Key],
+    altered: list[str],
+    out_dir: Path,
+    n_rows: dict[str, int],
+    unaudited: str,
+    derived_from: str | None,
+) -> dict[str, Any]:
+    """The release's ledger (`hub.ledger`), refused unless it accounts for every warehouse item."""
+    book, problems = ledger.build_ledger(
+        counted, out_dir, [p for p in n_rows if p.startswith("data/")], unaudited, derived_from=derived_from
+    )
+    problems = altered + problems
+    if problems:
+        raise ledger.LedgerError("the release does not account for every warehouse item: " + "; ".join(problems))
+    return book
+
+
+def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Release:
+    """Write the whole release into `out_dir` (created; must not exist or be empty)."""
+    _check_options(out_dir, options)
     out_dir.mkdir(parents=True, exist_ok=True)
     table_name = options.export.table
     include_unaudited = options.unaudited == "publish" and table_name == ledger.CLEAN_TABLE
@@ -137,16 +160,8 @@ def build_release(warehouse: Path, out_dir: Path, options: ReleaseOptions) -> Re
     exports = export_table(selection.table, out_dir, options.export)
     n_rows = {shard.path: shard.n_rows for export in exports for shard in export.shards}
     n_rows[ledger.write_removed(selection.removed, out_dir)] = selection.removed.num_rows
-    book, problems = ledger.build_ledger(
-        counted,
-        out_dir,
-        [p for p in n_rows if p.startswith("data/")],
-        "published" if include_unaudited else "removed",
-        derived_from=table_name if options.derived else None,
-    )
-    problems = altered + problems
-    if problems:
-        raise ledger.LedgerError("the release does not account for every warehouse item: " + "; ".join(problems))
+    unaudited = "published" if include_unaudited else "removed"
+    book = _accounted(counted, altered, out_dir, n_rows, unaudited, table_name if options.derived else None)
     report_files, report_pages = _copy_report(options.audit_report, out_dir)
     tag = options.tag or default_tag(content_id(file_entries(out_dir, n_rows)))
     pretty_name = options.pretty_name or f"{options.repo_id.split('/')[-1]} (Theory-of-Mind, tomforge)"

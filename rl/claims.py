@@ -88,17 +88,20 @@ def norm(text: str) -> str:
     return " ".join(text.replace("_", " ").replace("\u2019", "'").lower().split())
 
 
+def _any_of(words: Iterable[str]) -> str:
+    """A pattern matching any of `words`, the longest first (so "Ann Lee" wins over "Ann"); one that matches
+    nothing when there are none."""
+    ordered = sorted(words, key=len, reverse=True)
+    return "(?:" + "|".join(re.escape(w) for w in ordered) + ")" if ordered else "(?!x)x"
+
+
 class _Patterns:
     """The grammar compiled for one story's vocabulary."""
 
     def __init__(self, vocab: Vocabulary) -> None:
         self.agents = {norm(a): a for a in vocab.agents}
         self.containers = {norm(c): c for c in vocab.containers}
-        name = (
-            "(?:" + "|".join(re.escape(a) for a in sorted(self.agents, key=len, reverse=True)) + ")"
-            if self.agents
-            else "(?!x)x"
-        )
+        name = _any_of(self.agents)
         obj = rf"(?:the {re.escape(norm(vocab.obj))}|{re.escape(norm(vocab.obj))}|it)"
         place = r"(?P<place>.+)"
         names = rf"{name}(?:(?:, | and ){name})*"

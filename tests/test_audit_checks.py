@@ -12,7 +12,7 @@ import pytest
 from tests.audit_data import FAST, load, planted_overlap_records, variant
 from tests.audit_reference import heuristic_choices, norm
 from tomforge.audits.check import AuditCheck
-from tomforge.audits.checks import CHECKS, FINDINGS_ORDER, owner_of
+from tomforge.audits.checks import FINDINGS_ORDER, owner_of, registered
 from tomforge.audits.run import run_audit
 from tomforge.audits.synthetic import clean_records
 from tomforge.warehouse.load import ingest_records
@@ -26,15 +26,16 @@ def _verdict(summary, name: str):
 def test_each_check_is_declared_once_and_owns_what_it_says(tmp_path: Path) -> None:
     """Names and owned tables are unique; on planted problems every finding row is of a kind its
     check declares, every declared table is written, and the verdict lines come in registry order."""
-    names = [check.name for check in CHECKS]
+    known = registered()
+    names = [check.name for check in known]
     assert len(set(names)) == len(names)
-    owned = [table for check in CHECKS for table in check.owns]
+    owned = [table for check in known for table in check.owns]
     assert len(set(owned)) == len(owned) and all(owner_of(t).owns.count(t) == 1 for t in owned)  # type: ignore[union-attr]
     # a check recomputed per source must be able to recompute every table it reads
     assert all(
-        owner_of(t) is not None for check in CHECKS if check.by_source == "recompute" for t in check.owns + check.reads
+        owner_of(t) is not None for check in known if check.by_source == "recompute" for t in check.owns + check.reads
     )
-    emitted = {kind for check in CHECKS for kind in check.emits}
+    emitted = {kind for check in known for kind in check.emits}
     assert set(FINDINGS_ORDER) == emitted  # the order lists exactly the kinds the checks emit
 
     records, _ = planted_overlap_records()
@@ -52,16 +53,19 @@ def test_each_check_is_declared_once_and_owns_what_it_says(tmp_path: Path) -> No
         written = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     assert set(owned) <= written
     shown = [v.check for v in summary.verdicts]
-    order = [next(i for i, c in enumerate(CHECKS) if line.startswith(c.name)) for line in shown]
+    order = [next(i for i, c in enumerate(known) if line.startswith(c.name)) for line in shown]
     assert order == sorted(order) and len(shown) >= 12
 
 
 def test_a_new_check_is_one_object_in_the_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A check added to `CHECKS` alone gets its table computed (once, in its phase) and written, its
+    """A check registered alone (`@register`) gets its table computed (once, in its phase) and written, its
     findings in `audit_findings` and its line in the verdict: nothing else to edit."""
-    from tomforge.audits import checks
+    from tomforge.audits.check import REGISTRY, register
     from tomforge.audits.verdict import Verdict
 
+    monkeypatch.setattr(REGISTRY, "entries", list(REGISTRY.entries))  # the registration undone after the test
+
+    @register
     class Orders(AuditCheck):
         name = "order count"
         owns = ("audit_order_count",)
@@ -81,7 +85,6 @@ def test_a_new_check_is_one_object_in_the_registry(tmp_path: Path, monkeypatch: 
             n = facts.tables["audit_order_count"]["len"].sum()
             return Verdict(self.name, "pass", f"{n} items counted by order", "none")
 
-    monkeypatch.setattr(checks, "CHECKS", (*checks.CHECKS, Orders()))
     records = clean_records(6, seed=1, split="train") + clean_records(3, seed=2, split="test")
     path = load(tmp_path / "w.duckdb", records)
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)

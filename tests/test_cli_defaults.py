@@ -382,3 +382,100 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     assert "[default: 7]" in lines["--agree"], output
     assert "[default: --off]" in lines["--on"], output
     assert "[default: a,b]" in lines["--names"], output
+
+
+# The flag -> field mappings `train` and `scan` wrote out by hand before `settings_set` read them from the
+# flags (issue 39): the reference the flags' own declarations must give back.
+TRAIN_TRL_BY_HAND = {
+    "output_dir": "output_dir",
+    "algorithm": "algorithm",
+    "max_steps": "max_steps",
+    "num_generations": "num_generations",
+    "batch_size": "per_device_train_batch_size",
+    "learning_rate": "learning_rate",
+    "beta": "beta",
+    "bf16": "bf16",
+    "grad_accum": "gradient_accumulation_steps",
+    "seed": "seed",
+    "max_completion_length": "max_completion_length",
+    "fast_generation": "fast_generation",
+    "compile_": "compile_layers",
+    "sft_steps": "sft_steps",
+}
+TRAIN_VERL_BY_HAND = {
+    "epochs": "total_epochs",
+    "batch_size": "train_batch_size",
+    "num_generations": "rollout_n",
+    "learning_rate": "learning_rate",
+    "beta": "kl_coef",
+    "max_completion_length": "max_response_length",
+    "output_dir": "output_dir",
+}
+SCAN_BY_HAND = {
+    "jaccard": "jaccard_threshold",
+    "containment": "containment_threshold",
+    "alpha": "ngram_alpha",
+    "batch_docs": "batch_docs",
+}
+
+
+@pytest.mark.parametrize(
+    "command, owner, by_hand",
+    [
+        ("train", "tomforge.rl.trl_backend:TrlSettings", TRAIN_TRL_BY_HAND),
+        ("train", "tomforge.rl.verl_backend:VerlSettings", TRAIN_VERL_BY_HAND),
+        ("scan", "tomforge.audits.scan_config:ScanParams", SCAN_BY_HAND),
+    ],
+)
+def test_settings_set_gives_the_mapping_once_written_by_hand(command: str, owner: str, by_hand: dict) -> None:
+    """Every parameter set to a value of its own: exactly the hand-written fields come back, each with the
+    value of its flag; an unset flag (None) sets nothing."""
+    import inspect
+
+    from tomforge.flows.commands import rl, scan
+    from tomforge.flows.commands.flags import settings_set
+
+    function = {"train": rl.train, "scan": scan.scan}[command]
+    names = list(inspect.signature(function).parameters)
+    flags = {name: f"value of {name}" for name in names}
+    assert settings_set(function, owner, flags) == {field: f"value of {flag}" for flag, field in by_hand.items()}
+    assert settings_set(function, owner, dict.fromkeys(names)) == {}
+
+
+def test_settings_set_skips_parameters_that_are_no_setting_flag() -> None:
+    """A plain default, a plain typer option and a flag of another settings class set nothing; the one flag
+    of `Owner` sets its field (worked by hand)."""
+    import typer as typer_module
+
+    from tomforge.flows.commands.flags import setting_option, settings_set
+
+    def command(
+        plain: int = 3,
+        option: int = typer_module.Option(1, "--option"),
+        other: int | None = setting_option("--other", setting="m:Else.size"),
+        mine: int | None = setting_option("--mine", setting="m:Owner.size_field"),
+    ) -> None: ...
+
+    given = {"plain": 5, "option": 6, "other": 7, "mine": 8}
+    assert settings_set(command, "m:Owner", given) == {"size_field": 8}
+
+
+def test_a_drawn_help_is_written_when_the_help_is_drawn() -> None:
+    """`drawn_help` leaves its placeholder until `resolve_shown_defaults`, which writes the text its function
+    makes at that moment (here a list changed after the option was declared)."""
+    import typer as typer_module
+
+    from tomforge.flows.commands.flags import drawn_help
+
+    names = ["a"]
+    app_ = typer_module.Typer()
+
+    @app_.command()
+    def listed(name: str = typer_module.Option("x", "--name", help=drawn_help(lambda: " or ".join(names), "names?"))):
+        """A command."""
+
+    command = typer_module.main.get_command(app_)
+    names.append("b")
+    assert [p.help for p in command.params if p.name == "name"] == ["names?"]
+    resolve_shown_defaults(command)
+    assert [p.help for p in command.params if p.name == "name"] == ["a or b"]

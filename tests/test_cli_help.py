@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from tomforge.flows.cli import app
+from tomforge.flows.commands.flags import resolve_shown_defaults
 
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 runner = CliRunner()
@@ -44,6 +45,7 @@ def test_help_texts_are_printed_whole_with_single_spaces(command: str) -> None:
     """Each option's help, joined on single spaces, appears in the rendered help word for word (brackets
     included), and the help strings themselves hold no doubled space."""
     click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    resolve_shown_defaults(click_command)  # a help drawn from a registry (the --source lists), as --help draws it
     shown = cell_text(help_of(command, width=400))
     for param in click_command.params:
         text = param.help or ""

@@ -199,3 +199,14 @@ def test_faithful_needs_the_deciding_event_named() -> None:
     )
     assert tell.names_deciding_event and tell.faithful
     assert score_reasoning(RIGHT_REASONS, bob).faithful
+
+
+def test_a_name_pattern_takes_the_longest_name_and_matches_nothing_without_names() -> None:
+    """`rl.claims._any_of`, worked by hand: "Ann Lee" over "Ann", dots literal, no names no match."""
+    import re
+
+    from tomforge.rl.claims import _any_of
+
+    assert re.match(_any_of(["Ann", "Ann Lee"]), "Ann Lee left").group() == "Ann Lee"  # type: ignore[union-attr]
+    assert re.match(_any_of(["A.B"]), "AxB") is None and re.match(_any_of(["A.B"]), "A.B") is not None
+    assert re.search(_any_of([]), "Ann") is None

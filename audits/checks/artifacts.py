@@ -9,8 +9,9 @@ import polars as pl
 
 from tomforge.audits import artifacts, baselines
 from tomforge.audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS
-from tomforge.audits.check import AuditCheck, FindingInputs, Findings, TableInputs
+from tomforge.audits.check import AuditCheck, FindingInputs, Findings, TableInputs, register
 from tomforge.audits.evidence import letter, mark_phrase, md_escape
+from tomforge.audits.report import ReportSection
 from tomforge.audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict, more, pct, side_name
 
 
@@ -19,9 +20,13 @@ def _label(kind: str, label: str) -> str:
     return f"gold {letter(int(label))}" if kind.startswith("gold_position") and label.isdigit() else f"answer '{label}'"
 
 
+@register
 class GoldPosition(AuditCheck):
     name = "gold position"
     owns = ("audit_positions",)
+    sections = (
+        ReportSection("audit_positions", "Gold position bias", "Chi-square against uniform per group; per-position z."),
+    )
     emits = ("artifact:gold_position",)
     by_source = "recompute"
 
@@ -101,9 +106,17 @@ class GoldPosition(AuditCheck):
         )
 
 
+@register
 class AnswerPrior(AuditCheck):
     name = "gold-answer prior"
     owns = ("audit_answer_prior",)
+    sections = (
+        ReportSection(
+            "audit_answer_prior",
+            "Gold-answer prior",
+            "Most frequent answers per format; chi-square for small answer spaces.",
+        ),
+    )
     emits = ("artifact:answer_prior",)
     by_source = "recompute"
 
@@ -154,9 +167,17 @@ class AnswerPrior(AuditCheck):
         )
 
 
+@register
 class FeatureLabel(AuditCheck):
     name = "feature-label cues"
     owns = ("audit_feature_assoc",)
+    sections = (
+        ReportSection(
+            "audit_feature_assoc",
+            "Feature-label association",
+            "Gardner et al. (2021) z; flagged by exact binomial test, Bonferroni over all tests.",
+        ),
+    )
     emits = ("artifact:feature_label",)
     by_source = "recompute"
 
@@ -226,9 +247,18 @@ class FeatureLabel(AuditCheck):
         )
 
 
+@register
 class PartialInput(AuditCheck):
     name = "partial-input baselines"
     owns = ("audit_partial_input",)
+    sections = (
+        ReportSection(
+            "audit_partial_input",
+            "Partial-input baselines",
+            "Logistic regression (SGD) on hashed 1-2-grams; 99% cluster-bootstrap "
+            "CIs (Bonferroni-adjusted); flagged when better than the majority class and chance.",
+        ),
+    )
     phase = "baselines"
     emits = ("artifact:partial_input",)
     by_source = "recompute"
@@ -334,9 +364,25 @@ def _rule_examples(facts: AuditFacts, selection: str, rule: str) -> list[dict[st
     ]
 
 
+@register
 class HeuristicRules(AuditCheck):
     name = "heuristic rules"
     owns = ("audit_heuristics", "audit_heuristics_by_format")
+    sections = (
+        ReportSection(
+            "audit_heuristics",
+            "Heuristic rules by belief order",
+            "First / last / most mentioned candidate, the asked "
+            "object's first container (world trace when recorded), the most frequent gold position (fitted in-sample: "
+            "descriptive, tested by the position and prior checks), each against what uniformly random options score; "
+            "memory questions are their own stratum and skip the first-container rules; inverted difficulty = accuracy rising with order (Cochran-Armitage).",
+        ),
+        ReportSection(
+            "audit_heuristics_by_format",
+            "Heuristic rules by belief order and answer format",
+            "The same, per answer format (yes/no: the rule answers yes exactly when the question asks about its pick).",
+        ),
+    )
     emits = ("artifact:heuristic",)
     by_source = "recompute"
 
@@ -398,6 +444,7 @@ class HeuristicRules(AuditCheck):
         )
 
 
+@register
 class InvertedDifficulty(AuditCheck):
     name = "inverted difficulty"
     reads = ("audit_heuristics", "audit_heuristics_by_format")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from tomforge.audits.check import AuditCheck, FindingInputs, Findings
+from tomforge.audits.check import AuditCheck, FindingInputs, Findings, register
 from tomforge.audits.evidence import md_escape
 from tomforge.audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict, more
 
 
+@register
 class LabelConflicts(AuditCheck):
     name = "label conflicts"
     emits = ("consistency:label_conflict",)

@@ -10,7 +10,7 @@ import json
 import polars as pl
 from scipy import stats
 
-from tomforge.audits.check import AuditCheck, FindingInputs, Findings
+from tomforge.audits.check import AuditCheck, FindingInputs, Findings, register
 from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.evidence import mark_chars, mark_phrase, mark_words
 from tomforge.audits.verdict import MAX_EVIDENCE, SIMILAR_KINDS, AuditFacts, Verdict, more, pct, side_name
@@ -87,6 +87,7 @@ def _drop_action(n: int, facts: AuditFacts) -> str:
     return f"`tomforge clean` drops {n} train items" if n else "review the pairs"
 
 
+@register
 class ExactCopies(AuditCheck):
     name = "exact copies"
     emits = ("overlap:exact",)
@@ -116,6 +117,7 @@ class ExactCopies(AuditCheck):
         )
 
 
+@register
 class NearDuplicates(AuditCheck):
     name = "near duplicates"
     emits = ("overlap:near_duplicate", "overlap:contained")
@@ -177,6 +179,7 @@ def _sentence_evidence(facts: AuditFacts, pair: dict) -> dict[str, str]:
     }
 
 
+@register
 class ReformattedCopies(AuditCheck):
     """Held-out stories whose sentences a train story holds, in any order and form: numbering
     dropped, HTML or a chat template around it, lines swapped or dropped, names changed
@@ -229,6 +232,7 @@ class ReformattedCopies(AuditCheck):
         )
 
 
+@register
 class PartialCopies(AuditCheck):
     name = "partial copies"
     emits = ("overlap:ngram",)
@@ -276,6 +280,7 @@ class PartialCopies(AuditCheck):
         )
 
 
+@register
 class StructuralTwins(AuditCheck):
     name = "structural twins"
     emits = ("overlap:structural",)
@@ -349,6 +354,7 @@ class StructuralTwins(AuditCheck):
         )
 
 
+@register
 class WithinSideDuplicates(AuditCheck):
     name = "within-side duplicates"
     emits = ("duplicate:within_side",)

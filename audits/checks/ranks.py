@@ -8,7 +8,7 @@ import json
 import polars as pl
 
 from tomforge.audits import ranks, repeats
-from tomforge.audits.check import AuditCheck, FindingInputs, Findings, TableInputs
+from tomforge.audits.check import AuditCheck, FindingInputs, Findings, TableInputs, register
 from tomforge.audits.evidence import md_escape
 from tomforge.audits.ranks import RANKING_LABELS, worst_group
 from tomforge.audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict
@@ -45,6 +45,7 @@ def describe(row: dict) -> str:
     )
 
 
+@register
 class GoldRank(AuditCheck):
     name = "gold rank"
     owns = ("audit_gold_ranks",)
@@ -120,6 +121,7 @@ class GoldRank(AuditCheck):
         )
 
 
+@register
 class RepeatedSentences(AuditCheck):
     name = "repeated sentences"
     owns = ("audit_repeated_sentences",)

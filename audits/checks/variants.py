@@ -8,7 +8,7 @@ import json
 
 import polars as pl
 
-from tomforge.audits.check import AuditCheck, FindingInputs, Findings
+from tomforge.audits.check import AuditCheck, FindingInputs, Findings, register
 from tomforge.audits.evidence import md_escape
 from tomforge.audits.verdict import MAX_EVIDENCE, AuditFacts, Verdict
 
@@ -27,6 +27,7 @@ def _refs(facts: AuditFacts, item_ids: list[str]) -> str:
     return shown + (f" (+{len(refs) - 3})" if len(refs) > 3 else "")
 
 
+@register
 class VariantLeaks(AuditCheck):
     name = "variant leaks"
     emits = ("overlap:variant_leak",)
@@ -79,6 +80,7 @@ class VariantLeaks(AuditCheck):
         )
 
 
+@register
 class OracleDisagreements(AuditCheck):
     name = "oracle disagreements"
     emits = ("consistency:oracle_disagreement",)

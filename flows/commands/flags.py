@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import typer
 from typer.core import TyperCommand, TyperOption
@@ -93,11 +93,42 @@ def setting_option(
     return typer.Option(None, *flags, show_default=SettingDefault(refs), **options)
 
 
+# placeholder -> the function writing that help when it is drawn (`drawn_help`)
+_DRAWN_HELP: dict[str, Callable[[], str]] = {}
+
+
+def drawn_help(make: Callable[[], str], placeholder: str) -> str:
+    """A flag's help written by `make` when the help is drawn (`SettingsHelp`): a list a registry holds (the
+    sources) is read then, so a source declared after the CLI was imported is listed, and nothing is imported
+    for it before. Until then the help is `placeholder` (click keeps help as a plain string, so the
+    placeholder is the key)."""
+    _DRAWN_HELP[placeholder] = make
+    return placeholder
+
+
+def settings_set(command: Callable[..., Any], owner: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the settings class `owner` (`module:Owner`) that the set flags among `flags` (parameter
+    name -> value) name in their `setting_option`: field -> value. A flag's field is written once, at the flag."""
+    fields = {}
+    for name, param in inspect.signature(command).parameters.items():
+        shown = getattr(param.default, "show_default", None)
+        if not isinstance(shown, SettingDefault) or flags.get(name) is None:
+            continue
+        for ref in shown.refs.values():
+            ref_owner, field = ref.rsplit(".", 1)
+            if ref_owner == owner:
+                fields[field] = flags[name]
+    return fields
+
+
 def resolve_shown_defaults(command: TyperCommand) -> None:
-    """Replace every `SettingDefault` of `command`'s flags with the text its field(s) give."""
+    """Replace every `SettingDefault` of `command`'s flags with the text its field(s) give, and every
+    `drawn_help` placeholder with the text its function writes."""
     for param in command.params:
         if isinstance(param, TyperOption) and isinstance(param.show_default, SettingDefault):
             param.show_default = param.show_default.resolve(param)
+        if isinstance(param, TyperOption) and param.help in _DRAWN_HELP:
+            param.help = _DRAWN_HELP[param.help]()
 
 
 class SettingsHelp(TyperCommand):

@@ -4,12 +4,12 @@ as published, generated questions, variants of real stories)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Iterator, Optional
 
 import typer
 from rich.table import Table
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, drawn_help, flags_set, setting_option
 from tomforge.flows.commands.terminal import console, show_reconciliation, stdout_console
 from tomforge.flows.progress import RichProgress
 
@@ -20,14 +20,24 @@ VARIANTS = "tomforge.generators.real.variants:Settings"
 group = typer.Typer()
 
 
-@group.command()
+def _sources_help() -> str:
+    """Every declared source with its note (`warehouse.sources.registry`)."""
+    from tomforge.warehouse.sources.registry import SOURCES
+
+    return SOURCES.help_list() + "."
+
+
+def _story_sources_help() -> str:
+    """The sources whose stories the oracle parses (`generators.real.oracle.STORY_SOURCES`), with their notes."""
+    from tomforge.generators.real.oracle import STORY_SOURCES
+    from tomforge.warehouse.sources.registry import SOURCES
+
+    return SOURCES.help_list(STORY_SOURCES, story=True) + ", already in the warehouse."
+
+
+@group.command(cls=SettingsHelp)  # SettingsHelp: the source list is read from the registry when --help is drawn
 def ingest(
-    source: str = typer.Option(
-        ...,
-        "--source",
-        "-s",
-        help="hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md).",
-    ),
+    source: str = typer.Option(..., "--source", "-s", help=drawn_help(_sources_help, "a source name.")),
     path: str = typer.Option(..., "--path", "-p", help="File or folder as published, or a Hub dataset id."),
     warehouse: Path = WarehouseOption,
     split: Optional[str] = typer.Option(
@@ -118,14 +128,38 @@ def generate(
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
-    from tomforge.generators import STYLES, generate_records, generate_splits, generator_info
-    from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE, generate_input_ref
-    from tomforge.generators.operators import OPERATORS
-    from tomforge.generators.question_forms import generation_choices
+    from tomforge.generators import generator_info
+    from tomforge.generators.generate import DEFAULT_SOURCE
     from tomforge.warehouse.load import ingest_records
 
-    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order  # unset flags take the generator's defaults
-    source = DEFAULT_SOURCE if source is None else source
+    source = DEFAULT_SOURCE if source is None else source  # unset flags take the generator's defaults
+    records, input_ref = _generation(n, max_order, seed, operators, styles, held_out, source, rendering, forms)
+    with RichProgress(console) as progress:
+        report = ingest_records(
+            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
+        )
+    show_reconciliation([report])
+
+
+def _generation(
+    n: int,
+    max_order: int | None,
+    seed: int,
+    operators: str,
+    styles: str | None,
+    held_out: bool,
+    source: str,
+    rendering: str | None,
+    forms: str | None,
+) -> tuple[Iterator[dict[str, Any]], str]:
+    """`generate`'s flags checked and turned into the generator's records (lazy) and the run's input as the
+    `sources` table records it; a bad choice fails here, before anything is generated."""
+    from tomforge.generators import STYLES, generate_records, generate_splits
+    from tomforge.generators.generate import DEFAULT_MAX_ORDER, generate_input_ref
+    from tomforge.generators.operators import OPERATORS
+    from tomforge.generators.question_forms import generation_choices
+
+    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order
     names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     form_names = None if forms is None else [f.strip() for f in forms.split(",") if f.strip()]
@@ -152,17 +186,13 @@ def generate(
         held_out=held_out,
         **named,
     )
-    with RichProgress(console) as progress:
-        report = ingest_records(
-            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
-        )
-    show_reconciliation([report])
+    return records, input_ref
 
 
 @group.command(cls=SettingsHelp)
 def variants(
     source: str = typer.Option(
-        ..., "--source", "-s", help="hitom, tomi or exploretom (oracle only), already in the warehouse."
+        ..., "--source", "-s", help=drawn_help(_story_sources_help, "a source with a story parser.")
     ),
     max_order: Optional[int] = setting_option(
         "--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12, help="Highest belief order asked of variants."

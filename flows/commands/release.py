@@ -15,6 +15,17 @@ from tomforge.flows.progress import RichProgress
 group = typer.Typer()
 
 
+def _release_repo(repo: str | None, target: str) -> str:
+    """The repo a release names: `--repo`, needed for the Hub; a folder release names the config's default."""
+    if repo is not None:
+        return repo
+    if target == "hub":
+        raise FlagError("publish --target hub needs --repo ORG/NAME (the Hub dataset repo to commit to)")
+    from tomforge.flows.config import PublishConfig
+
+    return PublishConfig().repo  # a folder release: the card names the config's default repo (issue 38)
+
+
 @group.command()
 def publish(
     warehouse: Path = WarehouseOption,
@@ -55,15 +66,11 @@ def publish(
     ),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
-    from tomforge.flows.config import PublishConfig
     from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
     from tomforge.warehouse.export import ExportOptions
 
-    if repo is None:
-        if target == "hub":
-            raise FlagError("publish --target hub needs --repo ORG/NAME (the Hub dataset repo to commit to)")
-        repo = PublishConfig().repo  # a folder release: the card names the config's default repo (issue 38)
+    repo = _release_repo(repo, target)
     with RichProgress(console) as progress:
         export = ExportOptions(table=choose_table(warehouse, table), max_rows_per_shard=max_rows)
         progress.info(f"exporting {export.table} from {warehouse}")

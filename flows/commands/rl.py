@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option, settings_set
 from tomforge.flows.commands.terminal import console
 
 # the settings each flag below reads its shown default from (`flags.setting_option`)
@@ -157,6 +157,7 @@ def train(
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
     take the backend's settings (`TrlSettings`, `VerlSettings`)."""
+    given = dict(locals())  # every flag by its parameter's name: the fields they set are read from the flags
     from tomforge.rl.models import check_model_spec
 
     if backend is Backend.trl and not dry_run:
@@ -164,34 +165,10 @@ def train(
         check_model_spec(model)
     from tomforge.rl import stage
 
-    if backend is Backend.trl:
-        overrides = flags_set(
-            output_dir=output_dir and str(output_dir),
-            algorithm=algorithm,
-            max_steps=max_steps,
-            num_generations=num_generations,
-            per_device_train_batch_size=batch_size,
-            learning_rate=learning_rate,
-            beta=beta,
-            bf16=bf16,
-            gradient_accumulation_steps=grad_accum,
-            seed=seed,
-            max_completion_length=max_completion_length,
-            fast_generation=fast_generation,
-            compile_rollouts=compile_,
-            compile_layers=compile_,
-            sft_steps=sft_steps,
-        )
-    else:
-        overrides = flags_set(
-            total_epochs=epochs,
-            train_batch_size=batch_size,
-            rollout_n=num_generations,
-            learning_rate=learning_rate,
-            kl_coef=beta,
-            max_response_length=max_completion_length,
-            output_dir=output_dir and str(output_dir),
-        )
+    flags = {**given, "output_dir": output_dir and str(output_dir)}
+    overrides = settings_set(train, TRL if backend is Backend.trl else VERL, flags)
+    if backend is Backend.trl and compile_ is not None:
+        overrides["compile_rollouts"] = compile_  # --compile sets both; the flag shows compile_layers' default
     local = Path(dataset).is_dir()
     if not dry_run or local:  # a dry run checks a local release too; a Hub one is not downloaded for it
         check_training_licenses(dataset, revision, train_split, allow_restricted_training)
@@ -269,21 +246,9 @@ def eval_(
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
     from tomforge.rl import distributed
-    from tomforge.rl.evaluate import (
-        GenerationStats,
-        evaluate,
-        format_matrix,
-        merge_shards,
-        plot_by_order,
-        store_results,
-        summarize,
-        write_rows,
-        write_summary,
-    )
+    from tomforge.rl.evaluate import GenerationStats, evaluate
     from tomforge.rl.models import ModelSourceError, check_model_spec
     from tomforge.rl.release import SplitRef, fetch_release
-    from tomforge.rl.trained_on import read_training_record
-    from tomforge.warehouse.lock import LockBusy
 
     require_rl_extras("torch", "matplotlib")
     if store:  # a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation
@@ -332,6 +297,25 @@ def eval_(
     parts = distributed.gather_to_main((positions, rows, stats))
     if parts is None:  # not the first process: it handed its rows over
         return
+    _report_eval(model, parts, gate, out, warehouse if store else None)
+
+
+def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, warehouse: Path | None) -> None:
+    """The first process's part of `eval`: every process's rows merged, summarized (with the learning gate),
+    written under `out`, stored in `warehouse` (None: not stored) and printed as the matrix."""
+    from tomforge.rl.evaluate import (
+        GenerationStats,
+        format_matrix,
+        merge_shards,
+        plot_by_order,
+        store_results,
+        summarize,
+        write_rows,
+        write_summary,
+    )
+    from tomforge.rl.trained_on import read_training_record
+    from tomforge.warehouse.lock import LockBusy
+
     rows = merge_shards((where, part) for where, part, _ in parts)
     stats = GenerationStats(
         n_sequences=sum(s.n_sequences for _, _, s in parts),
@@ -350,7 +334,7 @@ def eval_(
     write_summary(summary, out / "summary.json")
     plot_by_order(summary, out / "accuracy_by_order.png")
     kept = write_rows(rows, out / "eval_rows.jsonl")  # on disk before the store: a busy lock loses nothing
-    if store:
+    if warehouse is not None:
         try:
             stored = store_results(warehouse, rows)
         except LockBusy as busy:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK
-from tomforge.flows.commands.flags import SettingsHelp, setting_option
+from tomforge.flows.commands.flags import SettingsHelp, setting_option, settings_set
 from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
@@ -67,18 +67,13 @@ def scan(
     ),
 ) -> None:
     """Scan a training corpus for held-out benchmark stories: verbatim, near duplicate, contained, long n-grams."""
+    given = dict(locals())  # every flag by its parameter's name (`settings_set` reads the fields they set)
     from tomforge.audits.scan import ShardRunner, run_local, run_scan
     from tomforge.audits.scan_config import ScanParams
     from tomforge.audits.scan_ray import RayShards
 
-    flags: dict[str, Any] = {
-        "jaccard_threshold": jaccard,
-        "containment_threshold": containment,
-        "ngram_alpha": alpha,
-        "batch_docs": batch_docs,
-    }
     with RichProgress(console) as progress:  # errors: the CLI's one handler (`flows.cli.user_errors`)
-        params = ScanParams(**{k: v for k, v in flags.items() if v is not None})
+        params = ScanParams(**settings_set(scan, SCAN, given))  # each flag's field is named at the flag
         runner: ShardRunner = (
             run_local if ray_address is None else RayShards("" if ray_address == "local" else ray_address)
         )

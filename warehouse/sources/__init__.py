@@ -7,15 +7,17 @@ import re
 from pathlib import Path
 
 from tomforge.warehouse.sources.base import Adapter, SourceError
+from tomforge.warehouse.sources.registry import SOURCES
 
-SOURCE_NAMES: tuple[str, ...] = ("hitom", "exploretom", "fantom", "opentom", "tomi", "bigtom", "rlfiles")
+SOURCE_NAMES: tuple[str, ...] = SOURCES.names()  # declared in `registry.py`, one `Source` each
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def get_adapter(name: str) -> Adapter:
     """The adapter of a source name, or a SourceError listing the known names."""
-    if name not in SOURCE_NAMES:
-        raise SourceError(name, f"unknown source; choose one of {', '.join(SOURCE_NAMES)}")
+    known = SOURCES.names()
+    if name not in known:
+        raise SourceError(name, f"unknown source; choose one of {', '.join(known)}")
     module = importlib.import_module(f"tomforge.warehouse.sources.{name}")
     return module.ADAPTER
 
