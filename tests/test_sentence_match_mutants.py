@@ -91,7 +91,9 @@ def test_coverage_exactly_at_min_coverage_counts() -> None:
     story = " ".join([T1, T2, X, Y])  # one story: 4 sentences of weight 1, null 0
     params = SentenceParams(min_sentences=2, min_coverage=0.5, min_share=0.5)
     found = match_sentences(build_sentence_index([story], params), [T2 + "\n" + Y])
-    assert found.select("doc", "story", "matched_sentences", "story_sentences", "coverage").rows() == [(0, 0, 2, 4, 0.5)]
+    assert found.select("doc", "story", "matched_sentences", "story_sentences", "coverage").rows() == [
+        (0, 0, 2, 4, 0.5)
+    ]
 
 
 def test_coverage_equal_to_the_null_is_not_a_hit_and_just_above_is() -> None:
