@@ -149,3 +149,15 @@ def test_evidence_uses_the_params_min_words() -> None:
         "the dog",
         "the red kite flew over the hill",
     ]
+
+
+def test_an_empty_list_of_documents_reads_nothing_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tomforge.audits.text import use_jit
+
+    monkeypatch.setenv("TOMFORGE_JIT", "1")
+    if not use_jit():
+        pytest.skip("numba is not installed")
+    index = build_sentence_index([" ".join([T1, T2, X])])
+    found = match_sentences(index, [T1 + "\n" + T2 + "\n" + X], docs=[])  # a prefilter that kept no document
+    assert found.schema == MATCH_SCHEMA
+    assert found.height == 0
