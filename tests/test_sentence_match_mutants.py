@@ -161,3 +161,39 @@ def test_an_empty_list_of_documents_reads_nothing_on_the_compiled_path(monkeypat
     found = match_sentences(index, [T1 + "\n" + T2 + "\n" + X], docs=[])  # a prefilter that kept no document
     assert found.schema == MATCH_SCHEMA
     assert found.height == 0
+
+
+def test_chunks_cut_between_documents_at_the_entry_limit() -> None:
+    import numpy as np
+
+    from tomforge.audits.sentence_match import _chunks
+
+    # entries per found sentence 3, 1, 1, 1 (documents 0-3), at most 4 a chunk: running totals 3, 4, 5, 6;
+    # documents 0-1 hold 4 (not over), adding 2 makes 5: cut; documents 2-3 hold 2
+    assert _chunks(np.array([0, 1, 2, 3]), np.array([3, 1, 1, 1]), 4) == [(0, 2), (2, 4)]
+    # a document is never split: document 0's two sentences (3 + 3) make a chunk of their own
+    assert _chunks(np.array([0, 0, 1]), np.array([3, 3, 1]), 4) == [(0, 2), (2, 3)]
+    assert _chunks(np.array([0, 0, 1, 2, 2]), np.array([1, 1, 1, 1, 1]), 10) == [(0, 5)]
+    assert _chunks(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 4) == []
+
+
+def test_an_empty_benchmark_finds_nothing() -> None:
+    import numpy as np
+
+    index = build_sentence_index([])
+    assert index.n_stories == 0
+    assert index.abstract.key.dtype == np.uint64
+    assert len(index.abstract.key) == 0
+    found = match_sentences(index, [T1 + "\n" + T2 + "\n" + X])
+    assert (found.schema, found.height) == (MATCH_SCHEMA, 0)
+
+
+def test_a_story_without_sentences_keeps_the_keys_64_bit() -> None:
+    import numpy as np
+
+    # story 0 has no sentence of 3 words: its empty key list must not turn the others' keys into floats
+    index = build_sentence_index(["hello there.", " ".join([T1, T2, X])])
+    assert index.abstract.key.dtype == np.uint64
+    assert index.named.key.dtype == np.uint64
+    found = match_sentences(index, [X + "\n" + T1 + "\n" + T2])
+    assert found.select("doc", "story", "matched_sentences", "coverage").rows() == [(0, 1, 3, 1.0)]
