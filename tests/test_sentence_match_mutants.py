@@ -197,3 +197,45 @@ def test_a_story_without_sentences_keeps_the_keys_64_bit() -> None:
     assert index.named.key.dtype == np.uint64
     found = match_sentences(index, [X + "\n" + T1 + "\n" + T2])
     assert found.select("doc", "story", "matched_sentences", "coverage").rows() == [(0, 1, 3, 1.0)]
+
+
+THRESHOLDS = "sentence coverage and near-copy thresholds must be within (0, 1]"
+COUNTS = "min_sentences and min_words must be >= 1"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("min_coverage", 0.0, THRESHOLDS),
+        ("min_coverage", 1.5, THRESHOLDS),
+        ("near_copy", 0.0, THRESHOLDS),
+        ("near_copy", 1.5, THRESHOLDS),
+        ("min_share", 0.0, THRESHOLDS),
+        ("min_share", 1.5, THRESHOLDS),
+        ("min_sentences", 0, COUNTS),
+        ("min_words", 0, COUNTS),
+    ],
+)
+def test_each_parameter_out_of_range_alone_is_refused(field: str, value: float, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        SentenceParams(**{field: value})
+    assert str(refused.value) == message
+
+
+def test_the_parameters_edges_are_allowed() -> None:
+    edge = SentenceParams(min_coverage=1.0, near_copy=1.0, min_share=1.0, min_sentences=1, min_words=1)
+    assert (edge.min_coverage, edge.near_copy, edge.min_share, edge.min_sentences, edge.min_words) == (1, 1, 1, 1, 1)
+
+
+def test_candidates_are_the_texts_holding_an_anchor_word() -> None:
+    import numpy as np
+
+    from tomforge.audits.sentence_match import candidates
+
+    index = build_sentence_index([T1])  # one sentence, every word in it once: its anchor is the first by name, "flew"
+    texts = ["see xx_flew_yy now", "nothing here at all", "it flew."]  # "_" separates words, as in the canonical form
+    found = candidates(index, texts)
+    assert found.tolist() == [0, 2]
+    assert found.dtype == np.int64
+    for none in (candidates(index, []), candidates(build_sentence_index([]), texts)):
+        assert (none.dtype, len(none)) == (np.dtype(np.int64), 0)
