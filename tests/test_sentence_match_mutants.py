@@ -239,3 +239,29 @@ def test_candidates_are_the_texts_holding_an_anchor_word() -> None:
     assert found.dtype == np.int64
     for none in (candidates(index, []), candidates(build_sentence_index([]), texts)):
         assert (none.dtype, len(none)) == (np.dtype(np.int64), 0)
+
+
+def test_the_anchor_is_each_sentences_rarest_word() -> None:
+    import numpy as np
+
+    from tomforge.audits.sentence_match import candidates
+
+    # "and" and "the" are in both sentences; "and" comes first by name, but each sentence's anchor is its
+    # rarest word, ties by name: "flew" (flew, high, kite) and "boat" (boat, low, sank)
+    index = build_sentence_index(["and the kite flew high. and the boat sank low."])
+    assert candidates(index, ["and so on and on", "a boat", "they flew"]).tolist() == [1, 2]
+    # 64-bit hashes as uint64 even when each is below 2**63 ("flew"'s is: numpy alone would pick int64)
+    assert build_sentence_index([T1]).anchors.dtype == np.uint64
+
+
+def test_the_python_path_reads_min_words_and_keeps_its_dtypes() -> None:
+    import numpy as np
+
+    from tomforge.audits.sentence_match import document_sentence_arrays
+
+    doc, key, named, start, end = document_sentence_arrays(["the dog.", "the dog ran."], np.array([0, 1]), 2)
+    assert (doc.tolist(), start.tolist(), end.tolist()) == ([0, 1], [0, 0], [7, 11])
+    assert len(key) == len(named) == 2
+    empty = document_sentence_arrays(["no.", "yes."], np.array([0, 1]), 2)
+    assert [a.dtype for a in empty] == [np.dtype(t) for t in ("int64", "uint64", "uint64", "int64", "int64")]
+    assert all(len(a) == 0 for a in empty)
