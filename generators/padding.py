@@ -56,7 +56,7 @@ class Padder:
         ranked = [(i, q, story.containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
-        hits = _Hits(story.containers, questions, items, (self.first, self.last, self.most))
+        hits = _Hits(story.containers, questions, items, (self.first, self.last, self.most), self.ranks, ranked)
         events[scene] = replace(
             events[scene], things=self._best_listing(events[scene].things, questions, ranked, items, hits, rng)
         )
@@ -110,12 +110,11 @@ class Padder:
         rng.shuffle(order)
         index = {c: i for i, c in enumerate(hits.containers)}
         first_cost = hits.first_costs[[index[thing] for thing in things]]
-        golds = [(q.key, things.index(q.gold)) for _, q, _ in ranked]
-        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, ("first_mention",), golds, len(things))
+        gold = np.array([things.index(q.gold) for _, q, _ in ranked], dtype=np.int64)
         best, rows = plan_search.best_listing_jit(
-            place, np.array(order, dtype=np.int64), perms[:, 0], first_cost, stratum, gold, starts[0]
+            place, np.array(order, dtype=np.int64), perms[:, 0], first_cost, hits.stratum, gold, hits.starts[0]
         )
-        plan_search.commit_rows(self.ranks, ("first_mention",), keys, rows)
+        plan_search.commit_rows(self.ranks, ("first_mention",), hits.keys, rows)
         listing = tuple(things[i] for i in perms[best].tolist())
         self.first.commit(hits.lists[index[listing[0]]], items)
         return listing
@@ -183,8 +182,6 @@ class Padder:
     ) -> Plan:
         """`_best_plan` with every tail, then every sprinkling, scored in one compiled call."""
         n = len(base.containers)
-        golds = [(q.key, gold) for _, q, gold in ranked]
-        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, PADDED_RANKINGS, golds, n)
         table, slot, stores = plan_search.tail_table(n, MAX_TAIL)
         fresh = np.array([[base.fresh[c, kind] for kind in plan_search.KINDS] for c in base.containers], dtype=np.int64)
         vectors, owner, container, position = plan_search.middles(base, rng, MAX_PADDING)
@@ -203,13 +200,13 @@ class Padder:
             _dense_ranks(base.first),
             hits.last_costs,
             hits.most_costs,
-            stratum,
-            gold,
-            starts,
+            hits.stratum,
+            hits.gold,
+            hits.starts[1:],
             PADDING_PENALTY,
         )
         plan = plan_search.middle_plan(m, owner, container, position, base) + plan_search.tail_plan(base, table[t])
-        plan_search.commit_rows(self.ranks, PADDED_RANKINGS, keys, rows)
+        plan_search.commit_rows(self.ranks, PADDED_RANKINGS, hits.keys, rows)
         self.last.commit(hits.lists[picked_last], items)  # the first container of the latest last mention
         self.most.commit(hits.lists[picked_most], items)  # most mentions, then the first mention
         return plan
@@ -222,10 +219,12 @@ def _dense_ranks(keys: list[Any]) -> np.ndarray:
 
 
 class _Hits:
-    """Whether picking each container answers each question (`lists`, per container in `containers`
-    order), and the first-, last- and most-mentioned controllers' `Controller.cost` of picking each
-    container, as the run's controllers stand before this story (one compiled call,
-    `plan_search.controller_costs_jit`; no controller moves before the search that reads it)."""
+    """What the compiled searches read of the run's controllers as they stand before this story (no
+    controller or ranking moves before the search that reads it): whether picking each container
+    answers each question (`lists`, per container in `containers` order); the first-, last- and
+    most-mentioned controllers' `Controller.cost` of picking each container (one compiled call,
+    `plan_search.controller_costs_jit`); the ranked questions' strata, golds (in `containers` order)
+    and the strata's deviations under the first mention and `PADDED_RANKINGS` (`rank_strata`)."""
 
     def __init__(
         self,
@@ -233,8 +232,14 @@ class _Hits:
         questions: list[Question],
         items: list[tuple[Any, int, float, float]],
         controllers: tuple[Controller, Controller, Controller],
+        ranks: RankBalancer,
+        ranked: list[tuple[int, Question, int]],
     ) -> None:
         self.containers = containers
+        golds = [(q.key, gold) for _, q, gold in ranked]
+        self.keys, self.stratum, self.gold, self.starts = plan_search.rank_strata(
+            ranks, ("first_mention", *PADDED_RANKINGS), golds, len(containers)
+        )
         self.lists = [[q.hit(c) for q in questions] for c in containers]
         order: dict[Any, int] = {}
         stratum = np.array([order.setdefault(item[0], len(order)) for item in items], dtype=np.int64)

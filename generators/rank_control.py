@@ -133,12 +133,11 @@ class Base:
             for p in range(scene + 1, len(events) + 1)
             if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)
         ]
-        said = _said(events)
-        fresh = {
-            (c, kind): sum((a, kind, c) not in said for a in story.agents)
-            for c in story.containers
-            for kind in POLARITIES
-        }
+        fresh = {(c, kind): len(story.agents) for c in story.containers for kind in POLARITIES}
+        agents = frozenset(story.agents)
+        for agent, kind, thing in _said(events):  # each (speaker, kind, thing) once: one fresh statement fewer
+            if agent in agents and (thing, kind) in fresh:
+                fresh[thing, kind] -= 1
         return cls(
             story.containers,
             [k[0] for k in keys["mentions"]],
