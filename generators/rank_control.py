@@ -214,6 +214,13 @@ def realize(story: Story, events: Sequence[Event], plan: Plan, rng: random.Rando
         agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])
         said.add((agent, kind, container))
         event = Event(STATEMENT, agent=agent, polarity=rng.choice(POLARITIES[kind]), thing=container)
-        added.append((position, 1, event))
-    placed = [(float(i), 0, e) for i, e in enumerate(events)]
-    return [e for _, _, e in sorted([*placed, *added], key=lambda t: t[:2])]
+        added.append((position, event))
+    out: list[Event] = []
+    i = 0
+    for position, event in added:  # in order of position: each after the events at or before it
+        while i < len(events) and i <= position:
+            out.append(events[i])
+            i += 1
+        out.append(event)
+    out.extend(events[i:])
+    return out
