@@ -302,23 +302,45 @@ def _square_table(starts, k):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _places(keys, above, tied):
+    """Each container's place under `keys`: how many rank above it, how many tie with it (itself too)."""
+    k = keys.shape[0]
+    for g in range(k):
+        value = keys[g]
+        a = 0
+        t = 0
+        for c in range(k):
+            if keys[c] > value:
+                a += 1
+            elif keys[c] == value:
+                t += 1
+        above[g] = a
+        tied[g] = t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_sum(above, tied, gold, squares):
+    """The squares of each question's gold place (`_square_table`'s, for one ranking) summed in
+    `_rank_cost`'s order, stratum q being question q's."""
+    total = 0.0
+    for q in range(len(gold)):
+        g = gold[q]
+        a = above[g]
+        t = tied[g]
+        for pos in range(squares.shape[3]):
+            total += squares[q, a, t, pos]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def _table_cost(keys, gold, squares):
     """`_rank_cost` where stratum q holds question q alone: the same squares (`_square_table`'s, for
     one ranking), summed in the same order."""
     k = keys.shape[0]
-    total = 0.0
-    for q in range(len(gold)):
-        value = keys[gold[q]]
-        above = 0
-        tied = 0
-        for c in range(k):
-            if keys[c] > value:
-                above += 1
-            elif keys[c] == value:
-                tied += 1
-        for pos in range(k):
-            total += squares[q, above, tied, pos]
-    return total
+    above = np.empty(k, np.int64)
+    tied = np.empty(k, np.int64)
+    _places(keys, above, tied)
+    return _table_sum(above, tied, gold, squares)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -338,15 +360,26 @@ def _plan_cost(
     statements' penalty, the rank costs under mentions, last mention, events (= mentions) and last
     move (`moved_cost`, computed by the caller: all sprinklings share their tail's), then the last- and most-mentioned controllers' costs
     of its picks (the first container of the latest last mention; most mentions, then the first
-    mention). `work`: (n,) keys buffer and (strata, n) rows buffer; `squares`: `_cost`'s table."""
-    mentions, rows = work
+    mention). `work`: (n,) keys buffer, (strata, n) rows buffer, two (n,) place buffers;
+    `squares`: `_cost`'s table (mentions and events then share the containers' places)."""
+    mentions, rows, above, tied = work
     n = count.shape[0]
     for c in range(n):
         mentions[c] = count[c]
     total = penalty * length
-    total = total + _cost(0, mentions, stratum, gold, starts, squares, rows)
-    total = total + _cost(1, last, stratum, gold, starts, squares, rows)
-    total = total + _cost(2, mentions, stratum, gold, starts, squares, rows)
+    if squares.shape[0] > 0:
+        _places(mentions, above, tied)
+        by_mentions = _table_sum(above, tied, gold, squares[0])
+        by_events = _table_sum(above, tied, gold, squares[2])
+        _places(last, above, tied)
+        by_last = _table_sum(above, tied, gold, squares[1])
+    else:
+        by_mentions = _rank_cost(mentions, stratum, gold, starts[0], rows)
+        by_last = _rank_cost(last, stratum, gold, starts[1], rows)
+        by_events = _rank_cost(mentions, stratum, gold, starts[2], rows)
+    total = total + by_mentions
+    total = total + by_last
+    total = total + by_events
     total = total + moved_cost
     pick_last, pick_most = _picks(count, last, first_rank)
     return total + last_cost[pick_last] + most_cost[pick_most]
@@ -401,11 +434,15 @@ def _best_tail(slot, stores, fresh, count0, last0, moved0, n_events, scoring, pe
     count, last, moved = np.empty(n, np.int64), np.empty(n), np.empty(n)
     best, best_cost, best_length = -1, np.inf, 0
     best_count, best_last, best_moved = count.copy(), last.copy(), moved.copy()
+    unmoved_cost = _cost(3, moved0, stratum, gold, starts, squares, work[1])
     for t in range(n_tails):
         length = _apply_tail(t, slot, stores, fresh, count0, last0, moved0, n_events, count, last, moved)
         if length < 0:
             continue
-        moved_cost = _cost(3, moved, stratum, gold, starts, squares, work[1])
+        says_stores = False
+        for c in range(n):
+            says_stores = says_stores or stores[t, c]
+        moved_cost = _cost(3, moved, stratum, gold, starts, squares, work[1]) if says_stores else unmoved_cost
         cost = _plan_cost(
             count,
             last,
@@ -502,7 +539,7 @@ def best_plan_jit(
     most-mentioned picks. Where each stratum holds one question (numbered by first appearance:
     stratum q is question q's) the rank costs read a table of squares (`_square_table`)."""
     n = slot.shape[1]
-    work = (np.empty(n), np.empty((starts.shape[1], n)))
+    work = (np.empty(n), np.empty((starts.shape[1], n)), np.empty(n, np.int64), np.empty(n, np.int64))
     squares = _square_table(starts, n) if len(gold) == starts.shape[1] else np.zeros((0, 0, n, n + 1, n))
     scoring = (first_rank, last_cost, most_cost, stratum, gold, starts, squares)
     t, length, count, last, moved = _best_tail(
