@@ -169,3 +169,16 @@ def test_questions_sharing_a_stratum_pad_as_one_by_one() -> None:
     assert list(fast.ranks.deviation) == list(slow.ranks.deviation)
     for a, b in ((fast.first, slow.first), (fast.last, slow.last), (fast.most, slow.most)):
         assert dict(a.deviation) == dict(b.deviation)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 11, 16, 17])
+def test_bulk_draws_over_several_rounds_are_those_of_choice(n: int) -> None:
+    """Slot draws past `BULK_WORDS`: bulk rounds while many are missing, then one by one; the same
+    indices as `random.choice`, one at a time, and the random state left where it leaves it."""
+    for count in (plan_search.BULK_WORDS - 1, plan_search.BULK_WORDS, plan_search.BULK_WORDS + 1, 224):
+        a, b = random.Random(n + count), random.Random(n + count)
+        expected = [a.choice(range(n)) for _ in range(count)]
+        drawn = plan_search.choices(b, n, count)
+        assert drawn.tolist() == expected and drawn.dtype == np.int64
+        assert a.getstate() == b.getstate()
+    assert plan_search.choices(random.Random(1), 5, 0).tolist() == []
