@@ -17,7 +17,7 @@ the text's (the tests compare the two on generated stories). Ties are split as t
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import permutations, product
 from typing import Any, Hashable, Sequence
@@ -133,11 +133,9 @@ class Base:
             for p in range(scene + 1, len(events) + 1)
             if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)
         ]
-        fresh = {(c, kind): len(story.agents) for c in story.containers for kind in POLARITIES}
         agents = frozenset(story.agents)
-        for agent, kind, thing in _said(events):  # each (speaker, kind, thing) once: one fresh statement fewer
-            if agent in agents and (thing, kind) in fresh:
-                fresh[thing, kind] -= 1
+        spoken = Counter((thing, kind) for agent, kind, thing in _said(events) if agent in agents)  # each once
+        fresh = {(c, kind): len(story.agents) - spoken[c, kind] for c in story.containers for kind in POLARITIES}
         return cls(
             story.containers,
             [k[0] for k in keys["mentions"]],
