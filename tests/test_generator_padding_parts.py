@@ -99,8 +99,9 @@ def test_strata_in_order_of_first_appearance_with_their_deviations() -> None:
     ranks.deviation["mentions", 0] = [1.0, 2.0, 3.0]
     with pytest.raises(ValueError, match=r"stratum \('mentions', 0\) holds 3 positions, not 4"):
         plan_search.rank_strata(ranks, ("mentions", "last_move"), [(2, 1), (0, 3)], 4)
-    _, _, _, empty = plan_search.rank_strata(ranks, ("mentions",), [], 4)
-    assert empty.shape == (1, 0, 4)
+    keys, stratum, gold, empty = plan_search.rank_strata(ranks, ("mentions",), [], 4)
+    assert keys == [] and empty.shape == (1, 0, 4)
+    assert stratum.dtype == gold.dtype == np.int64  # indices for the kernels, even when no question is ranked
 
 
 def test_square_table_gives_the_scalar_rank_cost() -> None:
@@ -175,10 +176,28 @@ def test_questions_sharing_a_stratum_pad_as_one_by_one() -> None:
 def test_bulk_draws_over_several_rounds_are_those_of_choice(n: int) -> None:
     """Slot draws past `BULK_WORDS`: bulk rounds while many are missing, then one by one; the same
     indices as `random.choice`, one at a time, and the random state left where it leaves it."""
-    for count in (plan_search.BULK_WORDS - 1, plan_search.BULK_WORDS, plan_search.BULK_WORDS + 1, 224):
+    for count in (1, 2, plan_search.BULK_WORDS - 1, plan_search.BULK_WORDS, plan_search.BULK_WORDS + 1, 224):
         a, b = random.Random(n + count), random.Random(n + count)
         expected = [a.choice(range(n)) for _ in range(count)]
         drawn = plan_search.choices(b, n, count)
         assert drawn.tolist() == expected and drawn.dtype == np.int64
         assert a.getstate() == b.getstate()
-    assert plan_search.choices(random.Random(1), 5, 0).tolist() == []
+    none = plan_search.choices(random.Random(1), 5, 0)
+    assert none.tolist() == [] and none.dtype == np.int64
+
+
+def test_draws_of_another_random_kind_and_from_nothing() -> None:
+    """A subclass of Random draws through its own `choice` (its words may differ); no slot to draw
+    from is `choice`'s IndexError, never a loop over words that are never below 0."""
+
+    class Counting(random.Random):
+        calls = 0
+
+        def choice(self, seq):  # type: ignore[override]
+            Counting.calls += 1
+            return seq[0] if Counting.calls % 2 else seq[-1]
+
+    assert plan_search.choices(Counting(1), 5, 3).tolist() == [0, 4, 0]
+    assert Counting.calls == 3
+    with pytest.raises(IndexError):
+        plan_search.choices(random.Random(1), 0, 3)
