@@ -201,3 +201,31 @@ def test_draws_of_another_random_kind_and_from_nothing() -> None:
     assert Counting.calls == 3
     with pytest.raises(IndexError):
         plan_search.choices(random.Random(1), 0, 3)
+
+
+def test_only_questions_that_are_not_yes_no_are_ranked() -> None:
+    """A fresh padder's rank strata after one story: every ranking of every order asked in a format
+    that is not yes/no, and nothing else (a yes/no answer has no place among the containers); a story
+    asking only yes/no questions pads as the one-by-one search pads it."""
+    generator = Generator(GenerationSettings(max_order=5, seed=8))
+    generator.planner.deal_quotas(600)
+    names = ("first_mention", *padding.PADDED_RANKINGS)
+    checked = only_yes_no = 0
+    while checked < 10 or not only_yes_no:
+        s, seed = generator.next_story()
+        questions = generator.planner.select(s, BeliefEngine(s), random.Random(seed))
+        if not questions:
+            continue
+        padder = padding.Padder(True)
+        padded = padder.pad(s, questions, random.Random(seed))
+        expected = {(name, q.key) for name in names for q in questions if q.fmt != "yes_no"}
+        assert set(padder.ranks.deviation) == expected
+        assert len(padded.events) >= len(s.events)
+        checked += 1
+        yes_no = [q for q in questions if q.fmt == "yes_no"]
+        if yes_no and only_yes_no < 3:
+            fast, slow = padding.Padder(True), padding.Padder(True, fast=False)
+            assert fast.pad(s, yes_no, random.Random(seed)) == slow.pad(s, yes_no, random.Random(seed))
+            assert fast.ranks.deviation == slow.ranks.deviation == {}
+            assert dict(fast.first.deviation) == dict(slow.first.deviation) != {}
+            only_yes_no += 1
