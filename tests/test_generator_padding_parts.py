@@ -229,3 +229,14 @@ def test_only_questions_that_are_not_yes_no_are_ranked() -> None:
             assert fast.ranks.deviation == slow.ranks.deviation == {}
             assert dict(fast.first.deviation) == dict(slow.first.deviation) != {}
             only_yes_no += 1
+
+
+def test_a_story_asking_nothing_the_padding_ranks_keeps_its_events() -> None:
+    """No question to pad for (a story asking only list or answerability questions): the listing is
+    still chosen as one by one chooses it, nothing is added and no stratum or controller moves."""
+    s = story([Event(MOVE, agent="Ann", obj="key", container="tin")])
+    fast, slow = padding.Padder(True), padding.Padder(True, fast=False)
+    padded = fast.pad(s, [], random.Random(4))
+    assert padded == slow.pad(s, [], random.Random(4))
+    assert [e.kind for e in padded.events] == [e.kind for e in s.events]
+    assert fast.ranks.deviation == {} and not any(c.deviation for c in (fast.first, fast.last, fast.most))
