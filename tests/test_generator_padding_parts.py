@@ -240,3 +240,16 @@ def test_a_story_asking_nothing_the_padding_ranks_keeps_its_events() -> None:
     assert padded == slow.pad(s, [], random.Random(4))
     assert [e.kind for e in padded.events] == [e.kind for e in s.events]
     assert fast.ranks.deviation == {} and not any(c.deviation for c in (fast.first, fast.last, fast.most))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_added_statement_has_a_speaker_who_had_not_said_it(seed: int) -> None:
+    """Three opinions of the tin among three agents: each agent gives one (a speaker never repeats
+    an opinion of a thing); a "stores" statement by an agent who has not said one about that box."""
+    s = story([Event(STATEMENT, agent="Bob", polarity="stores", thing="bag")])
+    plan = ((2.5, "tin", OPINION), (3.5, "tin", OPINION), (4.5, "tin", OPINION), (6.0, "bag", STORES))
+    added = [e for e in realize(s, list(s.events), plan, random.Random(seed)) if e.kind == STATEMENT][:3]
+    added += [e for e in realize(s, list(s.events), plan, random.Random(seed)) if e.kind == STATEMENT][4:]
+    assert sorted(e.agent for e in added[:3]) == sorted(AGENTS)
+    assert {e.thing for e in added[:3]} == {"tin"} and {e.polarity for e in added[:3]} <= {"likes", "dislikes"}
+    assert added[3].thing == "bag" and added[3].polarity == "stores" and added[3].agent in {"Ann", "Cid"}
