@@ -253,3 +253,20 @@ def test_each_added_statement_has_a_speaker_who_had_not_said_it(seed: int) -> No
     assert sorted(e.agent for e in added[:3]) == sorted(AGENTS)
     assert {e.thing for e in added[:3]} == {"tin"} and {e.polarity for e in added[:3]} <= {"likes", "dislikes"}
     assert added[3].thing == "bag" and added[3].polarity == "stores" and added[3].agent in {"Ann", "Cid"}
+
+
+def test_slots_and_last_mentions_worked_by_hand() -> None:
+    """Events 0-2 enter, 3 the scene, 4 the object placed in the box, 5 moved to the tin, 6-7 two
+    entrances in a row at the gathering: a sprinkled statement may go before events 4, 5, 6 or at the
+    end, never between the two entrances; last mentions: box 4, bag 3 (the scene), tin 5, jar 3."""
+    s = story(
+        [
+            Event(MOVE, agent="Ann", obj="key", container="tin"),
+            Event(ENTER, agent="Ann", room="yard"),
+            Event(ENTER, agent="Bob", room="yard"),
+        ]
+    )
+    base = Base.of(s, list(s.events), 3)
+    assert base.slots == [4, 5, 6, 8]
+    assert base.last == [4.0, 3.0, 5.0, 3.0] and base.moved == [-1.0, -1.0, 5.0, -1.0]
+    assert base.count == [2, 1, 2, 1] and base.n_events == 8
