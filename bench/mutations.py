@@ -897,6 +897,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "no statements at the end: last mention and last move give the reality answer",
     ),
     Mutation(
+        "plan_search.stale_last_move_cost",
+        "generators/plan_search.py",
+        "_cost(3, moved, stratum, gold, starts, squares, work[1]) if says_stores else unmoved_cost",
+        "unmoved_cost",
+        ("tests/test_generator_plan_search.py",),
+        "a tail that says 'stores' is scored by the story's own last moves: other tails win, every later story differs",
+    ),
+    Mutation(
+        "plan_search.squares_without_ties",
+        "generators/plan_search.py",
+        "            total += squares[q, a, t, pos]\n",
+        "            total += squares[q, a, 1, pos]\n",
+        ("tests/test_generator_padding_parts.py",),
+        "the table of squares read as if no container tied with the gold: tied ranks cost what untied ones do",
+    ),
+    Mutation(
         "rank_controls.padding_may_repeat",
         "generators/rank_control.py",
         "agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])",

@@ -56,7 +56,7 @@ class Padder:
         ranked = [(i, q, story.containers.index(q.gold)) for i, q in enumerate(questions) if q.fmt != "yes_no"]
         events = list(story.events)
         scene = next(i for i, e in enumerate(events) if e.kind == SCENE)
-        hits = _Hits(story.containers, questions, items)
+        hits = _Hits(story.containers, questions, items, (self.first, self.last, self.most), self.ranks, ranked)
         events[scene] = replace(
             events[scene], things=self._best_listing(events[scene].things, questions, ranked, items, hits, rng)
         )
@@ -102,22 +102,21 @@ class Padder:
         hits: "_Hits",
         rng: random.Random,
     ) -> tuple[str, ...]:
-        """`_best_listing`'s search as one compiled loop: the listings as index rows of `listing_table`
-        in the order the shuffle of the listings leaves them (a shuffle's draws depend on the length
-        only), each listing's first thing costing what `Controller.cost` gives it."""
+        """`_best_listing`'s search as one compiled loop: the listings as index rows of `listing_table`,
+        taken in the order the shuffle of the listings leaves them (a shuffle's draws depend on the
+        length only), each listing's first thing costing what `Controller.cost` gives it."""
         perms, place = plan_search.listing_table(len(things))
         order = list(range(len(perms)))
         rng.shuffle(order)
-        perms, place = perms[order], place[order]
-        container_of = np.array([hits.containers.index(thing) for thing in things], dtype=np.int64)
-        first_cost = hits.costs(self.first)[container_of[perms[:, 0]]]
-        golds = [(q.key, things.index(q.gold)) for _, q, _ in ranked]
-        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, ("first_mention",), golds, len(things))
-        best = int(plan_search.best_listing_jit(place, first_cost, stratum, gold, starts[0]))
-        rows = plan_search.rank_rows_jit(-place[best : best + 1].astype(np.float64), stratum, gold, starts)
-        plan_search.commit_rows(self.ranks, ("first_mention",), keys, rows)
+        index = {c: i for i, c in enumerate(hits.containers)}
+        first_cost = hits.first_costs[[index[thing] for thing in things]]
+        gold = np.array([things.index(q.gold) for _, q, _ in ranked], dtype=np.int64)
+        best, rows = plan_search.best_listing_jit(
+            place, np.array(order, dtype=np.int64), perms[:, 0], first_cost, hits.stratum, gold, hits.starts[0]
+        )
+        plan_search.commit_rows(self.ranks, ("first_mention",), hits.keys, rows)
         listing = tuple(things[i] for i in perms[best].tolist())
-        self.first.commit([q.hit(listing[0]) for q in questions], items)
+        self.first.commit(hits.lists[index[listing[0]]], items)
         return listing
 
     def _best_plan(
@@ -181,15 +180,12 @@ class Padder:
         hits: "_Hits",
         rng: random.Random,
     ) -> Plan:
-        """`_best_plan` with every tail, then every sprinkling, scored in one compiled loop each."""
+        """`_best_plan` with every tail, then every sprinkling, scored in one compiled call."""
         n = len(base.containers)
-        golds = [(q.key, gold) for _, q, gold in ranked]
-        first_rank = _dense_ranks(base.first)
-        keys, stratum, gold, starts = plan_search.rank_strata(self.ranks, PADDED_RANKINGS, golds, n)
-        scoring = (first_rank, hits.costs(self.last), hits.costs(self.most), stratum, gold, starts)
         table, slot, stores = plan_search.tail_table(n, MAX_TAIL)
         fresh = np.array([[base.fresh[c, kind] for kind in plan_search.KINDS] for c in base.containers], dtype=np.int64)
-        t, count, last, moved, length = plan_search.best_tail_jit(
+        vectors, owner, container, position = plan_search.middles(base, rng, MAX_PADDING)
+        t, m, rows, picked_last, picked_most = plan_search.best_plan_jit(
             slot,
             stores,
             fresh,
@@ -197,22 +193,22 @@ class Padder:
             np.array(base.last, dtype=np.float64),
             np.array(base.moved, dtype=np.float64),
             float(base.n_events),
-            scoring,
+            vectors,
+            owner,
+            container,
+            position,
+            _dense_ranks(base.first),
+            hits.last_costs,
+            hits.most_costs,
+            hits.stratum,
+            hits.gold,
+            hits.starts[1:],
             PADDING_PENALTY,
         )
-        tail = plan_search.tail_plan(base, table[t])
-        vectors, owner, container, position, opinions_left = plan_search.middles(base, tail, rng, MAX_PADDING)
-        m, count, last = plan_search.best_middle_jit(
-            vectors, owner, container, position, opinions_left, count, last, moved, length, scoring, PADDING_PENALTY
-        )
-        plan = plan_search.middle_plan(m, owner, container, position, base) + tail
-        mentions = count.astype(np.float64)
-        rows = plan_search.rank_rows_jit(np.stack([mentions, last, mentions, moved]), stratum, gold, starts)
-        plan_search.commit_rows(self.ranks, PADDED_RANKINGS, keys, rows)
-        picked_last = int(np.argmax(last))  # the first container of the latest last mention
-        picked_most = int(np.argmax(count * (n + 1) + first_rank))  # most mentions, then the first mention
-        self.last.commit([q.hit(base.containers[picked_last]) for q in questions], items)
-        self.most.commit([q.hit(base.containers[picked_most]) for q in questions], items)
+        plan = plan_search.middle_plan(m, owner, container, position, base) + plan_search.tail_plan(base, table[t])
+        plan_search.commit_rows(self.ranks, PADDED_RANKINGS, hits.keys, rows)
+        self.last.commit(hits.lists[picked_last], items)  # the first container of the latest last mention
+        self.most.commit(hits.lists[picked_most], items)  # most mentions, then the first mention
         return plan
 
 
@@ -223,24 +219,36 @@ def _dense_ranks(keys: list[Any]) -> np.ndarray:
 
 
 class _Hits:
-    """Whether picking each container answers each question, with `controller_items` as arrays:
-    what `plan_search.controller_costs_jit` reads to give `Controller.cost` of every container."""
+    """What the compiled searches read of the run's controllers as they stand before this story (no
+    controller or ranking moves before the search that reads it): whether picking each container
+    answers each question (`lists`, per container in `containers` order); the first-, last- and
+    most-mentioned controllers' `Controller.cost` of picking each container (one compiled call,
+    `plan_search.controller_costs_jit`); the ranked questions' strata, golds (in `containers` order)
+    and the strata's deviations under the first mention and `PADDED_RANKINGS` (`rank_strata`)."""
 
     def __init__(
-        self, containers: tuple[str, ...], questions: list[Question], items: list[tuple[Any, int, float, float]]
+        self,
+        containers: tuple[str, ...],
+        questions: list[Question],
+        items: list[tuple[Any, int, float, float]],
+        controllers: tuple[Controller, Controller, Controller],
+        ranks: RankBalancer,
+        ranked: list[tuple[int, Question, int]],
     ) -> None:
         self.containers = containers
-        self.rows = np.array([[q.hit(c) for q in questions] for c in containers], dtype=np.float64)
+        golds = [(q.key, gold) for _, q, gold in ranked]
+        self.keys, self.stratum, self.gold, self.starts = plan_search.rank_strata(
+            ranks, ("first_mention", *PADDED_RANKINGS), golds, len(containers)
+        )
+        self.lists = [[q.hit(c) for q in questions] for c in containers]
         order: dict[Any, int] = {}
-        self.stratum = np.array([order.setdefault(item[0], len(order)) for item in items], dtype=np.int64)
-        self.strata = list(order)
-        self.question = np.array([item[1] for item in items], dtype=np.int64)
-        self.rate = np.array([item[2] for item in items], dtype=np.float64)
-        self.weight = np.array([item[3] for item in items], dtype=np.float64)
-
-    def costs(self, controller: Controller) -> np.ndarray:
-        """`controller.cost` of picking each container (in `containers` order)."""
-        deviation = np.array([controller.deviation[s] for s in self.strata], dtype=np.float64)
-        return plan_search.controller_costs_jit(
-            deviation, self.stratum, self.question, self.rate, self.weight, self.rows
+        stratum = np.array([order.setdefault(item[0], len(order)) for item in items], dtype=np.int64)
+        deviation = np.array([[c.deviation[s] for s in order] for c in controllers], dtype=np.float64)
+        self.first_costs, self.last_costs, self.most_costs = plan_search.controllers_costs_jit(
+            deviation,
+            stratum,
+            np.array([item[1] for item in items], dtype=np.int64),
+            np.array([item[2] for item in items], dtype=np.float64),
+            np.array([item[3] for item in items], dtype=np.float64),
+            np.array(self.lists, dtype=np.float64),
         )

@@ -17,7 +17,7 @@ the text's (the tests compare the two on generated stories). Ties are split as t
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import permutations, product
 from typing import Any, Hashable, Sequence
@@ -133,12 +133,9 @@ class Base:
             for p in range(scene + 1, len(events) + 1)
             if not (p < len(events) and events[p - 1].kind == ENTER == events[p].kind)
         ]
-        said = _said(events)
-        fresh = {
-            (c, kind): sum((a, kind, c) not in said for a in story.agents)
-            for c in story.containers
-            for kind in POLARITIES
-        }
+        agents = frozenset(story.agents)
+        spoken = Counter((thing, kind) for agent, kind, thing in _said(events) if agent in agents)  # each once
+        fresh = {(c, kind): len(story.agents) - spoken[c, kind] for c in story.containers for kind in POLARITIES}
         return cls(
             story.containers,
             [k[0] for k in keys["mentions"]],
@@ -215,6 +212,13 @@ def realize(story: Story, events: Sequence[Event], plan: Plan, rng: random.Rando
         agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])
         said.add((agent, kind, container))
         event = Event(STATEMENT, agent=agent, polarity=rng.choice(POLARITIES[kind]), thing=container)
-        added.append((position, 1, event))
-    placed = [(float(i), 0, e) for i, e in enumerate(events)]
-    return [e for _, _, e in sorted([*placed, *added], key=lambda t: t[:2])]
+        added.append((position, event))
+    out: list[Event] = []
+    i = 0
+    for position, event in added:  # in order of position: each after the events at or before it
+        while i < len(events) and i <= position:
+            out.append(events[i])
+            i += 1
+        out.append(event)
+    out.extend(events[i:])
+    return out
