@@ -4,14 +4,6 @@
 end=$(( $(date +%s) + $1 ))
 while [ ! -e /tmp/scale/DONE ] && [ "$(date +%s)" -lt "$end" ]; do sleep 10; done
 cat /tmp/scale/gpu.txt | grep -v GGUF; tail -n 4 /tmp/scale/work-*.log; nvidia-smi --query-gpu=memory.used --format=csv
-PYTHONPATH=/tmp/site python3 - <<'PY'
-import glob
-import pyarrow.parquet as pq
-for f in sorted(glob.glob("/tmp/scale/work-*/*/eval.parquet")):
-    t = pq.read_table(f).to_pylist()
-    for split in ("test_orders0to3", "test_orders4to6"):
-        rows = [r for r in t if r["split"] == split]
-        print(f, split, len(rows), round(sum(r["correct"] for r in rows) / max(len(rows), 1), 3))
-PY
+PYTHONPATH=/tmp/site python3 "$(dirname "$0")/best_lr.py" /tmp/scale --all
 cd /tmp/scale && tar czf "$OUT/scale.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' --exclude='*.pth' work-* *.log gpu.txt
 ls -la "$OUT"
