@@ -19,6 +19,7 @@ from tomforge.rl.verl_backend import (
     compose_overrides,
     expected_keys,
     hydra_value,
+    one_gpu_grpo_settings,
     override_args,
     package_parent,
     ray_submit_command,
@@ -209,3 +210,41 @@ def test_package_parent_and_run_verl(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("PYTHONPATH")
     run_verl({})
     assert calls[1][1]["PYTHONPATH"] == str(package_parent())
+
+
+def test_one_gpu_run_selects_vllm_and_grpo() -> None:
+    """The settings docs/runs/verl-launch/go.sh trains with, against the values written out here by hand."""
+    overrides = compose_overrides(one_gpu_grpo_settings("/tmp/m/smol", "/tmp/verl-data", steps=120))
+    want = {
+        "actor_rollout_ref.rollout.name": "vllm",
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.use_kl_in_reward": False,
+        "actor_rollout_ref.actor.use_kl_loss": True,
+        "actor_rollout_ref.actor.kl_loss_coef": 0.001,
+        "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+        "actor_rollout_ref.model.use_remove_padding": False,
+        "actor_rollout_ref.rollout.enforce_eager": True,
+        "actor_rollout_ref.model.path": "/tmp/m/smol",
+        "data.train_files": ["/tmp/verl-data/tomforge_gen/train.parquet"],
+        "data.val_files": ["/tmp/verl-data/tomforge_gen/test.parquet"],
+        "data.train_batch_size": 16,
+        "data.max_response_length": 256,
+        "actor_rollout_ref.rollout.n": 4,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 16,
+        "trainer.n_gpus_per_node": 1,
+        "trainer.total_training_steps": 120,
+        "trainer.save_freq": 120,
+        "trainer.test_freq": 60,
+        "trainer.val_before_train": True,
+    }
+    assert {key: overrides[key] for key in want} == want
+    assert "actor_rollout_ref.rollout.name=vllm" in override_args(overrides)
+    assert compose_overrides(one_gpu_grpo_settings("m", "d", steps=1))["trainer.test_freq"] == 1
+
+
+def test_a_rollout_verl_does_not_register_is_refused() -> None:
+    for name in ("hf", "naive", "vLLM"):  # verl 0.9.1 has no HF rollout; names are case-sensitive there
+        with pytest.raises(VerlConfigError, match=f"rollout_name '{name}'"):
+            compose_overrides(settings(rollout_name=name))
+    for name in ("vllm", "sglang", "trtllm"):
+        assert compose_overrides(settings(rollout_name=name))["actor_rollout_ref.rollout.name"] == name
