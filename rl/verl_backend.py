@@ -69,7 +69,8 @@ def one_gpu_grpo_settings(model: str, data_dir: str, steps: int = 100, rollout: 
     16 prompts x 4 samples a step, 256 new tokens. Kept here, not in the script, so the tests compose and check
     them. Why these: vLLM is verl 0.9.1's only rollout we can carry (no HF rollout); eager vLLM skips the
     compile and graph capture a 135M model does not need; no remove-padding (it needs flash-attn, which the
-    machine lacks); validation at the start, halfway and the end."""
+    machine lacks); validation at the start, halfway and the end. Micro-batches of 4 and prompts up to 1,024 tokens
+    are VerlSettings' defaults."""
     return VerlSettings(
         model=model,
         train_files=[f"{data_dir}/tomforge_gen/train.parquet"],
@@ -78,11 +79,9 @@ def one_gpu_grpo_settings(model: str, data_dir: str, steps: int = 100, rollout: 
         total_training_steps=steps,
         train_batch_size=16,
         ppo_mini_batch_size=16,
-        micro_batch_size_per_gpu=4,
         rollout_n=4,
         rollout_name=rollout,
         gpu_memory_utilization=0.4,
-        max_prompt_length=1024,
         max_response_length=256,
         learning_rate=1e-6,
         save_freq=steps,
