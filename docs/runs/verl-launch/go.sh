@@ -5,10 +5,12 @@
 # convert the SmolLM2 gguf to a plain folder (under the machine's transformers, as run 18 did), run the contract
 # pre-flight (rl/verl_probe.py) on the real tokenizer, then start verl's GRPO job (STEPS, default 100; the settings
 # are tomforge.rl.verl_backend.one_gpu_grpo_settings, vLLM rollout) detached (setsid), so it outlives this call, and
-# wait up to WAIT seconds (default 240) for it with wait.sh, which packs the logs into $OUT. Later calls:
-# `bash docs/runs/verl-launch/wait.sh 540`.
+# wait up to WAIT seconds (default 120: the steps before take minutes of the 600-s call) for it with wait.sh, which
+# packs the logs into $OUT. Later calls: `bash docs/runs/verl-launch/wait.sh 540`.
 set -u
-R=$PWD; C=/tmp/verl-carry; X=/tmp/verl-carry/x; SITE=/tmp/verl-site; RUN=/tmp/verl-run; D=docs/runs/verl-launch
+# the VERL_* variables move the folders, for a dry run on the CPU machine (README.md); the GPU run leaves them unset
+R=$PWD; C=${VERL_CARRY:-/tmp/verl-carry}; X=$C/x; SITE=${VERL_SITE:-/tmp/verl-site}; RUN=${VERL_RUN:-/tmp/verl-run}
+G=${VERL_GGUF_SITE:-/tmp/site}; D=docs/runs/verl-launch
 mkdir -p "$RUN" "$X"; M="$RUN/machine.txt"; t0=$(date +%s)
 # no FlashInfer sampler: its kernels come from flashinfer-cubin or a JIT build (SKIP may leave the cubins out)
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOMFORGE_MODEL_CACHE=/tmp/models RAY_DEDUP_LOGS=0 VLLM_NO_USAGE_STATS=1 \
@@ -23,12 +25,12 @@ bash $D/stage.sh >> "$M" 2>&1 || fail "stage"
 cat $C/part?? > $C/payload.tar && (cd $C && grep ' payload.tar$' manifest.sha256 | sha256sum -c -) >> "$M" 2>&1 \
   || fail "the joined tar's sha256"
 tar xf $C/payload.tar -C $X && rm -f $C/payload.tar $C/part?? && step "joined and unpacked"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $X/gguf/*.whl || fail gguf
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $G $X/gguf/*.whl || fail gguf
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $SITE $X/wheels/*.whl \
   > "$RUN/install.txt" 2>&1 || fail "pip install (install.txt)"
 step "installed $(ls $X/wheels | wc -l) wheels into $SITE"
 # the conversion runs under the machine's transformers (5.17) with the gguf package; verl reads the folder it writes
-model=$(PYTHONPATH=/tmp/site:$R python3 -m tomforge.rl.models $X/model/SmolLM2-135M-Instruct.Q4_1.gguf 2>> "$RUN/convert.log" \
+model=$(PYTHONPATH=$G:$R python3 -m tomforge.rl.models $X/model/SmolLM2-135M-Instruct.Q4_1.gguf 2>> "$RUN/convert.log" \
   | tail -1); [ -d "$model" ] || fail "gguf conversion (convert.log)"; step "model folder $model"
 # PYTHONPATH does not read .pth files: add the folders the carried ones name (nvidia-cutlass-dsl's)
 pth=$(for f in $SITE/*.pth; do [ -e "$f" ] && grep -v '^\(import\|#\)' "$f" | sed "s|^|$SITE/|"; done | tr '\n' ':')
@@ -62,4 +64,4 @@ cd $R && timeout ${VERL_TIMEOUT:-1500} python3 -m tomforge.rl.launch verl --data
   --settings-json "\$(cat $RUN/settings.json)" > $RUN/verl.log 2>&1; echo \$? > $RUN/EXIT
 SH
 rm -f "$RUN/EXIT"; setsid nohup bash "$RUN/train.sh" > /dev/null 2>&1 < /dev/null & step "verl started (detached)"
-bash $D/wait.sh "${WAIT:-240}"
+bash $D/wait.sh "${WAIT:-120}"
