@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -31,7 +32,7 @@ from tomforge.rl.verl_backend import (
     one_gpu_grpo_settings,
     package_parent,
 )
-from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS
+from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS, composed_choices
 
 VERL_PYTHON = Path(os.environ.get("TOMFORGE_VERL_PYTHON", "/tmp/verl-venv/bin/python"))
 LETTERS = "ABCDEFGH"  # the prompt letters its options A, B, C, ... (rl/prompts.py)
@@ -96,6 +97,26 @@ def test_rollout_facts_name_the_rollouts_tomforge_allows() -> None:
     registered = VERL_SOURCE_FACTS["verl.workers.rollout.replica"]
     names = {line.split('"')[1] for line in registered}
     assert names == set(VERL_ROLLOUTS) == {"vllm", "sglang", "trtllm"}  # the names read off verl 0.9.1 by hand
+
+
+def test_composed_choices_reads_each_from_its_place() -> None:
+    """A stand-in for verl's composed config, each value distinct, so a choice read from the wrong place shows."""
+    config = SimpleNamespace(
+        actor_rollout_ref=SimpleNamespace(
+            rollout=SimpleNamespace(name="vllm", mode="async"), actor=SimpleNamespace(use_kl_loss="actor-kl")
+        ),
+        algorithm=SimpleNamespace(adv_estimator="grpo", use_kl_in_reward="reward-kl"),
+        trainer=SimpleNamespace(n_gpus_per_node=3, total_training_steps=7),
+    )
+    assert composed_choices(config) == {
+        "rollout": "vllm",
+        "rollout_mode": "async",
+        "adv_estimator": "grpo",
+        "n_gpus_per_node": 3,
+        "total_training_steps": 7,
+        "use_kl_loss": "actor-kl",
+        "use_kl_in_reward": "reward-kl",
+    }
 
 
 def test_exported_parquet_reads_as_verl_reads_it(rl_parquet: Path, tmp_path: Path, monkeypatch) -> None:

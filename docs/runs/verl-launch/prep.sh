@@ -30,5 +30,5 @@ part=$(( ${CALL_MIB:-60} * 1048576 - tree - 1048576 ))  # 1 MiB kept for the tre
 n=$(ls "$W"/part?? | wc -l)
 for f in "$W"/part??; do k=${f##*part}; mkdir ".vllm$k"; mv "$f" ".vllm$k/"; cp "$W"/manifest.sha256 ".vllm$k/"; done
 echo "tree $tree bytes; payload $(stat -c %s "$W"/payload.tar) bytes in $n parts of at most $part bytes: $n calls"
-echo "(part 00 first; the last call runs stage.sh then go.sh); largest call: $(( tree + part )) bytes"
+echo "(part 00 first; the last call runs go.sh, which stages its part too); largest call: $(( tree + part )) bytes"
 rm -f "$W"/payload.tar
