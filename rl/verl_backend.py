@@ -23,6 +23,8 @@ from tomforge.errors import TomforgeError
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("verl_reward.py")  # not reward.py itself: see that file
 HERE = Path(__file__).resolve().parents[1]  # the checkout's root, or the package folder in a regular install
+# the rollouts verl 0.9.1 registers (`verl/workers/rollout/replica.py`; rl/verl_probe.py checks the lines): no HF one
+VERL_ROLLOUTS = ("vllm", "sglang", "trtllm")
 
 
 def package_parent(here: Path = HERE) -> Path:
@@ -60,6 +62,43 @@ class VerlSettings:
     test_freq: int = 25
     logger: list[str] = field(default_factory=lambda: ["console"])
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def one_gpu_grpo_settings(model: str, data_dir: str, steps: int = 100, rollout: str = "vllm") -> VerlSettings:
+    """The settings of the one-GPU verl run (docs/runs/verl-launch/go.sh): GRPO (KL as a loss, not in the reward),
+    16 prompts x 4 samples a step, 256 new tokens. Kept here, not in the script, so the tests compose and check
+    them. Why these: vLLM is verl 0.9.1's only rollout we can carry (no HF rollout); eager vLLM skips the
+    compile and graph capture a 135M model does not need; no remove-padding (it needs flash-attn, which the
+    machine lacks); validation at the start, halfway and the end. Micro-batches of 4 and prompts up to 1,024 tokens
+    are VerlSettings' defaults."""
+    return VerlSettings(
+        model=model,
+        train_files=[f"{data_dir}/tomforge_gen/train.parquet"],
+        val_files=[f"{data_dir}/tomforge_gen/test.parquet"],
+        n_gpus_per_node=1,
+        total_training_steps=steps,
+        train_batch_size=16,
+        ppo_mini_batch_size=16,
+        rollout_n=4,
+        rollout_name=rollout,
+        gpu_memory_utilization=0.4,
+        max_response_length=256,
+        learning_rate=1e-6,
+        save_freq=steps,
+        test_freq=max(1, steps // 2),
+        output_dir="/tmp/verl-ckpt",
+        experiment_name="tom-grpo-smollm2",
+        extra={
+            "algorithm.adv_estimator": "grpo",
+            "algorithm.use_kl_in_reward": False,
+            "actor_rollout_ref.actor.use_kl_loss": True,
+            "actor_rollout_ref.actor.kl_loss_coef": 0.001,
+            "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+            "actor_rollout_ref.model.use_remove_padding": False,
+            "actor_rollout_ref.rollout.enforce_eager": True,
+            "trainer.val_before_train": True,
+        },
+    )
 
 
 class VerlConfigError(TomforgeError, ValueError):
@@ -123,8 +162,19 @@ def compose_overrides(s: VerlSettings, reward_path: str | None = None) -> dict[s
         overrides["trainer.total_training_steps"] = s.total_training_steps
     overrides.update(s.extra)
     check_overrides(overrides)
+    check_rollout(overrides)
     check_gpu_split(overrides)
     return overrides
+
+
+def check_rollout(overrides: dict[str, Any]) -> None:
+    """A rollout verl does not register fails at the rollout's creation, after Ray, the actor and the data have
+    started (docs/runs/verl-launch/README.md): refused here instead."""
+    name = overrides["actor_rollout_ref.rollout.name"]
+    if name not in VERL_ROLLOUTS:
+        raise VerlConfigError(
+            f"rollout_name {name!r} (actor_rollout_ref.rollout.name): verl 0.9.1 registers only {', '.join(VERL_ROLLOUTS)}"
+        )
 
 
 def check_gpu_split(overrides: dict[str, Any]) -> None:

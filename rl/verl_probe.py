@@ -45,6 +45,12 @@ VERL_SOURCE_FACTS: dict[str, tuple[str, ...]] = {
         "doc[prompt_key], add_generation_prompt=True, tokenize=True, **apply_kwargs",
         'index = row_dict.get("extra_info", {}).get("index", 0)',
     ),
+    # the rollouts verl can build (verl_backend.VERL_ROLLOUTS): servers only, no HF rollout
+    "verl.workers.rollout.replica": (
+        'RolloutReplicaRegistry.register("vllm", _load_vllm)',
+        'RolloutReplicaRegistry.register("sglang", _load_sglang)',
+        'RolloutReplicaRegistry.register("trtllm", _load_trtllm)',
+    ),
     # the custom reward function is loaded from a file path, and reward_kwargs are merged into each call
     "verl.trainer.ppo.reward": (
         "raw_fn = load_extern_object(module_path=module_path, object_name=fn_name)",
@@ -84,6 +90,21 @@ def missing_keys(config: Any, keys: set[str] | None = None) -> list[str]:
     sentinel = object()
     wanted = expected_keys() if keys is None else keys
     return sorted(k for k in wanted if OmegaConf.select(config, k, default=sentinel) is sentinel)
+
+
+def composed_choices(config: Any) -> dict[str, Any]:
+    """The choices of the composed config a run rests on (rollout, estimator, GPUs, KL), as verl will read them:
+    after verl's defaults and `validate_config`, not as tomforge wrote the overrides."""
+    rollout, actor = config.actor_rollout_ref.rollout, config.actor_rollout_ref.actor
+    return {
+        "rollout": rollout.name,
+        "rollout_mode": rollout.mode,
+        "adv_estimator": config.algorithm.adv_estimator,
+        "n_gpus_per_node": config.trainer.n_gpus_per_node,
+        "total_training_steps": config.trainer.total_training_steps,
+        "use_kl_loss": actor.use_kl_loss,
+        "use_kl_in_reward": config.algorithm.use_kl_in_reward,
+    }
 
 
 def source_facts(facts: dict[str, tuple[str, ...]] = VERL_SOURCE_FACTS) -> dict[str, list[str]]:
@@ -189,6 +210,7 @@ def probe(overrides: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, A
         "verl": verl.__version__,
         "transformers": transformers.__version__,
         "missing_keys": missing_keys(config),
+        "composed": composed_choices(config),
         "source_facts_gone": source_facts(),
         "planted_missing": missing_keys(config, {PLANTED_KEY, "trainer.nnodes"}),
         "planted_gone": source_facts(PLANTED_FACTS),

@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tomforge.rl.verl_backend import (
     compose_overrides,
     expected_keys,
     hydra_value,
+    one_gpu_grpo_settings,
     override_args,
     package_parent,
     ray_submit_command,
@@ -209,3 +211,85 @@ def test_package_parent_and_run_verl(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("PYTHONPATH")
     run_verl({})
     assert calls[1][1]["PYTHONPATH"] == str(package_parent())
+
+
+def test_one_gpu_run_selects_vllm_and_grpo() -> None:
+    """The settings docs/runs/verl-launch/go.sh trains with, against the values written out here by hand."""
+    overrides = compose_overrides(one_gpu_grpo_settings("/tmp/m/smol", "/tmp/verl-data", steps=120))
+    want = {
+        "actor_rollout_ref.rollout.name": "vllm",
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.use_kl_in_reward": False,
+        "actor_rollout_ref.actor.use_kl_loss": True,
+        "actor_rollout_ref.actor.kl_loss_coef": 0.001,
+        "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+        "actor_rollout_ref.model.use_remove_padding": False,
+        "actor_rollout_ref.rollout.enforce_eager": True,
+        "actor_rollout_ref.model.path": "/tmp/m/smol",
+        "data.train_files": ["/tmp/verl-data/tomforge_gen/train.parquet"],
+        "data.val_files": ["/tmp/verl-data/tomforge_gen/test.parquet"],
+        "data.train_batch_size": 16,
+        "data.max_response_length": 256,
+        "actor_rollout_ref.rollout.n": 4,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 16,
+        "trainer.n_gpus_per_node": 1,
+        "trainer.total_training_steps": 120,
+        "trainer.save_freq": 120,
+        "trainer.test_freq": 60,
+        "trainer.val_before_train": True,
+    }
+    assert {key: overrides[key] for key in want} == want
+    assert "actor_rollout_ref.rollout.name=vllm" in override_args(overrides)
+    assert compose_overrides(one_gpu_grpo_settings("m", "d", steps=1))["trainer.test_freq"] == 1
+
+
+def test_one_gpu_settings_in_full() -> None:
+    """Every field of the default one-GPU run (100 steps, vLLM), written out by hand; then 7 steps on SGLang."""
+    assert asdict(one_gpu_grpo_settings("/tmp/m/smol", "/tmp/verl-data")) == {
+        "model": "/tmp/m/smol",
+        "train_files": ["/tmp/verl-data/tomforge_gen/train.parquet"],
+        "val_files": ["/tmp/verl-data/tomforge_gen/test.parquet"],
+        "n_gpus_per_node": 1,
+        "nnodes": 1,
+        "total_epochs": 5,
+        "total_training_steps": 100,
+        "train_batch_size": 16,
+        "ppo_mini_batch_size": 16,
+        "micro_batch_size_per_gpu": 4,
+        "learning_rate": 1e-6,
+        "kl_coef": 0.001,
+        "rollout_n": 4,
+        "rollout_name": "vllm",
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": 0.4,
+        "max_prompt_length": 1024,
+        "max_response_length": 256,
+        "temperature": 1.0,
+        "project_name": "tomforge",
+        "experiment_name": "tom-grpo-smollm2",
+        "output_dir": "/tmp/verl-ckpt",
+        "save_freq": 100,
+        "test_freq": 50,
+        "logger": ["console"],
+        "extra": {
+            "algorithm.adv_estimator": "grpo",
+            "algorithm.use_kl_in_reward": False,
+            "actor_rollout_ref.actor.use_kl_loss": True,
+            "actor_rollout_ref.actor.kl_loss_coef": 0.001,
+            "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+            "actor_rollout_ref.model.use_remove_padding": False,
+            "actor_rollout_ref.rollout.enforce_eager": True,
+            "trainer.val_before_train": True,
+        },
+    }
+    odd = one_gpu_grpo_settings("m", "d", steps=7, rollout="sglang")
+    assert (odd.rollout_name, odd.save_freq, odd.test_freq, odd.total_training_steps) == ("sglang", 7, 3, 7)
+    assert type(odd.test_freq) is int
+
+
+def test_a_rollout_verl_does_not_register_is_refused() -> None:
+    for name in ("hf", "naive", "vLLM"):  # verl 0.9.1 has no HF rollout; names are case-sensitive there
+        with pytest.raises(VerlConfigError, match=f"rollout_name '{name}'.*registers only vllm, sglang, trtllm$"):
+            compose_overrides(settings(rollout_name=name))
+    for name in ("vllm", "sglang", "trtllm"):
+        assert compose_overrides(settings(rollout_name=name))["actor_rollout_ref.rollout.name"] == name

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -23,8 +24,15 @@ from tests.rl_data import small_release
 from tomforge.rl.release import SplitRef, write_rl_parquet
 from tomforge.rl.reward import compute_score, make_trl_rewards
 from tomforge.rl.tiny_model import build_tokenizer
-from tomforge.rl.verl_backend import REWARD_FILE, VerlSettings, compose_overrides, package_parent
-from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS
+from tomforge.rl.verl_backend import (
+    REWARD_FILE,
+    VERL_ROLLOUTS,
+    VerlSettings,
+    compose_overrides,
+    one_gpu_grpo_settings,
+    package_parent,
+)
+from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS, composed_choices
 
 VERL_PYTHON = Path(os.environ.get("TOMFORGE_VERL_PYTHON", "/tmp/verl-venv/bin/python"))
 LETTERS = "ABCDEFGH"  # the prompt letters its options A, B, C, ... (rl/prompts.py)
@@ -83,6 +91,32 @@ def test_source_facts_name_what_tomforge_writes() -> None:
     overrides = compose_overrides(VerlSettings(model="m", train_files=["t.parquet"], val_files=["v.parquet"]))
     assert overrides["data.prompt_key"] == "prompt" and overrides["data.reward_fn_key"] == "data_source"
     assert 'config.get("prompt_key", "prompt")' in " ".join(VERL_SOURCE_FACTS["verl.utils.dataset.rl_dataset"])
+
+
+def test_rollout_facts_name_the_rollouts_tomforge_allows() -> None:
+    registered = VERL_SOURCE_FACTS["verl.workers.rollout.replica"]
+    names = {line.split('"')[1] for line in registered}
+    assert names == set(VERL_ROLLOUTS) == {"vllm", "sglang", "trtllm"}  # the names read off verl 0.9.1 by hand
+
+
+def test_composed_choices_reads_each_from_its_place() -> None:
+    """A stand-in for verl's composed config, each value distinct, so a choice read from the wrong place shows."""
+    config = SimpleNamespace(
+        actor_rollout_ref=SimpleNamespace(
+            rollout=SimpleNamespace(name="vllm", mode="async"), actor=SimpleNamespace(use_kl_loss="actor-kl")
+        ),
+        algorithm=SimpleNamespace(adv_estimator="grpo", use_kl_in_reward="reward-kl"),
+        trainer=SimpleNamespace(n_gpus_per_node=3, total_training_steps=7),
+    )
+    assert composed_choices(config) == {
+        "rollout": "vllm",
+        "rollout_mode": "async",
+        "adv_estimator": "grpo",
+        "n_gpus_per_node": 3,
+        "total_training_steps": 7,
+        "use_kl_loss": "actor-kl",
+        "use_kl_in_reward": "reward-kl",
+    }
 
 
 def test_exported_parquet_reads_as_verl_reads_it(rl_parquet: Path, tmp_path: Path, monkeypatch) -> None:
@@ -172,3 +206,34 @@ def test_verl_reads_and_scores_like_trl(rl_parquet: Path, tmp_path: Path) -> Non
         assert got["score"] == case["score"] == trl_score(case["completion"], row["reward_model"]), case
         assert got["reward_at"] == [got["response_tokens"] - 1] and got["reward_sum"] == case["score"]
         assert got["extra"]["format_ok"] == (0.0 if case["score"] == -3.0 else 1.0)
+
+
+@pytest.mark.skipif(not VERL_PYTHON.exists(), reason=f"no verl venv at {VERL_PYTHON} (docs/rl.md: the verl contract)")
+def test_verl_composes_the_one_gpu_run_with_vllm(rl_parquet: Path, tmp_path: Path) -> None:
+    """docs/runs/verl-launch/go.sh's settings, composed by verl's own Hydra files and validate_config."""
+    rows = pq.read_table(rl_parquet).to_pylist()
+    model = tmp_path / "model"
+    build_tokenizer([m["content"] for r in rows for m in r["prompt"]], vocab_size=400).save_pretrained(model)
+    settings = one_gpu_grpo_settings(str(model), str(tmp_path), steps=100)
+    settings.train_files, settings.val_files, settings.max_prompt_length = [str(rl_parquet)], [str(rl_parquet)], 8192
+    (tmp_path / "overrides.json").write_text(json.dumps(compose_overrides(settings)))
+    env = dict(os.environ, PYTHONPATH=str(package_parent()), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [str(VERL_PYTHON), "-m", "tomforge.rl.verl_probe", "--overrides-json", "overrides.json", "--out", "r.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["composed"] == {
+        "rollout": "vllm",
+        "rollout_mode": "async",  # verl 0.9.1's only mode
+        "adv_estimator": "grpo",
+        "n_gpus_per_node": 1,
+        "total_training_steps": 100,
+        "use_kl_loss": True,
+        "use_kl_in_reward": False,
+    }
+    assert report["missing_keys"] == [] and not any(report["source_facts_gone"].values())

@@ -1,59 +1,67 @@
 #!/usr/bin/env bash
-# Device call 4 (README.md), from the repository root: join and check the carried parts, install verl 0.9.1 and its
-# missing needs into /tmp/verl-site (transformers 5.10.4 there shadows the machine's 5.17 for verl's processes only),
-# convert the SmolLM2 gguf to a plain folder, run the contract pre-flight (rl/verl_probe.py) on the real tokenizer,
-# then a short verl GRPO job (STEPS, default 5) through `python -m tomforge.rl.launch verl`. Logs go to $OUT.
+# The last device call (README.md), from the repository root, after stage.sh has staged every part: join and check
+# the parts, install the wheels into /tmp/verl-site (pip --no-index --no-deps --target: transformers 5.10.4 there
+# shadows the machine's 5.17 for verl's processes only), check every need of what was installed (check_needs.py),
+# convert the SmolLM2 gguf to a plain folder (under the machine's transformers, as run 18 did), run the contract
+# pre-flight (rl/verl_probe.py) on the real tokenizer, then start verl's GRPO job (STEPS, default 100; the settings
+# are tomforge.rl.verl_backend.one_gpu_grpo_settings, vLLM rollout) detached (setsid), so it outlives this call, and
+# wait up to WAIT seconds (default 120: the steps before take minutes of the 600-s call) for it with wait.sh, which
+# packs the logs into $OUT. Later calls: `bash docs/runs/verl-launch/wait.sh 540`.
 set -u
-R=$PWD; C=/tmp/verl-carry; SITE=/tmp/verl-site; O=${OUT:-/tmp/verl-out}; mkdir -p "$O"
-export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOMFORGE_MODEL_CACHE=/tmp/models RAY_DEDUP_LOGS=0
-bash docs/runs/verl-launch/stage.sh > "$O/stage.txt" 2>&1 || exit 1
-{ nvidia-smi --query-gpu=name,memory.total --format=csv; python3 --version; } > "$O/machine.txt" 2>&1
-ray=$(cut -d' ' -f3 < $C/ray.sha256)
-cat $C/ray.part1 $C/ray.part2 > "$C/$ray" && (cd $C && sha256sum -c ray.sha256) >> "$O/machine.txt" || exit 2
-mkdir -p /tmp/m && cat $C/part1 $C/part2 > /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf" \
-  | sha256sum -c >> "$O/machine.txt" || exit 3
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $C/gguf-*.whl || exit 4
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $SITE \
-  $(ls $C/*.whl | grep -v '/gguf-') > "$O/install.txt" 2>&1 || exit 5
+# the VERL_* variables move the folders, for a dry run on the CPU machine (README.md); the GPU run leaves them unset
+R=$PWD; C=${VERL_CARRY:-/tmp/verl-carry}; X=$C/x; SITE=${VERL_SITE:-/tmp/verl-site}; RUN=${VERL_RUN:-/tmp/verl-run}
+G=${VERL_GGUF_SITE:-/tmp/site}; D=docs/runs/verl-launch
+mkdir -p "$RUN" "$X"; M="$RUN/machine.txt"; t0=$(date +%s)
+# no FlashInfer sampler: its kernels come from flashinfer-cubin or a JIT build (SKIP may leave the cubins out)
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOMFORGE_MODEL_CACHE=/tmp/models RAY_DEDUP_LOGS=0 VLLM_NO_USAGE_STATS=1 \
+  VLLM_USE_FLASHINFER_SAMPLER=0
+step() { echo "$(date -u +%T) +$(( $(date +%s) - t0 ))s $*" >> "$M"; }
+fail() { step "STOP: $*"; cat "$M"; bash $D/wait.sh 0; exit 1; }
+{ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; python3 --version; ldd --version | head -1
+  python3 -m pip list 2>/dev/null | grep -iE '^(numpy|numba|llvmlite|setuptools|protobuf|pillow|opencv-python-headless|cuda-bindings|cuda-core|cuda-pathfinder|typing.extensions) '
+} > "$M" 2>&1
+bash $D/stage.sh >> "$M" 2>&1 || fail "stage"
+(cd $C && grep ' part[0-9]*$' manifest.sha256 | sha256sum -c --quiet -) || fail "a part is missing or damaged"
+cat $C/part?? > $C/payload.tar && (cd $C && grep ' payload.tar$' manifest.sha256 | sha256sum -c -) >> "$M" 2>&1 \
+  || fail "the joined tar's sha256"
+tar xf $C/payload.tar -C $X && rm -f $C/payload.tar $C/part?? && step "joined and unpacked"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $G $X/gguf/*.whl || fail gguf
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $SITE $X/wheels/*.whl \
+  > "$RUN/install.txt" 2>&1 || fail "pip install (install.txt)"
+step "installed $(ls $X/wheels | wc -l) wheels into $SITE"
 # the conversion runs under the machine's transformers (5.17) with the gguf package; verl reads the folder it writes
-model=$(PYTHONPATH=/tmp/site:$R python3 -m tomforge.rl.models /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf | tail -1)
-echo "model folder: $model" >> "$O/machine.txt"
-export PYTHONPATH=$SITE:$R
-python3 -c "import verl, transformers, ray, torch; print('verl', verl.__version__, 'transformers', transformers.__version__,
-'ray', ray.__version__, 'torch', torch.__version__)" >> "$O/machine.txt" 2>&1
-python3 -c "import vllm; print('vllm', vllm.__version__)" >> "$O/machine.txt" 2>&1
+model=$(PYTHONPATH=$G:$R python3 -m tomforge.rl.models $X/model/SmolLM2-135M-Instruct.Q4_1.gguf 2>> "$RUN/convert.log" \
+  | tail -1); [ -d "$model" ] || fail "gguf conversion (convert.log)"; step "model folder $model"
+# PYTHONPATH does not read .pth files: add the folders the carried ones name (nvidia-cutlass-dsl's)
+pth=$(for f in $SITE/*.pth; do [ -e "$f" ] && grep -v '^\(import\|#\)' "$f" | sed "s|^|$SITE/|"; done | tr '\n' ':')
+export PYTHONPATH=$SITE:$pth$R
+python3 $D/check_needs.py --installed $SITE > "$RUN/needs.txt" 2>&1; step "needs: $(head -1 "$RUN/needs.txt")"
+python3 -c "import torch, transformers, verl, vllm, ray; print('torch', torch.__version__, 'transformers',
+transformers.__version__, 'verl', verl.__version__, 'vllm', vllm.__version__, 'ray', ray.__version__)" >> "$M" 2>&1 \
+  || fail "imports"
 mkdir -p /tmp/verl-data
-python3 - "$model" > "$O/settings.json" <<'PY'
+python3 - "$model" > "$RUN/settings.json" <<'PY' || fail "settings"
 import json, os, sys
 from dataclasses import asdict
-from tomforge.rl.verl_backend import VerlSettings
-steps = int(os.environ.get("STEPS", "5"))
-s = VerlSettings(model=sys.argv[1], train_files=["/tmp/verl-data/tomforge_gen/train.parquet"],
-                 val_files=["/tmp/verl-data/tomforge_gen/test.parquet"], n_gpus_per_node=1, total_training_steps=steps,
-                 train_batch_size=16, ppo_mini_batch_size=16, micro_batch_size_per_gpu=4, rollout_n=4,
-                 rollout_name=os.environ.get("ROLLOUT", "vllm"), gpu_memory_utilization=0.4, max_prompt_length=1024,
-                 max_response_length=256, learning_rate=1e-6, save_freq=steps, test_freq=steps,
-                 output_dir="/tmp/verl-ckpt", experiment_name="tom-grpo-smollm2",
-                 extra={"algorithm.adv_estimator": "grpo", "actor_rollout_ref.model.use_remove_padding": False})
-print(json.dumps(asdict(s)))
+from tomforge.rl.verl_backend import one_gpu_grpo_settings
+print(json.dumps(asdict(one_gpu_grpo_settings(sys.argv[1], "/tmp/verl-data", steps=int(os.environ.get("STEPS", "100"))))))
 PY
-# pre-flight: verl's config, dataset class and source facts on the real tokenizer (no completions scored here)
-python3 - "$O/settings.json" > /dev/null <<'PY'
+python3 - "$RUN/settings.json" "$X/release" <<'PY' || fail "parquet"
 import json, sys
 from pathlib import Path
 from tomforge.rl.release import SplitRef, write_rl_parquet
 from tomforge.rl.verl_backend import VerlSettings, compose_overrides
 s = VerlSettings(**json.loads(Path(sys.argv[1]).read_text()))
 for split in ("tomforge_gen/train", "tomforge_gen/test"):
-    write_rl_parquet(Path("/tmp/verl-carry/release"), SplitRef.parse(split), Path("/tmp/verl-data"))
+    write_rl_parquet(Path(sys.argv[2]), SplitRef.parse(split), Path("/tmp/verl-data"))
 Path("/tmp/verl-data/overrides.json").write_text(json.dumps(compose_overrides(s)))
 PY
-python3 -m tomforge.rl.verl_probe --overrides-json /tmp/verl-data/overrides.json --out "$O/preflight.json" \
-  > "$O/preflight.log" 2>&1; echo "preflight exit $?" >> "$O/machine.txt"
-timeout "${VERL_TIMEOUT:-420}" python3 -m tomforge.rl.launch verl --dataset /tmp/verl-carry/release \
-  --train tomforge_gen/train --val tomforge_gen/test --data-dir /tmp/verl-data \
-  --settings-json "$(cat "$O/settings.json")" > "$O/verl.log" 2>&1
-echo "verl exit $?" >> "$O/machine.txt"
-grep -n "Error\|error:" "$O/verl.log" | tail -5 >> "$O/machine.txt"
-cat "$O/machine.txt"
+python3 -m tomforge.rl.verl_probe --overrides-json /tmp/verl-data/overrides.json --out "$RUN/preflight.json" \
+  > "$RUN/preflight.log" 2>&1; step "preflight exit $?"
+cat > "$RUN/train.sh" <<SH
+cd $R && timeout ${VERL_TIMEOUT:-1500} python3 -m tomforge.rl.launch verl --dataset $X/release \\
+  --train tomforge_gen/train --val tomforge_gen/test --data-dir /tmp/verl-data \\
+  --settings-json "\$(cat $RUN/settings.json)" > $RUN/verl.log 2>&1; echo \$? > $RUN/EXIT
+SH
+rm -f "$RUN/EXIT"; setsid nohup bash "$RUN/train.sh" > /dev/null 2>&1 < /dev/null & step "verl started (detached)"
+bash $D/wait.sh "${WAIT:-120}"
