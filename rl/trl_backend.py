@@ -25,62 +25,15 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from tomforge.errors import TomforgeError
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.distributed import launcher
 from tomforge.rl.models import materialize
-from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
-
-ALGORITHMS = ("rloo", "grpo")
-
-
-class TrlSettingsError(TomforgeError, ValueError):
-    """TRL settings that cannot train (an unknown algorithm, a batch that is no multiple of the generations):
-    bad input, one line."""
-
-
-@dataclass
-class TrlSettings:
-    """Everything a TRL run needs; serializable, printed by the dry run."""
-
-    model: str
-    output_dir: str = "var/rl"
-    algorithm: str = "rloo"
-    max_steps: int = 200
-    learning_rate: float = 1e-6
-    beta: float = 0.001
-    epsilon: float = 0.2
-    num_generations: int = 8
-    per_device_train_batch_size: int = 32  # completions per device per step (prompts x generations)
-    gradient_accumulation_steps: int = 1
-    max_completion_length: int = 256
-    temperature: float = 1.0
-    logging_steps: int = 1
-    save_steps: int = 100
-    seed: int = 0
-    bf16: bool = False
-    use_vllm: bool = False
-    gradient_checkpointing: bool = False
-    fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
-    # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 14: RLOO step 1.66 -> 1.01 -> 0.71 s)
-    compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
-    compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.compiled_layers)
-    report_to: str = "none"
-    sft_steps: int = 0  # supervised warm-up steps before RL, in the same processes (`rl.stage.run_trl_here`)
-    reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise TrlSettingsError(f"algorithm must be one of {ALGORITHMS}, not {self.algorithm!r}")
-        if self.per_device_train_batch_size % self.num_generations:
-            raise TrlSettingsError(
-                "per_device_train_batch_size counts completions: make it a multiple of num_generations"
-            )
+from tomforge.rl.reward import RewardWeights, make_trl_rewards
+from tomforge.rl.trl_settings import ALGORITHMS, TrlSettings, TrlSettingsError  # noqa: F401 (their old home)
 
 
 def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:

@@ -106,21 +106,6 @@ def drawn_help(make: Callable[[], str], placeholder: str) -> str:
     return placeholder
 
 
-def settings_set(command: Callable[..., Any], owner: str, flags: dict[str, Any]) -> dict[str, Any]:
-    """The fields of the settings class `owner` (`module:Owner`) that the set flags among `flags` (parameter
-    name -> value) name in their `setting_option`: field -> value. A flag's field is written once, at the flag."""
-    fields = {}
-    for name, param in inspect.signature(command).parameters.items():
-        shown = getattr(param.default, "show_default", None)
-        if not isinstance(shown, SettingDefault) or flags.get(name) is None:
-            continue
-        for ref in shown.refs.values():
-            ref_owner, field = ref.rsplit(".", 1)
-            if ref_owner == owner:
-                fields[field] = flags[name]
-    return fields
-
-
 def resolve_shown_defaults(command: TyperCommand) -> None:
     """Replace every `SettingDefault` of `command`'s flags with the text its field(s) give, and every
     `drawn_help` placeholder with the text its function writes."""
