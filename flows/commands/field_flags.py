@@ -35,9 +35,8 @@ class FieldOption:
 
     def option(self) -> Any:
         """The typer option: None unless given, its shown default read from the field(s) when help is drawn."""
+        # shown as one value when the fields agree (always, for one settings class), else `trl 32, verl 64`
         refs = {label: f"{owner.__module__}:{owner.__qualname__}.{name}" for label, owner, name in self.fields}
-        if len(refs) == 1:
-            refs = {"": next(iter(refs.values()))}  # one settings class: its default shown without a label
         return typer.Option(
             None,
             *self.flag.names,
@@ -122,7 +121,7 @@ def field_flags(owners: dict[str, type], after: str) -> Callable[[Callable[..., 
 
         parameters = own[:at] + made + own[at:]
         run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
+        run.__annotations__ = {}  # typer reads each type from the signature, evaluated above (no strings left)
         return run
 
     return decorate
