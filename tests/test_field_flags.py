@@ -71,6 +71,8 @@ def test_a_new_field_is_a_flag_of_the_command_and_reaches_the_setting() -> None:
     assert seen[-1].build(WiderScan) == WiderScan()  # nothing given: every default from the class
     refused = CliRunner().invoke(app, ["run", "--max-hits", "0"])
     assert refused.exit_code == 2 and "--max-hits" in refused.output  # click's own check of `min`
+    not_a_number = CliRunner().invoke(app, ["run", "--first", "one"])  # the command's own flags keep their types
+    assert not_a_number.exit_code == 2 and "--first" in not_a_number.output
 
 
 @dataclass
