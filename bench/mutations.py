@@ -621,11 +621,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "cli_defaults.train_batch_size_drifts",
-        "flows/commands/rl.py",
-        'by_backend={"trl": f"{TRL}.per_device_train_batch_size",',
-        'by_backend={"trl": f"{VERL}.train_batch_size",',
+        "rl/verl_backend.py",
+        'train_batch_size: int = flag(64, "--batch-size", min=1, help="verl: prompts per step.")',
+        "train_batch_size: int = 64",
         ("tests/test_cli_defaults.py",),
-        "train --help promises a batch size the TRL run does not use",
+        "train --batch-size no longer reaches verl's train_batch_size, and --help shows TRL's default alone",
     ),
     Mutation(
         "cli_defaults.eval_declares_its_own",
@@ -1008,8 +1008,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cli.compile_flag_misses_the_layers",
         "flows/commands/rl.py",
-        '        setting=f"{TRL}.compile_layers",',  # the flag's field: `settings_set` sets it from here
-        '        setting=f"{TRL}.compile_rollouts",',
+        '        overrides["compile_rollouts"] = overrides["compile_layers"]',  # --compile: declared on compile_layers
+        '        overrides["compile_rollouts"] = overrides.pop("compile_layers")',
         ("tests/test_cli_defaults.py::test_compile_flag_sets_both_the_rollouts_and_the_layers",),
         "`tomforge train --no-compile` still compiles the policy's layers on a GPU",
     ),

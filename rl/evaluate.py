@@ -316,31 +316,18 @@ def evaluate(
     label = label or Path(model_path).name
     trained_on = trained_on or trained_on_of(model_path)
     run_id = run_id_of(model_path, label, dataset, revision)
+    run = {"run_id": run_id, "model": model_path, "label": label, "dataset": dataset, "revision": revision}
     load_path = materialize(model_path) if model is None else model_path  # a .gguf file: its folder (rl.models)
     id_names = set(in_distribution)
     rows: list[dict[str, Any]] = []
     for split_number, ref in enumerate(refs):
-        table = read_split(root, ref, limit)
-        prompts = table.column("prompt").to_pylist()
-        truths = [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()]
-        infos = table.column("extra_info").to_pylist()
-        renderings = renderings_of(table)
-        places = table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos)
+        prompts, truths, infos, renderings, places = _split_columns(read_split(root, ref, limit))
         item_chances = chances([decode_ground_truth(truth) for truth in truths])  # the split is the set
-        mine = list(range(len(prompts)))
-        if shard is not None:
-            order = generation_order(load_path, prompts, backend, model, tokenizer)
-            mine = sorted(shard.of_batches(order, batch_size))  # input order: each generator sorts them again
-        completions = generate(
-            load_path,
-            [prompts[i] for i in mine],
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            backend=backend,
-            model=model,
-            tokenizer=tokenizer,
-            stats=stats,
+        mine, completions = _completions(
+            load_path, prompts, shard, batch_size, max_new_tokens, backend, model, tokenizer, stats
         )
+        in_id = bool({ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names)
+        where = {"config": ref.config, "split": ref.split, "distribution": "in_distribution" if in_id else "held_out"}
         for item, completion in zip(mine, completions):
             truth, info, rendering, place = truths[item], infos[item], renderings[item], places[item]
             if positions is not None:
@@ -348,27 +335,9 @@ def evaluate(
             scored = score_completion(completion, truth)
             rows.append(
                 {
-                    "run_id": run_id,
-                    "model": model_path,
-                    "label": label,
-                    "dataset": dataset,
-                    "revision": revision,
-                    "config": ref.config,
-                    "split": ref.split,
-                    "distribution": "in_distribution"
-                    if {ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names
-                    else "held_out",
-                    "item_id": info["item_id"],
-                    "source": info["source"],
-                    "belief_order": info["belief_order"],
-                    "question_type": info["question_type"],
-                    "answer_format": info["answer_format"],
-                    "completion": completion,
-                    "extracted": scored.extracted,
-                    "format_ok": scored.format_ok,
-                    "correct": scored.correct,
-                    "reward": scored.score,
-                    **_fidelity_fields(scored),
+                    **run,
+                    **where,
+                    **_item_fields(info, completion, scored),
                     "rendering": rendering,
                     "trained_on": trained_on,
                     "pair_key": pair_key(info["source"], place or info["item_id"], truth),
@@ -376,6 +345,66 @@ def evaluate(
                 }
             )
     return rows
+
+
+def _completions(
+    load_path: str,
+    prompts: list[Any],
+    shard: Shard | None,
+    batch_size: int,
+    max_new_tokens: int,
+    backend: str,
+    model: Any,
+    tokenizer: Any,
+    stats: GenerationStats | None,
+) -> tuple[list[int], list[str]]:
+    """The items of a split this process generates (all of them, unless it is one `shard` of several: its batches,
+    `Shard.of_batches` over `generation_order`) and their completions, in the same order."""
+    mine = list(range(len(prompts)))
+    if shard is not None:
+        order = generation_order(load_path, prompts, backend, model, tokenizer)
+        mine = sorted(shard.of_batches(order, batch_size))  # input order: each generator sorts them again
+    completions = generate(
+        load_path,
+        [prompts[i] for i in mine],
+        batch_size=batch_size,
+        max_new_tokens=max_new_tokens,
+        backend=backend,
+        model=model,
+        tokenizer=tokenizer,
+        stats=stats,
+    )
+    return mine, completions
+
+
+def _split_columns(table: pa.Table) -> tuple[list[Any], list[Any], list[Any], list[Any], list[Any]]:
+    """A split's prompts, ground truths, extra infos, renderings and source refs (None each where the release has
+    no `source_ref` column), one per item."""
+    infos = table.column("extra_info").to_pylist()
+    return (
+        table.column("prompt").to_pylist(),
+        [rm["ground_truth"] for rm in table.column("reward_model").to_pylist()],
+        infos,
+        renderings_of(table),
+        table.column("source_ref").to_pylist() if "source_ref" in table.column_names else [None] * len(infos),
+    )
+
+
+def _item_fields(info: dict[str, Any], completion: str, scored: Scored) -> dict[str, Any]:
+    """The item's own fields of a result row: what it asks (from its extra info) and how the completion scored."""
+    return {
+        "item_id": info["item_id"],
+        "source": info["source"],
+        "belief_order": info["belief_order"],
+        "question_type": info["question_type"],
+        "answer_format": info["answer_format"],
+        "completion": completion,
+        "extracted": scored.extracted,
+        "format_ok": scored.format_ok,
+        "correct": scored.correct,
+        "reward": scored.score,
+        **_fidelity_fields(scored),
+    }
 
 
 def generation_order(
@@ -472,10 +501,6 @@ def summarize(
     'transfer': the format-transfer block (`rl.transfer.transfer_view`, its intervals drawn with `seed`; models
     that did not learn get no differences)}.
     A split a model was evaluated on in several renderings gets a column per rendering (`config/split:rendering`)."""
-
-    def acc(items: list[dict[str, Any]], key: str = "correct") -> float:
-        return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
-
     several = _rendered_several_ways(rows)
 
     def column_of(r: dict[str, Any]) -> str:
@@ -487,34 +512,17 @@ def summarize(
     for r in rows:
         groups.setdefault((r["label"], column_of(r)), []).append(r)
         by_label.setdefault(r["label"], []).append(r)
-    matrix: dict[str, dict[str, float]] = {}
-    chance: dict[str, dict[str, float | None]] = {}
-    fmt: dict[str, dict[str, float]] = {}
-    counts: dict[str, dict[str, int]] = {}
-    by_order: dict[str, dict[str, dict[str, float]]] = {}
-    faithful: dict[str, dict[str, Any]] = {}
-    faithful_by_order: dict[str, dict[str, Any]] = {}
-    for (label, column), items in sorted(groups.items()):
-        faithful.setdefault(label, {})[column] = fidelity(items)
-        faithful_by_order.setdefault(label, {})[column] = fidelity_by_order(items)
-        matrix.setdefault(label, {})[column] = acc(items)
-        chance.setdefault(label, {})[column] = mean_chance(items)
-        fmt.setdefault(label, {})[column] = acc(items, "format_ok")
-        counts.setdefault(label, {})[column] = len(items)
-        orders: dict[str, list[dict[str, Any]]] = {}
-        for r in items:
-            orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
-        by_order.setdefault(label, {})[column] = {o: acc(v) for o, v in sorted(orders.items())}
+    tables = _column_tables(groups)
     gates = {label: learning_gate(mine, (training or {}).get(label), threshold) for label, mine in by_label.items()}
     summary: dict[str, Any] = {
-        "matrix": matrix,
-        "chance": chance,
+        "matrix": tables["matrix"],
+        "chance": tables["chance"],
         "by_format": chance_table(rows, column_of),
-        "format_rate": fmt,
-        "n": counts,
-        "by_order": by_order,
-        "fidelity": faithful,
-        "fidelity_by_order": faithful_by_order,
+        "format_rate": tables["format_rate"],
+        "n": tables["n"],
+        "by_order": tables["by_order"],
+        "fidelity": tables["fidelity"],
+        "fidelity_by_order": tables["fidelity_by_order"],
         "gates": {label: gate.as_dict() | {"line": gate.line(label)} for label, gate in sorted(gates.items())},
         "transfer": transfer_view(
             rows, seed=seed, did_not_learn={label for label, gate in gates.items() if gate.did_not_learn}
@@ -523,6 +531,30 @@ def summarize(
     if len(gates) == 1:
         summary["gate"] = next(iter(summary["gates"].values()))
     return summary
+
+
+def _accuracy(items: list[dict[str, Any]], key: str = "correct") -> float:
+    """The share of `items` whose `key` is true, to 4 places; NaN for no items."""
+    return round(sum(bool(r[key]) for r in items) / len(items), 4) if items else float("nan")
+
+
+def _column_tables(groups: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The summary's tables of one value per (model, column) group, by table name: `matrix` (accuracy), `chance`,
+    `format_rate`, `n`, `by_order` (accuracy per belief order), `fidelity` and `fidelity_by_order`."""
+    names = ("matrix", "chance", "format_rate", "n", "by_order", "fidelity", "fidelity_by_order")
+    tables: dict[str, dict[str, Any]] = {name: {} for name in names}
+    for (label, column), items in sorted(groups.items()):
+        tables["fidelity"].setdefault(label, {})[column] = fidelity(items)
+        tables["fidelity_by_order"].setdefault(label, {})[column] = fidelity_by_order(items)
+        tables["matrix"].setdefault(label, {})[column] = _accuracy(items)
+        tables["chance"].setdefault(label, {})[column] = mean_chance(items)
+        tables["format_rate"].setdefault(label, {})[column] = _accuracy(items, "format_ok")
+        tables["n"].setdefault(label, {})[column] = len(items)
+        orders: dict[str, list[dict[str, Any]]] = {}
+        for r in items:
+            orders.setdefault("none" if r["belief_order"] is None else str(r["belief_order"]), []).append(r)
+        tables["by_order"].setdefault(label, {})[column] = {o: _accuracy(v) for o, v in sorted(orders.items())}
+    return tables
 
 
 def did_not_learn(summary: dict[str, Any], label: str) -> bool:

@@ -42,30 +42,7 @@ def fast_trainer_class(
 
         def _fast_generator(self) -> Any:
             """The generator over an inference copy of the policy, or None (with the reason logged once)."""
-            import torch
-
-            from tomforge.rl.fastgen import FastGenerator, Sampling, UnsupportedModel
-
-            if self._fast_refused is not None:
-                return None
-            model = self.accelerator.unwrap_model(self.model)
-            try:
-                if self.use_vllm or self.is_deepspeed_enabled or self.is_fsdp_enabled:
-                    raise UnsupportedModel("vLLM, DeepSpeed or FSDP in use")
-                self._fast_sampling = Sampling.from_generation_config(self.generation_config)
-                if self._fast is None:
-                    on_gpu = model.device.type == "cuda"
-                    dtype = torch.bfloat16 if on_gpu and self.args.bf16 else None
-                    self._fast = FastGenerator.inference_copy(
-                        model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts
-                    )
-                    self.fast_generation_stats = self._fast.stats
-            except UnsupportedModel as exc:
-                self._fast_refused = str(exc)
-                log.warning("fast generation off, using TRL's own: %s", exc)
-                return None
-            self._fast.sync_from(model)
-            return self._fast
+            return _fast_generator_of(self, compile_rollouts)
 
         def _generate_single_turn(
             self, prompt_ids: Any, images: Any, multimodal_fields: Any, *args: Any, **kwargs: Any
@@ -73,18 +50,7 @@ def fast_trainer_class(
             fast = None if images is not None or multimodal_fields else self._fast_generator()
             if fast is None:
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, *args, **kwargs)
-            from tomforge.rl.fastgen import stop_sequence_ids
-
-            completion_ids = fast.generate(
-                [list(p) for p in prompt_ids],
-                max_new_tokens=self.max_completion_length,
-                stop_ids=list(self.eos_token_ids),
-                pad_id=self._tokenizer.pad_token_id,
-                stop_sequences=stop_sequence_ids(self._tokenizer, stop_texts),
-                sampling=self._fast_sampling,
-                batch_size=generation_batch_size,
-                sort_by_length=False,
-            )
+            completion_ids = _fast_completions(self, fast, prompt_ids, stop_texts, generation_batch_size)
             return (completion_ids, None) if returns_logprobs else completion_ids  # GRPO's form: (ids, logprobs)
 
         def _get_per_token_logps_and_entropies(
@@ -108,3 +74,51 @@ def fast_trainer_class(
     FastRolloutTrainer.__name__ = f"FastRollout{base.__name__}"
     FastRolloutTrainer.__qualname__ = FastRolloutTrainer.__name__
     return FastRolloutTrainer
+
+
+def _fast_generator_of(trainer: Any, compile_rollouts: bool | None) -> Any:
+    """`trainer`'s fast generator over an inference copy of its policy, synced with the policy's weights; None
+    (the reason logged once, then remembered) where it cannot serve: vLLM, DeepSpeed, FSDP or a model it does not
+    support."""
+    import torch
+
+    from tomforge.rl.fastgen import FastGenerator, Sampling, UnsupportedModel
+
+    if trainer._fast_refused is not None:
+        return None
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    try:
+        if trainer.use_vllm or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
+            raise UnsupportedModel("vLLM, DeepSpeed or FSDP in use")
+        trainer._fast_sampling = Sampling.from_generation_config(trainer.generation_config)
+        if trainer._fast is None:
+            on_gpu = model.device.type == "cuda"
+            dtype = torch.bfloat16 if on_gpu and trainer.args.bf16 else None
+            trainer._fast = FastGenerator.inference_copy(
+                model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts
+            )
+            trainer.fast_generation_stats = trainer._fast.stats
+    except UnsupportedModel as exc:
+        trainer._fast_refused = str(exc)
+        log.warning("fast generation off, using TRL's own: %s", exc)
+        return None
+    trainer._fast.sync_from(model)
+    return trainer._fast
+
+
+def _fast_completions(
+    trainer: Any, fast: Any, prompt_ids: Any, stop_texts: tuple[str, ...], generation_batch_size: int
+) -> Any:
+    """The completions of one rollout through `fast`, as TRL's own generation would stop and sample them."""
+    from tomforge.rl.fastgen import stop_sequence_ids
+
+    return fast.generate(
+        [list(p) for p in prompt_ids],
+        max_new_tokens=trainer.max_completion_length,
+        stop_ids=list(trainer.eos_token_ids),
+        pad_id=trainer._tokenizer.pad_token_id,
+        stop_sequences=stop_sequence_ids(trainer._tokenizer, stop_texts),
+        sampling=trainer._fast_sampling,
+        batch_size=generation_batch_size,
+        sort_by_length=False,
+    )

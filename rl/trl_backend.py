@@ -25,62 +25,15 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from tomforge.errors import TomforgeError
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.distributed import launcher
 from tomforge.rl.models import materialize
-from tomforge.rl.reward import DEFAULT_WEIGHTS, RewardWeights, make_trl_rewards
-
-ALGORITHMS = ("rloo", "grpo")
-
-
-class TrlSettingsError(TomforgeError, ValueError):
-    """TRL settings that cannot train (an unknown algorithm, a batch that is no multiple of the generations):
-    bad input, one line."""
-
-
-@dataclass
-class TrlSettings:
-    """Everything a TRL run needs; serializable, printed by the dry run."""
-
-    model: str
-    output_dir: str = "var/rl"
-    algorithm: str = "rloo"
-    max_steps: int = 200
-    learning_rate: float = 1e-6
-    beta: float = 0.001
-    epsilon: float = 0.2
-    num_generations: int = 8
-    per_device_train_batch_size: int = 32  # completions per device per step (prompts x generations)
-    gradient_accumulation_steps: int = 1
-    max_completion_length: int = 256
-    temperature: float = 1.0
-    logging_steps: int = 1
-    save_steps: int = 100
-    seed: int = 0
-    bf16: bool = False
-    use_vllm: bool = False
-    gradient_checkpointing: bool = False
-    fast_generation: bool = True  # rollouts through rl.fastgen (rl.fast_trl); False: TRL's own `generate`
-    # None: on with CUDA and Triton (rl.fastgen.compiler_available; run 14: RLOO step 1.66 -> 1.01 -> 0.71 s)
-    compile_rollouts: bool | None = None  # the fast path's layer halves compiled (rl.fastgen.compiled_blocks)
-    compile_layers: bool | None = None  # the policy's and reference's decoder layers (rl.compiled_layers)
-    report_to: str = "none"
-    sft_steps: int = 0  # supervised warm-up steps before RL, in the same processes (`rl.stage.run_trl_here`)
-    reward_weights: dict[str, Any] = field(default_factory=lambda: asdict(DEFAULT_WEIGHTS))  # RewardWeights' fields
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise TrlSettingsError(f"algorithm must be one of {ALGORITHMS}, not {self.algorithm!r}")
-        if self.per_device_train_batch_size % self.num_generations:
-            raise TrlSettingsError(
-                "per_device_train_batch_size counts completions: make it a multiple of num_generations"
-            )
+from tomforge.rl.reward import RewardWeights, make_trl_rewards
+from tomforge.rl.trl_settings import ALGORITHMS, TrlSettings, TrlSettingsError  # noqa: F401 (their old home)
 
 
 def trl_config_kwargs(s: TrlSettings) -> dict[str, Any]:
@@ -161,61 +114,80 @@ def train_trl(
 ) -> dict[str, Any]:
     """Run RLOO/GRPO on `train_dataset` (a `datasets.Dataset` with `prompt` and `reward_model`);
     save the final model to `output_dir`; return the log history and timing."""
-    from transformers import TrainerCallback
-    from trl import GRPOTrainer, RLOOTrainer
-
-    step_times: list[float] = []
-    last = [time.perf_counter()]
-
-    class StepTimer(TrainerCallback):
-        """Wall time of every optimizer step (steps/s in the run's metrics)."""
-
-        def on_step_end(self, args, state, control, **kwargs):
-            now = time.perf_counter()
-            step_times.append(now - last[0])
-            last[0] = now
-
     weights = RewardWeights(**s.reward_weights)
     # TRL types a reward function as returning list[float | None] (None: not applicable); ours always score
     funcs: list[Any] = reward_funcs if reward_funcs is not None else make_trl_rewards(weights)
-    trainer_cls: Any = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
-    if s.fast_generation and not s.use_vllm:
-        from tomforge.rl.fast_trl import fast_trainer_class
-
-        trainer_cls = fast_trainer_class(trainer_cls, compile_rollouts=s.compile_rollouts)
-    guard = nonfinite_guard()
-    trainer = trainer_cls(
+    timer, guard = step_timer(), nonfinite_guard()
+    trainer = trainer_class(s)(
         model=model if model is not None else materialize(s.model),
         reward_funcs=funcs,
         args=build_trl_config(s),
         train_dataset=train_dataset,
         processing_class=tokenizer,
-        callbacks=[StepTimer(), guard, *(callbacks or [])],
+        callbacks=[timer, guard, *(callbacks or [])],
     )
     if layers_compiled(s.compile_layers, trainer.model):
         for compiled in (trainer.model, getattr(trainer, "ref_model", None)):
             if compiled is not None:
                 compile_decoder_layers(trainer.accelerator.unwrap_model(compiled))
-    started = last[0] = time.perf_counter()
+    started = timer.last = time.perf_counter()
     result = trainer.train()
     elapsed = time.perf_counter() - started
-    trainer.save_model(s.output_dir)  # (transformers writes it from the first process only)
-    history = trainer.state.log_history
-    if trainer.is_world_process_zero():  # one writer where several processes trained (`--gpus N`)
-        if trainer.processing_class is not None:
-            trainer.processing_class.save_pretrained(s.output_dir)
-        Path(s.output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
-    trainer.accelerator.wait_for_everyone()  # the folder is whole before any process goes on
+    history = save_trained(trainer, s.output_dir)
     return {
         "output_dir": s.output_dir,
         "steps": trainer.state.global_step,
         "seconds": elapsed,
-        "step_times": step_times,
+        "step_times": timer.times,
         "log_history": history,
         "train_loss": result.training_loss,
         "skipped_nonfinite_steps": guard.skipped,
         "generation": generation_summary(trainer),
     }
+
+
+def trainer_class(s: TrlSettings) -> Any:
+    """TRL's RLOO or GRPO trainer, its rollouts through the fast path (`rl.fast_trl`) unless TRL's own generation
+    (or vLLM) is asked for."""
+    from trl import GRPOTrainer, RLOOTrainer
+
+    trainer_cls: Any = RLOOTrainer if s.algorithm == "rloo" else GRPOTrainer
+    if s.fast_generation and not s.use_vllm:
+        from tomforge.rl.fast_trl import fast_trainer_class
+
+        trainer_cls = fast_trainer_class(trainer_cls, compile_rollouts=s.compile_rollouts)
+    return trainer_cls
+
+
+def step_timer() -> Any:
+    """A callback timing every optimizer step (steps/s in the run's metrics): `times`, one per step, each from
+    `last` (set when the training starts) to the step's end."""
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+            self.last = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            now = time.perf_counter()
+            self.times.append(now - self.last)
+            self.last = now
+
+    return StepTimer()
+
+
+def save_trained(trainer: Any, output_dir: str) -> list[dict[str, Any]]:
+    """The trained model, its tokenizer and `log_history.json` written to `output_dir` by one process where
+    several trained (`--gpus N`), the folder whole before any process goes on; the log history returned."""
+    trainer.save_model(output_dir)  # (transformers writes it from the first process only)
+    history: list[dict[str, Any]] = trainer.state.log_history
+    if trainer.is_world_process_zero():
+        if trainer.processing_class is not None:
+            trainer.processing_class.save_pretrained(output_dir)
+        Path(output_dir, "log_history.json").write_text(json.dumps(history, indent=1, default=str))
+    trainer.accelerator.wait_for_everyone()
+    return history
 
 
 def generation_summary(trainer: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tomforge.errors import TomforgeError
+from tomforge.flag_fields import flag
 
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("verl_reward.py")  # not reward.py itself: see that file
@@ -41,23 +42,23 @@ class VerlSettings:
     val_files: list[str]
     n_gpus_per_node: int = 8
     nnodes: int = 1
-    total_epochs: int = 5
+    total_epochs: int = flag(5, "--epochs", min=1, help="verl epochs.")
     total_training_steps: int | None = None
-    train_batch_size: int = 64
+    train_batch_size: int = flag(64, "--batch-size", min=1, help="verl: prompts per step.")
     ppo_mini_batch_size: int = 32
     micro_batch_size_per_gpu: int = 4
-    learning_rate: float = 3e-7
-    kl_coef: float = 0.001
-    rollout_n: int = 8
+    learning_rate: float = flag(3e-7, "--learning-rate", "--lr")
+    kl_coef: float = flag(0.001, "--kl-coef", help="KL coefficient against the reference model.")
+    rollout_n: int = flag(8, "--num-generations", min=2, help="Samples per prompt.")
     rollout_name: str = "vllm"
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.6
     max_prompt_length: int = 1024
-    max_response_length: int = 1024
+    max_response_length: int = flag(1024, "--max-completion-length")
     temperature: float = 1.0
     project_name: str = "tomforge"
     experiment_name: str = "tom-reinforce-pp"
-    output_dir: str = "var/rl"
+    output_dir: str = flag("var/rl", "--output-dir", "-o", help="Checkpoints and logs.")
     save_freq: int = 50
     test_freq: int = 25
     logger: list[str] = field(default_factory=lambda: ["console"])

@@ -157,13 +157,13 @@ def _rl_expected() -> dict[str, dict[str, str]]:
         "batch_size": both("per_device_train_batch_size", "train_batch_size"),
         "grad_accum": one("gradient_accumulation_steps"),
         "learning_rate": both("learning_rate", "learning_rate"),
-        "beta": one("beta", "kl_coef"),
+        "kl_coef": one("beta", "kl_coef"),
         "max_completion_length": both("max_completion_length", "max_response_length"),
         "bf16": "--bf16" if trl["bf16"] else "--no-bf16",
         "seed": one("seed"),
         "sft_steps": one("sft_steps"),
         "fast_generation": "--fast-generation" if trl["fast_generation"] else "--hf-generation",
-        "compile_": {None: "auto", True: "--compile", False: "--no-compile"}[trl["compile_layers"]],
+        "compile": {None: "auto", True: "--compile", False: "--no-compile"}[trl["compile_layers"]],
         "data_dir": str(_defaults_of(stage.launch)["data_dir"]),
     }
     evaluated = _defaults_of(evaluate)
@@ -303,14 +303,17 @@ def test_a_flag_shows_the_default_its_settings_field_has_now(monkeypatch: pytest
 
 def test_the_cli_imports_no_settings_module_until_help_is_drawn() -> None:
     """Reading the defaults is lazy: `tomforge eval` on the GPU machine needs neither the generator (orjson)
-    nor the TRL backend's module to start."""
+    nor the TRL backend's module to start. `train`'s flags are made from its settings classes' fields when the CLI
+    starts (issue 39), so those are imported, from modules of their own that need neither the backend nor the
+    reward (`rl/trl_settings.py`, `rl/verl_backend.py`)."""
     import subprocess
     import sys
 
     code = (
         "import sys\nimport tomforge.flows.cli\n"
         "print(sorted(m for m in ('tomforge.rl.trl_backend', 'tomforge.generators.generate', "
-        "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'orjson') if m in sys.modules))\n"
+        "'tomforge.generators.real.variants', 'tomforge.rl.evaluate', 'tomforge.rl.reward', 'orjson') "
+        "if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
@@ -384,8 +387,9 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     assert "[default: a,b]" in lines["--names"], output
 
 
-# The flag -> field mappings `train` and `scan` wrote out by hand before `settings_set` read them from the
-# flags (issue 39): the reference the flags' own declarations must give back.
+# The flag -> field mappings `train` and `scan` wrote out by hand before issue 39 (flag parameter -> field; the
+# parameters now take their names from the flags: `beta` is `kl_coef`, `compile_` is `compile`): the reference
+# the fields' own flag declarations must give back.
 TRAIN_TRL_BY_HAND = {
     "output_dir": "output_dir",
     "algorithm": "algorithm",
@@ -393,13 +397,13 @@ TRAIN_TRL_BY_HAND = {
     "num_generations": "num_generations",
     "batch_size": "per_device_train_batch_size",
     "learning_rate": "learning_rate",
-    "beta": "beta",
+    "kl_coef": "beta",
     "bf16": "bf16",
     "grad_accum": "gradient_accumulation_steps",
     "seed": "seed",
     "max_completion_length": "max_completion_length",
     "fast_generation": "fast_generation",
-    "compile_": "compile_layers",
+    "compile": "compile_layers",
     "sft_steps": "sft_steps",
 }
 TRAIN_VERL_BY_HAND = {
@@ -407,7 +411,7 @@ TRAIN_VERL_BY_HAND = {
     "batch_size": "train_batch_size",
     "num_generations": "rollout_n",
     "learning_rate": "learning_rate",
-    "beta": "kl_coef",
+    "kl_coef": "kl_coef",
     "max_completion_length": "max_response_length",
     "output_dir": "output_dir",
 }
@@ -419,45 +423,33 @@ SCAN_BY_HAND = {
 }
 
 
+def _owners(command: str) -> dict[str, type]:
+    from tomforge.rl.trl_backend import TrlSettings
+    from tomforge.rl.verl_backend import VerlSettings
+
+    return {"train": {"trl": TrlSettings, "verl": VerlSettings}, "scan": {"scan": ScanParams}}[command]
+
+
 @pytest.mark.parametrize(
-    "command, owner, by_hand",
-    [
-        ("train", "tomforge.rl.trl_backend:TrlSettings", TRAIN_TRL_BY_HAND),
-        ("train", "tomforge.rl.verl_backend:VerlSettings", TRAIN_VERL_BY_HAND),
-        ("scan", "tomforge.audits.scan_config:ScanParams", SCAN_BY_HAND),
-    ],
+    "command, label, by_hand",
+    [("train", "trl", TRAIN_TRL_BY_HAND), ("train", "verl", TRAIN_VERL_BY_HAND), ("scan", "scan", SCAN_BY_HAND)],
 )
-def test_settings_set_gives_the_mapping_once_written_by_hand(command: str, owner: str, by_hand: dict) -> None:
-    """Every parameter set to a value of its own: exactly the hand-written fields come back, each with the
-    value of its flag; an unset flag (None) sets nothing."""
+def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, label: str, by_hand: dict) -> None:
+    """Every flag set to a value of its own: exactly the hand-written fields come back, each with the value of
+    its flag; unset flags (None) set nothing. The options are the command's own parameters."""
     import inspect
 
     from tomforge.flows.commands import rl, scan
-    from tomforge.flows.commands.flags import settings_set
+    from tomforge.flows.commands.field_flags import FlagValues, field_options
 
+    options = tuple(field_options(_owners(command)))
+    names = [o.param for o in options]
     function = {"train": rl.train, "scan": scan.scan}[command]
-    names = list(inspect.signature(function).parameters)
-    flags = {name: f"value of {name}" for name in names}
-    assert settings_set(function, owner, flags) == {field: f"value of {flag}" for flag, field in by_hand.items()}
-    assert settings_set(function, owner, dict.fromkeys(names)) == {}
-
-
-def test_settings_set_skips_parameters_that_are_no_setting_flag() -> None:
-    """A plain default, a plain typer option and a flag of another settings class set nothing; the one flag
-    of `Owner` sets its field (worked by hand)."""
-    import typer as typer_module
-
-    from tomforge.flows.commands.flags import setting_option, settings_set
-
-    def command(
-        plain: int = 3,
-        option: int = typer_module.Option(1, "--option"),
-        other: int | None = setting_option("--other", setting="m:Else.size"),
-        mine: int | None = setting_option("--mine", setting="m:Owner.size_field"),
-    ) -> None: ...
-
-    given = {"plain": 5, "option": 6, "other": 7, "mine": 8}
-    assert settings_set(command, "m:Owner", given) == {"size_field": 8}
+    assert set(names) <= set(inspect.signature(function).parameters)
+    owner = _owners(command)[label]
+    given = FlagValues(options, {name: f"value of {name}" for name in names}).given(owner)
+    assert given == {field: f"value of {flag}" for flag, field in by_hand.items()}
+    assert FlagValues(options, dict.fromkeys(names)).given(owner) == {}
 
 
 def test_a_drawn_help_is_written_when_the_help_is_drawn() -> None:

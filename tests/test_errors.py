@@ -57,7 +57,7 @@ EXPECTED = {  # module.class -> exit code (1: a bug or internal signal, keeps it
     "rl.fastgen.UnsupportedModel": 2,
     "rl.models.ModelSourceError": 2,
     "rl.release.ReleaseReadError": 2,
-    "rl.trl_backend.TrlSettingsError": 2,
+    "rl.trl_settings.TrlSettingsError": 2,
     "rl.verl_backend.VerlConfigError": 2,
     "warehouse.batch.BatchError": 1,
     "warehouse.lock.LockBusy": 9,

@@ -32,14 +32,7 @@ LONG: dict[str, int] = {  # path:qualified name -> its length when listed; lower
     "audits/scan_null.py:near_copy_clusters": 68,
     "audits/scan_report.py:render_scan_report": 78,
     "audits/variants.py:variant_findings": 80,
-    "flows/commands/rl.py:eval_": 100,  # of which 50 lines of flag declarations
-    "flows/commands/rl.py:train": 143,  # of which 110 lines of flag declarations
-    "flows/commands/scan.py:scan": 72,  # of which 43 lines of flag declarations
     "generators/record_writer.py:RecordWriter.records": 69,
-    "rl/evaluate.py:evaluate": 91,
-    "rl/evaluate.py:summarize": 66,
-    "rl/fast_trl.py:fast_trainer_class": 86,
-    "rl/trl_backend.py:train_trl": 66,
     "warehouse/load.py:_upsert": 67,
     "warehouse/record.py:build_record": 67,
     "warehouse/sources/exploretom.py:_read_rows": 62,

@@ -23,7 +23,10 @@ def test_the_source_lists_read_as_they_did_by_hand() -> None:
     assert _source_help("ingest") == (
         "hitom, exploretom, fantom, opentom, tomi, bigtom or rlfiles (RL training files: docs/rl-files.md)."
     )
-    assert _source_help("variants") == "hitom, tomi or exploretom (oracle only), already in the warehouse."
+    assert (
+        _source_help("variants")
+        == "hitom, tomi or exploretom (higher orders and move operators only: no tells), already in the warehouse."
+    )
 
 
 def test_generate_flags_become_the_generators_run() -> None:

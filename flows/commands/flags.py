@@ -5,6 +5,8 @@ class decides. `setting_option` builds such a flag from the field it sets: the d
 from that field (a dataclass or pydantic field, or a function's parameter), never written out a second time.
 It is read when the command's help is drawn (`SettingsHelp`), so running a command imports no settings
 module it does not use (`train` and `eval` run on a GPU machine without the warehouse's libraries).
+A settings dataclass whose fields declare their flags (`tomforge.flag_fields.flag`) needs no `setting_option`: its
+command's options are made from the fields (`flows/commands/field_flags.py`, `train` and `scan`).
 """
 
 from __future__ import annotations
@@ -104,21 +106,6 @@ def drawn_help(make: Callable[[], str], placeholder: str) -> str:
     placeholder is the key)."""
     _DRAWN_HELP[placeholder] = make
     return placeholder
-
-
-def settings_set(command: Callable[..., Any], owner: str, flags: dict[str, Any]) -> dict[str, Any]:
-    """The fields of the settings class `owner` (`module:Owner`) that the set flags among `flags` (parameter
-    name -> value) name in their `setting_option`: field -> value. A flag's field is written once, at the flag."""
-    fields = {}
-    for name, param in inspect.signature(command).parameters.items():
-        shown = getattr(param.default, "show_default", None)
-        if not isinstance(shown, SettingDefault) or flags.get(name) is None:
-            continue
-        for ref in shown.refs.values():
-            ref_owner, field = ref.rsplit(".", 1)
-            if ref_owner == owner:
-                fields[field] = flags[name]
-    return fields
 
 
 def resolve_shown_defaults(command: TyperCommand) -> None:

@@ -13,12 +13,13 @@ from typing import Any, Optional
 import typer
 
 from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option, settings_set
+from tomforge.flows.commands.field_flags import FlagValues, field_flags
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
 from tomforge.flows.commands.terminal import console
+from tomforge.rl.trl_settings import TrlSettings
+from tomforge.rl.verl_backend import VerlSettings
 
-# the settings each flag below reads its shown default from (`flags.setting_option`)
-TRL = "tomforge.rl.trl_backend:TrlSettings"
-VERL = "tomforge.rl.verl_backend:VerlSettings"
+# the settings eval's flags read their shown defaults from (`flags.setting_option`)
 EVALUATE = "tomforge.rl.evaluate:evaluate"
 
 group = typer.Typer()
@@ -52,6 +53,7 @@ def check_training_licenses(dataset: str, revision: str | None, train_split: str
 
 
 @group.command(cls=SettingsHelp)
+@field_flags({"trl": TrlSettings, "verl": VerlSettings}, after="val_split")  # each field's flag: its declaration
 def train(
     backend: Backend = typer.Option(Backend.trl, "--backend", "-b", help="trl (RLOO/GRPO) or verl (REINFORCE++)."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
@@ -63,57 +65,6 @@ def train(
         help="CONFIG/SPLIT to train on (CONFIG/SPLIT:RENDERING: that rendering's rows only, docs/rl.md).",
     ),
     val_split: str = typer.Option("all/test", "--val", help="CONFIG/SPLIT to validate on (verl)."),
-    output_dir: Optional[Path] = setting_option(
-        "--output-dir",
-        "-o",
-        by_backend={"trl": f"{TRL}.output_dir", "verl": f"{VERL}.output_dir"},
-        help="Checkpoints and logs.",
-    ),
-    algorithm: Optional[str] = setting_option(
-        "--algorithm", setting=f"{TRL}.algorithm", help="TRL: rloo or grpo, both set up as REINFORCE++."
-    ),
-    max_steps: Optional[int] = setting_option(
-        "--max-steps", setting=f"{TRL}.max_steps", min=1, help="TRL optimizer steps."
-    ),
-    epochs: Optional[int] = setting_option("--epochs", setting=f"{VERL}.total_epochs", min=1, help="verl epochs."),
-    num_generations: Optional[int] = setting_option(
-        "--num-generations",
-        by_backend={"trl": f"{TRL}.num_generations", "verl": f"{VERL}.rollout_n"},
-        min=2,
-        help="Samples per prompt.",
-    ),
-    batch_size: Optional[int] = setting_option(
-        "--batch-size",
-        by_backend={"trl": f"{TRL}.per_device_train_batch_size", "verl": f"{VERL}.train_batch_size"},
-        min=1,
-        help="TRL: completions per GPU per micro-batch; verl: prompts per step.",
-    ),
-    grad_accum: Optional[int] = setting_option(
-        "--grad-accum",
-        setting=f"{TRL}.gradient_accumulation_steps",
-        min=1,
-        help="TRL: micro-batches per optimizer step (one generation of "
-        "batch-size x grad-accum completions serves them; less GPU memory).",
-    ),
-    learning_rate: Optional[float] = setting_option(
-        "--learning-rate", "--lr", by_backend={"trl": f"{TRL}.learning_rate", "verl": f"{VERL}.learning_rate"}
-    ),
-    beta: Optional[float] = setting_option(
-        "--kl-coef",
-        by_backend={"trl": f"{TRL}.beta", "verl": f"{VERL}.kl_coef"},
-        help="KL coefficient against the reference model.",
-    ),
-    max_completion_length: Optional[int] = setting_option(
-        "--max-completion-length",
-        by_backend={"trl": f"{TRL}.max_completion_length", "verl": f"{VERL}.max_response_length"},
-    ),
-    sft_steps: Optional[int] = setting_option(
-        "--sft-steps",
-        setting=f"{TRL}.sft_steps",
-        min=0,
-        help="TRL: supervised warm-up steps on the train split's answers before RL (rl/sft.py), in the same "
-        "processes; RL starts from OUTPUT_DIR/sft.",
-    ),
     gpus: int = typer.Option(
         1,
         "--gpus",
@@ -122,21 +73,6 @@ def train(
         "verl gets trainer.n_gpus_per_node.",
     ),
     nnodes: int = typer.Option(1, "--nnodes", min=1, help="verl: nodes of the Ray cluster."),
-    bf16: Optional[bool] = setting_option("--bf16/--no-bf16", setting=f"{TRL}.bf16", help="TRL: bfloat16."),
-    seed: Optional[int] = setting_option(
-        "--seed", setting=f"{TRL}.seed", help="TRL: seed of sampling and data order (repeat a run with others)."
-    ),
-    fast_generation: Optional[bool] = setting_option(
-        "--fast-generation/--hf-generation",
-        setting=f"{TRL}.fast_generation",
-        help="TRL: rollouts through the fast path (docs/rl-speed.md) or through transformers' generate.",
-    ),
-    compile_: Optional[bool] = setting_option(
-        "--compile/--no-compile",
-        setting=f"{TRL}.compile_layers",
-        help="TRL: compile the rollouts' layer halves and the policy's layers (default: where CUDA and Triton are; "
-        "about 60 s at the start, pays after about 70 steps: docs/rl-speed.md).",
-    ),
     accelerate_config: Optional[str] = typer.Option(
         None,
         "--accelerate-config",
@@ -154,25 +90,16 @@ def train(
         "--allow-restricted-training",
         help="Train on a split holding a source whose license forbids training anyway.",
     ),
+    *,
+    flags: FlagValues,
 ) -> None:
     """Train on a published release with RL (TRL on one or several GPUs, or verl on a Ray cluster). Unset flags
     take the backend's settings (`TrlSettings`, `VerlSettings`)."""
-    given = dict(locals())  # every flag by its parameter's name: the fields they set are read from the flags
-    from tomforge.rl.models import check_model_spec
-
-    if backend is Backend.trl and not dry_run:
-        require_rl_extras("torch", "trl", "accelerate")
-        check_model_spec(model)
+    _check_train_ready(backend, model, dry_run)
     from tomforge.rl import stage
 
-    flags = {**given, "output_dir": output_dir and str(output_dir)}
-    overrides = settings_set(train, TRL if backend is Backend.trl else VERL, flags)
-    if backend is Backend.trl and compile_ is not None:
-        overrides["compile_rollouts"] = compile_  # --compile sets both; the flag shows compile_layers' default
-    local = Path(dataset).is_dir()
-    if not dry_run or local:  # a dry run checks a local release too; a Hub one is not downloaded for it
-        check_training_licenses(dataset, revision, train_split, allow_restricted_training)
-    settings = stage.make_settings(backend.value, model, overrides, gpus=gpus, nnodes=nnodes)
+    local = _licenses_checked(dataset, revision, train_split, allow_restricted_training, dry_run)
+    settings = stage.make_settings(backend.value, model, _overrides(backend, flags), gpus=gpus, nnodes=nnodes)
     outcome = stage.launch(
         settings,
         dataset,
@@ -185,6 +112,40 @@ def train(
         dry_run=dry_run,
         **flags_set(data_dir=data_dir),
     )
+    _show_training(outcome, dry_run=dry_run, local=local)
+
+
+def _check_train_ready(backend: Backend, model: str, dry_run: bool) -> None:
+    """A TRL run (not a dry run, which only plans) needs the RL extras and a model it can find: checked before
+    anything is downloaded or loaded."""
+    from tomforge.rl.models import check_model_spec
+
+    if backend is Backend.trl and not dry_run:
+        require_rl_extras("torch", "trl", "accelerate")
+        check_model_spec(model)
+
+
+def _licenses_checked(dataset: str, revision: str | None, train_split: str, allow: bool, dry_run: bool) -> bool:
+    """The license guard of `train`, run unless this is a dry run on a Hub release (not downloaded for a dry run;
+    a local one is checked as the training would): whether the release is local."""
+    local = Path(dataset).is_dir()
+    if not dry_run or local:
+        check_training_licenses(dataset, revision, train_split, allow)
+    return local
+
+
+def _overrides(backend: Backend, flags: FlagValues) -> dict[str, Any]:
+    """The fields of the backend's settings that the given flags set. `--compile` is declared on `compile_layers`
+    (its shown default) and sets `compile_rollouts` too."""
+    overrides = flags.given(TrlSettings if backend is Backend.trl else VerlSettings)
+    if backend is Backend.trl and "compile_layers" in overrides:
+        overrides["compile_rollouts"] = overrides["compile_layers"]
+    return overrides
+
+
+def _show_training(outcome: dict[str, Any], *, dry_run: bool, local: bool) -> None:
+    """What `train` prints: a dry run's plan (noting that a Hub release's licenses were not checked), or the
+    steps trained; a training that exited non-zero is `TrainingFailed`."""
     if dry_run:
         unchecked = (
             "" if local else "\n(licenses of the train split: checked when the training starts, not in a dry run)"
@@ -245,32 +206,67 @@ def eval_(
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
+    given = dict(locals())  # the flags again, for the processes `--gpus N` starts
     from tomforge.rl import distributed
-    from tomforge.rl.evaluate import GenerationStats, evaluate
-    from tomforge.rl.models import ModelSourceError, check_model_spec
-    from tomforge.rl.release import SplitRef, fetch_release
+
+    refs = _check_eval_ready(model, store, splits)
+    if gpus > 1 and not distributed.under_launcher():
+        _launch_eval_processes(gpus, dataset, revision, given)
+        return
+    settings = flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator)
+    parts = _evaluate_here(model, dataset, revision, refs, in_distribution, label, limit, settings)
+    if parts is None:  # not the first process: it handed its rows over
+        return
+    _report_eval(model, parts, gate, out, warehouse if store else None)
+
+
+def _check_eval_ready(model: str, store: bool, splits: list[str]) -> list[Any]:
+    """What `eval` checks before it loads anything or starts a process: the RL extras, the lock timeout when it
+    stores (a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation), the model's name or path and the
+    splits, returned parsed."""
+    from tomforge.rl.models import check_model_spec
+    from tomforge.rl.release import SplitRef
 
     require_rl_extras("torch", "matplotlib")
-    if store:  # a bad TOMFORGE_LOCK_TIMEOUT found now, not after the generation
+    if store:
         from tomforge.warehouse.lock import timeout_from_env
 
         timeout_from_env()
     check_model_spec(model)
-    refs = [SplitRef.parse(s) for s in splits]
-    if gpus > 1 and not distributed.under_launcher():
-        root = fetch_release(dataset, revision)  # downloaded once, before the processes read it
-        code = subprocess.call(
-            [
-                *distributed.launcher(gpus, cuda=False),  # torch's launcher: eval gathers over gloo only
-                "-m",
-                "tomforge.flows.cli",
-                "eval",
-                *eval_arguments(locals()),
-            ]
-        )
-        if code:
-            raise EvaluationFailed(f"the {gpus} evaluation processes exited with status {code}")
-        return
+    return [SplitRef.parse(s) for s in splits]
+
+
+def _launch_eval_processes(gpus: int, dataset: str, revision: str | None, given: dict[str, Any]) -> None:
+    """`eval --gpus N`: the release downloaded once, before the processes read it, then N processes of `eval`
+    started by torch's launcher (gathering over gloo only), each with the same flags."""
+    from tomforge.rl import distributed
+    from tomforge.rl.release import fetch_release
+
+    fetch_release(dataset, revision)
+    code = subprocess.call(
+        [*distributed.launcher(gpus, cuda=False), "-m", "tomforge.flows.cli", "eval", *eval_arguments(given)]
+    )
+    if code:
+        raise EvaluationFailed(f"the {gpus} evaluation processes exited with status {code}")
+
+
+def _evaluate_here(
+    model: str,
+    dataset: str,
+    revision: str | None,
+    refs: list[Any],
+    in_distribution: list[str],
+    label: str | None,
+    limit: int | None,
+    settings: dict[str, Any],
+) -> list[Any] | None:
+    """This process's share of `eval` (all of it in one process): its rows generated and scored, then every
+    process's `(positions, rows, stats)` on the first process, None on the others."""
+    from tomforge.rl import distributed
+    from tomforge.rl.evaluate import GenerationStats, evaluate
+    from tomforge.rl.models import ModelSourceError
+    from tomforge.rl.release import fetch_release
+
     root = fetch_release(dataset, revision)
     stats = GenerationStats()
     shard = distributed.current_shard()
@@ -290,14 +286,11 @@ def eval_(
             stats=stats,
             shard=shard if shard.world > 1 else None,
             positions=positions,
-            **flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator),
+            **settings,
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         raise ModelSourceError(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}") from exc
-    parts = distributed.gather_to_main((positions, rows, stats))
-    if parts is None:  # not the first process: it handed its rows over
-        return
-    _report_eval(model, parts, gate, out, warehouse if store else None)
+    return distributed.gather_to_main((positions, rows, stats))
 
 
 def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, warehouse: Path | None) -> None:

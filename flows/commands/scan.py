@@ -10,20 +10,19 @@ from typing import Optional
 
 import typer
 
-from tomforge.audits.scan_config import DEFAULT_BENCHMARK
-from tomforge.flows.commands.flags import SettingsHelp, setting_option, settings_set
+from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
+from tomforge.flows.commands.field_flags import FlagValues, field_flags
+from tomforge.flows.commands.flags import SettingsHelp
 from tomforge.flows.commands.terminal import console
 from tomforge.flows.exit_codes import ExitCode
 from tomforge.flows.progress import RichProgress
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
-# the settings each flag below reads its shown default from (`flags.setting_option`)
-SCAN = "tomforge.audits.scan_config:ScanParams"
-
 group = typer.Typer()
 
 
 @group.command(cls=SettingsHelp)
+@field_flags({"scan": ScanParams}, after="purify")  # each field's flag: its declaration (audits/scan_config.py)
 def scan(
     corpus: list[str] = typer.Argument(
         ..., help="Corpus shards: files, folders, globs (jsonl, jsonl.gz, parquet) or hub:ORG/NAME (with --revision)."
@@ -45,18 +44,6 @@ def scan(
         "--purify",
         help="Write a copy of the corpus without the contaminated documents here (plus a removal ledger in --out).",
     ),
-    jaccard: Optional[float] = setting_option(
-        "--jaccard", setting=f"{SCAN}.jaccard_threshold", help="Near-duplicate Jaccard threshold."
-    ),
-    containment: Optional[float] = setting_option(
-        "--containment",
-        setting=f"{SCAN}.containment_threshold",
-        help="Share of a story's n-grams that makes it `contained`.",
-    ),
-    alpha: Optional[float] = setting_option("--alpha", setting=f"{SCAN}.ngram_alpha", help="Level of the n-gram test."),
-    batch_docs: Optional[int] = setting_option(
-        "--batch-docs", setting=f"{SCAN}.batch_docs", help="Documents per batch (memory is bounded by this)."
-    ),
     ray_address: Optional[str] = typer.Option(
         None, "--ray", help="Run the shards on Ray: a cluster address, or 'local' for a local Ray."
     ),
@@ -65,15 +52,15 @@ def scan(
         "--strict",
         help=f"Stop at the first bad record (exit {ExitCode.BAD_INPUT}); exit {ExitCode.FINDINGS} when a held-out story is found.",
     ),
+    *,
+    flags: FlagValues,
 ) -> None:
     """Scan a training corpus for held-out benchmark stories: verbatim, near duplicate, contained, long n-grams."""
-    given = dict(locals())  # every flag by its parameter's name (`settings_set` reads the fields they set)
     from tomforge.audits.scan import ShardRunner, run_local, run_scan
-    from tomforge.audits.scan_config import ScanParams
     from tomforge.audits.scan_ray import RayShards
 
     with RichProgress(console) as progress:  # errors: the CLI's one handler (`flows.cli.user_errors`)
-        params = ScanParams(**settings_set(scan, SCAN, given))  # each flag's field is named at the flag
+        params = flags.build(ScanParams)  # the flags given, each declared on its ScanParams field
         runner: ShardRunner = (
             run_local if ray_address is None else RayShards("" if ray_address == "local" else ray_address)
         )

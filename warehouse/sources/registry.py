@@ -68,7 +68,7 @@ SOURCES = SourceRegistry(
   booktitle = {International Conference on Learning Representations (ICLR)},
   year = {2025}
 }""",
-            story_note="oracle only",
+            story_note="higher orders and move operators only: no tells",
         ),
         Source(
             "fantom",

@@ -1,0 +1,145 @@
+"""A setting is one declaration (issue 39): a field added to a settings dataclass with `flag(...)` appears as the
+command's option, with its help and the field's default in `--help`, and its value reaches the settings object.
+The expected help lines, defaults and values are written by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tomforge.audits.scan_config import ScanParams
+from tomforge.flag_fields import Flag, flag, flag_of
+from tomforge.flows.cli_polish import plain_help_text
+from tomforge.flows.commands.field_flags import FlagValues, field_flags, field_options, param_name
+from tomforge.flows.commands.flags import SettingsHelp
+
+
+@dataclass(frozen=True)
+class WiderScan(ScanParams):
+    """ScanParams with one more setting, declared once."""
+
+    max_hits: int = flag(25, "--max-hits", min=1, help="Hits kept per story.")
+
+
+def _app(owners: dict[str, type], seen: list[FlagValues]) -> typer.Typer:
+    app = typer.Typer()
+
+    @app.command(cls=SettingsHelp)
+    @field_flags(owners, after="name")
+    def run(
+        first: int = typer.Option(1, "--first", help="Comes first."),
+        name: str = typer.Option("x", "--name", help="A name."),
+        last: int = typer.Option(0, "--last", help="Comes after the fields' flags."),
+        *,
+        flags: FlagValues,
+    ) -> None:
+        """A command."""
+        seen.append(flags)
+
+    @app.command()
+    def other() -> None:
+        """A second command, so that `run` keeps its name."""
+
+    return app
+
+
+def _help_lines(app: typer.Typer) -> dict[str, str]:
+    plain_help_text()  # as `tomforge` draws help: a text default as `[default: 25]`
+    output = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"}).output
+    return {word: line for line in output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
+
+
+def test_a_new_field_is_a_flag_of_the_command_and_reaches_the_setting() -> None:
+    seen: list[FlagValues] = []
+    app = _app({"scan": WiderScan}, seen)
+    lines = _help_lines(app)
+    assert "Hits kept per story." in lines["--max-hits"] and "[default: 25]" in lines["--max-hits"]
+    assert "x>=1" in lines["--max-hits"]
+    assert "[default: 0.8]" in lines["--jaccard"]  # the inherited fields' flags are there too
+    order = [flag for flag in lines if flag in ("--first", "--name", "--jaccard", "--max-hits", "--last")]
+    assert order == ["--first", "--name", "--jaccard", "--max-hits", "--last"]  # after `name`, in field order
+
+    assert CliRunner().invoke(app, ["run", "--max-hits", "7", "--alpha", "0.05"]).exit_code == 0
+    built = seen[-1].build(WiderScan)
+    assert (built.max_hits, built.ngram_alpha, built.jaccard_threshold) == (7, 0.05, 0.8)
+    assert CliRunner().invoke(app, ["run"]).exit_code == 0
+    assert seen[-1].build(WiderScan) == WiderScan()  # nothing given: every default from the class
+    refused = CliRunner().invoke(app, ["run", "--max-hits", "0"])
+    assert refused.exit_code == 2 and "--max-hits" in refused.output  # click's own check of `min`
+    not_a_number = CliRunner().invoke(app, ["run", "--first", "one"])  # the command's own flags keep their types
+    assert not_a_number.exit_code == 2 and "--first" in not_a_number.output
+
+
+@dataclass
+class Left:
+    model: str
+    size: int = flag(4, "--size", "-s", help="left: items;")
+    rate: float = flag(0.5, "--rate", help="Step size.")
+    mine: bool | None = flag(None, "--mine/--not-mine", help="Left only.")
+
+
+@dataclass
+class Right:
+    size: int = flag(6, "--size", "-s", help="right: batches.")
+    rate: float = flag(0.5, "--rate", help="Step size.")
+    gone: str = "kept"  # no flag: not on the command line
+
+
+def test_fields_of_two_classes_sharing_a_flag_are_one_option() -> None:
+    options = field_options({"left": Left, "right": Right})
+    assert [o.param for o in options] == ["size", "rate", "mine"]
+    assert [o.flag.help for o in options] == ["left: items; right: batches.", "Step size.", "Left only."]
+    assert [o.annotation() for o in options] == [Optional[int], Optional[float], Optional[bool]]
+    seen: list[FlagValues] = []
+    app = _app({"left": Left, "right": Right}, seen)
+    lines = _help_lines(app)
+    assert "[default: left 4, right 6]" in lines["--size"]
+    assert "[default: 0.5]" in lines["--rate"]  # equal defaults: one value
+    assert "[default: auto]" in lines["--mine"]  # an on/off pair whose field is None
+    assert CliRunner().invoke(app, ["run", "-s", "9", "--not-mine"]).exit_code == 0
+    assert seen[-1].given(Left) == {"size": 9, "mine": False}
+    assert seen[-1].given(Right) == {"size": 9}
+    assert seen[-1].build(Left, model="m") == Left("m", size=9, rate=0.5, mine=False)
+
+
+def test_param_names_come_from_the_first_flag_name() -> None:
+    assert param_name(Flag(("--num-generations",))) == "num_generations"
+    assert param_name(Flag(("--bf16/--no-bf16",))) == "bf16"
+    assert param_name(Flag(("--learning-rate", "--lr"))) == "learning_rate"
+    assert param_name(Flag(("-o", "--output-dir"))) == "o"
+    assert param_name(Flag(("--X-ray",))) == "X_ray"  # only the dashes stripped
+
+
+def test_a_parameter_named_like_a_field_flag_is_refused() -> None:
+    def command(size: int = 1, *, flags: FlagValues) -> None: ...
+
+    with pytest.raises(TypeError, match=r"command: parameters named like field flags: \['size'\]"):
+        field_flags({"left": Left}, after="size")(command)
+
+
+def test_flag_declares_a_field_with_its_default_and_metadata() -> None:
+    @dataclass
+    class Declared:  # declared here, so that the test runs `flag`
+        model: str
+        size: int = flag(4, "--size", "-s", help="items;")
+
+    fields = {f.name: f for f in dataclasses.fields(Declared)}
+    assert fields["size"].default == 4 and Declared("m").size == 4
+    assert flag_of(fields["size"]) == Flag(("--size", "-s"), "items;", ())
+    assert flag_of(fields["model"]) is None
+    listed = dataclasses.field(metadata={"tomforge.flag": "not a Flag"})
+    assert flag_of(listed) is None
+
+    @dataclass
+    class Made:
+        names: list[str] = flag(None, "--names", default_factory=lambda: ["a"], min=0)
+
+    assert Made().names == ["a"] and Made().names is not Made().names
+    assert flag_of(dataclasses.fields(Made)[0]) == Flag(("--names",), "", (("min", 0),))
+    with pytest.raises(TypeError, match=r"^flag\(\) needs at least one flag name$"):
+        flag(1)
