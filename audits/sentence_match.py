@@ -150,6 +150,8 @@ def _per_story(owner: np.ndarray, keys: np.ndarray, n: int) -> list[np.ndarray]:
     first = np.ones(len(keys), dtype=bool)
     first[1:] = (owner[1:] != owner[:-1]) | (keys[1:] != keys[:-1])
     owner, keys = owner[first], keys[first]
+    if n == 0:
+        return []
     return np.split(keys.astype(np.uint64), np.searchsorted(owner, np.arange(1, n)))
 
 
