@@ -142,8 +142,8 @@ def test_stories_are_cut_as_the_reference_cuts_them() -> None:
 
 
 def test_the_index_is_the_same_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every array of the index (keys, weights, null, prefixes, anchors) equal with and without the compiled
-    cutting of the stories."""
+    """Every array of the index (keys, weights, prefixes, anchors) equal with and without the compiled
+    cutting of the stories; the null too, up to the order of a threaded float sum."""
     stories = [*STORY_TEXTS, *_templated(random.Random(2), 40)]
     monkeypatch.setenv("TOMFORGE_JIT", "1")
     a = sm.build_sentence_index(stories)
@@ -151,5 +151,8 @@ def test_the_index_is_the_same_on_both_paths(monkeypatch: pytest.MonkeyPatch) ->
     b = sm.build_sentence_index(stories)
     for x, y in ((a.abstract, b.abstract), (a.named, b.named)):
         for field in x.__dataclass_fields__:
-            assert np.array_equal(getattr(x, field), getattr(y, field)), field
+            if field == "null_coverage":  # a polars sum over threads: the same up to its order of additions
+                np.testing.assert_allclose(x.null_coverage, y.null_coverage, rtol=1e-12, atol=0)
+            else:
+                assert np.array_equal(getattr(x, field), getattr(y, field)), field
     assert np.array_equal(a.anchors, b.anchors) and a.anchored == b.anchored
