@@ -156,3 +156,40 @@ def test_the_index_is_the_same_on_both_paths(monkeypatch: pytest.MonkeyPatch) ->
             else:
                 assert np.array_equal(getattr(x, field), getattr(y, field)), field
     assert np.array_equal(a.anchors, b.anchors) and a.anchored == b.anchored
+
+
+LINES = [
+    "Olive entered the dusty attic.",
+    "The green fig is in the box.",
+    "Olive moved the fig to the basket.",
+    "Jack looked inside the old box.",
+]
+
+
+def test_each_line_dropped_is_found_through_the_named_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One story of four distinct sentences: a copy with any one line dropped holds 3 of 4 (under the 80% share
+    of the abstracted view, all but one of the named view), so each of the four is found by the named view on
+    the prefix path too; its prefix must be two sentences (4 - 3 + 1), whichever one is dropped."""
+    monkeypatch.setenv("TOMFORGE_JIT", "1")
+    monkeypatch.setattr(sm, "PREFIX_FROM", 0)
+    docs = ["\n".join(LINES[:k] + LINES[k + 1 :]) for k in range(4)]
+    found = sm.match_sentences(sm.build_sentence_index(["\n".join(LINES)]), docs)
+    assert found.select("doc", "story", "matched_sentences").rows() == [(k, 0, 3) for k in range(4)]
+
+
+def test_the_reference_cutting_of_stories_reads_min_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With min_words 4, "Olive ate the fig" (3 words besides the name) is no sentence, "Olive ran far away
+    today" (4) is: on the Python path as on the compiled one."""
+    text = "Olive ate the fig. Olive ran far away today."
+    for jit in ("0", "1"):
+        monkeypatch.setenv("TOMFORGE_JIT", jit)
+        owner, _, _, words = sm.story_sentence_arrays([text], 4)
+        assert (owner.tolist(), words) == ([0], [f"{canonical.NAME} ran far away today"])
+
+
+def test_a_repeated_sentence_counts_once_in_any_story() -> None:
+    """Story 1 tells one of its three sentences twice: it has three distinct sentences, as story 0 has."""
+    story = "\n".join(LINES[:3])
+    index = sm.build_sentence_index([story, story + "\n" + LINES[0]])
+    assert index.abstract.story_sentences.tolist() == [3, 3]
+    assert index.named.story_sentences.tolist() == [3, 3]
