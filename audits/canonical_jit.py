@@ -1029,3 +1029,88 @@ def sentence_arrays(
         order = np.argsort(rank, kind="stable")
         rank, key, named, start, end = rank[order], key[order], named[order], start[order], end[order]
     return positions[rank], key, named, start, end
+
+
+@njit(cache=True, nogil=True)
+def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv, sigma):
+    """`canonical.story_sentences` over every text of a batch's UTF-8 buffer (the first reading only: line
+    breaks end sentences): (text, key, named key, words start, words length) per sentence in text order,
+    the canonical words' bytes, and the texts that need the Python path."""
+    cap, wcap = 1024, 16384
+    rank = np.empty(cap, dtype=np.int64)
+    key = np.empty(cap, dtype=np.uint64)
+    named = np.empty(cap, dtype=np.uint64)
+    woff = np.empty(cap, dtype=np.int64)
+    wlen = np.empty(cap, dtype=np.int64)
+    words = np.empty(wcap, dtype=np.uint8)
+    python = np.zeros(len(offsets) - 1, dtype=np.bool_)
+    readings = np.zeros(1, dtype=np.int64)  # LINES
+    size, used = 0, 0
+    for i in range(len(offsets) - 1):
+        readable, d = _narrow(data[offsets[i] : offsets[i + 1]])
+        n = len(d)
+        clean = np.empty(n, dtype=np.uint8)
+        clean_at = np.empty(n + 1, dtype=np.int64)
+        orig_at = np.empty(n + 1, dtype=np.int64)
+        length = -1
+        if readable:
+            length, _ = _clean(d, n, clean, clean_at, orig_at, space, tables)
+        if length < 0:
+            python[i] = True
+            continue
+        k, nk, _, _, wo, wl, pool = _cut(
+            clean,
+            length,
+            readings,
+            min_words,
+            space,
+            strspace,
+            leading,
+            tables[0],
+            tables[1],
+            iv,
+            sigma,
+            _NO_ANCHORS,
+            False,
+        )
+        total = 0
+        for x in range(len(k)):
+            total += wl[x]
+        if size + len(k) > cap:
+            cap = max(2 * cap, size + len(k))
+            rank, key, named, woff, wlen = (
+                _grown(rank, cap),
+                _grown(key, cap),
+                _grown(named, cap),
+                _grown(woff, cap),
+                _grown(wlen, cap),
+            )
+        if used + total > wcap:
+            wcap = max(2 * wcap, used + total)
+            words = _grown(words, wcap)
+        for x in range(len(k)):
+            rank[size], key[size], named[size], woff[size], wlen[size] = i, k[x], nk[x], used, wl[x]
+            words[used : used + wl[x]] = pool[wo[x] : wo[x] + wl[x]]
+            used += wl[x]
+            size += 1
+    return rank[:size], key[:size], named[:size], woff[:size], wlen[:size], words[:used], python
+
+
+def story_arrays(texts: list[str], min_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Every canonical sentence of each benchmark story (`canonical.story_sentences`, stories in order):
+    (story, key, named key) arrays and the sentences' canonical words. Compiled for the texts this path
+    reads, the reference for the others (their sentences after the compiled ones)."""
+    data, offsets = utf8_buffers(texts)
+    rank, key, named, woff, wlen, pool, python = _story_batch(
+        data, offsets, min_words, _RE_SPACE, _STR_SPACE, _LEADING, _TABLES, _IV, _SIGMA
+    )
+    raw = pool.tobytes()
+    words = [raw[a : a + n].decode("utf-8") for a, n in zip(woff.tolist(), wlen.tolist(), strict=True)]
+    slow = np.flatnonzero(python)
+    if len(slow):
+        found = [(r, s) for r in slow.tolist() for s in canonical.story_sentences(texts[r], min_words)]
+        rank = np.concatenate([rank, np.array([r for r, _ in found], dtype=np.int64)])
+        key = np.concatenate([key, np.array([s.key for _, s in found], dtype=np.uint64)])
+        named = np.concatenate([named, np.array([s.named_key for _, s in found], dtype=np.uint64)])
+        words += [s.words for _, s in found]
+    return rank, key, named, words

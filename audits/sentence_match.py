@@ -35,13 +35,14 @@ import numpy as np
 import polars as pl
 
 from tomforge.audits.canonical import _MARK, MIN_WORDS, NAME, Sentence, document_sentences, story_sentences
-from tomforge.audits.canonical_jit import sentence_arrays
+from tomforge.audits.canonical_jit import _grown, sentence_arrays, story_arrays
 from tomforge.audits.jit import njit
 from tomforge.audits.text import hash_normalized_words, norm_words, use_jit, word_hash
 
 KIND = "sentences"
 NULL_MAX_STORIES = 64  # sentences in more stories are left out of the null's pair join (their weight is added whole)
 NULL_CHUNK = 2000  # stories joined at once for the null (bounds its memory)
+PREFIX_FROM = 16  # index entries per found sentence above which `_join` finds candidate stories by prefix
 MATCH_ENTRIES = 4_000_000  # (sentence, story) hits grouped at once (bounds `match_sentences` memory)
 MATCH_SCHEMA = pl.Schema(
     {
@@ -86,6 +87,10 @@ class KeyTable:
     story_weight: np.ndarray  # per story: the sum of its sentences' weights
     story_sentences: np.ndarray  # per story: its distinct sentences
     null_coverage: np.ndarray  # per story: coverage by the best other (non-copy) benchmark story
+    prefix_key: np.ndarray  # uint64, sorted: each story's rarest entries, enough that a matching document holds one
+    prefix_story: np.ndarray  # int64: the story of each prefix entry
+    story_entries: np.ndarray  # int64: the entries (positions in `key`) of story 0, then story 1, ...
+    story_start: np.ndarray  # int64 offsets of each story's entries in `story_entries` (one more than stories)
 
 
 @dataclass
@@ -111,27 +116,46 @@ class SentenceIndex:
         return self.abstract.story_sentences
 
 
-def _keys(keys: list[int]) -> np.ndarray:
-    return np.unique(np.array(keys, dtype=np.uint64))
-
-
 def build_sentence_index(stories: list[str], params: SentenceParams | None = None) -> SentenceIndex:
     """Index the benchmark stories (`stories[i]` is story i): their sentence keys, weights and null,
     names abstracted and kept."""
     p = params or SentenceParams()
-    abstract: list[np.ndarray] = []
-    named: list[np.ndarray] = []
-    distinct: set[str] = set()
-    for text in stories:  # keys and words kept, not the sentences (a benchmark of 100,000 stories stays small)
-        sentences = story_sentences(text, p.min_words)
-        abstract.append(_keys([x.key for x in sentences]))
-        named.append(_keys([x.named_key for x in sentences]))
-        distinct.update(x.words for x in sentences)
-    anchors, anchored = _anchors(distinct)
-    return SentenceIndex(_key_table(abstract, p), _key_table(named, p), anchors, p, anchored)
+    owner, abstract_keys, named_keys, words = story_sentence_arrays(stories, p.min_words)
+    abstract = _per_story(owner, abstract_keys, len(stories))
+    named = _per_story(owner, named_keys, len(stories))
+    anchors, anchored = _anchors(set(words))
+    return SentenceIndex(_key_table(abstract, p, False), _key_table(named, p, True), anchors, p, anchored)
 
 
-def _key_table(per_story: list[np.ndarray], p: SentenceParams) -> KeyTable:
+def story_sentence_arrays(stories: list[str], min_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """(story, key, named key) of every canonical sentence of the stories and its canonical words:
+    compiled (`canonical_jit.story_arrays`, the same sentences) unless TOMFORGE_JIT=0 or numba is
+    missing, then `canonical.story_sentences` itself. Only keys and words are kept, not the
+    sentences (a benchmark of 100,000 stories stays small)."""
+    if use_jit():
+        return story_arrays(stories, min_words)
+    found = [(i, x) for i, text in enumerate(stories) for x in story_sentences(text, min_words)]
+    return (
+        np.array([i for i, _ in found], dtype=np.int64),
+        np.array([x.key for _, x in found], dtype=np.uint64),
+        np.array([x.named_key for _, x in found], dtype=np.uint64),
+        [x.words for _, x in found],
+    )
+
+
+def _per_story(owner: np.ndarray, keys: np.ndarray, n: int) -> list[np.ndarray]:
+    """Each story's distinct keys, sorted (one sort for all the stories)."""
+    order = np.lexsort((keys, owner))
+    owner, keys = owner[order], keys[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = (owner[1:] != owner[:-1]) | (keys[1:] != keys[:-1])
+    owner, keys = owner[first], keys[first]
+    if n == 0:
+        return []
+    return np.split(keys.astype(np.uint64), np.searchsorted(owner, np.arange(1, n)))
+
+
+def _key_table(per_story: list[np.ndarray], p: SentenceParams, all_but_one: bool) -> KeyTable:
     counts = np.array([len(k) for k in per_story], dtype=np.int64)
     keys = np.concatenate(per_story) if per_story else np.empty(0, dtype=np.uint64)
     owner = np.repeat(np.arange(len(per_story), dtype=np.int64), counts)
@@ -141,7 +165,39 @@ def _key_table(per_story: list[np.ndarray], p: SentenceParams) -> KeyTable:
     weight = 1.0 / df[inverse]
     story_weight = np.bincount(owner, weights=weight, minlength=len(per_story))
     null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
-    return KeyTable(keys, owner, weight, story_weight, counts, null)
+    prefix_key, prefix_story = _prefix(keys, owner, df[inverse], counts, p, all_but_one)
+    story_entries = np.argsort(owner, kind="stable")  # each story's entries together, in key order
+    story_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return KeyTable(
+        keys, owner, weight, story_weight, counts, null, prefix_key, prefix_story, story_entries, story_start
+    )
+
+
+def needed_sentences(counts: np.ndarray, p: SentenceParams, all_but_one: bool) -> np.ndarray:
+    """Per story: the fewest of its distinct sentences a document must hold for the pair to pass
+    `counted_entries_jit`'s count (`min_sentences`, `min_share` less 1e-6, or all but one in the
+    named view); more than the story has when no count passes."""
+    counts = np.asarray(counts, dtype=np.int64)
+    share = np.ceil(p.min_share * counts.astype(np.float64) - 1e-6).astype(np.int64)
+    if all_but_one:
+        share = np.minimum(share, counts - 1)
+    return np.maximum(share, p.min_sentences)
+
+
+def _prefix(
+    keys: np.ndarray, owner: np.ndarray, df: np.ndarray, counts: np.ndarray, p: SentenceParams, all_but_one: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each story's prefix: its `n - need + 1` rarest entries (fewest stories holding the sentence,
+    then by key), where `need` is `needed_sentences`. A document holding `need` of the story's `n`
+    distinct sentences misses at most `n - need`, so it holds one of these (pigeonhole): the compiled
+    join finds a document's candidate stories through the prefixes alone, and a templated sentence
+    held by thousands of stories is read only for the stories its document may hold."""
+    size = counts - needed_sentences(counts, p, all_but_one) + 1
+    order = np.lexsort((keys, df, owner))  # by story, the rarest first
+    start = np.concatenate(([0], np.cumsum(counts)))
+    rank = np.arange(len(order), dtype=np.int64) - start[owner[order]]
+    chosen = np.sort(order[rank < size[owner[order]]])  # back in key order
+    return keys[chosen], owner[chosen]
 
 
 def _anchors(sentences: set[str]) -> tuple[np.ndarray, bool]:
@@ -351,18 +407,131 @@ def _join(
     cutting the sentences."""
     counted = doc[found]
     if use_jit() and bool(np.all(counted[1:] >= counted[:-1])):  # each document's sentences together
-        return counted_entries_jit(
+        if int((hi - lo)[found].sum()) <= PREFIX_FROM * len(found):  # few stories per sentence: count them all
+            return counted_entries_jit(
+                counted,
+                found,
+                lo[found],
+                hi[found],
+                table.story,
+                table.story_sentences,
+                p.min_sentences,
+                p.min_share,
+                all_but_one,
+            )
+        fkeys = table.key[lo[found]]  # the found sentences' keys (each has an entry)
+        return prefix_entries_jit(
             counted,
             found,
-            lo[found],
-            hi[found],
-            table.story,
+            fkeys,
+            np.searchsorted(table.prefix_key, fkeys, side="left"),
+            np.searchsorted(table.prefix_key, fkeys, side="right"),
+            table.prefix_story,
+            table.story_entries,
+            table.story_start,
+            table.key,
             table.story_sentences,
             p.min_sentences,
             p.min_share,
             all_but_one,
         )
     return np.repeat(found, (hi - lo)[found]), _ranges(lo[found], hi[found])
+
+
+@njit(cache=True, nogil=True)
+def prefix_entries_jit(
+    doc,
+    found,
+    fkeys,
+    plo,
+    phi,
+    prefix_story,
+    story_entries,
+    story_start,
+    key,
+    story_sentences,
+    min_sentences,
+    min_share,
+    all_but_one,
+):
+    """`_join` for documents in order: per document, the candidate stories are those of its sentences'
+    prefix entries (`_prefix`); each candidate's distinct sentences are looked up among the document's,
+    and the rows of stories counted at least `min_sentences` times and `min_share` of their distinct
+    sentences (less 1e-6: looser than the filter's 1e-9, so no pair the filter keeps loses a row to
+    rounding), or all but one of them when `all_but_one`, are kept, in (sentence, entry) order: the
+    rows of the full join's pairs that pass this count, without reading the entries of a templated
+    sentence for every story holding it."""
+    n_entries = len(key)
+    mark = np.full(len(story_sentences), -1, dtype=np.int64)
+    cand = np.empty(len(story_sentences), dtype=np.int64)
+    longest = 1
+    for s in range(len(story_sentences)):
+        longest = max(longest, story_sentences[s])
+    hit_x = np.empty(longest, dtype=np.int64)
+    hit_e = np.empty(longest, dtype=np.int64)
+    sentence = np.empty(max(len(found), 16), dtype=np.int64)
+    entry = np.empty(max(len(found), 16), dtype=np.int64)
+    rows = np.empty(max(4 * longest, 16), dtype=np.int64)  # one document's kept rows, as x * n_entries + entry
+    size, i = 0, 0
+    while i < len(found):
+        j = i
+        while j < len(found) and doc[j] == doc[i]:
+            j += 1
+        order = np.argsort(fkeys[i:j])
+        sorted_keys = fkeys[i:j][order]
+        n_cand = _candidates(i, j, plo, phi, prefix_story, mark, cand)
+        n_rows = 0
+        for c_i in range(n_cand):
+            s = cand[c_i]
+            c = _held(story_entries[story_start[s] : story_start[s + 1]], key, sorted_keys, order, hit_x, hit_e)
+            total_sentences = story_sentences[s]
+            most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)
+            if c >= min_sentences and most:
+                if n_rows + c > len(rows):
+                    rows = _grown(rows, max(2 * len(rows), n_rows + c))
+                for h in range(c):
+                    rows[n_rows + h] = hit_x[h] * n_entries + hit_e[h]
+                n_rows += c
+        kept = np.sort(rows[:n_rows])
+        if size + n_rows > len(sentence):
+            cap = max(2 * len(sentence), size + n_rows)
+            sentence = _grown(sentence, cap)
+            entry = _grown(entry, cap)
+        for r in range(n_rows):
+            sentence[size] = found[i + kept[r] // n_entries]
+            entry[size] = kept[r] % n_entries
+            size += 1
+        i = j
+    return sentence[:size], entry[:size]
+
+
+@njit(cache=True, nogil=True)
+def _candidates(i, j, plo, phi, prefix_story, mark, cand):
+    """The stories of the prefix entries of found sentences i..j-1 (one document), each once, into
+    `cand`; their number. `mark[s] == i`: story s is already in."""
+    n_cand = 0
+    for x in range(i, j):
+        for t in range(plo[x], phi[x]):
+            s = prefix_story[t]
+            if mark[s] != i:
+                mark[s] = i
+                cand[n_cand] = s
+                n_cand += 1
+    return n_cand
+
+
+@njit(cache=True, nogil=True)
+def _held(entries, key, sorted_keys, order, hit_x, hit_e):
+    """How many of a story's `entries` the document holds (`sorted_keys`: its distinct sentence keys,
+    sorted; `order`: their places among its found sentences), with each one's place and entry."""
+    c = 0
+    for e in entries:
+        at = np.searchsorted(sorted_keys, key[e])
+        if at < len(sorted_keys) and sorted_keys[at] == key[e]:
+            hit_x[c] = order[at]
+            hit_e[c] = e
+            c += 1
+    return c
 
 
 @njit(cache=True, nogil=True)
