@@ -234,3 +234,10 @@ def test_the_gate_counts_each_item_once_per_rendering_and_reports_its_chance() -
     assert learning_gate(rows, {**RECORD, "cells": None}) == Gate(UNKNOWN, None, 0, None, 0.9, None, "")
     by_id = learning_gate(rows, {**RECORD, "item_ids": ["a"]})  # "a" trained on; "t" of the train split held out
     assert (by_id.n, by_id.accuracy) == (2, 0.5)
+
+
+def test_a_training_split_named_without_a_rendering_is_left_out_whole() -> None:
+    record = {**{k: v for k, v in RECORD.items() if k != "item_ids"}, "train": "gen/train"}
+    assert not matches_training(row("f", split="train"), record)  # no ":": the whole name is the split
+    assert matches_training(row("f", split="train"), {**record, "train": "gen/train:a:b"}) is False  # first ":"
+    assert matches_training(row("f", split="test"), {**record, "train": "gen/test:a:b"}) is False
