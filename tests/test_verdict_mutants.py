@@ -144,3 +144,13 @@ def test_the_small_formatters() -> None:
     assert more(MAX_EVIDENCE, "x") == ""
     assert more(0, "x") == ""
     assert (side_name("heldout"), side_name("train"), side_name("held-out")) == ("held-out", "train", "held-out")
+
+
+def test_a_repeat_is_counted_once_per_item_even_when_its_rows_differ() -> None:
+    # i2 twice on train, its second row carrying another reference (as a second read of the same item would):
+    # still one item that clean removes, not two
+    items = pl.DataFrame(ITEMS, schema=list(ITEM_COLUMNS), orient="row")
+    again = items.filter(pl.col("item_id") == "i2").head(1).with_columns(pl.lit("f.json#99").alias("source_ref"))
+    f = facts()
+    f.items = pl.concat([items, again])
+    assert f.repeated_questions() == {"train": 1, "heldout": 1}
