@@ -193,3 +193,36 @@ def test_swap_in_leaves_the_new_release_in_place_and_the_old_beside_it(
     swap_in(new, target)
     assert ((target / "mark").read_text(), (new / "mark").read_text()) == ("second", "first")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "rel"]  # no ".retired" left
+
+
+def test_the_history_is_written_in_tag_order_whatever_order_the_tags_came_in(tmp_path: Path) -> None:
+    target, current = tmp_path / "rel", tmp_path / "manifest.json"
+    tags_path(target).write_text(json.dumps({"v9": "d9"}), encoding="utf-8")
+    raw = manifest(current, "v10")  # read after the history: "v10" sorts before "v9"
+    remember_tags(target, current)
+    assert tags_path(target).read_text(encoding="utf-8") == (
+        f'{{\n  "v10": "{manifest_digest(raw)}",\n  "v9": "d9"\n}}\n'
+    )
+
+
+def test_the_kernels_refusal_is_worded_by_the_system(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", lambda name, use_errno: FakeLibc(-1))
+    monkeypatch.setattr(ctypes, "get_errno", lambda: errno.EACCES)
+    with pytest.raises(PermissionError) as caught:
+        exchange(tmp_path / "a", tmp_path / "b")
+    assert str(caught.value) == f"[Errno {errno.EACCES}] Permission denied: '{tmp_path / 'b'}'"
+
+
+def test_a_leftover_that_cannot_be_removed_does_not_stop_the_cleanup(tmp_path: Path) -> None:
+    target = tmp_path / "rel"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / ".rel.building-1").symlink_to(tmp_path / "elsewhere")  # rmtree refuses a link
+    (tmp_path / ".rel.old-2").mkdir()
+    remove_leftovers(target)  # no error
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rel.building-1", "elsewhere"]
+
+
+def test_a_leftover_gone_before_its_turn_is_no_error(monkeypatch, tmp_path: Path) -> None:
+    target = tmp_path / "rel"
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter([self / ".rel.old-gone"]))
+    remove_leftovers(target)  # a file listed, then missing when removed: nothing to do

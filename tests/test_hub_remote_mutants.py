@@ -148,3 +148,18 @@ def test_the_api_reads_the_endpoint_and_token_when_called(monkeypatch) -> None:
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:7")
     assert make_api("").endpoint == "http://127.0.0.1:7"  # read now, not at import
     assert remote.resolve_token() == "hf_fromtheenvironment"
+
+
+def test_a_dropped_connection_caused_by_no_connection_at_all_is_not_retried() -> None:
+    exc = ConnectionRefusedError("refused")  # a ConnectionError by name, which alone would be retried
+    exc.__cause__ = named("ConnectError")
+    assert not is_transient(exc)
+
+
+def test_the_retry_line_never_carries_the_token(monkeypatch) -> None:
+    monkeypatch.setattr(remote.random, "random", lambda: 0.0)
+    lines: list[str] = []
+    call, _ = flaky([answered(502, "bad gateway for Bearer plain-token-9")])  # not shaped like hf_...
+    policy = RetryPolicy(attempts=2, sleep=lambda _: None)
+    assert with_retries("upload", call, policy, token="plain-token-9", on_retry=lines.append) == "done"
+    assert lines == ["upload: Answered: HTTP 502: bad gateway for Bearer ***; retry 1/1"]
