@@ -260,7 +260,7 @@ def test_trl_reads_reward_model_then_answer() -> None:
     by_model = {"reward_model": [{"ground_truth": "tin"}, {"ground_truth": "tin"}], "answer": ["x", "x"]}
     assert trl_reward(completions, **by_model) == [3.0, -3.0]
     assert trl_reward(completions, reward_model=None, answer=["tin", "box"]) == [3.0, -3.0]
-    with pytest.raises(KeyError, match=r"reward needs a `reward_model` or `answer` column in the dataset"):
+    with pytest.raises(KeyError, match=r"^'reward needs a `reward_model` or `answer` column in the dataset'$"):
         trl_reward(completions, prompt=["p", "p"])
     fmt, right = make_trl_rewards()
     assert (fmt.__name__, right.__name__) == ("format_reward", "correctness_reward")
@@ -269,3 +269,36 @@ def test_trl_reads_reward_model_then_answer() -> None:
     with_process = make_trl_rewards(RewardWeights(process=0.5))
     assert [f.__name__ for f in with_process] == ["format_reward", "correctness_reward", "process_reward"]
     assert with_process[2](completions, answer=["tin", "tin"]) == [0.0, 0.0]  # no world: no process reward
+
+
+def test_with_an_index_only_that_option_is_right_even_if_another_reads_the_same() -> None:
+    twins = {**mc(2, "box"), "options": ["box", "tin", "box", "jar"]}
+    assert is_correct("C", twins)
+    assert not is_correct("A", twins)  # the same text, another option: the index decides
+
+
+def test_list_words_in_any_case() -> None:
+    assert list_matches("tom and jerry", ["Tom AND Jerry"])  # a gold 'AND' is a name's, whatever its case
+    assert list_matches("Ann, the", ["Ann"])  # an item that normalizes to nothing is no item
+    assert split_list("Xena, Max") == ["Xena", " Max"]  # only brackets are stripped from the ends
+    assert split_list("Ann, Bob;Cid", allow_and=False) == ["Ann", " Bob", "Cid"]
+
+
+def test_trl_functions_use_their_weights() -> None:
+    weights = RewardWeights(format_ok=0.5, format_bad=-0.25, correct=4.0, wrong=-3.0)
+    fmt, right = make_trl_rewards(weights)
+    completions = [done("tin"), "<answer>tin</answer>"]
+    assert fmt(completions, answer=["tin", "tin"]) == [0.5, -0.25]
+    assert right(completions, answer=["tin", "tin"]) == [4.0, -3.0]
+
+
+def test_the_process_parts_reach_verl_and_trl() -> None:
+    import json
+
+    from tests.test_process_reward import RIGHT_REASONS, truth
+
+    gold = json.dumps(truth(("Bob",), "crate"))  # that file's hand-worked story: right for the right reasons
+    out = compute_score("src", done("crate", RIGHT_REASONS), gold, process=0.5)
+    assert (out["faithful"], out["acc"], out["process"]) == (1.0, 1.0, 0.5)
+    process = make_trl_rewards(RewardWeights(process=0.5, correct=3.0))[2]
+    assert process([done("crate", RIGHT_REASONS)], answer=[gold]) == [0.5]
