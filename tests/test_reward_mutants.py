@@ -302,3 +302,29 @@ def test_the_process_parts_reach_verl_and_trl() -> None:
     assert (out["faithful"], out["acc"], out["process"]) == (1.0, 1.0, 0.5)
     process = make_trl_rewards(RewardWeights(process=0.5, correct=3.0))[2]
     assert process([done("crate", RIGHT_REASONS)], answer=[gold]) == [0.5]
+
+
+def test_a_yes_then_a_no_word_is_unclear() -> None:
+    assert yes_no("Yes, no.") is None
+    assert yes_no("no yes") is None
+
+
+def test_the_process_figures_of_a_story_with_a_world() -> None:
+    from tests.test_process_reward import MOSTLY_RIGHT, RIGHT_REASONS, truth
+
+    gold = truth(("Bob",), "crate")  # that file's claims, each verdict worked out by hand from its story
+    right = score_completion(done("crate", RIGHT_REASONS), gold)  # weight 0: no process reward, figures reported
+    assert (right.process_reward, right.claims_correct, right.claims_contradicted) == (0.0, 7, 0)
+    assert (right.states_deciding_belief, right.faithful) == (True, True)
+    mostly = score_completion(done("basket", MOSTLY_RIGHT), gold, RewardWeights(process=1.0))
+    assert (mostly.claims_correct, mostly.claims_contradicted, mostly.states_deciding_belief, mostly.faithful) == (
+        5,
+        2,
+        False,
+        False,
+    )
+    assert mostly.process_reward == pytest.approx(3 / 7)  # (5 - 2) / 7
+    harsh = score_completion(
+        done("basket", MOSTLY_RIGHT), gold, RewardWeights(process=1.0, process_contradiction_penalty=2.0)
+    )
+    assert harsh.process_reward == pytest.approx(1 / 7)  # (5 - 2 * 2) / 7
