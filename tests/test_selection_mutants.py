@@ -147,3 +147,25 @@ def test_first_line_of_an_error() -> None:
     assert first_line(ValueError("  one\ntwo\n")) == "one"
     assert first_line(KeyError()) == "KeyError"
     assert first_line(ValueError("   ")) == "ValueError"
+
+
+def test_a_clause_that_parses_bare_but_not_in_parentheses_is_refused() -> None:
+    with pytest.raises(SelectionSyntaxError) as caught:
+        check_selection("TRUE WINDOW w AS (ORDER BY x)", "--train")
+    assert str(caught.value) == (
+        "--train 'TRUE WINDOW w AS (ORDER BY x)' does not stay one condition inside parentheses "
+        "(does it end in a -- comment?)"
+    )
+
+
+def test_a_position_that_is_not_a_number_is_left_out() -> None:
+    assert _parser_message({"error_message": "boom", "position": "x"}) == "boom"
+    assert _parser_message({"error_message": "boom", "position": "1.5"}) == "boom"
+
+
+def test_checking_writes_no_file(monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)  # DuckDB names an on-disk database by any other name, ":MEMORY:" included
+    check_selection("split = 'test'", "--train")
+    with pytest.raises(SelectionSyntaxError):
+        check_selection("TRUE; SELECT 1", "--train")
+    assert list(tmp_path.iterdir()) == []
