@@ -107,6 +107,8 @@ def test_how_many_processes_tokenize(monkeypatch) -> None:
     assert tokenize_processes(None, 20_000) == 8  # one per CPU, at most 8
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert tokenize_processes(None, 20_000) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert tokenize_processes(None, 20_000) == 2  # two CPUs: two processes
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5}, raising=False)
     assert tokenize_processes(None, 10**6) is None  # one CPU: this process
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
@@ -152,3 +154,10 @@ def test_save_json_makes_the_folder_and_writes_sorted_indented_text(tmp_path: Pa
     assert path.read_text() == '{\n "a": "p",\n "b": 1\n}'
     save_json(path, [1])  # the folder exists now
     assert path.read_text() == "[\n 1\n]"
+
+
+def test_sft_pairs_carry_the_rationale_form_asked_for() -> None:
+    pytest.importorskip("datasets")
+    item = {**row({"belief_order": 1}, {"steps": "1. Ann saw it."}), "prompt": [{"role": "user", "content": "Q"}]}
+    data = sft.sft_dataset([item], "steps")
+    assert data.to_list()[0]["completion"][0]["content"] == "<think>1. Ann saw it.</think><answer>B</answer>"
