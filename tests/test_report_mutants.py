@@ -147,3 +147,8 @@ def test_each_checks_section() -> None:
         "",
     ]
     assert _check_sections([]) == ["## Checks", ""]
+
+
+def test_an_empty_nested_column_is_still_text() -> None:
+    empty = pl.DataFrame({"ids": [["a"]], "x": [1]}).clear()
+    assert flat_csv(empty).schema == {"ids": pl.Utf8, "x": pl.Int64}
