@@ -103,3 +103,17 @@ def test_the_record_and_its_file(tmp_path: Path) -> None:
     assert trained_on(tmp_path) is None
     (tmp_path / TRAINING_FILE).write_text(json.dumps({"renderings": ["third_person"]}))
     assert trained_on(tmp_path) == "third_person"
+
+
+def test_a_later_stage_writes_its_own_record_over_the_first(tmp_path: Path) -> None:
+    ref = SplitRef("tomforge_gen", "train")
+    write_training_record(tmp_path, "org/data", "v1", ref, TABLE)
+    assert read_training_record(tmp_path)["revision"] == "v1"
+    write_training_record(tmp_path, "org/data", "v2", ref, TABLE.slice(3, 1))  # the folder exists now
+    record = read_training_record(tmp_path)
+    assert (record["revision"], record["rows"], record["train"], record["renderings"]) == (
+        "v2",
+        1,
+        "tomforge_gen/train",
+        ["second_person"],
+    )
