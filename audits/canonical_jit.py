@@ -1032,6 +1032,21 @@ def sentence_arrays(
 
 
 @njit(cache=True, nogil=True)
+def _cleaned(text, space, tables):
+    """One text's cleaned bytes and their length, -1 when the compiled path cannot read it (the text then
+    takes the Python path)."""
+    readable, d = _narrow(text)
+    n = len(d)
+    clean = np.empty(n, dtype=np.uint8)
+    clean_at = np.empty(n + 1, dtype=np.int64)
+    orig_at = np.empty(n + 1, dtype=np.int64)
+    length = -1
+    if readable:
+        length, _ = _clean(d, n, clean, clean_at, orig_at, space, tables)
+    return clean, length
+
+
+@njit(cache=True, nogil=True)
 def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv, sigma):
     """`canonical.story_sentences` over every text of a batch's UTF-8 buffer (the first reading only: line
     breaks end sentences): (text, key, named key, words start, words length) per sentence in text order,
@@ -1047,14 +1062,7 @@ def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv,
     readings = np.zeros(1, dtype=np.int64)  # LINES
     size, used = 0, 0
     for i in range(len(offsets) - 1):
-        readable, d = _narrow(data[offsets[i] : offsets[i + 1]])
-        n = len(d)
-        clean = np.empty(n, dtype=np.uint8)
-        clean_at = np.empty(n + 1, dtype=np.int64)
-        orig_at = np.empty(n + 1, dtype=np.int64)
-        length = -1
-        if readable:
-            length, _ = _clean(d, n, clean, clean_at, orig_at, space, tables)
+        clean, length = _cleaned(data[offsets[i] : offsets[i + 1]], space, tables)
         if length < 0:
             python[i] = True
             continue

@@ -472,26 +472,16 @@ def prefix_entries_jit(
     sentence = np.empty(max(len(found), 16), dtype=np.int64)
     entry = np.empty(max(len(found), 16), dtype=np.int64)
     rows = np.empty(max(4 * longest, 16), dtype=np.int64)  # one document's kept rows, as x * n_entries + entry
+    rule = (min_sentences, min_share, all_but_one)
     size, i = 0, 0
     while i < len(found):
         j = i
         while j < len(found) and doc[j] == doc[i]:
             j += 1
-        order = np.argsort(fkeys[i:j])
-        sorted_keys = fkeys[i:j][order]
         n_cand = _candidates(i, j, plo, phi, prefix_story, mark, cand)
-        n_rows = 0
-        for c_i in range(n_cand):
-            s = cand[c_i]
-            c = _held(story_entries[story_start[s] : story_start[s + 1]], key, sorted_keys, order, hit_x, hit_e)
-            total_sentences = story_sentences[s]
-            most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)
-            if c >= min_sentences and most:
-                if n_rows + c > len(rows):
-                    rows = _grown(rows, max(2 * len(rows), n_rows + c))
-                for h in range(c):
-                    rows[n_rows + h] = hit_x[h] * n_entries + hit_e[h]
-                n_rows += c
+        rows, n_rows = _document_rows(
+            fkeys[i:j], cand[:n_cand], story_entries, story_start, key, story_sentences, rows, hit_x, hit_e, rule
+        )
         kept = np.sort(rows[:n_rows])
         if size + n_rows > len(sentence):
             cap = max(2 * len(sentence), size + n_rows)
@@ -503,6 +493,29 @@ def prefix_entries_jit(
             size += 1
         i = j
     return sentence[:size], entry[:size]
+
+
+@njit(cache=True, nogil=True)
+def _document_rows(doc_keys, candidates, story_entries, story_start, key, story_sentences, rows, hit_x, hit_e, rule):
+    """One document's rows of the candidate stories it holds enough of (`rule`: min_sentences, min_share and
+    all_but_one, as `prefix_entries_jit` says), as x * n_entries + entry into `rows` (grown when full); the
+    rows buffer and how many rows it holds."""
+    min_sentences, min_share, all_but_one = rule
+    n_entries = len(key)
+    order = np.argsort(doc_keys)
+    sorted_keys = doc_keys[order]
+    n_rows = 0
+    for s in candidates:
+        c = _held(story_entries[story_start[s] : story_start[s + 1]], key, sorted_keys, order, hit_x, hit_e)
+        total_sentences = story_sentences[s]
+        most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)
+        if c >= min_sentences and most:
+            if n_rows + c > len(rows):
+                rows = _grown(rows, max(2 * len(rows), n_rows + c))
+            for h in range(c):
+                rows[n_rows + h] = hit_x[h] * n_entries + hit_e[h]
+            n_rows += c
+    return rows, n_rows
 
 
 @njit(cache=True, nogil=True)
