@@ -15,9 +15,9 @@ from tomforge.audits.run import run_audit
 
 def test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys(tmp_path: Path, monkeypatch) -> None:
     """The skeleton keys are worked out on a thread of their own while the sentences phase runs
-    (issue 42: the second core's idle time, not the main path's): the sentences phase here waits
-    until the skeletons have started, which would hang (and fail after 30 s) were they run after it.
-    Every context's key is still `skeleton_key` of its text (the Python reference)."""
+    (issue 42: the second core's idle time, not the main path's): here each waits at a barrier for
+    the other to have started, which fails after 30 s were they run one after the other, in either
+    order. Every context's key is still `skeleton_key` of its text (the Python reference)."""
     import threading
 
     from tomforge.audits import overlap
@@ -25,17 +25,17 @@ def test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys(tm
 
     records, _ = planted_overlap_records()
     path = load(tmp_path / "w.duckdb", records)
-    started = threading.Event()
+    both_started = threading.Barrier(2, timeout=30)
     threads: list[str] = []
     real_keys, real_sentences = overlap.skeleton_keys, overlap._sentence_pairs
 
     def recording_keys(texts):
         threads.append(threading.current_thread().name)
-        started.set()
+        both_started.wait()  # BrokenBarrierError: the sentences phase did not run meanwhile
         return real_keys(texts)
 
     def waiting_sentences(*args, **kwargs):
-        assert started.wait(30), "the skeletons did not start beside the sentences phase"
+        both_started.wait()
         return real_sentences(*args, **kwargs)
 
     monkeypatch.setattr(overlap, "skeleton_keys", recording_keys)
