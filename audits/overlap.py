@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -408,13 +409,17 @@ def audit_overlap(
             for b, a, shared, pval in ngram_pairs:
                 ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
     largest_done()
-    if both_sides:  # light on memory: after the largest phases, so work beside them can start
-        with timer.phase("sentences"):
-            counts["sentence_pairs"] = _sentence_pairs(
-                ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
-            )
-    with timer.phase("skeletons"):
-        docs = docs.with_columns(pl.Series("skeleton_key", skeleton_keys(ev.texts)))
+    # the skeletons need only the texts: on a thread of their own beside the sentences phase (mostly
+    # one core), in batches of a few MB, so they take the second core's idle time, not the main path's
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-skeletons") as beside:
+        skeletons = beside.submit(skeleton_keys, ev.texts)
+        if both_sides:  # light on memory: after the largest phases, so work beside them can start
+            with timer.phase("sentences"):
+                counts["sentence_pairs"] = _sentence_pairs(
+                    ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
+                )
+        with timer.phase("skeletons"):  # waiting for their thread
+            docs = docs.with_columns(pl.Series("skeleton_key", skeletons.result()))
     if both_sides:
         with timer.phase("structural twins"):
             struct_pairs, calib = _structural(docs, p)

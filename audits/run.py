@@ -73,12 +73,12 @@ def run_audit(
     Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
     p = params or AuditParams()
     timer = Timer(progress)
-    # the baselines and then the template artifacts need only the selections: they run one after the
-    # other on a thread of their own while the overlap (mostly one core: compiled loops) runs on this
-    # one. The artifacts wait until the overlap's largest phases are over: beside them a million
-    # items would pass 6 GB
+    # the baselines and the template artifacts need only the selections: each runs on a thread of its
+    # own while the overlap (mostly one core: compiled loops) runs on this one, so that neither waits
+    # for the other (the baselines alone outlast the overlap's first phases). The artifacts wait until
+    # the overlap's largest phases are over: beside them a million items would pass 6 GB
     largest_done = threading.Event()
-    with ThreadPoolExecutor(1, thread_name_prefix="audit-side") as side:
+    with ThreadPoolExecutor(2, thread_name_prefix="audit-side") as side:
         with closing(connect_readonly(Path(warehouse))) as con:
             with timer("read", "audit: read selections"):
                 sel = _read_selections(con, Path(warehouse), train_where, heldout_where)

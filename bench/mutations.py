@@ -290,6 +290,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the artifacts run beside the overlap's largest phases: a million items pass 6 GB",
     ),
     Mutation(
+        "run.artifacts_queued_behind_baselines",
+        "audits/run.py",
+        'ThreadPoolExecutor(2, thread_name_prefix="audit-side")',
+        'ThreadPoolExecutor(1, thread_name_prefix="audit-side")',
+        ("tests/test_audit_threads.py::test_the_artifacts_do_not_wait_for_the_baselines",),
+        "the template artifacts wait for the baselines' thread: at a million items the side work outlasts the overlap",
+    ),
+    Mutation(
+        "overlap.skeletons_before_the_sentences",
+        "audits/overlap.py",
+        "skeletons = beside.submit(skeleton_keys, ev.texts)\n",
+        "skeletons = beside.submit(skeleton_keys, ev.texts)\n        skeletons.result()\n",
+        ("tests/test_audit_threads.py::test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys",),
+        "the skeletons are waited for before the sentences phase: the main path carries them again",
+    ),
+    Mutation(
         "ranks.counted_items_multiplied",
         "audits/ranks.py",
         "            _add_repeated(observed, v, count)\n",

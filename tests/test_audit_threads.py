@@ -1,0 +1,78 @@
+"""Where the audit's phases run (issue 42): the skeleton keys beside the sentences phase, the
+partial-input baselines and the template artifacts each on a side thread of its own. Checked by
+making one side wait for the other (a schedule that ran them one after the other would hang, and
+fail after 30 s), never by timings: no machine load can make a planted bug pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from tests.audit_data import FAST, load, planted_overlap_records
+from tomforge.audits.run import run_audit
+
+
+def test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys(tmp_path: Path, monkeypatch) -> None:
+    """The skeleton keys are worked out on a thread of their own while the sentences phase runs
+    (issue 42: the second core's idle time, not the main path's): here each waits at a barrier for
+    the other to have started, which fails after 30 s were they run one after the other, in either
+    order. Every context's key is still `skeleton_key` of its text (the Python reference)."""
+    import threading
+
+    from tomforge.audits import overlap
+    from tomforge.audits.skeleton import skeleton_key
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    both_started = threading.Barrier(2, timeout=30)
+    threads: list[str] = []
+    real_keys, real_sentences = overlap.skeleton_keys, overlap._sentence_pairs
+
+    def recording_keys(texts):
+        threads.append(threading.current_thread().name)
+        both_started.wait()  # BrokenBarrierError: the sentences phase did not run meanwhile
+        return real_keys(texts)
+
+    def waiting_sentences(*args, **kwargs):
+        both_started.wait()
+        return real_sentences(*args, **kwargs)
+
+    monkeypatch.setattr(overlap, "skeleton_keys", recording_keys)
+    monkeypatch.setattr(overlap, "_sentence_pairs", waiting_sentences)
+    run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    assert len(threads) == 1 and threads[0] != threading.current_thread().name
+    with duckdb.connect(str(path), read_only=True) as con:  # a text key's skeleton is that of its first context
+        rows = con.execute(
+            "SELECT arg_min(c.context, a.context_id), any_value(a.skeleton_key), count(DISTINCT a.skeleton_key) "
+            "FROM audit_contexts a JOIN contexts c USING (context_id) GROUP BY a.text_key"
+        ).fetchall()
+    assert rows and all(key == skeleton_key(text) and n == 1 for text, key, n in rows)
+
+
+def test_the_artifacts_do_not_wait_for_the_baselines(tmp_path: Path, monkeypatch) -> None:
+    """The partial-input baselines and the template artifacts run on side threads of their own, so
+    the artifacts start once the overlap's largest phases are over even while the baselines still
+    run: here the baselines wait until the artifacts have started, which would hang (and fail after
+    30 s) were the two queued on one thread."""
+    import threading
+
+    from tomforge.audits import run
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    started = threading.Event()
+    real_baselines, real_artifacts = run._baseline_tables, run._artifact_tables
+
+    def waiting_baselines(*args, **kwargs):
+        assert started.wait(30), "the artifacts did not start while the baselines ran"
+        return real_baselines(*args, **kwargs)
+
+    def recording_artifacts(*args, **kwargs):
+        started.set()
+        return real_artifacts(*args, **kwargs)
+
+    monkeypatch.setattr(run, "_baseline_tables", waiting_baselines)
+    monkeypatch.setattr(run, "_artifact_tables", recording_artifacts)
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    assert started.is_set() and summary.n_train > 0
