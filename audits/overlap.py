@@ -409,17 +409,7 @@ def audit_overlap(
             for b, a, shared, pval in ngram_pairs:
                 ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
     largest_done()
-    # the skeletons need only the texts: on a thread of their own beside the sentences phase (mostly
-    # one core), in batches of a few MB, so they take the second core's idle time, not the main path's
-    with ThreadPoolExecutor(1, thread_name_prefix="audit-skeletons") as beside:
-        skeletons = beside.submit(skeleton_keys, ev.texts)
-        if both_sides:  # light on memory: after the largest phases, so work beside them can start
-            with timer.phase("sentences"):
-                counts["sentence_pairs"] = _sentence_pairs(
-                    ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
-                )
-        with timer.phase("skeletons"):  # waiting for their thread
-            docs = docs.with_columns(pl.Series("skeleton_key", skeletons.result()))
+    docs = _sentences_beside_skeletons(ev, docs, p, timer, counts if both_sides else None)
     if both_sides:
         with timer.phase("structural twins"):
             struct_pairs, calib = _structural(docs, p)
@@ -451,6 +441,24 @@ def audit_overlap(
         st,
         timer.seconds,
     )
+
+
+def _sentences_beside_skeletons(
+    ev: _Evidence, docs: pl.DataFrame, p: AuditParams, timer: PhaseTimer, counts: dict[str, int] | None
+) -> pl.DataFrame:
+    """`docs` with their skeleton keys, computed on a thread of their own beside the sentences phase (mostly one
+    core; the skeletons need only the texts, in batches of a few MB), so they take the second core's idle time,
+    not the main path's. The sentences phase runs (its pair count into `counts`) only when `counts` is given:
+    both sides present; it is light on memory, so it comes after the largest phases."""
+    with ThreadPoolExecutor(1, thread_name_prefix="audit-skeletons") as beside:
+        skeletons = beside.submit(skeleton_keys, ev.texts)
+        if counts is not None:
+            with timer.phase("sentences"):
+                counts["sentence_pairs"] = _sentence_pairs(
+                    ev, SentenceParams(min_sentences=p.sentence_min_sentences, min_coverage=p.sentence_min_coverage)
+                )
+        with timer.phase("skeletons"):  # waiting for their thread
+            return docs.with_columns(pl.Series("skeleton_key", skeletons.result()))
 
 
 _CALIB_SCHEMA = {

@@ -23,7 +23,7 @@ LONG: dict[str, int] = {  # path:qualified name -> its length when listed; lower
     "audits/clean.py:apply_cleaning": 87,
     "audits/features.py:item_features": 103,
     "audits/overlap.py:_structural": 61,
-    "audits/overlap.py:audit_overlap": 70,
+    "audits/overlap.py:audit_overlap": 64,
     "audits/ranks.py:_judged": 84,
     "audits/ranks.py:pattern_counts": 113,
     "audits/report.py:render_report": 80,
