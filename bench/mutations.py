@@ -7,16 +7,19 @@ mutation counts as caught when pytest reports failed tests. A snippet that no lo
 once is reported as stale (the code moved on: update the entry). Exit status 0 only when every
 mutation is caught and the unmutated copy passes the same tests.
 
-    .venv/bin/python bench/mutations.py                 # all mutations
-    .venv/bin/python bench/mutations.py --list          # names and the tests each one runs
-    .venv/bin/python bench/mutations.py --only ids.item_id_parts_swapped --only reward.no_then_yes
+    .venv/bin/python -m bench.mutations                 # all mutations
+    .venv/bin/python -m bench.mutations --list          # names and the tests each one runs
+    .venv/bin/python -m bench.mutations --only ids.item_id_parts_swapped --only reward.no_then_yes
+    .venv/bin/python -m bench.mutations --cold          # a fresh pytest process per run (the way before issue 38)
 
 To add one: append a `Mutation` below with the smallest snippet that is unique in its file.
 
 Speed: `bench/mutation_catchers.json` records, per mutation, the test that failed on it last time
 (`--record` rewrites it). That test runs first, alone; if it fails the mutation is caught (it is one of the
 mutation's own tests, so the verdict is the same as the whole set's), otherwise the whole set runs. A
-missing, renamed or no-longer-failing catcher only costs the time of the first run.
+missing, renamed or no-longer-failing catcher only costs the time of the first run. Each pytest run is a
+child forked from a server per copy that imported the heavy third-party packages once (`bench/warm_pytest.py`;
+the project's modules are imported fresh in every child), unless `--cold`.
 """
 
 from __future__ import annotations
