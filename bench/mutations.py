@@ -7,16 +7,19 @@ mutation counts as caught when pytest reports failed tests. A snippet that no lo
 once is reported as stale (the code moved on: update the entry). Exit status 0 only when every
 mutation is caught and the unmutated copy passes the same tests.
 
-    .venv/bin/python bench/mutations.py                 # all mutations
-    .venv/bin/python bench/mutations.py --list          # names and the tests each one runs
-    .venv/bin/python bench/mutations.py --only ids.item_id_parts_swapped --only reward.no_then_yes
+    .venv/bin/python -m bench.mutations                 # all mutations
+    .venv/bin/python -m bench.mutations --list          # names and the tests each one runs
+    .venv/bin/python -m bench.mutations --only ids.item_id_parts_swapped --only reward.no_then_yes
+    .venv/bin/python -m bench.mutations --cold          # a fresh pytest process per run (the way before issue 38)
 
 To add one: append a `Mutation` below with the smallest snippet that is unique in its file.
 
 Speed: `bench/mutation_catchers.json` records, per mutation, the test that failed on it last time
 (`--record` rewrites it). That test runs first, alone; if it fails the mutation is caught (it is one of the
 mutation's own tests, so the verdict is the same as the whole set's), otherwise the whole set runs. A
-missing, renamed or no-longer-failing catcher only costs the time of the first run.
+missing, renamed or no-longer-failing catcher only costs the time of the first run. Each pytest run is a
+child forked from a server per copy that imported the heavy third-party packages once (`bench/warm_pytest.py`;
+the project's modules are imported fresh in every child), unless `--cold`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.warm_pytest import WarmPytest
 
 REPO = Path(__file__).resolve().parents[1]
 CATCHERS = REPO / "bench" / "mutation_catchers.json"
@@ -2241,26 +2246,43 @@ class PytestRun:
     failed: str | None  # the node id of the first failed test
 
 
-def run_tests(copy: Path, tests: tuple[str, ...], python: str, timeout: float) -> PytestRun:
-    """pytest on `tests` inside `copy`, stopping at the first failure."""
+def test_env(copy: Path) -> dict[str, str]:
+    """The environment of a pytest run in `copy` (cold or warm): the copy's code first, no bytecode written."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     real = os.environ.get("TOMFORGE_REAL_SAMPLES") or str(REPO.parent / "shared" / "real-samples")
     env["TOMFORGE_REAL_SAMPLES"] = str(Path(real).resolve())  # the copy has no ../shared next to it
+    return env
+
+
+def summarize(code: int, seconds: float, output: str, timeout: float) -> PytestRun:
+    """One pytest run's verdict from its exit status and output (-1: timed out)."""
+    if code == -1:
+        return PytestRun(-1, seconds, f"timed out after {timeout:.0f} s", None)
+    lines = [line for line in output.splitlines() if line.strip()]
+    failed = next((line[7:].split(" - ")[0].strip() for line in lines if line.startswith("FAILED ")), None)
+    return PytestRun(code, seconds, (lines[-1] if lines else ""), failed)
+
+
+def run_tests(
+    copy: Path, tests: tuple[str, ...], python: str, timeout: float, warm: WarmPytest | None = None
+) -> PytestRun:
+    """pytest on `tests` inside `copy`, stopping at the first failure: a fresh process, or a child of `warm`."""
+    args = ["-x", "-q", "-p", "no:cacheprovider", *tests]
+    if warm is not None:
+        return summarize(*warm.run(args, timeout), timeout)
     start = time.monotonic()
     try:
         done = subprocess.run(
-            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            [python, "-m", "pytest", *args],
             cwd=copy,
-            env=env,
+            env=test_env(copy),
             capture_output=True,
             text=True,
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return PytestRun(-1, time.monotonic() - start, f"timed out after {timeout:.0f} s", None)
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    failed = next((line[7:].split(" - ")[0].strip() for line in lines if line.startswith("FAILED ")), None)
-    return PytestRun(done.returncode, time.monotonic() - start, (lines[-1] if lines else ""), failed)
+        return summarize(-1, time.monotonic() - start, "", timeout)
+    return summarize(done.returncode, time.monotonic() - start, done.stdout + done.stderr, timeout)
 
 
 def first_catcher(m: Mutation, catchers: dict[str, str]) -> str | None:
@@ -2271,14 +2293,16 @@ def first_catcher(m: Mutation, catchers: dict[str, str]) -> str | None:
     return node if any(node == t or node.startswith((f"{t}::", f"{t}[")) for t in m.tests) else None
 
 
-def judge_tests(copy: Path, m: Mutation, catchers: dict[str, str], python: str, timeout: float) -> PytestRun:
+def judge_tests(
+    copy: Path, m: Mutation, catchers: dict[str, str], python: str, timeout: float, warm: WarmPytest | None = None
+) -> PytestRun:
     """The mutation's tests, its recorded catcher first: caught by it, or the whole set's run."""
     node = first_catcher(m, catchers)
     if node is not None:
-        first = run_tests(copy, (node,), python, timeout)
+        first = run_tests(copy, (node,), python, timeout, warm)
         if first.code == 1:
             return first
-    return run_tests(copy, m.tests, python, timeout)
+    return run_tests(copy, m.tests, python, timeout, warm)
 
 
 def apply(copy: Path, mutation: Mutation) -> str | None:
@@ -2291,7 +2315,46 @@ def apply(copy: Path, mutation: Mutation) -> str | None:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def make_copies(tmp: Path, jobs: int, python: str, cold: bool) -> queue.Queue[tuple[Path, WarmPytest | None]]:
+    """One copy of the tree per job, each with its warm pytest server (none when `cold`)."""
+    copies: queue.Queue[tuple[Path, WarmPytest | None]] = queue.Queue()
+    for i in range(max(1, jobs)):
+        copy = tmp / f"repo{i}"
+        copy_repository(copy)
+        copies.put((copy, None if cold else WarmPytest(copy, python, test_env(copy))))
+    return copies
+
+
+def close_servers(copies: queue.Queue[tuple[Path, WarmPytest | None]]) -> None:
+    """Stop the copies' warm servers (each waits for its child to end)."""
+    for _, warm in list(copies.queue):
+        if warm is not None:
+            warm.close()
+
+
+def choose(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mutation]:
+    """The mutations the command line asks for (`--only`, `--sample`), with the planted no-op of `--plant-noop`."""
+    unknown = set(args.only) - {m.name for m in MUTATIONS}
+    if unknown:
+        parser.error(f"unknown mutation(s): {', '.join(sorted(unknown))}")
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    if args.sample:
+        chosen = spread(chosen, args.sample)
+    if args.plant_noop:  # the first chosen entry's snippet replaced by itself: nothing changes, so nothing fails
+        m = chosen[0]
+        chosen.append(Mutation("planted.no_op", m.file, m.original, m.original, m.tests, "a planted no-op: SURVIVED"))
+    return chosen
+
+
+def spread(chosen: list[Mutation], n: int) -> list[Mutation]:
+    """`n` of `chosen` at even steps through it (first included), for a timing sample across the registry."""
+    if n >= len(chosen):
+        return chosen
+    return [chosen[i * len(chosen) // n] for i in range(n)]
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line (module docstring's first paragraph as its description)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", default=[], help="run only these mutations (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutations and their tests")
@@ -2305,49 +2368,56 @@ def main(argv: list[str] | None = None) -> int:
         default=os.cpu_count() or 1,
         help="mutations tested at once, each in its own copy of the tree (default: one per core)",
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="a fresh pytest process per run (slower) instead of a child forked from a warm one (bench/warm_pytest.py)",
+    )
+    parser.add_argument("--sample", type=int, default=0, help="only N of the chosen mutations, spread evenly over them")
+    parser.add_argument(
+        "--plant-noop",
+        action="store_true",
+        help="add a mutation that changes nothing (a self-check: it must be reported SURVIVED, and the exit is 1)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
-    unknown = set(args.only) - {m.name for m in MUTATIONS}
-    if unknown:
-        parser.error(f"unknown mutation(s): {', '.join(sorted(unknown))}")
+    chosen = choose(parser, args)
     if args.list:
         for m in chosen:
             print(f"{m.name:42} {m.file:32} {' '.join(m.tests)}")
         return 0
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tomforge-mutations-") as tmp:
-        copy = Path(tmp) / "repo"
-        copy_repository(copy)
+        copies = make_copies(Path(tmp), args.jobs, args.python, args.cold)
+        first, first_warm = copies.queue[0]
         if not args.skip_baseline:
             tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
-            base = run_tests(copy, tests, args.python, args.timeout * 2)
+            base = run_tests(first, tests, args.python, args.timeout * 2, first_warm)
             print(f"baseline (no mutation): pytest exit {base.code} in {base.seconds:.0f} s: {base.last}", flush=True)
             if base.code != 0:
                 print("the unmutated tests do not pass: fix them first", file=sys.stderr)
                 return 1
-        copies: queue.Queue[Path] = queue.Queue()
-        copies.put(copy)
-        for i in range(1, max(1, args.jobs)):
-            other = Path(tmp) / f"repo{i}"
-            copy_repository(other)
-            copies.put(other)
 
         catchers: dict[str, str] = json.loads(CATCHERS.read_text(encoding="utf-8")) if CATCHERS.exists() else {}
         found: dict[str, str] = {}
 
         def judge(m: Mutation) -> str:
             """One mutation in a free copy of the tree: its verdict line."""
-            where = copies.get()
+            where, warm = copies.get()
             try:
                 original = apply(where, m)
                 if original is None:
                     return f"STALE     {m.name}: the snippet does not occur exactly once in {m.file}"
                 try:
-                    run = judge_tests(where, m, catchers, args.python, args.timeout)
+                    run = judge_tests(where, m, catchers, args.python, args.timeout, warm)
                 finally:
                     (where / m.file).write_text(original, encoding="utf-8")
             finally:
-                copies.put(where)
+                copies.put((where, warm))
             if run.code == 1 and run.failed:
                 found[m.name] = run.failed
             verdict = "caught" if run.code == 1 else ("SURVIVED" if run.code == 0 else f"ERROR({run.code})")
@@ -2355,10 +2425,13 @@ def main(argv: list[str] | None = None) -> int:
             return f"{verdict:9} {m.name} ({run.seconds:.0f} s){by}: {m.why} | {run.last}"
 
         caught = 0
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for line in pool.map(judge, chosen):  # printed in the table's order
-                caught += line.startswith("caught ")
-                print(line, flush=True)
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                for line in pool.map(judge, chosen):  # printed in the table's order
+                    caught += line.startswith("caught ")
+                    print(line, flush=True)
+        finally:
+            close_servers(copies)
     if args.record:
         kept = {name: node for name, node in catchers.items() if name in {m.name for m in MUTATIONS}}
         CATCHERS.write_text(json.dumps(dict(sorted({**kept, **found}.items())), indent=1) + "\n", encoding="utf-8")
