@@ -30,7 +30,9 @@ def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     text = str(value)
-    return (text[:117] + "...") if len(text) > 120 else text.replace("|", "\\|").replace("\n", " ")
+    if len(text) > 120:  # cut first, then escape: a cut cell's pipe would still end the cell, a newline the row
+        text = text[:117] + "..."
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(frame: pl.DataFrame, limit: int = MAX_ROWS, drop: tuple[str, ...] = ()) -> str:

@@ -245,7 +245,8 @@ def _null_coverage(
     if n < 2:
         return null
     common = df > NULL_MAX_STORIES
-    np.add.at(null, owner[common], weight[common])
+    by = np.lexsort((weight[common], owner[common]))  # each story's weights in one order, as for the pairs below
+    np.add.at(null, owner[common][by], weight[common][by])
     rare = np.bincount(owner[~common], minlength=n)  # copies: the story's rarer sentences held by the other
     entries = pl.DataFrame({"key": keys[~common], "story": owner[~common], "w": weight[~common]})
     others = entries.select("key", pl.col("story").alias("other"))
@@ -255,13 +256,16 @@ def _null_coverage(
             entries.filter(pl.col("story").is_between(lo, lo + NULL_CHUNK, closed="left"))
             .join(others, on="key")
             .filter(pl.col("story") != pl.col("other"))
-            .group_by("story", "other")
-            .agg(pl.col("w").sum(), pl.len().alias("shared"))
+            .select("story", "other", "w")
+            .sort("story", "other", "w")  # each pair's weights in one order: its float sum is the same every run
         )
         if pairs.height:
-            s = pairs["story"].to_numpy()
-            keep = pairs["shared"].to_numpy() / np.maximum(rare[s], 1) < p.near_copy
-            np.maximum.at(best, s[keep], pairs["w"].to_numpy()[keep])
+            story, other, w = (pairs[c].to_numpy() for c in ("story", "other", "w"))
+            first = np.flatnonzero(np.r_[True, (story[1:] != story[:-1]) | (other[1:] != other[:-1])])
+            s = story[first]
+            shared = np.diff(np.r_[first, len(story)])
+            keep = shared / np.maximum(rare[s], 1) < p.near_copy
+            np.maximum.at(best, s[keep], np.add.reduceat(w, first)[keep])
     return (best + null) / np.maximum(story_weight, 1e-300)
 
 

@@ -43,6 +43,8 @@ def test_a_cell() -> None:
     assert _cell("a|b\nc") == "a\\|b c"  # a pipe would end the cell, a newline the row
     assert _cell("x" * 120) == "x" * 120  # 120 characters fit
     assert _cell("y" * 121) == "y" * 117 + "..."
+    # a long cell is cut and still escaped (it was cut only: its pipe split the table's row)
+    assert _cell("a|b\n" + "z" * 130) == "a\\|b " + "z" * 113 + "..."
 
 
 def test_a_table_and_its_more_rows_note() -> None:
