@@ -1769,8 +1769,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.null_keeps_copies",
         "audits/sentence_match.py",
-        'keep = pairs["shared"].to_numpy() / np.maximum(rare[s], 1) < p.near_copy',
-        'keep = pairs["shared"].to_numpy() >= 0',
+        "keep = shared / np.maximum(rare[s], 1) < p.near_copy",
+        "keep = shared >= 0",
         ("tests/test_scan_matching.py",),
         "a story held out twice (another source or prompt style) is its own null: it can never be found",
     ),
