@@ -8,9 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from tests.audit_data import FAST, load, planted_overlap_records
+from tomforge.audits import overlap
+from tomforge.audits.config import AuditParams
 from tomforge.audits.run import run_audit
+from tomforge.audits.sentence_match import SentenceParams
 
 
 def test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys(tmp_path: Path, monkeypatch) -> None:
@@ -20,7 +24,6 @@ def test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys(tm
     order. Every context's key is still `skeleton_key` of its text (the Python reference)."""
     import threading
 
-    from tomforge.audits import overlap
     from tomforge.audits.skeleton import skeleton_key
 
     records, _ = planted_overlap_records()
@@ -76,3 +79,33 @@ def test_the_artifacts_do_not_wait_for_the_baselines(tmp_path: Path, monkeypatch
     monkeypatch.setattr(run, "_artifact_tables", recording_artifacts)
     summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
     assert started.is_set() and summary.n_train > 0
+
+
+def test_the_sentences_phase_gets_the_audits_own_thresholds_and_reports_its_pairs(monkeypatch) -> None:
+    """`_sentences_beside_skeletons` passes the audit's sentence thresholds (not SentenceParams' defaults: 3 and
+    0.6) to the sentences phase, files its pair count under `sentence_pairs`, and skips the phase when one
+    side is missing (`counts` None), while the skeleton keys always come back, one per text in order."""
+    from types import SimpleNamespace
+
+    seen: list[SentenceParams] = []
+
+    def counted_pairs(ev, sp: SentenceParams) -> int:
+        seen.append(sp)
+        return 7
+
+    monkeypatch.setattr(overlap, "_sentence_pairs", counted_pairs)
+    monkeypatch.setattr(overlap, "skeleton_keys", lambda texts: [f"k-{t}" for t in texts])
+    ev = SimpleNamespace(texts=["a", "b"])
+    docs = pl.DataFrame({"doc": [0, 1]})
+    params = AuditParams(sentence_min_sentences=5, sentence_min_coverage=0.55)
+    counts: dict[str, int] = {"near_duplicate_pairs": 2}
+    timer = overlap.PhaseTimer("t")
+    out = overlap._sentences_beside_skeletons(ev, docs, params, timer, counts)
+    assert counts == {"near_duplicate_pairs": 2, "sentence_pairs": 7}
+    assert seen == [SentenceParams(min_sentences=5, min_coverage=0.55)]
+    assert out["skeleton_key"].to_list() == ["k-a", "k-b"]
+    assert list(timer.seconds) == ["sentences", "skeletons"]  # the phase names the progress lines and bench show
+    one_side = overlap.PhaseTimer("t")
+    again = overlap._sentences_beside_skeletons(ev, docs, params, one_side, None)
+    assert len(seen) == 1 and again["skeleton_key"].to_list() == ["k-a", "k-b"]
+    assert list(one_side.seconds) == ["skeletons"]

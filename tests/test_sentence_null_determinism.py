@@ -73,3 +73,17 @@ def test_null_coverage_is_the_same_bytes_in_any_entry_order_and_matches_the_refe
     expected = _reference(keys, owner, weight, df, story_weight, params.near_copy, max_stories)
     np.testing.assert_allclose(first, expected, rtol=1e-12, atol=0)
     assert (first > 0).all()  # every planted story shares sentences with another
+
+
+def test_a_story_holding_exactly_the_near_copy_share_is_a_copy_and_left_out() -> None:
+    """Worked by hand (near_copy 0.8, every weight 1, no common sentence): A = {1..5}, B = {1..4}, C = {1, 9}.
+    A: B holds 4/5 = 0.8 of A (a copy: left out), C holds 1/5 -> 1/5. B: A holds all of B (a copy), C 1/4 -> 1/4.
+    C: A and B each hold 1/2 -> 1/2."""
+    stories = [[1, 2, 3, 4, 5], [1, 2, 3, 4], [1, 9]]
+    keys = np.array([k for story in stories for k in story], dtype=np.uint64)
+    owner = np.array([s for s, story in enumerate(stories) for _ in story], dtype=np.int64)
+    weight = np.ones(len(keys))
+    df = np.array([sum(k in story for story in stories) for k in keys.tolist()], dtype=np.int64)
+    story_weight = np.array([5.0, 4.0, 2.0])
+    got = _null_coverage(keys, owner, weight, df, story_weight, SentenceParams(near_copy=0.8))
+    assert got.tolist() == [0.2, 0.25, 0.5]
