@@ -858,21 +858,29 @@ def holds_anchor(t, n, anchors):
 
 
 @njit(cache=True, nogil=True)
+def _cleaned(d, space, tables):
+    """A plain-ASCII text's cleaned bytes with the maps back to the original (`_to_original`): (clean,
+    clean_at, orig_at, size, anchors); size < 0 when the compiled path cannot read it."""
+    n = len(d)
+    clean = np.empty(n, dtype=np.uint8)
+    clean_at = np.empty(n + 1, dtype=np.int64)
+    orig_at = np.empty(n + 1, dtype=np.int64)
+    size, anchors = _clean(d, n, clean, clean_at, orig_at, space, tables)
+    return clean, clean_at, orig_at, size, anchors
+
+
+@njit(cache=True, nogil=True)
 def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered):
     """One plain-ASCII document's canonical sentences (`canonical.document_sentences`): keys, named
     keys, starts and ends in the original text, in its order; ok False when it needs the Python path.
     `filtered`: none when no word of the cleaned text is one of `anchor_words` (`holds_anchor`)."""
-    n = len(d)
     empty = (
         np.empty(0, dtype=np.uint64),
         np.empty(0, dtype=np.uint64),
         np.empty(0, dtype=np.int64),
         np.empty(0, dtype=np.int64),
     )
-    clean = np.empty(n, dtype=np.uint8)
-    clean_at = np.empty(n + 1, dtype=np.int64)
-    orig_at = np.empty(n + 1, dtype=np.int64)
-    size, anchors = _clean(d, n, clean, clean_at, orig_at, space, tables)
+    clean, clean_at, orig_at, size, anchors = _cleaned(d, space, tables)
     if size < 0:
         return False, empty
     if filtered and not holds_anchor(clean, size, anchor_words):
@@ -1032,21 +1040,6 @@ def sentence_arrays(
 
 
 @njit(cache=True, nogil=True)
-def _cleaned(text, space, tables):
-    """One text's cleaned bytes and their length, -1 when the compiled path cannot read it (the text then
-    takes the Python path)."""
-    readable, d = _narrow(text)
-    n = len(d)
-    clean = np.empty(n, dtype=np.uint8)
-    clean_at = np.empty(n + 1, dtype=np.int64)
-    orig_at = np.empty(n + 1, dtype=np.int64)
-    length = -1
-    if readable:
-        length, _ = _clean(d, n, clean, clean_at, orig_at, space, tables)
-    return clean, length
-
-
-@njit(cache=True, nogil=True)
 def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv, sigma):
     """`canonical.story_sentences` over every text of a batch's UTF-8 buffer (the first reading only: line
     breaks end sentences): (text, key, named key, words start, words length) per sentence in text order,
@@ -1062,7 +1055,11 @@ def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv,
     readings = np.zeros(1, dtype=np.int64)  # LINES
     size, used = 0, 0
     for i in range(len(offsets) - 1):
-        clean, length = _cleaned(data[offsets[i] : offsets[i + 1]], space, tables)
+        readable, d = _narrow(data[offsets[i] : offsets[i + 1]])
+        if not readable:
+            python[i] = True
+            continue
+        clean, _, _, length, _ = _cleaned(d, space, tables)
         if length < 0:
             python[i] = True
             continue

@@ -165,9 +165,9 @@ def _key_table(per_story: list[np.ndarray], p: SentenceParams, all_but_one: bool
     weight = 1.0 / df[inverse]
     story_weight = np.bincount(owner, weights=weight, minlength=len(per_story))
     null = _null_coverage(keys, owner, weight, df[inverse], story_weight, p)
-    prefix_key, prefix_story = _prefix(keys, owner, df[inverse], counts, p, all_but_one)
-    story_entries = np.argsort(owner, kind="stable")  # each story's entries together, in key order
     story_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    prefix_key, prefix_story = _prefix(keys, owner, df[inverse], counts, story_start, p, all_but_one)
+    story_entries = np.argsort(owner, kind="stable")  # each story's entries together, in key order
     return KeyTable(
         keys, owner, weight, story_weight, counts, null, prefix_key, prefix_story, story_entries, story_start
     )
@@ -185,7 +185,13 @@ def needed_sentences(counts: np.ndarray, p: SentenceParams, all_but_one: bool) -
 
 
 def _prefix(
-    keys: np.ndarray, owner: np.ndarray, df: np.ndarray, counts: np.ndarray, p: SentenceParams, all_but_one: bool
+    keys: np.ndarray,
+    owner: np.ndarray,
+    df: np.ndarray,
+    counts: np.ndarray,
+    story_start: np.ndarray,
+    p: SentenceParams,
+    all_but_one: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each story's prefix: its `n - need + 1` rarest entries (fewest stories holding the sentence,
     then by key), where `need` is `needed_sentences`. A document holding `need` of the story's `n`
@@ -194,8 +200,7 @@ def _prefix(
     held by thousands of stories is read only for the stories its document may hold."""
     size = counts - needed_sentences(counts, p, all_but_one) + 1
     order = np.lexsort((keys, df, owner))  # by story, the rarest first
-    start = np.concatenate(([0], np.cumsum(counts)))
-    rank = np.arange(len(order), dtype=np.int64) - start[owner[order]]
+    rank = np.arange(len(order), dtype=np.int64) - story_start[owner[order]]
     chosen = np.sort(order[rank < size[owner[order]]])  # back in key order
     return keys[chosen], owner[chosen]
 
