@@ -69,7 +69,7 @@ class Arm:
 
 
 # beyond the split's rows (128k in runs 15-17) an arm makes more passes over the same rows: 256k = two passes
-SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 512_000)
+SCALING_EXAMPLES = (8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 384_000, 512_000)
 
 ARMS = {
     "answer-only": Arm("tomforge_gen/train_controlled", rationale=False),
