@@ -164,6 +164,22 @@ def _cv_splits(df: pl.DataFrame, y: np.ndarray, folds: int) -> list[tuple[np.nda
     return list(GroupKFold(n_splits=k).split(np.zeros(len(y)), y, groups))
 
 
+def _format_splits(
+    cache: dict[str, list[tuple[np.ndarray, np.ndarray]]],
+    fmt: str,
+    df: pl.DataFrame,
+    y: np.ndarray,
+    folds: int,
+    beside_heldout: bool,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The group folds of a format's train sample: `folds` when they are the evaluation,
+    `DESCRIPTIVE_FOLDS` beside a held-out one; split once and shared by the format's inputs (the
+    same sample, so the same folds: GroupKFold is deterministic)."""
+    if fmt not in cache:
+        cache[fmt] = _cv_splits(df, y, DESCRIPTIVE_FOLDS if beside_heldout else folds)
+    return cache[fmt]
+
+
 def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> pl.DataFrame:
     rows = []
     formats = sorted(train["answer_format"].unique().to_list())
@@ -195,9 +211,7 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
     for fmt, kind, tr, ho, n_classes in plan:
         tr_fit = _subsample(tr, p.baseline_max_train, p.seed)
         x_tr, y_tr = _vectorize(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
-        if fmt not in split_cache:
-            split_cache[fmt] = _cv_splits(tr_fit, y_tr, p.folds if ho is None else DESCRIPTIVE_FOLDS)
-        splits = split_cache[fmt]
+        splits = _format_splits(split_cache, fmt, tr_fit, y_tr, p.folds, beside_heldout=ho is not None)
         ho_eval, note = _sample_stories(ho, p.baseline_max_eval, p.seed) if ho is not None else (None, "")
         jobs: list[tuple[np.ndarray | None, object]] = [(train_idx, x_tr[test_idx]) for train_idx, test_idx in splits]
         if ho_eval is not None:
