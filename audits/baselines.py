@@ -183,8 +183,7 @@ def _format_splits(
 def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> pl.DataFrame:
     rows = []
     formats = sorted(train["answer_format"].unique().to_list())
-    n_tests = 0
-    plan = []
+    n_tests, plan = 0, []
     for fmt in formats:
         tr = train.filter(pl.col("answer_format") == fmt)
         ho = heldout.filter(pl.col("answer_format") == fmt) if heldout is not None and heldout.height else None

@@ -578,16 +578,14 @@ def rank_groups_jit(
     set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
 ):  # fmt: skip
     """Per (story, candidate set) key and ranking (`RANKINGS` order): each candidate's tie group and
-    the sizes of the groups (`tie_pattern`), from the values `ranking_values` gives. A candidate's
-    phrase is looked for only where the story has its first word (binary search in the story's
-    words sorted by hash, once per story), not at every word: ~9x less CPU at 200,000 items."""
+    the sizes of the groups (`tie_pattern`), from the values `ranking_values` gives. A phrase is looked
+    for only where its story has its first word (the story's words sorted by hash once), not at every word."""
     n_keys = len(key_story)
     groups = np.zeros((n_keys, 5, kmax), dtype=np.int16)
     sizes = np.zeros((n_keys, 5, kmax), dtype=np.int16)
     values = np.empty((5, kmax), dtype=np.float64)
     story = -1
-    order = np.empty(0, dtype=np.int64)
-    sorted_hashes = np.empty(0, dtype=np.uint64)
+    order, sorted_hashes = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
     for key in range(n_keys):
         d, cs = key_story[key], key_set[key]
         t0, t1 = w_off[d], w_off[d + 1]
