@@ -578,14 +578,21 @@ def rank_groups_jit(
     set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
 ):  # fmt: skip
     """Per (story, candidate set) key and ranking (`RANKINGS` order): each candidate's tie group and
-    the sizes of the groups (`tie_pattern`), from the values `ranking_values` gives."""
+    the sizes of the groups (`tie_pattern`), from the values `ranking_values` gives. A phrase is looked
+    for only where its story has its first word (the story's words sorted by hash once), not at every word."""
     n_keys = len(key_story)
     groups = np.zeros((n_keys, 5, kmax), dtype=np.int16)
     sizes = np.zeros((n_keys, 5, kmax), dtype=np.int16)
     values = np.empty((5, kmax), dtype=np.float64)
+    story = -1
+    order, sorted_hashes = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
     for key in range(n_keys):
         d, cs = key_story[key], key_set[key]
         t0, t1 = w_off[d], w_off[d + 1]
+        if d != story:  # keys come grouped by story: its words sorted by hash once, not scanned per candidate
+            story = d
+            order = np.argsort(w_hash[t0:t1], kind="mergesort")  # stable: equal hashes stay in story order
+            sorted_hashes = w_hash[t0:t1][order]
         moves0 = s_off[d]
         c0, c1 = set_off[cs], set_off[cs + 1]
         k = c1 - c0
@@ -600,7 +607,12 @@ def rank_groups_jit(
             last_sent = -1
             last_move = -1
             if m > 0:
-                for i in range(t0, t1 - m + 1):
+                lo = np.searchsorted(sorted_hashes, ct_hash[p0], side="left")
+                hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="right")
+                for x in range(lo, hi):  # the words whose hash is the candidate's first word's, in story order
+                    i = t0 + order[x]
+                    if i > t1 - m:
+                        break
                     if _phrase_at(i, p0, m, data, table, w_start, w_end, w_hash, ct_hash, ct_start, ct_end, cand_bytes):
                         pos = i - t0
                         if hits == 0:

@@ -327,6 +327,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the compiled story reader does not end a sentence after '?': sentence ranks differ from the reference",
     ),
     Mutation(
+        "ranks.kernel_phrase_runs_into_the_next_story",
+        "audits/ranks.py",
+        "                    if i > t1 - m:\n",
+        "                    if i > t1 - 1:\n",
+        ("tests/test_audit_ranks_compiled.py",),
+        "the first-word lookup lets a phrase start on a story's last words and end in the next story's",
+    ),
+    Mutation(
+        "ranks.kernel_lookup_finds_no_word",
+        "audits/ranks.py",
+        'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="right")',
+        'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="left")',
+        ("tests/test_audit_ranks_compiled.py",),
+        "the range of words with the candidate's first word is empty: no candidate is ever mentioned",
+    ),
+    Mutation(
         "plan_search.draws_retry_once",
         "generators/plan_search.py",
         "        while word >= n:\n",

@@ -97,6 +97,37 @@ def test_compiled_pattern_counts_equal_the_reference(items) -> None:
     assert fast.sort(keys).equals(reference_counts(df).sort(keys))
 
 
+def test_a_phrase_never_runs_into_the_next_story() -> None:
+    """Stories read one after the other: the first ends with "red", the next starts with "box", so
+    "red box" would be found once more if a phrase could run past its story's last word. Its first
+    word is also a story's only occurrence of it, and "blue box" is said twice, so the lookup by
+    first word must find every place and keep story order (first and last differ)."""
+    stories = ["Ann put the apple in the red", "Box one. Ann moved the apple to the blue box. The blue box is red."]
+    rows = [
+        {
+            "selection": "train",
+            "context_id": f"c{i}",
+            "context": stories[i],
+            "options": ["red box", "blue box"],
+            "meta_candidates": None,
+            "answer": answer,
+            "answer_format": "multiple_choice",
+            "question_type": "reality",
+            "belief_order": 0,
+        }
+        for i in (0, 1)
+        for answer in ("red box", "blue box")
+    ]
+    df = pl.DataFrame(rows, schema_overrides={"options": pl.List(pl.Utf8), "meta_candidates": pl.List(pl.Utf8)})
+    keys = list(ranks.PATTERN_KEYS)
+    fast = ranks.pattern_counts(df).sort(keys)
+    assert fast.equals(reference_counts(df).sort(keys))
+    # by hand, story c0 names neither phrase: every ranking ties the two candidates
+    # (first story: one group of two; second: "blue box" twice, "red box" never)
+    mentions = fast.filter(pl.col("ranking") == "mentions")
+    assert sorted(mentions["pattern"].to_list()) == ["1,1", "1,1", "2"]
+
+
 def test_gold_ranks_equal_with_and_without_numba(monkeypatch) -> None:
     df = pl.concat([generated_items(), planted_items()], how="vertical_relaxed")
     p = AuditParams(min_group_items=5)
