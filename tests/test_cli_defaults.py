@@ -387,8 +387,8 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     assert "[default: a,b]" in lines["--names"], output
 
 
-# The flag -> field mappings `train`, `scan` and `eval` wrote out by hand before issue 39
-# (flag parameter -> field; the parameters now take their names from the flags: `beta` is `kl_coef`,
+# The flag -> field mappings `train`, `scan` and `eval` (`audit`, `clean`: `SETTINGS_FLAGS`) wrote out by hand before
+# issue 39 (flag parameter -> field; the parameters now take their names from the flags: `beta` is `kl_coef`,
 # `compile_` is `compile`): the reference the fields' own flag declarations must give back.
 TRAIN_TRL_BY_HAND = {
     "output_dir": "output_dir",
@@ -435,7 +435,13 @@ def _owners(command: str) -> dict[str, type]:
     from tomforge.rl.verl_backend import VerlSettings
 
     owners = {"train": {"trl": TrlSettings, "verl": VerlSettings}, "scan": {"scan": ScanParams}}
+    owners |= {"audit": {"audit": AuditParams}, "clean": {"clean": CleaningPolicy}}
     return {**owners, "eval": {"eval": EvalSettings}}[command]
+
+
+def _settings_flags(command: str) -> dict[str, str]:
+    """The flag -> field mapping `SETTINGS_FLAGS` holds for `command` (audit's and clean's, written by hand)."""
+    return next(flags for name, _defaults, flags in SETTINGS_FLAGS if name == command)
 
 
 @pytest.mark.parametrize(
@@ -445,6 +451,8 @@ def _owners(command: str) -> dict[str, type]:
         ("train", "verl", TRAIN_VERL_BY_HAND),
         ("scan", "scan", SCAN_BY_HAND),
         ("eval", "eval", EVAL_BY_HAND),
+        ("audit", "audit", _settings_flags("audit")),
+        ("clean", "clean", _settings_flags("clean")),
     ],
 )
 def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, label: str, by_hand: dict) -> None:
@@ -452,12 +460,12 @@ def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, lab
     its flag; unset flags (None) set nothing. The options are the command's own parameters."""
     import inspect
 
-    from tomforge.flows.commands import rl, scan
+    from tomforge.flows.commands import audit, rl, scan
     from tomforge.flows.commands.field_flags import FlagValues, field_options
 
     options = tuple(field_options(_owners(command)))
     names = [o.param for o in options]
-    commands = {"train": rl.train, "scan": scan.scan, "eval": rl.eval_}
+    commands = {"train": rl.train, "scan": scan.scan, "eval": rl.eval_, "audit": audit.audit, "clean": audit.clean}
     function = commands[command]
     assert set(names) <= set(inspect.signature(function).parameters)
     owner = _owners(command)[label]
