@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from tomforge.audits.scan_config import ScanParams
 from tomforge.flag_fields import Flag, flag, flag_of
 from tomforge.flows.cli_polish import plain_help_text
-from tomforge.flows.commands.field_flags import FlagValues, field_flags, field_options, param_name
+from tomforge.flows.commands.field_flags import FieldOption, FlagValues, field_flags, field_options, param_name
 from tomforge.flows.commands.flags import SettingsHelp
 from tomforge.rl.eval_settings import EvalSettings
 
@@ -166,6 +167,11 @@ def test_the_given_flags_are_written_back_as_arguments() -> None:
     assert FlagValues(options, {"size": 9, "rate": None, "mine": False}).arguments() == ["--size", "9", "--not-mine"]
     assert FlagValues(options, {"size": None, "rate": 0.25, "mine": True}).arguments() == ["--rate", "0.25", "--mine"]
     assert FlagValues(options, {"size": 0, "rate": None, "mine": None}).arguments() == ["--size", "0"]
+    # an on/off declaration is cut at its first "/", as click cuts it (its own parse is the reference)
+    odd = FieldOption("odd", Flag(("--a/--b/--c",)), (("left", Left, "mine"),))
+    parsed = click.Option(["--a/--b/--c"], is_flag=True)
+    assert FlagValues((odd,), {"odd": True}).arguments() == parsed.opts
+    assert FlagValues((odd,), {"odd": False}).arguments() == parsed.secondary_opts == ["--b/--c"]
 
 
 def test_param_names_come_from_the_first_flag_name() -> None:
