@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tomforge.errors import TomforgeError
+from tomforge.flag_fields import flag
 
 
 class AuditSettingsError(TomforgeError, ValueError):
@@ -22,16 +23,16 @@ class AuditSettingsError(TomforgeError, ValueError):
 @dataclass(frozen=True)
 class AuditParams:
     # overlap: MinHash + LSH + exact verification
-    shingle_n: int = 5
-    num_perm: int = 128
+    shingle_n: int = flag(5, "--shingle-n", help="Word n-gram size of MinHash shingles.")
+    num_perm: int = flag(128, "--num-perm", help="MinHash permutations.")
     minhash_seed: int = 1
-    jaccard_threshold: float = 0.8
+    jaccard_threshold: float = flag(0.8, "--jaccard", help="Near-duplicate Jaccard threshold.")
     containment_threshold: float = 0.8
     target_recall: float = 0.995  # P(LSH candidate | J = jaccard_threshold)
     max_bucket: int = 5000
     max_spans: int = 3
     # exact long n-gram overlap, calibrated by a conformal test against a within-train null
-    ngram_n: int = 13
+    ngram_n: int = flag(13, "--ngram-n", help="Exact long n-gram size.")
     ngram_alpha: float = 0.01  # false-positive rate per held-out context under exchangeability
     ngram_max_doc_freq: int = 1000  # grams shared by more train contexts are skipped for best-match lookup
     # re-formatted copies: a held-out story's canonical sentences found in a train story (audits.sentence_match)
@@ -47,7 +48,7 @@ class AuditParams:
     baseline_max_train: int = 20000
     baseline_max_eval: int = 20000  # held-out items scored (whole stories, seeded) by the partial-input baselines
     min_group_items: int = 30
-    seed: int = 0
+    seed: int = flag(0, "--seed", help="Seed of baselines and bootstrap.")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,16 +56,26 @@ class AuditParams:
 
 @dataclass(frozen=True)
 class CleaningPolicy:
-    drop_cross_jaccard: float = 0.8  # drop train items whose context overlaps held-out at/above this
-    drop_cross_containment: float = 0.8
+    drop_cross_jaccard: float = flag(  # drop train items whose context overlaps held-out at/above this
+        0.8, "--drop-jaccard", help="Drop train items whose context overlaps held-out at this Jaccard."
+    )
+    drop_cross_containment: float = flag(0.8, "--drop-containment", help="... or at this containment.")
     drop_ngram_flagged: bool = True  # drop the train context that best explains a flagged held-out one
-    drop_structural: bool = False  # structural twins are reported; dropping them is opt-in
+    drop_structural: bool = flag(  # structural twins are reported; dropping them is opt-in
+        False, "--drop-structural/--keep-structural", help="Also drop structural twins."
+    )
     collapse_duplicates: bool = True  # same question and answer on (near-)identical contexts, per side
     quarantine_conflicts: bool = True
-    quarantine_oracle: bool = False  # quarantine items whose gold the oracle rejects (`tomforge variants`)
-    reshuffle_options: bool = True
+    reshuffle_options: bool = flag(
+        True, "--reshuffle/--no-reshuffle", help="Balance gold positions of multiple choice."
+    )
     reshuffle_sides: tuple[str, ...] = ("train", "heldout")
-    seed: int = 0
+    seed: int = flag(0, "--seed", help="Seed of the option re-ordering.")
+    quarantine_oracle: bool = flag(  # last: its flag comes last in `clean --help`, as it did when written by hand
+        False,
+        "--quarantine-oracle/--keep-oracle-rejects",
+        help="Quarantine items whose gold the oracle rejects (tomforge variants).",
+    )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -26,6 +26,7 @@ from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.errors import TomforgeError
 from tomforge.rl.columns import decode_ground_truth
 from tomforge.rl.distributed import Shard
+from tomforge.rl.eval_settings import EvalSettings
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
 from tomforge.rl.gate import (
     LEARNING_GATE,
@@ -124,9 +125,9 @@ def generate(
     model_path: str,
     prompts: Sequence[list[dict[str, str]]],
     *,
-    batch_size: int = 64,
-    max_new_tokens: int = 256,
-    backend: str = "auto",
+    batch_size: int = EvalSettings.batch_size,  # the defaults `tomforge eval`'s flags show (rl/eval_settings.py)
+    max_new_tokens: int = EvalSettings.max_new_tokens,
+    backend: str = EvalSettings.backend,
     model: Any = None,
     tokenizer: Any = None,
     stats: GenerationStats | None = None,
@@ -295,9 +296,9 @@ def evaluate(
     in_distribution: Iterable[str] = (),
     label: str | None = None,
     limit: int | None = None,
-    batch_size: int = 64,
-    max_new_tokens: int = 256,
-    backend: str = "auto",
+    batch_size: int = EvalSettings.batch_size,  # the defaults `tomforge eval`'s flags show (rl/eval_settings.py)
+    max_new_tokens: int = EvalSettings.max_new_tokens,
+    backend: str = EvalSettings.backend,
     model: Any = None,
     tokenizer: Any = None,
     stats: GenerationStats | None = None,

@@ -387,9 +387,9 @@ def test_help_shows_one_value_when_backends_agree_and_each_when_they_differ() ->
     assert "[default: a,b]" in lines["--names"], output
 
 
-# The flag -> field mappings `train` and `scan` wrote out by hand before issue 39 (flag parameter -> field; the
-# parameters now take their names from the flags: `beta` is `kl_coef`, `compile_` is `compile`): the reference
-# the fields' own flag declarations must give back.
+# The flag -> field mappings `train`, `scan` and `eval` (`audit`, `clean`: `SETTINGS_FLAGS`) wrote out by hand before
+# issue 39 (flag parameter -> field; the parameters now take their names from the flags: `beta` is `kl_coef`,
+# `compile_` is `compile`): the reference the fields' own flag declarations must give back.
 TRAIN_TRL_BY_HAND = {
     "output_dir": "output_dir",
     "algorithm": "algorithm",
@@ -415,6 +415,12 @@ TRAIN_VERL_BY_HAND = {
     "max_completion_length": "max_response_length",
     "output_dir": "output_dir",
 }
+EVAL_BY_HAND = {  # eval's flags were `setting_option`s naming these parameters of `evaluate` and `learning_gate`
+    "batch_size": "batch_size",
+    "max_new_tokens": "max_new_tokens",
+    "generator": "backend",
+    "gate": "gate",
+}
 SCAN_BY_HAND = {
     "jaccard": "jaccard_threshold",
     "containment": "containment_threshold",
@@ -424,27 +430,43 @@ SCAN_BY_HAND = {
 
 
 def _owners(command: str) -> dict[str, type]:
+    from tomforge.rl.eval_settings import EvalSettings
     from tomforge.rl.trl_backend import TrlSettings
     from tomforge.rl.verl_backend import VerlSettings
 
-    return {"train": {"trl": TrlSettings, "verl": VerlSettings}, "scan": {"scan": ScanParams}}[command]
+    owners = {"train": {"trl": TrlSettings, "verl": VerlSettings}, "scan": {"scan": ScanParams}}
+    owners |= {"audit": {"audit": AuditParams}, "clean": {"clean": CleaningPolicy}}
+    return {**owners, "eval": {"eval": EvalSettings}}[command]
+
+
+def _settings_flags(command: str) -> dict[str, str]:
+    """The flag -> field mapping `SETTINGS_FLAGS` holds for `command` (audit's and clean's, written by hand)."""
+    return next(flags for name, _defaults, flags in SETTINGS_FLAGS if name == command)
 
 
 @pytest.mark.parametrize(
     "command, label, by_hand",
-    [("train", "trl", TRAIN_TRL_BY_HAND), ("train", "verl", TRAIN_VERL_BY_HAND), ("scan", "scan", SCAN_BY_HAND)],
+    [
+        ("train", "trl", TRAIN_TRL_BY_HAND),
+        ("train", "verl", TRAIN_VERL_BY_HAND),
+        ("scan", "scan", SCAN_BY_HAND),
+        ("eval", "eval", EVAL_BY_HAND),
+        ("audit", "audit", _settings_flags("audit")),
+        ("clean", "clean", _settings_flags("clean")),
+    ],
 )
 def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, label: str, by_hand: dict) -> None:
     """Every flag set to a value of its own: exactly the hand-written fields come back, each with the value of
     its flag; unset flags (None) set nothing. The options are the command's own parameters."""
     import inspect
 
-    from tomforge.flows.commands import rl, scan
+    from tomforge.flows.commands import audit, rl, scan
     from tomforge.flows.commands.field_flags import FlagValues, field_options
 
     options = tuple(field_options(_owners(command)))
     names = [o.param for o in options]
-    function = {"train": rl.train, "scan": scan.scan}[command]
+    commands = {"train": rl.train, "scan": scan.scan, "eval": rl.eval_, "audit": audit.audit, "clean": audit.clean}
+    function = commands[command]
     assert set(names) <= set(inspect.signature(function).parameters)
     owner = _owners(command)[label]
     given = FlagValues(options, {name: f"value of {name}" for name in names}).given(owner)

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -15,8 +16,9 @@ from typer.testing import CliRunner
 from tomforge.audits.scan_config import ScanParams
 from tomforge.flag_fields import Flag, flag, flag_of
 from tomforge.flows.cli_polish import plain_help_text
-from tomforge.flows.commands.field_flags import FlagValues, field_flags, field_options, param_name
+from tomforge.flows.commands.field_flags import FieldOption, FlagValues, field_flags, field_options, param_name
 from tomforge.flows.commands.flags import SettingsHelp
+from tomforge.rl.eval_settings import EvalSettings
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,13 @@ class WiderScan(ScanParams):
     """ScanParams with one more setting, declared once."""
 
     max_hits: int = flag(25, "--max-hits", min=1, help="Hits kept per story.")
+
+
+@dataclass(frozen=True)
+class WiderEval(EvalSettings):
+    """EvalSettings with one more setting, declared once."""
+
+    beams: int = flag(1, "--beams", min=1, help="Beams per prompt.")
 
 
 def _app(owners: dict[str, type], seen: list[FlagValues]) -> typer.Typer:
@@ -54,25 +63,70 @@ def _help_lines(app: typer.Typer) -> dict[str, str]:
     return {word: line for line in output.splitlines() for word in line.split()[1:3] if word.startswith("--")}
 
 
-def test_a_new_field_is_a_flag_of_the_command_and_reaches_the_setting() -> None:
-    seen: list[FlagValues] = []
-    app = _app({"scan": WiderScan}, seen)
-    lines = _help_lines(app)
-    assert "Hits kept per story." in lines["--max-hits"] and "[default: 25]" in lines["--max-hits"]
-    assert "x>=1" in lines["--max-hits"]
-    assert "[default: 0.8]" in lines["--jaccard"]  # the inherited fields' flags are there too
-    order = [flag for flag in lines if flag in ("--first", "--name", "--jaccard", "--max-hits", "--last")]
-    assert order == ["--first", "--name", "--jaccard", "--max-hits", "--last"]  # after `name`, in field order
+# (settings class with a new field, its flag, field, default and a value; an inherited flag, its shown default,
+# a value for it and its field): written by hand from scan_config.py and eval_settings.py
+NEW_FIELDS = [
+    (WiderScan, "--max-hits", "max_hits", 25, 7, "--jaccard", "0.8", ("--alpha", "0.05"), ("ngram_alpha", 0.05)),
+    (WiderEval, "--beams", "beams", 1, 4, "--batch-size", "64", ("--generator", "hf"), ("backend", "hf")),
+]
 
-    assert CliRunner().invoke(app, ["run", "--max-hits", "7", "--alpha", "0.05"]).exit_code == 0
-    built = seen[-1].build(WiderScan)
-    assert (built.max_hits, built.ngram_alpha, built.jaccard_threshold) == (7, 0.05, 0.8)
+
+@pytest.mark.parametrize(
+    ("owner", "new", "field", "default", "value", "kept", "kept_default", "given", "set_"), NEW_FIELDS
+)
+def test_a_new_field_is_a_flag_of_the_command_and_reaches_the_setting(
+    owner: type, new: str, field: str, default: int, value: int, kept: str, kept_default: str, given: tuple, set_: tuple
+) -> None:
+    seen: list[FlagValues] = []
+    app = _app({"settings": owner}, seen)
+    lines = _help_lines(app)
+    help_text = {"--max-hits": "Hits kept per story.", "--beams": "Beams per prompt."}[new]
+    assert help_text in lines[new] and f"[default: {default}]" in lines[new]
+    assert "x>=1" in lines[new]
+    assert f"[default: {kept_default}]" in lines[kept]  # the inherited fields' flags are there too
+    order = [flag for flag in lines if flag in ("--first", "--name", kept, new, "--last")]
+    assert order == ["--first", "--name", kept, new, "--last"]  # after `name`, in field order
+
+    assert CliRunner().invoke(app, ["run", new, str(value), *given]).exit_code == 0
+    built = seen[-1].build(owner)
+    assert (getattr(built, field), getattr(built, set_[0])) == (value, set_[1])
     assert CliRunner().invoke(app, ["run"]).exit_code == 0
-    assert seen[-1].build(WiderScan) == WiderScan()  # nothing given: every default from the class
-    refused = CliRunner().invoke(app, ["run", "--max-hits", "0"])
-    assert refused.exit_code == 2 and "--max-hits" in refused.output  # click's own check of `min`
+    assert seen[-1].build(owner) == owner()  # nothing given: every default from the class
+    refused = CliRunner().invoke(app, ["run", new, "0"])
+    assert refused.exit_code == 2 and new in refused.output  # click's own check of `min`
     not_a_number = CliRunner().invoke(app, ["run", "--first", "one"])  # the command's own flags keep their types
     assert not_a_number.exit_code == 2 and "--first" in not_a_number.output
+
+
+def test_a_new_eval_field_is_a_flag_of_tomforge_eval_and_reaches_its_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real `eval` command, its settings widened by one field: the flag shows after `--gate` (the last field)
+    and before `--warehouse` (the parameter after `--limit`), and `eval --gpus 2` repeats it, with the other
+    settings flags given, for the processes it starts."""
+    from tomforge.flows.commands import rl
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(rl, "_check_eval_ready", lambda model, store, splits: [])
+    monkeypatch.setattr(
+        rl, "_launch_eval_processes", lambda gpus, d, r, given: started.append(rl.eval_arguments(given))
+    )
+    app = typer.Typer()
+    app.command("eval", cls=SettingsHelp)(field_flags({"eval": WiderEval}, after="limit")(rl.eval_.__wrapped__))
+    app.command("other")(lambda: None)
+    plain_help_text()
+    output = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"}).output
+    flags = [w for line in output.splitlines() for w in line.split()[1:3] if w.startswith("--")]
+    assert flags[flags.index("--limit") :][:7] == [
+        *("--limit", "--batch-size", "--max-new-tokens", "--generator", "--gate", "--beams", "--warehouse")
+    ]
+    args = ["eval", "-m", "m", "-d", "org/tom", "--gpus", "2", "--beams", "3", "--gate", "0.5", "--no-store"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert started == [
+        [
+            *("--model", "m", "--dataset", "org/tom", "--warehouse", "var/warehouse.duckdb", "--out", "var/eval"),
+            *("--no-store", "--gate", "0.5", "--beams", "3", "--split", "all/test"),
+        ]
+    ]
 
 
 @dataclass
@@ -105,6 +159,19 @@ def test_fields_of_two_classes_sharing_a_flag_are_one_option() -> None:
     assert seen[-1].given(Left) == {"size": 9, "mine": False}
     assert seen[-1].given(Right) == {"size": 9}
     assert seen[-1].build(Left, model="m") == Left("m", size=9, rate=0.5, mine=False)
+
+
+def test_the_given_flags_are_written_back_as_arguments() -> None:
+    """In option order, unset ones left out, an on/off pair by the name of its value: written by hand."""
+    options = tuple(field_options({"left": Left, "right": Right}))
+    assert FlagValues(options, {"size": 9, "rate": None, "mine": False}).arguments() == ["--size", "9", "--not-mine"]
+    assert FlagValues(options, {"size": None, "rate": 0.25, "mine": True}).arguments() == ["--rate", "0.25", "--mine"]
+    assert FlagValues(options, {"size": 0, "rate": None, "mine": None}).arguments() == ["--size", "0"]
+    # an on/off declaration is cut at its first "/", as click cuts it (its own parse is the reference)
+    odd = FieldOption("odd", Flag(("--a/--b/--c",)), (("left", Left, "mine"),))
+    parsed = click.Option(["--a/--b/--c"], is_flag=True)
+    assert FlagValues((odd,), {"odd": True}).arguments() == parsed.opts
+    assert FlagValues((odd,), {"odd": False}).arguments() == parsed.secondary_opts == ["--b/--c"]
 
 
 def test_param_names_come_from_the_first_flag_name() -> None:

@@ -33,9 +33,7 @@ LONG: dict[str, int] = {  # path:qualified name -> its length when listed; lower
     "audits/scan_report.py:render_scan_report": 78,
     "audits/variants.py:variant_findings": 80,
     "generators/record_writer.py:RecordWriter.records": 69,
-    "warehouse/load.py:_upsert": 67,
     "warehouse/record.py:build_record": 67,
-    "warehouse/sources/exploretom.py:_read_rows": 62,
 }
 
 

@@ -351,7 +351,14 @@ def test_generation_order_of_a_model_the_fast_path_refuses_is_transformers_order
 
 
 def test_eval_arguments_repeat_the_command_line_for_the_processes() -> None:
+    from tomforge.flows.commands.field_flags import FlagValues, field_options
     from tomforge.flows.commands.rl import eval_arguments
+    from tomforge.rl.eval_settings import EvalSettings
+
+    options = tuple(field_options({"eval": EvalSettings}))
+
+    def flags(**values: object) -> FlagValues:
+        return FlagValues(options, values)
 
     given = dict(
         model="m",
@@ -362,10 +369,7 @@ def test_eval_arguments_repeat_the_command_line_for_the_processes() -> None:
         revision="v1",
         label=None,
         limit=5,
-        batch_size=None,
-        max_new_tokens=7,
-        generator="hf",
-        gate=0.5,
+        flags=flags(batch_size=None, max_new_tokens=7, generator="hf", gate=0.5),
         splits=["a/test", "b/test:second_person"],
         in_distribution=["a"],
     )
@@ -374,7 +378,8 @@ def test_eval_arguments_repeat_the_command_line_for_the_processes() -> None:
         *("--revision", "v1", "--limit", "5", "--max-new-tokens", "7", "--generator", "hf", "--gate", "0.5"),
         *("--split", "a/test", "--split", "b/test:second_person", "--in-distribution", "a"),
     ]
-    given.update(store=True, revision=None, label="x", limit=None, batch_size=8, generator=None, gate=None)
+    given.update(store=True, revision=None, label="x", limit=None)
+    given.update(flags=flags(batch_size=8, max_new_tokens=7, generator=None, gate=None))
     given.update(splits=["a/test"], in_distribution=[])
     assert eval_arguments(given) == [
         *("--model", "m", "--dataset", "org/tom", "--warehouse", "w.duckdb", "--out", "var/e", "--store"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -197,7 +198,12 @@ def test_malformed_row_is_rejected(samples: Path, tmp_path: Path, column: str, v
     assert len(produced) == 28 and len(rejects) == 1
     reject = rejects[0]
     assert (reject.field, reject.source_ref, reject.record, reject.file) == (field, "bad.csv#row9", "row9", "bad.csv")
-    assert reject.source == "exploretom" and reject.reason and reject.raw
+    assert reject.source == "exploretom" and reject.reason
+    if not value.strip():  # a blank required cell: the reason says so
+        assert reject.reason == "empty or missing value"
+    raw = json.loads(reject.raw)  # the whole row is kept, its cells by column name
+    assert raw["story_structure"] == rows[1 + 9][rows[0].index("story_structure")]
+    assert raw[column] == (value or None)  # polars reads an empty cell as null
 
 
 def test_row_with_extra_field_is_rejected(samples: Path, tmp_path: Path) -> None:

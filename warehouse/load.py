@@ -335,7 +335,6 @@ def _upsert(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport, 
     second thread while staging went on was measured no faster (250k HiToM rows, 2 CPUs, three
     interleaved runs, 2026-12-03: 10.2-10.7 s against 9.0-11.4 s) for ~1.5 s more CPU: per-batch
     inserts cost DuckDB more than one bulk insert, and the inserting thread slows staging."""
-    info, input_ref = staged.info, staged.input_ref
     con.register("new_items", staged.items)
     con.register("new_contexts", staged.contexts)
     con.register("new_rejects", staged.rejects)
@@ -346,24 +345,40 @@ def _upsert(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport, 
            FROM new_items n LEFT JOIN items o USING (item_id)""",
     )
     report.unchanged = report.loaded - report.new - report.changed
-    replaced = _deleted(con, "DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
-    report.removed = _deleted(
-        con, "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
-    )
-    if replace_source:
-        report.removed += _deleted(con, "DELETE FROM items WHERE source = ?", [info.name])
-        replaced += _deleted(con, "DELETE FROM rejects WHERE source = ?", [info.name])
-        con.execute("DELETE FROM sources WHERE source = ?", [info.name])
-    replaced += report.removed + _deleted(
-        con,
-        "DELETE FROM rejects WHERE (source, source_ref) IN "
-        "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)",
-    )
+    replaced = _delete_replaced(con, staged.info.name, report, replace_source)
     con.execute(f"INSERT INTO items SELECT {', '.join(ITEM_FIELDS)} FROM new_items")
     con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
     con.execute("INSERT INTO contexts SELECT * FROM new_contexts ANTI JOIN contexts USING (context_id)")
     replaced += _deleted(con, "DELETE FROM contexts WHERE context_id NOT IN (SELECT context_id FROM items)")
     _vacuum_only_if_replaced(con, replaced)
+    _record_load(con, staged, report)
+    for view in ("new_items", "new_contexts", "new_rejects"):
+        con.unregister(view)
+
+
+def _delete_replaced(con: duckdb.DuckDBPyConnection, source: str, report: LoadReport, replace_source: bool) -> int:
+    """Before the staged rows go in: delete the items and rejects they replace (all of `source`'s with
+    `replace_source`), counting into `report.removed` the items whose rows are now rejects or gone from the
+    source; the number of rows deleted (whether the load replaced anything)."""
+    replaced = _deleted(con, "DELETE FROM items WHERE item_id IN (SELECT item_id FROM new_items)")
+    report.removed = _deleted(
+        con, "DELETE FROM items WHERE (source, source_ref) IN (SELECT (source, source_ref) FROM new_rejects)"
+    )
+    if replace_source:
+        report.removed += _deleted(con, "DELETE FROM items WHERE source = ?", [source])
+        replaced += _deleted(con, "DELETE FROM rejects WHERE source = ?", [source])
+        con.execute("DELETE FROM sources WHERE source = ?", [source])
+    replaced += report.removed
+    return replaced + _deleted(
+        con,
+        "DELETE FROM rejects WHERE (source, source_ref) IN "
+        "(SELECT (source, source_ref) FROM new_rejects UNION ALL SELECT (source, source_ref) FROM new_items)",
+    )
+
+
+def _record_load(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport) -> None:
+    """The input's row of `sources` (replacing the one of the same input) and the load's row of `loads`."""
+    info, input_ref = staged.info, staged.input_ref
     con.execute("DELETE FROM sources WHERE source = ? AND input_ref = ?", [info.name, input_ref])
     con.execute(
         "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -393,8 +408,6 @@ def _upsert(con: duckdb.DuckDBPyConnection, staged: Staged, report: LoadReport, 
             report.removed,
         ],
     )
-    for view in ("new_items", "new_contexts", "new_rejects"):
-        con.unregister(view)
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, statement: str, parameters: list[Any] | None = None) -> int:

@@ -94,6 +94,22 @@ class FlagValues:
         """`owner(**fixed, **given)`: the settings object, unset fields at their defaults."""
         return owner(**fixed, **self.given(owner))  # type: ignore[arg-type]
 
+    def arguments(self) -> list[str]:
+        """The given flags as command-line arguments again, in option order (for the processes a command starts
+        with the same flags, `eval --gpus N`): `--name value`, or the on or off name of an on/off pair."""
+        out: list[str] = []
+        for option in self.options:
+            value = self.values[option.param]
+            if value is None:
+                continue
+            first = option.flag.names[0]
+            if "/" in first:
+                on, off = first.split("/", 1)
+                out.append(on if value else off)
+            else:
+                out += [first, str(value)]
+        return out
+
 
 def field_flags(owners: dict[str, type], after: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Offer every flag field of `owners` as an option of the decorated command, after its parameter `after`;

@@ -6,7 +6,8 @@ from that field (a dataclass or pydantic field, or a function's parameter), neve
 It is read when the command's help is drawn (`SettingsHelp`), so running a command imports no settings
 module it does not use (`train` and `eval` run on a GPU machine without the warehouse's libraries).
 A settings dataclass whose fields declare their flags (`tomforge.flag_fields.flag`) needs no `setting_option`: its
-command's options are made from the fields (`flows/commands/field_flags.py`, `train` and `scan`).
+command's options are made from the fields (`flows/commands/field_flags.py`: `train`, `eval`,
+`audit`, `clean`, `scan`).
 """
 
 from __future__ import annotations

@@ -16,11 +16,9 @@ from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
 from tomforge.flows.commands.field_flags import FlagValues, field_flags
 from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
 from tomforge.flows.commands.terminal import console
+from tomforge.rl.eval_settings import EvalSettings
 from tomforge.rl.trl_settings import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
-
-# the settings eval's flags read their shown defaults from (`flags.setting_option`)
-EVALUATE = "tomforge.rl.evaluate:evaluate"
 
 group = typer.Typer()
 
@@ -159,6 +157,7 @@ def _show_training(outcome: dict[str, Any], *, dry_run: bool, local: bool) -> No
 
 
 @group.command("eval", cls=SettingsHelp)
+@field_flags({"eval": EvalSettings}, after="limit")  # each field's flag: its declaration (rl/eval_settings.py)
 def eval_(
     model: str = typer.Option(..., "--model", "-m", help="Model to evaluate: folder, .gguf file or Hub id."),
     dataset: str = typer.Option(..., "--dataset", "-d", help="Hub dataset repo ORG/NAME or a local release folder."),
@@ -177,22 +176,6 @@ def eval_(
         None, "--label", help="Name of this model in the matrix (default: folder name)."
     ),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Items per split at most."),
-    batch_size: Optional[int] = setting_option("--batch-size", setting=f"{EVALUATE}.batch_size", min=1),
-    max_new_tokens: Optional[int] = setting_option("--max-new-tokens", setting=f"{EVALUATE}.max_new_tokens", min=1),
-    generator: Optional[str] = setting_option(
-        "--generator",
-        setting=f"{EVALUATE}.backend",
-        help="auto (vLLM when installed, else fast), fast "
-        "(static KV cache + CUDA graphs, docs/rl-speed.md), hf (transformers' generate) or vllm.",
-    ),
-    gate: Optional[float] = setting_option(
-        "--gate",
-        setting="tomforge.rl.gate:learning_gate.threshold",
-        min=0.0,
-        max=1.0,
-        help="The learning gate: accuracy a model with a training record must reach on held-out items of the "
-        "orders, forms and renderings it was trained on, or it is reported as not learned and compared with nothing.",
-    ),
     warehouse: Path = WarehouseOption,
     store: bool = typer.Option(True, "--store/--no-store", help="Write per-item results to the warehouse."),
     out: Path = typer.Option(Path("var/eval"), "--out", help="Folder for summary.json and the belief-order plot."),
@@ -203,6 +186,8 @@ def eval_(
         help="Processes, one per GPU: each generates every N-th batch of each split, the first gathers the rows "
         "(the same rows as one process).",
     ),
+    *,
+    flags: FlagValues,
 ) -> None:
     """Generate answers, score them with the training reward, store them, print the ID vs held-out matrix, each
     format's accuracy beside its chance, and the learning gate (rl/gate.py)."""
@@ -213,11 +198,11 @@ def eval_(
     if gpus > 1 and not distributed.under_launcher():
         _launch_eval_processes(gpus, dataset, revision, given)
         return
-    settings = flags_set(batch_size=batch_size, max_new_tokens=max_new_tokens, backend=generator)
+    settings = flags.build(EvalSettings)  # the flags given, each declared on its EvalSettings field
     parts = _evaluate_here(model, dataset, revision, refs, in_distribution, label, limit, settings)
     if parts is None:  # not the first process: it handed its rows over
         return
-    _report_eval(model, parts, gate, out, warehouse if store else None)
+    _report_eval(model, parts, settings.gate, out, warehouse if store else None)
 
 
 def _check_eval_ready(model: str, store: bool, splits: list[str]) -> list[Any]:
@@ -258,7 +243,7 @@ def _evaluate_here(
     in_distribution: list[str],
     label: str | None,
     limit: int | None,
-    settings: dict[str, Any],
+    settings: EvalSettings,
 ) -> list[Any] | None:
     """This process's share of `eval` (all of it in one process): its rows generated and scored, then every
     process's `(positions, rows, stats)` on the first process, None on the others."""
@@ -286,14 +271,16 @@ def _evaluate_here(
             stats=stats,
             shard=shard if shard.world > 1 else None,
             positions=positions,
-            **settings,
+            batch_size=settings.batch_size,
+            max_new_tokens=settings.max_new_tokens,
+            backend=settings.backend,
         )
     except OSError as exc:  # what transformers raises for a model it cannot find or download
         raise ModelSourceError(f"{model}: cannot load the model: {str(exc).strip().splitlines()[0]}") from exc
     return distributed.gather_to_main((positions, rows, stats))
 
 
-def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, warehouse: Path | None) -> None:
+def _report_eval(model: str, parts: list[Any], gate: float, out: Path, warehouse: Path | None) -> None:
     """The first process's part of `eval`: every process's rows merged, summarized (with the learning gate),
     written under `out`, stored in `warehouse` (None: not stored) and printed as the matrix."""
     from tomforge.rl.evaluate import (
@@ -317,7 +304,7 @@ def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, wa
     )
     labels = {row["label"] for row in rows}
     record = read_training_record(model) if Path(model).is_dir() else None
-    summary = summarize(rows, training={name: record for name in labels}, **flags_set(threshold=gate))
+    summary = summarize(rows, training={name: record for name in labels}, threshold=gate)
     summary["generation"] = {
         "sequences": stats.n_sequences,
         "new_tokens": stats.new_tokens,
@@ -339,20 +326,14 @@ def _report_eval(model: str, parts: list[Any], gate: float | None, out: Path, wa
 
 
 def eval_arguments(given: dict[str, Any]) -> list[str]:
-    """`tomforge eval`'s own arguments again (from its parameters), for the processes `--gpus N` starts."""
+    """`tomforge eval`'s own arguments again (from its parameters and its `flags`), for the processes `--gpus N`
+    starts."""
     args = ["--model", given["model"], "--dataset", given["dataset"], "--warehouse", str(given["warehouse"])]
     args += ["--out", str(given["out"]), "--store" if given["store"] else "--no-store"]
-    for flag, name in (
-        ("--revision", "revision"),
-        ("--label", "label"),
-        ("--limit", "limit"),
-        ("--batch-size", "batch_size"),
-        ("--max-new-tokens", "max_new_tokens"),
-        ("--generator", "generator"),
-        ("--gate", "gate"),
-    ):
+    for flag, name in (("--revision", "revision"), ("--label", "label"), ("--limit", "limit")):
         if given[name] is not None:
             args += [flag, str(given[name])]
+    args += given["flags"].arguments()  # the EvalSettings flags given, in field order
     for flag, name in (("--split", "splits"), ("--in-distribution", "in_distribution")):
         for value in given[name]:
             args += [flag, value]

@@ -419,15 +419,9 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
             or question_text.isspace()
             or answer.isspace()
         ):
-            try:
-                if index in bad_width:
-                    raise RecordError("row", f"expected {len(table.header)} fields, found {bad_width[index]}")
-                for name, value in zip(_REQUIRED, (story, question_text, answer, params, order)):
-                    if _blank(value):
-                        raise RecordError(name, "empty or missing value")
-                question = caches.question(params, order)
-            except RecordError as exc:
-                yield Reject(NAME, ref, file, f"row{index}", exc.field, exc.reason, Reject.raw_of(table.row(index)))
+            question = _checked_question(table, caches, index, (story, question_text, answer, params, order), file)
+            if isinstance(question, Reject):
+                yield question
                 continue
         meta = dict(zip(meta_names, meta_values))
         listed, thing, relation = question.params_meta
@@ -450,6 +444,22 @@ def _read_rows(table: _Table, start: int, columns: list[list[Any]], caches: _Cac
             _is_false_belief(question, meta),
             meta,
         )
+
+
+def _checked_question(table: _Table, caches: _Caches, index: int, cells: tuple[Any, ...], file: str) -> Any:
+    """The slow path of `_read_rows`, for a row the question cache cannot vouch for: its question (parsed and
+    cached), or its `Reject` naming the first thing wrong (the row's width, a blank required cell, the question's
+    parameters)."""
+    try:
+        if index in table.bad_width:
+            raise RecordError("row", f"expected {len(table.header)} fields, found {table.bad_width[index]}")
+        for name, value in zip(_REQUIRED, cells):
+            if _blank(value):
+                raise RecordError(name, "empty or missing value")
+        return caches.question(cells[3], cells[4])
+    except RecordError as exc:
+        ref = f"{file}#row{index}"
+        return Reject(NAME, ref, file, f"row{index}", exc.field, exc.reason, Reject.raw_of(table.row(index)))
 
 
 ADAPTER = ExploreToMAdapter(
