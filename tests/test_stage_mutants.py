@@ -132,7 +132,8 @@ def test_execute_runs_the_plans_command(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.fixture
 def runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     calls: list[tuple] = []
-    monkeypatch.setattr(trl_backend, "launcher", lambda *a, **k: ["accelerate", "launch"])  # no torch to ask
+    launcher = lambda n, config, **k: ["accelerate", "launch", f"--config={config}"]  # noqa: E731 (no torch to ask)
+    monkeypatch.setattr(trl_backend, "launcher", launcher)
     monkeypatch.setattr(stage, "run_trl_here", lambda *a: calls.append(("trl_here", *a)) or {"steps": 2})
     monkeypatch.setattr(stage, "run_verl_here", lambda *a: calls.append(("verl_here", *a)) or 3)
     monkeypatch.setattr(stage, "execute", lambda plan: calls.append(("execute", plan.backend)) or 4)
@@ -151,11 +152,15 @@ def test_launch_chooses_where_to_run(runs: list[tuple]) -> None:
     outcome = stage.launch(trl, "d", "v", "all/train", "all/test")
     assert runs == [("trl_here", trl, "d", "v", "all/train")]
     assert outcome["steps"] == 2 and outcome["exit_code"] == 0 and outcome["dry_run"] is False
-    assert stage.launch(trl, "d", "v", "all/train", "all/test", gpus=2)["exit_code"] == 4
-    assert runs[1] == ("execute", "trl")
+    outcome = stage.launch(trl, "d", "v", "all/train", "all/test", gpus=2, accelerate_config="fsdp")
+    assert outcome["exit_code"] == 4 and runs[1] == ("execute", "trl")
+    assert "accelerate launch --config=fsdp -m tomforge.rl.launch trl" in outcome["plan"]
     verl = VerlSettings(model="m", train_files=[], val_files=[])
-    assert stage.launch(verl, "d", "v", "all/train", "all/test", data_dir="dd")["exit_code"] == 3
-    assert runs[2] == ("verl_here", verl, "d", "v", "all/train", "all/test", "dd")
+    outcome = stage.launch(verl, "org/d", "v7", "all/train", "all/test", data_dir="dd")
+    assert (
+        outcome["exit_code"] == 3 and '"dataset": "org/d"' in outcome["plan"] and '"revision": "v7"' in outcome["plan"]
+    )
+    assert runs[2] == ("verl_here", verl, "org/d", "v7", "all/train", "all/test", "dd")
     outcome = stage.launch(verl, "d", "v", "all/train", "all/test", ray_address="http://h:8265")
     assert outcome["exit_code"] == 4 and runs[3] == ("execute", "verl") and outcome["backend"] == "verl"
     assert "ray" in outcome["plan"] and "http://h:8265" in outcome["plan"]
