@@ -74,7 +74,8 @@ def test_generate_splits_skips_empty_splits_and_names_each() -> None:
     assert [r["split"] for r in records] == ["train"] * 10 + ["validation"] * 5 + ["test"] * 5
     assert {r["meta"]["entity_pool"] for r in records if r["split"] == "test"} == {"held_out"}
     assert {r["meta"]["entity_pool"] for r in records if r["split"] != "test"} == {"main"}
-    assert all(r["seed"] is not None for r in records)
+    assert all(r["source_ref"].startswith(f"generated/{r['split']}/seed-3#") for r in records)  # the kwargs reach
+    assert {r["belief_order"] for r in records} <= {0, 1}  # each split's run (max_order=1)
 
 
 def fingerprint(records: list[dict[str, Any]]) -> str:
