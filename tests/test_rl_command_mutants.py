@@ -108,7 +108,7 @@ def evaluation(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
 
     def fake_evaluate(model: str, root: Path, refs: list, **kw: Any) -> list[dict]:
         seen["evaluate"].append((model, root, refs, kw))
-        kw["stats"].n_sequences, kw["stats"].new_tokens, kw["stats"].seconds = 3, 30, 2.0
+        kw["stats"].n_sequences, kw["stats"].new_tokens, kw["stats"].seconds = 3, 30, 2.34567
         kw["positions"].append((0, 0))
         return [{"label": kw["label"] or "mine", "id": 1}]
 
@@ -116,10 +116,10 @@ def evaluation(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     monkeypatch.setattr(evaluate, "merge_shards", lambda parts: [row for _, rows in parts for row in rows])
     monkeypatch.setattr(evaluate, "summarize", lambda rows, **kw: seen["summarize"].append((rows, kw)) or {})
     monkeypatch.setattr(evaluate, "write_summary", lambda s, path: seen["files"].append(("summary", dict(s), path)))
-    monkeypatch.setattr(evaluate, "plot_by_order", lambda s, path: seen["files"].append(("plot", path)))
-    monkeypatch.setattr(evaluate, "write_rows", lambda rows, path: seen["files"].append(("rows", path)) or path)
+    monkeypatch.setattr(evaluate, "plot_by_order", lambda s, path: seen["files"].append(("plot", dict(s), path)))
+    monkeypatch.setattr(evaluate, "write_rows", lambda rows, path: seen["files"].append(("rows", rows, path)) or path)
     monkeypatch.setattr(evaluate, "store_results", lambda w, rows: seen["store"].append((w, rows)) or len(rows))
-    monkeypatch.setattr(evaluate, "format_matrix", lambda s: "MATRIX")
+    monkeypatch.setattr(evaluate, "format_matrix", lambda s: "MATRIX" if "generation" in s else "no summary")
     monkeypatch.setattr("tomforge.rl.trained_on.read_training_record", lambda model: {"from": model})
     monkeypatch.setattr(rl.subprocess, "call", lambda command: seen["call"].append(command) or 0)
     return seen
@@ -134,16 +134,16 @@ def test_eval_defaults(evaluation: dict[str, list], monkeypatch: pytest.MonkeyPa
     assert evaluation["fetch"] == [("org/x", None)] and evaluation["init"] == [] and evaluation["call"] == []
     ((model, root, refs, kw),) = evaluation["evaluate"]
     assert (model, root, refs) == ("org/m", Path("root"), [SplitRef("all", "test")])
-    assert kw.pop("stats") == GenerationStats(3, 30, 2.0) and kw.pop("positions") == [(0, 0)]
+    assert kw.pop("stats") == GenerationStats(3, 30, 2.34567) and kw.pop("positions") == [(0, 0)]
     expected = {"dataset": "org/x", "revision": None, "in_distribution": [], "label": None, "limit": None}
     assert kw == {**expected, "shard": None}
     rows = [{"label": "mine", "id": 1}]
     assert evaluation["summarize"] == [(rows, {"training": {"mine": None}})]  # not a folder: no training record
-    generation = {"sequences": 3, "new_tokens": 30, "seconds": 2.0, "tokens_per_s": 15.0}
+    generation = {"sequences": 3, "new_tokens": 30, "seconds": 2.346, "tokens_per_s": 12.8}  # 30 / 2.34567 = 12.79
     assert evaluation["files"] == [
         ("summary", {"generation": generation}, Path("var/eval/summary.json")),
-        ("plot", Path("var/eval/accuracy_by_order.png")),
-        ("rows", Path("var/eval/eval_rows.jsonl")),
+        ("plot", {"generation": generation}, Path("var/eval/accuracy_by_order.png")),
+        ("rows", rows, Path("var/eval/eval_rows.jsonl")),
     ]
     assert evaluation["store"] == [(Path("var/warehouse.duckdb"), rows)]
 
@@ -154,7 +154,7 @@ def test_eval_flags_reach_the_evaluation(evaluation: dict[str, list], tmp_path: 
     args += ["--generator", "hf", "--gate", "0.5", "--no-store", "--out", str(tmp_path / "o")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert result.output == "MATRIX\n" and evaluation["store"] == []
+    assert result.output == "MATRIX\n" and evaluation["store"] == [] and evaluation["fetch"] == [("org/x", "v")]
     ((_, _, refs, kw),) = evaluation["evaluate"]
     assert refs == [SplitRef("a", "b", "dialogue"), SplitRef("c", "d")]
     assert {k: kw[k] for k in ("revision", "in_distribution", "label", "limit", "batch_size")} == {
@@ -195,12 +195,13 @@ def test_eval_on_several_gpus_starts_the_processes(
     evaluation: dict[str, list], monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
     monkeypatch.setattr(rl.subprocess, "call", lambda command: evaluation["call"].append(command) or code)
-    result = CliRunner().invoke(app, ["eval", "-m", "org/m", "-d", "org/x", "--gpus", "2", "--no-store"])
-    assert evaluation["fetch"] == [("org/x", None)] and evaluation["evaluate"] == []  # downloaded once, here
+    args = ["eval", "-m", "org/m", "-d", "org/x", "--gpus", "2", "--no-store", "--revision", "v"]
+    result = CliRunner().invoke(app, args)
+    assert evaluation["fetch"] == [("org/x", "v")] and evaluation["evaluate"] == []  # downloaded once, here
     assert evaluation["call"] == [
         ["launch", "n=2", "cuda=False", "-m", "tomforge.flows.cli", "eval"]
         + ["--model", "org/m", "--dataset", "org/x", "--warehouse", "var/warehouse.duckdb", "--out", "var/eval"]
-        + ["--no-store", "--split", "all/test"]
+        + ["--no-store", "--revision", "v", "--split", "all/test"]
     ]
     if code:
         assert result.exit_code == 1 and "the 2 evaluation processes exited with status 3" in result.output
@@ -252,3 +253,13 @@ def test_a_busy_warehouse_keeps_the_rows(evaluation: dict[str, list], monkeypatc
         "error: w.duckdb is locked by pid 7 after 0 s; the 1 evaluated rows are kept in o/eval_rows.jsonl, "
         "the summary beside it\n"
     )
+
+
+def test_the_stored_line_is_printed_plain(evaluation: dict[str, list], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No rich highlighting of the numbers and path in the stored line (a terminal would colour them)."""
+    monkeypatch.delenv("TOMFORGE_LOCK_TIMEOUT", raising=False)
+    printed: list[tuple] = []
+    monkeypatch.setattr(rl.console, "print", lambda text, **kw: printed.append((text, kw)))
+    result = CliRunner().invoke(app, ["eval", "-m", "org/m", "-d", "org/x", "-w", "w.duckdb"])
+    assert result.exit_code == 0, result.output
+    assert printed == [("stored 1 rows in w.duckdb (eval_results)", {"highlight": False})]
