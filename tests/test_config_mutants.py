@@ -316,3 +316,12 @@ def test_selection_problem(condition: str, problem: str | None) -> None:
         assert found is None
     else:
         assert found is not None and found.startswith(problem) and "\n" not in found
+
+
+def test_selection_problem_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check binds against an in-memory warehouse: nothing appears in the working folder (DuckDB takes
+    ":MEMORY:" for a file of that name)."""
+    monkeypatch.chdir(tmp_path)
+    assert selection_problem("split = 'train'") is None
+    assert selection_problem("nosuch = 1") is not None
+    assert list(tmp_path.iterdir()) == []
