@@ -217,7 +217,7 @@ class FakeTrainer:
         self.zero = True
         self.accelerator = SimpleNamespace(unwrap_model=lambda m: f"unwrapped {m}", wait_for_everyone=self.wait)
         self.fast_generation_stats = None
-        self._fast_refused = None
+        self._fast_refused = "no fast path here"
 
     def wait(self) -> None:
         self.waited += 1
@@ -232,41 +232,56 @@ class FakeTrainer:
         return self.zero
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_train_trl_by_hand(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compiled: bool) -> None:
+class NoReference(FakeTrainer):
+    """A trainer without a reference model (TRL's when beta is 0)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        del self.ref_model
+
+
+@pytest.mark.parametrize(("compiled", "trainer"), [(False, FakeTrainer), (True, FakeTrainer), (True, NoReference)])
+def test_train_trl_by_hand(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compiled: bool, trainer: type) -> None:
     FakeTrainer.made = []
     timer, guard = SimpleNamespace(times=[0.1], last=None), SimpleNamespace(skipped=[2])
     compiled_models: list[str] = []
-    monkeypatch.setattr(backend, "trainer_class", lambda s: FakeTrainer)
-    monkeypatch.setattr(backend, "build_trl_config", lambda s: "CONFIG")
+    asked: list[tuple] = []
+    clock = iter([100.0, 103.5])
+    monkeypatch.setattr(backend, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    monkeypatch.setattr(backend, "trainer_class", lambda s: asked.append(("class", s)) or trainer)
+    monkeypatch.setattr(backend, "build_trl_config", lambda s: f"CONFIG {s.max_steps}")
     monkeypatch.setattr(backend, "make_trl_rewards", lambda weights: [f"rewards {weights.correct}"])
     monkeypatch.setattr(backend, "materialize", lambda spec: f"model {spec}")
     monkeypatch.setattr(backend, "step_timer", lambda: timer)
     monkeypatch.setattr(backend, "nonfinite_guard", lambda: guard)
-    monkeypatch.setattr(backend, "layers_compiled", lambda setting, model: compiled)
+    monkeypatch.setattr(backend, "layers_compiled", lambda setting, model: asked.append((setting, model)) or compiled)
     monkeypatch.setattr(backend, "compile_decoder_layers", compiled_models.append)
-    settings = TrlSettings(model="m", output_dir=str(tmp_path), reward_weights={"correct": 3.0})
-    result = backend.train_trl(settings, "DATA", tokenizer=None, callbacks=["mine"])
+    settings = TrlSettings(model="m", output_dir=str(tmp_path), reward_weights={"correct": 3.0}, max_steps=7)
+    settings.compile_layers = compiled
+    tokenizer = SimpleNamespace(save_pretrained=lambda folder: None)
+    result = backend.train_trl(settings, "DATA", tokenizer=tokenizer, callbacks=["mine"])
     (made,) = FakeTrainer.made
     assert made == {
         "model": "model m",
         "reward_funcs": ["rewards 3.0"],
-        "args": "CONFIG",
+        "args": "CONFIG 7",
         "train_dataset": "DATA",
-        "processing_class": None,
+        "processing_class": tokenizer,
         "callbacks": [timer, guard, "mine"],
     }
-    assert compiled_models == (["unwrapped model m", "unwrapped REF"] if compiled else [])
-    seconds = result.pop("seconds")
-    assert seconds >= 0 and timer.last is not None
+    assert asked == [("class", settings), (compiled, "model m")]
+    references = ["unwrapped REF"] if trainer is FakeTrainer else []
+    assert compiled_models == (["unwrapped model m", *references] if compiled else [])
+    assert timer.last == 100.0
     assert result == {
         "output_dir": str(tmp_path),
         "steps": 3,
+        "seconds": 3.5,
         "step_times": [0.1],
         "log_history": [{"loss": 0.5}],
         "train_loss": 0.25,
         "skipped_nonfinite_steps": [2],
-        "generation": {"path": "trl-generate", "reason": "fast generation off"},
+        "generation": {"path": "trl-generate", "reason": "no fast path here"},
     }
 
 
@@ -304,13 +319,13 @@ def test_generation_summary_by_hand() -> None:
     assert generation_summary(SimpleNamespace()) == {"path": "trl-generate", "reason": "fast generation off"}
     refused = SimpleNamespace(_fast_refused="a vLLM run")
     assert generation_summary(refused) == {"path": "trl-generate", "reason": "a vLLM run"}
-    stats = SimpleNamespace(sequences=8, new_tokens=100, seconds=1.23456, tokens_per_s=81.04, graphs_captured=2)
+    stats = SimpleNamespace(sequences=8, new_tokens=100, seconds=1.23456, tokens_per_s=81.36, graphs_captured=2)
     assert generation_summary(SimpleNamespace(fast_generation_stats=stats)) == {
         "path": "fastgen",
         "sequences": 8,
         "new_tokens": 100,
         "seconds": 1.235,
-        "tokens_per_s": 81.0,
+        "tokens_per_s": 81.4,
         "graphs_captured": 2,
     }
 
