@@ -83,6 +83,15 @@ def test_matched_spans_by_hand() -> None:
     assert matched_spans(a, b, 2, 1) == [{"b_start": 1, "b_end": 4, "words": 3, "text": "the cat sat"}]
     assert matched_spans(a, [], 2, 5) == [] and matched_spans([], b, 2, 5) == []
     assert matched_spans(["x"], ["y", "x"], 3, 5) == [{"b_start": 1, "b_end": 2, "words": 1, "text": "x"}]  # width 1
+    # a later, longer span comes first: hits (a b) at 0, then (b c) (c d) (d e) from 3
+    assert matched_spans("a b c d e".split(), "a b z b c d e".split(), 2, 5) == [
+        {"b_start": 3, "b_end": 7, "words": 4, "text": "b c d e"},
+        {"b_start": 0, "b_end": 2, "words": 2, "text": "a b"},
+    ]
+    # `b` shorter than n: its whole text is the one n-gram looked for
+    assert matched_spans("x y z w v".split(), ["y", "z"], 3, 5) == [
+        {"b_start": 0, "b_end": 2, "words": 2, "text": "y z"}
+    ]
     long_a = ["w"] * 500
     (span,) = matched_spans(long_a, long_a, 13, 5)
     assert span["words"] == 500 and len(span["text"]) == 400  # the text is cut at 400 characters
@@ -116,7 +125,7 @@ def test_cached_signatures_by_hand() -> None:
     sigs, have = _cached_signatures(["a", "b"], params, lookup)
     assert asked == [(["a", "b"], signature_params_key(params), 4)]
     assert sigs.tolist() == [[0, 0, 0, 0], [1, 2, 3, 4]] and sigs.dtype == np.uint32
-    assert have.tolist() == [False, True]
+    assert have.tolist() == [False, True] and have.dtype == np.bool_  # a mask: `sigs[~have]` must select rows
     sigs, have = _cached_signatures(["a"], params, None)
     assert sigs.shape == (1, 4) and not have.any()
 
