@@ -53,6 +53,36 @@ def test_docs_group_contexts_by_normalized_text() -> None:
     assert (bob["n_train_items"], bob["n_heldout_items"], bob["train"], bob["heldout"]) == (2, 0, True, False)
     assert (bob["train_context_id"], bob["heldout_context_id"], bob["heldout_context"]) == ("c3", None, None)
     assert docs["doc"].to_list() == [0, 1] and docs["text_key"].to_list() == sorted(docs["text_key"].to_list())
+    assert anna["context"] in ("anna LEFT", "Anna left.") and bob["context"] == "Bob stayed."
+
+
+def test_docs_sides_by_hand() -> None:
+    """A held-out copy whose id sorts first does not stand for the train side; one item makes a side."""
+    items = pl.DataFrame(
+        {
+            "context_id": ["a0", "z9", "d1", "e1"],
+            "context": ["Cat sat.", "cat sat", "Dog ran.", "Eve sang."],
+            "side": ["heldout", "train", "heldout", "train"],
+        }
+    )
+    _, docs = _docs(items)
+    rows = {r["context"].lower().rstrip("."): r for r in docs.iter_rows(named=True)}
+    cat, dog, eve = rows["cat sat"], rows["dog ran"], rows["eve sang"]
+    assert (cat["train_context_id"], cat["heldout_context_id"], cat["train"], cat["heldout"]) == (
+        "z9",
+        "a0",
+        True,
+        True,
+    )
+    assert (dog["train"], dog["heldout"], dog["train_context_id"]) == (False, True, None)
+    assert (eve["train"], eve["heldout"], eve["n_train_items"]) == (True, False, 1)
+
+
+def test_docs_of_no_items_keep_their_types() -> None:
+    empty = pl.DataFrame(schema={"context_id": pl.Utf8, "context": pl.Utf8, "side": pl.Utf8})
+    ctx, docs = _docs(empty)
+    assert ctx.height == 0 and docs.height == 0
+    assert ctx.schema["text_key"] == pl.Utf8 and docs.schema["text_key"] == pl.Utf8
 
 
 def test_unique_sets_and_exact_by_hand() -> None:
