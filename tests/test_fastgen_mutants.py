@@ -186,6 +186,7 @@ def test_trim_by_hand() -> None:
     assert _trim([[6, 7]], [True], [], [[5, 6, 7]]) == [[6, 7]]  # a sequence longer than what came before
     assert _trim([[7, 1]], [True], [], [[6, 7]]) == [[7, 1]]  # half a sequence at the start is no stop
     assert _trim([[3, 3]], [True], [3], []) == [[3]]
+    assert _trim([[6, 7, 1]], [True], [], [[6, 7]]) == [[6, 7]]  # a sequence that opens the row
 
 
 def test_stop_token_ids_by_hand() -> None:
