@@ -62,6 +62,8 @@ def test_sampling_from_a_config_by_hand() -> None:
         ("epsilon_cutoff", 0.1),
         ("eta_cutoff", 0.2),
         ("min_new_tokens", 2),
+        ("min_new_tokens", 1),
+        ("eta_cutoff", 1.0),
         ("watermarking_config", "w"),
     ],
 )
@@ -172,6 +174,7 @@ def test_prefill_chunks_by_hand() -> None:
     assert chunks([4, 4, 4, 4, 4, 4], 10, 24) == [(0, 6)]  # 6 x 4 = 24: not over
     assert chunks([30, 2], 10, 25) == [(0, 1), (1, 2)]  # a lone longer prompt: its own chunk
     assert chunks([30], 10, 25) == [(0, 1)] and chunks([], 4, 10) == [(0, 0)]
+    assert chunks([0, 0, 0], 10, 1) == [(0, 3)]  # empty prompts count no tokens
 
 
 def test_sequences_as_lists() -> None:
