@@ -2211,7 +2211,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_independent4_survivors.py::test_leftover_tag_history_files_are_removed",),
         "a killed writer's half-written tag history file is never removed",
     ),
-    # issue 38, the fourth independent check's survivors (docs/independent-check-2026-12-07c.md); 64 not measured
+    # issue 38, the fourth independent check's survivors and 64 (docs/independent-check-2026-12-07c.md)
     Mutation(
         "independent5.trl_launch_drops_revision",
         "rl/trl_backend.py",
@@ -2275,6 +2275,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         'if os.environ.get("TOMFORGE_CONFIG"):',
         ("tests/test_independent5_survivors.py::test_an_explicit_config_path_wins_over_the_environment",),
         "$TOMFORGE_CONFIG wins over an explicit --config",
+    ),
+    Mutation(
+        "independent5.eval_seconds_summed_over_processes",
+        "flows/commands/rl.py",
+        "seconds=max(s.seconds for _, _, s in parts)",
+        "seconds=sum(s.seconds for _, _, s in parts)",
+        ("tests/test_independent5_survivors.py::test_eval_on_several_processes_reports_the_slowest_ones_seconds",),
+        "eval --gpus N sums the processes' seconds: tokens/s reported N times too low",
     ),
 )
 

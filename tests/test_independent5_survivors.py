@@ -159,3 +159,15 @@ def test_the_scan_report_counts_the_documents_with_hits(tmp_path: Path) -> None:
     )
     render_scan_report(summary, index)  # type: ignore[arg-type]
     assert "3 hits in 2 documents." in (tmp_path / "scan_report.md").read_text()
+
+
+def test_eval_on_several_processes_reports_the_slowest_ones_seconds(tmp_path: Path) -> None:
+    """`eval --gpus 2`: processes of 10 s and 20 s side by side, 100 new tokens each: 20 s, 200 / 20 = 10 tokens/s."""
+    from tomforge.flows.commands.rl import _report_eval
+    from tomforge.rl.evaluate import GenerationStats
+
+    parts = [([], [], GenerationStats(2, 100, 10.0)), ([], [], GenerationStats(2, 100, 20.0))]
+    with pytest.warns(UserWarning):  # matplotlib: an empty plot has no legend
+        _report_eval("no-model", parts, None, tmp_path, None)
+    generation = json.loads((tmp_path / "summary.json").read_text())["generation"]
+    assert generation == {"sequences": 4, "new_tokens": 200, "seconds": 20.0, "tokens_per_s": 10.0}
