@@ -9,6 +9,7 @@ import json
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -166,7 +167,7 @@ def test_eval_on_several_processes_reports_the_slowest_ones_seconds(tmp_path: Pa
     from tomforge.flows.commands.rl import _report_eval
     from tomforge.rl.evaluate import GenerationStats
 
-    parts = [([], [], GenerationStats(2, 100, 10.0)), ([], [], GenerationStats(2, 100, 20.0))]
+    parts: list[Any] = [([], [], GenerationStats(2, 100, 10.0)), ([], [], GenerationStats(2, 100, 20.0))]
     with pytest.warns(UserWarning):  # matplotlib: an empty plot has no legend
         _report_eval("no-model", parts, None, tmp_path, None)
     generation = json.loads((tmp_path / "summary.json").read_text())["generation"]
