@@ -53,8 +53,8 @@ def test_the_anchor_filter_with_the_cache_keeps_what_it_keeps_without(monkeypatc
     assert len(with_cache) > 1000
 
 
-@pytest.mark.parametrize("size", [(2, 64), OFF])
-def test_stories_are_cut_as_the_reference_cuts_them_with_a_small_cache(
+@pytest.mark.parametrize("size", [canonical_jit.PIECE_CACHE, (2, 64), OFF])
+def test_stories_and_their_words_are_cut_as_the_reference_cuts_them(
     monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
 ) -> None:
     monkeypatch.setattr(canonical_jit, "PIECE_CACHE", size)
@@ -89,17 +89,20 @@ def test_a_hash_collision_is_no_hit_and_a_hit_gives_back_the_words_and_keys() ->
     assert cache[2].tolist() == [2, 14 + 9 + 14]  # two entries; x's bytes and words, y's bytes (no words)
 
 
-def test_a_full_cache_is_emptied_and_a_piece_too_long_for_it_is_not_kept() -> None:
-    cache = canonical_jit.new_piece_cache(2, 40)  # two entries, 40 bytes
-    pieces = [_bytes(f"piece number {i}") for i in range(3)]  # 14 bytes each
+def _keep_all(cache: tuple[np.ndarray, ...], pieces: list[np.ndarray]) -> None:
     for p in pieces:
         h = _hash(p, len(p))
         slot, _ = canonical_jit._lookup(cache, p, 0, len(p), h)
         canonical_jit._remember(cache, p, 0, len(p), h, slot, p, -1, 0, 0)
-    assert cache[2].tolist() == [1, 14]  # the third emptied it (entries full) and is the one kept
+
+
+@pytest.mark.parametrize("size", [(2, 4096), (3, 40)])  # full: its two entries / its 40 bytes
+def test_a_full_cache_is_emptied_and_a_piece_too_long_for_it_is_not_kept(size: tuple[int, int]) -> None:
+    cache = canonical_jit.new_piece_cache(*size)
+    pieces = [_bytes(f"piece number {i}") for i in range(3)]  # 14 bytes each
+    _keep_all(cache, pieces)
+    assert cache[2].tolist() == [1, 14]  # the third emptied it and is the one kept
     assert canonical_jit._lookup(cache, pieces[2], 0, 14, _hash(pieces[2], 14))[1] == 0
     assert canonical_jit._lookup(cache, pieces[0], 0, 14, _hash(pieces[0], 14))[1] == -1
-    long = _bytes("x" * 41)
-    h = _hash(long, 41)
-    canonical_jit._remember(cache, long, 0, 41, h, canonical_jit._lookup(cache, long, 0, 41, h)[0], long, -1, 0, 0)
+    _keep_all(cache, [_bytes("x" * (size[1] + 1))])
     assert cache[2].tolist() == [1, 14]  # not kept, and the cache not emptied for it
