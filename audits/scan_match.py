@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -286,7 +288,9 @@ def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:
     read only up to word_end (a hit's span is mostly near the start: no list of every word's span)."""
     if word_end <= word_start:
         return 0, 0
-    words = _ASCII_WORD.finditer(text.encode("ascii")) if text.isascii() else _WORD.finditer(text)
+    words: Iterator[re.Match[Any]] = (
+        _ASCII_WORD.finditer(text.encode("ascii")) if text.isascii() else _WORD.finditer(text)
+    )
     first = 0  # (a text of word_start words or fewer: 0, as before)
     for i, m in enumerate(words):
         if i == word_start:
