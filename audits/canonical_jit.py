@@ -744,11 +744,10 @@ def _less(pool, woff, wlen, named, x, y):
 def _cut(
     clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma, anchor_words, filtered, cache
 ):
-    """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order:
-    per sentence its key, named key, start and end in the cleaned text and its canonical words
-    (pool[woff:woff+wlen]). `filtered`: only the sentences holding one of `anchor_words` (`holds_anchor` on
-    the piece: the others equal no benchmark sentence, and one named key's sentences all hold it or none).
-    `cache` (`new_piece_cache`): pieces already read in this batch are looked up, not read again."""
+    """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order: per sentence
+    its key, named key, start and end in the cleaned text and its canonical words (pool[woff:woff+wlen]). `filtered`:
+    only the sentences holding one of `anchor_words` (`holds_anchor` on the piece: the others equal no benchmark
+    sentence, and one named key's sentences all hold it or none); pieces read before are looked up in `cache`."""
     cap = len(readings) * (size + 1)
     key = np.empty(cap, dtype=np.uint64)
     named = np.empty(cap, dtype=np.uint64)
