@@ -1801,12 +1801,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a piece whose hash and length match another's takes its words and keys: a collision becomes a wrong sentence",
     ),
     Mutation(
-        "jit.piece_cache_never_emptied",
+        "jit.piece_cache_emptied_one_entry_late",
         "audits/canonical_jit.py",
         "    if fill[0] == len(rows) or fill[1] + need > len(store):\n",
-        "    if fill[1] + need > len(store):\n",
+        "    if fill[0] > len(rows) or fill[1] + need > len(store):\n",
         ("tests/test_canonical_jit_cache.py",),
-        "a full cache writes past its rows: a crash, or pieces answered with another piece's result",
+        "a full cache writes one row past its end: memory overwritten (never emptied at all, the probe loops forever)",
     ),
     Mutation(
         "jit.piece_cache_hit_without_its_words",
