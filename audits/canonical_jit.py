@@ -741,13 +741,11 @@ def _less(pool, woff, wlen, named, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _cut(
-    clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma, anchor_words, filtered, cache
-):
-    """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order: per sentence
-    its key, named key, start and end in the cleaned text and its canonical words (pool[woff:woff+wlen]). `filtered`:
-    only the sentences holding one of `anchor_words` (`holds_anchor` on the piece: the others equal no benchmark
-    sentence, and one named key's sentences all hold it or none); pieces read before are looked up in `cache`."""
+def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff, iv, sigma, anchor_words, filtered):
+    """`canonical._sentences` under each reading of `readings` (LINES, BLANK_LINES, RUN_ON), in order:
+    per sentence its key, named key, start and end in the cleaned text and its canonical words
+    (pool[woff:woff+wlen]). `filtered`: only the sentences holding one of `anchor_words` (`holds_anchor` on
+    the piece: the others equal no benchmark sentence, and one named key's sentences all hold it or none)."""
     cap = len(readings) * (size + 1)
     key = np.empty(cap, dtype=np.uint64)
     named = np.empty(cap, dtype=np.uint64)
@@ -780,128 +778,16 @@ def _cut(
             s2 = s1
             while s2 < e1 and leading[clean[s2]]:  # .lstrip(_LEADING)
                 s2 += 1
-            length, key[c], named[c] = _piece(
-                clean,
-                s2,
-                e1,
-                work,
-                plain,
-                pool[used:],
-                min_words,
-                okeys,
-                ooff,
-                iv,
-                sigma,
-                anchor_words,
-                filtered,
-                cache,
-            )
+            if filtered and not holds_anchor(clean[s2:e1], e1 - s2, anchor_words):
+                continue
+            length = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
             if length >= 0:
+                key[c] = blake2b8(pool[used:], length, iv, sigma)
+                named[c] = blake2b8(plain, _named(clean, s2, e1, plain), iv, sigma)
                 a[c], b[c], woff[c], wlen[c] = s1, e1, used, length
                 used += length
                 c += 1
     return key[:c], named[:c], a[:c], b[:c], woff[:c], wlen[:c], pool
-
-
-# ---- the batch's piece cache: a templated corpus says the same sentences in many documents ----
-_FNV_BASIS, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
-_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
-PIECE_CACHE = (19, 1 << 25)  # log2 of its slots (half of them hold entries), bytes of pieces and words kept
-# an entry's row (one cache line, read at once): where its bytes are in the store (the piece's, then its words'),
-# the piece's length, the words' length + 1 (0: no sentence), key, named key
-_AT, _LEN, _WORDS, _KEY, _NAMED = 0, 1, 2, 3, 4
-
-
-def new_piece_cache(log_slots: int, store_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """An empty piece cache: (slots: hash and entry side by side, entries' rows, fill: entries and store bytes
-    used, store). Bounded: `_remember` empties it when full, so memory stays flat whatever the corpus."""
-    return (
-        np.full(2 << log_slots, _EMPTY, dtype=np.uint64),
-        np.empty((1 << (log_slots - 1), 5), dtype=np.uint64),
-        np.zeros(2, dtype=np.int64),
-        np.empty(store_bytes, dtype=np.uint8),
-    )
-
-
-@njit(cache=True, nogil=True)
-def _piece_hash(t, a, b):
-    """FNV-1a of t[a:b], finalized: only a slot to look in (a hit is confirmed byte by byte)."""
-    h = _FNV_BASIS
-    for i in range(a, b):
-        h = (h ^ np.uint64(t[i])) * _FNV_PRIME
-    return fmix64_jit(h)
-
-
-@njit(cache=True, nogil=True)
-def _same(x, i, y, j, n):
-    """x[i:i+n] == y[j:j+n], byte by byte (no array made)."""
-    for k in range(n):
-        if x[i + k] != y[j + k]:
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _lookup(cache, t, a, b, h):
-    """The slot of piece t[a:b] (hash h): (slot, its entry or -1 when the piece is not kept)."""
-    slots, rows, store = cache[0], cache[1], cache[3]
-    mask = (len(slots) >> 1) - 1
-    slot = np.int64(h & np.uint64(mask))
-    while slots[2 * slot + 1] != _EMPTY:
-        if slots[2 * slot] == h:
-            e = np.int64(slots[2 * slot + 1])
-            at = np.int64(rows[e, _AT])
-            if rows[e, _LEN] == b - a and _same(store, at, t, a, b - a):
-                return slot, e
-        slot = (slot + 1) & mask
-    return slot, np.int64(-1)
-
-
-@njit(cache=True, nogil=True)
-def _remember(cache, t, a, b, h, slot, words, length, key, named):
-    """Keep piece t[a:b]'s result (its words words[:length], -1 for none; its keys); the cache is
-    emptied first when full, and a piece too long for it is not kept."""
-    slots, rows, fill, store = cache[0], cache[1], cache[2], cache[3]
-    need = (b - a) + max(length, 0)
-    if need > len(store):
-        return
-    if fill[0] == len(rows) or fill[1] + need > len(store):
-        slots[:] = _EMPTY
-        fill[:] = 0
-        slot, _ = _lookup(cache, t, a, b, h)
-    e, at = fill[0], fill[1]
-    store[at : at + b - a] = t[a:b]
-    if length > 0:
-        store[at + b - a : at + need] = words[:length]
-    rows[e, _AT], rows[e, _LEN], rows[e, _WORDS] = at, b - a, length + 1
-    rows[e, _KEY], rows[e, _NAMED] = key, named
-    slots[2 * slot], slots[2 * slot + 1] = h, e
-    fill[0] += 1
-    fill[1] += need
-
-
-@njit(cache=True, nogil=True)
-def _piece(t, a, b, work, plain, words, min_words, okeys, ooff, iv, sigma, anchor_words, filtered, cache):
-    """One piece's canonical words (into `words`) and its two keys: (length, key, named key), length -1
-    when it is no sentence (too few words, or `filtered` and it holds no anchor). Looked up in `cache` when
-    this batch read the same bytes before: a piece's result depends on its bytes alone."""
-    h = _piece_hash(t, a, b)
-    slot, e = _lookup(cache, t, a, b, h)
-    if e >= 0:
-        rows = cache[1]
-        length = np.int64(rows[e, _WORDS]) - 1
-        at, store = np.int64(rows[e, _AT] + rows[e, _LEN]), cache[3]
-        for k in range(length):  # a loop: a slice's copy costs more than these few bytes
-            words[k] = store[at + k]
-        return length, rows[e, _KEY], rows[e, _NAMED]
-    length, key, named = np.int64(-1), np.uint64(0), np.uint64(0)
-    if not filtered or holds_anchor(t[a:b], b - a, anchor_words):
-        length = _canonical(t, a, b, work, words, min_words, okeys, ooff)
-    if length >= 0:
-        key = blake2b8(words, length, iv, sigma)
-        named = blake2b8(plain, _named(t, a, b, plain), iv, sigma)
-    _remember(cache, t, a, b, h, slot, words, length, key, named)
-    return length, key, named
 
 
 @njit(cache=True, nogil=True)
@@ -984,7 +870,7 @@ def _cleaned(d, space, tables):
 
 
 @njit(cache=True, nogil=True)
-def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered, cache):
+def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered):
     """One plain-ASCII document's canonical sentences (`canonical.document_sentences`): keys, named
     keys, starts and ends in the original text, in its order; ok False when it needs the Python path.
     `filtered`: none when no word of the cleaned text is one of `anchor_words` (`holds_anchor`)."""
@@ -1022,7 +908,6 @@ def _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_
         sigma,
         anchor_words,
         filtered,
-        cache,
     )
     order = _distinct(named, a, woff, wlen, pool)
     starts = np.empty(len(order), dtype=np.int64)
@@ -1056,9 +941,7 @@ def _narrow(d):
 
 
 @njit(cache=True, nogil=True)
-def _batch(
-    data, offsets, positions, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered, cache
-):
+def _batch(data, offsets, positions, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered):
     """`_document` over texts `positions` of a batch's UTF-8 buffer: (rank of the text in
     `positions`, key, named key, start, end) per sentence, and the ranks that need the Python path."""
     cap = 1024
@@ -1075,7 +958,7 @@ def _batch(
         if not readable:
             python[i] = True
             continue
-        ok, found = _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered, cache)
+        ok, found = _document(d, min_words, space, strspace, leading, tables, iv, sigma, anchor_words, filtered)
         if not ok:
             python[i] = True
             continue
@@ -1142,7 +1025,6 @@ def sentence_arrays(
         _SIGMA,
         _NO_ANCHORS if anchors is None else np.ascontiguousarray(anchors, dtype=np.uint64),
         filtered,
-        new_piece_cache(*PIECE_CACHE),
     )
     slow = np.flatnonzero(python)
     if len(slow):  # the reference for the texts this path does not read; merged in rank order
@@ -1158,7 +1040,7 @@ def sentence_arrays(
 
 
 @njit(cache=True, nogil=True)
-def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv, sigma, cache):
+def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv, sigma):
     """`canonical.story_sentences` over every text of a batch's UTF-8 buffer (the first reading only: line
     breaks end sentences): (text, key, named key, words start, words length) per sentence in text order,
     the canonical words' bytes, and the texts that need the Python path."""
@@ -1195,7 +1077,6 @@ def _story_batch(data, offsets, min_words, space, strspace, leading, tables, iv,
             sigma,
             _NO_ANCHORS,
             False,
-            cache,
         )
         total = 0
         for x in range(len(k)):
@@ -1226,7 +1107,7 @@ def story_arrays(texts: list[str], min_words: int) -> tuple[np.ndarray, np.ndarr
     reads, the reference for the others (their sentences after the compiled ones)."""
     data, offsets = utf8_buffers(texts)
     rank, key, named, woff, wlen, pool, python = _story_batch(
-        data, offsets, min_words, _RE_SPACE, _STR_SPACE, _LEADING, _TABLES, _IV, _SIGMA, new_piece_cache(*PIECE_CACHE)
+        data, offsets, min_words, _RE_SPACE, _STR_SPACE, _LEADING, _TABLES, _IV, _SIGMA
     )
     raw = pool.tobytes()
     words = [raw[a : a + n].decode("utf-8") for a, n in zip(woff.tolist(), wlen.tolist(), strict=True)]

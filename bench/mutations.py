@@ -1793,22 +1793,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ToMi lines without their stops, run together, are not cut: a rewrapped ToMi story is missed",
     ),
     Mutation(
-        "jit.piece_cache_trusts_the_hash",
-        "audits/canonical_jit.py",
-        "            if rows[e, _LEN] == b - a and _same(store, at, t, a, b - a):\n",
-        "            if rows[e, _LEN] == b - a:\n",
-        ("tests/test_canonical_jit_cache.py",),
-        "a piece whose hash and length match another's takes its words and keys: a collision becomes a wrong sentence",
-    ),
-    Mutation(
-        "jit.piece_cache_hit_without_its_words",
-        "audits/canonical_jit.py",
-        "        for k in range(length):  # a loop: a slice's copy costs more than these few bytes\n",
-        "        for k in range(0):  # a loop: a slice's copy costs more than these few bytes\n",
-        ("tests/test_canonical_jit_cache.py",),
-        "a looked-up sentence leaves stale words in the pool: ties ordered by the wrong words, stories given wrong words",
-    ),
-    Mutation(
         "jit.distinct_by_abstract_key",
         "audits/canonical_jit.py",
         "    order = _distinct(named, a, woff, wlen, pool)\n",
