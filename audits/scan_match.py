@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -282,13 +284,17 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
 
 def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:
     """Character offsets in the original text of words [word_start, word_end) as the normalizer
-    splits them (ASCII: runs of letters, digits, underscore; otherwise Unicode `\\w+`)."""
+    splits them (ASCII: runs of letters, digits, underscore; otherwise Unicode `\\w+`). The words are
+    read only up to word_end (a hit's span is mostly near the start: no list of every word's span)."""
     if word_end <= word_start:
         return 0, 0
-    if text.isascii():
-        spans = [(m.start(), m.end()) for m in _ASCII_WORD.finditer(text.encode("ascii"))]
-    else:
-        spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
-    if word_end > len(spans):
-        return spans[word_start][0] if word_start < len(spans) else 0, len(text)
-    return spans[word_start][0], spans[word_end - 1][1]
+    words: Iterator[re.Match[Any]] = (
+        _ASCII_WORD.finditer(text.encode("ascii")) if text.isascii() else _WORD.finditer(text)
+    )
+    first = 0  # (a text of word_start words or fewer: 0, as before)
+    for i, m in enumerate(words):
+        if i == word_start:
+            first = m.start()
+        if i == word_end - 1:
+            return first, m.end()
+    return first, len(text)  # the text has fewer words than word_end

@@ -362,12 +362,15 @@ def benchmark_stories(work: Path) -> list[tuple[str, str]]:
     return sorted(set(items.select("context_id", "context").iter_rows()))
 
 
-def run_ours(work: Path, core: int, corpus: Path, name: str) -> tuple[dict, dict[str, set[str]]]:
+def run_ours(
+    work: Path, core: int, corpus: Path, name: str, tree: Path = REPO, label: str = "ours"
+) -> tuple[dict, dict[str, set[str]]]:
+    """`tomforge scan` of `tree` (this one, or --before-tree: an earlier commit's files, the same interpreter)."""
     import polars as pl
 
-    out = work / f"ours-{name}"
+    out = work / f"{label}-{name}"
     shutil.rmtree(out, ignore_errors=True)
-    figures = run_pinned(ours_cmd(work, corpus, out), core, {**os.environ, "PYTHONPATH": str(REPO)})
+    figures = run_pinned(ours_cmd(work, corpus, out), core, {**os.environ, "PYTHONPATH": str(tree)})
     by_id = dict(benchmark_stories(work))
     hits = pl.read_parquet(out / "scan_hits.parquet")
     flagged: dict[str, set[str]] = defaultdict(set)
@@ -409,10 +412,11 @@ def run_lm_eval(work: Path, core: int, corpus: Path, name: str, python: str) -> 
 def repeated(corpus: Path, tool: str, times: int) -> Path:
     """The corpus `times` over, as ours reads it (folders of links) or as the peers read it (one jsonl):
     the same document ids again, so recall and precision are those of one copy."""
+    ours = tool.startswith("ours")
     if times <= 1:
-        return corpus / ("ours" if tool == "ours" else "peers")
-    folder = corpus / f"{'ours' if tool == 'ours' else 'peers'}-x{times}"
-    if tool == "ours":
+        return corpus / ("ours" if ours else "peers")
+    folder = corpus / f"{'ours' if ours else 'peers'}-x{times}"
+    if ours:
         for t in range(times):
             sub = folder / f"copy-{t:02d}"
             sub.mkdir(parents=True, exist_ok=True)
@@ -509,6 +513,12 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=None, help="default var/bench-reformat[-quick]")
     ap.add_argument("--peer-python", default="/tmp/decon-venv/bin/python")
     ap.add_argument("--lm-eval-python", default=None, help="default: --peer-python, else this interpreter")
+    ap.add_argument(
+        "--before-tree",
+        type=Path,
+        default=None,
+        help="an earlier tree of tomforge (e.g. `git archive main | tar -x -C DIR`): its scan runs first, as tool ours-before",
+    )
     args = ap.parse_args()
     if args.quick:
         args.plant_hitom, args.plant_tomi, args.other_hitom, args.other_tomi, args.distractors = 10, 15, 10, 40, 2_000
@@ -529,7 +539,7 @@ def main() -> None:
         f"benchmark stories: {truth['benchmark_stories']}; corpus: {n_docs} documents = {truth['n_plants']} planted "
         f"({len(ALL_FORMS)} forms) + {truth['n_distractors']} templated distractors; tools pinned to core {args.core}"
     )
-    tools = args.tools.split(",")
+    tools = ["ours-before"] * (args.before_tree is not None) + args.tools.split(",")
     lm_python = args.lm_eval_python or (
         args.peer_python if has_module(args.peer_python, "lm_eval.decontamination.janitor") else sys.executable
     )
@@ -540,6 +550,7 @@ def main() -> None:
             "ours": lambda c, n: run_ours(args.work, args.core, c, n),
             "decon": lambda c, n: run_decon(args.work, args.core, c, n, args.peer_python),
             "lm-eval": lambda c, n: run_lm_eval(args.work, args.core, c, n, lm_python),
+            "ours-before": lambda c, n: run_ours(args.work, args.core, c, n, args.before_tree, "ours-before"),
         }
         for tool in tools:
             if tool == "decon" and not has_module(args.peer_python, "decon"):
@@ -553,7 +564,12 @@ def main() -> None:
             full, flagged = runners[tool](repeated(corpus, tool, args.repeat), "full")
             results[tool] = (start, full, dict(flagged))
             print(f"  {tool}: start-up {start['cpu']:.1f} CPU s, full {full['cpu']:.1f} CPU s; load {load()}")
-        names = {"ours": "tomforge scan", "decon": "decon (1 thread)", "lm-eval": "lm-eval 13-gram janitor"}
+        names = {
+            "ours": "tomforge scan",
+            "ours-before": f"tomforge scan, {args.before_tree}",
+            "decon": "decon (1 thread)",
+            "lm-eval": "lm-eval 13-gram janitor",
+        }
         precision_rows = []
         for tool, (_, _, flagged) in results.items():
             found, prec = score(truth, flagged)
