@@ -17,7 +17,7 @@ run() {  # $1: ARM:LR
   recipe="{\"sft_batch\": 128, \"sft_lr\": $lr, \"compile\": null, \"eval_tokens\": 48}"
   echo "$(date -u +%T) start $w $recipe" >> /tmp/scale/gpu.txt
   python3 -m experiments.rationale_experiment run --release .exp/release --model $M --work "/tmp/scale/$w" \
-    --arms "$arm" --seeds 0 --parallel 1 --recipe "$recipe" > "/tmp/scale/$w.log" 2>&1; echo "exit $?" >> "/tmp/scale/$w.log"
+    --arms "$arm" --seeds "${SEEDS:-0}" --parallel 1 --recipe "$recipe" > "/tmp/scale/$w.log" 2>&1; echo "exit $?" >> "/tmp/scale/$w.log"
   echo "$(date -u +%T) end $w" >> /tmp/scale/gpu.txt
 }
 mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
@@ -25,7 +25,7 @@ pair() {  # $1 and, when given, $2: side by side on a large card, else one after
   if [ "$mib" -gt 120000 ]; then run "$1" & { [ -n "${2:-}" ] && run "$2"; } & wait
   else run "$1"; [ -n "${2:-}" ] && run "$2"; fi
 }
-# PHASE1 (two ARM:LR) replaces phase 1's pair; PHASE2=no skips phase 2 (when the device time left holds one pair)
+# PHASE1 (two ARM:LR) replaces phase 1's pair; PHASE2=no skips phase 2 (when the device time left holds one pair); SEEDS (default 0) the seeds
 # shellcheck disable=SC2086
 pair ${PHASE1:-answer-only-64k:1e-3 answer-only-64k:3e-4}
 if [ "${PHASE2:-yes}" = no ]; then touch /tmp/scale/DONE; exit 0; fi
