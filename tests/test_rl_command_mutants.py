@@ -139,7 +139,9 @@ def test_eval_defaults(evaluation: dict[str, list], monkeypatch: pytest.MonkeyPa
     # eval hands its settings flags to `evaluate` (issue 39: EvalSettings), at their documented defaults
     assert kw == {**expected, "shard": None, "backend": "auto", "batch_size": 64, "max_new_tokens": 256}
     rows = [{"label": "mine", "id": 1}]
-    assert evaluation["summarize"] == [(rows, {"training": {"mine": None}, "threshold": 0.9})]  # not a folder: no training record; the gate at its documented 0.90
+    assert evaluation["summarize"] == [
+        (rows, {"training": {"mine": None}, "threshold": 0.9})
+    ]  # not a folder: no training record; the gate at its documented 0.90
     generation = {"sequences": 3, "new_tokens": 30, "seconds": 2.346, "tokens_per_s": 12.8}  # 30 / 2.34567 = 12.79
     assert evaluation["files"] == [
         ("summary", {"generation": generation}, Path("var/eval/summary.json")),
