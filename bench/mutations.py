@@ -59,7 +59,7 @@ ACCOUNTING_TESTS = (
     "tests/test_cli.py",
     "tests/test_reconciliation.py",
 )
-LEDGER_TESTS = ("tests/test_release_ledger.py",)
+LEDGER_TESTS = ("tests/hub/test_release_ledger.py",)
 REAL_TESTS = ("tests/test_real_balance.py", "tests/test_real_variants.py")
 DIALOGUE_TESTS = ("tests/test_generator_dialogue.py",)
 
@@ -578,7 +578,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/clean.py",
         "        left = _rehash(warehouse, left)\n",
         "",
-        ("tests/test_release_ledger.py",),
+        ("tests/hub/test_release_ledger.py",),
         "a released row whose options cleaning re-ordered carries another content's hash",
     ),
     Mutation(
@@ -628,7 +628,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/publish.py",
         '    with progress.stage("upload", total=len(plan.add)) as uploading:',
         '    with progress.stage("upload", total=None) as uploading:',
-        ("tests/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
+        ("tests/hub/test_publish_hub.py::test_upload_reports_the_files_it_commits",),
         "the upload shows no total: a spinner where a bar of the files could be",
     ),
     # issue 29: one error hierarchy, one handler (tests by helper "cleanup")
@@ -2001,7 +2001,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/manifest.py",
         '"per_split": {e.split: e.n_rows for e in everything},',
         '"per_split": {e.split: e.n_rows for e in exports if e.config == exports[0].config},',
-        ("tests/test_publish_card.py::test_per_split_counts_add_up_over_sources_sharing_a_split",),
+        ("tests/hub/test_publish_card.py::test_per_split_counts_add_up_over_sources_sharing_a_split",),
         "the manifest's per-split counts are one source's",
     ),
     # issue 38: the survivors of the second independent check (2026-12-06), each killed by a test written for it

@@ -33,8 +33,8 @@ CODE_IN_STRING = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+
 
 def bare_names() -> set[str]:
     """Names that would load a second copy: the package's folders, and the helpers' own modules by their file
-    names (`minhash` for bench/minhash.py, `writers` for tests/writers.py)."""
-    stems = {p.stem for folder in HELPERS for p in (ROOT / folder).glob("*.py") if p.stem != "__init__"}
+    names (`minhash` for bench/minhash.py, `writers` for tests/writers.py), subfolders included (`tests/hub/`)."""
+    stems = {p.stem for folder in HELPERS for p in (ROOT / folder).rglob("*.py") if p.stem != "__init__"}
     return set(FOLDERS) | stems
 
 
@@ -137,3 +137,24 @@ def test_the_installed_names_pass(source: str) -> None:
 def test_the_package_folders_are_the_ones_listed() -> None:
     linked = {p.name for p in (ROOT / "tomforge").iterdir() if p.is_symlink()}
     assert linked == set(FOLDERS)
+
+
+def test_a_helper_in_a_subfolder_is_a_bare_name_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests move into tests/<package>/ (issue 39): a helper there is as importable by its bare name as one at the
+    top, and a file there is scanned."""
+    (tmp_path / "tests" / "hub").mkdir(parents=True)
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "tests" / "hub" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tests" / "hub" / "hub_helper.py").write_text("X = 1\n", encoding="utf-8")
+    (tmp_path / "tests" / "hub" / "test_planted.py").write_text("import hub_helper\n", encoding="utf-8")
+    monkeypatch.setattr("tests.test_one_import_name.ROOT", tmp_path)
+    assert bare_names() == set(FOLDERS) | {"hub_helper", "test_planted"}
+    files = helper_files()
+    assert [p.relative_to(tmp_path).as_posix() for p in files] == [
+        "tests/hub/__init__.py",
+        "tests/hub/hub_helper.py",
+        "tests/hub/test_planted.py",
+    ]
+    assert problems(files[2].read_text(encoding="utf-8"), "tests/hub/test_planted.py", bare_names()) == [
+        "tests/hub/test_planted.py:1: imports hub_helper by its bare name"
+    ]

@@ -31,7 +31,7 @@ from tomforge.hub.release import ReleaseOptions, publish_folder
 from tomforge.hub.remote import RetryPolicy, make_api, with_retries
 from tomforge.warehouse.export import ExportOptions
 
-SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "warehouse" / "samples"
 
 
 def run(*args: object) -> Result:
