@@ -22,7 +22,8 @@ def test_membership_by_hand() -> None:
     story = np.array([3, 8, 20], dtype=np.uint64)
     doc = np.array([1, 3, 8, 9, 20, 21, 3, 2**64 - 1], dtype=np.uint64)
     assert _sorted_member(doc, story).tolist() == [False, True, True, False, True, False, True, False]
-    assert _sorted_member(doc, np.empty(0, dtype=np.uint64)).tolist() == [False] * 8
+    nothing = _sorted_member(doc, np.empty(0, dtype=np.uint64))  # an empty story: a boolean mask, all False
+    assert nothing.dtype == np.bool_ and nothing.tolist() == [False] * 8
     assert _sorted_member(np.empty(0, dtype=np.uint64), story).dtype == np.bool_
 
 
