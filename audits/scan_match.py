@@ -185,11 +185,20 @@ def _names_swapped(index: BenchmarkIndex, texts: list[str], n_words: np.ndarray)
     return out
 
 
+def _sorted_member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """`np.isin(values, sorted_set)` for a sorted `sorted_set` (a story's distinct n-grams): one binary search
+    per value instead of isin's sort of both arrays, which ran once per contained or n-gram hit."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
+
+
 def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words: int) -> tuple[int, int]:
     """Word span [start, end) of the longest run of consecutive document n-grams found in the story."""
     if n_words < n:
         return 0, n_words
-    inside = np.isin(doc_grams, story_grams, assume_unique=False)
+    inside = _sorted_member(doc_grams, story_grams)
     padded = np.concatenate(([False], inside, [False])).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
     starts, ends = edges[0::2], edges[1::2]
