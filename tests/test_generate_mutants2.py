@@ -1,0 +1,51 @@
+"""generators/generate.py's `Generator.records` seeding against a hand-worked bound, and a low stall limit for every
+run here (issue 38: the mutation runs that never finished).
+
+Each story's question and padding draws come from `random.Random(story_seed ^ 0x5EED)`: XOR with a constant is a
+bijection, so distinct story seeds (63-bit hashes) give distinct streams. The mutant `story_seed & 0x5EED` keeps only
+the 11 set bits of 0x5EED (0101 1110 1110 1101), i.e. 2^11 = 2,048 streams for every story of a run: by the birthday
+bound, 300 stories draw all-distinct streams with probability prod_{k<300} (1 - k/2048) ~ exp(-300*299/(2*2048)) =
+exp(-21.9) ~ 3e-10, and a run of a few thousand stories must repeat streams (pigeonhole). That is a real defect (the
+same question choices and padding for unrelated stories), not an equivalent.
+
+The stall limit: a mutant of `records` that makes stories serve nothing would draw 5,000 stories before the run gives
+up (minutes a mutant); the fixture below sets `STALL_STORIES` to 200, 15 times the longest idle stretch measured in
+these runs and those of tests/test_generate_mutants.py (13 stories in a row), so such a mutant fails in a second.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Iterator
+
+import pytest
+
+import tomforge.generators.generate as generate
+from tomforge.generators.generate import GenerationSettings, Generator
+from tomforge.generators.renderings import GeneratorChoiceError
+
+LOW_STALL = 200
+
+
+@pytest.fixture(autouse=True)
+def low_stall_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`records` reads the module's STALL_STORIES at call time, so a patched value bounds every run here."""
+    monkeypatch.setattr(generate, "STALL_STORIES", LOW_STALL)
+    yield
+
+
+def test_each_story_draws_its_questions_from_its_own_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 stories, 300 distinct question streams (the `& 0x5EED` mutant: all distinct with probability ~3e-10)."""
+    monkeypatch.setattr(generate, "STALL_STORIES", 300)
+    generator = Generator(GenerationSettings(max_order=1, seed=0))
+    states: list[Any] = []
+
+    def spy(story: Any, engine: Any, rng: random.Random) -> list[Any]:
+        states.append(rng.getstate())
+        return []  # serve nothing: the run draws stories until the stall limit
+
+    monkeypatch.setattr(generator.planner, "select", spy)
+    with pytest.raises(GeneratorChoiceError, match="no story in 300 serves"):
+        list(generator.records(4))
+    assert len(states) == 300
+    assert len(set(states)) == 300
