@@ -26,6 +26,7 @@ from tomforge.generators.renderings import GeneratorChoiceError
 from tomforge.generators.settings import derive_seed
 from tomforge.warehouse.sources.base import AdapterInfo
 
+
 @pytest.fixture(autouse=True)
 def low_stall_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """A mutant of `records` whose stories serve nothing fails after 200 idle stories, not 5,000 (minutes a mutant
