@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import tomforge.generators.generate as generate
+from tests.generate_guard import bounded_runs  # noqa: F401 (autouse: every run here is bounded)
 from tomforge.generators.generate import (
     ADAPTER_INFO,
     GenerationSettings,
@@ -25,14 +26,6 @@ from tomforge.generators.generate import (
 from tomforge.generators.renderings import GeneratorChoiceError
 from tomforge.generators.settings import derive_seed
 from tomforge.warehouse.sources.base import AdapterInfo
-
-
-@pytest.fixture(autouse=True)
-def low_stall_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mutant of `records` whose stories serve nothing fails after 200 idle stories, not 5,000 (minutes a mutant
-    under mutmut): 15 times the longest idle stretch of these runs (13). `records` reads STALL_STORIES at call time."""
-    monkeypatch.setattr(generate, "STALL_STORIES", 200)
-
 
 ALL_OPERATORS = [
     "distractor",

@@ -1,5 +1,5 @@
-"""generators/generate.py's `Generator.records` seeding against a hand-worked bound, and a low stall limit for every
-run here (issue 38: the mutation runs that never finished).
+"""generators/generate.py's `Generator.records` seeding against a hand-worked bound (issue 38: the mutation runs that never
+finished).
 
 Each story's question and padding draws come from `random.Random(story_seed ^ 0x5EED)`: XOR with a constant is a
 bijection, so distinct story seeds (63-bit hashes) give distinct streams. The mutant `story_seed & 0x5EED` keeps only
@@ -8,30 +8,20 @@ bound, 300 stories draw all-distinct streams with probability prod_{k<300} (1 - 
 exp(-21.9) ~ 3e-10, and a run of a few thousand stories must repeat streams (pigeonhole). That is a real defect (the
 same question choices and padding for unrelated stories), not an equivalent.
 
-The stall limit: a mutant of `records` that makes stories serve nothing would draw 5,000 stories before the run gives
-up (minutes a mutant); the fixture below sets `STALL_STORIES` to 200, 15 times the longest idle stretch measured in
-these runs and those of tests/test_generate_mutants.py (13 stories in a row), so such a mutant fails in a second.
+Every run here is bounded (tests/generate_guard.py): a mutant that never ends a run fails in a second.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import tomforge.generators.generate as generate
+from tests.generate_guard import bounded_runs  # noqa: F401 (autouse: every run here is bounded)
 from tomforge.generators.generate import GenerationSettings, Generator
 from tomforge.generators.renderings import GeneratorChoiceError
-
-LOW_STALL = 200
-
-
-@pytest.fixture(autouse=True)
-def low_stall_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`records` reads the module's STALL_STORIES at call time, so a patched value bounds every run here."""
-    monkeypatch.setattr(generate, "STALL_STORIES", LOW_STALL)
-    yield
 
 
 def test_each_story_draws_its_questions_from_its_own_stream(monkeypatch: pytest.MonkeyPatch) -> None:
