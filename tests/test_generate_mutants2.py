@@ -13,6 +13,7 @@ Every run here is bounded (tests/generate_guard.py): a mutant that never ends a 
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -39,3 +40,43 @@ def test_each_story_draws_its_questions_from_its_own_stream(monkeypatch: pytest.
         list(generator.records(4))
     assert len(states) == 300
     assert len(set(states)) == 300
+
+
+KNOWLEDGE_ONLY = ("list", "answerability")
+
+
+def spied_knowledge_run(monkeypatch: pytest.MonkeyPatch, n: int, seed: int) -> tuple[list[Any], list[dict[str, Any]]]:
+    """A run of list and answerability questions only, with each call of the agent padder recorded: the story's
+    number, the question keys it is given and its random stream's state."""
+    generator = Generator(GenerationSettings(max_order=2, seed=seed, formats=KNOWLEDGE_ONLY))
+    calls: list[Any] = []
+    real = generator.agent_padder.pad
+
+    def spy(story: Any, questions: Any, engine: Any, rng: random.Random) -> Any:
+        calls.append((story.params["story_no"], sorted(q.key for q in questions), rng.getstate()))
+        return real(story, questions, engine, rng)
+
+    monkeypatch.setattr(generator.agent_padder, "pad", spy)
+    return calls, list(generator.records(n))
+
+
+def test_every_story_of_knowledge_questions_gets_agent_padding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a run of list and answerability questions only, every story that serves one is handed to the agent padder
+    once, with its knowledge questions: the list records' format is "list", the answerability ones' "yes_no"."""
+    calls, records = spied_knowledge_run(monkeypatch, 6, seed=1)
+    asked: dict[int, list[str]] = {}
+    for record in records:
+        key = "list" if record["answer_format"] == "list" else "answerability"
+        asked.setdefault(record["meta"]["story_no"], []).append(key)
+    assert [(no, keys) for no, keys, _ in calls] == [(no, sorted(keys)) for no, keys in sorted(asked.items())]
+
+
+def test_agent_padding_draws_one_stream_per_story(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each story's agent padding has its own stream (a constant seed would give every story the same one), and the
+    same arguments give the same streams and records (a seed from the clock would not)."""
+    calls, records = spied_knowledge_run(monkeypatch, 12, seed=2)
+    states = [state for _, _, state in calls]
+    assert len(calls) >= 3 and len(set(states)) == len(states)
+    again, records_again = spied_knowledge_run(monkeypatch, 12, seed=2)
+    assert [state for _, _, state in again] == states
+    assert json.dumps(records_again, sort_keys=True, default=str) == json.dumps(records, sort_keys=True, default=str)
