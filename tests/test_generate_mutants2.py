@@ -21,7 +21,7 @@ import pytest
 
 import tomforge.generators.generate as generate
 from tests.generate_guard import bounded_runs  # noqa: F401 (autouse: every run here is bounded)
-from tomforge.generators.generate import GenerationSettings, Generator
+from tomforge.generators.generate import GenerationSettings, Generator, generate_records
 from tomforge.generators.renderings import GeneratorChoiceError
 
 
@@ -80,3 +80,40 @@ def test_agent_padding_draws_one_stream_per_story(monkeypatch: pytest.MonkeyPatc
     again, records_again = spied_knowledge_run(monkeypatch, 12, seed=2)
     assert [state for _, _, state in again] == states
     assert json.dumps(records_again, sort_keys=True, default=str) == json.dumps(records, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize(("held_out", "variants"), [(False, {"0", "1", "2"}), (True, {"3", "4"})])
+def test_held_out_runs_use_the_held_out_phrasings(held_out: bool, variants: set[str]) -> None:
+    """generators/templates.py: phrasings 0-2 are the main group, 3-4 the held-out one; a record's template id ends
+    in `.v<phrasing>`."""
+    records = list(generate_records(12, max_order=2, seed=3, held_out=held_out))
+    assert {r["template_id"].rsplit(".v", 1)[1] for r in records} <= variants
+
+
+def test_each_run_has_its_own_stream() -> None:
+    """The run's own draws (the deck of move counts and styles, the agents, the questions) follow the seed, the split
+    and the pools: four runs that differ in one of them start from four different states."""
+    runs = [
+        GenerationSettings(seed=0, split="train", held_out=False),
+        GenerationSettings(seed=1, split="train", held_out=False),
+        GenerationSettings(seed=0, split="validation", held_out=False),
+        GenerationSettings(seed=0, split="train", held_out=True),
+    ]
+    states = [Generator(settings).rng.getstate() for settings in runs]
+    assert len(set(states)) == 4
+
+
+def unpadded(generator: Generator, monkeypatch: pytest.MonkeyPatch) -> Generator:
+    monkeypatch.setattr(generator.padder, "pad", lambda story, questions, rng: story)
+    monkeypatch.setattr(generator.agent_padder, "pad", lambda story, questions, engine, rng: story)
+    return generator
+
+
+@pytest.mark.parametrize("formats", [("multiple_choice", "yes_no", "free_text"), KNOWLEDGE_ONLY])
+def test_controls_pad_the_stories(formats: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the controls on (the default) the padding steps add statements: the same run with both padders made
+    no-ops tells shorter stories (the container padding for "where" questions, the agent padding for knowledge ones)."""
+    settings = GenerationSettings(max_order=2, seed=4, formats=formats)
+    padded = list(Generator(settings).records(12))
+    plain = list(unpadded(Generator(settings), monkeypatch).records(12))
+    assert sum(len(r["context"]) for r in padded) > sum(len(r["context"]) for r in plain)
