@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import tomforge.generators.generate as generate
+from tests.generate_guard import bounded_runs  # noqa: F401 (autouse: every run here is bounded)
 from tomforge.generators.generate import (
     ADAPTER_INFO,
     GenerationSettings,
