@@ -17,9 +17,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
 def test_queue_runs_every_job_once_after_what_it_needs() -> None:
     jobs = plan_jobs(list(ARMS), [0, 1, 2])
-    # eight arms of the rationale runs and seven sizes of the scaling curve in four target forms (answer only,
-    # curriculum, events, steps), x three seeds x (train, eval)
-    assert len(jobs) == len(set(jobs)) == (8 + 7 * 4) * 3 * 2
+    # eight arms of the rationale runs and eight sizes of the scaling curve (8k, 16k, 32k, 64k, 128k, 256k, 384k,
+    # 512k) in four target forms (answer only, curriculum, events, steps), x three seeds x (train, eval)
+    assert len(jobs) == len(set(jobs)) == (8 + 8 * 4) * 3 * 2
     position = {j: i for i, j in enumerate(jobs)}
     for job in jobs:
         assert all(position[need] < position[job] for need in job.needs()), job
