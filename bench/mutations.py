@@ -2310,6 +2310,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # the fifth independent check's survivors (docs/independent-check-2026-12-07d.md)
     Mutation(
+        "independent6.summary_warn_action_hidden",
+        "audits/summary.py",
+        'if v.status != "pass":',
+        'if v.status == "fail":',
+        ("tests/test_independent6_survivors.py::test_a_warning_check_shows_its_action",),
+        "a warning check's action is not printed under it",
+    ),
+    Mutation(
         "independent6.validate_missing_field_names_present_one",
         "warehouse/validate.py",
         "missing = [name for name in error.validator_value if name not in error.instance]",
