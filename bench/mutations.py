@@ -162,7 +162,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""\n',
         '    """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""\n'
         "    banding = Banding((banding.bands + 1) // 2, banding.rows)\n",
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py", "tests/test_audit_minhash.py"),
+        (
+            "tests/audits/test_audit_near_threshold.py",
+            "tests/audits/test_audit_overlap.py",
+            "tests/audits/test_audit_minhash.py",
+        ),
         "only 11 of the 21 bands are searched: P(detect | J=0.8) falls from 0.998 to 0.965",
     ),
     Mutation(
@@ -170,7 +174,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/minhash.py",
         "            h ^= h >> np.uint32(13)\n",
         "            h ^= h >> np.uint32(12)\n",
-        ("tests/test_audit_minhash.py",),
+        ("tests/audits/test_audit_minhash.py",),
         "the compiled signature loop mixes hashes differently from datasketch: signatures stop matching it",
     ),
     Mutation(
@@ -178,7 +182,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:",
         "if True:",
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py"),
+        ("tests/audits/test_audit_near_threshold.py", "tests/audits/test_audit_overlap.py"),
         "every LSH candidate is reported as a near duplicate",
     ),
     # issue 17: compiled skeletons (tests by helper "scale2")
@@ -187,7 +191,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/skeleton.py",
         "if flags[w] & SKEL_NAME and (not sentence_start or seen_stamp[low_id[w]] != d):",
         "if flags[w] & SKEL_NAME and not sentence_start:",
-        ("tests/test_audit_skeleton.py",),
+        ("tests/audits/test_audit_skeleton.py",),
         "the compiled skeleton misses names that only open sentences: structural twins keyed differently from the reference",
     ),
     Mutation(
@@ -195,7 +199,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/skeleton.py",
         "    while j < hi and j - i < 3:\n",
         "    while j < hi and j - i < 2:\n",
-        ("tests/test_audit_skeleton.py",),
+        ("tests/audits/test_audit_skeleton.py",),
         "thing phrases cut at two words in the compiled skeleton: 'the big old chest' keyed unlike the reference",
     ),
     Mutation(
@@ -203,7 +207,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         "if train[doc] and cmin != cmax:",
         "if train[doc] and n_train > 1:",
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "the 13-gram null counts grams shared within one cluster (a context's own near copies): threshold inflated, leaks missed",
     ),
     Mutation(
@@ -211,7 +215,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         "weights=tr & (cmin != cmax)[run]",
         "weights=tr & (n_train > 1)[run]",
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "the same bug on the numpy path (no numba)",
     ),
     Mutation(
@@ -219,7 +223,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         'pl.len().over("gram") <= max_doc_freq',
         'pl.len().over("gram") >= 0',
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "best train match counts boilerplate grams shared by many train contexts",
     ),
     Mutation(
@@ -227,7 +231,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/baselines.py",
         '    if df.height <= limit:\n        return df, ""',
         '    if True:\n        return df, ""',
-        ("tests/test_audit_baselines_sample.py",),
+        ("tests/audits/test_audit_baselines_sample.py",),
         "baseline_max_eval ignored: every held-out item scored",
     ),
     Mutation(
@@ -235,7 +239,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/baselines.py",
         'limit, side="left")) + 1',
         'limit, side="left"))',
-        ("tests/test_audit_baselines_sample.py",),
+        ("tests/audits/test_audit_baselines_sample.py",),
         "the held-out sample stops one story short of its size",
     ),
     Mutation(
@@ -243,7 +247,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         "        for j in range(lo, hi - m + 1):\n            total = np.uint64(0)\n            for i in range(m):\n",
         "        for j in range(lo, hi - m):\n            total = np.uint64(0)\n            for i in range(m):\n",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "a candidate named in a story's last words is never counted as mentioned",
     ),
     Mutation(
@@ -251,7 +255,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/text.py",
         "if c in _WORD_ASCII else 0 for c in range(256)]",
         "if c in _WORD_ASCII or c == 45 else 0 for c in range(256)]",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "the compiled normalizer keeps '-' inside words: 'A-B' is one token, not two",
     ),
     Mutation(
@@ -259,7 +263,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         "            top = h >> np.uint64(44)\n            if (seen",
         "            top = h >> np.uint64(45)\n            if (seen",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "the mention search's bit filter rejects real mentions",
     ),
     Mutation(
@@ -267,7 +271,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/text.py",
         "                if last_text[v] != d:\n",
         "                if True:\n",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "a word repeated in one text counts as several texts in the feature counts",
     ),
     Mutation(
@@ -275,7 +279,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/artifacts.py",
         "cols[:, k] = rank[starts[k] + d.search_sorted(v).to_numpy()]",
         "cols[:, k] = starts[k] + d.search_sorted(v).to_numpy()",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "structural feature counts land under another feature's name",
     ),
     Mutation(
@@ -283,7 +287,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/artifacts.py",
         '((pl.col("chance") * pl.col("n")).sum()',
         '((pl.col("chance")).sum()',
-        ("tests/test_audit_artifacts.py",),
+        ("tests/audits/test_audit_artifacts.py",),
         "a heuristic's chance level is the mean over distinct chance values, not over items",
     ),
     Mutation(
@@ -291,7 +295,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/run.py",
         "side.submit(_after(largest_done, _timed), _artifact_tables",
         "side.submit(_timed, _artifact_tables",
-        ("tests/test_audit_scale.py::test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases",),
+        (
+            "tests/audits/test_audit_scale.py::test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases",
+        ),
         "the artifacts run beside the overlap's largest phases: a million items pass 6 GB",
     ),
     Mutation(
@@ -299,7 +305,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/run.py",
         'ThreadPoolExecutor(2, thread_name_prefix="audit-side")',
         'ThreadPoolExecutor(1, thread_name_prefix="audit-side")',
-        ("tests/test_audit_threads.py::test_the_artifacts_do_not_wait_for_the_baselines",),
+        ("tests/audits/test_audit_threads.py::test_the_artifacts_do_not_wait_for_the_baselines",),
         "the template artifacts wait for the baselines' thread: at a million items the side work outlasts the overlap",
     ),
     Mutation(
@@ -307,7 +313,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "skeletons = beside.submit(skeleton_keys, ev.texts)\n",
         "skeletons = beside.submit(skeleton_keys, ev.texts)\n        skeletons.result()\n",
-        ("tests/test_audit_threads.py::test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys",),
+        (
+            "tests/audits/test_audit_threads.py::test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys",
+        ),
         "the skeletons are waited for before the sentences phase: the main path carries them again",
     ),
     Mutation(
@@ -315,7 +323,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "            _add_repeated(observed, v, count)\n",
         "            observed += v * count\n",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the gold-rank counts add count * spread, not each item's spread in turn: shares and p-values drift",
     ),
     Mutation(
@@ -323,7 +331,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "return data[p - 1] == 46 or data[p - 1] == 33 or data[p - 1] == 63",
         "return data[p - 1] == 46 or data[p - 1] == 33",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the compiled story reader does not end a sentence after '?': sentence ranks differ from the reference",
     ),
     Mutation(
@@ -331,7 +339,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "                    if i > t1 - m:\n",
         "                    if i > t1 - 1:\n",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the first-word lookup lets a phrase start on a story's last words and end in the next story's",
     ),
     Mutation(
@@ -339,7 +347,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="right")',
         'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="left")',
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the range of words with the candidate's first word is empty: no candidate is ever mentioned",
     ),
     Mutation(
@@ -355,7 +363,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/hashing.py",
         "        if i - start >= 2:\n",
         "        if i - start >= 1:\n",
-        ("tests/test_hashing_vectorizer.py",),
+        ("tests/audits/test_hashing_vectorizer.py",),
         "the compiled vectorizer keeps one-letter words: baselines differ from sklearn's HashingVectorizer",
     ),
     # item 3: reward
@@ -570,7 +578,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         'add("near_duplicate" if jac >= p.jaccard_threshold else "contained", int(a), int(b))',
         'add("near_duplicate", int(a), int(b))',
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_report.py"),
+        ("tests/audits/test_audit_near_threshold.py", "tests/audits/test_audit_report.py"),
         "containment-only pairs are listed as near duplicates while the report calls them contained",
     ),
     Mutation(
@@ -595,7 +603,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         'pl.col("context")\n        .str.to_lowercase()\n        .str.extract_all(_PLACE.pattern)',
         'pl.col("story")\n        .str.extract_all(_PLACE.pattern)',
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "ToMi's numbered lines give candidates like 'green_bucket 4': most items unscorable, the last one always right",
     ),
     Mutation(
@@ -603,7 +611,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/clean.py",
         'pl.col("item_id").sort_by("_variant", "item_id").first()',
         'pl.col("item_id").min()',
-        ("tests/test_audit_clean.py::test_an_original_is_never_removed_for_its_own_variant",),
+        ("tests/audits/test_audit_clean.py::test_an_original_is_never_removed_for_its_own_variant",),
         "cleaning removes an original as a duplicate of its own variant (smallest item id kept)",
     ),
     # issue 16: the one progress path (tests by helper "arch2")
@@ -783,7 +791,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/overlap.py",
         "    n_repeats = sum(repeats.values())",
         "    n_repeats = 0",
-        ("tests/test_audit_repeats.py",),
+        ("tests/audits/test_audit_repeats.py",),
         "within-side duplicates: pass, then clean removes repeated questions",
     ),
     Mutation(
@@ -922,7 +930,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "    out[start : start + pattern[group]] = 1.0 / pattern[group]",
         "    out[start] = 1.0",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a gold tied with others counts as ranked first: a clean set with ties is flagged",
     ),
     Mutation(
@@ -930,7 +938,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "cov[start : start + t, start : start + t] += 1.0 / (k * t)",
         "cov[start : start + t, start : start + t] += 1.0 / k",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "the chi-square's null ignores the ties: its p-values are wrong on tied rankings",
     ),
     Mutation(
@@ -970,7 +978,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/repeats.py",
         '"flagged": repeats > world_repeats if traced else back',
         '"flagged": back',
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a traced story repeating padding apart from itself passes the audit",
     ),
     Mutation(
@@ -1111,7 +1119,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         '\n            & (pl.col("coverage") >= p.ngram_min_coverage)\n        )',
         "\n        )",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "a templated document sharing a few 13-grams with a story is called contaminated",
     ),
     Mutation(
@@ -1119,7 +1127,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "mixed = np.minimum.reduceat(cluster, starts) != np.maximum.reduceat(cluster, starts)",
         "mixed = np.ones(len(starts), dtype=bool)",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the null coverage counts a story's own n-grams: nothing is ever beyond it",
     ),
     Mutation(
@@ -1127,7 +1135,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "return int(starts[best]), int(ends[best]) - 1 + n",
         "return int(starts[best]), int(ends[best]) + n",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the span of an embedded story runs one word past its end",
     ),
     Mutation(
@@ -1135,7 +1143,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_purify.py",
         "        keep[removed] = False\n",
         "",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the purified copy still holds the contaminated documents",
     ),
     Mutation(
@@ -1143,7 +1151,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))',
         "out.append(word.lower())",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "a held-out story told with other names is not found",
     ),
     # issue 36 items 3-5: selections, RL file splits and content parts, the scan on bad input (tests by helper "inputs")
@@ -1192,7 +1200,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_corpus.py",
         "        if self.strict:\n",
         "        if True:\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "one broken jsonl line stops the scan of a whole corpus",
     ),
     Mutation(
@@ -1200,7 +1208,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         "            read += len(batch) + batch.n_rejected\n",
         "            read += len(batch)\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "documents read leaves out the rejected ones: read != scanned + rejected",
     ),
     Mutation(
@@ -1208,7 +1216,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/scan.py",
         "            strict=strict,\n",
         "",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "`scan --strict` goes on past a bad record",
     ),
     Mutation(
@@ -1216,7 +1224,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "    null = null_coverage(grams, gram_offsets, clusters)\n",
         "    null = null_coverage(grams, gram_offsets, np.arange(len(gram_offsets) - 1))\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "a variant of a held-out story covers it in the null: the null saturates and the n-gram kind never fires",
     ),
     Mutation(
@@ -1224,7 +1232,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "    need = longer - prefix + 1\n",
         "    need = longer - prefix + 2\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "the prefix filter asks one shared shingle too many: some near copies stay in the null",
     ),
     Mutation(
@@ -1232,7 +1240,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "    if above >= 1.0 - 1e-12:\n",
         "    if False:\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "a saturated n-gram null is reported as able to fire",
     ),
     # issue 28: the RL eval's format-transfer block (tests by helper "transfer")
@@ -1497,7 +1505,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         '"a_context_id": self.side_context[side_a][a]',
         '"a_context_id": self.side_context[side_b][a]',
-        ("tests/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
+        ("tests/audits/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
         "an exact copy in other case or punctuation names the held-out context as its train story ('?')",
     ),
     # issue 29 (audit checks) + issue 25 item 9: one object per check; mixed-source failures name their source
@@ -1506,7 +1514,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/by_source.py",
         'items = facts.items.filter(pl.col("source") == source)',
         "items = facts.items",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "every source is judged on the pooled items: the clean source is named as failing",
     ),
     Mutation(
@@ -1514,7 +1522,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/check.py",
         'rows = sorted(self.rows, key=lambda r: rank.get(r["check"], len(order)))',
         "rows = list(self.rows)",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "audit_findings rows come in registry order, not in the table's declared order",
     ),
     Mutation(
@@ -1522,7 +1530,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/__init__.py",
         "if check.phase == phase and check.owns:",
         "if check.owns:",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "every check's tables computed in both phases: the baselines twice, the artifacts beside the overlap",
     ),
     # lead: [generate] rendering and forms in the config file reach the generator
@@ -1626,7 +1634,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         '    single = patterns.filter(pl.col("belief_order") != LIST_STRATUM)',
         "    single = patterns",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "list answers pooled into the all-orders groups of single-gold items, whose null they do not follow",
     ),
     Mutation(
@@ -1634,7 +1642,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "            count * g * (k - g) / (k - 1) * null_covariance(pattern)",
         "            count * g * null_covariance(pattern)",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a list's golds treated as independent draws: the chi-square of a g-subset is wrong",
     ),
     Mutation(
@@ -1747,7 +1755,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         r'r"[^\W\d_a-z][^\W_]*(?:[ \t\-\u2010-\u2014]+(?=[^\W\d_a-z])[^\W_]*)*"',
         r'r"[^\W\d_a-z][^\W_]*"',
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a two-word or hyphenated name gives two name slots: a renamed story is not found",
     ),
     Mutation(
@@ -1755,7 +1763,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         r'_WORDS = re.compile(r"[^\W\d_][^\W_]*|\d+[^\W\d_][^\W_]*")',
         r'_WORDS = re.compile(r"[^\W_]+")',
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "line numbers stay in the sentences: a story renumbered or without its numbers is not found",
     ),
     Mutation(
@@ -1763,7 +1771,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         'if "<" not in text and "&" not in text and "[" not in text and "\\\\" not in text:',
         "if True:",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "HTML tags, entities, chat-template tokens and JSON escapes stay in the sentences: a story in markup is not found",
     ),
     Mutation(
@@ -1771,7 +1779,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         "    if _WRAPPED.search(clean):\n        readings.append(_END)\n",
         "",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a story rewrapped at another width is read as broken sentences and not found",
     ),
     Mutation(
@@ -1779,7 +1787,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "    ends = [*(np.flatnonzero(np.diff(doc)) + 1).tolist(), len(doc)] if len(doc) else []\n",
         "    ends = list(range(1, len(doc) + 1))\n",
-        ("tests/test_canonical.py::test_matching_in_small_pieces_finds_what_one_piece_finds",),
+        ("tests/audits/test_canonical.py::test_matching_in_small_pieces_finds_what_one_piece_finds",),
         "the bounded grouping cuts a document's hits into two pieces: a story spread over them is not found",
     ),
     Mutation(
@@ -1787,7 +1795,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "weight = 1.0 / df[inverse]",
         "weight = 1.0 + 0.0 * df[inverse]",
-        ("tests/test_canonical.py",),
+        ("tests/audits/test_canonical.py",),
         "a template sentence every story has weighs as much as a rare one",
     ),
     Mutation(
@@ -1795,7 +1803,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "keep = shared / np.maximum(rare[s], 1) < p.near_copy",
         "keep = shared >= 0",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a story held out twice (another source or prompt style) is its own null: it can never be found",
     ),
     Mutation(
@@ -1803,7 +1811,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         '    most = pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9\n',
         "    most = pl.lit(True)\n",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a templated story sharing a few rare sentences with a benchmark story is called a copy",
     ),
     # issue 36 speed: the compiled sentence cutter, the counted join and the names prefilter (numba kernels, which
@@ -1813,7 +1821,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "    if _run_on_hint(clean, size, space):\n        readings[r] = RUN_ON\n        r += 1\n",
         "",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "ToMi lines without their stops, run together, are not cut: a rewrapped ToMi story is missed",
     ),
     Mutation(
@@ -1821,7 +1829,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "    order = _distinct(named, a, woff, wlen, pool)\n",
         "    order = _distinct(key, a, woff, wlen, pool)\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "one template told of other people in the same document counts once: the named view loses sentences",
     ),
     Mutation(
@@ -1829,7 +1837,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "        if letter:\n            if size:\n                out[size] = 32\n",
         "        if True:\n            if size:\n                out[size] = 32\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "line numbers stay in the named key: a renumbered story is not found by its names",
     ),
     Mutation(
@@ -1837,7 +1845,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "            if cut_before[0, s1] == e1 or cut_before[1, s1] == e1:\n",
         "            if cut_before[0, s1] >= 0:\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "a later reading's longer sentence from the same start is dropped: rewrapped sentences are missed",
     ),
     Mutation(
@@ -1845,7 +1853,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "_STR_SPACE = np.array([chr(c).isspace() for c in range(256)], dtype=np.bool_)",
         "_STR_SPACE = np.array([c < 128 and chr(c).isspace() for c in range(256)], dtype=np.bool_)",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "spans of sentences next to a no-break space are off by one: the evidence points at the wrong text",
     ),
     Mutation(
@@ -1853,7 +1861,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "                most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)\n",
         "                most = c >= min_share * total_sentences - 1e-6\n",
-        ("tests/test_canonical_jit.py", "tests/test_reformat_found.py", "tests/test_reformat_short.py"),
+        (
+            "tests/audits/test_canonical_jit.py",
+            "tests/audits/test_reformat_found.py",
+            "tests/audits/test_reformat_short.py",
+        ),
         "a short story with one line dropped is not found by its names (the compiled count drops its rows)",
     ),
     Mutation(
@@ -1861,7 +1873,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "                if a != b and a != 0 and b != 0:\n",
         "                if a != b:\n",
-        ("tests/test_names_prefilter.py",),
+        ("tests/audits/test_names_prefilter.py",),
         "a story told with other names is dropped before its name key is compared: names_swapped misses it",
     ),
     Mutation(
@@ -1869,7 +1881,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "match_sentences(index.sentences, texts)\n",
         "match_sentences(index.sentences, texts[:0])\n",
-        ("tests/test_reformat_found.py",),
+        ("tests/audits/test_reformat_found.py",),
         "tomforge scan misses every re-formatted story",
     ),
     Mutation(
@@ -1877,7 +1889,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "            if (ev.keys[a], ev.keys[b]) in known:\n",
         "            if True:\n",
-        ("tests/test_reformat_found.py",),
+        ("tests/audits/test_reformat_found.py",),
         "tomforge audit passes an RL file holding re-formatted held-out stories",
     ),
     Mutation(
@@ -1886,17 +1898,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    index = build_sentence_index([ev.heldout_texts[d] for d in heldout], sp)",
         "    index = build_sentence_index([ev.texts[d] for d in heldout], sp)",
         (
-            "tests/test_reformat_found.py::test_a_heldout_story_whose_text_key_train_copies_in_capitals_share_is_still_found",
+            "tests/audits/test_reformat_found.py::test_a_heldout_story_whose_text_key_train_copies_in_capitals_share_is_still_found",
         ),
         "a held-out story read through a train copy in capitals (one text key) has no names: a renamed copy is not found",
     ),
-    # issue 36 item 7: the scan's matching (tests/test_scan_matching.py)
+    # issue 36 item 7: the scan's matching (tests/audits/test_scan_matching.py)
     Mutation(
         "scan.length_prefilter_looser",
         "audits/scan_match.py",
         "return np.flatnonzero(counts >= threshold * story_sizes.min())",
         "return np.flatnonzero(counts >= threshold * threshold * story_sizes.min())",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "documents that can never reach the Jaccard threshold are signed (wasted work the suite did not see)",
     ),
     Mutation(
@@ -1904,7 +1916,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "return np.flatnonzero(counts >= threshold * story_sizes.min())",
         "return np.flatnonzero(counts >= story_sizes.min())",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a near duplicate shorter than every story is never signed, so never found",
     ),
     Mutation(
@@ -1912,7 +1924,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         'KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "sentences", "ngram")',
         'KINDS = ("verbatim", "near_duplicate", "contained", "sentences", "names_swapped", "ngram")',
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a document matching in several ways is reported under a weaker kind",
     ),
     Mutation(
@@ -1920,7 +1932,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         "            removed += len(dropped)\n",
         "            removed += hits.height\n",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a document holding two stories counts as two removals: the ledger does not reconcile",
     ),
     Mutation(
@@ -1928,7 +1940,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_corpus.py",
         "            rows = [first + i for i in good]",
         "            rows = [i for i in good]",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "parquet documents past the first batch get the ids of the first batch's rows",
     ),
     Mutation(
@@ -1936,7 +1948,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}",
         "name_keys = {k: i for i, k in enumerate(by_name)}",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a name key of two benchmark stories names one of them at random",
     ),
     Mutation(
@@ -1944,7 +1956,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         'if q and f" {q} " in padded))',
         "if q and q in padded))",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a question counts as found when its words occur inside longer words",
     ),
     # issue 38: the survivors of an independent check, each now caught by a test written for it
@@ -1961,7 +1973,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/labels.py",
         "in_selection = len({i for i in ids if i in selected})",
         "in_selection = len(set(ids))",
-        ("tests/test_audit_check_units.py",),
+        ("tests/audits/test_audit_check_units.py",),
         "a label conflict outside the audited selections fails the audit and is quarantined",
     ),
     Mutation(
@@ -1993,7 +2005,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/ranks.py",
         'worst = flagged.sort("gap", descending=True).unique(',
         'worst = flagged.sort("position").unique(',
-        ("tests/test_audit_check_units.py",),
+        ("tests/audits/test_audit_check_units.py",),
         "the gold-rank finding names the first flagged position, not the largest gap",
     ),
     Mutation(
