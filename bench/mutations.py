@@ -60,8 +60,8 @@ ACCOUNTING_TESTS = (
     "tests/test_reconciliation.py",
 )
 LEDGER_TESTS = ("tests/hub/test_release_ledger.py",)
-REAL_TESTS = ("tests/test_real_balance.py", "tests/test_real_variants.py")
-DIALOGUE_TESTS = ("tests/test_generator_dialogue.py",)
+REAL_TESTS = ("tests/generators/test_real_balance.py", "tests/generators/test_real_variants.py")
+DIALOGUE_TESTS = ("tests/generators/test_generator_dialogue.py",)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
@@ -355,7 +355,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "        while word >= n:\n",
         "        if word >= n:\n",
-        ("tests/test_generator_plan_search.py",),
+        ("tests/generators/test_generator_plan_search.py",),
         "a slot draw after the bulk words retries a rejected word once: out-of-range draws, every later story differs",
     ),
     Mutation(
@@ -594,7 +594,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operators.py",
         "if replay.present_before[p] and everyone - replay.present_before[p]\n    ]\n    if not slots:",
         "if replay.present_before[p] and everyone - replay.present_before[p]\n    ]\n    if True:",
-        ("tests/test_generator_properties.py",),
+        ("tests/generators/test_generator_properties.py",),
         "an operator that never applies: the property tests skip every story using it",
     ),
     # helper "audfix": place names of numbered stories, duplicates vs variants
@@ -710,7 +710,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         "last = deciding[-1] if deciding else None",
         "last = deciding[0] if deciding else None",
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "the rationale concludes from the first event that counts, not the last",
     ),
     Mutation(
@@ -718,7 +718,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         "GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES)",
         "GENERATED_RULES",
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "a real story's variant is explained under tomforge's rules, not its source's",
     ),
     Mutation(
@@ -726,7 +726,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         'return f"{chain[-1]} does not trust {event.speaker}"',
         'return f"{event.speaker} does not trust {chain[-1]}"',
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "the rationale says the speaker distrusts the listener",
     ),
     Mutation(
@@ -783,7 +783,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/real/variants.py",
         'belief_order=0 if c.kind == "memory" else order',
         'belief_order=None if c.kind == "memory" else order',
-        ("tests/test_real_variants.py::test_memory_variants_are_order_zero",),
+        ("tests/generators/test_real_variants.py::test_memory_variants_are_order_zero",),
         "memory variants get a NULL belief_order: `belief_order <= k` drops them",
     ),
     Mutation(
@@ -799,7 +799,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/variants.py",
         'n_warehouse += ev.get("n_rejected_in_warehouse", len(ev["item_ids"]))',
         'n_warehouse += len(ev["item_ids"])',
-        ("tests/test_real_variants.py::test_oracle_verdict_counts_the_selections_and_says_so",),
+        ("tests/generators/test_real_variants.py::test_oracle_verdict_counts_the_selections_and_says_so",),
         "the oracle line gives the selections' count as the warehouse's",
     ),
     Mutation(
@@ -946,7 +946,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "    for t in range(n_tails):\n",
         "    for t in range(1):\n",  # the first tail listed is the empty one (plan_search.tail_table: length 0 first)
-        ("tests/test_generator_rank_controls.py",),
+        ("tests/generators/test_generator_rank_controls.py",),
         "no statements at the end: last mention and last move give the reality answer",
     ),
     Mutation(
@@ -954,7 +954,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "_cost(3, moved, stratum, gold, starts, squares, work[1]) if says_stores else unmoved_cost",
         "unmoved_cost",
-        ("tests/test_generator_plan_search.py",),
+        ("tests/generators/test_generator_plan_search.py",),
         "a tail that says 'stores' is scored by the story's own last moves: other tails win, every later story differs",
     ),
     Mutation(
@@ -962,7 +962,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "            total += squares[q, a, t, pos]\n",
         "            total += squares[q, a, 1, pos]\n",
-        ("tests/test_generator_padding_parts.py",),
+        ("tests/generators/test_generator_padding_parts.py",),
         "the table of squares read as if no container tied with the gold: tied ranks cost what untied ones do",
     ),
     Mutation(
@@ -970,7 +970,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rank_control.py",
         "agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])",
         "agent = rng.choice(story.agents)",
-        ("tests/test_generator_rank_controls.py",),
+        ("tests/generators/test_generator_rank_controls.py",),
         "padding repeats a statement the story already holds, sentence for sentence",
     ),
     Mutation(
@@ -986,7 +986,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/renderings.py",
         '    (r"\\b([Yy]ou) is\\b", r"\\1 are"),\n',
         "",
-        ("tests/test_generator_renderings.py",),
+        ("tests/generators/test_generator_renderings.py",),
         "second-person stories say 'You is fond of the box'",
     ),
     # issue 26: the fast generation path (helper "gpu"): identical to transformers' generate, or caught
@@ -1381,7 +1381,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue_answers.py",
         "return all(after[key, label] <= bound for key in keys)",
         "return True",
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "a yes/no question asked mid-conversation is more often 'no': where it is asked gives the answer",
     ),
     Mutation(
@@ -1390,7 +1390,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return Dialogue(tuple(teller.turns), tuple(teller.events), tuple(teller.phrasings))",
         "return Dialogue(((NARRATOR, HEARING_RULE), *teller.turns), (None, *teller.events), "
         "(('rule', ()), *teller.phrasings))",
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "every conversation opens with the same 25-word line: held-out ones share long runs with train",
     ),
     Mutation(
@@ -1398,7 +1398,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue.py",
         'else f"{OPENERS[kind][phrasing[0]]} {body}"',
         'else f"{OPENERS[kind][0]} {body}"',
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "comings and goings in a few fixed phrasings: conversations in one room share runs of greetings",
     ),
     Mutation(
@@ -1415,7 +1415,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operators.py",
         "    tells = [name for name in chosen if OPERATORS[name].is_tell]",
         "    tells: list[str] = []",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "tell operators chosen for a story are silently left out",
     ),
     Mutation(
@@ -1423,7 +1423,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/generate.py",
         "rate = self.settings.operator_rate * operator.rate_scale",
         "rate = self.settings.operator_rate",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "every operator drawn at the base rate: returns as often as lies",
     ),
     Mutation(
@@ -1431,7 +1431,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operator_registry.py",
         'chosen = [name for name in names if name != "none"]',
         "chosen = names",
-        ("tests/test_operator_registry.py", "tests/test_cli_defaults.py"),
+        ("tests/generators/test_operator_registry.py", "tests/test_cli_defaults.py"),
         "'--operators lie,none' refused as an unknown operator 'none'",
     ),
     Mutation(
@@ -1439,7 +1439,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operator_registry.py",
         "(self.needs_sentence is None or self.needs_sentence in sentences)",
         "True",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "variants ask a source for sentences it has no template for",
     ),
     Mutation(
@@ -1618,7 +1618,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/agent_control.py",
         "        for counts in count_vectors(len(agents), MAX_AGENT_PADDING):",
         "        for counts in count_vectors(len(agents), 0):",
-        ("tests/test_generator_list_controls.py",),
+        ("tests/generators/test_generator_list_controls.py",),
         "list questions without mention padding: the most-mentioned agent is a knower far above chance",
     ),
     Mutation(
@@ -1626,7 +1626,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/agent_control.py",
         "        best = stub[costs.index(min(costs))]",
         "        best = stub[0]",
-        ("tests/test_generator_list_controls.py",),
+        ("tests/generators/test_generator_list_controls.py",),
         "no move verb after the last move: the last agent named with one is a knower",
     ),
     Mutation(
@@ -1981,7 +1981,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue.py",
         "        if self.where.get(agent) is not None:",
         "        if agent in self.where:",
-        ("tests/test_generator_dialogue.py::test_a_statement_is_its_holders_turn_only_when_present",),
+        ("tests/generators/test_generator_dialogue.py::test_a_statement_is_its_holders_turn_only_when_present",),
         "an agent who left the room says an opinion as an ordinary turn",
     ),
     Mutation(
@@ -1989,7 +1989,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue_answers.py",
         "bound = self.BOUND * (len(labels) - 1)",
         "bound = self.BOUND * len(labels)",
-        ("tests/test_dialogue_answer_balance.py",),
+        ("tests/generators/test_dialogue_answer_balance.py",),
         "mid-conversation answers may lean one label further than the bound",
     ),
     Mutation(
