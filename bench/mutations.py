@@ -372,7 +372,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "if says_no and not any(w in _YES for w in words[1:]):",
         "if says_no:",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"no ... yes" earns the reward of "no"',
     ),
     Mutation(
@@ -380,7 +380,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "if says_yes and not any(w in _NO for w in words[1:]):",
         "if says_yes:",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"yes, or maybe no" earns the reward of "yes"',
     ),
     Mutation(
@@ -388,7 +388,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "    return bool(_variants(normalize(response)) & _variants(normalize(gold)))",
         "    return normalize(gold) in normalize(response)",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"the green basket or the red drawer" counts as "green basket"',
     ),
     Mutation(
@@ -396,7 +396,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "    if rest and not texts_match(rest, options[index]):\n        return None\n",
         "",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"B or C" / "B) blue box" pick B',
     ),
     Mutation(
@@ -404,7 +404,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "correct = all(is_correct(answer, truth) for answer in answers) if answers else False",
         "correct = is_correct(answers[-1], truth) if answers else False",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         "with score_malformed_answers, <answer>no</answer><answer>yes</answer> is scored on its last answer only",
     ),
     # item 4: ids
@@ -487,7 +487,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "            score_completion(completion_text(c), t, weights).format_reward\n",
         "            -score_completion(completion_text(c), t, weights).format_reward\n",
-        ("tests/test_rl_trl.py::test_two_trl_steps_write_a_checkpoint",),
+        ("tests/rl/test_rl_trl.py::test_two_trl_steps_write_a_checkpoint",),
         "TRL's format reward rewards malformed completions",
     ),
     Mutation(
@@ -496,7 +496,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            truth, info, rendering, place = truths[item], infos[item], renderings[item], places[item]",
         "            truth, info, rendering, place = truths[(item + 1) % len(truths)], infos[item], renderings[item], "
         "places[item]",
-        ("tests/test_rl_eval.py",),
+        ("tests/rl/test_rl_eval.py",),
         "each completion is scored against the next item's ground truth",
     ),
     # stale audits (helper "trust"): content the audit never saw must not be cleaned or published under it
@@ -685,7 +685,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    settings = flags.build(EvalSettings)",
         "    settings = EvalSettings()",
-        ("tests/test_rl_gate.py::test_tomforge_eval_prints_chance_and_the_gate",),
+        ("tests/rl/test_rl_gate.py::test_tomforge_eval_prints_chance_and_the_gate",),
         "`tomforge eval --gate 0.8` still gates at 0.90: eval's settings flags are parsed and dropped",
     ),
     Mutation(
@@ -734,7 +734,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "return [e.step for e in cursor] or [self.final]",
         "return [self.final]",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "a belief claimed after an event is checked against the end of the story",
     ),
     Mutation(
@@ -742,7 +742,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/claims.py",
         'chain = (p.agents[m.group("acc")], *chain)',
         "chain = chain",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "'According to Bob, Ann thinks ...' is checked as Ann's own belief",
     ),
     Mutation(
@@ -750,7 +750,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "return step is not None and any(c.verdict == CORRECT and step in c.events for c in checked)",
         "return any(c.verdict == CORRECT for c in checked)",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "a reasoning that names some true event counts as naming the deciding one",
     ),
     Mutation(
@@ -758,7 +758,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "(self.n_correct - contradiction_penalty * self.n_contradicted)",
         "(self.n_correct - 0.0)",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "contradicted claims cost nothing: invented moves pay",
     ),
     Mutation(
@@ -766,7 +766,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fidelity.py",
         'right = sum(bool(r["correct"]) and bool(r["faithful"]) for r in judged)',
         'right = sum(bool(r["correct"]) for r in judged)',
-        ("tests/test_rl_eval.py::test_eval_reports_trace_fidelity",),
+        ("tests/rl/test_rl_eval.py::test_eval_reports_trace_fidelity",),
         "right for the wrong reasons is reported as right for the right reasons",
     ),
     # issue 25 items 3-10: the defects a new user found (tests by helper "defects")
@@ -815,7 +815,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/release.py",
         "    if found and not options.allow_restricted_training:",
         "    if False:",
-        ("tests/test_license_guard.py",),
+        ("tests/rl/test_license_guard.py",),
         "an evaluation-only source is published in the train split silently",
     ),
     Mutation(
@@ -823,7 +823,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/release.py",
         "    if found and not allow:",
         "    if False:",
-        ("tests/test_license_guard.py",),
+        ("tests/rl/test_license_guard.py",),
         "train runs on a split whose source forbids training",
     ),
     Mutation(
@@ -995,7 +995,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            cache.positions.add_(1)",
         "            cache.positions.add_(0)",
-        ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+        ("tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
         "every new token gets its predecessor's rotary position: greedy outputs drift from generate's",
     ),
     Mutation(
@@ -1003,7 +1003,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fused_projections.py",
         "        param.data = stacked[start : start + rows]",
         "        param.data = stacked[start : start + rows].clone()",
-        ("tests/test_rl_fused_projections.py::test_new_weights_copied_into_a_parameter_reach_the_fused_generator",),
+        ("tests/rl/test_rl_fused_projections.py::test_new_weights_copied_into_a_parameter_reach_the_fused_generator",),
         "the fused tensor is a copy: weights synced into the generator's parameters never reach its products",
     ),
     Mutation(
@@ -1011,7 +1011,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "    gate, up = F.linear(x, gate_up).chunk(2, dim=-1)",
         "    up, gate = F.linear(x, gate_up).chunk(2, dim=-1)",
-        ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+        ("tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
         "the fused MLP product's halves read the wrong way round: the activation goes on the up projection",
     ),
     Mutation(
@@ -1020,7 +1020,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        layer.compile(backend=backend, dynamic=True)",
         "        layer.compile(backend=backend, dynamic=False)",
         (
-            "tests/test_rl_sft_loss.py::"
+            "tests/rl/test_rl_sft_loss.py::"
             "test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compilation",
         ),
         "SFT's compiled layers for fixed shapes: every new batch length compiles again (run 12: 70-110 s a step)",
@@ -1030,7 +1030,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fast_trl.py",
         "model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts",
         "model, dtype=dtype, compile_decode=False, compile_prefill=False",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "compile_rollouts never reaches the rollout generator: the RL step runs eager while its settings say compiled",
     ),
     Mutation(
@@ -1038,7 +1038,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            with shape_config.patch(use_duck_shape=False):",
         "            with shape_config.patch(use_duck_shape=True):",
-        ("tests/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
+        ("tests/rl/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
         "the prompt pass's halves keep sizes that happened to match (16 rows and head dimension 16; 64 rows and 64"
         " q/k/v columns) as equal: the next chunk compiles again",
     ),
@@ -1047,7 +1047,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/trl_backend.py",
         "    if layers_compiled(s.compile_layers, trainer.model):",
         "    if False:",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "TrlSettings.compile_layers never compiles the policy: the RL step's training pass runs eager",
     ),
     Mutation(
@@ -1055,7 +1055,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/compiled_layers.py",
         "    return compiler_available(model) if setting is None else setting",
         "    return True if setting is None else setting",
-        ("tests/test_rl_sft_loss.py::test_layers_are_compiled_by_default_only_where_the_compiler_pays",),
+        ("tests/rl/test_rl_sft_loss.py::test_layers_are_compiled_by_default_only_where_the_compiler_pays",),
         "SFT compiles its layers by default on the CPU too: seconds of C++ compilation that save nothing there",
     ),
     Mutation(
@@ -1072,8 +1072,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if self.temperature is not None and self.temperature != 1.0:",
         "        if False:",
         (
-            "tests/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
-            "tests/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward",
+            "tests/rl/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
+            "tests/rl/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward",
         ),
         "rollouts sample at temperature 1 whatever the trainer asks",
     ),
@@ -1082,7 +1082,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            if sampling.do_sample:",
         "            if sampling.temperature not in (None, 1.0):",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "RL rollouts at temperature 1 are greedy: all samples of a prompt alike, no RLOO signal",
     ),
     Mutation(
@@ -1090,7 +1090,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "                    end = i + 1",
         "                    end = i",
-        ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
+        ("tests/rl/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
         "each completion loses its stop token (TRL never sees the end of the turn)",
     ),
     # issue 26: the prompt pass over each chunk's own length, the decode step's key window (helper "speed")
@@ -1100,8 +1100,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "-(-(slot + 1) // self.length_bucket)",
         "-(-slot // self.length_bucket)",
         (
-            "tests/test_rl_fastgen.py::test_prefill_over_each_chunks_own_length_equals_generate",
-            "tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",
+            "tests/rl/test_rl_fastgen.py::test_prefill_over_each_chunks_own_length_equals_generate",
+            "tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",
         ),
         "a step whose slot opens a new bucket does not attend to its own key: greedy outputs drift from generate's",
     ),
@@ -1110,7 +1110,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         " or (row - start + 1) * wider > self.prefill_tokens)",
         ")",
-        ("tests/test_rl_fastgen.py::test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt",),
+        ("tests/rl/test_rl_fastgen.py::test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt",),
         "prompt-pass chunks sized by rows alone: long prompts build attention masks far past the token budget",
     ),
     # issue 24: tomforge scan (tests by helper "scan")
@@ -1249,7 +1249,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         'pair_key(info["source"], place or info["item_id"], truth)',
         'pair_key(info["source"], info["item_id"], truth)',
-        ("tests/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
+        ("tests/rl/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
         "the renderings of one world get different partner keys: the block pairs nothing",
     ),
     Mutation(
@@ -1258,8 +1258,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if ref.rendering is not None:\n        table = _select_rendering(table, ref, root)\n",
         "",
         (
-            "tests/test_rl_transfer.py::test_split_refs_name_a_rendering",
-            "tests/test_rl_transfer.py::test_tomforge_train_records_the_rendering",
+            "tests/rl/test_rl_transfer.py::test_split_refs_name_a_rendering",
+            "tests/rl/test_rl_transfer.py::test_tomforge_train_records_the_rendering",
         ),
         "`--train tomforge_gen/train:second_person` trains on every rendering",
     ),
@@ -1268,7 +1268,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/release.py",
         'return kept.sort_by([(name, "ascending") for name in keys]) if keys else kept',
         "return kept",
-        ("tests/test_rl_transfer.py::test_split_refs_name_a_rendering",),
+        ("tests/rl/test_rl_transfer.py::test_split_refs_name_a_rendering",),
         "`--limit N` evaluates different worlds in each rendering: the pairs fall apart",
     ),
     Mutation(
@@ -1276,7 +1276,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         '{ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names',
         '{ref.config, f"{ref.config}/{ref.split}"} & id_names',
-        ("tests/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
+        ("tests/rl/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
         "`--in-distribution CONFIG/SPLIT:RENDERING` is ignored: the trained rendering shows as held-out",
     ),
     Mutation(
@@ -1284,7 +1284,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         'in several else ""',
         'in set() else ""',
-        ("tests/test_rl_transfer.py::test_planted_transfer_gap",),
+        ("tests/rl/test_rl_transfer.py::test_planted_transfer_gap",),
         "the matrix averages the renderings of a split into one column",
     ),
     Mutation(
@@ -1292,7 +1292,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "round((c - b) / n, 4)",
         "round((b - c) / n, 4)",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "a rendering that loses accuracy is reported as gaining it",
     ),
     Mutation(
@@ -1300,7 +1300,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "means = (counts[:, 1] - counts[:, 0]) / n",
         "means = (counts[:, 0] - counts[:, 1]) / n",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "the 95% interval brackets the opposite difference",
     ),
     Mutation(
@@ -1308,7 +1308,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "for k in range(min(b, c) + 1)",
         "for k in range(min(b, c))",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "McNemar's p leaves out the observed count: renderings look different when they are not",
     ),
     Mutation(
@@ -1316,7 +1316,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         "    trained_on = trained_on or trained_on_of(model_path)\n",
         "",
-        ("tests/test_rl_transfer.py::test_planted_transfer_gap",),
+        ("tests/rl/test_rl_transfer.py::test_planted_transfer_gap",),
         "eval ignores what the checkpoint was trained on: no paired differences",
     ),
     # issue 28: the dialogue rendering and the list / answerability forms (helper "dialogue")
@@ -1560,13 +1560,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "SFT processes trained side by side are reported one by one: no aggregate throughput",
     ),
     # issue 26: SFT's loss over chunks (tests by helper "speed"); the tile-boundary bug lives in TRL's kernel, so
-    # tests/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
+    # tests/rl/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
     Mutation(
         "speed.sft_chunked_loss_ignored",
         "rl/sft.py",
         "compute_loss_func=None if s.chunked_loss else full_logits_loss",
         "compute_loss_func=full_logits_loss",
-        ("tests/test_rl_sft_loss.py",),
+        ("tests/rl/test_rl_sft_loss.py",),
         "SFT builds the full fp32 logits again: batch 128 takes 118 GB, not 75",
     ),
     Mutation(
@@ -1574,7 +1574,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/sft.py",
         "    targets = labels[:, 1:].to(logits.device)",
         "    targets = labels[:, :-1].to(logits.device)",
-        ("tests/test_rl_sft_loss.py",),
+        ("tests/rl/test_rl_sft_loss.py",),
         "chunked_loss=False trains each position to copy its own token",
     ),
     # lead: eval's rows are on disk before the store, so a busy lock (exit 9) loses no generation
@@ -1583,7 +1583,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         'kept = write_rows(rows, out / "eval_rows.jsonl")',
         'kept = out / "eval_rows.jsonl"',
-        ("tests/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
+        ("tests/rl/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
         "an eval refused by a busy warehouse lock throws away every generated answer",
     ),
     # lead: a one-value option given twice is refused, not silently the last one
@@ -1601,7 +1601,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    if not dry_run or local:",
         "    if not dry_run:",
-        ("tests/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
+        ("tests/rl/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
         "`train --dry-run` prints a plan for a split the real run refuses for its license",
     ),
     Mutation(
@@ -1666,7 +1666,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    passed = exact >= threshold",
         "    passed = exact > threshold",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "a model exactly at the learning gate is reported as not learned",
     ),
     Mutation(
@@ -1674,7 +1674,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    passed = exact >= threshold",
         "    passed = round(exact, 4) >= threshold",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "an accuracy just below the gate rounds up to it and passes",
     ),
     Mutation(
@@ -1682,7 +1682,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    if cells is None or _cell_of(row) not in cells:",
         "    if cells is None:",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "items of orders, forms or renderings never trained on count in the gate: a model passes on what it was not taught",
     ),
     Mutation(
@@ -1690,7 +1690,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    return not _in_training(row, record, ids)",
         "    return True",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "items the model was trained on count as held out: memorized items pass the gate",
     ),
     Mutation(
@@ -1698,7 +1698,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "            out[i] = max(out[i] or 0.0, everyone)",
         "            out[i] = out[i]",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "a list's chance ignores the constant answer 'everyone': chance printed far below what a guesser scores",
     ),
     Mutation(
@@ -1706,7 +1706,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "        best = counts.most_common(1)[0][1] / len(free)",
         "        best = 1 / len(counts)",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "free text's chance from the number of distinct golds, not the best constant answer's rate",
     ),
     Mutation(
@@ -1714,7 +1714,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "            out[i] = max(best, 1.0 / places) if places else best",
         "            out[i] = best",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "free text's chance ignores the story's places: a model naming any container looks far above chance",
     ),
     Mutation(
@@ -1722,7 +1722,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    record = read_training_record(model) if Path(model).is_dir() else None",
         "    record = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "tomforge eval ignores the training record: every model's gate is unknown and nothing is gated",
     ),
     Mutation(
@@ -1730,7 +1730,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/transfer.py",
         "        if void and reference is not None and rendering != trained:",
         "        if False and reference is not None and rendering != trained:",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the format-transfer block prints differences for a model that did not learn",
     ),
     Mutation(
@@ -1738,7 +1738,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "experiments/rationale_report.py",
         "    refused = not_compared(pair, arm_gates(entries))",
         "    refused = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the rationale report compares arms that did not learn",
     ),
     Mutation(
@@ -1746,7 +1746,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "experiments/experiment_seeds.py",
         "    refused = not_compared(pair, gates_table(runs))",
         "    refused = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the seeds' report compares arms that did not learn",
     ),
     # issue 36 item 1: one matching core for the audit and the scan (tests by helper "issue36-core")
@@ -1997,7 +1997,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/licenses.py",
         '"evaluation[ -]only|not for training|no training|test[ -]only", re.IGNORECASE)',
         '"evaluation[ -]only|not for training|no training|test[ -]only", 0)',
-        ("tests/test_license_guard.py::test_which_licenses_forbid_training",),
+        ("tests/rl/test_license_guard.py::test_which_licenses_forbid_training",),
         'a source licensed "NOT FOR TRAINING" lands in the train split',
     ),
     Mutation(

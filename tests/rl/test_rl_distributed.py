@@ -22,7 +22,7 @@ from tomforge.rl import distributed, stage  # noqa: E402
 from tomforge.rl.evaluate import merge_shards  # noqa: E402
 from tomforge.rl.trl_backend import TrlSettings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- the launcher and the configs (no processes)

@@ -295,7 +295,7 @@ def test_trl_functions_use_their_weights() -> None:
 def test_the_process_parts_reach_verl_and_trl() -> None:
     import json
 
-    from tests.test_process_reward import RIGHT_REASONS, truth
+    from tests.rl.test_process_reward import RIGHT_REASONS, truth
 
     gold = json.dumps(truth(("Bob",), "crate"))  # that file's hand-worked story: right for the right reasons
     out = compute_score("src", done("crate", RIGHT_REASONS), gold, process=0.5)
@@ -310,7 +310,7 @@ def test_a_yes_then_a_no_word_is_unclear() -> None:
 
 
 def test_the_process_figures_of_a_story_with_a_world() -> None:
-    from tests.test_process_reward import MOSTLY_RIGHT, RIGHT_REASONS, truth
+    from tests.rl.test_process_reward import MOSTLY_RIGHT, RIGHT_REASONS, truth
 
     gold = truth(("Bob",), "crate")  # that file's claims, each verdict worked out by hand from its story
     right = score_completion(done("crate", RIGHT_REASONS), gold)  # weight 0: no process reward, figures reported
