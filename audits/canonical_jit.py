@@ -8,7 +8,7 @@ breaks as ends, as spaces, and as spaces with run-together lines cut; name runs,
 keys of the abstracted and of the named words; each distinct named sentence once, at its first
 place), for plain-ASCII documents whose entities are numeric or named with an ASCII
 value. Any other document (non-ASCII text, another entity) goes to `canonical.document_sentences`, the
-reference: the rules live there, and `tests/test_canonical_jit.py` checks this twin against it on
+reference: the rules live there, and `tests/audits/test_canonical_jit.py` checks this twin against it on
 generated and hand-written documents (so a rule changed there and not here fails that test).
 
 Each regex of `canonical` is read here as the leftmost, first-alternative match Python's `re` returns;

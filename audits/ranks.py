@@ -384,7 +384,7 @@ MOVE_WORDS = (
     "relocating transfer transfers transfered transfering transferr transferrs transferred transferring store "
     "stores stored storing shift shifts shifted shifting drop drops dropped dropping tuck tucks tucked tucking "
     "stash stashes stashed stashing slip slips sliped sliping slipp slipps slipped slipping"
-).split()  # every word `_MOVE` matches whole (tests/test_audit_ranks.py checks it against the regex)
+).split()  # every word `_MOVE` matches whole (tests/audits/test_audit_ranks.py checks it against the regex)
 STORY_CHUNK = 8192  # stories read at once: their words' arrays stay small (~0.1 GB), whatever the audit's size
 _HASH_BASE = np.uint64(0x100000001B3)
 _HASH_LEN = np.uint64(0x9E3779B97F4A7C15)

@@ -4,7 +4,7 @@ the catcher file's imports (collection), the catcher test itself.
 Why: issue 38 (CI time): the mutation check ran pytest 258 times in fresh processes. Each phase is a
 separate run in a fresh copy of the tree, unmutated, and its CPU is user+sys of the child (getrusage).
 
-    python -m bench.mutation_phases 'tests/test_layers.py::test_no_import_against_the_layers' tests/test_rl_gate.py
+    python -m bench.mutation_phases 'tests/test_layers.py::test_no_import_against_the_layers' tests/rl/test_rl_gate.py
 """
 
 from __future__ import annotations

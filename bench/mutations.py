@@ -62,8 +62,8 @@ ACCOUNTING_TESTS = (
     "tests/test_reconciliation.py",
 )
 LEDGER_TESTS = ("tests/hub/test_release_ledger.py",)
-REAL_TESTS = ("tests/test_real_balance.py", "tests/test_real_variants.py")
-DIALOGUE_TESTS = ("tests/test_generator_dialogue.py",)
+REAL_TESTS = ("tests/generators/test_real_balance.py", "tests/generators/test_real_variants.py")
+DIALOGUE_TESTS = ("tests/generators/test_generator_dialogue.py",)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # issue 18 item 1: reconciliation must be able to fail (tests by helper "accounting")
@@ -164,7 +164,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""\n',
         '    """(n_docs x bands) uint64 keys, one hash per band of `rows` signature slots."""\n'
         "    banding = Banding((banding.bands + 1) // 2, banding.rows)\n",
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py", "tests/test_audit_minhash.py"),
+        (
+            "tests/audits/test_audit_near_threshold.py",
+            "tests/audits/test_audit_overlap.py",
+            "tests/audits/test_audit_minhash.py",
+        ),
         "only 11 of the 21 bands are searched: P(detect | J=0.8) falls from 0.998 to 0.965",
     ),
     Mutation(
@@ -172,7 +176,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/minhash.py",
         "            h ^= h >> np.uint32(13)\n",
         "            h ^= h >> np.uint32(12)\n",
-        ("tests/test_audit_minhash.py",),
+        ("tests/audits/test_audit_minhash.py",),
         "the compiled signature loop mixes hashes differently from datasketch: signatures stop matching it",
     ),
     Mutation(
@@ -180,7 +184,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "if jac >= p.jaccard_threshold or max(c_a, c_b) >= p.containment_threshold:",
         "if True:",
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_overlap.py"),
+        ("tests/audits/test_audit_near_threshold.py", "tests/audits/test_audit_overlap.py"),
         "every LSH candidate is reported as a near duplicate",
     ),
     # issue 17: compiled skeletons (tests by helper "scale2")
@@ -189,7 +193,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/skeleton.py",
         "if flags[w] & SKEL_NAME and (not sentence_start or seen_stamp[low_id[w]] != d):",
         "if flags[w] & SKEL_NAME and not sentence_start:",
-        ("tests/test_audit_skeleton.py",),
+        ("tests/audits/test_audit_skeleton.py",),
         "the compiled skeleton misses names that only open sentences: structural twins keyed differently from the reference",
     ),
     Mutation(
@@ -197,7 +201,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/skeleton.py",
         "    while j < hi and j - i < 3:\n",
         "    while j < hi and j - i < 2:\n",
-        ("tests/test_audit_skeleton.py",),
+        ("tests/audits/test_audit_skeleton.py",),
         "thing phrases cut at two words in the compiled skeleton: 'the big old chest' keyed unlike the reference",
     ),
     Mutation(
@@ -205,7 +209,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         "if train[doc] and cmin != cmax:",
         "if train[doc] and n_train > 1:",
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "the 13-gram null counts grams shared within one cluster (a context's own near copies): threshold inflated, leaks missed",
     ),
     Mutation(
@@ -213,7 +217,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         "weights=tr & (cmin != cmax)[run]",
         "weights=tr & (n_train > 1)[run]",
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "the same bug on the numpy path (no numba)",
     ),
     Mutation(
@@ -221,7 +225,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ngram.py",
         'pl.len().over("gram") <= max_doc_freq',
         'pl.len().over("gram") >= 0',
-        ("tests/test_audit_ngram.py",),
+        ("tests/audits/test_audit_ngram.py",),
         "best train match counts boilerplate grams shared by many train contexts",
     ),
     Mutation(
@@ -229,7 +233,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/baselines.py",
         '    if df.height <= limit:\n        return df, ""',
         '    if True:\n        return df, ""',
-        ("tests/test_audit_baselines_sample.py",),
+        ("tests/audits/test_audit_baselines_sample.py",),
         "baseline_max_eval ignored: every held-out item scored",
     ),
     Mutation(
@@ -237,7 +241,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/baselines.py",
         'limit, side="left")) + 1',
         'limit, side="left"))',
-        ("tests/test_audit_baselines_sample.py",),
+        ("tests/audits/test_audit_baselines_sample.py",),
         "the held-out sample stops one story short of its size",
     ),
     Mutation(
@@ -245,7 +249,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         "        for j in range(lo, hi - m + 1):\n            total = np.uint64(0)\n            for i in range(m):\n",
         "        for j in range(lo, hi - m):\n            total = np.uint64(0)\n            for i in range(m):\n",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "a candidate named in a story's last words is never counted as mentioned",
     ),
     Mutation(
@@ -253,7 +257,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/text.py",
         "if c in _WORD_ASCII else 0 for c in range(256)]",
         "if c in _WORD_ASCII or c == 45 else 0 for c in range(256)]",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "the compiled normalizer keeps '-' inside words: 'A-B' is one token, not two",
     ),
     Mutation(
@@ -261,7 +265,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         "            top = h >> np.uint64(44)\n            if (seen",
         "            top = h >> np.uint64(45)\n            if (seen",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "the mention search's bit filter rejects real mentions",
     ),
     Mutation(
@@ -269,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/text.py",
         "                if last_text[v] != d:\n",
         "                if True:\n",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "a word repeated in one text counts as several texts in the feature counts",
     ),
     Mutation(
@@ -277,7 +281,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/artifacts.py",
         "cols[:, k] = rank[starts[k] + d.search_sorted(v).to_numpy()]",
         "cols[:, k] = starts[k] + d.search_sorted(v).to_numpy()",
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "structural feature counts land under another feature's name",
     ),
     Mutation(
@@ -285,7 +289,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/artifacts.py",
         '((pl.col("chance") * pl.col("n")).sum()',
         '((pl.col("chance")).sum()',
-        ("tests/test_audit_artifacts.py",),
+        ("tests/audits/test_audit_artifacts.py",),
         "a heuristic's chance level is the mean over distinct chance values, not over items",
     ),
     Mutation(
@@ -293,7 +297,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/run.py",
         "side.submit(_after(largest_done, _timed), _artifact_tables",
         "side.submit(_timed, _artifact_tables",
-        ("tests/test_audit_scale.py::test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases",),
+        (
+            "tests/audits/test_audit_scale.py::test_artifacts_are_submitted_held_back_behind_the_overlaps_largest_phases",
+        ),
         "the artifacts run beside the overlap's largest phases: a million items pass 6 GB",
     ),
     Mutation(
@@ -301,7 +307,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/run.py",
         'ThreadPoolExecutor(2, thread_name_prefix="audit-side")',
         'ThreadPoolExecutor(1, thread_name_prefix="audit-side")',
-        ("tests/test_audit_threads.py::test_the_artifacts_do_not_wait_for_the_baselines",),
+        ("tests/audits/test_audit_threads.py::test_the_artifacts_do_not_wait_for_the_baselines",),
         "the template artifacts wait for the baselines' thread: at a million items the side work outlasts the overlap",
     ),
     Mutation(
@@ -309,7 +315,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "skeletons = beside.submit(skeleton_keys, ev.texts)\n",
         "skeletons = beside.submit(skeleton_keys, ev.texts)\n        skeletons.result()\n",
-        ("tests/test_audit_threads.py::test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys",),
+        (
+            "tests/audits/test_audit_threads.py::test_skeletons_run_beside_the_sentences_phase_and_give_the_reference_keys",
+        ),
         "the skeletons are waited for before the sentences phase: the main path carries them again",
     ),
     Mutation(
@@ -317,7 +325,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "            _add_repeated(observed, v, count)\n",
         "            observed += v * count\n",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the gold-rank counts add count * spread, not each item's spread in turn: shares and p-values drift",
     ),
     Mutation(
@@ -325,7 +333,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "return data[p - 1] == 46 or data[p - 1] == 33 or data[p - 1] == 63",
         "return data[p - 1] == 46 or data[p - 1] == 33",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the compiled story reader does not end a sentence after '?': sentence ranks differ from the reference",
     ),
     Mutation(
@@ -333,7 +341,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "                    if i > t1 - m:\n",
         "                    if i > t1 - 1:\n",
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the first-word lookup lets a phrase start on a story's last words and end in the next story's",
     ),
     Mutation(
@@ -341,7 +349,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="right")',
         'hi = np.searchsorted(sorted_hashes, ct_hash[p0], side="left")',
-        ("tests/test_audit_ranks_compiled.py",),
+        ("tests/audits/test_audit_ranks_compiled.py",),
         "the range of words with the candidate's first word is empty: no candidate is ever mentioned",
     ),
     Mutation(
@@ -349,7 +357,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "        while word >= n:\n",
         "        if word >= n:\n",
-        ("tests/test_generator_plan_search.py",),
+        ("tests/generators/test_generator_plan_search.py",),
         "a slot draw after the bulk words retries a rejected word once: out-of-range draws, every later story differs",
     ),
     Mutation(
@@ -357,7 +365,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/hashing.py",
         "        if i - start >= 2:\n",
         "        if i - start >= 1:\n",
-        ("tests/test_hashing_vectorizer.py",),
+        ("tests/audits/test_hashing_vectorizer.py",),
         "the compiled vectorizer keeps one-letter words: baselines differ from sklearn's HashingVectorizer",
     ),
     # item 3: reward
@@ -366,7 +374,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "if says_no and not any(w in _YES for w in words[1:]):",
         "if says_no:",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"no ... yes" earns the reward of "no"',
     ),
     Mutation(
@@ -374,7 +382,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "if says_yes and not any(w in _NO for w in words[1:]):",
         "if says_yes:",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"yes, or maybe no" earns the reward of "yes"',
     ),
     Mutation(
@@ -382,7 +390,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "    return bool(_variants(normalize(response)) & _variants(normalize(gold)))",
         "    return normalize(gold) in normalize(response)",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"the green basket or the red drawer" counts as "green basket"',
     ),
     Mutation(
@@ -390,7 +398,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "    if rest and not texts_match(rest, options[index]):\n        return None\n",
         "",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         '"B or C" / "B) blue box" pick B',
     ),
     Mutation(
@@ -398,7 +406,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "correct = all(is_correct(answer, truth) for answer in answers) if answers else False",
         "correct = is_correct(answers[-1], truth) if answers else False",
-        ("tests/test_rl_reward.py",),
+        ("tests/rl/test_rl_reward.py",),
         "with score_malformed_answers, <answer>no</answer><answer>yes</answer> is scored on its last answer only",
     ),
     # item 4: ids
@@ -481,7 +489,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/reward.py",
         "            score_completion(completion_text(c), t, weights).format_reward\n",
         "            -score_completion(completion_text(c), t, weights).format_reward\n",
-        ("tests/test_rl_trl.py::test_two_trl_steps_write_a_checkpoint",),
+        ("tests/rl/test_rl_trl.py::test_two_trl_steps_write_a_checkpoint",),
         "TRL's format reward rewards malformed completions",
     ),
     Mutation(
@@ -490,7 +498,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            truth, info, rendering, place = truths[item], infos[item], renderings[item], places[item]",
         "            truth, info, rendering, place = truths[(item + 1) % len(truths)], infos[item], renderings[item], "
         "places[item]",
-        ("tests/test_rl_eval.py",),
+        ("tests/rl/test_rl_eval.py",),
         "each completion is scored against the next item's ground truth",
     ),
     # stale audits (helper "trust"): content the audit never saw must not be cleaned or published under it
@@ -572,7 +580,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         'add("near_duplicate" if jac >= p.jaccard_threshold else "contained", int(a), int(b))',
         'add("near_duplicate", int(a), int(b))',
-        ("tests/test_audit_near_threshold.py", "tests/test_audit_report.py"),
+        ("tests/audits/test_audit_near_threshold.py", "tests/audits/test_audit_report.py"),
         "containment-only pairs are listed as near duplicates while the report calls them contained",
     ),
     Mutation(
@@ -588,7 +596,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operators.py",
         "if replay.present_before[p] and everyone - replay.present_before[p]\n    ]\n    if not slots:",
         "if replay.present_before[p] and everyone - replay.present_before[p]\n    ]\n    if True:",
-        ("tests/test_generator_properties.py",),
+        ("tests/generators/test_generator_properties.py",),
         "an operator that never applies: the property tests skip every story using it",
     ),
     # helper "audfix": place names of numbered stories, duplicates vs variants
@@ -597,7 +605,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/features.py",
         'pl.col("context")\n        .str.to_lowercase()\n        .str.extract_all(_PLACE.pattern)',
         'pl.col("story")\n        .str.extract_all(_PLACE.pattern)',
-        ("tests/test_audit_features.py",),
+        ("tests/audits/test_audit_features.py",),
         "ToMi's numbered lines give candidates like 'green_bucket 4': most items unscorable, the last one always right",
     ),
     Mutation(
@@ -605,7 +613,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/clean.py",
         'pl.col("item_id").sort_by("_variant", "item_id").first()',
         'pl.col("item_id").min()',
-        ("tests/test_audit_clean.py::test_an_original_is_never_removed_for_its_own_variant",),
+        ("tests/audits/test_audit_clean.py::test_an_original_is_never_removed_for_its_own_variant",),
         "cleaning removes an original as a duplicate of its own variant (smallest item id kept)",
     ),
     # issue 16: the one progress path (tests by helper "arch2")
@@ -679,7 +687,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    settings = flags.build(EvalSettings)",
         "    settings = EvalSettings()",
-        ("tests/test_rl_gate.py::test_tomforge_eval_prints_chance_and_the_gate",),
+        ("tests/rl/test_rl_gate.py::test_tomforge_eval_prints_chance_and_the_gate",),
         "`tomforge eval --gate 0.8` still gates at 0.90: eval's settings flags are parsed and dropped",
     ),
     Mutation(
@@ -704,7 +712,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         "last = deciding[-1] if deciding else None",
         "last = deciding[0] if deciding else None",
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "the rationale concludes from the first event that counts, not the last",
     ),
     Mutation(
@@ -712,7 +720,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         "GENERATED_RULES if generated else SOURCE_RULES.get(base, GENERATED_RULES)",
         "GENERATED_RULES",
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "a real story's variant is explained under tomforge's rules, not its source's",
     ),
     Mutation(
@@ -720,7 +728,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rationale.py",
         'return f"{chain[-1]} does not trust {event.speaker}"',
         'return f"{event.speaker} does not trust {chain[-1]}"',
-        ("tests/test_rationale.py",),
+        ("tests/generators/test_rationale.py",),
         "the rationale says the speaker distrusts the listener",
     ),
     Mutation(
@@ -728,7 +736,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "return [e.step for e in cursor] or [self.final]",
         "return [self.final]",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "a belief claimed after an event is checked against the end of the story",
     ),
     Mutation(
@@ -736,7 +744,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/claims.py",
         'chain = (p.agents[m.group("acc")], *chain)',
         "chain = chain",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "'According to Bob, Ann thinks ...' is checked as Ann's own belief",
     ),
     Mutation(
@@ -744,7 +752,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "return step is not None and any(c.verdict == CORRECT and step in c.events for c in checked)",
         "return any(c.verdict == CORRECT for c in checked)",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "a reasoning that names some true event counts as naming the deciding one",
     ),
     Mutation(
@@ -752,7 +760,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/process_reward.py",
         "(self.n_correct - contradiction_penalty * self.n_contradicted)",
         "(self.n_correct - 0.0)",
-        ("tests/test_process_reward.py",),
+        ("tests/rl/test_process_reward.py",),
         "contradicted claims cost nothing: invented moves pay",
     ),
     Mutation(
@@ -760,7 +768,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fidelity.py",
         'right = sum(bool(r["correct"]) and bool(r["faithful"]) for r in judged)',
         'right = sum(bool(r["correct"]) for r in judged)',
-        ("tests/test_rl_eval.py::test_eval_reports_trace_fidelity",),
+        ("tests/rl/test_rl_eval.py::test_eval_reports_trace_fidelity",),
         "right for the wrong reasons is reported as right for the right reasons",
     ),
     # issue 25 items 3-10: the defects a new user found (tests by helper "defects")
@@ -777,7 +785,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/real/variants.py",
         'belief_order=0 if c.kind == "memory" else order',
         'belief_order=None if c.kind == "memory" else order',
-        ("tests/test_real_variants.py::test_memory_variants_are_order_zero",),
+        ("tests/generators/test_real_variants.py::test_memory_variants_are_order_zero",),
         "memory variants get a NULL belief_order: `belief_order <= k` drops them",
     ),
     Mutation(
@@ -785,7 +793,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/overlap.py",
         "    n_repeats = sum(repeats.values())",
         "    n_repeats = 0",
-        ("tests/test_audit_repeats.py",),
+        ("tests/audits/test_audit_repeats.py",),
         "within-side duplicates: pass, then clean removes repeated questions",
     ),
     Mutation(
@@ -793,7 +801,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/variants.py",
         'n_warehouse += ev.get("n_rejected_in_warehouse", len(ev["item_ids"]))',
         'n_warehouse += len(ev["item_ids"])',
-        ("tests/test_real_variants.py::test_oracle_verdict_counts_the_selections_and_says_so",),
+        ("tests/generators/test_real_variants.py::test_oracle_verdict_counts_the_selections_and_says_so",),
         "the oracle line gives the selections' count as the warehouse's",
     ),
     Mutation(
@@ -809,7 +817,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/release.py",
         "    if found and not options.allow_restricted_training:",
         "    if False:",
-        ("tests/test_license_guard.py",),
+        ("tests/rl/test_license_guard.py",),
         "an evaluation-only source is published in the train split silently",
     ),
     Mutation(
@@ -817,7 +825,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/release.py",
         "    if found and not allow:",
         "    if False:",
-        ("tests/test_license_guard.py",),
+        ("tests/rl/test_license_guard.py",),
         "train runs on a split whose source forbids training",
     ),
     Mutation(
@@ -924,7 +932,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "    out[start : start + pattern[group]] = 1.0 / pattern[group]",
         "    out[start] = 1.0",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a gold tied with others counts as ranked first: a clean set with ties is flagged",
     ),
     Mutation(
@@ -932,7 +940,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "cov[start : start + t, start : start + t] += 1.0 / (k * t)",
         "cov[start : start + t, start : start + t] += 1.0 / k",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "the chi-square's null ignores the ties: its p-values are wrong on tied rankings",
     ),
     Mutation(
@@ -940,7 +948,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "    for t in range(n_tails):\n",
         "    for t in range(1):\n",  # the first tail listed is the empty one (plan_search.tail_table: length 0 first)
-        ("tests/test_generator_rank_controls.py",),
+        ("tests/generators/test_generator_rank_controls.py",),
         "no statements at the end: last mention and last move give the reality answer",
     ),
     Mutation(
@@ -948,7 +956,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "_cost(3, moved, stratum, gold, starts, squares, work[1]) if says_stores else unmoved_cost",
         "unmoved_cost",
-        ("tests/test_generator_plan_search.py",),
+        ("tests/generators/test_generator_plan_search.py",),
         "a tail that says 'stores' is scored by the story's own last moves: other tails win, every later story differs",
     ),
     Mutation(
@@ -956,7 +964,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/plan_search.py",
         "            total += squares[q, a, t, pos]\n",
         "            total += squares[q, a, 1, pos]\n",
-        ("tests/test_generator_padding_parts.py",),
+        ("tests/generators/test_generator_padding_parts.py",),
         "the table of squares read as if no container tied with the gold: tied ranks cost what untied ones do",
     ),
     Mutation(
@@ -964,7 +972,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/rank_control.py",
         "agent = rng.choice([a for a in story.agents if (a, kind, container) not in said])",
         "agent = rng.choice(story.agents)",
-        ("tests/test_generator_rank_controls.py",),
+        ("tests/generators/test_generator_rank_controls.py",),
         "padding repeats a statement the story already holds, sentence for sentence",
     ),
     Mutation(
@@ -972,7 +980,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/repeats.py",
         '"flagged": repeats > world_repeats if traced else back',
         '"flagged": back',
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a traced story repeating padding apart from itself passes the audit",
     ),
     Mutation(
@@ -980,7 +988,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/renderings.py",
         '    (r"\\b([Yy]ou) is\\b", r"\\1 are"),\n',
         "",
-        ("tests/test_generator_renderings.py",),
+        ("tests/generators/test_generator_renderings.py",),
         "second-person stories say 'You is fond of the box'",
     ),
     # issue 26: the fast generation path (helper "gpu"): identical to transformers' generate, or caught
@@ -989,7 +997,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            cache.positions.add_(1)",
         "            cache.positions.add_(0)",
-        ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+        ("tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
         "every new token gets its predecessor's rotary position: greedy outputs drift from generate's",
     ),
     Mutation(
@@ -997,7 +1005,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fused_projections.py",
         "        param.data = stacked[start : start + rows]",
         "        param.data = stacked[start : start + rows].clone()",
-        ("tests/test_rl_fused_projections.py::test_new_weights_copied_into_a_parameter_reach_the_fused_generator",),
+        ("tests/rl/test_rl_fused_projections.py::test_new_weights_copied_into_a_parameter_reach_the_fused_generator",),
         "the fused tensor is a copy: weights synced into the generator's parameters never reach its products",
     ),
     Mutation(
@@ -1005,7 +1013,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "    gate, up = F.linear(x, gate_up).chunk(2, dim=-1)",
         "    up, gate = F.linear(x, gate_up).chunk(2, dim=-1)",
-        ("tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
+        ("tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",),
         "the fused MLP product's halves read the wrong way round: the activation goes on the up projection",
     ),
     Mutation(
@@ -1014,7 +1022,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        layer.compile(backend=backend, dynamic=True)",
         "        layer.compile(backend=backend, dynamic=False)",
         (
-            "tests/test_rl_sft_loss.py::"
+            "tests/rl/test_rl_sft_loss.py::"
             "test_compiled_layers_give_the_plain_models_loss_and_gradients_with_one_compilation",
         ),
         "SFT's compiled layers for fixed shapes: every new batch length compiles again (run 12: 70-110 s a step)",
@@ -1024,7 +1032,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fast_trl.py",
         "model, dtype=dtype, compile_decode=compile_rollouts, compile_prefill=compile_rollouts",
         "model, dtype=dtype, compile_decode=False, compile_prefill=False",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "compile_rollouts never reaches the rollout generator: the RL step runs eager while its settings say compiled",
     ),
     Mutation(
@@ -1032,7 +1040,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            with shape_config.patch(use_duck_shape=False):",
         "            with shape_config.patch(use_duck_shape=True):",
-        ("tests/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
+        ("tests/rl/test_rl_fastgen.py::test_compiled_prompt_pass_is_not_compiled_again_for_other_chunks_and_caches",),
         "the prompt pass's halves keep sizes that happened to match (16 rows and head dimension 16; 64 rows and 64"
         " q/k/v columns) as equal: the next chunk compiles again",
     ),
@@ -1041,7 +1049,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/trl_backend.py",
         "    if layers_compiled(s.compile_layers, trainer.model):",
         "    if False:",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "TrlSettings.compile_layers never compiles the policy: the RL step's training pass runs eager",
     ),
     Mutation(
@@ -1049,7 +1057,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/compiled_layers.py",
         "    return compiler_available(model) if setting is None else setting",
         "    return True if setting is None else setting",
-        ("tests/test_rl_sft_loss.py::test_layers_are_compiled_by_default_only_where_the_compiler_pays",),
+        ("tests/rl/test_rl_sft_loss.py::test_layers_are_compiled_by_default_only_where_the_compiler_pays",),
         "SFT compiles its layers by default on the CPU too: seconds of C++ compilation that save nothing there",
     ),
     Mutation(
@@ -1066,8 +1074,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if self.temperature is not None and self.temperature != 1.0:",
         "        if False:",
         (
-            "tests/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
-            "tests/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward",
+            "tests/rl/test_rl_fastgen.py::test_sampling_draws_what_generate_draws_under_the_same_seed",
+            "tests/rl/test_rl_fastgen.py::test_sampling_distribution_matches_softmax_of_a_plain_forward",
         ),
         "rollouts sample at temperature 1 whatever the trainer asks",
     ),
@@ -1076,7 +1084,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "            if sampling.do_sample:",
         "            if sampling.temperature not in (None, 1.0):",
-        ("tests/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
+        ("tests/rl/test_rl_fastgen.py::test_trl_rollouts_through_the_fast_path_equal_trls_own",),
         "RL rollouts at temperature 1 are greedy: all samples of a prompt alike, no RLOO signal",
     ),
     Mutation(
@@ -1084,7 +1092,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         "                    end = i + 1",
         "                    end = i",
-        ("tests/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
+        ("tests/rl/test_rl_fastgen.py::test_stop_sequence_cuts_where_a_plain_search_of_generate_finds_it",),
         "each completion loses its stop token (TRL never sees the end of the turn)",
     ),
     # issue 26: the prompt pass over each chunk's own length, the decode step's key window (helper "speed")
@@ -1094,8 +1102,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "-(-(slot + 1) // self.length_bucket)",
         "-(-slot // self.length_bucket)",
         (
-            "tests/test_rl_fastgen.py::test_prefill_over_each_chunks_own_length_equals_generate",
-            "tests/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",
+            "tests/rl/test_rl_fastgen.py::test_prefill_over_each_chunks_own_length_equals_generate",
+            "tests/rl/test_rl_fastgen.py::test_every_step_scores_equal_a_plain_forward_of_the_sequence",
         ),
         "a step whose slot opens a new bucket does not attend to its own key: greedy outputs drift from generate's",
     ),
@@ -1104,7 +1112,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/fastgen.py",
         " or (row - start + 1) * wider > self.prefill_tokens)",
         ")",
-        ("tests/test_rl_fastgen.py::test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt",),
+        ("tests/rl/test_rl_fastgen.py::test_prefill_chunks_cut_by_rows_and_by_tokens_at_the_chunks_longest_prompt",),
         "prompt-pass chunks sized by rows alone: long prompts build attention masks far past the token budget",
     ),
     # issue 24: tomforge scan (tests by helper "scan")
@@ -1113,7 +1121,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         '\n            & (pl.col("coverage") >= p.ngram_min_coverage)\n        )',
         "\n        )",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "a templated document sharing a few 13-grams with a story is called contaminated",
     ),
     Mutation(
@@ -1121,7 +1129,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "mixed = np.minimum.reduceat(cluster, starts) != np.maximum.reduceat(cluster, starts)",
         "mixed = np.ones(len(starts), dtype=bool)",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the null coverage counts a story's own n-grams: nothing is ever beyond it",
     ),
     Mutation(
@@ -1129,7 +1137,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "return int(starts[best]), int(ends[best]) - 1 + n",
         "return int(starts[best]), int(ends[best]) + n",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the span of an embedded story runs one word past its end",
     ),
     Mutation(
@@ -1137,7 +1145,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_purify.py",
         "        keep[removed] = False\n",
         "",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "the purified copy still holds the contaminated documents",
     ),
     Mutation(
@@ -1145,7 +1153,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         'out.append(roles.setdefault(word, f"AGENT{len(roles) + 1}"))',
         "out.append(word.lower())",
-        ("tests/test_scan.py",),
+        ("tests/audits/test_scan.py",),
         "a held-out story told with other names is not found",
     ),
     # issue 36 items 3-5: selections, RL file splits and content parts, the scan on bad input (tests by helper "inputs")
@@ -1194,7 +1202,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_corpus.py",
         "        if self.strict:\n",
         "        if True:\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "one broken jsonl line stops the scan of a whole corpus",
     ),
     Mutation(
@@ -1202,7 +1210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         "            read += len(batch) + batch.n_rejected\n",
         "            read += len(batch)\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "documents read leaves out the rejected ones: read != scanned + rejected",
     ),
     Mutation(
@@ -1210,7 +1218,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/scan.py",
         "            strict=strict,\n",
         "",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "`scan --strict` goes on past a bad record",
     ),
     Mutation(
@@ -1218,7 +1226,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "    null = null_coverage(grams, gram_offsets, clusters)\n",
         "    null = null_coverage(grams, gram_offsets, np.arange(len(gram_offsets) - 1))\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "a variant of a held-out story covers it in the null: the null saturates and the n-gram kind never fires",
     ),
     Mutation(
@@ -1226,7 +1234,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "    need = longer - prefix + 1\n",
         "    need = longer - prefix + 2\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "the prefix filter asks one shared shingle too many: some near copies stay in the null",
     ),
     Mutation(
@@ -1234,7 +1242,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_null.py",
         "    if above >= 1.0 - 1e-12:\n",
         "    if False:\n",
-        ("tests/test_scan_input.py",),
+        ("tests/audits/test_scan_input.py",),
         "a saturated n-gram null is reported as able to fire",
     ),
     # issue 28: the RL eval's format-transfer block (tests by helper "transfer")
@@ -1243,7 +1251,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         'pair_key(info["source"], place or info["item_id"], truth)',
         'pair_key(info["source"], info["item_id"], truth)',
-        ("tests/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
+        ("tests/rl/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
         "the renderings of one world get different partner keys: the block pairs nothing",
     ),
     Mutation(
@@ -1252,8 +1260,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if ref.rendering is not None:\n        table = _select_rendering(table, ref, root)\n",
         "",
         (
-            "tests/test_rl_transfer.py::test_split_refs_name_a_rendering",
-            "tests/test_rl_transfer.py::test_tomforge_train_records_the_rendering",
+            "tests/rl/test_rl_transfer.py::test_split_refs_name_a_rendering",
+            "tests/rl/test_rl_transfer.py::test_tomforge_train_records_the_rendering",
         ),
         "`--train tomforge_gen/train:second_person` trains on every rendering",
     ),
@@ -1262,7 +1270,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/release.py",
         'return kept.sort_by([(name, "ascending") for name in keys]) if keys else kept',
         "return kept",
-        ("tests/test_rl_transfer.py::test_split_refs_name_a_rendering",),
+        ("tests/rl/test_rl_transfer.py::test_split_refs_name_a_rendering",),
         "`--limit N` evaluates different worlds in each rendering: the pairs fall apart",
     ),
     Mutation(
@@ -1270,7 +1278,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         '{ref.config, f"{ref.config}/{ref.split}", str(ref)} & id_names',
         '{ref.config, f"{ref.config}/{ref.split}"} & id_names',
-        ("tests/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
+        ("tests/rl/test_rl_transfer.py::test_train_on_one_rendering_evaluate_on_both",),
         "`--in-distribution CONFIG/SPLIT:RENDERING` is ignored: the trained rendering shows as held-out",
     ),
     Mutation(
@@ -1278,7 +1286,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         'in several else ""',
         'in set() else ""',
-        ("tests/test_rl_transfer.py::test_planted_transfer_gap",),
+        ("tests/rl/test_rl_transfer.py::test_planted_transfer_gap",),
         "the matrix averages the renderings of a split into one column",
     ),
     Mutation(
@@ -1286,7 +1294,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "round((c - b) / n, 4)",
         "round((b - c) / n, 4)",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "a rendering that loses accuracy is reported as gaining it",
     ),
     Mutation(
@@ -1294,7 +1302,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "means = (counts[:, 1] - counts[:, 0]) / n",
         "means = (counts[:, 0] - counts[:, 1]) / n",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "the 95% interval brackets the opposite difference",
     ),
     Mutation(
@@ -1302,7 +1310,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/paired.py",
         "for k in range(min(b, c) + 1)",
         "for k in range(min(b, c))",
-        ("tests/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
+        ("tests/rl/test_rl_transfer.py::test_paired_difference_against_hand_worked_values_and_other_implementations",),
         "McNemar's p leaves out the observed count: renderings look different when they are not",
     ),
     Mutation(
@@ -1310,7 +1318,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/evaluate.py",
         "    trained_on = trained_on or trained_on_of(model_path)\n",
         "",
-        ("tests/test_rl_transfer.py::test_planted_transfer_gap",),
+        ("tests/rl/test_rl_transfer.py::test_planted_transfer_gap",),
         "eval ignores what the checkpoint was trained on: no paired differences",
     ),
     # issue 28: the dialogue rendering and the list / answerability forms (helper "dialogue")
@@ -1375,7 +1383,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue_answers.py",
         "return all(after[key, label] <= bound for key in keys)",
         "return True",
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "a yes/no question asked mid-conversation is more often 'no': where it is asked gives the answer",
     ),
     Mutation(
@@ -1384,7 +1392,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return Dialogue(tuple(teller.turns), tuple(teller.events), tuple(teller.phrasings))",
         "return Dialogue(((NARRATOR, HEARING_RULE), *teller.turns), (None, *teller.events), "
         "(('rule', ()), *teller.phrasings))",
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "every conversation opens with the same 25-word line: held-out ones share long runs with train",
     ),
     Mutation(
@@ -1392,7 +1400,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue.py",
         'else f"{OPENERS[kind][phrasing[0]]} {body}"',
         'else f"{OPENERS[kind][0]} {body}"',
-        ("tests/test_dialogue_shortcuts.py",),
+        ("tests/generators/test_dialogue_shortcuts.py",),
         "comings and goings in a few fixed phrasings: conversations in one room share runs of greetings",
     ),
     Mutation(
@@ -1409,7 +1417,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operators.py",
         "    tells = [name for name in chosen if OPERATORS[name].is_tell]",
         "    tells: list[str] = []",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "tell operators chosen for a story are silently left out",
     ),
     Mutation(
@@ -1417,7 +1425,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/generate.py",
         "rate = self.settings.operator_rate * operator.rate_scale",
         "rate = self.settings.operator_rate",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "every operator drawn at the base rate: returns as often as lies",
     ),
     Mutation(
@@ -1425,7 +1433,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operator_registry.py",
         'chosen = [name for name in names if name != "none"]',
         "chosen = names",
-        ("tests/test_operator_registry.py", "tests/test_cli_defaults.py"),
+        ("tests/generators/test_operator_registry.py", "tests/test_cli_defaults.py"),
         "'--operators lie,none' refused as an unknown operator 'none'",
     ),
     Mutation(
@@ -1433,7 +1441,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/operator_registry.py",
         "(self.needs_sentence is None or self.needs_sentence in sentences)",
         "True",
-        ("tests/test_operator_registry.py",),
+        ("tests/generators/test_operator_registry.py",),
         "variants ask a source for sentences it has no template for",
     ),
     Mutation(
@@ -1499,7 +1507,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         '"a_context_id": self.side_context[side_a][a]',
         '"a_context_id": self.side_context[side_b][a]',
-        ("tests/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
+        ("tests/audits/test_audit_overlap.py::test_exact_copy_in_other_case_names_the_train_context",),
         "an exact copy in other case or punctuation names the held-out context as its train story ('?')",
     ),
     # issue 29 (audit checks) + issue 25 item 9: one object per check; mixed-source failures name their source
@@ -1508,7 +1516,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/by_source.py",
         'items = facts.items.filter(pl.col("source") == source)',
         "items = facts.items",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "every source is judged on the pooled items: the clean source is named as failing",
     ),
     Mutation(
@@ -1516,7 +1524,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/check.py",
         'rows = sorted(self.rows, key=lambda r: rank.get(r["check"], len(order)))',
         "rows = list(self.rows)",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "audit_findings rows come in registry order, not in the table's declared order",
     ),
     Mutation(
@@ -1524,7 +1532,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/__init__.py",
         "if check.phase == phase and check.owns:",
         "if check.owns:",
-        ("tests/test_audit_checks.py",),
+        ("tests/audits/test_audit_checks.py",),
         "every check's tables computed in both phases: the baselines twice, the artifacts beside the overlap",
     ),
     # lead: [generate] rendering and forms in the config file reach the generator
@@ -1554,13 +1562,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "SFT processes trained side by side are reported one by one: no aggregate throughput",
     ),
     # issue 26: SFT's loss over chunks (tests by helper "speed"); the tile-boundary bug lives in TRL's kernel, so
-    # tests/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
+    # tests/rl/test_rl_sft_loss.py plants it itself (test_a_tile_boundary_off_by_one_is_caught)
     Mutation(
         "speed.sft_chunked_loss_ignored",
         "rl/sft.py",
         "compute_loss_func=None if s.chunked_loss else full_logits_loss",
         "compute_loss_func=full_logits_loss",
-        ("tests/test_rl_sft_loss.py",),
+        ("tests/rl/test_rl_sft_loss.py",),
         "SFT builds the full fp32 logits again: batch 128 takes 118 GB, not 75",
     ),
     Mutation(
@@ -1568,7 +1576,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/sft.py",
         "    targets = labels[:, 1:].to(logits.device)",
         "    targets = labels[:, :-1].to(logits.device)",
-        ("tests/test_rl_sft_loss.py",),
+        ("tests/rl/test_rl_sft_loss.py",),
         "chunked_loss=False trains each position to copy its own token",
     ),
     # lead: eval's rows are on disk before the store, so a busy lock (exit 9) loses no generation
@@ -1577,7 +1585,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         'kept = write_rows(rows, out / "eval_rows.jsonl")',
         'kept = out / "eval_rows.jsonl"',
-        ("tests/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
+        ("tests/rl/test_rl_eval.py::test_eval_refused_by_a_busy_lock_keeps_its_rows",),
         "an eval refused by a busy warehouse lock throws away every generated answer",
     ),
     # lead: a one-value option given twice is refused, not silently the last one
@@ -1595,7 +1603,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    if not dry_run or local:",
         "    if not dry_run:",
-        ("tests/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
+        ("tests/rl/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
         "`train --dry-run` prints a plan for a split the real run refuses for its license",
     ),
     Mutation(
@@ -1612,7 +1620,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/agent_control.py",
         "        for counts in count_vectors(len(agents), MAX_AGENT_PADDING):",
         "        for counts in count_vectors(len(agents), 0):",
-        ("tests/test_generator_list_controls.py",),
+        ("tests/generators/test_generator_list_controls.py",),
         "list questions without mention padding: the most-mentioned agent is a knower far above chance",
     ),
     Mutation(
@@ -1620,7 +1628,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/agent_control.py",
         "        best = stub[costs.index(min(costs))]",
         "        best = stub[0]",
-        ("tests/test_generator_list_controls.py",),
+        ("tests/generators/test_generator_list_controls.py",),
         "no move verb after the last move: the last agent named with one is a knower",
     ),
     Mutation(
@@ -1628,7 +1636,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         '    single = patterns.filter(pl.col("belief_order") != LIST_STRATUM)',
         "    single = patterns",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "list answers pooled into the all-orders groups of single-gold items, whose null they do not follow",
     ),
     Mutation(
@@ -1636,7 +1644,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/ranks.py",
         "            count * g * (k - g) / (k - 1) * null_covariance(pattern)",
         "            count * g * null_covariance(pattern)",
-        ("tests/test_audit_ranks.py",),
+        ("tests/audits/test_audit_ranks.py",),
         "a list's golds treated as independent draws: the chi-square of a g-subset is wrong",
     ),
     Mutation(
@@ -1660,7 +1668,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    passed = exact >= threshold",
         "    passed = exact > threshold",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "a model exactly at the learning gate is reported as not learned",
     ),
     Mutation(
@@ -1668,7 +1676,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    passed = exact >= threshold",
         "    passed = round(exact, 4) >= threshold",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "an accuracy just below the gate rounds up to it and passes",
     ),
     Mutation(
@@ -1676,7 +1684,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    if cells is None or _cell_of(row) not in cells:",
         "    if cells is None:",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "items of orders, forms or renderings never trained on count in the gate: a model passes on what it was not taught",
     ),
     Mutation(
@@ -1684,7 +1692,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "    return not _in_training(row, record, ids)",
         "    return True",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "items the model was trained on count as held out: memorized items pass the gate",
     ),
     Mutation(
@@ -1692,7 +1700,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "            out[i] = max(out[i] or 0.0, everyone)",
         "            out[i] = out[i]",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "a list's chance ignores the constant answer 'everyone': chance printed far below what a guesser scores",
     ),
     Mutation(
@@ -1700,7 +1708,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "        best = counts.most_common(1)[0][1] / len(free)",
         "        best = 1 / len(counts)",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "free text's chance from the number of distinct golds, not the best constant answer's rate",
     ),
     Mutation(
@@ -1708,7 +1716,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/gate.py",
         "            out[i] = max(best, 1.0 / places) if places else best",
         "            out[i] = best",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "free text's chance ignores the story's places: a model naming any container looks far above chance",
     ),
     Mutation(
@@ -1716,7 +1724,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    record = read_training_record(model) if Path(model).is_dir() else None",
         "    record = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "tomforge eval ignores the training record: every model's gate is unknown and nothing is gated",
     ),
     Mutation(
@@ -1724,7 +1732,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/transfer.py",
         "        if void and reference is not None and rendering != trained:",
         "        if False and reference is not None and rendering != trained:",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the format-transfer block prints differences for a model that did not learn",
     ),
     Mutation(
@@ -1732,7 +1740,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "experiments/rationale_report.py",
         "    refused = not_compared(pair, arm_gates(entries))",
         "    refused = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the rationale report compares arms that did not learn",
     ),
     Mutation(
@@ -1740,7 +1748,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "experiments/experiment_seeds.py",
         "    refused = not_compared(pair, gates_table(runs))",
         "    refused = None",
-        ("tests/test_rl_gate.py",),
+        ("tests/rl/test_rl_gate.py",),
         "the seeds' report compares arms that did not learn",
     ),
     # issue 36 item 1: one matching core for the audit and the scan (tests by helper "issue36-core")
@@ -1749,7 +1757,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         r'r"[^\W\d_a-z][^\W_]*(?:[ \t\-\u2010-\u2014]+(?=[^\W\d_a-z])[^\W_]*)*"',
         r'r"[^\W\d_a-z][^\W_]*"',
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a two-word or hyphenated name gives two name slots: a renamed story is not found",
     ),
     Mutation(
@@ -1757,7 +1765,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         r'_WORDS = re.compile(r"[^\W\d_][^\W_]*|\d+[^\W\d_][^\W_]*")',
         r'_WORDS = re.compile(r"[^\W_]+")',
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "line numbers stay in the sentences: a story renumbered or without its numbers is not found",
     ),
     Mutation(
@@ -1765,7 +1773,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         'if "<" not in text and "&" not in text and "[" not in text and "\\\\" not in text:',
         "if True:",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "HTML tags, entities, chat-template tokens and JSON escapes stay in the sentences: a story in markup is not found",
     ),
     Mutation(
@@ -1773,7 +1781,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical.py",
         "    if _WRAPPED.search(clean):\n        readings.append(_END)\n",
         "",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a story rewrapped at another width is read as broken sentences and not found",
     ),
     Mutation(
@@ -1781,7 +1789,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "    ends = [*(np.flatnonzero(np.diff(doc)) + 1).tolist(), len(doc)] if len(doc) else []\n",
         "    ends = list(range(1, len(doc) + 1))\n",
-        ("tests/test_canonical.py::test_matching_in_small_pieces_finds_what_one_piece_finds",),
+        ("tests/audits/test_canonical.py::test_matching_in_small_pieces_finds_what_one_piece_finds",),
         "the bounded grouping cuts a document's hits into two pieces: a story spread over them is not found",
     ),
     Mutation(
@@ -1789,7 +1797,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "weight = 1.0 / df[inverse]",
         "weight = 1.0 + 0.0 * df[inverse]",
-        ("tests/test_canonical.py",),
+        ("tests/audits/test_canonical.py",),
         "a template sentence every story has weighs as much as a rare one",
     ),
     Mutation(
@@ -1797,7 +1805,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "keep = shared / np.maximum(rare[s], 1) < p.near_copy",
         "keep = shared >= 0",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a story held out twice (another source or prompt style) is its own null: it can never be found",
     ),
     Mutation(
@@ -1805,7 +1813,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         '    most = pl.col("matched_sentences") >= p.min_share * pl.col("story_sentences") - 1e-9\n',
         "    most = pl.lit(True)\n",
-        ("tests/test_canonical.py", "tests/test_reformat_found.py", "tests/test_canonical_jit.py"),
+        ("tests/audits/test_canonical.py", "tests/audits/test_reformat_found.py", "tests/audits/test_canonical_jit.py"),
         "a templated story sharing a few rare sentences with a benchmark story is called a copy",
     ),
     # issue 36 speed: the compiled sentence cutter, the counted join and the names prefilter (numba kernels, which
@@ -1815,7 +1823,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "    if _run_on_hint(clean, size, space):\n        readings[r] = RUN_ON\n        r += 1\n",
         "",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "ToMi lines without their stops, run together, are not cut: a rewrapped ToMi story is missed",
     ),
     Mutation(
@@ -1823,7 +1831,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "    order = _distinct(named, a, woff, wlen, pool)\n",
         "    order = _distinct(key, a, woff, wlen, pool)\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "one template told of other people in the same document counts once: the named view loses sentences",
     ),
     Mutation(
@@ -1831,7 +1839,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "        if letter:\n            if size:\n                out[size] = 32\n",
         "        if True:\n            if size:\n                out[size] = 32\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "line numbers stay in the named key: a renumbered story is not found by its names",
     ),
     Mutation(
@@ -1839,7 +1847,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "            if cut_before[0, s1] == e1 or cut_before[1, s1] == e1:\n",
         "            if cut_before[0, s1] >= 0:\n",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "a later reading's longer sentence from the same start is dropped: rewrapped sentences are missed",
     ),
     Mutation(
@@ -1847,7 +1855,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/canonical_jit.py",
         "_STR_SPACE = np.array([chr(c).isspace() for c in range(256)], dtype=np.bool_)",
         "_STR_SPACE = np.array([c < 128 and chr(c).isspace() for c in range(256)], dtype=np.bool_)",
-        ("tests/test_canonical_jit.py",),
+        ("tests/audits/test_canonical_jit.py",),
         "spans of sentences next to a no-break space are off by one: the evidence points at the wrong text",
     ),
     Mutation(
@@ -1855,7 +1863,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/sentence_match.py",
         "                most = c >= min_share * total_sentences - 1e-6 or (all_but_one and c >= total_sentences - 1)\n",
         "                most = c >= min_share * total_sentences - 1e-6\n",
-        ("tests/test_canonical_jit.py", "tests/test_reformat_found.py", "tests/test_reformat_short.py"),
+        (
+            "tests/audits/test_canonical_jit.py",
+            "tests/audits/test_reformat_found.py",
+            "tests/audits/test_reformat_short.py",
+        ),
         "a short story with one line dropped is not found by its names (the compiled count drops its rows)",
     ),
     Mutation(
@@ -1863,7 +1875,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "                if a != b and a != 0 and b != 0:\n",
         "                if a != b:\n",
-        ("tests/test_names_prefilter.py",),
+        ("tests/audits/test_names_prefilter.py",),
         "a story told with other names is dropped before its name key is compared: names_swapped misses it",
     ),
     Mutation(
@@ -1871,7 +1883,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "match_sentences(index.sentences, texts)\n",
         "match_sentences(index.sentences, texts[:0])\n",
-        ("tests/test_reformat_found.py",),
+        ("tests/audits/test_reformat_found.py",),
         "tomforge scan misses every re-formatted story",
     ),
     Mutation(
@@ -1879,7 +1891,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/overlap.py",
         "            if (ev.keys[a], ev.keys[b]) in known:\n",
         "            if True:\n",
-        ("tests/test_reformat_found.py",),
+        ("tests/audits/test_reformat_found.py",),
         "tomforge audit passes an RL file holding re-formatted held-out stories",
     ),
     Mutation(
@@ -1888,17 +1900,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    index = build_sentence_index([ev.heldout_texts[d] for d in heldout], sp)",
         "    index = build_sentence_index([ev.texts[d] for d in heldout], sp)",
         (
-            "tests/test_reformat_found.py::test_a_heldout_story_whose_text_key_train_copies_in_capitals_share_is_still_found",
+            "tests/audits/test_reformat_found.py::test_a_heldout_story_whose_text_key_train_copies_in_capitals_share_is_still_found",
         ),
         "a held-out story read through a train copy in capitals (one text key) has no names: a renamed copy is not found",
     ),
-    # issue 36 item 7: the scan's matching (tests/test_scan_matching.py)
+    # issue 36 item 7: the scan's matching (tests/audits/test_scan_matching.py)
     Mutation(
         "scan.length_prefilter_looser",
         "audits/scan_match.py",
         "return np.flatnonzero(counts >= threshold * story_sizes.min())",
         "return np.flatnonzero(counts >= threshold * threshold * story_sizes.min())",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "documents that can never reach the Jaccard threshold are signed (wasted work the suite did not see)",
     ),
     Mutation(
@@ -1906,7 +1918,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         "return np.flatnonzero(counts >= threshold * story_sizes.min())",
         "return np.flatnonzero(counts >= story_sizes.min())",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a near duplicate shorter than every story is never signed, so never found",
     ),
     Mutation(
@@ -1914,7 +1926,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_match.py",
         'KINDS = ("verbatim", "contained", "near_duplicate", "names_swapped", "sentences", "ngram")',
         'KINDS = ("verbatim", "near_duplicate", "contained", "sentences", "names_swapped", "ngram")',
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a document matching in several ways is reported under a weaker kind",
     ),
     Mutation(
@@ -1922,7 +1934,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         "            removed += len(dropped)\n",
         "            removed += hits.height\n",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a document holding two stories counts as two removals: the ledger does not reconcile",
     ),
     Mutation(
@@ -1930,7 +1942,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_corpus.py",
         "            rows = [first + i for i in good]",
         "            rows = [i for i in good]",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "parquet documents past the first batch get the ids of the first batch's rows",
     ),
     Mutation(
@@ -1938,7 +1950,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan_index.py",
         "name_keys = {k: i for i, k in enumerate(by_name) if name_counts[k] == 1}",
         "name_keys = {k: i for i, k in enumerate(by_name)}",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a name key of two benchmark stories names one of them at random",
     ),
     Mutation(
@@ -1946,7 +1958,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/scan.py",
         'if q and f" {q} " in padded))',
         "if q and q in padded))",
-        ("tests/test_scan_matching.py",),
+        ("tests/audits/test_scan_matching.py",),
         "a question counts as found when its words occur inside longer words",
     ),
     # issue 38: the survivors of an independent check, each now caught by a test written for it
@@ -1963,7 +1975,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/labels.py",
         "in_selection = len({i for i in ids if i in selected})",
         "in_selection = len(set(ids))",
-        ("tests/test_audit_check_units.py",),
+        ("tests/audits/test_audit_check_units.py",),
         "a label conflict outside the audited selections fails the audit and is quarantined",
     ),
     Mutation(
@@ -1971,7 +1983,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue.py",
         "        if self.where.get(agent) is not None:",
         "        if agent in self.where:",
-        ("tests/test_generator_dialogue.py::test_a_statement_is_its_holders_turn_only_when_present",),
+        ("tests/generators/test_generator_dialogue.py::test_a_statement_is_its_holders_turn_only_when_present",),
         "an agent who left the room says an opinion as an ordinary turn",
     ),
     Mutation(
@@ -1979,7 +1991,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "generators/dialogue_answers.py",
         "bound = self.BOUND * (len(labels) - 1)",
         "bound = self.BOUND * len(labels)",
-        ("tests/test_dialogue_answer_balance.py",),
+        ("tests/generators/test_dialogue_answer_balance.py",),
         "mid-conversation answers may lean one label further than the bound",
     ),
     Mutation(
@@ -1987,7 +1999,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/licenses.py",
         '"evaluation[ -]only|not for training|no training|test[ -]only", re.IGNORECASE)',
         '"evaluation[ -]only|not for training|no training|test[ -]only", 0)',
-        ("tests/test_license_guard.py::test_which_licenses_forbid_training",),
+        ("tests/rl/test_license_guard.py::test_which_licenses_forbid_training",),
         'a source licensed "NOT FOR TRAINING" lands in the train split',
     ),
     Mutation(
@@ -1995,7 +2007,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/checks/ranks.py",
         'worst = flagged.sort("gap", descending=True).unique(',
         'worst = flagged.sort("position").unique(',
-        ("tests/test_audit_check_units.py",),
+        ("tests/audits/test_audit_check_units.py",),
         "the gold-rank finding names the first flagged position, not the largest gap",
     ),
     Mutation(

@@ -3,7 +3,7 @@ floats as scoring them one by one: `Padder._best_plan` scores every tail and the
 with `plan_cost` (`RankBalancer.cost` per ranking pattern, the last- and most-mentioned controllers,
 `PADDING_PENALTY` per statement); here each of those sums is one array operation per term, in the
 same order, so every candidate's cost is the same float and the first cheapest is the same plan
-(`tests/test_generator_plan_search.py` compares both on whole runs).
+(`tests/generators/test_generator_plan_search.py` compares both on whole runs).
 
 Why: scoring ~170 candidate plans per story in Python took ~80% of generation with the controls
 (issue 42: 1,822 questions/s against 14,851 without).

@@ -1,5 +1,5 @@
-"""Bounds on every generator run of the fast generate tests (tests/test_generate_mutants*.py), so that a mutant of
-`generators/generate.py` that never finishes a run fails in a second instead of running to mutmut's CPU limit
+"""Bounds on every generator run of the fast generate tests (tests/generators/test_generate_mutants*.py), so that a
+mutant of `generators/generate.py` that never finishes a run fails in a second instead of running to mutmut's CPU limit
 (minutes a mutant at load; issue 38).
 
 Two bounds, both pass-through for a correct run: `STALL_STORIES` at 200 (15 times the longest stretch of idle

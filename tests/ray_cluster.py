@@ -1,7 +1,7 @@
 """A local Ray cluster of two nodes, as DESIGN.md describes it: `ray start --head` plus a second
 `ray start --address=...`, one CPU each, in a temp dir of its own. Torn down by ending the processes
 that name that temp dir only, never every Ray of the user as a bare `ray stop` would (other work may
-run its own clusters here). Used by `tests/test_scan_ray.py` and `bench/scan_ray.py`."""
+run its own clusters here). Used by `tests/audits/test_scan_ray.py` and `bench/scan_ray.py`."""
 
 from __future__ import annotations
 

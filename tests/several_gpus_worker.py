@@ -1,4 +1,4 @@
-"""Run by tests/test_rl_several_gpus.py, under the project's launcher (two processes on gloo) or alone (one): a
+"""Run by tests/rl/test_rl_several_gpus.py, under the project's launcher (two processes on gloo) or alone (one): a
 short SFT of a tiny model and two GRPO steps, each process recording what it trained on, with which loss, and what
 its reward functions returned. `python -m tests.several_gpus_worker MODEL_DIR RELEASE OUT_DIR`; writes
 OUT_DIR/rank-R.json (and, from the first process, the SFT model's weights)."""

@@ -1,7 +1,7 @@
 """Variants of real stories: each operator on a real-format story, higher orders in the source's
 wording, split inheritance, determinism, balance, the `tomforge variants` command, the audit's
 variant-leak and oracle findings, and the clean quarantine. Expectations are worked out by hand
-from the fixture stories (see tests/test_real_oracle.py) or read back from the rendered text.
+from the fixture stories (see tests/generators/test_real_oracle.py) or read back from the rendered text.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.generators.test_real_oracle import TOMI_TRACE, TOMI_TXT, exploretom_records, hitom_records, hitom_row
 from tests.test_cli import assert_one_line_error, run
-from tests.test_real_oracle import TOMI_TRACE, TOMI_TXT, exploretom_records, hitom_records, hitom_row
 from tomforge.audits.clean import apply_cleaning
 from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.run import run_audit
@@ -392,7 +392,7 @@ TOMI_MEMORY_STORY = """1 Ann entered the porch.
 
 
 def test_memory_variants_are_order_zero(tmp_path: Path) -> None:
-    from tests.test_real_oracle import tomi_records
+    from tests.generators.test_real_oracle import tomi_records
 
     items = tomi_records(
         tmp_path, TOMI_MEMORY_STORY, "enter_agent_0,enter_agent_1,agent_0_exits,agent_1_moves_obj,memory,false_belief\n"

@@ -18,7 +18,7 @@ from tests.scan_data import benchmark_warehouse, planted_corpus, write_jsonl
 from tomforge.audits.scan import run_scan
 
 ray = pytest.importorskip("ray")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

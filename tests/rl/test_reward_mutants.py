@@ -1,4 +1,4 @@
-"""rl/reward.py against hand-worked values (issue 38: the mutants mutmut left alive by tests/test_rl_reward.py):
+"""rl/reward.py against hand-worked values (issue 38: the mutants mutmut left alive by tests/rl/test_rl_reward.py):
 every synonym, preposition and empty-list word the module lists, the tags' order, the last answer block, the
 letter forms an option is picked by, the score's parts under set weights, verl's extras and TRL's columns. The
 expected values are written from the module's docstrings, not read from the code's output (< 1 s, strings only)."""
@@ -295,7 +295,7 @@ def test_trl_functions_use_their_weights() -> None:
 def test_the_process_parts_reach_verl_and_trl() -> None:
     import json
 
-    from tests.test_process_reward import RIGHT_REASONS, truth
+    from tests.rl.test_process_reward import RIGHT_REASONS, truth
 
     gold = json.dumps(truth(("Bob",), "crate"))  # that file's hand-worked story: right for the right reasons
     out = compute_score("src", done("crate", RIGHT_REASONS), gold, process=0.5)
@@ -310,7 +310,7 @@ def test_a_yes_then_a_no_word_is_unclear() -> None:
 
 
 def test_the_process_figures_of_a_story_with_a_world() -> None:
-    from tests.test_process_reward import MOSTLY_RIGHT, RIGHT_REASONS, truth
+    from tests.rl.test_process_reward import MOSTLY_RIGHT, RIGHT_REASONS, truth
 
     gold = truth(("Bob",), "crate")  # that file's claims, each verdict worked out by hand from its story
     right = score_completion(done("crate", RIGHT_REASONS), gold)  # weight 0: no process reward, figures reported

@@ -16,7 +16,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import GroupKFold, cross_val_predict
 
 from tests.audit_data import FAST
-from tests.test_audit_baselines_sample import _frames
+from tests.audits.test_audit_baselines_sample import _frames
 from tomforge.audits import baselines
 
 

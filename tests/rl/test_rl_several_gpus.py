@@ -29,7 +29,7 @@ from tomforge.rl import distributed  # noqa: E402
 from tomforge.rl.release import SplitRef, fetch_release, load_split  # noqa: E402
 from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

@@ -1,7 +1,7 @@
 """The process reward, table-driven: hand-written think blocks about hand-worked stories, each claim's
 verdict worked out by hand from the story (not by the code under test).
 
-Story (tests.test_rationale.TRACE): Ann and Bob see the apple placed in the basket; Bob leaves; Ann
+Story (tests.generators.test_rationale.TRACE): Ann and Bob see the apple placed in the basket; Bob leaves; Ann
 moves it to the box while Cid watches in secret from outside; Ann leaves; in the hall Ann privately
 tells Bob it is in the crate (a lie). Bob left first, so he trusts Ann. True beliefs at the end:
 reality box; Ann box; Bob crate; Cid box; Ann thinks Bob: crate; Bob thinks Ann: crate; Cid thinks Ann: box.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_rationale import TRACE
-from tests.test_real_oracle import HITOM_STORY  # the oracle's hand-worked HiToM story
+from tests.generators.test_rationale import TRACE
+from tests.generators.test_real_oracle import HITOM_STORY  # the oracle's hand-worked HiToM story
 from tomforge.generators.real import hitom
 from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import parse_claims, vocabulary

@@ -2,7 +2,7 @@
 input_ref text, split sizes, the defaults `generate_records` documents, each story's seed (recomputed from its
 recipe), the deck over move counts and styles, the operators' rates from their traits, and the stall error on a
 planted planner that serves nothing. Small runs only (a dozen records): the balance at scale is
-tests/test_generator_records.py's and tests/test_generator_balance.py's."""
+tests/generators/test_generator_records.py's and tests/generators/test_generator_balance.py's."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from tomforge.generators.real.report import read_records
 from tomforge.generators.real.variants import Settings, build_variants
 from tomforge.rl.process_reward import CONTRADICTED, UNVERIFIABLE, score_reasoning
 
-REAL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data"))
+REAL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[3] / "shared" / "real-data"))
 
 # Sally-Anne with a witness and a tell, worked by hand. Ann and Bob see the apple placed in the basket;
 # Bob leaves; Ann moves it to the box while Cid watches in secret through the window; Ann leaves,

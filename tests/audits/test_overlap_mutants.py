@@ -1,7 +1,7 @@
 """audits/overlap.py's small parts against hand-worked values (issue 38: the mutants mutmut left alive in the
 functions an `--only` run covers): the signature cache key, distinct contexts grouped by normalized text, exact
 Jaccard and containments of two word sets, matched spans, the union-find, cached signatures, a pair's scope and the
-phase timer. The audit as a whole is tests/test_audit_overlap.py's."""
+phase timer. The audit as a whole is tests/audits/test_audit_overlap.py's."""
 
 from __future__ import annotations
 

@@ -290,7 +290,7 @@ def test_oracle_finds_a_planted_wrong_gold_and_names_the_sentence(tmp_path: Path
     assert conflicting_pairs(records, checks) == (1, {1: 1})
 
 
-REAL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data"))
+REAL = Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[3] / "shared" / "real-data"))
 
 
 @pytest.mark.skipif(not (REAL / "hitom" / "Hi-ToM_data.json").exists(), reason="no real HiToM release here")
@@ -328,7 +328,7 @@ def exploretom_records(tmp_path: Path) -> list[dict]:
 
     header = next(
         csv.reader(
-            (Path(__file__).parents[1] / "warehouse/samples/exploretom/exploretom-sample.csv").open(encoding="utf-8")
+            (Path(__file__).parents[2] / "warehouse/samples/exploretom/exploretom-sample.csv").open(encoding="utf-8")
         )
     )
     with (tmp_path / "explore.csv").open("w", newline="", encoding="utf-8") as handle:

@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from tests.generators.test_real_oracle import REAL
 from tests.source_helpers import read_all
-from tests.test_real_oracle import REAL
 from tomforge.audits.artifacts import heuristic_baselines
 from tomforge.audits.config import AuditParams
 from tomforge.audits.features import item_features, records_frame

@@ -17,7 +17,7 @@ from tomforge.audits.ranks import gold_ranks, null_covariance, ranking_values, s
 from tomforge.audits.repeats import repeated_sentences, story_repeats
 
 HITOM_FULL = (
-    Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "real-data")) / "hitom"
+    Path(os.environ.get("TOMFORGE_REAL_DATA", Path(__file__).resolve().parents[3] / "shared" / "real-data")) / "hitom"
 )
 COLOURS = ("red", "blue", "green", "white")
 

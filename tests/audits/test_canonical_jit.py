@@ -15,7 +15,7 @@ import pytest
 
 from bench import reformat_plants as plants
 from tests import reformat_data as rd
-from tests import test_reformat_short as short
+from tests.audits import test_reformat_short as short
 from tomforge.audits import canonical, canonical_jit
 from tomforge.audits.jit import AVAILABLE
 from tomforge.audits.sentence_match import build_sentence_index, document_sentence_arrays, match_sentences

@@ -2,7 +2,7 @@
 functions an `--only` run covers): the sampling settings taken from a generation config and refused, the warpers in
 HF's order, the supported models, the compile default, the prefill chunks, the trimming at stops, and the stop ids.
 No model, no torch: stand-ins carry the attributes read. The generation itself (tensors, caches, CUDA graphs,
-compiled halves) is tests/test_rl_fastgen.py's."""
+compiled halves) is tests/rl/test_rl_fastgen.py's."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 pytest.importorskip("torch")
 
 from experiments.data import build_release  # noqa: E402
-from tests.test_rl_transfer import PLAN, release_rows  # noqa: E402
+from tests.rl.test_rl_transfer import PLAN, release_rows  # noqa: E402
 from tomforge.flows.cli import app  # noqa: E402
 from tomforge.rl.gate import (  # noqa: E402
     LEARNING_GATE,

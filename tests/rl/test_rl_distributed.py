@@ -1,7 +1,7 @@
 """Several GPUs of one host (issue 41), the parts that need no training: the launcher's command and the checked-in
 accelerate configs as accelerate itself reads them, the evaluation's shards and their merge (worked out by hand),
 and the rank helpers, with `gather_to_main` across two real processes on gloo. The trainings of two processes
-against one are in tests/test_rl_several_gpus.py."""
+against one are in tests/rl/test_rl_several_gpus.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tomforge.rl import distributed, stage  # noqa: E402
 from tomforge.rl.evaluate import merge_shards  # noqa: E402
 from tomforge.rl.trl_backend import TrlSettings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- the launcher and the configs (no processes)

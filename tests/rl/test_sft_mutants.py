@@ -1,7 +1,7 @@
 """rl/sft.py's small parts against hand-worked values (issue 38: the mutants mutmut left alive; the SFT runs
 themselves are in tests/test_rl_sft*.py): the exact target of each answer format, the neutral thought and the
 rationale in its place, how many processes tokenize, the environment put back, the length-grouping spelling,
-and the JSON written. No model, no torch (the loss is tests/test_rl_sft_loss.py's)."""
+and the JSON written. No model, no torch (the loss is tests/rl/test_rl_sft_loss.py's)."""
 
 from __future__ import annotations
 

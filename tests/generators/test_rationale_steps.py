@@ -215,7 +215,7 @@ def test_step_claims_parse() -> None:
     assert parse_claims("Step 1, Bob: event 1. Step 3, Ann: event 1.", vocab)[1:] == []  # step 2 missing
 
 
-# ToMi's rules on a numbered story (the variant of tests/test_rationale.py): Ann and Bob see the kiwi put
+# ToMi's rules on a numbered story (the variant of tests/generators/test_rationale.py): Ann and Bob see the kiwi put
 # in the red_box (line 3); Ann leaves (4); Bob moves it to the blue_bag (5); Bob leaves (6); Ann comes
 # back (7) and, ToMi's containers being open, sees it in the blue_bag.
 TOMI_EVENTS = [("enter", "Ann"), ("enter", "Bob"), ("init", None), ("exit", "Ann"), ("move", "Bob"), ("exit", "Bob")]

@@ -1,6 +1,6 @@
 """The HTML audit and scan reports (audits/html.py) break lines between words: a narrow column never cuts
 "FAIL" or "duplicates" in two (issue 38: "FA/IL", "dupli/cates" at 1400 px); only a long unbroken token (a
-source_ref, a path) may break anywhere. The browser check of the same is in tests/test_audit_report.py."""
+source_ref, a path) may break anywhere. The browser check of the same is in tests/audits/test_audit_report.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """rl/trl_backend.py's parts against hand-worked values (issue 38: the mutants mutmut left alive): the TRL config of
 each preset, the launch command, the trainer chosen, the step timer, the non-finite guard, what a run saves and
 returns, and the generation summary. TRL and transformers are replaced by stand-ins (a run that trains is
-tests/test_rl_trl.py's); the guard runs on real torch tensors on the CPU."""
+tests/rl/test_rl_trl.py's); the guard runs on real torch tensors on the CPU."""
 
 from __future__ import annotations
 

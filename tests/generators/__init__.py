@@ -1,0 +1,1 @@
+"""Tests of generators/ and the `generate` command (issue 39: tests mirror the packages, tests/<package>/)."""
