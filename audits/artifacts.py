@@ -601,17 +601,26 @@ def _trend(points: list[tuple[int, int, int]]) -> tuple[float | None, float | No
     return z, float(stats.norm.sf(z))
 
 
+# The same question (normalized) on the same story with different gold answers. Each item is normalized
+# once (a materialized CTE) and the groups are found by min <> max (count(DISTINCT) > 1 over the same
+# non-null values) before any list is built: nearly every group holds one item, and building their
+# lists only to drop them cost about as much as the regexes (0.87 -> 0.52 CPU s at 200,000 items).
 LABEL_CONFLICTS_SQL = """
-WITH norm AS (
-  SELECT item_id, context_id, source, split,
+WITH norm AS MATERIALIZED (
+  SELECT item_id, context_id, source,
          trim(regexp_replace(lower(question), '[^a-z0-9_]+', ' ', 'g')) AS question_norm,
          CASE WHEN answer_format = 'list' THEN array_to_string(list_sort(answer_list), '|')
               ELSE trim(regexp_replace(lower(answer), '[^a-z0-9_]+', ' ', 'g')) END AS answer_norm
   FROM items
+), conflicted AS (
+  SELECT context_id, question_norm FROM norm
+  GROUP BY context_id, question_norm HAVING min(answer_norm) <> max(answer_norm)
 )
-SELECT context_id, question_norm, count(*) AS n_items, count(DISTINCT answer_norm) AS n_answers,
-       list_sort(list(DISTINCT answer_norm)) AS answers, list_sort(list(item_id)) AS item_ids,
-       list_sort(list(DISTINCT source)) AS sources
-FROM norm GROUP BY context_id, question_norm HAVING count(DISTINCT answer_norm) > 1
-ORDER BY context_id, question_norm
+SELECT n.context_id, n.question_norm, count(*) AS n_items, count(DISTINCT n.answer_norm) AS n_answers,
+       list_sort(list(DISTINCT n.answer_norm)) AS answers, list_sort(list(n.item_id)) AS item_ids,
+       list_sort(list(DISTINCT n.source)) AS sources
+FROM norm AS n SEMI JOIN conflicted AS c
+  ON n.context_id IS NOT DISTINCT FROM c.context_id AND n.question_norm IS NOT DISTINCT FROM c.question_norm
+GROUP BY n.context_id, n.question_norm
+ORDER BY n.context_id, n.question_norm
 """
