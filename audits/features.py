@@ -216,9 +216,8 @@ def mention_stats(pairs: pl.DataFrame, stories: pl.Series) -> pl.DataFrame:
 
 
 def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per item (in input order): candidates, heuristic picks and whether each is right,
-    answer role and structural features; whole-column operations, no Python per item. `stories`:
-    the contexts' normalized stories when the caller has them (`context_stories`)."""
+    """One row per item (in input order): candidates, heuristic picks, whether each is right, answer
+    role and structural features; whole columns, no Python per item (`stories`: `context_stories`)."""
     world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8(), "trace_first_container": pl.Utf8()}
     base = items.select(
         *_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()]
