@@ -141,12 +141,12 @@ def _context_table(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> 
     )
     other = ctx.filter(~pl.col("_ascii")).select("_ctx", "context", "story")
     if other.height:
-        stories = other["story"].to_list()
+        normalized = other["story"].to_list()
         python = pl.DataFrame(
             {
                 "_ctx": other["_ctx"],
                 "_places": [places(t) for t in other["context"].to_list()],
-                "_communication": [bool(_COMMUNICATION.search(t)) for t in stories],
+                "_communication": [bool(_COMMUNICATION.search(t)) for t in normalized],
             },
             schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean},
         )
