@@ -24,3 +24,10 @@ def test_rows_columns_and_ones(monkeypatch, jit: bool) -> None:
 def test_given_normalized_texts_are_read() -> None:
     matrix, names = _token_matrix(pl.Series(["x y"]), pl.Series(["planted"]))
     assert list(names) == ["planted"] and matrix.toarray().tolist() == [[1]]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_texts_without_tokens_keep_their_rows(monkeypatch, jit: bool) -> None:
+    monkeypatch.setattr(artifacts, "use_jit", lambda: jit)
+    matrix, names = _token_matrix(pl.Series(["", None, " ,; "]))
+    assert matrix.shape == (3, 0) and len(names) == 0  # no column to infer the width from
