@@ -20,7 +20,7 @@ import polars as pl
 
 from tomforge.audits.artifacts import heuristic_scores
 from tomforge.audits.config import AuditParams
-from tomforge.audits.features import item_features
+from tomforge.audits.features import context_stories, item_features
 from tomforge.audits.report import ReportSection
 from tomforge.audits.verdict import AuditFacts, Verdict
 
@@ -46,9 +46,15 @@ class TableInputs:
     params: AuditParams
 
     @cached_property
+    def stories(self) -> pl.DataFrame:
+        """Each context's normalized story (`audits.features.context_stories`): normalized once for
+        the item features and the feature-label cues."""
+        return context_stories(self.items)
+
+    @cached_property
     def frame(self) -> pl.DataFrame:
         """The items with their features (`audits.features.item_features`), belief order as Int64."""
-        feats = item_features(self.items.unique("item_id", keep="first", maintain_order=True))
+        feats = item_features(self.items.unique("item_id", keep="first", maintain_order=True), self.stories)
         return self.items.join(feats, on="item_id", how="left", maintain_order="left").with_columns(
             pl.col("belief_order").cast(pl.Int64)
         )

@@ -95,12 +95,27 @@ _SCHEMA = {
 }
 
 
-def _context_table(items: pl.DataFrame) -> pl.DataFrame:
+def context_stories(items: pl.DataFrame) -> pl.DataFrame:
+    """One row per context (first-seen order): `context_id` and its `norm_words` story. Computed once
+    for the artifacts phase, whose item features and feature-label cues both read the stories."""
+    ctx = items.select("context_id", "context").unique("context_id", keep="first", maintain_order=True)
+    return ctx.select("context_id", norm_words(ctx["context"]).alias("story"))
+
+
+def stories_of(ctx: pl.DataFrame, stories: pl.DataFrame | None) -> pl.Series:
+    """The normalized story of each row of `ctx` (one row per context): taken from `stories`
+    (`context_stories`) when it lists the same contexts in the same order, else normalized here."""
+    if stories is not None and stories["context_id"].equals(ctx["context_id"]):
+        return stories["story"]
+    return norm_words(ctx["context"])
+
+
+def _context_table(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per context: normalized story, places it names, communication, word count. Polars
     regexes on ASCII texts; the Python reference (`places`, `_COMMUNICATION`) on the others (ASCII as
     written, not once normalized: NFKC turns "ﬁ" into "fi", which polars' byte rules would not)."""
     ctx = items.select("context_id", "context").unique("context_id", keep="first", maintain_order=True)
-    story = norm_words(ctx["context"])
+    story = stories_of(ctx, stories)
     ctx = (
         ctx.with_columns(story.alias("story"))
         .with_row_index("_ctx")
@@ -126,12 +141,12 @@ def _context_table(items: pl.DataFrame) -> pl.DataFrame:
     )
     other = ctx.filter(~pl.col("_ascii")).select("_ctx", "context", "story")
     if other.height:
-        stories = other["story"].to_list()
+        normalized = other["story"].to_list()
         python = pl.DataFrame(
             {
                 "_ctx": other["_ctx"],
                 "_places": [places(t) for t in other["context"].to_list()],
-                "_communication": [bool(_COMMUNICATION.search(t)) for t in stories],
+                "_communication": [bool(_COMMUNICATION.search(t)) for t in normalized],
             },
             schema={"_ctx": pl.UInt32, "_places": pl.List(pl.Utf8), "_communication": pl.Boolean},
         )
@@ -200,14 +215,14 @@ def mention_stats(pairs: pl.DataFrame, stories: pl.Series) -> pl.DataFrame:
     return pl.concat([f.cast(schema) for f in found]) if found else pl.DataFrame(schema=schema)
 
 
-def item_features(items: pl.DataFrame) -> pl.DataFrame:
-    """One row per item (in input order): candidates, heuristic picks and whether each is right,
-    answer role and structural features; whole-column operations, no Python per item."""
+def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per item (in input order): candidates, heuristic picks, whether each is right, answer
+    role and structural features; whole columns, no Python per item (`stories`: `context_stories`)."""
     world = {"meta_candidates": pl.List(pl.Utf8), "meta_asked": pl.Utf8(), "trace_first_container": pl.Utf8()}
     base = items.select(
         *_INPUT, *[pl.col(c) if c in items.columns else pl.lit(None, t).alias(c) for c, t in world.items()]
     )
-    ctx = _context_table(base)
+    ctx = _context_table(base, stories)
     base = base.with_row_index("_row").join(
         ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left"
     )

@@ -182,7 +182,7 @@ class FeatureLabel(AuditCheck):
     by_source = "recompute"
 
     def tables(self, data: TableInputs) -> dict[str, pl.DataFrame]:
-        return {"audit_feature_assoc": artifacts.feature_association(data.frame, data.params)}
+        return {"audit_feature_assoc": artifacts.feature_association(data.frame, data.params, data.stories)}
 
     def findings(self, out: Findings, data: FindingInputs) -> None:
         """The first 50 flagged associations."""

@@ -70,7 +70,7 @@ def test_each_checks_table_comes_from_its_own_computation(monkeypatch) -> None:
     for name in ("position_bias", "answer_prior", "feature_association", "baselines_from_scores"):
         monkeypatch.setattr(checks.artifacts, name, fake(name))
     monkeypatch.setattr(checks.baselines, "partial_input_baselines", fake("partial"))
-    data = SimpleNamespace(frame="F", params="P", scores="S", train="T", heldout="H")
+    data = SimpleNamespace(frame="F", params="P", scores="S", train="T", heldout="H", stories="ST")
     assert GoldPosition().tables(data) == {"audit_positions": "position_bias"}  # type: ignore[arg-type]
     assert AnswerPrior().tables(data) == {"audit_answer_prior": "answer_prior"}  # type: ignore[arg-type]
     assert FeatureLabel().tables(data) == {"audit_feature_assoc": "feature_association"}  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ def test_each_checks_table_comes_from_its_own_computation(monkeypatch) -> None:
     assert calls == [
         ("position_bias", ("F", "P"), {}),
         ("answer_prior", ("F", "P"), {}),
-        ("feature_association", ("F", "P"), {}),
+        ("feature_association", ("F", "P", "ST"), {}),
         ("partial", ("T", "H", "P"), {}),
         ("baselines_from_scores", ("S", "P"), {}),
         ("baselines_from_scores", ("S", "P"), {"by_format": True}),
