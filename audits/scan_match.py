@@ -333,7 +333,7 @@ def _with_word_spans(
         start[i], end[i] = _longest_run(
             grams[gram_offsets[d] : gram_offsets[d + 1]], sg[so[s] : so[s + 1]], p.ngram_n, int(n_words[d])
         )
-    return hits.with_columns(pl.Series("word_start", start), pl.Series("word_end", end)).cast(dict(HIT_SCHEMA))
+    return hits.with_columns(pl.Series("word_start", start), pl.Series("word_end", end)).cast(HIT_SCHEMA)
 
 
 def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:
