@@ -164,10 +164,10 @@ def test_pairs_frame_types_the_few_verified_pairs() -> None:
 
 
 class _Index:
-    """The two arrays `_with_word_spans` reads: story 0's distinct n-grams are 5, 6, 7 (sorted)."""
+    """The two arrays `_with_word_spans` reads: story 0's distinct n-grams are 5, 6, 7, story 1's 1, 2 (sorted)."""
 
-    story_grams = np.array([5, 6, 7], dtype=np.uint64)
-    story_gram_offsets = np.array([0, 3], dtype=np.int64)
+    story_grams = np.array([5, 6, 7, 1, 2], dtype=np.uint64)
+    story_gram_offsets = np.array([0, 3, 5], dtype=np.int64)
 
 
 class _Params:
@@ -175,14 +175,17 @@ class _Params:
 
 
 def test_word_spans_the_longest_run_for_ngram_kinds_and_the_whole_document_otherwise() -> None:
-    # doc 0: 6 words, its 2-grams 9 5 6 7 9 -> the run 5 6 7 is grams 1..3, words [1, 5); doc 1: 4 words
+    # doc 0: 6 words, its 2-grams 9 5 6 7 9 -> story 0's run 5 6 7 is grams 1..3, words [1, 5); doc 1: 4 words,
+    # its 2-grams 1 2 3 -> none in story 0 (0, 0), story 1's run 1 2 is grams 0..1, words [0, 3)
     grams = np.array([9, 5, 6, 7, 9, 1, 2, 3], dtype=np.uint64)
     offsets = np.array([0, 5, 8], dtype=np.int64)
     n_words = np.array([6, 4], dtype=np.int64)
-    hits = pl.DataFrame({"doc": [0, 0, 1], "story": [0, 0, 0], "kind": ["contained", "sentences", "ngram"]})
+    hits = pl.DataFrame(
+        {"doc": [0, 0, 1, 1], "story": [0, 0, 0, 1], "kind": ["contained", "sentences", "ngram", "ngram"]}
+    )
     for c, t in scan_match.HIT_SCHEMA.items():
         if c not in hits.columns and c not in ("word_start", "word_end"):
             hits = hits.with_columns(pl.lit(None, dtype=t).alias(c))
     out = _with_word_spans(hits, _Index(), grams, offsets, n_words, _Params())  # type: ignore[arg-type]
-    assert out.select("word_start", "word_end").rows() == [(1, 5), (0, 6), (0, 0)]
+    assert out.select("word_start", "word_end").rows() == [(1, 5), (0, 6), (0, 0), (0, 3)]
     assert out.schema["word_start"] == pl.Int64 and out.schema["word_end"] == pl.Int64
