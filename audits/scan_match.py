@@ -208,10 +208,6 @@ def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words
     return int(starts[best]), int(ends[best]) - 1 + n
 
 
-def _evidence_row(kind: str, **figures: object) -> dict:
-    return {**{c: None for c in _FIGURES}, **figures, "kind": kind}
-
-
 _FIGURES = (
     "coverage",
     "jaccard",
@@ -227,7 +223,8 @@ _FIGURES = (
 
 def strongest(found: dict[str, dict]) -> dict:
     """One pair's row from every way it matched: the strongest kind (`KINDS` order), with the
-    figures of every kind found (a verbatim copy keeps its n-gram and sentence figures)."""
+    figures of every kind found (a verbatim copy keeps its n-gram and sentence figures). Row by row:
+    the reference that `_strongest_rows` (the scan's, over whole frames) is tested against."""
     kind = min(found, key=KINDS.index)
     row = {c: None for c in _FIGURES}
     for evidence in found.values():
@@ -245,50 +242,98 @@ def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.Da
     words, word_offsets = hash_normalized_words(normalized)
     n_words = np.diff(word_offsets)
     grams, gram_offsets = batch_ngrams(words, word_offsets, p.ngram_n)
-    found: dict[tuple[int, int], dict[str, dict]] = {}
-    ngram = _ngram_hits(index, grams, gram_offsets, p)
-    for d, s, shared, cov, pval, kind in ngram.select(
-        "doc", "story", "shared_ngrams", "coverage", "p_value", "kind"
-    ).iter_rows():
-        found.setdefault((d, s), {})[kind] = _evidence_row(kind, coverage=cov, shared_ngrams=shared, p_value=pval)
-    for d, s, jac in _near_duplicates(index, words, word_offsets, p):
-        found.setdefault((d, s), {})["near_duplicate"] = _evidence_row("near_duplicate", jaccard=jac)
-    for d, s in _names_swapped(index, texts, n_words):
-        found.setdefault((d, s), {})["names_swapped"] = _evidence_row("names_swapped")
-    sentences = match_sentences(index.sentences, texts)
-    for d, s, matched, total, cov, start, end in sentences.select(
-        "doc", "story", "matched_sentences", "story_sentences", "coverage", "char_start", "char_end"
-    ).iter_rows():
-        found.setdefault((d, s), {})["sentences"] = _evidence_row(
-            "sentences",
-            char_start=start,
-            char_end=end,
-            matched_sentences=matched,
-            story_sentences=total,
-            sentence_coverage=cov,
-        )
-    for d, s in _verbatim(index, normalized, n_words):
-        found.setdefault((d, s), {})["verbatim"] = _evidence_row("verbatim", jaccard=1.0)
-    out = []
-    sg, so = index.story_grams, index.story_gram_offsets
-    for (d, s), kinds in sorted(found.items()):
-        row = strongest(kinds)
-        if row["kind"] in ("contained", "ngram"):
-            start, end = _longest_run(
-                grams[gram_offsets[d] : gram_offsets[d + 1]], sg[so[s] : so[s + 1]], p.ngram_n, int(n_words[d])
-            )
-        else:
-            start, end = 0, int(n_words[d])
-        out.append({"doc": d, "story": s, "word_start": start, "word_end": end, **row})
-    # built by column, and the sentence spans (lists of lists: slow through Python) joined as they are
-    scalars = {c: t for c, t in HIT_SCHEMA.items() if c != "sentence_spans"}
-    spans = sentences.select("doc", "story", pl.col("spans").alias("sentence_spans"))
-    return (
-        pl.DataFrame({c: [row[c] for row in out] for c in scalars}, schema=scalars)
-        .join(spans, on=["doc", "story"], how="left")
-        .sort("doc", "story")
-        .select(HIT_SCHEMA.names())
+    found = {
+        "ngram": _ngram_hits(index, grams, gram_offsets, p),
+        "near_duplicate": _pairs_frame(_near_duplicates(index, words, word_offsets, p), jaccard=pl.Float64()),
+        "names_swapped": _pairs_frame(_names_swapped(index, texts, n_words)),
+        "sentences": match_sentences(index.sentences, texts),
+        "verbatim": _pairs_frame(_verbatim(index, normalized, n_words)),
+    }
+    hits = _strongest_rows(found)
+    return _with_word_spans(hits, index, grams, gram_offsets, n_words, p).select(HIT_SCHEMA.names())
+
+
+def _pairs_frame(pairs: list[tuple], **figures: pl.DataType) -> pl.DataFrame:
+    """(doc, story, figures...) tuples as a frame (the few candidate pairs a kind verified)."""
+    schema = {"doc": pl.Int64(), "story": pl.Int64(), **figures}
+    return pl.DataFrame(pairs, schema=schema, orient="row")
+
+
+def _strongest_rows(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """`strongest` over whole frames (one per way of matching, `ngram` holding both n-gram kinds): one
+    row per pair with its strongest kind and the figures of every kind found, by joins instead of a
+    Python dict per pair (the row-wise `strongest` is the reference: tests compare the two)."""
+    ngram = found["ngram"].select(
+        pl.col("doc").cast(pl.Int64),
+        pl.col("story").cast(pl.Int64),
+        "kind",
+        pl.col("coverage").cast(pl.Float64),
+        pl.col("shared_ngrams").cast(pl.Int64),
+        pl.col("p_value").cast(pl.Float64),
     )
+    sentences = found["sentences"].select(
+        "doc",
+        "story",
+        "char_start",
+        "char_end",
+        "matched_sentences",
+        "story_sentences",
+        pl.col("coverage").alias("sentence_coverage"),
+        pl.col("spans").alias("sentence_spans"),
+    )
+    near = found["near_duplicate"].rename({"jaccard": "near_jaccard"})
+    verbatim = found["verbatim"].with_columns(verbatim=pl.lit(True))
+    ranked = [ngram.select("doc", "story", "kind")] + [
+        found[k].select("doc", "story", pl.lit(k).alias("kind")) for k in ("near_duplicate", "names_swapped")
+    ]
+    ranked += [
+        frame.select("doc", "story", pl.lit(k).alias("kind"))
+        for k, frame in (("sentences", sentences), ("verbatim", verbatim))
+    ]
+    rank = pl.col("kind").replace_strict(list(KINDS), list(range(len(KINDS))), return_dtype=pl.Int64)
+    pairs = (
+        pl.concat([r.cast({"doc": pl.Int64, "story": pl.Int64}) for r in ranked])
+        .group_by("doc", "story")
+        .agg(pl.col("kind").sort_by(rank).first())
+    )
+    keys = ["doc", "story"]
+    is_sentences = pl.col("kind") == "sentences"  # a character span only where the sentences are the evidence
+    return (
+        pairs.join(ngram.drop("kind"), on=keys, how="left")
+        .join(near, on=keys, how="left")
+        .join(sentences, on=keys, how="left")
+        .join(verbatim, on=keys, how="left")
+        .with_columns(
+            pl.when(pl.col("verbatim")).then(pl.lit(1.0)).otherwise(pl.col("near_jaccard")).alias("jaccard"),
+            pl.when(is_sentences).then(pl.col("char_start")).alias("char_start"),
+            pl.when(is_sentences).then(pl.col("char_end")).alias("char_end"),
+        )
+        .sort(keys)
+    )
+
+
+def _with_word_spans(
+    hits: pl.DataFrame,
+    index: BenchmarkIndex,
+    grams: np.ndarray,
+    gram_offsets: np.ndarray,
+    n_words: np.ndarray,
+    p: ScanParams,
+) -> pl.DataFrame:
+    """The word span of each hit: the longest run of story n-grams for `contained` and `ngram`, the
+    whole document otherwise."""
+    doc = hits["doc"].to_numpy()
+    start = np.zeros(len(doc), dtype=np.int64)
+    end = n_words[doc].astype(np.int64)
+    sg, so = index.story_grams, index.story_gram_offsets
+    runs = np.flatnonzero(hits["kind"].is_in(["contained", "ngram"]).to_numpy())
+    story = hits["story"].to_numpy()
+    for i in runs.tolist():
+        d, s = doc[i], story[i]
+        start[i], end[i] = _longest_run(
+            grams[gram_offsets[d] : gram_offsets[d + 1]], sg[so[s] : so[s + 1]], p.ngram_n, int(n_words[d])
+        )
+    return hits.with_columns(pl.Series("word_start", start), pl.Series("word_end", end)).cast(HIT_SCHEMA)
 
 
 def char_span(text: str, word_start: int, word_end: int) -> tuple[int, int]:

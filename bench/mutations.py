@@ -1881,8 +1881,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "core.scan_without_sentences",
         "audits/scan_match.py",
-        "match_sentences(index.sentences, texts)\n",
-        "match_sentences(index.sentences, texts[:0])\n",
+        "match_sentences(index.sentences, texts),\n",
+        "match_sentences(index.sentences, texts[:0]),\n",
         ("tests/audits/test_reformat_found.py",),
         "tomforge scan misses every re-formatted story",
     ),

@@ -273,7 +273,7 @@ def test_texts_become_their_utf8_bytes_and_offsets() -> None:
     data, offsets = canonical_jit.utf8_buffers(["ab", "", "c\u00e9"])
     assert bytes(data) == b"abc\xc3\xa9" and offsets.tolist() == [0, 2, 2, 5]
     assert data.dtype == np.uint8 and data.flags.writeable and offsets.dtype == np.int64
-    data, offsets = canonical_jit.utf8_buffers(["ab", "cde"])  # plain ASCII: lengths without encoding each text
+    data, offsets = canonical_jit.utf8_buffers(["ab", "cde"])  # plain ASCII: a character is a byte
     assert bytes(data) == b"abcde" and offsets.tolist() == [0, 2, 5] and offsets.dtype == np.int64
     for texts in ([], [""], ["", ""]):  # no bytes at all: an empty buffer, not None
         data, offsets = canonical_jit.utf8_buffers(texts)
