@@ -277,14 +277,37 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
     policy = policy or CleaningPolicy()
     warehouse = Path(warehouse)
     run, items, contexts, pairs, conflicts = _read(warehouse)
-    removed: list[pl.DataFrame] = []
-    left = items
+    removals = _Removals(items)
+    _remove_by_policy(removals, warehouse, policy, contexts, pairs, conflicts)
+    n_reshuffled = 0
+    left = removals.left.with_columns(pl.lit(False).alias("reshuffled"))
+    if policy.reshuffle_options:
+        left, n_reshuffled = _reshuffle(left, policy)
+        left = _rehash(warehouse, left)
+    removed_df = removals.ledger()
+    summary = _summary_frame(run, left, removed_df)
+    result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
+    if not result.reconciled:
+        raise CleaningError(
+            "cleaning counts do not reconcile (selected by the audit != kept + removed): "
+            + "; ".join(result.lines()[1:-1]).replace("  ", "")
+        )
+    _write_cleaning(warehouse, run["run_id"], policy, left, removed_df, summary, n_reshuffled)
+    return result
 
-    def take(mask: pl.Expr, reason: str | pl.Expr, detail: str | pl.Expr) -> None:
-        nonlocal left
-        gone = left.filter(mask)
+
+class _Removals:
+    """The items still kept (`left`) and the ones taken out so far, each with its reason and detail."""
+
+    def __init__(self, items: pl.DataFrame) -> None:
+        self.left = items
+        self.removed: list[pl.DataFrame] = []
+
+    def take(self, mask: pl.Expr, reason: str | pl.Expr, detail: str | pl.Expr) -> None:
+        """Move the kept items matching `mask` to the removed ones."""
+        gone = self.left.filter(mask)
         if gone.height:
-            removed.append(
+            self.removed.append(
                 gone.select(
                     "item_id",
                     "side",
@@ -293,9 +316,38 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
                     (detail if isinstance(detail, pl.Expr) else pl.lit(detail)).alias("detail"),
                 )
             )
-        left = left.filter(~mask)
+        self.left = self.left.filter(~mask)
 
-    heldout_ids = items.filter(pl.col("side") == "heldout")["item_id"]
+    def ledger(self) -> pl.DataFrame:
+        """Every removed item with its reason and detail, in a fixed order (`clean_removed`)."""
+        removed_df = (
+            pl.concat(self.removed)
+            if self.removed
+            else pl.DataFrame(
+                schema={
+                    "item_id": pl.Utf8,
+                    "side": pl.Utf8,
+                    "context_id": pl.Utf8,
+                    "reason": pl.Utf8,
+                    "detail": pl.Utf8,
+                }
+            )
+        )
+        return removed_df.sort("side", "reason", "item_id")
+
+
+def _remove_by_policy(
+    removals: _Removals,
+    warehouse: Path,
+    policy: CleaningPolicy,
+    contexts: pl.DataFrame,
+    pairs: pl.DataFrame,
+    conflicts: pl.DataFrame,
+) -> None:
+    """The policy's removals in order: items in both selections, label conflicts, oracle rejections, train items
+    overlapping the held-out side, and duplicates."""
+    take = removals.take
+    heldout_ids = removals.left.filter(pl.col("side") == "heldout")["item_id"]
     take(
         (pl.col("side") == "train") & pl.col("item_id").is_in(heldout_ids.implode()),
         "in_both_selections",
@@ -312,43 +364,36 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
         from tomforge.audits.variants import oracle_rejected
 
         rejected = oracle_rejected(warehouse)
-        left = left.join(rejected.rename({"explanation": "_oracle"}), on="item_id", how="left")
+        removals.left = removals.left.join(rejected.rename({"explanation": "_oracle"}), on="item_id", how="left")
         take(pl.col("_oracle").is_not_null(), "oracle_rejects_gold", pl.format("oracle: {}", pl.col("_oracle")))
-        left = left.drop("_oracle")
+        removals.left = removals.left.drop("_oracle")
     drops = _overlap_drops(pairs, contexts, policy)
     if drops.height:
-        left = left.join(drops.rename({"reason": "_reason", "detail": "_detail"}), on="context_id", how="left")
+        renamed = drops.rename({"reason": "_reason", "detail": "_detail"})
+        removals.left = removals.left.join(renamed, on="context_id", how="left")
         take((pl.col("side") == "train") & pl.col("_reason").is_not_null(), pl.col("_reason"), pl.col("_detail"))
-        left = left.drop("_reason", "_detail")
+        removals.left = removals.left.drop("_reason", "_detail")
     if policy.collapse_duplicates:
-        left = with_kept_repeat(left, contexts)
+        removals.left = with_kept_repeat(removals.left, contexts)
         take(pl.col("item_id") != pl.col("_keep"), "duplicate", pl.format("duplicate of {}", pl.col("_keep")))
-        left = left.drop("_keep")
-    n_reshuffled = 0
-    left = left.with_columns(pl.lit(False).alias("reshuffled"))
-    if policy.reshuffle_options:
-        left, n_reshuffled = _reshuffle(left, policy)
-        left = _rehash(warehouse, left)
-    removed_df = (
-        pl.concat(removed)
-        if removed
-        else pl.DataFrame(
-            schema={"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8}
-        )
-    )
-    removed_df = removed_df.sort("side", "reason", "item_id")
-    summary = _summary_frame(run, left, removed_df)
-    result = CleanSummary(run["run_id"], summary, removed_df, n_reshuffled)
-    if not result.reconciled:
-        raise CleaningError(
-            "cleaning counts do not reconcile (selected by the audit != kept + removed): "
-            + "; ".join(result.lines()[1:-1]).replace("  ", "")
-        )
-    clean_items = left.sort("side", "item_id").with_columns(pl.lit(run["run_id"]).alias("audit_run_id"))
+        removals.left = removals.left.drop("_keep")
+
+
+def _write_cleaning(
+    warehouse: Path,
+    run_id: str,
+    policy: CleaningPolicy,
+    left: pl.DataFrame,
+    removed_df: pl.DataFrame,
+    summary: pl.DataFrame,
+    n_reshuffled: int,
+) -> None:
+    """Store the kept items, the removal ledger, the summary and the policy applied, as one write."""
+    clean_items = left.sort("side", "item_id").with_columns(pl.lit(run_id).alias("audit_run_id"))
     policy_row = pl.DataFrame(
         [
             {
-                "audit_run_id": run["run_id"],
+                "audit_run_id": run_id,
                 "policy": json.dumps(policy.as_dict(), sort_keys=True),
                 "n_reshuffled": n_reshuffled,
             }
@@ -358,4 +403,3 @@ def apply_cleaning(warehouse: Path, policy: CleaningPolicy | None = None) -> Cle
         warehouse,
         {"clean_items": clean_items, "clean_removed": removed_df, "clean_summary": summary, "clean_policy": policy_row},
     )
-    return result

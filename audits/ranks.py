@@ -667,90 +667,21 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     if not use_jit():
         return item_patterns(df).group_by(list(PATTERN_KEYS)).len()
     schema = {**{c: pl.Utf8 for c in PATTERN_KEYS}, "k": pl.Int64, "len": pl.UInt32}
-    for name, dtype in (
-        ("options", pl.List(pl.Utf8)),
-        ("meta_candidates", pl.List(pl.Utf8)),
-        ("answer", pl.Utf8),
-        ("answer_format", pl.Utf8),
-        ("question_type", pl.Utf8),
-        ("belief_order", pl.Int64),
-        ("selection", pl.Utf8),
-    ):
-        if name not in df.columns:
-            df = df.with_columns(pl.lit("all" if name == "selection" else None, dtype).alias(name))
-    texts_per_id = (
-        df.select(
-            "context_id",
-            pl.struct(pl.col("context").hash().alias("h"), pl.col("context").str.len_bytes().alias("n")).alias("_t"),
-        )
-        .group_by("context_id")
-        .agg(pl.col("_t").n_unique())
-    )
-    most = texts_per_id["_t"].max()
-    if isinstance(most, int) and most > 1:  # one id, several texts (an id is of the whitespace-normalized
+    df = _with_pattern_columns(df)
+    if _an_id_has_several_texts(df):  # one id, several texts (an id is of the whitespace-normalized
         return item_patterns(df).group_by(list(PATTERN_KEYS)).len()  # text): the reference reads a key's first row
     row_set, row_gold, list_golds, sets = _judged(df)
     kept = np.flatnonzero(row_set >= 0)
     if not len(kept):
         return pl.DataFrame(schema=schema)
     kmax = int(sets.sizes().max())
-    # distinct (story, candidate set) keys; each story's text read once
-    picked = df.select("context_id").with_row_index("_row").filter(pl.Series(row_set >= 0))
-    story_of = picked.select("context_id").unique(keep="first", maintain_order=True).with_row_index("_story")
-    picked = picked.join(story_of, on="context_id", how="left", maintain_order="left").with_columns(
-        pl.Series("_set", row_set[kept])
-    )
-    keys = picked.select("_story", "_set").unique(maintain_order=True).with_row_index("_key")
-    row_key = picked.join(keys, on=["_story", "_set"], how="left", maintain_order="left")["_key"].to_numpy()
-    key_story = keys["_story"].to_numpy().astype(np.int64)
-    key_set = keys["_set"].to_numpy().astype(np.int64)
-    firsts = df.select("context_id").with_row_index("_row").unique("context_id", keep="first", maintain_order=True)
-    first_row = story_of.join(firsts, on="context_id", how="left", maintain_order="left")["_row"].to_numpy()
-    # the candidates: each distinct one's words (already normalized), as bytes for the kernel
-    set_off, set_cands = sets.offsets, sets.ids
-    words = [[w.encode("utf-8") for w in cand.split()] for cand in sets.names]
-    cand_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum([len(w) for w in words], out=cand_off[1:])
-    flat_words = [w for ws in words for w in ws]
-    cand_bytes = np.frombuffer(b"".join(flat_words), dtype=np.uint8) if flat_words else np.zeros(0, np.uint8)
-    ct_end = np.cumsum([len(w) for w in flat_words], dtype=np.int64)
-    ct_start = ct_end - np.array([len(w) for w in flat_words], dtype=np.int64)
-    # candidate words are lower case already; one with a byte that is no ASCII word byte never
-    # equals a story word (the kernel compares the bytes after the hashes)
-    ct_hash = _hashes_jit(cand_bytes, ct_start, ct_end, np.arange(256, dtype=np.uint8))
-    groups = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
-    sizes = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
-    by_story = np.argsort(key_story, kind="stable")
-    bounds = np.searchsorted(key_story[by_story], np.arange(0, len(first_row) + STORY_CHUNK, STORY_CHUNK))
-    moves = _move_tables()
-    for chunk, s0 in enumerate(range(0, len(first_row), STORY_CHUNK)):  # a few thousand stories at a time
-        texts = df["context"].gather(first_row[s0 : s0 + STORY_CHUNK]).fill_null("")
-        at = by_story[bounds[chunk] : bounds[chunk + 1]]
-        data, offsets = _utf8_buffers(texts)
-        plain, w_off, w_start, w_end, w_hash, w_sent, s_off, s_move = story_words_jit(
-            data, offsets, _WORD_TABLE, *moves
-        )
-        groups[at], sizes[at] = rank_groups_jit(
-            key_story[at] - s0, key_set[at], data, _WORD_TABLE, w_off, w_start, w_end, w_hash, w_sent, s_off,
-            s_move, set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
-        )  # fmt: skip
-        for key in at[~plain[key_story[at] - s0]].tolist():  # stories with other bytes: the reference
-            values = ranking_values(texts[int(key_story[key] - s0)], sets.cands(int(key_set[key])))
-            groups[key], sizes[key] = _python_groups(values, kmax)
+    row_key, key_story, key_set, first_row = _story_keys(df, row_set, kept)
+    groups, sizes = _rank_groups(df, key_story, key_set, first_row, sets, kmax)
     pattern_id, pattern_text = _pattern_ids(sizes.reshape(-1, kmax))
     pattern_id = pattern_id.reshape(len(key_story), 5)
-    stratum = (
-        pl.when(pl.col("answer_format") == "list")
-        .then(pl.lit(LIST_STRATUM))
-        .when(pl.col("question_type") == "memory")
-        .then(pl.lit("memory"))
-        .when(pl.col("belief_order").is_null())
-        .then(pl.lit("none"))
-        .otherwise(pl.col("belief_order").cast(pl.Utf8))
-    )
     set_k = sets.sizes().astype(np.int64)
     base = (
-        df.select("selection", stratum.alias("belief_order"))
+        df.select("selection", _stratum_expr().alias("belief_order"))
         .filter(pl.Series(row_set >= 0))
         .with_columns(pl.Series("k", set_k[row_set[kept]]))
     )
@@ -774,6 +705,113 @@ def pattern_counts(df: pl.DataFrame) -> pl.DataFrame:
     return out.select(*PATTERN_KEYS, "len").cast(schema)  # type: ignore[arg-type]
 
 
+def _with_pattern_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with every column the patterns read: a missing one null (`selection`: "all")."""
+    for name, dtype in (
+        ("options", pl.List(pl.Utf8)),
+        ("meta_candidates", pl.List(pl.Utf8)),
+        ("answer", pl.Utf8),
+        ("answer_format", pl.Utf8),
+        ("question_type", pl.Utf8),
+        ("belief_order", pl.Int64),
+        ("selection", pl.Utf8),
+    ):
+        if name not in df.columns:
+            df = df.with_columns(pl.lit("all" if name == "selection" else None, dtype).alias(name))
+    return df
+
+
+def _an_id_has_several_texts(df: pl.DataFrame) -> bool:
+    """Whether one `context_id` stands for several story texts (then only the reference reads them right)."""
+    texts_per_id = (
+        df.select(
+            "context_id",
+            pl.struct(pl.col("context").hash().alias("h"), pl.col("context").str.len_bytes().alias("n")).alias("_t"),
+        )
+        .group_by("context_id")
+        .agg(pl.col("_t").n_unique())
+    )
+    most = texts_per_id["_t"].max()
+    return isinstance(most, int) and most > 1
+
+
+def _story_keys(
+    df: pl.DataFrame, row_set: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (story, candidate set) keys of the judged rows: each kept row's key, each key's story and set,
+    and each story's first row (each story's text is read once)."""
+    picked = df.select("context_id").with_row_index("_row").filter(pl.Series(row_set >= 0))
+    story_of = picked.select("context_id").unique(keep="first", maintain_order=True).with_row_index("_story")
+    picked = picked.join(story_of, on="context_id", how="left", maintain_order="left").with_columns(
+        pl.Series("_set", row_set[kept])
+    )
+    keys = picked.select("_story", "_set").unique(maintain_order=True).with_row_index("_key")
+    row_key = picked.join(keys, on=["_story", "_set"], how="left", maintain_order="left")["_key"].to_numpy()
+    key_story = keys["_story"].to_numpy().astype(np.int64)
+    key_set = keys["_set"].to_numpy().astype(np.int64)
+    firsts = df.select("context_id").with_row_index("_row").unique("context_id", keep="first", maintain_order=True)
+    first_row = story_of.join(firsts, on="context_id", how="left", maintain_order="left")["_row"].to_numpy()
+    return row_key, key_story, key_set, first_row
+
+
+def _candidate_words(sets: "Sets") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct candidate's words (already normalized) as bytes for the kernel: (per candidate its first word,
+    the bytes, each word's start, end and hash)."""
+    words = [[w.encode("utf-8") for w in cand.split()] for cand in sets.names]
+    cand_off = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in words], out=cand_off[1:])
+    flat_words = [w for ws in words for w in ws]
+    cand_bytes = np.frombuffer(b"".join(flat_words), dtype=np.uint8) if flat_words else np.zeros(0, np.uint8)
+    ct_end = np.cumsum([len(w) for w in flat_words], dtype=np.int64)
+    ct_start = ct_end - np.array([len(w) for w in flat_words], dtype=np.int64)
+    # candidate words are lower case already; one with a byte that is no ASCII word byte never
+    # equals a story word (the kernel compares the bytes after the hashes)
+    ct_hash = _hashes_jit(cand_bytes, ct_start, ct_end, np.arange(256, dtype=np.uint8))
+    return cand_off, cand_bytes, ct_start, ct_end, ct_hash
+
+
+def _rank_groups(
+    df: pl.DataFrame, key_story: np.ndarray, key_set: np.ndarray, first_row: np.ndarray, sets: "Sets", kmax: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per key, ranking and candidate: its rank group and the group's size, by the compiled kernels a few thousand
+    stories at a time (stories with bytes the kernels do not read: by the reference)."""
+    set_off, set_cands = sets.offsets, sets.ids
+    cand_off, cand_bytes, ct_start, ct_end, ct_hash = _candidate_words(sets)
+    groups = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
+    sizes = np.zeros((len(key_story), 5, kmax), dtype=np.int16)
+    by_story = np.argsort(key_story, kind="stable")
+    bounds = np.searchsorted(key_story[by_story], np.arange(0, len(first_row) + STORY_CHUNK, STORY_CHUNK))
+    moves = _move_tables()
+    for chunk, s0 in enumerate(range(0, len(first_row), STORY_CHUNK)):  # a few thousand stories at a time
+        texts = df["context"].gather(first_row[s0 : s0 + STORY_CHUNK]).fill_null("")
+        at = by_story[bounds[chunk] : bounds[chunk + 1]]
+        data, offsets = _utf8_buffers(texts)
+        plain, w_off, w_start, w_end, w_hash, w_sent, s_off, s_move = story_words_jit(
+            data, offsets, _WORD_TABLE, *moves
+        )
+        groups[at], sizes[at] = rank_groups_jit(
+            key_story[at] - s0, key_set[at], data, _WORD_TABLE, w_off, w_start, w_end, w_hash, w_sent, s_off,
+            s_move, set_off, set_cands, cand_off, ct_hash, ct_start, ct_end, cand_bytes, kmax,
+        )  # fmt: skip
+        for key in at[~plain[key_story[at] - s0]].tolist():  # stories with other bytes: the reference
+            values = ranking_values(texts[int(key_story[key] - s0)], sets.cands(int(key_set[key])))
+            groups[key], sizes[key] = _python_groups(values, kmax)
+    return groups, sizes
+
+
+def _stratum_expr() -> pl.Expr:
+    """A row's belief-order stratum: list answers and memory questions apart, "none" without an order."""
+    return (
+        pl.when(pl.col("answer_format") == "list")
+        .then(pl.lit(LIST_STRATUM))
+        .when(pl.col("question_type") == "memory")
+        .then(pl.lit("memory"))
+        .when(pl.col("belief_order").is_null())
+        .then(pl.lit("none"))
+        .otherwise(pl.col("belief_order").cast(pl.Utf8))
+    )
+
+
 def _norm_expr(text: pl.Expr) -> pl.Expr:
     """`norm` of an ASCII text as a polars expression (lower case, other runs than [a-z0-9_] one space)."""
     return text.str.to_lowercase().str.replace_all(r"[^a-z0-9_]+", " ").str.strip_chars(" ")
@@ -792,8 +830,22 @@ def _judged(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[i
     frame = df.select("options", "meta_candidates", "answer", "answer_format").with_row_index("_row")
     frame = frame.filter(pl.col("answer_format").fill_null("") != "yes_no")
     eligible = ascii_row & (pl.col("answer_format").fill_null("") != "list")
-    slow = frame.filter(~eligible)
-    fast = frame.filter(eligible)
+    fast = _judged_by_expressions(frame.filter(eligible))
+    slow, list_golds = _judged_one_by_one(frame.filter(~eligible), fast.schema["_row"])
+    rows = pl.concat([fast, slow])
+    sets = rows.select("_set_key").unique(maintain_order=True).with_row_index("_set")
+    rows = rows.join(sets, on="_set_key", how="left")
+    row_set = np.full(df.height, -1, dtype=np.int64)
+    row_gold = np.full(df.height, -1, dtype=np.int64)
+    at = rows["_row"].to_numpy().astype(np.int64)
+    row_set[at] = rows["_set"].to_numpy()
+    row_gold[at] = rows["_gold"].to_numpy()
+    return row_set, row_gold, list_golds, _distinct_sets(sets)
+
+
+def _judged_by_expressions(fast: pl.DataFrame) -> pl.DataFrame:
+    """`_row`, `_set_key` (the normalized candidates joined by NUL) and `_gold` of the single-gold rows with ASCII
+    texts, by polars expressions: rows with fewer than two or repeated candidates, or a gold not among them, drop."""
     listed = (
         pl.when(pl.col("options").list.len() >= 2)
         .then(pl.col("options"))
@@ -809,11 +861,16 @@ def _judged(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[i
     )
     hit = pl.concat_list(pl.col("gold"), pl.col("cands")).list.eval(pl.element().slice(1) == pl.element().first())
     fast = fast.with_columns(hit.alias("_hit")).filter(pl.col("_hit").list.any())
-    fast = fast.select(
+    return fast.select(
         "_row",
         pl.col("cands").list.join("\x00").alias("_set_key"),
         pl.col("_hit").list.eval(pl.element().arg_max()).list.first().cast(pl.Int64).alias("_gold"),
     )
+
+
+def _judged_one_by_one(slow: pl.DataFrame, row_type: pl.DataType) -> tuple[pl.DataFrame, dict[int, tuple[int, ...]]]:
+    """The same columns for list answers and other texts, by `_candidates` and `_golds` once per distinct value
+    (gold -1 for a list answer), with each list answer's golds by row."""
     judged = slow.group_by("options", "meta_candidates", "answer", "answer_format").agg(pl.col("_row"))
     cands_of: dict[tuple, list[str] | None] = {}
     slow_rows: list[int] = []
@@ -835,34 +892,22 @@ def _judged(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[i
             slow_golds.append(golds[0] if fmt != "list" else -1)
             if fmt == "list":
                 list_golds[r] = golds
-    rows = pl.concat(
-        [
-            fast,
-            pl.DataFrame(
-                {"_row": slow_rows, "_set_key": slow_keys, "_gold": slow_golds},
-                schema={"_row": fast.schema["_row"], "_set_key": pl.Utf8, "_gold": pl.Int64},
-            ),
-        ]
+    frame = pl.DataFrame(
+        {"_row": slow_rows, "_set_key": slow_keys, "_gold": slow_golds},
+        schema={"_row": row_type, "_set_key": pl.Utf8, "_gold": pl.Int64},
     )
-    sets = rows.select("_set_key").unique(maintain_order=True).with_row_index("_set")
-    rows = rows.join(sets, on="_set_key", how="left")
-    row_set = np.full(df.height, -1, dtype=np.int64)
-    row_gold = np.full(df.height, -1, dtype=np.int64)
-    at = rows["_row"].to_numpy().astype(np.int64)
-    row_set[at] = rows["_set"].to_numpy()
-    row_gold[at] = rows["_gold"].to_numpy()
+    return frame, list_golds
+
+
+def _distinct_sets(sets: pl.DataFrame) -> "Sets":
+    """The distinct candidate sets (`_set`, `_set_key`) as offsets into one array of candidate indices."""
     members = sets.select("_set", pl.col("_set_key").str.split("\x00").alias("cand")).explode("cand")
     names = members.select("cand").unique(maintain_order=True).with_row_index("_cand")
     members = members.join(names, on="cand", how="left", maintain_order="left")
     counts = members.group_by("_set", maintain_order=True).len()["len"].to_numpy()
     offsets = np.zeros(sets.height + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return (
-        row_set,
-        row_gold,
-        list_golds,
-        Sets(offsets, members["_cand"].to_numpy().astype(np.int64), names["cand"].to_list()),
-    )
+    return Sets(offsets, members["_cand"].to_numpy().astype(np.int64), names["cand"].to_list())
 
 
 class Sets:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import polars as pl
 
@@ -199,7 +199,20 @@ def render_report(
     run = tables["audit_runs"].row(0, named=True)
     stats = json.loads(run["stats"])
     figures = _figures(out_dir, tables, p, stats)
-    lines = [
+    lines = _report_head(summary) + _check_sections(summary.verdicts) + ["## Figures", ""]
+    for name, caption in figures:
+        lines += [f"![{caption}]({name})", "", f"_{caption}_", ""]
+    lines += _table_lines(tables, check_sections) + _run_lines(p, stats, json.loads(run["tools"]))
+    path = out_dir / "audit_report.md"
+    text = "\n".join(lines) + "\n"
+    write_text_atomically(path, text)
+    write_html(text, out_dir / "audit_report.html", title=f"Audit report {summary.run_id}")
+    return path
+
+
+def _report_head(summary: AuditSummary) -> list[str]:
+    """The report's title, what was audited against what, and the verdict table."""
+    return [
         f"# Audit report `{summary.run_id}`",
         "",
         f"Train: `{summary.train_where}` ({summary.n_train} items). "
@@ -216,11 +229,11 @@ def render_report(
         LEGEND,
         "",
     ]
-    lines += _check_sections(summary.verdicts)
-    lines += ["## Figures", ""]
-    for name, caption in figures:
-        lines += [f"![{caption}]({name})", "", f"_{caption}_", ""]
-    lines += [
+
+
+def _table_lines(tables: dict[str, pl.DataFrame], check_sections: Sequence[ReportSection]) -> list[str]:
+    """Links to every table in full, then the first rows of each check's table under its section's text."""
+    lines = [
         "## Full tables",
         "",
         "Every table in full: "
@@ -243,7 +256,12 @@ def render_report(
             markdown_table(table, drop=("run_id",)),
             "",
         ]
-    lines += [
+    return lines
+
+
+def _run_lines(p: AuditParams, stats: dict[str, Any], tools: dict[str, Any]) -> list[str]:
+    """The run's parameters, statistics and tool versions, each as a table."""
+    return [
         "## Parameters",
         "",
         markdown_table(
@@ -254,13 +272,5 @@ def render_report(
         markdown_table(pl.DataFrame({"statistic": list(stats), "value": [str(v) for v in stats.values()]}), limit=100),
         "## Tool versions",
         "",
-        markdown_table(
-            pl.DataFrame({"tool": list(json.loads(run["tools"])), "version": list(json.loads(run["tools"]).values())}),
-            limit=100,
-        ),
+        markdown_table(pl.DataFrame({"tool": list(tools), "version": list(tools.values())}), limit=100),
     ]
-    path = out_dir / "audit_report.md"
-    text = "\n".join(lines) + "\n"
-    write_text_atomically(path, text)
-    write_html(text, out_dir / "audit_report.html", title=f"Audit report {summary.run_id}")
-    return path

@@ -73,35 +73,7 @@ def run_audit(
     Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
     p = params or AuditParams()
     timer = Timer(progress)
-    # the baselines and the template artifacts need only the selections: each runs on a thread of its
-    # own while the overlap (mostly one core: compiled loops) runs on this one, so that neither waits
-    # for the other (the baselines alone outlast the overlap's first phases). The artifacts wait until
-    # the overlap's largest phases are over: beside them a million items would pass 6 GB
-    largest_done = threading.Event()
-    with ThreadPoolExecutor(2, thread_name_prefix="audit-side") as side:
-        with closing(connect_readonly(Path(warehouse))) as con:
-            with timer("read", "audit: read selections"):
-                sel = _read_selections(con, Path(warehouse), train_where, heldout_where)
-            baselines_job = side.submit(_timed, _baseline_tables, sel.train, sel.heldout if heldout_where else None, p)
-            artifacts_job = side.submit(_after(largest_done, _timed), _artifact_tables, sel.items, p)
-            try:
-                with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
-                    ov = audit_overlap(
-                        sel.items,
-                        p,
-                        lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
-                        passes=passes,
-                        progress=progress,
-                        largest_done=largest_done.set,
-                    )
-            finally:
-                largest_done.set()  # an overlap that failed must not leave the side thread waiting
-        timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
-        with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
-            baseline_tables, timer.seconds["baselines: own thread"] = baselines_job.result()
-        with timer("artifacts", "audit: template artifacts (waiting for their thread)"):
-            (tables, scores), timer.seconds["artifacts: own thread"] = artifacts_job.result()
-        tables |= baseline_tables
+    sel, ov, tables, scores = _check_tables(Path(warehouse), train_where, heldout_where, p, timer, passes)
     with timer("findings", "audit: findings and verdicts"):
         tables["audit_label_conflicts"] = sel.conflicts
         run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
@@ -115,9 +87,7 @@ def run_audit(
         )
         tables["audit_verdicts"] = verdict_frame(checked)
         stats = _stats(ov, p)
-        n_both = int(
-            sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum()
-        )  # items selected on both sides
+        n_both = int(sel.train["item_id"].unique().is_in(sel.heldout["item_id"].implode()).sum())  # on both sides
         tables["audit_runs"] = _runs_table(run_id, train_where, heldout_where, sel, n_both, findings.height, p, stats)
     with timer("write", "audit: write tables"):
         store.write_tables(
@@ -143,6 +113,42 @@ def run_audit(
         with timer("report", "audit: report"):
             render_report(Path(out_dir), tables, summary, p, checks.sections_of())
     return summary
+
+
+def _check_tables(
+    warehouse: Path, train_where: str, heldout_where: str | None, p: AuditParams, timer: Timer, passes: Passes
+) -> tuple[_Selections, OverlapResult, dict[str, pl.DataFrame], pl.DataFrame]:
+    """The selections read, their overlap, and the tables of the baselines and template artifacts (with the
+    heuristics' scores), each phase a stage of `timer`."""
+    # the baselines and the template artifacts need only the selections: each runs on a thread of its
+    # own while the overlap (mostly one core: compiled loops) runs on this one, so that neither waits
+    # for the other (the baselines alone outlast the overlap's first phases). The artifacts wait until
+    # the overlap's largest phases are over: beside them a million items would pass 6 GB
+    largest_done = threading.Event()
+    with ThreadPoolExecutor(2, thread_name_prefix="audit-side") as side:
+        with closing(connect_readonly(warehouse)) as con:
+            with timer("read", "audit: read selections"):
+                sel = _read_selections(con, warehouse, train_where, heldout_where)
+            baselines_job = side.submit(_timed, _baseline_tables, sel.train, sel.heldout if heldout_where else None, p)
+            artifacts_job = side.submit(_after(largest_done, _timed), _artifact_tables, sel.items, p)
+            try:
+                with timer("overlap", "audit: overlap (MinHash LSH, n-grams, skeletons)"):
+                    ov = audit_overlap(
+                        sel.items,
+                        p,
+                        lookup=lambda keys, pk, n: store.read_signatures(con, keys, pk, n),
+                        passes=passes,
+                        progress=timer.progress,
+                        largest_done=largest_done.set,
+                    )
+            finally:
+                largest_done.set()  # an overlap that failed must not leave the side thread waiting
+        timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
+        with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
+            baseline_tables, timer.seconds["baselines: own thread"] = baselines_job.result()
+        with timer("artifacts", "audit: template artifacts (waiting for their thread)"):
+            (tables, scores), timer.seconds["artifacts: own thread"] = artifacts_job.result()
+    return sel, ov, tables | baseline_tables, scores
 
 
 def _after(event: threading.Event, step: Callable[..., T]) -> Callable[..., T]:

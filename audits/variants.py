@@ -47,6 +47,18 @@ def _finding(check: str, severity: str, selection: str, message: str, evidence: 
 
 def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Series) -> pl.DataFrame:
     """Variant leaks across the split and oracle disagreements per source, as audit findings."""
+    stories, oracle, everywhere = _read_variant_inputs(warehouse, train_ids, heldout_ids)
+    rows = _leak_findings(stories)
+    if oracle is not None and oracle.height:
+        rows += _oracle_findings(oracle, everywhere)
+    return pl.DataFrame(rows, schema=FINDING_SCHEMA)
+
+
+def _read_variant_inputs(
+    warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Series
+) -> tuple[pl.DataFrame, pl.DataFrame | None, dict[str, int]]:
+    """The selected items' stories (`STORY_SQL`), their oracle checks (None without an `oracle_checks` table) and
+    the golds the oracle rejects per source in the whole warehouse."""
     selected = pl.concat(
         [
             ids.cast(pl.Utf8).alias("item_id").to_frame().with_columns(pl.lit(side).alias("side"))
@@ -71,6 +83,11 @@ def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Seri
             )
     finally:
         con.close()
+    return stories, oracle, everywhere
+
+
+def _leak_findings(stories: pl.DataFrame) -> list[dict]:
+    """One `overlap:variant_leak` per story with a variant among its items and items on both sides."""
     rows = []
     # only stories with a variant and items on both sides can leak: filtered in polars, so that the
     # loop below does not visit every story of a million items
@@ -98,33 +115,38 @@ def variant_findings(warehouse: Path, train_ids: pl.Series, heldout_ids: pl.Seri
                         "no story on both sides",
                     )
                 )
-    if oracle is not None and oracle.height:
-        for (source,), group in sorted(oracle.group_by("source"), key=lambda kv: kv[0][0]):
-            wrong = group.filter(pl.col("agrees") == False)  # noqa: E712 (polars expression)
-            unparsed = group.filter(~pl.col("parsed"))
-            if wrong.height:
-                first = wrong.row(0, named=True)
-                rows.append(
-                    _finding(
-                        "consistency:oracle_disagreement",
-                        "inconsistency",
-                        "selected items",
-                        f"{source}: the oracle rejects {wrong.height} of {group.height - unparsed.height} parsed golds "
-                        f"of the selected items under rule set {first['rule_set']} ({unparsed.height} not parsed; "
-                        f"{everywhere.get(source, 0)} rejected in the whole warehouse); e.g. {first['item_id'][:12]}: "
-                        f"{first['explanation'][:120]}",
-                        {
-                            "source": source,
-                            "rule_set": first["rule_set"],
-                            "n_checked": group.height,
-                            "n_unparsed": unparsed.height,
-                            "item_ids": wrong["item_id"].to_list(),
-                            "n_rejected_in_warehouse": int(everywhere.get(source, 0)),
-                        },
-                        "the gold the checker derives under the source's own rules",
-                    )
+    return rows
+
+
+def _oracle_findings(oracle: pl.DataFrame, everywhere: dict[str, int]) -> list[dict]:
+    """One `consistency:oracle_disagreement` per source whose selected golds the oracle rejects."""
+    rows = []
+    for (source,), group in sorted(oracle.group_by("source"), key=lambda kv: kv[0][0]):
+        wrong = group.filter(pl.col("agrees") == False)  # noqa: E712 (polars expression)
+        unparsed = group.filter(~pl.col("parsed"))
+        if wrong.height:
+            first = wrong.row(0, named=True)
+            rows.append(
+                _finding(
+                    "consistency:oracle_disagreement",
+                    "inconsistency",
+                    "selected items",
+                    f"{source}: the oracle rejects {wrong.height} of {group.height - unparsed.height} parsed golds "
+                    f"of the selected items under rule set {first['rule_set']} ({unparsed.height} not parsed; "
+                    f"{everywhere.get(source, 0)} rejected in the whole warehouse); e.g. {first['item_id'][:12]}: "
+                    f"{first['explanation'][:120]}",
+                    {
+                        "source": source,
+                        "rule_set": first["rule_set"],
+                        "n_checked": group.height,
+                        "n_unparsed": unparsed.height,
+                        "item_ids": wrong["item_id"].to_list(),
+                        "n_rejected_in_warehouse": int(everywhere.get(source, 0)),
+                    },
+                    "the gold the checker derives under the source's own rules",
                 )
-    return pl.DataFrame(rows, schema=FINDING_SCHEMA)
+            )
+    return rows
 
 
 def oracle_rejected(warehouse: Path) -> pl.DataFrame:

@@ -135,9 +135,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     # issue 14: variants of real stories balanced by default (tests by helper "variants2")
     Mutation(
         "variants.balance_off_by_default",
-        "generators/real/variants.py",
-        "    balance: bool = True",
-        "    balance: bool = False",
+        "generators/real/variant_settings.py",
+        '        True,\n        "--balance/--no-balance",',
+        '        False,\n        "--balance/--no-balance",',
         REAL_TESTS,
         "variants keep the source's shortcuts: the first-container rule far above chance",
     ),

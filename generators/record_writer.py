@@ -53,19 +53,7 @@ class RecordWriter:
             spoken = dialogue_turns.tell(story, name, self.variants, random.Random(derive_seed("dialogue", story_seed)))
             context, cuts = spoken.context, self.dialogue_cuts(story, spoken, questions, name, story_seed)
         for qi, q in enumerate(questions):
-            meta: dict[str, Any] = {
-                "style": style,
-                "entity_pool": self.pools.label,
-                "object": name(story.obj),
-                "candidates": candidates,
-                "gold_role": q.role,
-                "story_no": story_no,
-                "n_moves": story.params["n_moves"],
-                "base_agents": story.params["n_agents"],
-                "rendering": self.rendering,
-            }
-            if self.rendering == SECOND_PERSON:
-                meta["reader"] = reader
+            meta = self.question_meta(story, q, name(story.obj), candidates, reader)
             shared: dict[str, Any] = dict(
                 source=self.settings.source,
                 source_version=GENERATOR_VERSION,
@@ -82,24 +70,57 @@ class RecordWriter:
                 trace=trace,
                 meta=meta,
             )
-            if q.key in forms.KNOWLEDGE_FORMS:  # list / answerability records (generators.question_forms)
-                fields = forms.knowledge_fields(
-                    q.key,
-                    q.chain,
-                    q.variant,
-                    engine,
-                    name(story.obj),
-                    lambda t: render(t, self.rendering, reader),
-                    reader if self.rendering == SECOND_PERSON else None,
-                )
-                tid = forms.knowledge_template(style, q.key, q.variant) + told.replace("/", ".")
-            else:
-                fields = self.container_fields(q, story, name, final, rng, meta, reader)
-                tid = template_id(style, q.kind, q.fmt == "yes_no", q.variant) + told.replace("/", ".")
+            fields, tid = self.question_fields(q, story, engine, name, final, rng, meta, reader)
+            tid += told.replace("/", ".")
             if spoken is not None:  # the dialogue's turns and where each question is asked
                 fields["question"], tid = self.asked_in_dialogue(spoken, cuts[qi], fields["question"], meta, tid)
                 shared.update(context_kind="dialogue", turns=spoken.as_records())
             yield build_record(**shared, **fields, template_id=tid)
+
+    def question_meta(self, story: Story, q: Question, obj: str, candidates: list[str], reader: str) -> dict[str, Any]:
+        """What a record's `meta` says of its story, question and rendering (the reader in the second person)."""
+        meta: dict[str, Any] = {
+            "style": story.params["style"],
+            "entity_pool": self.pools.label,
+            "object": obj,
+            "candidates": candidates,
+            "gold_role": q.role,
+            "story_no": story.params["story_no"],
+            "n_moves": story.params["n_moves"],
+            "base_agents": story.params["n_agents"],
+            "rendering": self.rendering,
+        }
+        if self.rendering == SECOND_PERSON:
+            meta["reader"] = reader
+        return meta
+
+    def question_fields(
+        self,
+        q: Question,
+        story: Story,
+        engine: BeliefEngine,
+        name: Callable[[str], str],
+        final: str,
+        rng: random.Random,
+        meta: dict[str, Any],
+        reader: str,
+    ) -> tuple[dict[str, Any], str]:
+        """A question's own record fields and its template id (third person's): a list or answerability question's
+        (`generators.question_forms`), else a container question's."""
+        style = story.params["style"]
+        if q.key in forms.KNOWLEDGE_FORMS:
+            fields = forms.knowledge_fields(
+                q.key,
+                q.chain,
+                q.variant,
+                engine,
+                name(story.obj),
+                lambda t: render(t, self.rendering, reader),
+                reader if self.rendering == SECOND_PERSON else None,
+            )
+            return fields, forms.knowledge_template(style, q.key, q.variant)
+        fields = self.container_fields(q, story, name, final, rng, meta, reader)
+        return fields, template_id(style, q.kind, q.fmt == "yes_no", q.variant)
 
     def dialogue_cuts(
         self, story: Story, spoken: dialogue_turns.Dialogue, questions: list[Question], name: Any, story_seed: int

@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from tomforge.flag_fields import flag
 from tomforge.generators import question_forms as forms
 from tomforge.generators.operators import OPERATORS
 from tomforge.generators.renderings import RENDERINGS, THIRD_PERSON, GeneratorChoiceError
@@ -38,8 +39,8 @@ def derive_seed(*parts: Any) -> int:
 class GenerationSettings:
     """One run's arguments (see `generate_records` for what each one does)."""
 
-    max_order: int = DEFAULT_MAX_ORDER
-    seed: int = 0
+    max_order: int = flag(DEFAULT_MAX_ORDER, "--max-order", min=0, max=12, help="Highest belief order (0 = reality).")
+    seed: int = flag(0, "--seed", help="Seed: the same arguments give byte-identical items.")
     operators: Sequence[str] = tuple(OPERATORS)
     styles: Sequence[str] = STYLES
     split: str = "train"
@@ -48,8 +49,12 @@ class GenerationSettings:
     include_memory: bool = True
     operator_rate: float = 0.4
     controls: bool = True
-    source: str = DEFAULT_SOURCE
-    rendering: str = THIRD_PERSON
+    source: str = flag(
+        DEFAULT_SOURCE, "--source", help="Source name; a run replaces the previous run of the same source."
+    )
+    rendering: str = flag(
+        THIRD_PERSON, "--rendering", help="How the worlds are told: third_person, second_person or dialogue."
+    )
 
     def __post_init__(self) -> None:
         if self.rendering not in RENDERINGS:

@@ -19,6 +19,7 @@ from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SOURCE
 from tomforge.generators.question_forms import DEFAULT_FORMS
 from tomforge.generators.real.variants import Settings
 from tomforge.generators.renderings import THIRD_PERSON
+from tomforge.generators.settings import GenerationSettings
 
 COMMANDS = typer.main.get_command(app).commands
 
@@ -69,12 +70,20 @@ SETTINGS_FLAGS = [  # (command, the settings' defaults, flag parameter -> the se
         "generate",
         {
             "max_order": DEFAULT_MAX_ORDER,
+            "seed": 0,
             "styles": ",".join(STYLES),
             "source": DEFAULT_SOURCE,
             "rendering": THIRD_PERSON,
             "forms": ",".join(DEFAULT_FORMS),
         },
-        {"max_order": "max_order", "styles": "styles", "source": "source", "rendering": "rendering", "forms": "forms"},
+        {
+            "max_order": "max_order",
+            "seed": "seed",
+            "styles": "styles",
+            "source": "source",
+            "rendering": "rendering",
+            "forms": "forms",
+        },
     ),
     (
         "scan",
@@ -218,7 +227,6 @@ def test_compile_flag_sets_both_the_rollouts_and_the_layers(flag: str, expected:
 
 # Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.
 def _mirrored() -> dict[tuple[str, str], object]:
-    from tomforge.generators.generate import generate_records
     from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
     from tomforge.rl import stage
     from tomforge.warehouse.db import DEFAULT_WAREHOUSE
@@ -227,7 +235,6 @@ def _mirrored() -> dict[tuple[str, str], object]:
     mirrored: dict[tuple[str, str], object] = {(name, "warehouse"): DEFAULT_WAREHOUSE for name in COMMANDS}
     mirrored.update(
         {
-            ("generate", "seed"): _defaults_of(generate_records)["seed"],
             ("publish", "max_rows"): ExportOptions().max_rows_per_shard,
             ("publish", "target"): _defaults_of(publish_warehouse)["target"],
             ("verify", "revision"): _defaults_of(verify_release)["revision"],
@@ -436,7 +443,12 @@ def _owners(command: str) -> dict[str, type]:
 
     owners = {"train": {"trl": TrlSettings, "verl": VerlSettings}, "scan": {"scan": ScanParams}}
     owners |= {"audit": {"audit": AuditParams}, "clean": {"clean": CleaningPolicy}}
+    owners |= {"generate": {"generate": GenerationSettings}, "variants": {"variants": Settings}}
     return {**owners, "eval": {"eval": EvalSettings}}[command]
+
+
+# generate's field flags: its mapping above less `--styles` and `--forms`, whose fields are lists (written by hand)
+GENERATE_BY_HAND = {"max_order": "max_order", "seed": "seed", "source": "source", "rendering": "rendering"}
 
 
 def _settings_flags(command: str) -> dict[str, str]:
@@ -453,6 +465,8 @@ def _settings_flags(command: str) -> dict[str, str]:
         ("eval", "eval", EVAL_BY_HAND),
         ("audit", "audit", _settings_flags("audit")),
         ("clean", "clean", _settings_flags("clean")),
+        ("generate", "generate", GENERATE_BY_HAND),
+        ("variants", "variants", _settings_flags("variants")),
     ],
 )
 def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, label: str, by_hand: dict) -> None:
@@ -460,12 +474,13 @@ def test_the_field_flags_give_the_mapping_once_written_by_hand(command: str, lab
     its flag; unset flags (None) set nothing. The options are the command's own parameters."""
     import inspect
 
-    from tomforge.flows.commands import audit, rl, scan
+    from tomforge.flows.commands import audit, ingest, rl, scan
     from tomforge.flows.commands.field_flags import FlagValues, field_options
 
     options = tuple(field_options(_owners(command)))
     names = [o.param for o in options]
     commands = {"train": rl.train, "scan": scan.scan, "eval": rl.eval_, "audit": audit.audit, "clean": audit.clean}
+    commands |= {"generate": ingest.generate, "variants": ingest.variants}
     function = commands[command]
     assert set(names) <= set(inspect.signature(function).parameters)
     owner = _owners(command)[label]

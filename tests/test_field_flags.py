@@ -5,7 +5,10 @@ The expected help lines, defaults and values are written by hand."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 import click
@@ -18,6 +21,8 @@ from tomforge.flag_fields import Flag, flag, flag_of
 from tomforge.flows.cli_polish import plain_help_text
 from tomforge.flows.commands.field_flags import FieldOption, FlagValues, field_flags, field_options, param_name
 from tomforge.flows.commands.flags import SettingsHelp
+from tomforge.generators.real.variant_settings import Settings as VariantSettings
+from tomforge.generators.settings import GenerationSettings
 from tomforge.rl.eval_settings import EvalSettings
 
 
@@ -127,6 +132,101 @@ def test_a_new_eval_field_is_a_flag_of_tomforge_eval_and_reaches_its_processes(m
             *("--no-store", "--gate", "0.5", "--beams", "3", "--split", "all/test"),
         ]
     ]
+
+
+@dataclass
+class WiderVariants(VariantSettings):
+    """`variants`' settings with one more setting, declared once."""
+
+    chains: int = flag(2, "--chains", min=1, help="Chains per story.")
+
+
+@dataclass(frozen=True)
+class WiderGeneration(GenerationSettings):
+    """`generate`'s settings with one more setting, declared once."""
+
+    depth: int = flag(3, "--depth", min=1, help="Rooms per world.")
+
+
+def _flag_order(app: typer.Typer, command: str) -> list[str]:
+    plain_help_text()
+    output = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"}).output
+    found = ([w for w in line.split()[1:3] if re.fullmatch(r"--[a-z-]+", w)] for line in output.splitlines())
+    return [words[0] for words in found if words]  # an on/off pair by its first name
+
+
+def test_a_new_variants_field_is_a_flag_of_tomforge_variants_and_reaches_its_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real `variants` command, its settings widened by one field: the flag shows after `--balance` (the last
+    field) and before `--warehouse`, `--operators` keeps its place between `--max-order` and `--seed` (`breaks`),
+    and the settings the step gets hold the new field's value beside the others given."""
+    from tomforge.flows.commands import ingest
+    from tomforge.generators.real import oracle, store
+
+    seen: list[object] = []
+    stub_run = SimpleNamespace(report=None)  # the variants run the command prints (its printers stubbed too)
+    monkeypatch.setattr(ingest, "Settings", WiderVariants)
+    monkeypatch.setattr(oracle, "check_story_sources", lambda names: None)
+    monkeypatch.setattr(store, "run_variants", lambda warehouse, source, settings: seen.append(settings) or stub_run)
+    monkeypatch.setattr(ingest, "print_variants", lambda source, run: None)
+    monkeypatch.setattr(ingest, "show_reconciliation", lambda reports: None)
+    command = field_flags({"variants": WiderVariants}, after="source", breaks={"seed": "operators"})
+    app = typer.Typer()
+    app.command("variants", cls=SettingsHelp)(command(ingest.variants.__wrapped__))
+    app.command("other")(lambda: None)
+    assert _flag_order(app, "variants") == [
+        *("--source", "--max-order", "--operators", "--seed", "--n-per-story", "--balance", "--chains"),
+        *("--warehouse", "--help"),
+    ]
+    args = ["variants", "-s", "tomi", "--chains", "5", "--seed", "3", "--operators", "none", "--no-balance"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert seen == [WiderVariants(max_order=6, operators=[], seed=3, n_per_story=1, balance=False, chains=5)]
+
+
+def test_a_new_generate_field_is_a_flag_of_tomforge_generate_and_reaches_its_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real `generate` command, its settings widened by one field: the flag shows after `--rendering` (the
+    last field) and before `--forms`; the run's settings hold its value and the given flags, nothing is loaded."""
+    from tomforge.flows.commands import ingest
+
+    built: list[object] = []
+    generation = ingest._generation
+
+    def capture(*args: object) -> tuple:
+        settings, records, input_ref = generation(*args)  # type: ignore[arg-type]
+        built.append((settings, input_ref))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(ingest, "GenerationSettings", WiderGeneration)
+    monkeypatch.setattr(ingest, "_generation", capture)
+    command = field_flags({"generate": WiderGeneration}, after="n", breaks={"source": "held_out"})
+    app = typer.Typer()
+    app.command("generate", cls=SettingsHelp)(command(ingest.generate.__wrapped__))
+    app.command("other")(lambda: None)
+    assert _flag_order(app, "generate") == [
+        *("--n", "--max-order", "--seed", "--warehouse", "--operators", "--styles", "--held-out", "--source"),
+        *("--rendering", "--depth", "--forms", "--help"),
+    ]
+    args = ["generate", "--n", "10", "--depth", "4", "--seed", "9", "--operators", "none", "--styles", "hitom"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    expected = WiderGeneration(seed=9, operators=[], styles=["hitom"], depth=4)
+    assert built == [(expected, "generate:n=10,max_order=6,seed=9,operators=none,styles=hitom,held_out=True")]
+
+
+def test_breaks_place_a_run_of_options_after_another_parameter() -> None:
+    """`breaks`: `--rate` and the options after it (`--mine`) follow `last`; `--size` stays after `first`. A break
+    naming no parameter of the command is refused."""
+
+    def command(first: int = 1, last: int = 0, *, flags: FlagValues) -> None: ...
+
+    placed = field_flags({"left": Left}, after="first", breaks={"rate": "last"})(command)
+    assert list(inspect.signature(placed).parameters) == ["first", "size", "last", "rate", "mine"]
+    with pytest.raises(TypeError, match=r"command: field flags placed after no parameter of its own: \['nowhere'\]"):
+        field_flags({"left": Left}, after="first", breaks={"rate": "nowhere"})(command)
 
 
 @dataclass

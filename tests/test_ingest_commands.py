@@ -7,10 +7,18 @@ from __future__ import annotations
 import typer.main
 
 from tomforge.flows.cli import app
+from tomforge.flows.commands.field_flags import FlagValues, field_options
 from tomforge.flows.commands.flags import resolve_shown_defaults
 from tomforge.flows.commands.ingest import _generation
 from tomforge.generators import generate_splits
 from tomforge.generators.question_forms import generation_choices
+from tomforge.generators.settings import GenerationSettings
+
+
+def _flags(**given: object) -> FlagValues:
+    """`generate`'s field flags as the command gets them: the ones named given, the rest unset (None)."""
+    options = tuple(field_options({"generate": GenerationSettings}))
+    return FlagValues(options, {o.param: given.get(o.param) for o in options})
 
 
 def _source_help(command: str) -> str:
@@ -30,7 +38,9 @@ def test_the_source_lists_read_as_they_did_by_hand() -> None:
 
 
 def test_generate_flags_become_the_generators_run() -> None:
-    records, ref = _generation(12, 2, 5, "none", " exploretom ,", False, "mysrc", "second_person", "mc, free")
+    given = _flags(max_order=2, seed=5, source="mysrc", rendering="second_person")
+    settings, records, ref = _generation(12, given, "none", " exploretom ,", False, "mc, free")
+    assert (settings.max_order, settings.seed, settings.source, settings.rendering) == (2, 5, "mysrc", "second_person")
     assert ref == (
         "generate:n=12,max_order=2,seed=5,operators=none,styles=exploretom,held_out=False,"
         "rendering=second_person,forms=mc,free"
@@ -44,7 +54,13 @@ def test_generate_flags_become_the_generators_run() -> None:
 
 def test_unset_generate_flags_take_the_generators_defaults() -> None:
     """Unset: max order 6, every operator in the registry's order, both styles, held-out test split (by hand)."""
-    records, ref = _generation(10, None, 0, "all", None, True, "tomforge_gen", None, None)
+    settings, records, ref = _generation(10, _flags(), "all", None, True, None)
+    assert (settings.max_order, settings.seed, settings.source, settings.rendering) == (
+        6,
+        0,
+        "tomforge_gen",
+        "third_person",
+    )
     assert ref == (
         "generate:n=10,max_order=6,seed=0,operators=distractor,extra_moves,unobserved_move,return,secret_witness,"
         "transparent,private_tell,public_tell,lie,styles=hitom,exploretom,held_out=True"
@@ -61,4 +77,4 @@ def test_a_bad_style_fails_before_anything_is_generated() -> None:
     from tomforge.generators.renderings import GeneratorChoiceError
 
     with pytest.raises(GeneratorChoiceError, match="nostyle"):
-        _generation(12, 2, 5, "none", "nostyle", False, "mysrc", None, None)
+        _generation(12, _flags(max_order=2, seed=5, source="mysrc"), "none", "nostyle", False, None)

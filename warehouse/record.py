@@ -124,9 +124,6 @@ def build_record(
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One unified record with ids and content hash filled in; validation happens at load time."""
-    options = list(options)
-    if answer_index is None and answer_format == "multiple_choice":
-        answer_index = option_index(options, answer)
     record: dict[str, Any] = {
         "item_id": make_item_id(source, source_key),
         "context_id": make_context_id(context),
@@ -145,18 +142,44 @@ def build_record(
         "belief_order": belief_order,
         "perspective_chain": list(perspective_chain),
         "is_false_belief": is_false_belief,
+        **_answer_fields(answer_format, options, answer, answer_index, answer_list),
+        **_provenance_fields(generator, generator_version, template_id, seed, operators, trace),
+        "meta": meta or {},
+    }
+    record["content_hash"] = content_hash(record)
+    return record
+
+
+def _answer_fields(
+    answer_format: str, options: Iterable[str], answer: str, answer_index: int | None, answer_list: list[str] | None
+) -> dict[str, Any]:
+    """A record's answer fields: a multiple-choice answer given without its index gets its option's index."""
+    listed = list(options)
+    if answer_index is None and answer_format == "multiple_choice":
+        answer_index = option_index(listed, answer)
+    return {
         "answer_format": answer_format,
-        "options": options,
+        "options": listed,
         "answer": answer,
         "answer_index": answer_index,
         "answer_list": answer_list,
+    }
+
+
+def _provenance_fields(
+    generator: str | None,
+    generator_version: str | None,
+    template_id: str | None,
+    seed: int | None,
+    operators: Iterable[str],
+    trace: list[Any] | None,
+) -> dict[str, Any]:
+    """Which program wrote a record and how (None and empty for a source as published)."""
+    return {
         "generator": generator,
         "generator_version": generator_version,
         "template_id": template_id,
         "seed": seed,
         "operators": list(operators),
         "trace": trace,
-        "meta": meta or {},
     }
-    record["content_hash"] = content_hash(record)
-    return record

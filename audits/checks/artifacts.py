@@ -5,6 +5,8 @@ a phase of their own (they need no text features)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from tomforge.audits import artifacts, baselines
@@ -486,52 +488,18 @@ class InvertedDifficulty(AuditCheck):
         heur = _curves(facts.tables)
         if heur.height == 0:
             return None
-        flagged = heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).sort(
-            "trend_z", descending=True
-        )
-        flagged = flagged.unique(["selection", "heuristic"], keep="first", maintain_order=True)
         rows: list[dict[str, str]] = []
         described: dict[tuple, list[str]] = {}  # rules with the same curve on one side share a line
-        for r in flagged.iter_rows(named=True):
-            curve = heur.filter(
-                (pl.col("selection") == r["selection"])
-                & (pl.col("heuristic") == r["heuristic"])
-                & pl.col("answer_format").eq_missing(r["answer_format"])
-                & pl.col("belief_order").str.contains(r"^\d+$")
-            )
-            curve = curve.with_columns(pl.col("belief_order").cast(pl.Int64)).sort("belief_order")
-            first, last = curve.row(0, named=True), curve.row(-1, named=True)
-            key = (
-                r["selection"],
-                r["answer_format"],
-                first["belief_order"],
-                first["accuracy"],
-                last["belief_order"],
-                last["accuracy"],
-                r["high_orders_accuracy"],
-                r["high_orders_chance"],
-            )
+        for r in _inverted_rules(heur).iter_rows(named=True):
+            curve = _order_curve(heur, r)
+            key = _curve_key(r, curve)
             name = HEURISTIC_LABELS[r["heuristic"]] + (f" ({r['answer_format']})" if r["answer_format"] else "")
             if key in described:
                 described[key].append(name)
                 continue
             described[key] = [name]
-            rows += [
-                {
-                    "side": side_name(r["selection"]),
-                    "rule": name,
-                    "order": str(c["belief_order"]),
-                    "items": str(c["n"]),
-                    "accuracy": pct(c["accuracy"]),
-                    "chance": pct(c["chance"]),
-                }
-                for c in curve.iter_rows(named=True)
-            ]
-        parts = [
-            f"{side_name(side)}: {' = '.join(names)} rule right on {pct(a0)} at order {o0}, {pct(a1)} at order {o1} "
-            f"(higher orders {pct(high)}, chance {pct(chance)})"
-            for (side, _, o0, a0, o1, a1, high, chance), names in described.items()
-        ]
+            rows += _curve_rows(r["selection"], name, curve)
+        parts = _inverted_parts(described)
         return Verdict(
             self.name,
             "fail" if parts else "pass",
@@ -546,3 +514,61 @@ class InvertedDifficulty(AuditCheck):
             "wrong is not reported.",
             rows,
         )
+
+
+def _inverted_rules(heur: pl.DataFrame) -> pl.DataFrame:
+    """The rules flagged over all orders, steepest trend first, once per (side, rule)."""
+    flagged = heur.filter(pl.col("inverted_difficulty") & (pl.col("belief_order") == "all")).sort(
+        "trend_z", descending=True
+    )
+    return flagged.unique(["selection", "heuristic"], keep="first", maintain_order=True)
+
+
+def _order_curve(heur: pl.DataFrame, r: dict[str, Any]) -> pl.DataFrame:
+    """A flagged rule's accuracy per numbered belief order on its side and format, in order."""
+    curve = heur.filter(
+        (pl.col("selection") == r["selection"])
+        & (pl.col("heuristic") == r["heuristic"])
+        & pl.col("answer_format").eq_missing(r["answer_format"])
+        & pl.col("belief_order").str.contains(r"^\d+$")
+    )
+    return curve.with_columns(pl.col("belief_order").cast(pl.Int64)).sort("belief_order")
+
+
+def _curve_key(r: dict[str, Any], curve: pl.DataFrame) -> tuple:
+    """What the verdict's line says of a rule: rules with equal keys on one side share that line."""
+    first, last = curve.row(0, named=True), curve.row(-1, named=True)
+    return (
+        r["selection"],
+        r["answer_format"],
+        first["belief_order"],
+        first["accuracy"],
+        last["belief_order"],
+        last["accuracy"],
+        r["high_orders_accuracy"],
+        r["high_orders_chance"],
+    )
+
+
+def _curve_rows(selection: str, name: str, curve: pl.DataFrame) -> list[dict[str, str]]:
+    """The verdict table's rows of one rule: one per belief order."""
+    return [
+        {
+            "side": side_name(selection),
+            "rule": name,
+            "order": str(c["belief_order"]),
+            "items": str(c["n"]),
+            "accuracy": pct(c["accuracy"]),
+            "chance": pct(c["chance"]),
+        }
+        for c in curve.iter_rows(named=True)
+    ]
+
+
+def _inverted_parts(described: dict[tuple, list[str]]) -> list[str]:
+    """One line per distinct curve: its rules, first and last order's accuracy, the higher orders' and chance."""
+    return [
+        f"{side_name(side)}: {' = '.join(names)} rule right on {pct(a0)} at order {o0}, {pct(a1)} at order {o1} "
+        f"(higher orders {pct(high)}, chance {pct(chance)})"
+        for (side, _, o0, a0, o1, a1, high, chance), names in described.items()
+    ]

@@ -14,7 +14,7 @@ import functools
 import inspect
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import typer
 
@@ -111,9 +111,13 @@ class FlagValues:
         return out
 
 
-def field_flags(owners: dict[str, type], after: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+def field_flags(
+    owners: dict[str, type], after: str, breaks: Mapping[str, str] | None = None
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Offer every flag field of `owners` as an option of the decorated command, after its parameter `after`;
-    the command takes them as one keyword argument, `flags: FlagValues`."""
+    the command takes them as one keyword argument, `flags: FlagValues`. `breaks` (option -> the command's own
+    parameter) moves that option and the ones after it behind that parameter, so a command whose options were
+    interleaved with its own keeps its `--help` order (`generate`, `variants`)."""
 
     def decorate(command: Callable[..., T]) -> Callable[..., T]:
         options = field_options(owners)
@@ -122,22 +126,33 @@ def field_flags(owners: dict[str, type], after: str) -> Callable[[Callable[..., 
         clash = sorted({o.param for o in options} & {p.name for p in own})
         if clash:
             raise TypeError(f"{command.__name__}: parameters named like field flags: {clash}")
-        at = [p.name for p in own].index(after) + 1
-        made = [
-            inspect.Parameter(
-                o.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.option(), annotation=o.annotation()
-            )
-            for o in options
-        ]
+        runs = _option_runs(options, after, breaks or {})
+        unknown = sorted(set(runs) - {p.name for p in own})
+        if unknown:
+            raise TypeError(f"{command.__name__}: field flags placed after no parameter of its own: {unknown}")
 
         @functools.wraps(command)
         def run(**given: Any) -> T:
             values = {o.param: given.pop(o.param, None) for o in options}
             return command(**given, flags=FlagValues(tuple(options), values))
 
-        parameters = own[:at] + made + own[at:]
+        parameters = [q for p in own for q in [p, *runs.get(p.name, [])]]
         run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
         run.__annotations__ = {}  # typer reads each type from the signature, evaluated above (no strings left)
         return run
 
     return decorate
+
+
+def _option_runs(options: list[FieldOption], after: str, breaks: Mapping[str, str]) -> dict[str, list[Any]]:
+    """The command's parameter -> the option parameters that follow it: in field order, after `after` until an
+    option named in `breaks` starts a run behind the parameter named there."""
+    runs: dict[str, list[Any]] = {}
+    anchor = after
+    for o in options:
+        anchor = breaks.get(o.param, anchor)
+        made = inspect.Parameter(
+            o.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.option(), annotation=o.annotation()
+        )
+        runs.setdefault(anchor, []).append(made)
+    return runs

@@ -7,7 +7,7 @@ It is read when the command's help is drawn (`SettingsHelp`), so running a comma
 module it does not use (`train` and `eval` run on a GPU machine without the warehouse's libraries).
 A settings dataclass whose fields declare their flags (`tomforge.flag_fields.flag`) needs no `setting_option`: its
 command's options are made from the fields (`flows/commands/field_flags.py`: `train`, `eval`,
-`audit`, `clean`, `scan`).
+`audit`, `clean`, `scan`, `generate`, `variants`).
 """
 
 from __future__ import annotations

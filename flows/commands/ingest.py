@@ -9,13 +9,16 @@ from typing import Any, Iterator, Optional
 import typer
 from rich.table import Table
 
-from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, drawn_help, flags_set, setting_option
+from tomforge.flows.commands.field_flags import FlagValues, field_flags
+from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, drawn_help, setting_option
 from tomforge.flows.commands.terminal import console, show_reconciliation, stdout_console
 from tomforge.flows.progress import RichProgress
+from tomforge.generators.real.variant_settings import Settings
+from tomforge.generators.settings import GenerationSettings
 
-# the settings each flag below reads its shown default from (`flags.setting_option`)
-GENERATE = "tomforge.generators.generate:generate_records"
-VARIANTS = "tomforge.generators.real.variants:Settings"
+# the settings `--styles` reads its shown default from (`flags.setting_option`): its field's type is a list, the flag
+# a comma-separated string, so it is not a field flag; `generate`'s and `variants`' other settings are (`field_flags`)
+GENERATE = "tomforge.generators.settings:GenerationSettings"
 
 group = typer.Typer()
 
@@ -95,12 +98,11 @@ def ingest(
 
 
 @group.command(cls=SettingsHelp)
+@field_flags(
+    {"generate": GenerationSettings}, after="n", breaks={"source": "held_out"}
+)  # fields: generators/settings.py
 def generate(
     n: int = typer.Option(..., "--n", min=1, help="Number of questions (80/10/10 train/validation/test)."),
-    max_order: Optional[int] = setting_option(
-        "--max-order", setting=f"{GENERATE}.max_order", min=0, max=12, help="Highest belief order (0 = reality)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed: the same arguments give byte-identical items."),
     warehouse: Path = WarehouseOption,
     operators: str = typer.Option("all", "--operators", help="Comma-separated adversarial operators, 'all' or 'none'."),
     styles: Optional[str] = setting_option(
@@ -109,127 +111,96 @@ def generate(
     held_out: bool = typer.Option(
         True, "--held-out/--no-held-out", help="Test split on held-out names, entities and phrasings."
     ),
-    source: Optional[str] = setting_option(
-        "--source",
-        setting=f"{GENERATE}.source",
-        help="Source name; a run replaces the previous run of the same source.",
-    ),
-    rendering: Optional[str] = setting_option(
-        "--rendering",
-        setting=f"{GENERATE}.rendering",
-        help="How the worlds are told: third_person, second_person or dialogue.",
-    ),
     forms: Optional[str] = typer.Option(
         None,
         "--forms",
         show_default="mc,free,yes_no",
         help="Comma-separated question forms: mc, free, yes_no, list, answerability.",
     ),
+    *,
+    flags: FlagValues,
 ) -> None:
     """Generate balanced, checked ToM questions and load them into the warehouse (replacing the
     previous run of the same source)."""
     from tomforge.generators import generator_info
-    from tomforge.generators.generate import DEFAULT_SOURCE
     from tomforge.warehouse.load import ingest_records
 
-    source = DEFAULT_SOURCE if source is None else source  # unset flags take the generator's defaults
-    records, input_ref = _generation(n, max_order, seed, operators, styles, held_out, source, rendering, forms)
+    settings, records, input_ref = _generation(n, flags, operators, styles, held_out, forms)
     with RichProgress(console) as progress:
         report = ingest_records(
-            warehouse, generator_info(source), records, input_ref, progress=progress, read=n, replace_source=True
+            warehouse,
+            generator_info(settings.source),
+            records,
+            input_ref,
+            progress=progress,
+            read=n,
+            replace_source=True,
         )
     show_reconciliation([report])
 
 
 def _generation(
-    n: int,
-    max_order: int | None,
-    seed: int,
-    operators: str,
-    styles: str | None,
-    held_out: bool,
-    source: str,
-    rendering: str | None,
-    forms: str | None,
-) -> tuple[Iterator[dict[str, Any]], str]:
-    """`generate`'s flags checked and turned into the generator's records (lazy) and the run's input as the
-    `sources` table records it; a bad choice fails here, before anything is generated."""
-    from tomforge.generators import STYLES, generate_records, generate_splits
-    from tomforge.generators.generate import DEFAULT_MAX_ORDER, generate_input_ref
+    n: int, flags: FlagValues, operators: str, styles: str | None, held_out: bool, forms: str | None
+) -> tuple[GenerationSettings, Iterator[dict[str, Any]], str]:
+    """`generate`'s flags checked and turned into the run's settings, the generator's records (lazy) and the run's
+    input as the `sources` table records it; a bad choice fails here, before anything is generated."""
+    from tomforge.generators import STYLES, generate_splits
+    from tomforge.generators.generate import generate_input_ref
     from tomforge.generators.operators import OPERATORS
     from tomforge.generators.question_forms import generation_choices
 
-    max_order = DEFAULT_MAX_ORDER if max_order is None else max_order
     names = OPERATORS.resolve(operators)
     style_names = list(STYLES) if styles is None else [s.strip() for s in styles.split(",") if s.strip()]
     form_names = None if forms is None else [f.strip() for f in forms.split(",") if f.strip()]
-    # unset flags: the generator's rendering (third_person) and forms (mc, free, yes_no); a bad one is a
-    # GeneratorChoiceError, before anything is generated
-    told, named = generation_choices(rendering, form_names)
-    generate_records(1, operators=names, styles=style_names, **told)  # argument check only (lazy)
+    given = flags.given(GenerationSettings)  # unset flags take the generator's defaults (rendering third_person,
+    # forms mc, free, yes_no); a bad choice is a GeneratorChoiceError, before anything is generated
+    told, named = generation_choices(given.get("rendering"), form_names)
+    settings = GenerationSettings(**{**given, **told, "operators": names, "styles": style_names})
     records = generate_splits(
         n,
-        max_order=max_order,
-        seed=seed,
+        max_order=settings.max_order,
+        seed=settings.seed,
         operators=names,
         styles=style_names,
         held_out=None if held_out else False,
-        source=source,
+        source=settings.source,
         **told,
     )
     input_ref = generate_input_ref(
         n,
-        max_order,
-        seed,
+        settings.max_order,
+        settings.seed,
         operators=",".join(names) or "none",
         styles=",".join(style_names),
         held_out=held_out,
         **named,
     )
-    return records, input_ref
+    return settings, records, input_ref
 
 
 @group.command(cls=SettingsHelp)
+@field_flags(
+    {"variants": Settings}, after="source", breaks={"seed": "operators"}
+)  # generators/real/variant_settings.py
 def variants(
     source: str = typer.Option(
         ..., "--source", "-s", help=drawn_help(_story_sources_help, "a source with a story parser.")
     ),
-    max_order: Optional[int] = setting_option(
-        "--max-order", setting=f"{VARIANTS}.max_order", min=0, max=12, help="Highest belief order asked of variants."
-    ),
     operators: str = typer.Option("all", "--operators", help="Comma-separated operators, 'all' or 'none'."),
-    seed: Optional[int] = setting_option(
-        "--seed", setting=f"{VARIANTS}.seed", help="Seed: the same warehouse and arguments give the same variants."
-    ),
-    n_per_story: Optional[int] = setting_option(
-        "--n-per-story",
-        setting=f"{VARIANTS}.n_per_story",
-        min=0,
-        help="Chains per new order and adversarial variants per story.",
-    ),
-    balance: Optional[bool] = setting_option(
-        "--balance/--no-balance",
-        setting=f"{VARIANTS}.balance",
-        help="Keep the variants whose gold role (first container, true "
-        "location) is at chance per order, and add statements that put "
-        "the first, last and most mentioned container at chance.",
-    ),
     warehouse: Path = WarehouseOption,
+    *,
+    flags: FlagValues,
 ) -> None:
     """Check every gold of a real source with the oracle (table oracle_checks) and add higher-order and
     adversarial variants of its stories as source <NAME>_variants."""
     from tomforge.generators.real.operators import OPERATORS
     from tomforge.generators.real.oracle import check_story_sources
     from tomforge.generators.real.store import run_variants
-    from tomforge.generators.real.variants import Settings
 
     names = OPERATORS.parse(operators)
     check_story_sources([source])
     with RichProgress(console) as progress, progress.stage(f"variants of {source}"):
-        settings = Settings(
-            operators=names, **flags_set(max_order=max_order, seed=seed, n_per_story=n_per_story, balance=balance)
-        )
-        run = run_variants(warehouse, source, settings)
+        run = run_variants(warehouse, source, flags.build(Settings, operators=names))
     print_variants(source, run)
     show_reconciliation([run.report])
 

@@ -36,6 +36,7 @@ from tomforge.generators.real.oracle import (
     world_of,
 )
 from tomforge.generators.real.story import ParsedStory, ParseError
+from tomforge.generators.real.variant_settings import Settings
 from tomforge.warehouse.record import build_record, content_hash
 from tomforge.warehouse.vocabulary import question_type_of_order
 
@@ -43,15 +44,6 @@ GENERATOR = "tomforge_variants"
 GENERATOR_VERSION = "0.2.0"  # 0.2: memory questions at belief_order 0 (were NULL)
 ROLES = ("initial", "final", "intermediate", "never")
 CANDIDATES = 48  # chains drawn per (story, order) before picking the ones that serve the rarest gold role
-
-
-@dataclass
-class Settings:
-    max_order: int = 6
-    operators: list[str] | None = None  # None: every operator the source supports
-    seed: int = 0
-    n_per_story: int = 1
-    balance: bool = True  # gold role, mentions and position at chance (`generators.real.balance`)
 
 
 @dataclass
