@@ -56,10 +56,10 @@ class Mutation:
 
 
 ACCOUNTING_TESTS = (
-    "tests/test_warehouse.py",
-    "tests/test_batch.py",
+    "tests/warehouse/test_warehouse.py",
+    "tests/warehouse/test_batch.py",
     "tests/test_cli.py",
-    "tests/test_reconciliation.py",
+    "tests/warehouse/test_reconciliation.py",
 )
 LEDGER_TESTS = ("tests/hub/test_release_ledger.py",)
 REAL_TESTS = ("tests/generators/test_real_balance.py", "tests/generators/test_real_variants.py")
@@ -415,7 +415,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/record.py",
         "return hex_digest(source, source_key)",
         "return hex_digest(source_key, source)",
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "item ids change meaning (and collide across sources named like keys)",
     ),
     Mutation(
@@ -423,7 +423,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/record.py",
         "return hex_digest(normalize_context(context))",
         "return hex_digest(context)",
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "the same story with other whitespace gets another context_id",
     ),
     Mutation(
@@ -431,7 +431,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/record.py",
         '    "item_id",\n    "context_id",\n    "content_hash",  # ids',
         '    "context_id",\n    "content_hash",  # ids',
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "a renamed key changes the content hash",
     ),
     Mutation(
@@ -439,7 +439,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/record.py",
         '    "source_ref",\n    "split",  # where',
         '    "source_ref",  # where',
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "moving a question to another split changes its content hash (README: content only)",
     ),
     Mutation(
@@ -447,7 +447,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/batch.py",
         "_HASHED = tuple(sorted(CONTENT_FIELDS))",
         '_HASHED = tuple(sorted(n for n in FIELDS if n not in ("item_id", "content_hash")))',
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "the column path (big inputs) hashes other fields than the row path",
     ),
     Mutation(
@@ -455,7 +455,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/record.py",
         "return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()",
         "return hashlib.sha256(orjson.dumps(payload)).hexdigest()",
-        ("tests/test_ids.py",),
+        ("tests/warehouse/test_ids.py",),
         "the content hash depends on key order, not only on content",
     ),
     # item 5: HiToM tree meta
@@ -464,7 +464,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/hitom_tree.py",
         "story_length=int(length),\n                sample=int(sample),",
         "story_length=int(sample),\n                sample=int(length),",
-        ("tests/test_source_hitom.py",),
+        ("tests/warehouse/test_source_hitom.py",),
         "story_length and sample of the text tree are swapped",
     ),
     # item 6: weak tests
@@ -473,7 +473,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/tomi.py",
         'false_belief = f"{match.group(1)}_order", match.group(3) == "tom"',
         'false_belief = f"{match.group(1)}_order", match.group(3) == "no_tom"',
-        ("tests/test_source_tomi.py",),
+        ("tests/warehouse/test_source_tomi.py",),
         "ToMi's false-belief flag reads the trace the wrong way round",
     ),
     Mutation(
@@ -481,7 +481,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/parallel.py",
         "stage(info, adapter.read_columns(root), input_ref, progress)",
         "stage(info, list(adapter.read_columns(root))[:-1], input_ref, progress)",
-        ("tests/test_ingest_parallel.py::test_small_or_unsplittable_inputs_stay_in_one_process",),
+        ("tests/warehouse/test_ingest_parallel.py::test_small_or_unsplittable_inputs_stay_in_one_process",),
         "the unsplit staging path loses its last batch of records",
     ),
     Mutation(
@@ -532,7 +532,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_prompt.py",
         "    if blank:\n        ends.append(blank.start())",
         "    if False:\n        ends.append(blank.start())",
-        ("tests/test_source_rlfiles.py", "tests/test_rlfiles_roundtrip.py"),
+        ("tests/warehouse/test_source_rlfiles.py", "tests/warehouse/test_rlfiles_roundtrip.py"),
         "the instructions after a question (options, answer format) are read as part of the question",
     ),
     Mutation(
@@ -540,7 +540,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_prompt.py",
         'if isinstance(value, str) and value.strip()[:1] in ("{", "["):',
         "if False:",
-        ("tests/test_source_rlfiles.py", "tests/test_rlfiles_roundtrip.py"),
+        ("tests/warehouse/test_source_rlfiles.py", "tests/warehouse/test_rlfiles_roundtrip.py"),
         "a ground truth given as a JSON string (a list, tomforge's own object) is kept as raw JSON text",
     ),
     Mutation(
@@ -548,7 +548,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_prompt.py",
         "    return index == 0 or text[index - 1].isspace()",
         "    return True",
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         'a marker glued to a word ("BackStory:") opens the story',
     ),
     Mutation(
@@ -556,7 +556,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rlfiles.py",
         "meta = dict(row)\n",
         "meta = {k: v for k, v in row.items() if v is not None}\n",
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         "columns that are null in a row vanish from meta: not lossless",
     ),
     Mutation(
@@ -564,7 +564,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rlfiles.py",
         'f"{self.name}: {counts.get(SPLIT_NONE, 0)} of',
         'f"{self.name}: {counts.get(SPLIT_QUESTION_ONLY, 0)} of',
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         "the load prints a wrong count of prompts kept whole",
     ),
     Mutation(
@@ -572,7 +572,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/exploretom.py",
         "    if frame.get_column(frame.columns[-1]).null_count():",
         "    if False:",
-        ("tests/test_source_exploretom.py",),
+        ("tests/warehouse/test_source_exploretom.py",),
         "an ExploreToM row with too few fields loads with nulls for its cells",
     ),
     Mutation(
@@ -622,7 +622,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/load.py",
         "    if progress is not None and count > reported:",
         "    if False:",
-        ("tests/test_progress.py",),
+        ("tests/warehouse/test_progress.py",),
         "a bar stops short of the records staged (the last partial chunk is never shown)",
     ),
     Mutation(
@@ -630,7 +630,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/progress.py",
         "if now - since >= self.interval:",
         "if True:",
-        ("tests/test_progress.py",),
+        ("tests/warehouse/test_progress.py",),
         "a flow's log gets a line per 5000 records instead of one per interval",
     ),
     Mutation(
@@ -777,7 +777,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/selection.py",
         "    bare = _parse(_PREFIX + text)",
         '    bare = _parse(f"{_PREFIX}({text})")',
-        ("tests/test_selection.py",),
+        ("tests/warehouse/test_selection.py",),
         '--train "1=1) OR (1=1" passes the check and selects everything',
     ),
     Mutation(
@@ -809,7 +809,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/export.py",
         "    name = SPLIT_VOCABULARY.get(name.lower(), name)",
         "    name = name",
-        ("tests/test_split_vocabulary.py",),
+        ("tests/warehouse/test_split_vocabulary.py",),
         "load_dataset(release, 'all') has val beside validation",
     ),
     Mutation(
@@ -833,7 +833,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/parallel.py",
         "    found = sniff(Path(root)) if Path(root).is_file() else None",
         "    found = None",
-        ("tests/test_sniff.py",),
+        ("tests/warehouse/test_sniff.py",),
         "a .gz given as HiToM says 'not a HiToM file', not 'gzip: gzip -dc'",
     ),
     Mutation(
@@ -858,7 +858,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/db.py",
         "    with hold(path):\n",
         "    if True:\n",
-        ("tests/test_concurrency.py::test_two_ingests_at_once_keep_both_sources",),
+        ("tests/warehouse/test_concurrency.py::test_two_ingests_at_once_keep_both_sources",),
         "two ingests at once: the last swap wins and a whole source is gone, reconciled: yes",
     ),
     Mutation(
@@ -866,7 +866,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/folder.py",
         "    if held is None:\n        return False\n",
         "    if True:\n        return False\n",
-        ("tests/test_concurrency.py::test_a_folder_tag_never_moves",),
+        ("tests/warehouse/test_concurrency.py::test_a_folder_tag_never_moves",),
         "publish --tag v1 twice with other content: exit 0 and v1 now means other data",
     ),
     Mutation(
@@ -890,7 +890,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/lock.py",
         "    exit_code = ExitCode.BAD_INPUT\n",
         "    exit_code = ExitCode.LOCKED\n",
-        ("tests/test_lock_timeout.py",),
+        ("tests/warehouse/test_lock_timeout.py",),
         "TOMFORGE_LOCK_TIMEOUT=ten exits 9 as if another writer held the lock",
     ),
     Mutation(
@@ -898,7 +898,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/lock.py",
         "        return DEFAULT_TIMEOUT_S if configured is None else configured\n",
         "        return DEFAULT_TIMEOUT_S\n",
-        ("tests/test_lock_timeout.py",),
+        ("tests/warehouse/test_lock_timeout.py",),
         "[warehouse] lock_timeout in the config changes nothing: writers wait 600 s",
     ),
     Mutation(
@@ -1162,7 +1162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "audits/store.py",
         "    check_selection(where, flag)\n    problem = bound_problem(con, where, flag)\n",
         "    problem = bound_problem(con, where, flag)\n",
-        ("tests/test_selection.py",),
+        ("tests/warehouse/test_selection.py",),
         "`scan --benchmark \"split = 'test') OR (1=1\"` selects train rows as held-out and exits 0",
     ),
     Mutation(
@@ -1170,7 +1170,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/selection.py",
         "    comment = _comment_at(text)\n",
         "    comment = None\n",
-        ("tests/test_selection.py",),
+        ("tests/warehouse/test_selection.py",),
         "a selection holding a /* */ comment is pasted into the query",
     ),
     Mutation(
@@ -1178,7 +1178,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_rows.py",
         "    for part in name_parts(name):\n        if part in SPLIT_WORDS and part not in found:",
         "    for part in sorted(SPLIT_WORDS):\n        if part in name.lower() and part not in found:",
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         "`latest.jsonl` or `contest_data.parquet` is filed under test, `device-logs.jsonl` under dev",
     ),
     Mutation(
@@ -1186,7 +1186,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_rows.py",
         "    return [part.lower() for part in _NAME_SPLIT.split(name) if part]",
         "    return [name.lower()]",
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         "`ToM_test_HiExTi_hint.parquet` is filed under train",
     ),
     Mutation(
@@ -1194,7 +1194,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/rl_prompt.py",
         "            ignored.append(str(kind))\n",
         "            pass\n",
-        ("tests/test_source_rlfiles.py",),
+        ("tests/warehouse/test_source_rlfiles.py",),
         "an image part of a chat prompt is dropped without a word",
     ),
     Mutation(
@@ -1449,7 +1449,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/sources/hitom.py",
         "            yield from json_batches(json_file, root, parser)\n            return",
         "            return",
-        ("tests/test_source_hitom.py",),
+        ("tests/warehouse/test_source_hitom.py",),
         "a folder holding only Hi-ToM_data.json loads no records",
     ),
     # issue 27 item 4: the rationale experiment (helper "gpu")
@@ -1967,7 +1967,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/release.py",
         "    with hold(target):\n        folder.remove_leftovers(target)\n",
         "    folder.remove_leftovers(target)\n    with hold(target):\n",
-        ("tests/test_concurrency.py::test_a_second_folder_publisher_waits_before_clearing_leftovers",),
+        ("tests/warehouse/test_concurrency.py::test_a_second_folder_publisher_waits_before_clearing_leftovers",),
         "a second folder publisher deletes the release the first one is building",
     ),
     Mutation(

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import tomforge.flows.commands.terminal as terminal
 import tomforge.flows.query as query_module
-from tests.test_warehouse import INFO, toy_record
+from tests.warehouse.test_warehouse import INFO, toy_record
 from tomforge.flows.cli import app
 from tomforge.flows.commands.rebuild import UserErrorTracebacks, without_user_error_tracebacks
 from tomforge.flows.commands.terminal import print_reports
@@ -163,7 +163,7 @@ def test_ingest_prints_reconciliation_and_is_idempotent(tmp_path: Path, samples:
 def test_a_record_lost_between_parse_and_load_exits_3_with_the_counts(
     tmp_path: Path, samples: Path, monkeypatch
 ) -> None:
-    from tests.test_warehouse import hitom_copy, plant
+    from tests.warehouse.test_warehouse import hitom_copy, plant
 
     path, questions = hitom_copy(samples, tmp_path / "in")
     warehouse = tmp_path / "w.duckdb"

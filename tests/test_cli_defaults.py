@@ -272,7 +272,7 @@ CLI_OWNED = {
     ("scan", "out"),
     ("scan", "strict"),
 }
-# the rlfiles options: tests/test_source_rlfiles.py compares their shown defaults with the adapter's
+# the rlfiles options: tests/warehouse/test_source_rlfiles.py compares their shown defaults with the adapter's
 RLFILES_FLAGS = {"split", "answer_field", "story_marker", "question_marker", "end_marker", "prompt_field"}
 
 

@@ -68,7 +68,7 @@ def hub_target_without_repo(tmp_path: Path, monkeypatch) -> object:
 
 
 def record_lost_on_load(tmp_path: Path, monkeypatch) -> object:
-    from tests.test_warehouse import hitom_copy, plant
+    from tests.warehouse.test_warehouse import hitom_copy, plant
 
     path, _ = hitom_copy(SAMPLES, tmp_path / "in")
     plant(monkeypatch, lambda records: records[1:])
@@ -120,7 +120,7 @@ def clean_after_an_edit(tmp_path: Path, monkeypatch) -> object:
 
 
 def lock_held(tmp_path: Path, monkeypatch) -> object:
-    from tests.test_concurrency import start_holder
+    from tests.warehouse.test_concurrency import start_holder
 
     warehouse = release_one(tmp_path / "w.duckdb")
     holder = start_holder(warehouse)

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.audit_data import FAST, load
-from tests.test_adapter_contract import TwoLineAdapter
+from tests.warehouse.test_adapter_contract import TwoLineAdapter
 from tomforge.audits.check import REGISTRY, AuditCheck, TableInputs, register
 from tomforge.audits.report import ReportSection
 from tomforge.audits.run import run_audit

@@ -308,7 +308,7 @@ def test_train_dry_runs(setup) -> None:
 
 def test_eval_refused_by_a_busy_lock_keeps_its_rows(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store refused after the generation (exit 9) leaves every evaluated row on disk and says where."""
-    from tests.test_concurrency import start_holder
+    from tests.warehouse.test_concurrency import start_holder
 
     release, model_dir = setup
     warehouse, out = tmp_path / "w.duckdb", tmp_path / "ev"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_batch import hitom_with_problems
+from tests.warehouse.test_batch import hitom_with_problems
 from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
 
 # Questions in each own sample, by hand: HiToM 20 JSON rows + 10 text files; ExploreToM 28 CSV rows;

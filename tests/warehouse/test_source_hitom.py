@@ -305,7 +305,7 @@ def test_a_text_file_whose_story_ends_with_a_separator_loads(tmp_path: Path, own
     assert record["meta"]["story_trailer"] == "***" and "***" not in record["context"]
 
 
-REAL_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "real-data" / "hitom" / "Hi-ToM_data.json"
+REAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "real-data" / "hitom" / "Hi-ToM_data.json"
 
 
 @pytest.mark.skipif(not REAL_DATA.is_file(), reason=f"the full HiToM release is not at {REAL_DATA}")

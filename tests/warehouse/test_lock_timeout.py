@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.test_concurrency import start_holder
+from tests.warehouse.test_concurrency import start_holder
 from tomforge.errors import ExitCode
 from tomforge.flows.cli import app
 from tomforge.flows.config import ConfigError, load_config
 from tomforge.warehouse.lock import LockBusy, configured_timeout, hold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOMI = str(ROOT / "warehouse" / "samples" / "tomi")
 
 

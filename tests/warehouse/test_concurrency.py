@@ -25,7 +25,7 @@ from tomforge.warehouse.lock import LockBusy, hold
 from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def toy(source: str, i: int) -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.test_warehouse import INFO, toy_record
+from tests.warehouse.test_warehouse import INFO, toy_record
 from tomforge.warehouse import db
 from tomforge.warehouse.load import load_into
 from tomforge.warehouse.sources.base import Reject

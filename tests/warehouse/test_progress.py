@@ -14,7 +14,7 @@ from rich.console import Console
 
 from tests.audit_data import FAST, load
 from tests.recording import Recording
-from tests.test_warehouse import INFO, toy_record
+from tests.warehouse.test_warehouse import INFO, toy_record
 from tomforge.audits.synthetic import clean_records
 from tomforge.flows.progress import RichProgress
 from tomforge.generators import generate_records, generator_info
@@ -25,7 +25,7 @@ from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.progress import PlainLineProgress, Progress, Timer
 
-SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "warehouse" / "samples"
 
 
 def test_ingest_reports_every_record_of_the_file_in_each_stage(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""Tests of warehouse/ (issue 39: tests mirror the packages, tests/<package>/)."""
