@@ -58,7 +58,7 @@ class Mutation:
 ACCOUNTING_TESTS = (
     "tests/warehouse/test_warehouse.py",
     "tests/warehouse/test_batch.py",
-    "tests/test_cli.py",
+    "tests/flows/test_cli.py",
     "tests/warehouse/test_reconciliation.py",
 )
 LEDGER_TESTS = ("tests/hub/test_release_ledger.py",)
@@ -129,7 +129,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/cli.py",
         "    try:\n        yield\n    except Exception as caught:\n",
         "    import tomforge.warehouse.load  # noqa: F401\n    try:\n        yield\n    except Exception as caught:\n",
-        ("tests/test_cli.py",),
+        ("tests/flows/test_cli.py",),
         "eval's error handler imports jsonschema/orjson: eval fails on the GPU machine",
     ),
     # issue 14: variants of real stories balanced by default (tests by helper "variants2")
@@ -849,7 +849,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/cli_polish.py",
         "        if exc.code == ExitCode.INTERRUPTED:",
         "        if False:",
-        ("tests/test_cli_polish.py",),
+        ("tests/flows/test_cli_polish.py",),
         "Ctrl-C exits 130 without saying the warehouse is unchanged",
     ),
     # issue 25: one writer at a time, tags that never move, and three planted bugs no test caught (helper "lock")
@@ -1541,7 +1541,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/config.py",
         "return generation_choices(self.rendering, self.forms)[0]",
         'return generation_choices(self.rendering, ["mc"])[0]',
-        ("tests/test_config.py",),
+        ("tests/flows/test_config.py",),
         "a config asking for list questions silently generates multiple choice",
     ),
     # run 9 (helper "gpu"): an arm's own seeds; SFT processes grouped by overlapping training windows
@@ -1594,7 +1594,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/cli.py",
         "            cli_polish.refuse_repeated_options(command, rest)",
         "            pass",
-        ("tests/test_cli_polish.py::test_a_one_value_option_given_twice_is_refused",),
+        ("tests/flows/test_cli_polish.py::test_a_one_value_option_given_twice_is_refused",),
         "`variants --source tomi --source hitom` runs on hitom alone and says nothing",
     ),
     # lead: a dry run of a local release checks its licenses as the training would

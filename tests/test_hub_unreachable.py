@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.flows.test_cli import run
 from tests.publish_fixtures import release_one
-from tests.test_cli import run
 from tomforge.flows.exit_codes import ExitCode
 
 

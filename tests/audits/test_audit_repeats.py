@@ -73,7 +73,7 @@ def test_the_audit_command_prints_the_overlap_of_its_selections(tmp_path: Path) 
     """Issue 25 item 9: items selected on both sides are in the command's output, with their count."""
     import duckdb
 
-    from tests.test_cli import run as cli
+    from tests.flows.test_cli import run as cli
 
     path = load(tmp_path / "w.duckdb", clean_records(6, seed=1, split="train") + clean_records(3, seed=2, split="test"))
     with duckdb.connect(str(path), read_only=True) as con:

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.audit_data import load, variant
+from tests.flows.test_cli import assert_one_line_error, run
 from tests.scan_data import benchmark_warehouse, filler, write_jsonl
-from tests.test_cli import assert_one_line_error, run
 from tomforge.audits.scan import run_scan
 from tomforge.audits.scan_config import ScanParams
 from tomforge.audits.scan_corpus import ScanInputError

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.flows.test_cli import assert_one_line_error, run
 from tests.generators.test_real_oracle import TOMI_TRACE, TOMI_TXT, exploretom_records, hitom_records, hitom_row
-from tests.test_cli import assert_one_line_error, run
 from tomforge.audits.clean import apply_cleaning
 from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.run import run_audit

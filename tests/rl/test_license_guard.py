@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.flows.test_cli import assert_one_line_error, run
 from tests.publish_fixtures import BETA, record
-from tests.test_cli import assert_one_line_error, run
 from tomforge.rl.licenses import forbids_training
 from tomforge.rl.release import ReleaseReadError, SplitRef, check_training_split
 from tomforge.warehouse.load import ingest_records

@@ -2,7 +2,7 @@
 alive): the extras named when missing, the license warning line, what each flag reaches the RL stage and the
 evaluation with, `eval --gpus N`'s command line, a process's share of an evaluation, and the report's figures and
 files. The stage, the evaluation and the launcher are replaced by recorders (the real runs are tests/test_rl_*.py,
-which train and generate); tests/test_train_command_parts.py has `train`'s parts."""
+which train and generate); tests/flows/test_train_command_parts.py has `train`'s parts."""
 
 from __future__ import annotations
 

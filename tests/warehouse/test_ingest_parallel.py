@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 import tomforge.warehouse.parallel as parallel
+from tests.flows.test_cli import assert_one_line_error, run
 from tests.recording import Recording
-from tests.test_cli import assert_one_line_error, run
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import info_of, stage
 from tomforge.warehouse.sources import get_adapter

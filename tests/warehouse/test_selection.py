@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import _warehouse, assert_one_line_error, run
+from tests.flows.test_cli import _warehouse, assert_one_line_error, run
 from tomforge.flows.config import selection_problem
 from tomforge.warehouse.selection import SelectionSyntaxError, check_selection
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.test_cli import assert_one_line_error, run
+from tests.flows.test_cli import assert_one_line_error, run
 from tomforge.warehouse.sources.sniff import sniff
 
 CSV = "story_structure,question,expected_answer\nAnne is in the den.,Where is Anne?,den\n"

@@ -12,8 +12,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from tests.flows.test_cli import _warehouse, assert_one_line_error, run
 from tests.publish_fixtures import release_one
-from tests.test_cli import _warehouse, assert_one_line_error, run
 from tomforge.flows import cli
 from tomforge.flows.config import PublishConfig
 from tomforge.flows.exit_codes import ExitCode
@@ -77,7 +77,7 @@ def test_ctrl_c_says_the_warehouse_is_unchanged(tmp_path: Path, monkeypatch, cap
             "--source",
             "tomi",
             "--path",
-            str(Path(__file__).parents[1] / "warehouse/samples/tomi"),
+            str(Path(__file__).parents[2] / "warehouse/samples/tomi"),
             "-w",
             str(warehouse),
         ],

@@ -12,7 +12,7 @@ from tests.scan_data import benchmark_warehouse, planted_corpus, write_jsonl
 from tomforge.audits.scan import run_scan
 from tomforge.flows.scan_flow import scan_flow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_scan_flow_gives_the_step_result(tmp_path: Path) -> None:

@@ -462,7 +462,7 @@ def test_eval_errors_need_no_warehouse_dependencies(tmp_path: Path) -> None:
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert done.returncode == ExitCode.REMOTE, done.stderr  # offline: the Hub out of reach, as in every command

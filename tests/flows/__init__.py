@@ -1,0 +1,1 @@
+"""Tests of flows/ (issue 39: tests mirror the packages, tests/<package>/)."""
