@@ -208,32 +208,6 @@ def _longest_run(doc_grams: np.ndarray, story_grams: np.ndarray, n: int, n_words
     return int(starts[best]), int(ends[best]) - 1 + n
 
 
-_FIGURES = (
-    "coverage",
-    "jaccard",
-    "shared_ngrams",
-    "p_value",
-    "char_start",
-    "char_end",
-    "matched_sentences",
-    "story_sentences",
-    "sentence_coverage",
-)
-
-
-def strongest(found: dict[str, dict]) -> dict:
-    """One pair's row from every way it matched: the strongest kind (`KINDS` order), with the
-    figures of every kind found (a verbatim copy keeps its n-gram and sentence figures). Row by row:
-    the reference that `_strongest_rows` (the scan's, over whole frames) is tested against."""
-    kind = min(found, key=KINDS.index)
-    row = {c: None for c in _FIGURES}
-    for evidence in found.values():
-        row.update({k: v for k, v in evidence.items() if v is not None and k != "kind"})
-    if kind != "sentences":  # a character span only where the sentences are the evidence
-        row["char_start"] = row["char_end"] = None
-    return {**row, "kind": kind}
-
-
 def match_texts(index: BenchmarkIndex, texts: list[str], p: ScanParams) -> pl.DataFrame:
     """Hits of one batch: one row per (document, story) pair, its strongest kind (`KINDS` order),
     the word span (or, for `sentences`, the character span of the matched sentences) and the
@@ -260,9 +234,10 @@ def _pairs_frame(pairs: list[tuple], **figures: pl.DataType) -> pl.DataFrame:
 
 
 def _strongest_rows(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """`strongest` over whole frames (one per way of matching, `ngram` holding both n-gram kinds): one
-    row per pair with its strongest kind and the figures of every kind found, by joins instead of a
-    Python dict per pair (the row-wise `strongest` is the reference: tests compare the two)."""
+    """One row per pair over whole frames (one per way of matching, `ngram` holding both n-gram kinds):
+    its strongest kind (`KINDS` order) and the figures of every kind found (a verbatim copy keeps its
+    n-gram and sentence figures), by joins instead of a Python dict per pair (tests compare it with a
+    row-by-row reference, `tests/audit_reference.py` `strongest`)."""
     ngram = found["ngram"].select(
         pl.col("doc").cast(pl.Int64),
         pl.col("story").cast(pl.Int64),

@@ -2204,8 +2204,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "independent4.scan_span_kept_when_sentences_also_found",
         "audits/scan_match.py",
-        'if kind != "sentences":',
-        'if "sentences" not in found:',
+        'pl.when(is_sentences).then(pl.col("char_start")).alias("char_start"),',
+        'pl.col("char_start").alias("char_start"),',
         ("tests/test_independent4_survivors.py::test_a_verbatim_hit_also_found_by_sentences_keeps_no_span",),
         "a verbatim hit also found by sentences reports a sentence span",
     ),

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from tomforge.audits import features
+from tomforge.audits import features, scan_match
 from tomforge.audits.text import normalize
 
 
@@ -116,3 +116,29 @@ def reference_item_features(items: pl.DataFrame) -> pl.DataFrame:
             }
         )
     return pl.DataFrame(rows, schema=features._SCHEMA)
+
+
+SCAN_FIGURES = (
+    "coverage",
+    "jaccard",
+    "shared_ngrams",
+    "p_value",
+    "char_start",
+    "char_end",
+    "matched_sentences",
+    "story_sentences",
+    "sentence_coverage",
+)
+
+
+def strongest(found: dict[str, dict]) -> dict:
+    """One pair's row from every way it matched: the strongest kind (`KINDS` order), with the
+    figures of every kind found (a verbatim copy keeps its n-gram and sentence figures). Row by row: the
+    reference that `audits/scan_match.py` `_strongest_rows` (the scan's, over whole frames) is tested against."""
+    kind = min(found, key=scan_match.KINDS.index)
+    row = {c: None for c in SCAN_FIGURES}
+    for evidence in found.values():
+        row.update({k: v for k, v in evidence.items() if v is not None and k != "kind"})
+    if kind != "sentences":  # a character span only where the sentences are the evidence
+        row["char_start"] = row["char_end"] = None
+    return {**row, "kind": kind}

@@ -58,16 +58,35 @@ def test_coverage_equal_to_the_null_is_not_a_hit(monkeypatch: pytest.MonkeyPatch
     assert found.select("doc", "story", "matched_sentences").rows() == [(0, 1, 4)]
 
 
-# 47 scan_match.strongest: a character span only where the sentences are the evidence
+# 47 scan_match: a character span only where the sentences are the evidence (`_strongest_rows`, the scan's own
+# assembly since issue 36; the row-wise reference is tests/audit_reference.py's)
 def test_a_verbatim_hit_also_found_by_sentences_keeps_no_span() -> None:
-    from tomforge.audits.scan_match import strongest
+    import polars as pl
 
+    from tomforge.audits.scan_match import _pairs_frame, _strongest_rows
+    from tomforge.audits.sentence_match import MATCH_SCHEMA
+
+    sentences = {"doc": [0, 1], "story": [0, 1], "matched_sentences": [4, 3], "story_sentences": [4, 4]}
+    sentences |= {"coverage": [1.0, 0.75], "null_coverage": [0.1, 0.1], "char_start": [0, 5], "char_end": [40, 30]}
     found = {
-        "verbatim": {"kind": "verbatim"},
-        "sentences": {"kind": "sentences", "char_start": 0, "char_end": 40, "matched_sentences": 4},
+        "ngram": pl.DataFrame(
+            {"doc": [], "story": [], "shared_ngrams": [], "coverage": [], "p_value": [], "kind": []},
+            schema={
+                "doc": pl.Int64,
+                "story": pl.Int64,
+                "shared_ngrams": pl.UInt32,
+                "coverage": pl.Float64,
+                "p_value": pl.Float64,
+                "kind": pl.Utf8,
+            },
+        ),
+        "near_duplicate": _pairs_frame([], jaccard=pl.Float64()),
+        "names_swapped": _pairs_frame([]),
+        "sentences": pl.DataFrame({**sentences, "spans": [[[0, 40]], [[5, 30]]]}, schema=MATCH_SCHEMA),
+        "verbatim": _pairs_frame([(0, 0)]),  # document 0 is also a verbatim copy of story 0
     }
-    row = strongest(found)
-    assert (row["kind"], row["char_start"], row["char_end"], row["matched_sentences"]) == ("verbatim", None, None, 4)
+    rows = _strongest_rows(found).select("doc", "kind", "char_start", "char_end", "matched_sentences").rows()
+    assert rows == [(0, "verbatim", None, None, 4), (1, "sentences", 5, 30, 3)]
 
 
 # 50 sft.target_answer: an empty list answer is "none" (what the prompt asks for an empty list)

@@ -18,11 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.audit_data import load, rename, variant
+from tests.audit_reference import strongest
 from tests.scan_data import filler, swap_names, write_jsonl
 from tomforge.audits.scan import read_benchmark, run_scan
 from tomforge.audits.scan_config import ScanParams
 from tomforge.audits.scan_index import build_index
-from tomforge.audits.scan_match import KINDS, match_texts, signable, strongest
+from tomforge.audits.scan_match import KINDS, match_texts, signable
 from tomforge.audits.synthetic import NAMES, clean_records
 from tomforge.audits.text import tokens
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tests.audit_reference import strongest
 from tomforge.audits import scan_match
-from tomforge.audits.scan_match import _pairs_frame, _strongest_rows, _with_word_spans, strongest
+from tomforge.audits.scan_match import _pairs_frame, _strongest_rows, _with_word_spans
 from tomforge.audits.sentence_match import MATCH_SCHEMA
 
 FIGURES = ["coverage", "jaccard", "shared_ngrams", "p_value", "char_start", "char_end"]
