@@ -259,11 +259,8 @@ def _strongest_rows(found: dict[str, pl.DataFrame]) -> pl.DataFrame:
     near = found["near_duplicate"].rename({"jaccard": "near_jaccard"})
     verbatim = found["verbatim"].with_columns(verbatim=pl.lit(True))
     ranked = [ngram.select("doc", "story", "kind")] + [
-        found[k].select("doc", "story", pl.lit(k).alias("kind")) for k in ("near_duplicate", "names_swapped")
-    ]
-    ranked += [
-        frame.select("doc", "story", pl.lit(k).alias("kind"))
-        for k, frame in (("sentences", sentences), ("verbatim", verbatim))
+        found[k].select("doc", "story", pl.lit(k).alias("kind"))
+        for k in ("near_duplicate", "names_swapped", "sentences", "verbatim")
     ]
     rank = pl.col("kind").replace_strict(list(KINDS), list(range(len(KINDS))), return_dtype=pl.Int64)
     pairs = (
