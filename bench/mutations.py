@@ -33,12 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.numba_cache import numba_cache_kept
 from bench.warm_pytest import WarmPytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -2421,6 +2420,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_independent6_survivors.py::test_a_killed_runs_partial_folder_leaves_nothing_behind",),
         "a killed run's partial staging folder is reused: its stray files are staged",
     ),
+    # issue 38, CI time: a mutant's file keeps its numba cache (bench/numba_cache.py)
+    Mutation(
+        "numba_cache.stamp_not_put_back",
+        "bench/numba_cache.py",
+        "            os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))\n",
+        "",
+        ("tests/test_numba_cache_kept.py",),
+        "a mutant's file keeps the time stamp of its last write: numba compiles the original kernels again",
+    ),
 )
 
 
@@ -2523,33 +2531,6 @@ def apply(copy: Path, mutation: Mutation) -> str | None:
         return None
     path.write_text(text.replace(mutation.original, mutation.mutated), encoding="utf-8")
     return text
-
-
-@contextmanager
-def numba_cache_kept(source: Path) -> Iterator[None]:
-    """Around a mutant of `source`: afterwards its modification time and its numba cache files are as before.
-
-    Why: numba keys a kernel's cache on its source file's time stamp and size, so a mutant's compile replaces the
-    cached original, and once the text is restored every later run in this copy compiled the original kernels again
-    (issue 38: files with kernels held 635 s of the 1,751 s of CI's mutation check). Only `source`'s own entries are
-    kept: a kernel of another file that inlines one of `source`'s is not invalidated by numba either way.
-    """
-    stamp = source.stat()
-    cache = source.parent / "__pycache__"
-    mine = [f"{source.stem}.*.nbi", f"{source.stem}.*.nbc"]
-    with tempfile.TemporaryDirectory(prefix="numba-cache-") as keep:
-        kept = {f.name for pattern in mine for f in cache.glob(pattern)}
-        for name in kept:
-            shutil.copy2(cache / name, Path(keep) / name)
-        try:
-            yield
-        finally:
-            os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-            for f in [f for pattern in mine for f in cache.glob(pattern)]:
-                if f.name not in kept:
-                    f.unlink()
-            for name in kept:
-                shutil.copy2(Path(keep) / name, cache / name)
 
 
 def make_copies(tmp: Path, jobs: int, python: str, cold: bool) -> queue.Queue[tuple[Path, WarmPytest | None]]:

@@ -1,4 +1,4 @@
-"""bench/mutations.py `numba_cache_kept`: after a mutant, its file's time stamp and numba cache entries are as before.
+"""bench/numba_cache.py `numba_cache_kept` (used by bench/mutations.py): after a mutant, its file's time stamp and numba cache entries are as before.
 
 Why it matters: numba keys a kernel's cache on the source file's stamp; without this, every run after a mutant of a
 file with kernels compiled them again (issue 38, CI time). A real kernel checks the premise, planted files the rules.
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.mutations import numba_cache_kept
+from bench.numba_cache import numba_cache_kept
 
 KERNEL = "from numba import njit\n\n\n@njit(cache=True)\ndef add(a, b):\n    return a + b\n"
 CALL = "import kernel\nkernel.add(1, 2)\nprint(kernel.add.stats.cache_hits and 'hit' or 'miss')\n"
