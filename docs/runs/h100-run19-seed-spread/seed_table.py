@@ -1,8 +1,11 @@
 """Run 19's seed table: the gate's accuracy per seed, order and format for answer-only SFT at lr 1e-4 (issue 37).
 
 Seed 0 is read from runs 15 (64k) and 16 (128k), seeds 1-2 from this folder's eval_results.parquet; the spread
-between seeds is what a one-seed comparison of arms has to beat. Run from the repository root.
+between seeds is what a one-seed comparison of arms has to beat. Run from the repository root; later runs name
+their own eval_results.parquet files as arguments (every label in them is read), e.g. run 20's 256k seeds.
 """
+
+import sys
 
 import polars as pl
 
@@ -14,10 +17,10 @@ SOURCES = {
 }
 
 
-def gate_rows() -> pl.DataFrame:
+def gate_rows(extra: list[str]) -> pl.DataFrame:
     """Every seed's rows of the gate's split (held-out controlled items of orders 0-3)."""
     frames = []
-    for path, label in SOURCES.items():
+    for path, label in {**SOURCES, **dict.fromkeys(extra)}.items():
         rows = pl.read_parquet(path).filter(pl.col("split") == "test_orders0to3")
         if label is not None:
             rows = rows.filter(pl.col("label") == label)
@@ -26,7 +29,7 @@ def gate_rows() -> pl.DataFrame:
 
 
 def main() -> None:
-    rows = gate_rows().with_columns(pl.col("correct").cast(pl.Float64))
+    rows = gate_rows(sys.argv[1:]).with_columns(pl.col("correct").cast(pl.Float64))
     overall = rows.group_by("label").agg(pl.len().alias("n"), pl.col("correct").mean().alias("gate"))
     orders = rows.pivot(on="belief_order", index="label", values="correct", aggregate_function="mean")
     formats = rows.pivot(on="answer_format", index="label", values="correct", aggregate_function="mean")
