@@ -7,6 +7,7 @@ hand on a quiet machine.
 
     .venv/bin/python -m bench.speed_guard [--items 1000000] [--gen-n 6000] [--skip-audit] [--core N]
                                           [--json out.json] [--record]   # --record: this run becomes the reference
+                                          [--warehouse W.duckdb]  # audit a copy of a kept warehouse of --items
 
 `--items 100000` is the quick check: its audit figures are set against a recorded run of 100,000
 items (each size has its own), never against the million-item one; the generation figures do not
@@ -29,6 +30,7 @@ for _var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "M
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -76,12 +78,35 @@ def generation_rates(n: int, core: int, reps: int = 5) -> dict[str, float]:
     return out
 
 
-def audit_figures(items: int, threads: int) -> tuple[dict[str, float], list[dict]]:
-    """Generate and ingest `items` generated records (child process), then audit them (child process)."""
+def first_audit_copy(kept: Path, path: Path, items: int) -> None:
+    """Copy a kept warehouse of generated items to `path` without its audit tables, so the audit runs as a first
+    audit (signatures computed, nothing cached): building a million items takes minutes, auditing them is what is
+    measured. Refuses a warehouse of another size, whose figures would be set against the wrong reference."""
+    import duckdb
+
+    shutil.copyfile(kept, path)
+    with duckdb.connect(str(path)) as con:
+        row = con.execute("SELECT count(*) FROM items").fetchone()
+        if row is None or row[0] != items:
+            sys.exit(f"{kept}: holds {row[0] if row else 0:,} items, not --items {items:,}")
+        tables = con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_name LIKE 'audit_%'"
+        ).fetchall()
+        for (table,) in tables:
+            con.execute(f'DROP TABLE "{table}"')
+        con.execute("CHECKPOINT")
+
+
+def audit_figures(items: int, threads: int, kept: Path | None = None) -> tuple[dict[str, float], list[dict]]:
+    """Generate and ingest `items` generated records (child process), or take a copy of a `kept` warehouse of
+    them, then audit them (child process)."""
     phases = audit_bench.Phases()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TOMFORGE_BENCH_TMP")) as tmp:
         path = Path(tmp) / "w.duckdb"
-        audit_bench._ingest(phases, "generate + ingest", path, "generated", items, 1)
+        if kept is None:
+            audit_bench._ingest(phases, "generate + ingest", path, "generated", items, 1)
+        else:
+            first_audit_copy(kept, path, items)
         audit_bench._audit(phases, "audit", path, Path(tmp) / "report", threads)
         phases.stop()
     rows = [r for r in phases.rows if r["phase"].startswith("audit:")]
@@ -101,6 +126,11 @@ def main() -> None:
     ap.add_argument("--gen-n", type=int, default=6000, help="questions per generation run (default 6000)")
     ap.add_argument("--audit-threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--skip-audit", action="store_true", help="only the generation rates")
+    ap.add_argument(
+        "--warehouse",
+        type=Path,
+        help="audit a copy of this warehouse of --items generated items (audit tables dropped) instead of generating one",
+    )
     ap.add_argument("--json", type=Path, help="write this run's figures here")
     ap.add_argument("--record", action="store_true", help=f"write this run's figures to {REFERENCE.name}")
     args = ap.parse_args()
@@ -109,7 +139,7 @@ def main() -> None:
     measured: dict[str, float] = dict(generation_rates(args.gen_n, args.core))
     phase_rows: list[dict] = []
     if not args.skip_audit:
-        audit, phase_rows = audit_figures(args.items, args.audit_threads)
+        audit, phase_rows = audit_figures(args.items, args.audit_threads, args.warehouse)
         measured |= audit
         print(f"\n{'phase':58s} {'wall s':>7s} {'CPU s':>7s} {'peak GB':>8s}  load")
         for r in phase_rows:
