@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pyarrow as pa
@@ -237,18 +238,81 @@ def test_parquet_rows_in_order_over_several_batches(tmp_path: Path, monkeypatch:
     assert count_rows(path) == 5
 
 
+def _arrow_says(call, *args) -> str:
+    """The first line of pyarrow's own error for the file, read here without the module."""
+    try:
+        call(*args)
+    except (pa.ArrowInvalid, OSError) as exc:
+        return str(exc).strip().split("\n")[0]
+    raise AssertionError("pyarrow read the file")
+
+
 def test_unreadable_parquet_and_arrow_files(tmp_path: Path) -> None:
     parquet = tmp_path / "rows.parquet"
     parquet.write_bytes(b"PAR1 this is no parquet file\nsecond line")
-    message = _message(lambda: list(read_rows(parquet)))
-    assert message.startswith(f"{parquet}: not a readable parquet file (") and message.endswith(")")
-    assert "\n" not in message
-    assert _message(count_rows, parquet) == message
+    said = _arrow_says(pq.ParquetFile, parquet)
+    assert " " in said  # a sentence: a first word alone would not do
+    expected = f"{parquet}: not a readable parquet file ({said})"
+    assert _message(lambda: list(read_rows(parquet))) == expected
+    assert _message(count_rows, parquet) == expected
     arrow = tmp_path / "rows.arrow"
     arrow.write_bytes(b"not arrow at all, not even close to it\nsecond line")
-    message = _message(lambda: list(read_rows(arrow)))
-    assert message.startswith(f"{arrow}: not a readable Arrow file (") and message.endswith(")")
-    assert "\n" not in message
+    said = _arrow_says(lambda: pa.ipc.open_file(pa.memory_map(str(arrow))))
+    assert _message(lambda: list(read_rows(arrow))) == f"{arrow}: not a readable Arrow file ({said})"
+
+
+def test_a_parsed_array_that_is_no_list_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unreachable with orjson (a text starting with `[` parses to a list or fails): a planted parser
+    returning an object stands for any other reader of the array."""
+    path = _touch(tmp_path / "rows.json", "[1]")
+    monkeypatch.setattr(rl_rows, "orjson", SimpleNamespace(loads=lambda data: {"rows": 1}, JSONDecodeError=ValueError))
+    assert _message(rl_rows._json_array, path) == f"{path}: expected a JSON array of rows"
+
+
+def test_a_line_starting_with_an_x_is_no_array(tmp_path: Path) -> None:
+    path = _touch(tmp_path / "rows.jsonl", "X[1]\n")
+    try:
+        orjson.loads(b"X[1]")
+    except orjson.JSONDecodeError as exc:
+        reason = f"invalid JSON ({exc.msg})"
+    assert list(read_rows(path)) == [BadRow("X[1]", reason)]
+
+
+def test_a_bad_rows_text_keeps_everything_but_its_line_end(tmp_path: Path) -> None:
+    path = _touch(tmp_path / "rows.jsonl", '{bad \n{badX\n"text" \r\n')
+    reasons = []
+    for line in (b"{bad ", b"{badX"):
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            reasons.append(f"invalid JSON ({exc.msg})")
+    assert list(read_rows(path)) == [
+        BadRow("{bad ", reasons[0]),
+        BadRow("{badX", reasons[1]),
+        BadRow('"text" ', "not a JSON object"),
+    ]
+
+
+def test_utf8_files_are_read_as_utf8_under_an_ascii_locale(tmp_path: Path) -> None:
+    from tests.ascii_locale import run_in_ascii_locale
+
+    rows = _touch(tmp_path / "train" / "rows.jsonl", '{"q": "où est la balle ?"}\n\n{"q": "ß"}\n')
+    shard = _arrow_stream(tmp_path / "x" / "data-00000-of-00001.arrow", [{"a": 1}])
+    _touch(shard.parent / "state.json", json.dumps({"_split": "prüfung"}, ensure_ascii=False))
+    assert count_rows(rows) == 2 and split_of(shard) == "prüfung"
+    done = run_in_ascii_locale(
+        "import sys; from pathlib import Path; from tomforge.warehouse.sources.rl_rows import "
+        "count_rows, read_rows, split_of; "
+        "print(ascii([list(read_rows(Path(sys.argv[1]))), count_rows(Path(sys.argv[1])), split_of(Path(sys.argv[2]))]))",
+        str(rows),
+        str(shard),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ascii([[{"q": "où est la balle ?"}, {"q": "ß"}], 2, "prüfung"])
+
+
+def test_split_of_reads_the_folders_under_the_root(tmp_path: Path) -> None:
+    assert split_of(tmp_path / "dev-part" / "rows.jsonl", tmp_path) == "dev"
 
 
 def test_arrow_stream_and_file_formats(tmp_path: Path) -> None:
@@ -266,5 +330,5 @@ def test_arrow_stream_and_file_formats(tmp_path: Path) -> None:
 
 
 def test_first_line_of_an_error() -> None:
-    assert rl_rows._first_line(ValueError("  one\ntwo\nthree ")) == "one"
+    assert rl_rows._first_line(ValueError("  one word\ntwo\nthree ")) == "one word"
     assert rl_rows._first_line(ValueError("\n\nonly\n")) == "only"
