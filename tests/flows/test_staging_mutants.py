@@ -16,6 +16,7 @@ from tomforge.flows.config import GenerateConfig
 from tomforge.generators import GENERATOR_VERSION
 from tomforge.schemas import SCHEMA_DIR
 from tomforge.warehouse.load import STAGED_FORMAT
+from tomforge.warehouse.progress import Progress
 from tomforge.warehouse.sources import get_adapter
 
 TOMI = Path(__file__).resolve().parents[2] / "warehouse" / "samples" / "tomi" / "tomi_sample_test.txt"
@@ -141,3 +142,47 @@ def test_stage_generated_writes_the_splits_questions(tmp_path: Path) -> None:
     assert staged.items.num_rows == 3
     assert set(staged.items.column("split").to_pylist()) == {"validation"}
     assert staged.input_ref == f"generate:validation:n=3,max_order={settings.max_order},seed=3"
+
+
+class _Stages(Progress):
+    """Records the name of every stage started."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, stage) -> None:
+        self.names.append(stage.name)
+
+
+def test_stage_source_reports_its_stages_and_its_input(tmp_path: Path) -> None:
+    progress = _Stages()
+    folder = staging.stage_source(tmp_path, "tomi", str(TOMI), progress)
+    assert "count tomi" in progress.names  # `stage_input`'s own count of the input
+    assert staging.open_staged(folder).input_ref == str(TOMI)  # the location as given
+
+
+def test_a_hub_location_is_resolved_with_the_sources_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Hub id is downloaded with the adapter's file patterns: the adapter must reach `resolve_input`."""
+    seen: list[tuple[str, str | None]] = []
+
+    def resolve(location: str, adapter) -> Path:
+        seen.append((location, getattr(adapter, "name", None)))
+        return TOMI
+
+    monkeypatch.setattr(staging, "resolve_input", resolve)
+    folder = staging.staged_folder(tmp_path, "tomi", "some-org/tomi")
+    assert staging.stage_source(tmp_path, "tomi", "some-org/tomi") == folder
+    assert seen == [("some-org/tomi", "tomi"), ("some-org/tomi", "tomi")]
+
+
+def test_staged_folder_builds_the_adapter_with_the_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, dict | None]] = []
+    choose = staging._adapter
+
+    def adapter(source: str, options: dict | None):
+        asked.append((source, options))
+        return choose(source, options)
+
+    monkeypatch.setattr(staging, "_adapter", adapter)
+    staging.staged_folder(tmp_path, "rlfiles", str(RL), {"split": "test"})
+    assert asked == [("rlfiles", {"split": "test"})]

@@ -130,3 +130,13 @@ def test_show_reconciliation_names_the_first_input_that_does_not_add_up(capsys: 
     assert raised.value.report is first
     assert (raised.value.loaded, raised.value.counts_shown) == (True, True)
     assert "fantom" in capsys.readouterr().out
+
+
+def test_the_error_word_is_bold_red_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    console = terminal.literal_console(file=out, force_terminal=True, color_system="standard", width=80)
+    monkeypatch.setattr(terminal, "console", console)
+    with pytest.raises(typer.Exit):
+        terminal.exit_with_error("no such file")
+    # SGR 1 bold, 31 red; rich's Text + Text keeps the left part's style as the whole line's base style
+    assert out.getvalue() == "\x1b[1;31merror: no such file\x1b[0m\n"
