@@ -87,7 +87,9 @@ def test_repeatable_words_pass(args: list[str]) -> None:
 
 def test_one_line_summaries() -> None:
     commands = {
-        "a": SimpleNamespace(short_help=None, help="    First line\n    goes on here.\n\n    Second paragraph."),
+        "a": SimpleNamespace(
+            short_help=None, help="    First line\n    goes on here.\n\n    Second paragraph.\n\n    Third."
+        ),
         "b": SimpleNamespace(short_help="kept", help="Other help."),
         "c": SimpleNamespace(short_help=None, help=None),
         "d": SimpleNamespace(short_help=None, help="One  line\twith   gaps"),
@@ -105,7 +107,7 @@ def test_flags_without_a_type_patches_typers_option_once(monkeypatch: pytest.Mon
     calls: list[Any] = []
 
     def shown(self: Any, ctx: Any) -> str:
-        calls.append(ctx)
+        calls.append((self, ctx))
         return "INTEGER"
 
     monkeypatch.setattr(TyperOption, "display_type_rich", shown)
@@ -118,7 +120,7 @@ def test_flags_without_a_type_patches_typers_option_once(monkeypatch: pytest.Mon
     value = SimpleNamespace(is_flag=False)
     assert patched(flag, "ctx-1") is None
     assert patched(value, "ctx-2") == "INTEGER"
-    assert calls == ["ctx-2"]
+    assert calls == [(value, "ctx-2")]
 
 
 def test_plain_help_text_escapes_rich_markup_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,7 +131,7 @@ def test_plain_help_text_escapes_rich_markup_once(monkeypatch: pytest.MonkeyPatc
         return text
 
     def default_string(self: Any, *, ctx: Any, show_default_is_str: bool, default_value: Any) -> str:
-        return f"own({ctx},{show_default_is_str},{default_value})"
+        return f"own({self.show_default},{ctx},{show_default_is_str},{default_value})"
 
     monkeypatch.setattr(rich_utils, "_make_rich_text", make_text)
     monkeypatch.setattr(TyperOption, "_get_default_string", default_string)
@@ -148,7 +150,7 @@ def test_plain_help_text_escapes_rich_markup_once(monkeypatch: pytest.MonkeyPatc
     option = SimpleNamespace(show_default="0")
     get = TyperOption._get_default_string
     assert get(option, ctx="C", show_default_is_str=True, default_value=5) == "0"
-    assert get(option, ctx="C", show_default_is_str=False, default_value=5) == "own(C,False,5)"
+    assert get(option, ctx="C", show_default_is_str=False, default_value=5) == "own(0,C,False,5)"
 
 
 def _exit(code: int) -> Any:

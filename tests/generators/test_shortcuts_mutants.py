@@ -42,6 +42,7 @@ def test_balance_summary_per_order_with_memory_apart() -> None:
         _record("reality", 0, "multiple_choice", index=1, n_moves=2),
         _record("first_order_belief", 1, "yes_no", answer="yes", base_agents=3),
         _record("first_order_belief", 1, "yes_no", answer="no"),
+        _record("first_order_belief", 1, "yes_no", answer="yes"),
         _record("first_order_belief", 1, "multiple_choice", index=0),
         _record("first_order_belief", 1, "multiple_choice", index=0),
     ]
@@ -61,11 +62,11 @@ def test_balance_summary_per_order_with_memory_apart() -> None:
         "position": Counter({1: 1}),
     }
     assert {k: dict(v) for k, v in summary["1"].items()} == {
-        "role": Counter({"last": 4}),
-        "agents": Counter({3: 1, 2: 3}),
-        "moves": Counter({1: 4}),
-        "format": Counter({"yes_no": 2, "multiple_choice": 2}),
+        "role": Counter({"last": 5}),
+        "agents": Counter({3: 1, 2: 4}),
+        "moves": Counter({1: 5}),
+        "format": Counter({"yes_no": 3, "multiple_choice": 2}),
         "position": Counter({0: 2}),
-        "yes_no": Counter({"yes": 1, "no": 1}),
+        "yes_no": Counter({"yes": 2, "no": 1}),
     }
     assert balance_summary([]) == {}
