@@ -75,9 +75,7 @@ def test_only_a_failing_verdict_of_a_splitting_check_is_split() -> None:
 def test_items_counted_per_side_and_source_most_first_then_by_name() -> None:
     check = _ItemsCheck(["h1", "h2", "t1", "t2", "t3", "b1", "a1"])
     out = by_source.with_sources(check, FAIL, _facts(), lambda t: None)
-    assert out.finding == (
-        "gold first 80% [items by source: held-out hitom 2, tomi 1; train tomi 2, atom 1, bigtom 1]"
-    )
+    assert out.finding == ("gold first 80% [items by source: held-out hitom 2, tomi 1; train tomi 2, atom 1, bigtom 1]")
     assert (out.check, out.status, out.action) == (FAIL.check, FAIL.status, FAIL.action)
     assert check.given.columns == ["item_id", "context_id", "side", "source"]
     assert check.given.height == 8  # h2 once per side
@@ -196,8 +194,10 @@ def test_the_recomputed_finding_names_the_sources_that_fail_alone() -> None:
             {"atom": "pass", "bigtom": "pass", "hitom": "warn", "tomi": "pass"},
             "no source fails alone (atom, bigtom, hitom, tomi): the mixture does",
         ),
-        ({"atom": "fail", "bigtom": "fail", "hitom": "fail", "tomi": "fail"}, "; ".join(
-            f"fails in {s} alone (f)" for s in ("atom", "bigtom", "hitom", "tomi"))),
+        (
+            {"atom": "fail", "bigtom": "fail", "hitom": "fail", "tomi": "fail"},
+            "; ".join(f"fails in {s} alone (f)" for s in ("atom", "bigtom", "hitom", "tomi")),
+        ),
         (
             {"atom": None, "bigtom": None, "hitom": None, "tomi": None},
             "no source fails alone (none tested): the mixture does; "

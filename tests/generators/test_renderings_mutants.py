@@ -14,7 +14,10 @@ from tomforge.generators.renderings import RENDERINGS, GeneratorChoiceError, ren
         ("Anne likes the apple.", "You like the apple."),
         ("Bob knows Anne really dislikes the box.", "Bob knows you really dislike the box."),
         ("Bob said Anne loves, hates, admires it.", "Bob said you love, hates, admires it."),
-        ("Bob: Anne admires it. Anne believes it. Anne thinks so.", "Bob: you admire it. You believe it. You think so."),
+        (
+            "Bob: Anne admires it. Anne believes it. Anne thinks so.",
+            "Bob: you admire it. You believe it. You think so.",
+        ),
         ("Bob thinks Anne is in the den.", "Bob thinks you are in the den."),
         ("Bob thinks Anne has the key.", "Bob thinks you have the key."),
         ("Bob asked whether Anne does.", "Bob asked whether you do."),
@@ -50,7 +53,5 @@ def test_render_per_rendering() -> None:
 def test_an_unknown_rendering_is_bad_input() -> None:
     with pytest.raises(GeneratorChoiceError) as raised:
         render("x", "first_person", "Anne")
-    assert str(raised.value) == (
-        "unknown rendering 'first_person'; choose from third_person, second_person, dialogue"
-    )
+    assert str(raised.value) == ("unknown rendering 'first_person'; choose from third_person, second_person, dialogue")
     assert isinstance(raised.value, ValueError) and raised.value.exit_code == 2

@@ -198,7 +198,12 @@ def test_a_json_file_of_lines_is_read_as_lines(tmp_path: Path) -> None:
 def test_a_json_array_after_a_byte_order_mark_and_white_space(tmp_path: Path) -> None:
     path = tmp_path / "rows.json"
     path.write_bytes(b'\xef\xbb\xbf \t\r\n[{"a": 1}, 7, {"b": [1]}, "x"]')
-    assert list(read_rows(path)) == [{"a": 1}, BadRow("7", "not a JSON object"), {"b": [1]}, BadRow('"x"', "not a JSON object")]
+    assert list(read_rows(path)) == [
+        {"a": 1},
+        BadRow("7", "not a JSON object"),
+        {"b": [1]},
+        BadRow('"x"', "not a JSON object"),
+    ]
     assert count_rows(path) == 4
 
 
