@@ -56,7 +56,7 @@ def test_repeated_sentences_row_by_row(monkeypatch: pytest.MonkeyPatch, jit: str
     df = _frame(
         [
             ("train", "c3", STORIES["c3"], None),
-            ("heldout", "c1", STORIES["c1"], 1),
+            ("heldout", "c9", STORIES["c1"], 1),  # first by selection, last by story id
             ("train", "c2", STORIES["c2"], None),
             ("train", "c2", "Other. Other.", None),  # the same story again: its first row counts
             ("train", "c4", STORIES["c4"], None),
@@ -65,8 +65,8 @@ def test_repeated_sentences_row_by_row(monkeypatch: pytest.MonkeyPatch, jit: str
         ]
     )
     assert repeated_sentences(df).to_dicts() == [
-        _row("heldout", "c1", DEN, 2, False, 2, 1, True),
-        _row("heldout", "c1", ENVELOPE, 2, False, 2, 1, True),
+        _row("heldout", "c9", DEN, 2, False, 2, 1, True),
+        _row("heldout", "c9", ENVELOPE, 2, False, 2, 1, True),
         _row("train", "c2", "anne is here", 3, True, 2, None, True),
         _row("train", "c3", "bob left", 2, False, 1, None, False),
         _row("train", "c6", DEN, 2, False, 2, 2, False),

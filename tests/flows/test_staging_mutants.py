@@ -186,3 +186,46 @@ def test_staged_folder_builds_the_adapter_with_the_options(tmp_path: Path, monke
     monkeypatch.setattr(staging, "_adapter", adapter)
     staging.staged_folder(tmp_path, "rlfiles", str(RL), {"split": "test"})
     assert asked == [("rlfiles", {"split": "test"})]
+
+
+@pytest.mark.parametrize(("held_out_test", "held_out"), [(True, None), (False, False)])
+def test_stage_generated_passes_every_setting_to_the_generator(
+    tmp_path: Path, held_out_test: bool, held_out: bool | None
+) -> None:
+    """The staged items are the records `generate_records` gives when called here with the settings written
+    out by hand (each one set away from its default, so a setting left out changes the records)."""
+    from tomforge.generators import generate_records
+
+    settings = GenerateConfig(
+        n=16,
+        seed=7,
+        max_order=2,
+        operators=["distractor", "return"],
+        styles=["exploretom"],
+        split_fractions=(0.5, 0.25, 0.25),
+        held_out_test=held_out_test,
+        rendering="second_person",
+    )
+    folder = staging.stage_generated(tmp_path, settings, "test")
+    staged = staging.open_staged(folder)
+    expected = generate_records(
+        4,
+        max_order=2,
+        seed=7,
+        split="test",
+        operators=["distractor", "return"],
+        styles=["exploretom"],
+        held_out=held_out,
+        rendering="second_person",
+    )
+    assert staged.items.column("item_id").to_pylist() == [record["item_id"] for record in expected]
+
+
+def test_held_out_phrasings_differ_from_the_others(tmp_path: Path) -> None:
+    """The two cases above differ only by `held_out`: their records must differ, or that test sees nothing."""
+    from tomforge.generators import generate_records
+
+    common = dict(max_order=2, seed=7, split="test", operators=["distractor"], styles=["exploretom"])
+    plain = [r["content_hash"] for r in generate_records(4, held_out=False, **common)]
+    held = [r["content_hash"] for r in generate_records(4, held_out=None, **common)]
+    assert plain != held
