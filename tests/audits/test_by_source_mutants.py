@@ -21,7 +21,7 @@ def _items() -> pl.DataFrame:
         # item_id, context_id, side, source
         ("h1", "c1", "heldout", "hitom"),
         ("h2", "c1", "heldout", "hitom"),
-        ("h2", "c1", "heldout", "hitom"),  # the same item twice on one side: counted once
+        ("h2", "c7", "heldout", "hitom"),  # the same item twice on one side (another story): counted once
         ("t1", "c2", "heldout", "tomi"),
         ("t2", "c3", "train", "tomi"),
         ("t3", "c3", "train", "tomi"),
@@ -57,6 +57,7 @@ class _ItemsCheck:
         self.given: pl.DataFrame | None = None
 
     def implicated(self, facts: AuditFacts, items: pl.DataFrame) -> pl.DataFrame | None:
+        assert facts.conflict_items.to_dicts() == [{"item_id": "z"}], "not the audit's facts"
         self.given = items
         return None if self.ids is None else items.filter(pl.col("item_id").is_in(self.ids))
 
@@ -91,22 +92,25 @@ def test_items_of_one_side_only_and_of_none() -> None:
 class _Owner:
     """Computes `t_own` on the items it is given (their train count), or refuses a source."""
 
-    def __init__(self, phase: str = "artifacts", refuse: str | None = None) -> None:
+    def __init__(self, phase: str = "artifacts", refuse: str | None = None, table: str = "t_own") -> None:
         self.phase = phase
         self.refuse = refuse
+        self.table = table
         self.calls: list[Any] = []
 
     def tables(self, data: Any) -> dict[str, pl.DataFrame]:
         self.calls.append(data)
         if self.refuse and self.refuse in data.items["source"].to_list():
             raise ValueError("too few groups")
-        return {"t_own": pl.DataFrame({"train": [data.train.height]})}
+        if self.table == "t_scores":  # as a check whose tables computed the heuristic scores
+            data.__dict__["scores"] = pl.DataFrame({"source": data.items["source"].unique().to_list()})
+        return {self.table: pl.DataFrame({"train": [data.train.height]})}
 
 
 class _Recompute:
     by_source = "recompute"
     owns = ("t_own",)
-    reads = ("t_own", "t_free")
+    reads = ("t_own", "t_free", "t_scores")
 
     def __init__(self, results: dict[str, Verdict | None]) -> None:
         self.results = results
@@ -124,20 +128,26 @@ def _verdict(status: str, finding: str = "f") -> Verdict:
 
 def test_each_source_alone_with_its_tables_computed_again() -> None:
     owner = _Owner()
-    owners = {"t_own": owner}.get
+    second = _Owner(table="t_scores")
+    owners = {"t_own": owner, "t_scores": second}.get
     check = _Recompute({s: _verdict("pass") for s in ("atom", "bigtom", "hitom", "tomi")})
     alone = by_source.source_verdicts(check, _facts(), owners)
     assert list(alone) == ["atom", "bigtom", "hitom", "tomi"]
     assert len(owner.calls) == 4  # one owner read twice is asked once per source
+    assert len(second.calls) == 4  # and every other owner too
     tomi = check.facts["tomi"]
     assert tomi.tables["t_own"].to_dicts() == [{"train": 3}]
+    assert tomi.tables["t_scores"].to_dicts() == [{"train": 3}]
     assert tomi.tables["kept"].to_dicts() == [{"a": 1}]
-    assert tomi.has_heldout is True and tomi.scores is None
+    assert tomi.has_heldout is True
+    assert tomi.scores.to_dicts() == [{"source": "tomi"}]  # the scores the owner's tables computed
+    facts = _facts()
+    assert tomi.params == facts.params and owner.calls[3].params == facts.params
     assert tomi.conflict_items.to_dicts() == [{"item_id": "z"}]
     data = owner.calls[3]
     assert data.train["item_id"].to_list() == ["t2", "t3", "t4"]
     assert data.heldout["item_id"].to_list() == ["t1"]
-    assert "side" not in data.train.columns and "selection" not in data.heldout.columns
+    assert data.train.columns == data.heldout.columns == ["item_id", "context_id", "source", "answer"]
     assert data.items["side"].to_list() == ["heldout", "train", "train", "train"]
     bigtom = owner.calls[1]
     assert bigtom.heldout is None and check.facts["bigtom"].has_heldout is False
@@ -176,14 +186,20 @@ def test_the_recomputed_finding_names_the_sources_that_fail_alone() -> None:
         {
             "atom": _verdict("fail", "gold first 90%"),
             "bigtom": _verdict("warn"),
-            "hitom": _verdict("fail", "gold first 85%"),
+            "hitom": _verdict("pass"),
             "tomi": None,
         }
     )
     out = by_source.with_sources(check, FAIL, _facts(), {"t_own": _Owner()}.get)
     assert out.finding == (
-        "gold first 80% [by source: fails in atom alone (gold first 90%); fails in hitom alone (gold first 85%); "
-        "passes in bigtom; tomi: not applicable to its items alone]"
+        "gold first 80% [by source: fails in atom alone (gold first 90%); passes in bigtom, hitom; "
+        "tomi: not applicable to its items alone]"
+    )
+    check = _Recompute({"atom": _verdict("fail", "a"), "bigtom": _verdict("fail", "b"), "hitom": None, "tomi": None})
+    out = by_source.with_sources(check, FAIL, _facts(), {"t_own": _Owner()}.get)
+    assert out.finding == (
+        "gold first 80% [by source: fails in atom alone (a); fails in bigtom alone (b); "
+        "hitom: not applicable to its items alone; tomi: not applicable to its items alone]"
     )
 
 
