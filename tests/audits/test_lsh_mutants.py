@@ -147,3 +147,17 @@ def test_candidate_pairs_from_signatures() -> None:
     pairs, skipped = candidate_pairs(signatures, Banding(2, 2))
     assert pairs.tolist() == [[0, 1], [0, 2]] and skipped == 0
     assert candidate_pairs(signatures, Banding(2, 2), max_bucket=1)[1] == 2
+
+
+def test_two_documents_sharing_a_band() -> None:
+    out, skipped = candidate_pairs_from_keys(np.array([[3, 1], [3, 2]], dtype=np.uint64))
+    assert out.tolist() == [[0, 1]] and skipped == 0
+
+
+def test_a_recall_of_zero_takes_every_permutation_in_one_band() -> None:
+    assert choose_banding(4, 0.5, 0.0) == Banding(1, 4)
+
+
+def test_candidate_pairs_skips_a_bucket_over_5000_by_default() -> None:
+    out, skipped = candidate_pairs(np.zeros((5001, 2), dtype=np.uint32), Banding(1, 2))
+    assert out.shape == (0, 2) and skipped == 1
