@@ -149,9 +149,11 @@ class _Stages(Progress):
 
     def __init__(self) -> None:
         self.names: list[str] = []
+        self.totals: dict[str, int | None] = {}
 
     def started(self, stage) -> None:
         self.names.append(stage.name)
+        self.totals[stage.name] = stage.total
 
 
 def test_stage_source_reports_its_stages_and_its_input(tmp_path: Path) -> None:
@@ -195,6 +197,7 @@ def test_stage_generated_passes_every_setting_to_the_generator(
     """The staged items are the records `generate_records` gives when called here with the settings written
     out by hand (each one set away from its default, so a setting left out changes the records)."""
     from tomforge.generators import generate_records
+    from tomforge.generators.generate import generate_input_ref
 
     settings = GenerateConfig(
         n=16,
@@ -206,8 +209,12 @@ def test_stage_generated_passes_every_setting_to_the_generator(
         held_out_test=held_out_test,
         rendering="second_person",
     )
-    folder = staging.stage_generated(tmp_path, settings, "test")
+    progress = _Stages()
+    folder = staging.stage_generated(tmp_path, settings, "test", progress)
     staged = staging.open_staged(folder)
+    assert progress.totals["stage tomforge_gen"] == 4  # the split's size, known before generating
+    assert staged.input_ref == generate_input_ref(4, 2, 7, split="test", rendering="second_person")
+    assert "rendering" in staged.input_ref
     expected = generate_records(
         4,
         max_order=2,
