@@ -133,7 +133,7 @@ def test_the_default_bucket_limit_is_5000() -> None:
     out, skipped = candidate_pairs_from_keys(keys)
     assert out.shape == (0, 2) and skipped == 1
     out, skipped = candidate_pairs_from_keys(keys[:80])
-    assert len(out) == 80 * 79 // 2 and skipped == 0
+    assert out.tolist() == [[i, j] for i in range(80) for j in range(i + 1, 80)] and skipped == 0
 
 
 @pytest.mark.parametrize("n", [0, 1])
@@ -161,3 +161,14 @@ def test_a_recall_of_zero_takes_every_permutation_in_one_band() -> None:
 def test_candidate_pairs_skips_a_bucket_over_5000_by_default() -> None:
     out, skipped = candidate_pairs(np.zeros((5001, 2), dtype=np.uint32), Banding(1, 2))
     assert out.shape == (0, 2) and skipped == 1
+
+
+def test_pairs_sorted_by_first_then_second_document() -> None:
+    keys = np.array([[1, 7], [2, 8], [2, 9], [1, 9]], dtype=np.uint64)  # pairs (0, 3) and (1, 2), (2, 3)
+    assert candidate_pairs_from_keys(keys)[0].tolist() == [[0, 3], [1, 2], [2, 3]]
+
+
+def test_a_lone_document_is_no_bucket_even_over_the_limit() -> None:
+    keys = np.array([[1], [1], [2]], dtype=np.uint64)
+    out, skipped = candidate_pairs_from_keys(keys, max_bucket=0)
+    assert out.shape == (0, 2) and skipped == 1  # the pair's bucket, not the lone document's
