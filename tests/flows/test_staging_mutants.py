@@ -225,7 +225,10 @@ def test_stage_generated_passes_every_setting_to_the_generator(
         held_out=held_out,
         rendering="second_person",
     )
+    expected = list(expected)
     assert staged.items.column("item_id").to_pylist() == [record["item_id"] for record in expected]
+    # the item id does not change with the surface style; the content hash does
+    assert staged.items.column("content_hash").to_pylist() == [record["content_hash"] for record in expected]
 
 
 def test_held_out_phrasings_differ_from_the_others(tmp_path: Path) -> None:
