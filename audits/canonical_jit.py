@@ -37,6 +37,33 @@ _MARK_HI, _MARK_LO = canonical._MARK.encode("utf-8")  # ... and in the canonical
 _WORD_BASE, _WORD_LEN = np.uint64(_BASE), np.uint64(_LEN_MULT)  # `text.word_hash`'s constants
 _NO_ANCHORS = np.empty(0, dtype=np.uint64)
 
+# ---- one byte's classes: the hot loops test a byte with one table lookup, not a chain of comparisons ----
+C_END, C_LINE, C_SPACE, C_AFTER, C_LOWER, C_UPPER, C_DIGIT, C_MARKED = 1, 2, 4, 8, 16, 32, 64, 128
+C_LETTER, C_ALNUM = C_LOWER | C_UPPER, C_LOWER | C_UPPER | C_DIGIT
+
+
+def _classes() -> np.ndarray:
+    """Per byte its classes: C_END `[.!?;:]`, C_LINE a line break, C_SPACE `\\s` (`_RE_SPACE`), C_AFTER what may
+    follow an end (`["')\\]*_]`), C_LOWER `[a-z]`, C_UPPER `[A-Z]`, C_DIGIT `[0-9]`, C_MARKED `MARK` (a name
+    span's mark: a word byte of the working buffer). The same sets `_is_end`, `_after_end`, `_is_alnum` spell out."""
+    table = np.zeros(256, dtype=np.uint8)
+    for c in range(256):
+        ch = chr(c)
+        table[c] = (
+            C_END * (ch in ".!?;:")
+            | C_LINE * (ch == "\n")
+            | C_SPACE * bool(_RE_SPACE[c])
+            | C_AFTER * (ch in "\"')]*_")
+            | C_LOWER * ("a" <= ch <= "z")
+            | C_UPPER * ("A" <= ch <= "Z")
+            | C_DIGIT * ("0" <= ch <= "9")
+            | C_MARKED * (c == MARK)
+        )
+    return table
+
+
+_CLASS = _classes()  # read by the kernels as a constant
+
 
 def _block_names() -> list[str]:
     """The tag names of `canonical._BLOCK_TAG`, read off its pattern (`h[1-6]` spelled out)."""
@@ -536,7 +563,7 @@ def _is_mark(c, space):
 def _run_on_hint(t, n, space):
     """`canonical._RUN_ON_HINT.search`: a capitalized word after a lower-case one somewhere."""
     for i in range(1, n):
-        if _run_on_cut(t, i, n, space) >= 0:
+        if _CLASS[t[i]] & C_SPACE and _CLASS[t[i - 1]] & C_LOWER and _run_on_cut(t, i, n, space) >= 0:
             return True
     return False
 
@@ -546,21 +573,25 @@ def _bounds(t, n, reading, space, starts, stops):
     """Sentence ends of `_LINE_END` (`reading` LINES), `_END` (BLANK_LINES) or `_RUN_ON` (RUN_ON): [stop,
     after) pairs, the last one (n, n). Alternatives tried in the pattern's order at each place."""
     k, i = 0, 0
+    stop = C_END | C_LINE | (C_SPACE if reading == RUN_ON else 0)  # the bytes an end may start at
     while i < n:
-        c = t[i]
-        if _is_end(c):
-            j = i
-            while j < n and _is_end(t[j]):
+        f = _CLASS[t[i]]
+        if not f & stop:
+            i += 1
+            continue
+        if f & C_END:
+            j = i + 1
+            while j < n and _CLASS[t[j]] & C_END:
                 j += 1
             # (?=[\s"')\]*_]|$)
-            if j == n or space[t[j]] or _after_end(t[j]):
+            if j == n or _CLASS[t[j]] & (C_SPACE | C_AFTER):
                 starts[k] = i
                 stops[k] = j
                 k += 1
             i = j
             continue
         end = -1
-        if c == 10:
+        if f & C_LINE:
             end = i + 1 if reading == LINES else _blank_line(t, i, n, space)
         if end < 0 and reading == RUN_ON:
             end = _run_on_cut(t, i, n, space)
