@@ -661,12 +661,14 @@ def _run_head(t, i, j, okeys, ooff):
 
 @njit(cache=True, nogil=True)
 def _abstract(t, a, b, work, okeys, ooff):
-    """`canonical.abstract_names(t[a:b]).lower()` into work[:b-a] (a name span: MARK, then spaces)."""
+    """`canonical.abstract_names(t[a:b]).lower()` into work[:b-a] (a name span: MARK, then spaces); whether
+    it marked a name (if not, work[:b-a] is t[a:b] in lower case)."""
     has_lower, has_upper = False, False
     for i in range(a, b):
         has_lower = has_lower or 97 <= t[i] <= 122
         has_upper = has_upper or _is_upper(t[i])
     keep = has_upper and not has_lower  # str.isupper(): capitals only, no name to tell
+    marked = False
     i = a
     while i < b:
         if keep or not _is_upper(t[i]):
@@ -677,14 +679,17 @@ def _abstract(t, a, b, work, okeys, ooff):
         head = _run_head(t, i, j, okeys, ooff)
         for k in range(i, j):
             work[k - a] = _lower(t[k]) if head < 0 or k < head else (MARK if k == head else 32)
+        marked = marked or head >= 0
         i = j
+    return marked
 
 
 @njit(cache=True, nogil=True)
 def _canonical(t, a, b, work, words, min_words, okeys, ooff):
     """`canonical._canonical_piece(t[a:b])`: the length of its canonical words (joined by spaces, in
-    `words`), or -1 when it has fewer than `min_words` words besides names."""
-    _abstract(t, a, b, work, okeys, ooff)
+    `words`), or -1 when it has fewer than `min_words` words besides names; and whether a name was
+    abstracted (if not, the words are `_named`'s: the two keys are one)."""
+    marked = _abstract(t, a, b, work, okeys, ooff)
     m = b - a
     size, counted, i = 0, 0, 0
     while i < m:
@@ -718,7 +723,7 @@ def _canonical(t, a, b, work, words, min_words, okeys, ooff):
                         words[size] = work[k]
                         size += 1
         i = j
-    return size if counted >= min_words else -1
+    return (size if counted >= min_words else -1), marked
 
 
 @njit(cache=True, nogil=True)
@@ -817,10 +822,10 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
                 s2 += 1
             if filtered and not holds_anchor(clean[s2:e1], e1 - s2, anchor_words):
                 continue
-            length = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
+            length, marked = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
             if length >= 0:
                 key[c] = blake2b8_into(pool[used:], length, iv, sigma, block)
-                named[c] = blake2b8_into(plain, _named(clean, s2, e1, plain), iv, sigma, block)
+                named[c] = blake2b8_into(plain, _named(clean, s2, e1, plain), iv, sigma, block) if marked else key[c]
                 a[c], b[c], woff[c], wlen[c] = s1, e1, used, length
                 used += length
                 c += 1
