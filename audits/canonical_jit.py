@@ -37,6 +37,33 @@ _MARK_HI, _MARK_LO = canonical._MARK.encode("utf-8")  # ... and in the canonical
 _WORD_BASE, _WORD_LEN = np.uint64(_BASE), np.uint64(_LEN_MULT)  # `text.word_hash`'s constants
 _NO_ANCHORS = np.empty(0, dtype=np.uint64)
 
+# ---- one byte's classes: the hot loops test a byte with one table lookup, not a chain of comparisons ----
+C_END, C_LINE, C_SPACE, C_AFTER, C_LOWER, C_UPPER, C_DIGIT, C_MARKED = 1, 2, 4, 8, 16, 32, 64, 128
+C_LETTER, C_ALNUM = C_LOWER | C_UPPER, C_LOWER | C_UPPER | C_DIGIT
+
+
+def _classes() -> np.ndarray:
+    """Per byte its classes: C_END `[.!?;:]`, C_LINE a line break, C_SPACE `\\s` (`_RE_SPACE`), C_AFTER what may
+    follow an end (`["')\\]*_]`), C_LOWER `[a-z]`, C_UPPER `[A-Z]`, C_DIGIT `[0-9]`, C_MARKED `MARK` (a name
+    span's mark: a word byte of the working buffer). The same sets `_is_end`, `_after_end`, `_is_alnum` spell out."""
+    table = np.zeros(256, dtype=np.uint8)
+    for c in range(256):
+        ch = chr(c)
+        table[c] = (
+            C_END * (ch in ".!?;:")
+            | C_LINE * (ch == "\n")
+            | C_SPACE * bool(_RE_SPACE[c])
+            | C_AFTER * (ch in "\"')]*_")
+            | C_LOWER * ("a" <= ch <= "z")
+            | C_UPPER * ("A" <= ch <= "Z")
+            | C_DIGIT * ("0" <= ch <= "9")
+            | C_MARKED * (c == MARK)
+        )
+    return table
+
+
+_CLASS = _classes()  # read by the kernels as a constant
+
 
 def _block_names() -> list[str]:
     """The tag names of `canonical._BLOCK_TAG`, read off its pattern (`h[1-6]` spelled out)."""
@@ -118,24 +145,31 @@ def _rotr(x, n):
 
 
 @njit(cache=True, nogil=True)
-def _mix(v, a, b, c, d, x, y):
-    v[a] = v[a] + v[b] + x
-    v[d] = _rotr(v[d] ^ v[a], 32)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr(v[b] ^ v[c], 24)
-    v[a] = v[a] + v[b] + y
-    v[d] = _rotr(v[d] ^ v[a], 16)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr(v[b] ^ v[c], 63)
+def _g(a, b, c, d, x, y):
+    """blake2b's G on four words held as values (kept in registers: no state array read and written back)."""
+    a = a + b + x
+    d = _rotr(d ^ a, 32)
+    c = c + d
+    b = _rotr(b ^ c, 24)
+    a = a + b + y
+    d = _rotr(d ^ a, 16)
+    c = c + d
+    b = _rotr(b ^ c, 63)
+    return a, b, c, d
 
 
 @njit(cache=True, nogil=True)
 def blake2b8(data, n, iv, sigma):
     """blake2b of data[:n] with an 8-byte digest, as the little-endian integer `sentence_key` makes."""
-    h = iv.copy()
-    h[0] ^= np.uint64(0x01010000 | 8)
-    m = np.zeros(16, dtype=np.uint64)
-    v = np.zeros(16, dtype=np.uint64)
+    return blake2b8_into(data, n, iv, sigma, np.zeros(16, dtype=np.uint64))
+
+
+@njit(cache=True, nogil=True)
+def blake2b8_into(data, n, iv, sigma, m):
+    """`blake2b8` with `m` (16 uint64) as the message block's scratch: a caller hashing many sentences allocates
+    it once. The state lives in 16 local words, not an array."""
+    h0, h1, h2, h3 = iv[0] ^ np.uint64(0x01010000 | 8), iv[1], iv[2], iv[3]
+    h4, h5, h6, h7 = iv[4], iv[5], iv[6], iv[7]
     pos = 0
     while True:
         last = n - pos <= 128
@@ -144,25 +178,23 @@ def blake2b8(data, n, iv, sigma):
         for i in range(take):
             m[i >> 3] |= np.uint64(data[pos + i]) << np.uint64(8 * (i & 7))
         pos += take
-        v[:8] = h
-        v[8:] = iv
-        v[12] ^= np.uint64(pos)
-        if last:
-            v[14] = ~v[14]
+        v0, v1, v2, v3, v4, v5, v6, v7 = h0, h1, h2, h3, h4, h5, h6, h7
+        v8, v9, v10, v11, v12, v13 = iv[0], iv[1], iv[2], iv[3], iv[4] ^ np.uint64(pos), iv[5]
+        v14, v15 = ~iv[6] if last else iv[6], iv[7]
         for r in range(12):
-            s = sigma[r % 10]
-            _mix(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
-            _mix(v, 1, 5, 9, 13, m[s[2]], m[s[3]])
-            _mix(v, 2, 6, 10, 14, m[s[4]], m[s[5]])
-            _mix(v, 3, 7, 11, 15, m[s[6]], m[s[7]])
-            _mix(v, 0, 5, 10, 15, m[s[8]], m[s[9]])
-            _mix(v, 1, 6, 11, 12, m[s[10]], m[s[11]])
-            _mix(v, 2, 7, 8, 13, m[s[12]], m[s[13]])
-            _mix(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
-        for i in range(8):
-            h[i] ^= v[i] ^ v[i + 8]
+            q = r % 10
+            v0, v4, v8, v12 = _g(v0, v4, v8, v12, m[sigma[q, 0]], m[sigma[q, 1]])
+            v1, v5, v9, v13 = _g(v1, v5, v9, v13, m[sigma[q, 2]], m[sigma[q, 3]])
+            v2, v6, v10, v14 = _g(v2, v6, v10, v14, m[sigma[q, 4]], m[sigma[q, 5]])
+            v3, v7, v11, v15 = _g(v3, v7, v11, v15, m[sigma[q, 6]], m[sigma[q, 7]])
+            v0, v5, v10, v15 = _g(v0, v5, v10, v15, m[sigma[q, 8]], m[sigma[q, 9]])
+            v1, v6, v11, v12 = _g(v1, v6, v11, v12, m[sigma[q, 10]], m[sigma[q, 11]])
+            v2, v7, v8, v13 = _g(v2, v7, v8, v13, m[sigma[q, 12]], m[sigma[q, 13]])
+            v3, v4, v9, v14 = _g(v3, v4, v9, v14, m[sigma[q, 14]], m[sigma[q, 15]])
+        h0, h1, h2, h3 = h0 ^ v0 ^ v8, h1 ^ v1 ^ v9, h2 ^ v2 ^ v10, h3 ^ v3 ^ v11
+        h4, h5, h6, h7 = h4 ^ v4 ^ v12, h5 ^ v5 ^ v13, h6 ^ v6 ^ v14, h7 ^ v7 ^ v15
         if last:
-            return h[0]
+            return h0
 
 
 # ---- small byte helpers ----
@@ -536,7 +568,7 @@ def _is_mark(c, space):
 def _run_on_hint(t, n, space):
     """`canonical._RUN_ON_HINT.search`: a capitalized word after a lower-case one somewhere."""
     for i in range(1, n):
-        if _run_on_cut(t, i, n, space) >= 0:
+        if _CLASS[t[i]] & C_SPACE and _CLASS[t[i - 1]] & C_LOWER and _run_on_cut(t, i, n, space) >= 0:
             return True
     return False
 
@@ -546,21 +578,25 @@ def _bounds(t, n, reading, space, starts, stops):
     """Sentence ends of `_LINE_END` (`reading` LINES), `_END` (BLANK_LINES) or `_RUN_ON` (RUN_ON): [stop,
     after) pairs, the last one (n, n). Alternatives tried in the pattern's order at each place."""
     k, i = 0, 0
+    stop = C_END | C_LINE | (C_SPACE if reading == RUN_ON else 0)  # the bytes an end may start at
     while i < n:
-        c = t[i]
-        if _is_end(c):
-            j = i
-            while j < n and _is_end(t[j]):
+        f = _CLASS[t[i]]
+        if not f & stop:
+            i += 1
+            continue
+        if f & C_END:
+            j = i + 1
+            while j < n and _CLASS[t[j]] & C_END:
                 j += 1
             # (?=[\s"')\]*_]|$)
-            if j == n or space[t[j]] or _after_end(t[j]):
+            if j == n or _CLASS[t[j]] & (C_SPACE | C_AFTER):
                 starts[k] = i
                 stops[k] = j
                 k += 1
             i = j
             continue
         end = -1
-        if c == 10:
+        if f & C_LINE:
             end = i + 1 if reading == LINES else _blank_line(t, i, n, space)
         if end < 0 and reading == RUN_ON:
             end = _run_on_cut(t, i, n, space)
@@ -625,12 +661,14 @@ def _run_head(t, i, j, okeys, ooff):
 
 @njit(cache=True, nogil=True)
 def _abstract(t, a, b, work, okeys, ooff):
-    """`canonical.abstract_names(t[a:b]).lower()` into work[:b-a] (a name span: MARK, then spaces)."""
+    """`canonical.abstract_names(t[a:b]).lower()` into work[:b-a] (a name span: MARK, then spaces); whether
+    it marked a name (if not, work[:b-a] is t[a:b] in lower case)."""
     has_lower, has_upper = False, False
     for i in range(a, b):
         has_lower = has_lower or 97 <= t[i] <= 122
         has_upper = has_upper or _is_upper(t[i])
     keep = has_upper and not has_lower  # str.isupper(): capitals only, no name to tell
+    marked = False
     i = a
     while i < b:
         if keep or not _is_upper(t[i]):
@@ -641,14 +679,17 @@ def _abstract(t, a, b, work, okeys, ooff):
         head = _run_head(t, i, j, okeys, ooff)
         for k in range(i, j):
             work[k - a] = _lower(t[k]) if head < 0 or k < head else (MARK if k == head else 32)
+        marked = marked or head >= 0
         i = j
+    return marked
 
 
 @njit(cache=True, nogil=True)
 def _canonical(t, a, b, work, words, min_words, okeys, ooff):
     """`canonical._canonical_piece(t[a:b])`: the length of its canonical words (joined by spaces, in
-    `words`), or -1 when it has fewer than `min_words` words besides names."""
-    _abstract(t, a, b, work, okeys, ooff)
+    `words`), or -1 when it has fewer than `min_words` words besides names; and whether a name was
+    abstracted (if not, the words are `_named`'s: the two keys are one)."""
+    marked = _abstract(t, a, b, work, okeys, ooff)
     m = b - a
     size, counted, i = 0, 0, 0
     while i < m:
@@ -682,7 +723,7 @@ def _canonical(t, a, b, work, words, min_words, okeys, ooff):
                         words[size] = work[k]
                         size += 1
         i = j
-    return size if counted >= min_words else -1
+    return (size if counted >= min_words else -1), marked
 
 
 @njit(cache=True, nogil=True)
@@ -756,6 +797,7 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
     pool = np.empty(len(readings) * (5 * size + 8), dtype=np.uint8)
     work = np.empty(size + 1, dtype=np.uint8)
     plain = np.empty(size + 1, dtype=np.uint8)
+    block = np.empty(16, dtype=np.uint64)  # blake2b's message block, shared by every sentence's two keys
     starts = np.empty(size + 2, dtype=np.int64)
     stops = np.empty(size + 2, dtype=np.int64)
     # the end of the piece each earlier reading cut at a start: a later reading's piece of the same span gives
@@ -780,10 +822,10 @@ def _cut(clean, size, readings, min_words, space, strspace, leading, okeys, ooff
                 s2 += 1
             if filtered and not holds_anchor(clean[s2:e1], e1 - s2, anchor_words):
                 continue
-            length = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
+            length, marked = _canonical(clean, s2, e1, work, pool[used:], min_words, okeys, ooff)
             if length >= 0:
-                key[c] = blake2b8(pool[used:], length, iv, sigma)
-                named[c] = blake2b8(plain, _named(clean, s2, e1, plain), iv, sigma)
+                key[c] = blake2b8_into(pool[used:], length, iv, sigma, block)
+                named[c] = blake2b8_into(plain, _named(clean, s2, e1, plain), iv, sigma, block) if marked else key[c]
                 a[c], b[c], woff[c], wlen[c] = s1, e1, used, length
                 used += length
                 c += 1
