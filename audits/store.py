@@ -7,6 +7,7 @@ the previous warehouse (and its previous audit tables) as they were.
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Mapping
 
@@ -150,6 +151,14 @@ def read_signatures(
     flat = rows.column("signature").combine_chunks().flatten().to_numpy().astype(np.uint32)
     sigs = flat.reshape(rows.num_rows, num_perm)
     return dict(zip(rows.column("text_key").to_pylist(), sigs))
+
+
+def cached_signatures(warehouse: Path, keys: list[str], params_key: str, num_perm: int) -> dict[str, np.ndarray]:
+    """`read_signatures` over a read-only connection of its own, closed at once: the audit closes the
+    selections' connection before the overlap, since DuckDB keeps the pages it read (about a GB at a
+    million items) for as long as a connection is open."""
+    with closing(db.connect_readonly(warehouse)) as con:
+        return read_signatures(con, keys, params_key, num_perm)
 
 
 def signature_table(keys: list[str], params_key: str, signatures: np.ndarray, n_shingles: np.ndarray) -> pa.Table:
