@@ -8,8 +8,9 @@ command. The method is the one the earlier checks ran by hand (docs/independent-
 of the tree (`git ls-files`, tracked and untracked, symlinks kept) per worker in a temporary folder, the patch
 applied there with `git apply` (and taken back with `git apply -R` before the next one), then
 `nice python -m pytest -q -x -p no:cacheprovider FILES` under `/usr/bin/time`, with
-`TOMFORGE_REAL_SAMPLES=/work/shared/real-samples` where that folder exists. FILES: the test files whose text
-matches the patch's pattern in `SELECT` (its module's import path, its public names, the command that uses
+`TOMFORGE_REAL_SAMPLES=/work/shared/real-samples` where that folder exists and `PYTHONPATH` set to the copy (the
+tests' child processes run the patched code too, not the editable install's tree). FILES: the test files whose
+text matches the patch's pattern in `SELECT` (its module's import path, its public names, the command that uses
 it); a patch without an entry gets its module's import path. The file lists are drawn from the tree measured,
 so a test moved or added after the check is found where it is now.
 """
@@ -124,7 +125,8 @@ def run_one(copy: Path, patch: Path, files: list[str], python: str, timeout: int
     applied = subprocess.run(["git", "apply", str(patch)], cwd=copy, capture_output=True, text=True)
     if applied.returncode:
         return Result(patch, files, "does not apply", applied.stderr.strip()[:200], 0.0, 0.0)
-    env = dict(os.environ)
+    # a test's child process (`tomforge ...`, `python -m ...`) imports the copy too, not the editable install's tree
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))}
     if REAL_SAMPLES.is_dir():
         env.setdefault("TOMFORGE_REAL_SAMPLES", str(REAL_SAMPLES))
     times = copy / ".measure-time"
