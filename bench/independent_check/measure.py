@@ -120,8 +120,9 @@ def copy_tree(tree: Path, dest: Path) -> None:
         sys.exit(f"copying {tree} to {dest} failed")
 
 
-def run_one(copy: Path, patch: Path, files: list[str], python: str, timeout: int) -> Result:
-    """Apply, run the files (stopping at the first failure), take the patch back."""
+def run_one(copy: Path, patch: Path, files: list[str], python: str, timeout: int, logs: Path | None) -> Result:
+    """Apply, run the files (stopping at the first failure), take the patch back; pytest's output kept in
+    `logs/NN-name.log` when `logs` is given (what the catching test asserted)."""
     applied = subprocess.run(["git", "apply", str(patch)], cwd=copy, capture_output=True, text=True)
     if applied.returncode:
         return Result(patch, files, "does not apply", applied.stderr.strip()[:200], 0.0, 0.0)
@@ -141,6 +142,9 @@ def run_one(copy: Path, patch: Path, files: list[str], python: str, timeout: int
     except (OSError, ValueError):
         cpu = float("nan")
     output = run.stdout + run.stderr
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{patch.stem}.log").write_text(output, encoding="utf-8")
     failed = _FAILED.findall(output)
     if run.returncode == 124:
         return Result(patch, files, "timed out", "", wall, cpu)
@@ -168,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=None, help="the interpreter (default: TREE/.venv/bin/python)")
     parser.add_argument("--jobs", type=int, default=2, help="bugs at once, one tree copy each (default 2)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per bug (default 900)")
+    parser.add_argument("--logs", type=Path, default=None, help="keep each run's pytest output in this folder")
     parser.add_argument("--list", action="store_true", help="print each patch's test files and stop")
     args = parser.parse_args(argv)
     tree = args.tree.resolve()
@@ -190,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 patch = queue.get_nowait()
             except Empty:
                 return
-            result = run_one(copy, patch, selected[patch], python, args.timeout)
+            result = run_one(copy, patch, selected[patch], python, args.timeout, args.logs)
             with lock:
                 results.append(result)
                 show(result)
