@@ -95,8 +95,11 @@ def test_no_tables_still_has_its_heading() -> None:
 class _Params:
     """Stands for `AuditParams`: `_run_lines` reads only `as_dict`."""
 
+    def __init__(self, values: dict[str, object] | None = None) -> None:
+        self.values = {"alpha": 0.05, "seed": 3, "name": None} if values is None else values
+
     def as_dict(self) -> dict[str, object]:
-        return {"alpha": 0.05, "seed": 3, "name": None}
+        return self.values
 
 
 def test_the_run_lines() -> None:
@@ -120,3 +123,11 @@ def test_the_run_lines_show_more_than_25_rows() -> None:
     lines = _run_lines(_Params(), stats, {})  # type: ignore[arg-type]
     assert lines[5].endswith("| s29 | 29 |\n")  # a limit of 100 rows, not the tables' 25
     assert lines[8] == "_(no rows)_\n"
+
+
+def test_each_run_table_shows_100_rows_then_says_how_many_more() -> None:
+    many = {f"k{i:03d}": i for i in range(101)}
+    lines = _run_lines(_Params(many), many, {name: str(v) for name, v in many.items()})  # type: ignore[arg-type]
+    for table in (lines[2], lines[5], lines[8]):
+        assert table.endswith("| k099 | 99 |\n\n_1 more rows in the CSV._\n")
+        assert table.count("\n| k") == 100
