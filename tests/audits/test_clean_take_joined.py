@@ -47,3 +47,30 @@ def test_a_column_the_items_had_stays_when_the_joined_frame_replaces_its_values(
     assert removals.left.columns == ["item_id", "side", "context_id", "question"]
     assert removals.left["question"].to_list() == ["Q2", "Q3"]
     assert removals.ledger().rows() == [("a", "train", "x", "planted", "Q1")]
+
+
+LEDGER_SCHEMA = {"item_id": pl.Utf8, "side": pl.Utf8, "context_id": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8}
+
+
+def test_the_ledger_names_its_columns_with_or_without_removals() -> None:
+    removals = _Removals(_items())
+    assert dict(removals.ledger().schema) == LEDGER_SCHEMA
+    removals.take(pl.col("item_id") == "b", "planted", "a fixed detail")
+    assert dict(removals.ledger().schema) == LEDGER_SCHEMA
+    assert removals.ledger().rows() == [("b", "train", "y", "planted", "a fixed detail")]
+
+
+def test_the_ledger_orders_by_side_reason_then_item_id() -> None:
+    items = pl.DataFrame(
+        {"item_id": ["t9", "t1", "h5", "t4"], "side": ["train", "train", "heldout", "train"], "context_id": ["x"] * 4}
+    )
+    removals = _Removals(items)
+    removals.take(pl.col("item_id") == "t9", "same", "first taken")
+    removals.take(pl.col("item_id") == "t1", "same", "taken after")
+    removals.take(pl.col("item_id").is_in(["h5", "t4"]), "earlier", "a")
+    assert [(r[0], r[3]) for r in removals.ledger().rows()] == [
+        ("h5", "earlier"),
+        ("t4", "earlier"),
+        ("t1", "same"),
+        ("t9", "same"),
+    ]

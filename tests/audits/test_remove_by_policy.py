@@ -39,17 +39,23 @@ PAIRS = pl.DataFrame(
     }
 )
 CONFLICTS = pl.DataFrame({"item_ids": [["t2"]]})
+WAREHOUSE = Path("planted.duckdb")  # never opened: the oracle is planted
 
 
 @pytest.fixture
 def planted_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
     rejected = pl.DataFrame({"item_id": ["t3"], "explanation": ["gold is y, the trace says w"]})
-    monkeypatch.setattr(variants, "oracle_rejected", lambda warehouse: rejected)
+
+    def planted(warehouse: Path) -> pl.DataFrame:
+        assert warehouse == WAREHOUSE  # the oracle reads the warehouse being cleaned
+        return rejected
+
+    monkeypatch.setattr(variants, "oracle_rejected", planted)
 
 
 def _removed(policy: CleaningPolicy) -> tuple[list[tuple], list[tuple], list[str]]:
     removals = _Removals(ITEMS)
-    _remove_by_policy(removals, Path("unused.duckdb"), policy, CONTEXTS, PAIRS, CONFLICTS)
+    _remove_by_policy(removals, WAREHOUSE, policy, CONTEXTS, PAIRS, CONFLICTS)
     return removals.ledger().rows(), sorted(removals.left.rows()), removals.left.columns
 
 
@@ -81,6 +87,6 @@ def test_rules_turned_off_keep_their_items(planted_oracle: None) -> None:
 def test_no_conflicts_and_no_pairs_remove_nothing_by_them(planted_oracle: None) -> None:
     removals = _Removals(ITEMS.filter(pl.col("item_id").is_in(["h1", "t2", "t4"])))
     no_conflicts = pl.DataFrame({"item_ids": []}, schema={"item_ids": pl.List(pl.Utf8)})
-    _remove_by_policy(removals, Path("unused.duckdb"), CleaningPolicy(), CONTEXTS, PAIRS.clear(), no_conflicts)
+    _remove_by_policy(removals, WAREHOUSE, CleaningPolicy(), CONTEXTS, PAIRS.clear(), no_conflicts)
     assert removals.ledger().height == 0
     assert sorted(removals.left["item_id"]) == ["h1", "t2", "t4"]
