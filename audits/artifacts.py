@@ -263,11 +263,67 @@ def _feature_matrices(
     return blocks, names
 
 
+_ASSOCIATION_SCHEMA = {
+    "selection": pl.Utf8,
+    "belief_order": pl.Utf8,
+    "label_kind": pl.Utf8,
+    "label": pl.Utf8,
+    "feature": pl.Utf8,
+    "n_feature": pl.Int64,
+    "n_label_and_feature": pl.Int64,
+    "p_hat": pl.Float64,
+    "p0": pl.Float64,
+    "n": pl.Int64,
+    "z": pl.Float64,
+    "p_value": pl.Float64,
+}
+_FAMILY = ["selection", "belief_order", "label_kind"]
+
+
 def feature_association(df: pl.DataFrame, p: AuditParams, stories: pl.DataFrame | None = None) -> pl.DataFrame:
     """Gardner et al. (2021): for feature f and label y, z = (p_hat(y|f) - p0(y)) / sqrt(p0 (1 - p0) / n_f);
     flagged by an exact two-sided binomial test at alpha / (number of tests)."""
-    labels = []
     df = df.with_row_index("_row")
+    labels = _association_labels(df, p)
+    if not labels:
+        return _no_associations()
+    lab = _with_order_strata(pl.concat(labels))
+    fam = _FAMILY
+    totals = lab.group_by(fam).len("n")
+    priors = (
+        lab.group_by([*fam, "label"])
+        .len("n_label")
+        .join(totals, on=fam)
+        .with_columns((pl.col("n_label") / pl.col("n")).alias("p0"))
+        .sort([*fam, "label"])
+        .with_row_index("_fy")
+    )
+    # counts of (family, label) x feature as one sparse product: (family-label x row) @ (row x feature)
+    blocks, names = _feature_matrices(df, p, stories)
+    lab = lab.join(priors.select(*fam, "label", "_fy"), on=[*fam, "label"])
+    fy, rows = lab["_fy"].to_numpy().astype(np.int64), lab["_row"].to_numpy().astype(np.int64)
+    membership = sparse.csr_matrix((np.ones(len(fy), dtype=np.int64), (fy, rows)), shape=(priors.height, df.height))
+    counts = np.hstack(
+        [
+            ((membership @ selector) @ matrix if selector is not None else membership @ matrix).toarray()
+            for selector, matrix in blocks
+        ]
+    )
+    tests = _candidate_tests(priors, counts, names, p)
+    if tests.height == 0:
+        return _no_associations()
+    return _tested(tests, p)
+
+
+def _no_associations() -> pl.DataFrame:
+    """The empty table, with every column `feature_association` returns."""
+    return pl.DataFrame(schema=_ASSOCIATION_SCHEMA | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
+
+
+def _association_labels(df: pl.DataFrame, p: AuditParams) -> list[pl.DataFrame]:
+    """The labels a feature may predict, per row (`_row`): the gold position of a multiple-choice item (per
+    number of options), and the normalized answer of the other formats that have at most `max_answer_classes`."""
+    labels = []
     mc = df.filter((pl.col("answer_format") == "multiple_choice") & pl.col("answer_index").is_not_null())
     if mc.height:
         labels.append(
@@ -295,49 +351,23 @@ def feature_association(df: pl.DataFrame, p: AuditParams, stories: pl.DataFrame 
                 "_row", "selection", "belief_order", ("answer|" + pl.col("answer_format")).alias("label_kind"), "label"
             )
         )
-    schema = {
-        "selection": pl.Utf8,
-        "belief_order": pl.Utf8,
-        "label_kind": pl.Utf8,
-        "label": pl.Utf8,
-        "feature": pl.Utf8,
-        "n_feature": pl.Int64,
-        "n_label_and_feature": pl.Int64,
-        "p_hat": pl.Float64,
-        "p0": pl.Float64,
-        "n": pl.Int64,
-        "z": pl.Float64,
-        "p_value": pl.Float64,
-    }
-    if not labels:
-        return pl.DataFrame(schema=schema | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
-    lab = pl.concat(labels)
+    return labels
+
+
+def _with_order_strata(lab: pl.DataFrame) -> pl.DataFrame:
+    """Every label row once under `belief_order` "all", and once more under its own order when there are
+    several orders."""
     strata = [lab.with_columns(pl.lit("all").alias("stratum"))]
     orders = lab.filter(pl.col("belief_order").is_not_null())
     if orders["belief_order"].n_unique() > 1:
         strata.append(orders.with_columns(pl.col("belief_order").cast(pl.Utf8).alias("stratum")))
-    lab = pl.concat(strata).drop("belief_order").rename({"stratum": "belief_order"})
-    fam = ["selection", "belief_order", "label_kind"]
-    totals = lab.group_by(fam).len("n")
-    priors = (
-        lab.group_by([*fam, "label"])
-        .len("n_label")
-        .join(totals, on=fam)
-        .with_columns((pl.col("n_label") / pl.col("n")).alias("p0"))
-        .sort([*fam, "label"])
-        .with_row_index("_fy")
-    )
-    # counts of (family, label) x feature as one sparse product: (family-label x row) @ (row x feature)
-    blocks, names = _feature_matrices(df, p, stories)
-    lab = lab.join(priors.select(*fam, "label", "_fy"), on=[*fam, "label"])
-    fy, rows = lab["_fy"].to_numpy().astype(np.int64), lab["_row"].to_numpy().astype(np.int64)
-    membership = sparse.csr_matrix((np.ones(len(fy), dtype=np.int64), (fy, rows)), shape=(priors.height, df.height))
-    counts = np.hstack(
-        [
-            ((membership @ selector) @ matrix if selector is not None else membership @ matrix).toarray()
-            for selector, matrix in blocks
-        ]
-    )
+    return pl.concat(strata).drop("belief_order").rename({"stratum": "belief_order"})
+
+
+def _candidate_tests(priors: pl.DataFrame, counts: np.ndarray, names: np.ndarray, p: AuditParams) -> pl.DataFrame:
+    """One row per (family, label) and feature seen on at least `min_feature_count` items of the family, less the
+    ones that can say nothing: a feature on every item, a label with no alternative."""
+    fam = _FAMILY
     family = (
         priors.select(fam).with_columns(pl.struct(fam).rank("dense").cast(pl.Int64).alias("_f") - 1)["_f"].to_numpy()
     )
@@ -353,9 +383,13 @@ def feature_association(df: pl.DataFrame, p: AuditParams, stories: pl.DataFrame 
     tests = tests.filter(
         (pl.col("n") > pl.col("n_feature")) | (pl.col("p0") < 1.0)
     )  # a feature on every item says nothing
-    tests = tests.filter(pl.col("n_label") < pl.col("n"))  # a label with no alternative cannot be associated
-    if tests.height == 0:
-        return pl.DataFrame(schema=schema | {"flagged": pl.Boolean, "alpha_corrected": pl.Float64})
+    return tests.filter(pl.col("n_label") < pl.col("n"))  # a label with no alternative cannot be associated
+
+
+def _tested(tests: pl.DataFrame, p: AuditParams) -> pl.DataFrame:
+    """The tests' z and exact p-values, flagged at alpha / (number of tests); every flagged test is kept, and the
+    strongest ten per family as context."""
+    fam = _FAMILY
     k = tests["n_label_and_feature"].to_numpy().astype(np.int64)  # polars counts are unsigned: k - 1 must not wrap
     nf = tests["n_feature"].to_numpy().astype(np.int64)
     p0 = tests["p0"].to_numpy()
@@ -371,11 +405,10 @@ def feature_association(df: pl.DataFrame, p: AuditParams, stories: pl.DataFrame 
     tests = tests.with_columns(
         (pl.col("p_value") <= p.alpha / m).alias("flagged"), pl.lit(p.alpha / m).alias("alpha_corrected")
     )
-    # keep every flagged test and the strongest few per family as context
     order = ["p_value", *fam, "feature", "label"]
     top = tests.sort(order).group_by(fam, maintain_order=True).head(10)
     frames = pl.concat([tests.filter(pl.col("flagged")), top]).unique(subset=[*fam, "feature", "label"])
-    return frames.select(*schema, "flagged", "alpha_corrected").sort(
+    return frames.select(*_ASSOCIATION_SCHEMA, "flagged", "alpha_corrected").sort(
         ["flagged", *order], descending=[True] + [False] * len(order)
     )
 
@@ -486,63 +519,13 @@ def baselines_from_scores(scores: pl.DataFrame, p: AuditParams, by_format: bool 
     (trend test) and a rule that beats chance on the higher orders pooled (`higher_orders_test`):
     a rule that never beats chance only gets less wrong, which is no shortcut."""
     group = ["selection", *(["answer_format"] if by_format else []), "heuristic"]
-    # counts per distinct chance first (a few rows per group), then the mean chance summed over them in
-    # sorted order: a float mean that does not depend on how joins happened to order the items
-    counted = scores.group_by([*group, "stratum", "chance"]).agg(
-        pl.len().alias("n"), pl.col("hit").sum().alias("correct")
-    )
-    counted = counted.sort([*group, "stratum", "chance"], nulls_last=True)
-    agg = (
-        pl.col("n").sum(),
-        pl.col("correct").sum(),
-        ((pl.col("chance") * pl.col("n")).sum() / pl.col("n").filter(pl.col("chance").is_not_null()).sum()).alias(
-            "chance"
-        ),
-    )
-    per = counted.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"], maintain_order=True).agg(*agg)
-    total = counted.group_by(group, maintain_order=True).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
-    table = pl.concat([total.select(per.columns), per])
+    table = _counted_by_stratum(scores, group)
     rank = {h: i for i, h in enumerate(HEURISTICS)}
     rows = []
     for key, part in sorted(
         table.partition_by(group, as_dict=True).items(), key=lambda kv: (*kv[0][:-1], rank[kv[0][-1]])
     ):
-        by_stratum = {r["stratum"]: r for r in part.iter_rows(named=True)}
-        orders = sorted(int(s) for s in by_stratum if s.isdigit())
-        descriptive = key[-1] in DESCRIPTIVE_HEURISTICS
-        points = [
-            (o, int(by_stratum[str(o)]["n"]), int(by_stratum[str(o)]["correct"]), float(by_stratum[str(o)]["chance"]))
-            for o in orders
-            if by_stratum[str(o)]["n"] >= p.min_group_items
-        ]
-        trend_z, trend_p = (None, None) if descriptive else _trend([pt[:3] for pt in points])
-        high_acc, high_chance, high_p = (
-            (None, None, None) if descriptive or trend_p is None else higher_orders_test(points)
-        )
-        for stratum in sorted(by_stratum, key=_stratum_sort_key):
-            r = by_stratum[stratum]
-            n, correct, chance = int(r["n"]), int(r["correct"]), float(r["chance"])
-            pval = (
-                None
-                if descriptive
-                else float(stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
-            )
-            rows.append(
-                dict(zip(group, key))
-                | {
-                    "belief_order": stratum,
-                    "n": n,
-                    "correct": correct,
-                    "accuracy": correct / n,
-                    "chance": chance,
-                    "p_value": pval,
-                    "trend_z": trend_z,
-                    "trend_p": trend_p,
-                    "high_orders_accuracy": high_acc,
-                    "high_orders_chance": high_chance,
-                    "high_orders_p": high_p,
-                }
-            )
+        rows += _baseline_rows(dict(zip(group, key)), part, p)
     schema = {
         "selection": pl.Utf8,
         **({"answer_format": pl.Utf8} if by_format else {}),
@@ -559,7 +542,74 @@ def baselines_from_scores(scores: pl.DataFrame, p: AuditParams, by_format: bool 
         "high_orders_chance": pl.Float64,
         "high_orders_p": pl.Float64,
     }
-    out = pl.DataFrame(rows, schema=schema)
+    return _with_flags(pl.DataFrame(rows, schema=schema), group, p)
+
+
+def _counted_by_stratum(scores: pl.DataFrame, group: list[str]) -> pl.DataFrame:
+    """Items, hits and mean chance per group and stratum, with an `all` stratum per group first.
+
+    Counts per distinct chance first (a few rows per group), then the mean chance summed over them in
+    sorted order: a float mean that does not depend on how joins happened to order the items."""
+    counted = scores.group_by([*group, "stratum", "chance"]).agg(
+        pl.len().alias("n"), pl.col("hit").sum().alias("correct")
+    )
+    counted = counted.sort([*group, "stratum", "chance"], nulls_last=True)
+    agg = (
+        pl.col("n").sum(),
+        pl.col("correct").sum(),
+        ((pl.col("chance") * pl.col("n")).sum() / pl.col("n").filter(pl.col("chance").is_not_null()).sum()).alias(
+            "chance"
+        ),
+    )
+    per = counted.filter(pl.col("stratum").is_not_null()).group_by([*group, "stratum"], maintain_order=True).agg(*agg)
+    total = counted.group_by(group, maintain_order=True).agg(*agg).with_columns(pl.lit("all").alias("stratum"))
+    return pl.concat([total.select(per.columns), per])
+
+
+def _baseline_rows(keys: dict[str, str], part: pl.DataFrame, p: AuditParams) -> list[dict]:
+    """One group's rows (`keys`: its selection, format and heuristic), one per stratum: accuracy against chance,
+    and the group's trend and higher-order tests on every row (none for a descriptive heuristic)."""
+    by_stratum = {r["stratum"]: r for r in part.iter_rows(named=True)}
+    orders = sorted(int(s) for s in by_stratum if s.isdigit())
+    descriptive = keys["heuristic"] in DESCRIPTIVE_HEURISTICS
+    points = [
+        (o, int(by_stratum[str(o)]["n"]), int(by_stratum[str(o)]["correct"]), float(by_stratum[str(o)]["chance"]))
+        for o in orders
+        if by_stratum[str(o)]["n"] >= p.min_group_items
+    ]
+    trend_z, trend_p = (None, None) if descriptive else _trend([pt[:3] for pt in points])
+    high_acc, high_chance, high_p = (None, None, None) if descriptive or trend_p is None else higher_orders_test(points)
+    rows = []
+    for stratum in sorted(by_stratum, key=_stratum_sort_key):
+        r = by_stratum[stratum]
+        n, correct, chance = int(r["n"]), int(r["correct"]), float(r["chance"])
+        pval = (
+            None
+            if descriptive
+            else float(stats.binomtest(correct, n, min(max(chance, 1e-9), 1.0), alternative="greater").pvalue)
+        )
+        rows.append(
+            keys
+            | {
+                "belief_order": stratum,
+                "n": n,
+                "correct": correct,
+                "accuracy": correct / n,
+                "chance": chance,
+                "p_value": pval,
+                "trend_z": trend_z,
+                "trend_p": trend_p,
+                "high_orders_accuracy": high_acc,
+                "high_orders_chance": high_chance,
+                "high_orders_p": high_p,
+            }
+        )
+    return rows
+
+
+def _with_flags(out: pl.DataFrame, group: list[str], p: AuditParams) -> pl.DataFrame:
+    """`above_chance` and `inverted_difficulty`, Bonferroni-corrected over the tested rows and the groups with a
+    trend test."""
     tested = out.filter((pl.col("n") >= p.min_group_items) & pl.col("p_value").is_not_null())
     m = max(tested.height, 1)
     m_trend = max(out.filter(pl.col("trend_p").is_not_null()).select(group).unique().height, 1)

@@ -181,9 +181,24 @@ def _format_splits(
 
 
 def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> pl.DataFrame:
-    rows = []
+    """One row per answer format and partial input: a classifier's accuracy from that input alone, against chance
+    and the majority answer, with Bonferroni-corrected intervals over all the planned tests."""
+    plan = _baseline_plan(train, heldout, p)
+    alpha = p.alpha / max(len(plan), 1)
+    split_cache: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # a format's folds, shared by its inputs
+    rows = [_baseline_row(fmt, kind, tr, ho, n_classes, p, alpha, split_cache) for fmt, kind, tr, ho, n_classes in plan]
+    return pl.DataFrame(rows, schema=_SCHEMA)
+
+
+_Planned = tuple[str, str, pl.DataFrame, pl.DataFrame | None, int]
+
+
+def _baseline_plan(train: pl.DataFrame, heldout: pl.DataFrame | None, p: AuditParams) -> list[_Planned]:
+    """(format, input, train items, held-out items or None, number of classes) for each test worth running: a
+    format with enough items and 2 to `max_answer_classes` answers (any number of gold positions); held-out
+    items only when there are enough of them."""
+    plan: list[_Planned] = []
     formats = sorted(train["answer_format"].unique().to_list())
-    n_tests, plan = 0, []
     for fmt in formats:
         tr = train.filter(pl.col("answer_format") == fmt)
         ho = heldout.filter(pl.col("answer_format") == fmt) if heldout is not None and heldout.height else None
@@ -204,56 +219,62 @@ def partial_input_baselines(train: pl.DataFrame, heldout: pl.DataFrame | None, p
             if kind == "options_only" and fmt != "multiple_choice":
                 continue
             plan.append((fmt, kind, tr, ho, n_classes))
-            n_tests += 1
-    alpha = p.alpha / max(n_tests, 1)
-    split_cache: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # a format's folds, shared by its inputs
-    for fmt, kind, tr, ho, n_classes in plan:
-        tr_fit = _subsample(tr, p.baseline_max_train, p.seed)
-        x_tr, y_tr = _vectorize(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
-        splits = _format_splits(split_cache, fmt, tr_fit, y_tr, p.folds, beside_heldout=ho is not None)
-        ho_eval, note = _sample_stories(ho, p.baseline_max_eval, p.seed) if ho is not None else (None, "")
-        jobs: list[tuple[np.ndarray | None, object]] = [(train_idx, x_tr[test_idx]) for train_idx, test_idx in splits]
-        if ho_eval is not None:
-            jobs.append((None, _vectorize(_texts(ho_eval, kind))))
-        preds = _fits(x_tr, y_tr, jobs)
-        cv_pred = np.empty(len(y_tr), dtype=object)
-        for (_, test_idx), fold_pred in zip(splits, preds):
-            cv_pred[test_idx] = fold_pred
-        cv_acc = float(np.mean(cv_pred == y_tr))
-        values, counts = np.unique(y_tr, return_counts=True)
-        majority = values[np.argmax(counts)]
-        if ho_eval is not None:
-            pred, y_eval, eval_df, evaluation = (
-                preds[-1],
-                _targets(ho_eval, fmt).astype(object),
-                ho_eval,
-                "train->heldout" + note,
-            )
-        else:
-            pred, y_eval, eval_df, evaluation = cv_pred, y_tr, tr_fit, f"group {p.folds}-fold (train)"
-        correct = pred == y_eval
-        base = y_eval == majority
-        lo, hi, dlo, dhi = _cluster_bootstrap(
-            correct, base, eval_df["context_id"].to_numpy(), p.bootstrap, p.seed, alpha
+    return plan
+
+
+def _baseline_row(
+    fmt: str,
+    kind: str,
+    tr: pl.DataFrame,
+    ho: pl.DataFrame | None,
+    n_classes: int,
+    p: AuditParams,
+    alpha: float,
+    split_cache: dict[str, list[tuple[np.ndarray, np.ndarray]]],
+) -> dict:
+    """One planned test: fit on (a sample of) the train items, predict the held-out ones, or each train fold
+    when there are none, and compare with chance and the majority answer by a cluster bootstrap."""
+    tr_fit = _subsample(tr, p.baseline_max_train, p.seed)
+    x_tr, y_tr = _vectorize(_texts(tr_fit, kind)), _targets(tr_fit, fmt).astype(object)
+    splits = _format_splits(split_cache, fmt, tr_fit, y_tr, p.folds, beside_heldout=ho is not None)
+    ho_eval, note = _sample_stories(ho, p.baseline_max_eval, p.seed) if ho is not None else (None, "")
+    jobs: list[tuple[np.ndarray | None, object]] = [(train_idx, x_tr[test_idx]) for train_idx, test_idx in splits]
+    if ho_eval is not None:
+        jobs.append((None, _vectorize(_texts(ho_eval, kind))))
+    preds = _fits(x_tr, y_tr, jobs)
+    cv_pred = np.empty(len(y_tr), dtype=object)
+    for (_, test_idx), fold_pred in zip(splits, preds):
+        cv_pred[test_idx] = fold_pred
+    cv_acc = float(np.mean(cv_pred == y_tr))
+    values, counts = np.unique(y_tr, return_counts=True)
+    majority = values[np.argmax(counts)]
+    if ho_eval is not None:
+        pred, y_eval, eval_df, evaluation = (
+            preds[-1],
+            _targets(ho_eval, fmt).astype(object),
+            ho_eval,
+            "train->heldout" + note,
         )
-        chance = _chance(eval_df, fmt, n_classes)
-        acc = float(correct.mean())
-        rows.append(
-            {
-                "input": kind,
-                "answer_format": fmt,
-                "evaluation": evaluation,
-                "n_train": tr_fit.height,
-                "n_eval": len(y_eval),
-                "accuracy": acc,
-                "ci_low": lo,
-                "ci_high": hi,
-                "chance": chance,
-                "majority": float(base.mean()),
-                "diff_ci_low": dlo,
-                "diff_ci_high": dhi,
-                "cv_accuracy": cv_acc,
-                "flagged": bool(dlo > 0 and lo > chance),
-            }
-        )
-    return pl.DataFrame(rows, schema=_SCHEMA)
+    else:
+        pred, y_eval, eval_df, evaluation = cv_pred, y_tr, tr_fit, f"group {p.folds}-fold (train)"
+    correct = pred == y_eval
+    base = y_eval == majority
+    lo, hi, dlo, dhi = _cluster_bootstrap(correct, base, eval_df["context_id"].to_numpy(), p.bootstrap, p.seed, alpha)
+    chance = _chance(eval_df, fmt, n_classes)
+    acc = float(correct.mean())
+    return {
+        "input": kind,
+        "answer_format": fmt,
+        "evaluation": evaluation,
+        "n_train": tr_fit.height,
+        "n_eval": len(y_eval),
+        "accuracy": acc,
+        "ci_low": lo,
+        "ci_high": hi,
+        "chance": chance,
+        "majority": float(base.mean()),
+        "diff_ci_low": dlo,
+        "diff_ci_high": dhi,
+        "cv_accuracy": cv_acc,
+        "flagged": bool(dlo > 0 and lo > chance),
+    }

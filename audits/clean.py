@@ -318,6 +318,14 @@ class _Removals:
             )
         self.left = self.left.filter(~mask)
 
+    def take_joined(self, joined: pl.DataFrame, mask: pl.Expr, reason: str | pl.Expr, detail: str | pl.Expr) -> None:
+        """`take` on `joined`, the kept items with a rule's own columns joined on, then drop those columns
+        again: the next rule and the written `clean_items` see only the items' columns."""
+        temporary = [name for name in joined.columns if name not in self.left.columns]
+        self.left = joined
+        self.take(mask, reason, detail)
+        self.left = self.left.drop(temporary)
+
     def ledger(self) -> pl.DataFrame:
         """Every removed item with its reason and detail, in a fixed order (`clean_removed`)."""
         removed_df = (
@@ -363,20 +371,29 @@ def _remove_by_policy(
     if policy.quarantine_oracle:
         from tomforge.audits.variants import oracle_rejected
 
-        rejected = oracle_rejected(warehouse)
-        removals.left = removals.left.join(rejected.rename({"explanation": "_oracle"}), on="item_id", how="left")
-        take(pl.col("_oracle").is_not_null(), "oracle_rejects_gold", pl.format("oracle: {}", pl.col("_oracle")))
-        removals.left = removals.left.drop("_oracle")
+        rejected = oracle_rejected(warehouse).rename({"explanation": "_oracle"})
+        removals.take_joined(
+            removals.left.join(rejected, on="item_id", how="left"),
+            pl.col("_oracle").is_not_null(),
+            "oracle_rejects_gold",
+            pl.format("oracle: {}", pl.col("_oracle")),
+        )
     drops = _overlap_drops(pairs, contexts, policy)
     if drops.height:
         renamed = drops.rename({"reason": "_reason", "detail": "_detail"})
-        removals.left = removals.left.join(renamed, on="context_id", how="left")
-        take((pl.col("side") == "train") & pl.col("_reason").is_not_null(), pl.col("_reason"), pl.col("_detail"))
-        removals.left = removals.left.drop("_reason", "_detail")
+        removals.take_joined(
+            removals.left.join(renamed, on="context_id", how="left"),
+            (pl.col("side") == "train") & pl.col("_reason").is_not_null(),
+            pl.col("_reason"),
+            pl.col("_detail"),
+        )
     if policy.collapse_duplicates:
-        removals.left = with_kept_repeat(removals.left, contexts)
-        take(pl.col("item_id") != pl.col("_keep"), "duplicate", pl.format("duplicate of {}", pl.col("_keep")))
-        removals.left = removals.left.drop("_keep")
+        removals.take_joined(
+            with_kept_repeat(removals.left, contexts),
+            pl.col("item_id") != pl.col("_keep"),
+            "duplicate",
+            pl.format("duplicate of {}", pl.col("_keep")),
+        )
 
 
 def _write_cleaning(

@@ -227,6 +227,35 @@ def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> p
         ctx.select("context_id", "_ctx"), on="context_id", how="left", maintain_order="left"
     )
     yes_no = pl.col("answer_format") == "yes_no"
+    cands = _candidates(base, ctx, yes_no)
+    base = base.with_columns(
+        norm_words(base["answer"]).alias("gold_norm"),
+        norm_words(base["meta_asked"]).alias("_asked"),
+        norm_words(base["trace_first_container"]).alias("_initial"),
+    )
+    recorded_asked = pl.col("meta_asked").fill_null("") != ""
+    out = (
+        base.join(_picks(cands), on="_row", how="left")
+        .join(_gold_in_candidates(cands, base), on="_row", how="left")
+        .join(_asked_guess(base.filter(yes_no & ~recorded_asked), cands), on="_row", how="left")
+        .join(ctx.select("_ctx", "communication", "n_words"), on="_ctx", how="left")
+        .sort("_row")
+    )
+    n = pl.col("n_candidates").fill_null(0)
+    asked = pl.when(~yes_no).then(None).when(recorded_asked).then(pl.col("_asked")).otherwise(pl.col("_guess"))
+    initial = pl.when(pl.col("trace_first_container").fill_null("") != "").then(pl.col("_initial"))
+    out = out.with_columns(
+        n.alias("n_candidates"),
+        pl.col("gold_in_candidates").fill_null(False),
+        initial.otherwise(pl.col("pick_first")).alias("pick_first_container"),
+        asked.alias("asked_norm"),
+    )
+    return _with_scores(out, yes_no).select([pl.col(c).cast(t) for c, t in _SCHEMA.items()])
+
+
+def _candidates(base: pl.DataFrame, ctx: pl.DataFrame, yes_no: pl.Expr) -> pl.DataFrame:
+    """Each item's candidates (`_row`, `_ctx`, normalized `cand`, its position `_cpos`) with their mentions in the
+    story: the options of a multiple-choice item, else the generator's listed candidates, else the story's places."""
     use_options = ~yes_no & (pl.col("options").list.len() >= 2).fill_null(False)
     use_listed = ~use_options & (pl.col("meta_candidates").list.len() > 0).fill_null(False)
     listed = base.filter(use_options | use_listed).select(
@@ -246,19 +275,23 @@ def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> p
         ]
     )
     stats = mention_stats(cands.select("_ctx", "cand").unique(), ctx["story"])
-    cands = cands.join(stats, on=["_ctx", "cand"], how="left")
+    return cands.join(stats, on=["_ctx", "cand"], how="left")
+
+
+def _picks(cands: pl.DataFrame) -> pl.DataFrame:
+    """Per item, the candidate each heuristic picks among those the story mentions: first mentioned, last
+    mentioned, most mentioned (ties to the earlier mention, then the earlier position)."""
     seen = cands.filter(pl.col("count") > 0)
-    picks = seen.group_by("_row").agg(
+    return seen.group_by("_row").agg(
         pl.col("cand").sort_by(["first", "_cpos"]).first().alias("pick_first"),
         pl.col("cand").sort_by(["last", "_cpos"], descending=[True, False]).first().alias("pick_last"),
         pl.col("cand").sort_by(["count", "first", "_cpos"], descending=[True, False, False]).first().alias("pick_most"),
     )
-    base = base.with_columns(
-        norm_words(base["answer"]).alias("gold_norm"),
-        norm_words(base["meta_asked"]).alias("_asked"),
-        norm_words(base["trace_first_container"]).alias("_initial"),
-    )
-    gold = (
+
+
+def _gold_in_candidates(cands: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
+    """Per item with candidates: how many, and whether the normalized gold answer is one of them."""
+    return (
         cands.join(base.select("_row", "gold_norm"), on="_row")
         .group_by("_row")
         .agg(
@@ -266,40 +299,33 @@ def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> p
             (pl.col("cand") == pl.col("gold_norm")).any().alias("gold_in_candidates"),
         )
     )
-    # a yes/no question without a recorded asked container: the one candidate its text names
-    recorded_asked = pl.col("meta_asked").fill_null("") != ""
-    guess = base.filter(yes_no & ~recorded_asked).select("_row", "question")
+
+
+def _asked_guess(unrecorded: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
+    """`_guess` for yes/no questions without a recorded asked container: the one candidate the question's text
+    names, when exactly one does."""
+    guess = unrecorded.select("_row", "question")
     guess = guess.with_columns((" " + norm_words(guess["question"]) + " ").alias("_q")).join(cands, on="_row")
     guess = guess.filter((pl.col("cand") != "") & pl.col("_q").str.contains(" " + pl.col("cand") + " ", literal=True))
-    guess = (
+    return (
         guess.group_by("_row")
         .agg(pl.col("cand").unique())
         .filter(pl.col("cand").list.len() == 1)
         .select("_row", pl.col("cand").list.first().alias("_guess"))
     )
-    out = (
-        base.join(picks, on="_row", how="left")
-        .join(gold, on="_row", how="left")
-        .join(guess, on="_row", how="left")
-        .join(ctx.select("_ctx", "communication", "n_words"), on="_ctx", how="left")
-        .sort("_row")
-    )
-    n = pl.col("n_candidates").fill_null(0)
-    asked = pl.when(~yes_no).then(None).when(recorded_asked).then(pl.col("_asked")).otherwise(pl.col("_guess"))
-    initial = pl.when(pl.col("trace_first_container").fill_null("") != "").then(pl.col("_initial"))
-    out = out.with_columns(
-        n.alias("n_candidates"),
-        pl.col("gold_in_candidates").fill_null(False),
-        initial.otherwise(pl.col("pick_first")).alias("pick_first_container"),
-        asked.alias("asked_norm"),
-    )
+
+
+def _with_scores(out: pl.DataFrame, yes_no: pl.Expr) -> pl.DataFrame:
+    """Whether each item can be scored, its chance, each heuristic's hit and answer role, and the structural
+    features (story length bin, agents, template)."""
+    n = pl.col("n_candidates")
     target = pl.when(yes_no).then(pl.col("asked_norm")).otherwise(pl.col("gold_norm"))
     named = {h: (pl.col(f"pick_{h}").is_not_null() & (pl.col(f"pick_{h}") == target)).fill_null(False) for h in PICKS}
     says_yes = pl.col("gold_norm") == "yes"
     bins = pl.lit(f">={LENGTH_BINS[-1]}")
     for bound in reversed(LENGTH_BINS):
         bins = pl.when(pl.col("n_words") < bound).then(pl.lit(f"<{bound}")).otherwise(bins)
-    out = out.with_columns(
+    return out.with_columns(
         pl.when(yes_no)
         .then(pl.col("asked_norm").is_not_null() & pl.col("gold_norm").is_in(["yes", "no"]) & (n >= 2))
         .otherwise(pl.col("gold_in_candidates") & (n >= 2))
@@ -317,7 +343,6 @@ def item_features(items: pl.DataFrame, stories: pl.DataFrame | None = None) -> p
         .otherwise(pl.col("template_id"))
         .alias("template"),
     )
-    return out.select([pl.col(c).cast(t) for c, t in _SCHEMA.items()])
 
 
 def records_frame(records: Iterable[dict[str, Any]]) -> pl.DataFrame:

@@ -416,20 +416,14 @@ def audit_overlap(
     both_sides = bool(ev.heldout.any() and ev.train.any())
     if both_sides:
         with timer.phase("13-gram test"):
-            ngram, ngram_pairs, calib = ngram_test(docs, signed.hashed.words, signed.hashed.word_offsets, p)
+            ngram, calib = _ngram_evidence(ev, docs, signed.hashed, p)
             calibration += calib
-            for b, a, shared, pval in ngram_pairs:
-                ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
     signed.hashed = _words_released(signed.hashed)
     largest_done()
     docs = _sentences_beside_skeletons(ev, docs, p, timer, counts if both_sides else None)
     if both_sides:
         with timer.phase("structural twins"):
-            struct_pairs, calib = _structural(docs, p)
-            calibration += calib
-            for a, b, pval in struct_pairs:
-                ev.add("structural", a, b, {"p_value": pval})
-            calibration += _near_dup_rates(ev.rows, ev.train, ev.heldout, p)
+            calibration += _structural_evidence(ev, docs, p)
     contexts = (
         ctx.select("context_id", "text_key", "n_train_items", "n_heldout_items")
         .join(docs.select("text_key", "doc", "cluster", "skeleton_key", "train", "heldout"), on="text_key")
@@ -454,6 +448,25 @@ def audit_overlap(
         st,
         timer.seconds,
     )
+
+
+def _ngram_evidence(
+    ev: _Evidence, docs: pl.DataFrame, hashed: Hashed, p: AuditParams
+) -> tuple[pl.DataFrame, list[dict]]:
+    """The 13-gram test's table and calibration rows; the pairs it flags go into `ev`."""
+    ngram, ngram_pairs, calib = ngram_test(docs, hashed.words, hashed.word_offsets, p)
+    for b, a, shared, pval in ngram_pairs:
+        ev.add("ngram", a, b, {"shared_ngrams": shared, "p_value": pval, "span_n": p.ngram_n})
+    return ngram, calib
+
+
+def _structural_evidence(ev: _Evidence, docs: pl.DataFrame, p: AuditParams) -> list[dict]:
+    """The structural twins go into `ev`; then the calibration rows of their test and of the near-duplicate
+    rates, which count every pair in `ev`, the structural ones included (so it comes last)."""
+    struct_pairs, calib = _structural(docs, p)
+    for a, b, pval in struct_pairs:
+        ev.add("structural", a, b, {"p_value": pval})
+    return calib + _near_dup_rates(ev.rows, ev.train, ev.heldout, p)
 
 
 def _sentences_beside_skeletons(
@@ -512,18 +525,7 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
     null_rate = null_twins / n_null if n_null else 0.0
     # conformal p-value of "has a twin in train" for one exchangeable held-out context
     doc_p = (1 + null_twins) / (1 + n_null)
-    pairs: list[tuple] = []
-    n_twins = 0
-    for doc, cluster, train_docs, train_clusters, n_heldout in ho.select(
-        "doc", "cluster", "train_docs", "train_clusters", "n_heldout_clusters"
-    ).iter_rows():
-        if not train_docs:
-            continue
-        others = [t for t, c in zip(train_docs, train_clusters) if c != cluster]
-        if others:
-            n_twins += 1
-            if n_heldout == 1:
-                pairs.extend((t, doc, doc_p) for t in others[:5])
+    pairs, n_twins = _structural_twins(ho, doc_p)
     n_obs = ho.height
     pval = (
         float(
@@ -548,6 +550,24 @@ def _structural(docs: pl.DataFrame, p: AuditParams):
         }
     ]
     return (pairs if flagged else []), calib
+
+
+def _structural_twins(ho: pl.DataFrame, doc_p: float) -> tuple[list[tuple], int]:
+    """The held-out docs with a same-skeleton train doc of another cluster (their count), and up to five such
+    (train doc, held-out doc, `doc_p`) pairs for each one whose skeleton no other held-out cluster shares."""
+    pairs: list[tuple] = []
+    n_twins = 0
+    for doc, cluster, train_docs, train_clusters, n_heldout in ho.select(
+        "doc", "cluster", "train_docs", "train_clusters", "n_heldout_clusters"
+    ).iter_rows():
+        if not train_docs:
+            continue
+        others = [t for t, c in zip(train_docs, train_clusters) if c != cluster]
+        if others:
+            n_twins += 1
+            if n_heldout == 1:
+                pairs.extend((t, doc, doc_p) for t in others[:5])
+    return pairs, n_twins
 
 
 def _near_dup_rates(rows: list[dict], train: np.ndarray, heldout: np.ndarray, p: AuditParams) -> list[dict]:
