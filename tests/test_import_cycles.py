@@ -26,7 +26,7 @@ def module_name(path: Path) -> str:
 
 def project_modules() -> dict[str, Path]:
     """Every module of the installed package: the folders' modules and `tomforge/`'s own files (its
-    `__init__`, `errors.py`, `atomic_files.py`; the links in it are the folders, counted once)."""
+    `__init__`, and any file a later change adds there; the links in it are the folders, counted once)."""
     folders = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
     own = {module_name(p): p for p in (REPO / "tomforge").glob("*.py")}
     return folders | own
