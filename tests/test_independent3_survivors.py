@@ -45,7 +45,7 @@ def test_an_interrupt_leaves_the_old_file_and_no_partial_one(tmp_path: Path, int
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]  # no .report.md.partial-PID left
 
 
-# --- 27 rl/licenses: the hyphenated wordings forbid training as the spaced ones do --------------------------
+# --- 27 schemas/rl/licenses: the hyphenated wordings forbid training as the spaced ones do --------------------------
 
 
 @pytest.mark.parametrize(
