@@ -36,11 +36,11 @@ import pyarrow as pa
 from tomforge.audits import store
 from tomforge.audits.config import CleaningPolicy
 from tomforge.audits.freshness import require_fresh_audit
-from tomforge.errors import ExitCode, TomforgeError
-from tomforge.warehouse.columns import JSON_COLUMNS
+from tomforge.schemas.columns import JSON_COLUMNS
+from tomforge.schemas.errors import ExitCode, TomforgeError
+from tomforge.schemas.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 from tomforge.warehouse.db import WarehouseError, connect_readonly
 from tomforge.warehouse.lock import writes_warehouse
-from tomforge.warehouse.record import CONTENT_FIELDS, CONTEXT_FIELDS, content_hash
 
 
 class CleaningError(TomforgeError):
@@ -196,7 +196,7 @@ def _reshuffle(items: pl.DataFrame, policy: CleaningPolicy) -> tuple[pl.DataFram
 
 def _rehash(warehouse: Path, items: pl.DataFrame) -> pl.DataFrame:
     """`content_hash` of the re-ordered rows over their new options and gold index (the recipe of
-    `warehouse.record.content_hash`; context fields read from `contexts`, JSON fields parsed back)."""
+    `schemas.record.content_hash`; context fields read from `contexts`, JSON fields parsed back)."""
     changed = items.filter(pl.col("reshuffled"))
     if not changed.height:
         return items

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tomforge.errors import TomforgeError
-from tomforge.flag_fields import flag
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.flag_fields import flag
 
 
 class AuditSettingsError(TomforgeError, ValueError):

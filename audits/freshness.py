@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from tomforge.errors import ExitCode
+from tomforge.schemas.errors import ExitCode
 from tomforge.warehouse.db import WarehouseError, one_row
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from tomforge.atomic_files import write_text_atomically
+from tomforge.schemas.atomic_files import write_text_atomically
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1200px;

@@ -31,7 +31,7 @@ from tomforge.audits.sentence_match import SentenceParams, build_sentence_index,
 from tomforge.audits.skeleton import skeleton_keys
 from tomforge.audits.store import signature_table
 from tomforge.audits.text import NORMALIZER, text_keys, tokens
-from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.schemas.progress import SILENT, Progress
 
 Lookup = Callable[[list[str], str, int], dict[str, np.ndarray]]
 

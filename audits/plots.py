@@ -15,10 +15,10 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from tomforge.atomic_files import replaced_on_success
 from tomforge.audits.artifacts import DESCRIPTIVE_HEURISTICS, HEURISTIC_LABELS, HEURISTICS
 from tomforge.audits.config import AuditParams
 from tomforge.audits.evidence import letter
+from tomforge.schemas.atomic_files import replaced_on_success
 
 SIDE_STYLE = {
     "train": {"color": "#1f5fa8", "ls": "-", "marker": "o", "label": "train"},

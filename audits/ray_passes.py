@@ -16,7 +16,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from tomforge.audits.passes import Hashed, PassSettings, concat, hash_shard
-from tomforge.errors import MissingExtra
+from tomforge.schemas.errors import MissingExtra
 
 DEFAULT_SHARD_DOCS = 20_000  # ~0.3 s of work per shard at ~70k docs/s: task overhead stays small
 

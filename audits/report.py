@@ -13,11 +13,11 @@ from typing import Any, Iterable, Sequence
 
 import polars as pl
 
-from tomforge.atomic_files import write_text_atomically
 from tomforge.audits.config import AuditParams
 from tomforge.audits.html import write_html
 from tomforge.audits.summary import AuditSummary
 from tomforge.audits.verdict import Verdict
+from tomforge.schemas.atomic_files import write_text_atomically
 
 MAX_ROWS = 25
 STATUS_TEXT = {"fail": "FAIL", "warn": "warn", "pass": "pass"}

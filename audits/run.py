@@ -28,11 +28,11 @@ from tomforge.audits.passes import Passes, run_local
 from tomforge.audits.report import render_report
 from tomforge.audits.summary import AuditSummary
 from tomforge.audits.verdict import AuditFacts, verdict_frame
+from tomforge.schemas.progress import SILENT, Progress, Timer
+from tomforge.schemas.record import hex_digest
+from tomforge.schemas.versions import tool_versions as versions_of
 from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.lock import writes_warehouse
-from tomforge.warehouse.progress import SILENT, Progress, Timer
-from tomforge.warehouse.record import hex_digest
-from tomforge.warehouse.versions import tool_versions as versions_of
 
 T = TypeVar("T")
 TOOLS = ("numpy", "polars", "duckdb", "scipy", "scikit-learn", "datasketch", "matplotlib", "pyarrow")

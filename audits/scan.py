@@ -20,7 +20,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import polars as pl
 
-from tomforge.atomic_files import replaced_on_success, write_text_atomically
 from tomforge.audits import store
 from tomforge.audits.scan_config import DEFAULT_BENCHMARK, ScanParams
 from tomforge.audits.scan_corpus import ScanInputError, ScanReject, Shard, read_batches, resolve_shards
@@ -30,9 +29,10 @@ from tomforge.audits.scan_null import ngram_power
 from tomforge.audits.scan_purify import ShardWriter
 from tomforge.audits.scan_summary import HITS_FILE, REJECTS_FILE, ScanSummary
 from tomforge.audits.text import norm_words
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.schemas.atomic_files import replaced_on_success, write_text_atomically
+from tomforge.schemas.errors import ExitCode, TomforgeError
+from tomforge.schemas.progress import SILENT, Progress
 from tomforge.warehouse.db import connect_readonly
-from tomforge.warehouse.progress import SILENT, Progress
 
 LEDGER_FILE = "purify_ledger.json"
 REJECTS_SCHEMA = pl.Schema(

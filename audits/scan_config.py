@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tomforge.errors import TomforgeError
-from tomforge.flag_fields import flag
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.flag_fields import flag
 
 DEFAULT_BENCHMARK = "split NOT IN ('train')"  # every held-out split (test, validation, val, dev, ...)
 

@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.sources.base import RecordError
 from tomforge.warehouse.sources.rl_prompt import content_parts
 

@@ -14,7 +14,7 @@ from tomforge.audits.ray_passes import ray_session
 from tomforge.audits.scan import ShardResult, ShardSettings, scan_shard
 from tomforge.audits.scan_corpus import Shard
 from tomforge.audits.scan_index import BenchmarkIndex
-from tomforge.warehouse.progress import Progress
+from tomforge.schemas.progress import Progress
 
 
 @dataclass

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tomforge.atomic_files import write_text_atomically
 from tomforge.audits.html import write_html
 from tomforge.audits.report import LEGEND, STATUS_TEXT, markdown_table
 from tomforge.audits.scan_index import BenchmarkIndex
 from tomforge.audits.scan_summary import ScanSummary
+from tomforge.schemas.atomic_files import write_text_atomically
 
 MAX_EVIDENCE = 50
 KIND_TEXT = {

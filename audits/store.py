@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse import db
 from tomforge.warehouse.selection import bound_problem, check_selection, first_line
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tomforge.warehouse.record import build_record
-from tomforge.warehouse.vocabulary import question_type_of_order
+from tomforge.schemas.record import build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 
 NAMES = [
     "Abigail",

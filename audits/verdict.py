@@ -14,7 +14,7 @@ import polars as pl
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
 from tomforge.audits.evidence import context_refs, md_escape
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 STATUSES = ("fail", "warn", "pass")
 MAX_EVIDENCE = 8

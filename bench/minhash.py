@@ -38,7 +38,7 @@ from tomforge.audits.lsh import candidate_pairs, choose_banding, datasketch_defa
 from tomforge.audits.minhash import MinHasher, estimate_jaccard  # noqa: E402
 from tomforge.audits.synthetic import clean_records, story  # noqa: E402
 from tomforge.audits.text import shingle_hash32, shingle_texts, tokens  # noqa: E402
-from tomforge.warehouse.progress import Progress, Stage  # noqa: E402
+from tomforge.schemas.progress import Progress, Stage  # noqa: E402
 
 N = 5
 

@@ -5,8 +5,8 @@ small bug mutmut can make in a module (operators, constants, conditions, argumen
 change is checked against bugs nobody listed (issue 38).
 
     .venv/bin/python bench/mutate_changed.py --base main             # every module changed since main
-    .venv/bin/python bench/mutate_changed.py hub/release.py rl/licenses.py audits/checks/
-    .venv/bin/python bench/mutate_changed.py rl/licenses.py --tests tests/rl/test_license_guard.py --jobs 2
+    .venv/bin/python bench/mutate_changed.py hub/release.py schemas/rl/licenses.py audits/checks/
+    .venv/bin/python bench/mutate_changed.py schemas/rl/licenses.py --tests tests/rl/test_license_guard.py --jobs 2
 
 For each module it prints killed / survived / equivalent / other (no test reached it, timeouts) and the score,
 killed / (mutants - equivalent), with the diff of every survivor that is not recorded as equivalent. A survivor is
@@ -79,7 +79,7 @@ class Score:
 
 def in_package(path: str) -> str:
     """Where a module sits under `tomforge/` in the flattened copy (`hub/release.py` -> `tomforge/hub/release.py`;
-    `tomforge/atomic_files.py` stays)."""
+    `schemas/atomic_files.py` stays)."""
     return path if path.startswith("tomforge/") else f"tomforge/{path}"
 
 

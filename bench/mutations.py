@@ -411,7 +411,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # item 4: ids
     Mutation(
         "ids.item_id_parts_swapped",
-        "warehouse/record.py",
+        "schemas/record.py",
         "return hex_digest(source, source_key)",
         "return hex_digest(source_key, source)",
         ("tests/warehouse/test_ids.py",),
@@ -419,7 +419,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ids.context_not_normalized",
-        "warehouse/record.py",
+        "schemas/record.py",
         "return hex_digest(normalize_context(context))",
         "return hex_digest(context)",
         ("tests/warehouse/test_ids.py",),
@@ -427,7 +427,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ids.content_hash_includes_item_id",
-        "warehouse/record.py",
+        "schemas/record.py",
         '    "item_id",\n    "context_id",\n    "content_hash",  # ids',
         '    "context_id",\n    "content_hash",  # ids',
         ("tests/warehouse/test_ids.py",),
@@ -435,7 +435,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ids.content_hash_includes_split",
-        "warehouse/record.py",
+        "schemas/record.py",
         '    "source_ref",\n    "split",  # where',
         '    "source_ref",  # where',
         ("tests/warehouse/test_ids.py",),
@@ -451,7 +451,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ids.content_hash_other_serialization",
-        "warehouse/record.py",
+        "schemas/record.py",
         "return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()",
         "return hashlib.sha256(orjson.dumps(payload)).hexdigest()",
         ("tests/warehouse/test_ids.py",),
@@ -626,7 +626,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "progress.lines_not_rate_limited",
-        "warehouse/progress.py",
+        "schemas/progress.py",
         "if now - since >= self.interval:",
         "if True:",
         ("tests/warehouse/test_progress.py",),
@@ -805,7 +805,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "defects.no_split_vocabulary",
-        "warehouse/export.py",
+        "hub/export.py",
         "    name = SPLIT_VOCABULARY.get(name.lower(), name)",
         "    name = name",
         ("tests/warehouse/test_split_vocabulary.py",),
@@ -837,7 +837,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "defects.unreachable_only_at_the_top",
-        "hub/errors.py",
+        "schemas/hub_errors.py",
         "    return next((e for e in _chain(exc) if _names(e) & _UNREACHABLE), None)",
         "    return next((e for e in [exc] if _names(e) & _UNREACHABLE), None)",
         ("tests/test_hub_unreachable.py",),
@@ -1339,7 +1339,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "dialogue.oracle_trusts_every_tell",
-        "generators/checker.py",
+        "schemas/world/checker.py",
         "return decisive.container == truth and speaker is not None",
         "return speaker is not None",
         DIALOGUE_TESTS,
@@ -1404,7 +1404,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "dialogue.oracle_ignores_the_cut",
-        "generators/checker.py",
+        "schemas/world/checker.py",
         "return trace if cut is None else trace[: int(cut) + 1]",
         "return trace",
         DIALOGUE_TESTS,
@@ -1607,7 +1607,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "atomic_files.write_in_place",
-        "tomforge/atomic_files.py",
+        "schemas/atomic_files.py",
         'temp = path.with_name(f".{path.name}.partial-{os.getpid()}")',
         "temp = path",
         ("tests/test_atomic_files.py",),
@@ -2019,7 +2019,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "independent.license_match_case_sensitive",
-        "rl/licenses.py",
+        "schemas/rl/licenses.py",
         '"evaluation[ -]only|not for training|no training|test[ -]only", re.IGNORECASE)',
         '"evaluation[ -]only|not for training|no training|test[ -]only", 0)',
         ("tests/rl/test_license_guard.py::test_which_licenses_forbid_training",),
@@ -2122,7 +2122,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # issue 38: survivors of the second independent check (docs/independent-check-2026-12-07.md, helper "issue38-check2")
     Mutation(
         "independent3.atomic_interrupt_leaves_partial",
-        "tomforge/atomic_files.py",
+        "schemas/atomic_files.py",
         "    except BaseException:\n",
         "    except Exception:\n",
         ("tests/test_independent3_survivors.py::test_an_interrupt_leaves_the_old_file_and_no_partial_one",),
@@ -2138,7 +2138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "independent3.license_evaluation_only_hyphen",
-        "rl/licenses.py",
+        "schemas/rl/licenses.py",
         'r"evaluation[ -]only|',
         'r"evaluation only|',
         ("tests/test_independent3_survivors.py::test_hyphenated_and_spaced_evaluation_only_forbid_training",),
@@ -2372,7 +2372,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "independent6.versions_missing_left_out",
-        "warehouse/versions.py",
+        "schemas/versions.py",
         "            if missing is not None:\n                versions[name] = missing\n",
         "            pass\n",
         ("tests/test_independent6_survivors.py::test_a_missing_tool_is_recorded_as_missing_when_asked",),
@@ -2390,7 +2390,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "independent6.prompts_26_options_numbered",
-        "rl/prompts.py",
+        "schemas/rl/prompts.py",
         "if n <= len(string.ascii_uppercase):",
         "if n < len(string.ascii_uppercase):",
         ("tests/test_independent6_survivors.py::test_twenty_six_options_are_lettered_and_twenty_seven_numbered",),

@@ -20,7 +20,7 @@ from typing import Callable
 
 import pyarrow.parquet as pq  # noqa: E402
 
-import tomforge.rl.columns as columns  # noqa: E402
+import tomforge.schemas.rl.columns as columns  # noqa: E402
 from tomforge.generators.generate import generate_records  # noqa: E402
 from tomforge.generators.rationale import rationale_of_record  # noqa: E402
 from tomforge.generators.rationale_text import FORMS, rationale_columns, rationale_text  # noqa: E402

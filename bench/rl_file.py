@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tomforge.generators import generate_records
-from tomforge.rl.columns import rl_table
 from tomforge.rl.data import SAMPLES_DIR
+from tomforge.schemas.rl.columns import rl_table
 from tomforge.warehouse.sources import get_adapter
 
 SYSTEM = "You are an expert at theory of mind. Reason in <think></think>, then answer in <answer></answer>."

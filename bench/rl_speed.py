@@ -43,7 +43,7 @@ def prepare(gguf: Path, out: Path, n_rows: int) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
     from tomforge.generators import generate_records
-    from tomforge.rl.columns import rl_columns
+    from tomforge.schemas.rl.columns import rl_columns
 
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tomforge.warehouse.progress import PlainLineProgress, Progress
+from tomforge.schemas.progress import PlainLineProgress, Progress
 
 HIGHER_ORDER_SPLIT = "test_higher_order"
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "warehouse" / "samples"

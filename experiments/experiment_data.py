@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tomforge.warehouse.progress import PlainLineProgress, Progress
+from tomforge.schemas.progress import PlainLineProgress, Progress
 
 REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "real-data"
 TABLE = "experiment_items"
@@ -158,10 +158,10 @@ def prepare(out: Path, plan: ExperimentData = ExperimentData(), progress: Progre
     """Warehouse `out/data.duckdb` + release folder `out/release`; returns what was loaded and published.
     `progress`: its lines (default: printed)."""
     from tomforge.generators import ADAPTER_INFO
+    from tomforge.hub.export import ExportOptions
     from tomforge.hub.publish_and_verify import publish_warehouse
     from tomforge.hub.release import ReleaseOptions
     from tomforge.warehouse import db
-    from tomforge.warehouse.export import ExportOptions
     from tomforge.warehouse.ingest import ingest
     from tomforge.warehouse.load import ingest_records
 

@@ -31,8 +31,8 @@ import polars as pl
 from experiments.experiment import ARMS, EVAL_SPLITS
 from experiments.gate_report import GATE_SPLITS, arm_gate, gate_entry
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
-from tomforge.rl.prompts import option_labels
 from tomforge.rl.reward import choice_index, texts_match, yes_no
+from tomforge.schemas.rl.prompts import option_labels
 
 PARAMETERS = 134_515_008  # SmolLM2-135M-Instruct, counted from the converted model's safetensors
 PEAK_FLOPS = 989e12  # H200 dense bf16 (spec sheet); the device notes measure about 790e12 in practice

@@ -38,9 +38,9 @@ def training_record_of(release: str, train: str) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def _item_facts(release: str, splits: tuple[str, ...]) -> dict[tuple[str, str, str], dict[str, Any]]:
     """(config, split, item_id) -> {'chance', 'rendering'} for every item of the release's `splits`."""
-    from tomforge.rl.columns import decode_ground_truth
     from tomforge.rl.gate import chances
     from tomforge.rl.release import SplitRef, read_split, renderings_of
+    from tomforge.schemas.rl.columns import decode_ground_truth
 
     facts = {}
     for name in splits:

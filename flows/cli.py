@@ -3,7 +3,7 @@
 
 Exit codes: `flows.exit_codes.ExitCode` (0 success, 2 bad input, 3 counts do not reconcile, ...). Errors become
 them in one place, `user_errors`, which every subcommand runs inside (`UserErrorGroup`): a `TomforgeError`
-(`tomforge/errors.py`) is one line and its class's exit code; no command sets an exit code itself.
+(`schemas/errors.py`) is one line and its class's exit code; no command sets an exit code itself.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Iterator, cast
 import typer
 from typer.core import TyperGroup
 
-from tomforge.errors import MissingExtra, TomforgeError
 from tomforge.flows import cli_polish
 from tomforge.flows.commands import audit, ingest, rebuild, release, rl, scan, sql
 from tomforge.flows.commands.flags import FlagError
 from tomforge.flows.commands.rl import RL_EXTRAS, RL_EXTRAS_HINT
 from tomforge.flows.commands.terminal import exit_with_error, print_reports
+from tomforge.schemas.errors import MissingExtra, TomforgeError
 
 if TYPE_CHECKING:
     from tomforge.warehouse.load import Unreconciled

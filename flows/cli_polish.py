@@ -10,8 +10,8 @@ from typing import Any, Callable, Mapping
 
 import typer
 
-from tomforge.errors import TomforgeError
 from tomforge.flows.exit_codes import ExitCode
+from tomforge.schemas.errors import TomforgeError
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 INTERRUPTED = (

@@ -14,11 +14,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tomforge.audits.config import AuditParams, CleaningPolicy
-from tomforge.errors import TomforgeError
 from tomforge.generators.generate import DEFAULT_MAX_ORDER, DEFAULT_SPLIT_FRACTIONS
 from tomforge.generators.operators import OPERATORS
 from tomforge.generators.real.variants import Settings as VariantSettings
 from tomforge.generators.templates import STYLES
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.sources import hub_id_of
 from tomforge.warehouse.sources.registry import SOURCES
 
@@ -201,7 +201,7 @@ class PublishConfig(Section):
     tag: str = ""
     max_rows_per_shard: int = Field(default=50_000, ge=1)
     private: bool = False
-    allow_restricted_training: bool = False  # publish --allow-restricted-training (rl/licenses.py)
+    allow_restricted_training: bool = False  # publish --allow-restricted-training (schemas/rl/licenses.py)
 
 
 class RLConfig(Section):

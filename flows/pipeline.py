@@ -17,7 +17,6 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from tomforge.errors import TrainingFailed
 from tomforge.flows.config import (
     AuditConfig,
     CleanConfig,
@@ -38,10 +37,11 @@ from tomforge.flows.staging import (
     stage_source,
     staged_folder,
 )
+from tomforge.schemas.errors import TrainingFailed
+from tomforge.schemas.progress import PlainLineProgress
 from tomforge.warehouse import db
 from tomforge.warehouse.load import LoadReport, Unreconciled, write_staged
 from tomforge.warehouse.lock import configured_timeout, hold
-from tomforge.warehouse.progress import PlainLineProgress
 
 PROGRESS_INTERVAL = 10.0  # seconds between two progress lines of one running stage in a run's log
 
@@ -223,7 +223,7 @@ def clean_task(warehouse: str, settings: CleanConfig) -> dict[str, Any]:
 def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
     """Retry the publish task only when the Hub kept failing (5xx, 429, timeouts after the step's own
     retries); never for a conflict, an unreachable Hub, bad input or a ledger that does not add up."""
-    from tomforge.hub.errors import ConflictError, PublishError, UnreachableError
+    from tomforge.schemas.hub_errors import ConflictError, PublishError, UnreachableError
 
     try:
         exc = state.result(raise_on_failure=False)
@@ -235,10 +235,10 @@ def _hub_still_failing(task: Any, task_run: Any, state: Any) -> bool:
 @task(name="publish", retries=2, retry_delay_seconds=[10, 60], retry_condition_fn=_hub_still_failing)
 def publish_task(warehouse: str, settings: PublishConfig, audit_report: str | None) -> dict[str, Any]:
     """Export the cleaned tables as a tagged release to a local folder or the Hub (retried: network)."""
+    from tomforge.hub.export import ExportOptions
     from tomforge.hub.ledger import lines as ledger_lines
     from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.warehouse.export import ExportOptions
 
     export = ExportOptions(table=choose_table(Path(warehouse), None), max_rows_per_shard=settings.max_rows_per_shard)
     options = ReleaseOptions(

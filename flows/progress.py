@@ -1,4 +1,4 @@
-"""The CLI's rendering of `warehouse.progress`: a live rich bar per stage on a terminal.
+"""The CLI's rendering of `schemas.progress`: a live rich bar per stage on a terminal.
 
 When the output is captured (a pipe, a log, CI, tests) rich draws nothing, so only the info
 lines appear, each on its own line: what a pipe reads is the same as before bars existed.
@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Bars
 
-from tomforge.warehouse.progress import Progress, Stage
+from tomforge.schemas.progress import Progress, Stage
 
 
 class RichProgress(Progress):

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from tomforge.atomic_files import replaced_on_success
-from tomforge.errors import TomforgeError
+from tomforge.schemas.atomic_files import replaced_on_success
+from tomforge.schemas.errors import TomforgeError
 
 PREVIEW_ROWS = 50
 NARROWEST = 12  # characters a preview column keeps however narrow the terminal

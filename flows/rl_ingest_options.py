@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.sources.base import Adapter
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tomforge.schemas import SCHEMA_DIR
+from tomforge.schemas.progress import SILENT, Progress
 from tomforge.warehouse.fingerprint import fingerprint
 from tomforge.warehouse.load import STAGED_FORMAT, Staged, info_of, stage
 from tomforge.warehouse.parallel import stage_input
-from tomforge.warehouse.progress import SILENT, Progress
 from tomforge.warehouse.sources import get_adapter, resolve_input
 
 if TYPE_CHECKING:

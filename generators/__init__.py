@@ -1,12 +1,13 @@
 """The procedural ToM generator: world simulator, belief tracking, templates, adversarial operators.
 
 `generate_records(n, max_order, seed, operators, styles, ...)` yields unified records (source
-`tomforge_gen`, described by `ADAPTER_INFO`); `generators.checker` re-derives every gold answer
+`tomforge_gen`, described by `ADAPTER_INFO`); `schemas.world.checker` re-derives every gold answer
 independently and `audits.shortcuts` measures how far template heuristics get.
 
-The names below load on first use (PEP 562), so that importing the world model alone
-(`generators.checker`, `generators.world_question`, as the RL stage's process reward does on a GPU
-machine) does not pull in the generator and the record builder's dependencies.
+The names below load on first use (PEP 562), so that importing one module of the generator alone
+(`generators.rationale_text`, as the release's exporter does) does not pull in the generator and the record
+builder's dependencies. (The world model, which the RL stage's process reward imports on a GPU machine, is the
+record contract's: `schemas/world/`.)
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ tell its speaker and a private tell's listeners, a statement its speaker ("store
 
 The control only adds opinions about things that are neither containers nor the asked object ("Nora
 has always liked the eggplant."): such a statement moves nobody, is witnessed by nobody and changes
-no belief (the belief engine ignores statements; `generators.checker` re-derives every gold from the
+no belief (the belief engine ignores statements; `schemas.world.checker` re-derives every gold from the
 trace), and the container rankings do not see it. A speaker gives one opinion of a thing, so no
 sentence repeats. A `RankBalancer` keeps, per (form, ranking, number of agents, number of golds or
 the answer), the golds' count at each place minus their share under a random subset near zero, and

@@ -1,6 +1,6 @@
 """Belief tracking from the simulator's state: the epistemic rules and the primary implementation.
 
-The rules (HiToM-style; both this module and `generators.checker` follow exactly these):
+The rules (HiToM-style; both this module and `schemas.world.checker` follow exactly these):
 
 1. Presence. Agents start outside every room and are in at most one room at a time. Everyone in a
    room perceives every event there while present: enterings (the entrant included), the object's

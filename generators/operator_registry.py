@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 TransformT = TypeVar("TransformT", bound=Callable[..., Any])
 

@@ -15,7 +15,7 @@ the basket and back to the box: he believes the truth without any way of knowing
 would make the two forms contradict each other, so no agent with a lucky belief is asked about,
 and no list question is asked of a world that has one (`knowledge_answer` returns None there).
 
-Both golds are re-derived from the trace by `generators.checker.expected_knowledge`, which shares no
+Both golds are re-derived from the trace by `schemas.world.checker.expected_knowledge`, which shares no
 code with this module. `answer_in` is the gold of any generated question in a (possibly truncated)
 story's engine: the dialogue rendering uses it to find when a question's answer is settled.
 """

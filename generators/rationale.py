@@ -3,8 +3,8 @@
 A rationale is derived from the world trace a question already has (a generated record's `trace`, or
 a real story parsed by `generators.real`), under the rule set of the question's source (`tomforge`
 for generated data, `hitom` / `tomi` for those releases), through the independent checker
-(`generators.checker.TraceWorld`). So nothing in the unified record changes: the rationale is a pure
-function of the record, computed when a release is exported (`rl.columns`).
+(`schemas.world.checker.TraceWorld`). So nothing in the unified record changes: the rationale is a pure
+function of the record, computed when a release is exported (`schemas.rl.columns`).
 
 Structure (`Rationale.to_json()`): for every event about the question's object (placement, move,
 reveal on entering, tell), one row with, for each prefix of the chain (a1; a1 > a2; ...; the whole
@@ -21,11 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tomforge.generators.checker import Perceived, TraceWorld
 from tomforge.generators.generate import GENERATOR
 from tomforge.generators.real.oracle import SOURCE_RULES, parse_record
 from tomforge.generators.real.story import ParseError
-from tomforge.generators.world_question import WorldQuestion
+from tomforge.schemas.world.checker import Perceived, TraceWorld
+from tomforge.schemas.world.world_question import WorldQuestion
 
 RATIONALE_VERSION = 2  # 2: per-level `reaches`
 GENERATED_RULES = "tomforge"

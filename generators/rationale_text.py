@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tomforge.generators.rationale import EventRow, Rationale, rationale_of_record
-from tomforge.rl.columns import RATIONALE_FORMS, RationaleColumns
+from tomforge.schemas.rl.columns import RATIONALE_FORMS, RationaleColumns
 
 
 def chain_words(chain: tuple[str, ...]) -> str:
@@ -195,7 +195,7 @@ def rationale_text(r: Rationale, form: str = DEFAULT_FORM) -> str:
 
 
 def rationale_columns(record: dict[str, Any]) -> RationaleColumns | None:
-    """What a release carries of the record's rationale (`rl.columns.rl_columns(..., rationales=)`)."""
+    """What a release carries of the record's rationale (`schemas.rl.columns.rl_columns(..., rationales=)`)."""
     rationale = rationale_of_record(record)
     if rationale is None:
         return None

@@ -17,8 +17,8 @@ from tomforge.generators.renderings import DIALOGUE, SECOND_PERSON, THIRD_PERSON
 from tomforge.generators.settings import GENERATOR, GENERATOR_VERSION, GenerationSettings, derive_seed
 from tomforge.generators.templates import render_question, render_story, template_id
 from tomforge.generators.world import SCENE, Story, trace_of
-from tomforge.warehouse.record import build_record
-from tomforge.warehouse.vocabulary import question_type_of_order
+from tomforge.schemas.record import build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 
 
 class RecordWriter:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 THIRD_PERSON, SECOND_PERSON, DIALOGUE = "third_person", "second_person", "dialogue"
 RENDERINGS = (THIRD_PERSON, SECOND_PERSON, DIALOGUE)

@@ -9,11 +9,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tomforge.flag_fields import flag
 from tomforge.generators import question_forms as forms
 from tomforge.generators.operators import OPERATORS
 from tomforge.generators.renderings import RENDERINGS, THIRD_PERSON, GeneratorChoiceError
 from tomforge.generators.templates import STYLES
+from tomforge.schemas.flag_fields import flag
 
 GENERATOR = "tomforge_gen"
 """The program that wrote a record: the record field `generator` (with `generator_version`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 # Event kinds. `scene` lists the room's containers; `transparent` says a container is see-through.
 ENTER, EXIT, INIT, MOVE, STAY, STATEMENT, TELL, SCENE, TRANSPARENT = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from tomforge.warehouse.export import ALL_CONFIG, SplitExport
+from tomforge.hub.export import ALL_CONFIG, SplitExport
 from tomforge.warehouse.sources.registry import SOURCES
 
 # Hub license identifiers (https://huggingface.co/docs/hub/repositories-licenses) the sources use.

@@ -18,7 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tomforge.hub.errors import ConflictError
+from tomforge.schemas.hub_errors import ConflictError
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

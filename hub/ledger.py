@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tomforge.audits.freshness import require_fresh_audit
-from tomforge.errors import ExitCode, TomforgeError
-from tomforge.warehouse.export import ALL_CONFIG, read_table
+from tomforge.hub.export import ALL_CONFIG, read_table
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 LEDGER_PATH = "ledger/removed.parquet"
 CLEAN_TABLE = "clean_items"

@@ -14,10 +14,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.hub.export import ALL_CONFIG, SplitExport
 from tomforge.schemas import load_schema
-from tomforge.warehouse.export import ALL_CONFIG, SplitExport
-from tomforge.warehouse.versions import tool_versions as versions_of
+from tomforge.schemas.errors import ExitCode, TomforgeError
+from tomforge.schemas.versions import tool_versions as versions_of
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: the release ledger (warehouse = released + removed per source and split)

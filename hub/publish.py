@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from tomforge.hub.errors import ConflictError, PublishError, status_of
 from tomforge.hub.manifest import MANIFEST_NAME, load_manifest
 from tomforge.hub.remote import RetryPolicy, with_retries
-from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.schemas.hub_errors import ConflictError, PublishError, status_of
+from tomforge.schemas.progress import SILENT, Progress
 
 HUB_MANAGED = frozenset({".gitattributes"})  # the Hub writes it; every other file the release lacks is deleted
 REPO_TYPE = "dataset"

@@ -6,15 +6,15 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.ledger import lines as ledger_lines
 from tomforge.hub.publish import Publisher, PublishResult, publish_release
 from tomforge.hub.release import REPO_PATTERN, Release, ReleaseError, ReleaseOptions, build_release, publish_folder
 from tomforge.hub.remote import RetryPolicy
 from tomforge.hub.verify import VerifyReport, verify_folder, verify_remote
+from tomforge.schemas.progress import SILENT, Progress
+from tomforge.schemas.record import ITEM_FIELDS
 from tomforge.warehouse.db import connect_readonly
-from tomforge.warehouse.export import ExportOptions
-from tomforge.warehouse.progress import SILENT, Progress
-from tomforge.warehouse.record import ITEM_FIELDS
 
 CLEAN_TABLE = "clean_items"
 DEFAULT_TABLE = ExportOptions().table

@@ -14,13 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from tomforge.errors import TomforgeError
 from tomforge.hub import folder, ledger
 from tomforge.hub.card import build_card
-from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
-from tomforge.rl.licenses import TRAIN_SPLIT, refusal, restricted
-from tomforge.warehouse.db import connect_readonly
-from tomforge.warehouse.export import (
+from tomforge.hub.export import (
     ExportOptions,
     audit_summary,
     export_table,
@@ -28,6 +24,10 @@ from tomforge.warehouse.export import (
     hub_split_name,
     source_facts,
 )
+from tomforge.hub.manifest import MANIFEST_NAME, build_manifest, content_id, dump_manifest, file_entries
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.rl.licenses import TRAIN_SPLIT, refusal, restricted
+from tomforge.warehouse.db import connect_readonly
 from tomforge.warehouse.faults import checkpoint
 from tomforge.warehouse.lock import hold
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from tomforge.hub.errors import (
+from tomforge.schemas.hub_errors import (
     PublishError,
     _names,
     describe,

@@ -18,11 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tomforge.hub import ledger
-from tomforge.hub.errors import PublishError
 from tomforge.hub.manifest import MANIFEST_NAME, ManifestError, content_id, load_manifest, sha256_file
 from tomforge.hub.publish import HUB_MANAGED, REPO_TYPE
 from tomforge.hub.remote import RetryPolicy, with_retries
-from tomforge.warehouse.progress import SILENT, Progress
+from tomforge.schemas.hub_errors import PublishError
+from tomforge.schemas.progress import SILENT, Progress
 
 DOWNLOAD_BOOKKEEPING = ".cache/huggingface/"  # what snapshot_download(local_dir=...) adds; not the release's
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tomforge.flag_fields import flag
 from tomforge.rl.gate import LEARNING_GATE
+from tomforge.schemas.flag_fields import flag
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,6 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
-from tomforge.atomic_files import replaced_on_success, write_text_atomically
-from tomforge.errors import TomforgeError
-from tomforge.rl.columns import decode_ground_truth
 from tomforge.rl.distributed import Shard
 from tomforge.rl.eval_settings import EvalSettings
 from tomforge.rl.fidelity import fidelity, fidelity_by_order
@@ -41,6 +38,9 @@ from tomforge.rl.release import SplitRef, read_split, renderings_of
 from tomforge.rl.reward import Scored, score_completion
 from tomforge.rl.trained_on import trained_on as trained_on_of
 from tomforge.rl.transfer import format_transfer, pair_key, transfer_view
+from tomforge.schemas.atomic_files import replaced_on_success, write_text_atomically
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.rl.columns import decode_ground_truth
 
 log = logging.getLogger(__name__)
 EVAL_COLUMNS = pa.schema(

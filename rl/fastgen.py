@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from tomforge.errors import TomforgeError
 from tomforge.rl.fused_projections import fuse_layer_projections
+from tomforge.schemas.errors import TomforgeError
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
 HF_DEFAULT_TOP_K = 50  # GenerationConfig's global default when a config leaves top_k unset

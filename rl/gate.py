@@ -104,7 +104,7 @@ def _places(item: dict[str, Any]) -> int:
 def chances(items: Sequence[dict[str, Any]]) -> list[float | None]:
     """Each item's chance accuracy (module docstring), the items being one set: dicts with `answer_format`,
     `options`, `answer` (the gold text), for lists `answer_list`, and optionally `world` (as the ground truth
-    carries it: `rl.columns.decode_ground_truth`)."""
+    carries it: `schemas.rl.columns.decode_ground_truth`)."""
     out = [item_chance(item.get("answer_format"), item.get("options")) for item in items]
     free = [i for i, item in enumerate(items) if item.get("answer_format") == "free_text" and out[i] is None]
     if free:

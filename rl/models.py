@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 GGUF_SUFFIX = ".gguf"
 CACHE_ENV = "TOMFORGE_MODEL_CACHE"

@@ -1,5 +1,5 @@
 """The process reward and trace fidelity: a reasoning text's claims (`rl.claims`) checked against the
-true belief states of the story (`generators.checker.TraceWorld`, under the source's rule set).
+true belief states of the story (`schemas.world.checker.TraceWorld`, under the source's rule set).
 
 Claims are read in order. An event claim is right when such an event (kind, actor, container; on the
 named line, if any) happened, and then becomes "the event last named": perception claims are about
@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tomforge.generators.checker import Perceived, TraceWorld
-from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import Claim, parse_claims, vocabulary
+from tomforge.schemas.world.checker import Perceived, TraceWorld
+from tomforge.schemas.world.world_question import WorldQuestion
 
 CORRECT, CONTRADICTED, UNVERIFIABLE = "correct", "contradicted", "unverifiable"
 _THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL)
@@ -249,7 +249,7 @@ def score_reasoning(text: str, question: WorldQuestion) -> ProcessScore:
 
 
 def world_of_truth(truth: dict[str, Any]) -> WorldQuestion | None:
-    """The world a ground truth carries (`rl.columns.ground_truth`, key `world`), if any."""
+    """The world a ground truth carries (`schemas.rl.columns.ground_truth`, key `world`), if any."""
     world = truth.get("world")
     return WorldQuestion.from_json(world) if isinstance(world, dict) else None
 

@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tomforge.errors import TomforgeError
-from tomforge.rl.columns import RL_COLUMNS, with_rl_columns
-from tomforge.rl.licenses import Restricted, refusal, release_licenses, restricted
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.rl.columns import RL_COLUMNS, with_rl_columns
+from tomforge.schemas.rl.licenses import Restricted, refusal, release_licenses, restricted
 
 SHARD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_.\-]+?)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 
@@ -118,7 +118,7 @@ def fetch_release(dataset: str, revision: str | None = None, cache_dir: str | Pa
             allow_patterns=["data/**", "*.md", "*.json"],
         )
     except Exception as exc:  # the hub client raises many types; the CLI wants one line
-        from tomforge.hub.errors import is_unreachable, unreachable
+        from tomforge.schemas.hub_errors import is_unreachable, unreachable
 
         if is_unreachable(exc):
             raise unreachable(f"download {dataset}@{revision or 'main'}", exc) from None

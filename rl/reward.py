@@ -16,8 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from tomforge.rl.columns import decode_ground_truth
 from tomforge.rl.process_reward import score_completion_process
+from tomforge.schemas.rl.columns import decode_ground_truth
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -173,7 +173,7 @@ def choice_index(response: str, options: Sequence[str], labels: Sequence[str]) -
 
 
 def is_correct(response: str, truth: dict[str, Any]) -> bool:
-    """Whether an extracted answer matches the ground truth of `rl.columns.ground_truth`."""
+    """Whether an extracted answer matches the ground truth of `schemas.rl.columns.ground_truth`."""
     answer_format = truth.get("answer_format", "free_text")
     if answer_format == "multiple_choice" and truth.get("options"):
         options = list(truth["options"])

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from tomforge.rl.compiled_layers import compile_decoder_layers, layers_compiled
 from tomforge.rl.distributed import under_launcher
-from tomforge.rl.prompts import option_labels
+from tomforge.schemas.rl.prompts import option_labels
 
 
 def target_answer(ground_truth: str) -> str:

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tomforge.errors import TomforgeError
-from tomforge.flag_fields import flag
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.flag_fields import flag
 
 KEYS_FILE = Path(__file__).with_name("verl_keys.txt")
 REWARD_FILE = Path(__file__).with_name("verl_reward.py")  # not reward.py itself: see that file

@@ -1,4 +1,8 @@
-"""JSON Schemas of tomforge and a tiny loader, so every module validates against the same files."""
+"""The record contract: the JSON Schemas and a tiny loader, so every module validates against the same files.
+
+Beside them, the modules every layer (and the GPU machine's reward) reads, which import nothing but this folder: the
+errors, the record and its columns, the progress interface, the RL columns (`rl/`) and the world model (`world/`).
+"""
 
 from __future__ import annotations
 

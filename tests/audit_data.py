@@ -9,8 +9,8 @@ from pathlib import Path
 from tests.audit_reference import heuristic_choices, norm
 from tomforge.audits.config import AuditParams
 from tomforge.audits.synthetic import clean_records
+from tomforge.schemas.record import build_record
 from tomforge.warehouse.load import ingest_records
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 
 INFO = AdapterInfo("synth", "synth-1", "CC0")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
+from tomforge.schemas.record import build_record
 from tomforge.warehouse.load import ingest_records
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 
 ALPHA = AdapterInfo("alpha", "alpha-1", "MIT")  # alpha has a train split: a license that allows training

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tomforge.warehouse.progress import Progress, Stage
+from tomforge.schemas.progress import Progress, Stage
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.data import DataPlan, build_release
-from tomforge.warehouse.progress import SILENT
+from tomforge.schemas.progress import SILENT
 
 SMALL_PLAN = DataPlan(n=30, n_higher=6, seed=3)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tomforge.atomic_files import replaced_on_success, write_text_atomically
+from tomforge.schemas.atomic_files import replaced_on_success, write_text_atomically
 
 OLD = "previous report\n"
 
@@ -39,7 +39,7 @@ def test_killed_writer_leaves_old_file(tmp_path: Path) -> None:
     target.write_text(OLD)
     child = f"""
 import os, signal
-from tomforge.atomic_files import replaced_on_success
+from tomforge.schemas.atomic_files import replaced_on_success
 with replaced_on_success({str(target)!r}) as temp:
     with open(temp, "w") as out:
         out.write("x" * 100_000)
@@ -61,7 +61,7 @@ def test_written_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
     target = tmp_path / "report.md"
     write_text_atomically(target, OLD)  # here too, so that a mutation tool maps this test to the function
     done = run_in_ascii_locale(
-        "import sys; from tomforge.atomic_files import write_text_atomically; "
+        "import sys; from tomforge.schemas.atomic_files import write_text_atomically; "
         "write_text_atomically(sys.argv[1], 'caf\\u00e9 \\u2013 ok\\n')",
         str(target),
     )

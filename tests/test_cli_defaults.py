@@ -227,10 +227,10 @@ def test_compile_flag_sets_both_the_rollouts_and_the_layers(flag: str, expected:
 
 # Flags whose literal default the CLI declares because it mirrors a step's parameter: checked against it.
 def _mirrored() -> dict[tuple[str, str], object]:
+    from tomforge.hub.export import ExportOptions
     from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
     from tomforge.rl import stage
     from tomforge.warehouse.db import DEFAULT_WAREHOUSE
-    from tomforge.warehouse.export import ExportOptions
 
     mirrored: dict[tuple[str, str], object] = {(name, "warehouse"): DEFAULT_WAREHOUSE for name in COMMANDS}
     mirrored.update(

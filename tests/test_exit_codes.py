@@ -18,5 +18,5 @@ def test_exit_codes_keep_their_documented_values() -> None:
         "STALE_AUDIT": 8,
         "LOCKED": 9,
         "INTERRUPTED": 130,
-    }  # docs/cli.md and tomforge/errors.py
+    }  # docs/cli.md and schemas/errors.py
     assert {code.name: int(code) for code in ExitCode} == documented

@@ -27,7 +27,7 @@ from tomforge.generators.generate import generate_records
 from tomforge.generators.operator_registry import Operator
 from tomforge.generators.world import Story
 from tomforge.hub.card import render_body
-from tomforge.warehouse.export import SplitExport
+from tomforge.hub.export import SplitExport
 from tomforge.warehouse.sources.registry import SOURCES, Source
 
 runner = CliRunner()

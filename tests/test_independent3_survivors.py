@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.publish_fixtures import release_one, release_two
-from tomforge.atomic_files import replaced_on_success
 from tomforge.audits.clean import apply_cleaning
 from tomforge.audits.run import run_audit
 from tomforge.audits.store import SelectionError
@@ -20,12 +19,13 @@ from tomforge.audits.verdict import MAX_EVIDENCE, more
 from tomforge.flows.cli import app
 from tomforge.generators.generate import split_sizes
 from tomforge.hub import release as release_module
-from tomforge.hub.errors import ConflictError
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.release import ReleaseOptions, publish_folder
 from tomforge.hub.verify import verify_folder
-from tomforge.rl.licenses import forbids_training
 from tomforge.rl.sft import target_completion
-from tomforge.warehouse.export import ExportOptions
+from tomforge.schemas.atomic_files import replaced_on_success
+from tomforge.schemas.hub_errors import ConflictError
+from tomforge.schemas.rl.licenses import forbids_training
 from tomforge.warehouse.sources.exploretom import ADAPTER as EXPLORETOM
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
@@ -45,7 +45,7 @@ def test_an_interrupt_leaves_the_old_file_and_no_partial_one(tmp_path: Path, int
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]  # no .report.md.partial-PID left
 
 
-# --- 27 rl/licenses: the hyphenated wordings forbid training as the spaced ones do --------------------------
+# --- 27 schemas/rl/licenses: the hyphenated wordings forbid training as the spaced ones do --------------------------
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ def test_the_curriculum_names_the_last_later_event_that_does_not_count() -> None
     """`curriculum`: "the last event that counts at that order and the last later event that does not"."""
     from tomforge.generators.rationale import Rationale
     from tomforge.generators.rationale_text import curriculum_form
-    from tomforge.generators.world_question import WorldQuestion
+    from tomforge.schemas.world.world_question import WorldQuestion
 
     question = WorldQuestion([{"kind": "setup", "object": "ball"}], ("Ann",), "belief", "tomforge")
     events = (

@@ -28,7 +28,7 @@ def test_a_folder_fingerprint_tells_where_a_file_lies(tmp_path: Path) -> None:
 
 
 def test_a_missing_tool_is_recorded_as_missing_when_asked() -> None:
-    from tomforge.warehouse.versions import tool_versions
+    from tomforge.schemas.versions import tool_versions
 
     name = "tomforge-no-such-distribution"
     assert tool_versions([name], missing="absent") == {"python": platform.python_version(), name: "absent"}
@@ -69,7 +69,7 @@ def test_a_source_without_held_out_items_is_checked_without_a_held_out_side() ->
 
 
 def test_twenty_six_options_are_lettered_and_twenty_seven_numbered() -> None:
-    from tomforge.rl.prompts import option_labels
+    from tomforge.schemas.rl.prompts import option_labels
 
     assert option_labels(26) == list("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
     assert option_labels(27) == [str(i) for i in range(1, 28)]
@@ -171,10 +171,10 @@ def _documented_cases() -> list[tuple[str, object, object]]:
     from tomforge.generators.shortcuts import balance_summary
     from tomforge.hub.remote import is_transient
     from tomforge.rl.evaluate import did_not_learn
-    from tomforge.rl.licenses import forbids_training
     from tomforge.rl.sft import target_answer
+    from tomforge.schemas.rl.licenses import forbids_training
+    from tomforge.schemas.versions import tool_versions
     from tomforge.warehouse.sources.rl_prompt import content_parts
-    from tomforge.warehouse.versions import tool_versions
 
     def refused(forms: list[str]) -> bool:
         try:

@@ -125,7 +125,7 @@ def test_a_planted_second_name_is_found(source: str, problem: str) -> None:
     "source",
     [
         "from tomforge.generators.rationale_text import FORMS\n",
-        "from tests.writers import run\nfrom bench import minhash\nimport tomforge.rl.columns as columns\n",
+        "from tests.writers import run\nfrom bench import minhash\nimport tomforge.schemas.rl.columns as columns\n",
         "import os, sys\nenv = {'PYTHONPATH': os.pathsep.join(p for p in sys.path if p)}\n",  # reads it only
         "from experiments.rationale_experiment import ARMS\nimport polars as pl\n",
     ],

@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 from tests.publish_fixtures import release_one
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.manifest import MANIFEST_NAME, content_id, dump_manifest, file_entries, load_manifest, sha256_file
 from tomforge.hub.release import ReleaseOptions, publish_folder
-from tomforge.warehouse.export import ExportOptions
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 

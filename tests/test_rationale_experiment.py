@@ -209,7 +209,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from experiments.rationale_experiment import main
     from tomforge.rl.release import SplitRef, read_split
     from tomforge.rl.tiny_model import build_model, build_tokenizer
-    from tomforge.warehouse.progress import SILENT
+    from tomforge.schemas.progress import SILENT
 
     base = tmp_path_factory.mktemp("rexp")
     plan = ExperimentData(

@@ -16,7 +16,7 @@ from experiments.experiment_data import ExperimentData, build_experiment_table, 
 from experiments.experiment_report import shortcut, wilson
 from tomforge.audits.shortcuts import shortcut_table, worst_gap
 from tomforge.generators import generate_records
-from tomforge.generators.checker import check_record
+from tomforge.schemas.world.checker import check_record
 
 SAMPLES = Path(__file__).resolve().parents[1] / "warehouse" / "samples"
 
@@ -125,8 +125,8 @@ def test_wilson_interval_matches_the_textbook_value() -> None:
 def _eval_rows(records: list[dict], answer: str) -> pl.DataFrame:
     """Eval rows for a model that always answers `answer` ('first': the first-mentioned candidate, 'gold')."""
     from tomforge.audits.features import item_features, records_frame
-    from tomforge.rl.prompts import option_labels
     from tomforge.rl.reward import score_completion
+    from tomforge.schemas.rl.prompts import option_labels
 
     items = records_frame(records)
     df = items.join(item_features(items), on="item_id", how="left")

@@ -22,10 +22,10 @@ from typing import Any, Iterable, Iterator
 import orjson
 import pyarrow as pa
 
-from tomforge.errors import ExitCode, TomforgeError
 from tomforge.schemas import record_schema
-from tomforge.warehouse.columns import arrow_type
-from tomforge.warehouse.record import (
+from tomforge.schemas.columns import arrow_type
+from tomforge.schemas.errors import ExitCode, TomforgeError
+from tomforge.schemas.record import (
     CONTENT_FIELDS,
     FIELDS,
     build_record,
@@ -98,7 +98,7 @@ class ColumnBatch:
         return values
 
     def table(self) -> pa.Table:
-        """The batch as an Arrow table of every record field (types of `warehouse.columns`)."""
+        """The batch as an Arrow table of every record field (types of `schemas.columns`)."""
         columns = []
         try:
             values = self.values()

@@ -17,8 +17,8 @@ from typing import Any, Iterator
 
 import duckdb
 
-from tomforge.errors import TomforgeError
-from tomforge.warehouse.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
+from tomforge.schemas.ddl import LOADS_DDL, OPENING_BALANCE_SQL, all_ddl
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.faults import checkpoint
 from tomforge.warehouse.lock import hold
 

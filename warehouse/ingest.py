@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tomforge.schemas.progress import SILENT, Progress
 from tomforge.warehouse import db
 from tomforge.warehouse.load import LoadReport, info_of, write_staged
 from tomforge.warehouse.parallel import stage_input
-from tomforge.warehouse.progress import SILENT, Progress
 from tomforge.warehouse.sources import get_adapter, resolve_input
 from tomforge.warehouse.sources.base import Adapter
 

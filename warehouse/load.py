@@ -27,13 +27,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tomforge.errors import ExitCode
+from tomforge.schemas.columns import JSON_COLUMNS, arrow_schema
+from tomforge.schemas.errors import ExitCode
+from tomforge.schemas.progress import SILENT, Progress, Stage
+from tomforge.schemas.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
 from tomforge.warehouse import db
 from tomforge.warehouse.batch import BatchError, ColumnBatch
-from tomforge.warehouse.columns import JSON_COLUMNS, arrow_schema
 from tomforge.warehouse.db import WarehouseError
-from tomforge.warehouse.progress import SILENT, Progress, Stage
-from tomforge.warehouse.record import CONTEXT_FIELDS, ITEM_FIELDS, canonical_json
 from tomforge.warehouse.sources.base import AdapterInfo, RecordOrReject, Reject
 from tomforge.warehouse.validate import are_valid, first_error, is_valid
 from tomforge.warehouse.validate_columns import invalid_mask

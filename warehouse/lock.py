@@ -32,7 +32,7 @@ from typing import Callable, Concatenate, Iterator, ParamSpec, TypeVar
 
 import filelock
 
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 TIMEOUT_ENV = "TOMFORGE_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0

@@ -34,9 +34,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tomforge.schemas.progress import SILENT, Progress, Stage
 from tomforge.warehouse.db import WarehouseError
 from tomforge.warehouse.load import Collector, Staged, collect, gc_paused, info_of, stage
-from tomforge.warehouse.progress import SILENT, Progress, Stage
 from tomforge.warehouse.sources import get_adapter
 from tomforge.warehouse.sources.base import Adapter, AdapterInfo, SourceError
 from tomforge.warehouse.sources.sniff import describe, sniff

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 _PREFIX = "SELECT 1 WHERE "
 # parts of a SELECT node that a condition alone never fills

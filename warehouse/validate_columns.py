@@ -1,6 +1,6 @@
 """Record validation on Arrow columns: the verdict of `warehouse.validate` per row, with pyarrow.compute.
 
-The fast ingest path builds records as columns (the layout of `warehouse.columns`), so it
+The fast ingest path builds records as columns (the layout of `schemas.columns`), so it
 cannot afford a dict per row for jsonschema-rs. The schema is compiled once, keyword by keyword,
 into vectorized checks; a keyword the compiler does not know raises `UnsupportedSchema`, so a schema
 change can never be skipped silently.
@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tomforge.errors import ExitCode, TomforgeError
 from tomforge.schemas import record_schema
-from tomforge.warehouse.columns import JSON_COLUMNS, arrow_type
+from tomforge.schemas.columns import JSON_COLUMNS, arrow_type
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 Column = Union[pa.Array, pa.ChunkedArray]
 Check = Callable[[Column], Column]  # a column -> True where its value breaks the subschema, else False or null

@@ -113,7 +113,7 @@ class OracleDisagreements(AuditCheck):
             f"the checker rejects {n} published golds in the audited selections ({n_warehouse} in the warehouse's "
             "`oracle_checks`, for the sources selected; under each source's own rules); expected 0",
             f"`tomforge clean --quarantine-oracle` quarantines the {n} items (see `oracle_checks` for the deciding event)",
-            "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
+            "Every gold of a parsed real story re-derived by `schemas/world/checker.py` (no code shared with the generator) "
             "under the source's documented rules.",
             rows[:MAX_EVIDENCE],
         )

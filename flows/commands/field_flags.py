@@ -1,5 +1,5 @@
 """Command options made from settings fields: a setting is one declaration, the dataclass field with its flag
-(`tomforge.flag_fields.flag`), and a command decorated with `field_flags` offers every such field as an option and
+(`tomforge.schemas.flag_fields.flag`), and a command decorated with `field_flags` offers every such field as an option and
 gets the given ones back as one `FlagValues`, which builds the settings object in one call.
 
 Typer reads a command's options from its signature, so the decorator writes the signature: the command's own
@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import typer
 
-from tomforge.flag_fields import Flag, flag_of
 from tomforge.flows.commands.flags import SettingDefault
+from tomforge.schemas.flag_fields import Flag, flag_of
 
 T = TypeVar("T")
 

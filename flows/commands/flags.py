@@ -5,7 +5,7 @@ class decides. `setting_option` builds such a flag from the field it sets: the d
 from that field (a dataclass or pydantic field, or a function's parameter), never written out a second time.
 It is read when the command's help is drawn (`SettingsHelp`), so running a command imports no settings
 module it does not use (`train` and `eval` run on a GPU machine without the warehouse's libraries).
-A settings dataclass whose fields declare their flags (`tomforge.flag_fields.flag`) needs no `setting_option`: its
+A settings dataclass whose fields declare their flags (`tomforge.schemas.flag_fields.flag`) needs no `setting_option`: its
 command's options are made from the fields (`flows/commands/field_flags.py`: `train`, `eval`,
 `audit`, `clean`, `scan`, `generate`, `variants`).
 """
@@ -20,7 +20,7 @@ from typing import Any, Callable
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.db import DEFAULT_WAREHOUSE
 
 

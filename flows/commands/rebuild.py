@@ -10,8 +10,8 @@ from typing import Iterator, Optional
 
 import typer
 
-from tomforge.errors import TomforgeError
 from tomforge.flows.commands.terminal import console, show_reconciliation
+from tomforge.schemas.errors import TomforgeError
 
 group = typer.Typer()
 

@@ -66,9 +66,9 @@ def publish(
     ),
 ) -> None:
     """Publish the warehouse as a tagged release to a Hub dataset repo (HF_TOKEN) or a local folder."""
+    from tomforge.hub.export import ExportOptions
     from tomforge.hub.publish_and_verify import choose_table, publish_warehouse
     from tomforge.hub.release import ReleaseOptions
-    from tomforge.warehouse.export import ExportOptions
 
     repo = _release_repo(repo, target)
     with RichProgress(console) as progress:

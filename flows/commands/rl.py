@@ -12,13 +12,13 @@ from typing import Any, Optional
 
 import typer
 
-from tomforge.errors import EvaluationFailed, MissingExtra, TrainingFailed
 from tomforge.flows.commands.field_flags import FlagValues, field_flags
 from tomforge.flows.commands.flags import SettingsHelp, WarehouseOption, flags_set, setting_option
 from tomforge.flows.commands.terminal import console
 from tomforge.rl.eval_settings import EvalSettings
 from tomforge.rl.trl_settings import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
+from tomforge.schemas.errors import EvaluationFailed, MissingExtra, TrainingFailed
 
 group = typer.Typer()
 
@@ -40,7 +40,7 @@ def require_rl_extras(*modules: str) -> None:
 
 
 def check_training_licenses(dataset: str, revision: str | None, train_split: str, allow: bool) -> None:
-    """The license guard before a training starts (rl/licenses.py): refused, or a warning when overridden."""
+    """The license guard before a training starts (schemas/rl/licenses.py): refused, or a warning when overridden."""
     from tomforge.rl.release import check_training_release
 
     for found in check_training_release(dataset, revision, train_split, allow):

@@ -3,6 +3,6 @@ oracle that re-derives their gold answers, and higher-order and adversarial vari
 
 `story.py` holds the parsed form every source shares (numbered lines, each with its events);
 `hitom.py`, `tomi.py` parse one source each; `oracle.py` replays a parsed question through
-`generators.checker` under a named rule set; `variants.py` and `operators.py` build new questions and
+`schemas.world.checker` under a named rule set; `variants.py` and `operators.py` build new questions and
 stories in the source's own sentences. Nothing here imports the simulator: the checker stays independent.
 """

@@ -14,10 +14,10 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from tomforge.generators.checker import RULE_SETS, TraceWorld
 from tomforge.generators.operator_registry import Operator, OperatorRegistry
 from tomforge.generators.real import style
 from tomforge.generators.real.story import Line, ParsedStory, check_consistency
+from tomforge.schemas.world.checker import RULE_SETS, TraceWorld
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 `check_item` takes a unified record (as stored in the warehouse: context, question, meta, answer),
 parses the story with its source's parser, builds the checker's trace for the question's object and
-asks `generators.checker.TraceWorld` under a named rule set (`RULE_SETS`; by default the source's
+asks `schemas.world.checker.TraceWorld` under a named rule set (`RULE_SETS`; by default the source's
 own, `SOURCE_RULES`). The result names the sentence that decides the oracle's answer and, when the
 gold differs, why the sentence the gold comes from does not count for this chain.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tomforge.errors import TomforgeError
-from tomforge.generators.checker import RULE_SETS, Perceived, TraceWorld
 from tomforge.generators.real import exploretom, hitom, tomi
 from tomforge.generators.real.story import ParsedStory, ParseError
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.world.checker import RULE_SETS, Perceived, TraceWorld
 
 PARSERS = {"hitom": hitom, "tomi": tomi, "exploretom": exploretom}
 STORY_SOURCES = tuple(PARSERS)

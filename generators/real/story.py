@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 
 class ParseError(TomforgeError, ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tomforge.flag_fields import flag
+from tomforge.schemas.flag_fields import flag
 
 
 @dataclass

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from tomforge.generators.checker import RULE_SETS, TraceWorld
 from tomforge.generators.real import style
 from tomforge.generators.real.balance import MentionControls, select
 from tomforge.generators.real.operators import OPERATORS, Target, shortcut_of, supported
@@ -37,8 +36,9 @@ from tomforge.generators.real.oracle import (
 )
 from tomforge.generators.real.story import ParsedStory, ParseError
 from tomforge.generators.real.variant_settings import Settings
-from tomforge.warehouse.record import build_record, content_hash
-from tomforge.warehouse.vocabulary import question_type_of_order
+from tomforge.schemas.record import build_record, content_hash
+from tomforge.schemas.vocabulary import question_type_of_order
+from tomforge.schemas.world.checker import RULE_SETS, TraceWorld
 
 GENERATOR = "tomforge_variants"
 GENERATOR_VERSION = "0.2.0"  # 0.2: memory questions at belief_order 0 (were NULL)

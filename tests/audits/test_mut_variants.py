@@ -107,7 +107,7 @@ def test_oracle_verdict() -> None:
     assert verdict.action == (
         "`tomforge clean --quarantine-oracle` quarantines the 3 items (see `oracle_checks` for the deciding event)"
     )
-    assert verdict.explain.startswith("Every gold of a parsed real story re-derived by `generators/checker.py`")
+    assert verdict.explain.startswith("Every gold of a parsed real story re-derived by `schemas/world/checker.py`")
     assert verdict.evidence == [
         {"source": "to\\*mi", "rule set": "tomi\\|v1", "rejected golds": "2 of 7 parsed", "items": "r#5, r#1"},
         {"source": "hitom", "rule set": "tomi\\|v1", "rejected golds": "1 of 5 parsed", "items": "r#4"},
@@ -129,6 +129,6 @@ def test_the_verdicts_explain_themselves_in_full() -> None:
         "teaches the test."
     )
     assert oracle_verdict is not None and oracle_verdict.explain == (
-        "Every gold of a parsed real story re-derived by `generators/checker.py` (no code shared with the generator) "
+        "Every gold of a parsed real story re-derived by `schemas/world/checker.py` (no code shared with the generator) "
         "under the source's documented rules."
     )

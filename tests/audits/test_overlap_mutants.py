@@ -24,7 +24,7 @@ from tomforge.audits.overlap import (
     matched_spans,
     signature_params_key,
 )
-from tomforge.warehouse.progress import Progress
+from tomforge.schemas.progress import Progress
 
 
 def test_signature_params_key_by_hand() -> None:

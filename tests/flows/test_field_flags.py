@@ -17,13 +17,13 @@ import typer
 from typer.testing import CliRunner
 
 from tomforge.audits.scan_config import ScanParams
-from tomforge.flag_fields import Flag, flag, flag_of
 from tomforge.flows.cli_polish import plain_help_text
 from tomforge.flows.commands.field_flags import FieldOption, FlagValues, field_flags, field_options, param_name
 from tomforge.flows.commands.flags import SettingsHelp
 from tomforge.generators.real.variant_settings import Settings as VariantSettings
 from tomforge.generators.settings import GenerationSettings
 from tomforge.rl.eval_settings import EvalSettings
+from tomforge.schemas.flag_fields import Flag, flag, flag_of
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import tomforge.hub.publish_and_verify as publish_and_verify
 from tomforge.flows.cli import app
 from tomforge.flows.commands.flags import FlagError
 from tomforge.flows.commands.release import _release_repo
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.verify import VerifyReport
-from tomforge.warehouse.export import ExportOptions
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tomforge.errors import TrainingFailed
 from tomforge.flows.commands import rl
 from tomforge.flows.commands.field_flags import FlagValues, field_options
 from tomforge.rl.trl_settings import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
+from tomforge.schemas.errors import TrainingFailed
 
 
 @pytest.fixture

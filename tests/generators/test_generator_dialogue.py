@@ -1,6 +1,6 @@
 """The dialogue rendering and the list / answerability question forms (issue 28, part 2).
 
-References: the oracle (`generators.checker`, which shares no code with the simulator) for every
+References: the oracle (`schemas.world.checker`, which shares no code with the simulator) for every
 gold of every rendering and form; a world written and worked out by hand; the third person's
 records item for item; counts of container mentions taken from the text here, apart from the
 rendering's rules; the audit itself."""
@@ -23,13 +23,13 @@ from tomforge.audits.ranks import gold_ranks
 from tomforge.audits.run import run_audit
 from tomforge.generators import generate_records, generator_info
 from tomforge.generators.beliefs import BeliefEngine
-from tomforge.generators.checker import check_record, expected_answer, expected_knowledge
 from tomforge.generators.dialogue import NARRATOR, prefix_engines, settled_from, tell
 from tomforge.generators.generate import FORMATS
 from tomforge.generators.question_forms import DEFAULT_FORMS, formats_of_forms, has_access, knowledge_answer
 from tomforge.generators.world import ENTER, EXIT, INIT, MOVE, SCENE, TELL, Event, Story, trace_of
-from tomforge.rl.columns import rl_table
 from tomforge.rl.reward import compute_score
+from tomforge.schemas.rl.columns import rl_table
+from tomforge.schemas.world.checker import check_record, expected_answer, expected_knowledge
 from tomforge.warehouse.load import ingest_records
 
 ALL_FORMS = formats_of_forms(["mc", "free", "yes_no", "list", "answerability"])

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tomforge.generators.beliefs import BeliefEngine
-from tomforge.generators.checker import TraceWorld
 from tomforge.generators.entities import pools
 from tomforge.generators.operators import OPERATORS, apply_operators
 from tomforge.generators.story import build_base
 from tomforge.generators.world import check_story, trace_of
+from tomforge.schemas.world.checker import TraceWorld
 
 stories = st.builds(
     lambda seed, n_agents, n_moves, ops, held_out: (seed, n_agents, n_moves, tuple(ops), held_out),

@@ -23,10 +23,10 @@ from tomforge.generators import (
     generate_records,
     generate_splits,
 )
-from tomforge.generators.checker import check_record
 from tomforge.generators.entities import pools, surface
 from tomforge.generators.shortcuts import HEURISTICS, balance_summary, mentions
 from tomforge.generators.templates import BELIEF_WH, BELIEF_YN, EVENTS, MEMORY_WH, MEMORY_YN, REALITY_WH, REALITY_YN
+from tomforge.schemas.world.checker import check_record
 from tomforge.warehouse.validate import first_error, is_valid
 
 N_CHECK = int(os.environ.get("TOMFORGE_GEN_CHECK_N", "20000"))

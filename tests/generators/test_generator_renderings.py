@@ -12,8 +12,8 @@ from tomforge.audits.config import AuditParams
 from tomforge.audits.features import records_frame
 from tomforge.audits.ranks import gold_ranks
 from tomforge.generators import generate_records
-from tomforge.generators.checker import check_record
 from tomforge.generators.renderings import second_person
+from tomforge.schemas.world.checker import check_record
 
 ARGS = {"n": 600, "max_order": 4, "seed": 5}
 # what English never says with "you" as the subject (written here apart from the rendering's rules)

@@ -13,7 +13,6 @@ import pytest
 
 from tomforge.generators.beliefs import BeliefEngine
 from tomforge.generators.chains import chain_signature, feasible, random_chain, random_set_bit, set_bits, sig_parts
-from tomforge.generators.checker import TraceWorld
 from tomforge.generators.world import (
     ENTER,
     EXIT,
@@ -29,6 +28,7 @@ from tomforge.generators.world import (
     check_story,
     trace_of,
 )
+from tomforge.schemas.world.checker import TraceWorld
 
 ROOM, HALL = "kitchen", "hallway"
 BOXES = ("red box", "blue crate", "green basket", "white jar")

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tomforge.errors import ExitCode
 from tomforge.flows.cli import app
 from tomforge.generators.generate import GenerationSettings, Generator, generate_input_ref
 from tomforge.generators.operator_registry import Operator, OperatorRegistry, UnknownOperatorError
 from tomforge.generators.operators import OPERATORS
 from tomforge.generators.real import operators as real
+from tomforge.schemas.errors import ExitCode
 
 runner = CliRunner()
 

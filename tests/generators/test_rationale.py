@@ -213,9 +213,9 @@ def test_release_columns_feed_sft_targets_and_the_process_reward() -> None:
     import json
 
     from tomforge.generators.rationale_text import rationale_columns
-    from tomforge.rl.columns import RL_SCHEMA, rl_columns, rl_table
     from tomforge.rl.reward import RewardWeights, score_completion
     from tomforge.rl.sft import target_completion
+    from tomforge.schemas.rl.columns import RL_SCHEMA, rl_columns, rl_table
 
     records = list(generate_records(12, max_order=4, seed=5))
     table = rl_table(records, rationale_columns)

@@ -28,9 +28,9 @@ import pytest
 from tomforge.generators.generate import generate_records
 from tomforge.generators.rationale import rationale_of_record
 from tomforge.generators.rationale_text import rationale_text
-from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import parse_claims, vocabulary
 from tomforge.rl.process_reward import CONTRADICTED, CORRECT, UNVERIFIABLE, score_reasoning
+from tomforge.schemas.world.world_question import WorldQuestion
 
 TRACE = [
     {

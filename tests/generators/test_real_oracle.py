@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.source_helpers import read_all
-from tomforge.generators.checker import RULE_SETS, Rules, TraceWorld
 from tomforge.generators.real import hitom
 from tomforge.generators.real.oracle import check_item
 from tomforge.generators.real.report import conflicting_pairs, read_records
 from tomforge.generators.real.story import ParseError
+from tomforge.schemas.world.checker import RULE_SETS, Rules, TraceWorld
 from tomforge.warehouse.sources import get_adapter
 
 # A HiToM story in the release's sentences (own names and things). Exit order: Kim, Lou, Max.

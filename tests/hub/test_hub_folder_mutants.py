@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 import tomforge.hub.folder as folder
-from tomforge.hub.errors import ConflictError
 from tomforge.hub.folder import (
     check_tag,
     exchange,
@@ -25,6 +24,7 @@ from tomforge.hub.folder import (
     swap_in,
     tags_path,
 )
+from tomforge.schemas.hub_errors import ConflictError
 
 ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc"), FIPS 180-2's example
 

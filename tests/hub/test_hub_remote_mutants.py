@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import tomforge.hub.remote as remote
-from tomforge.hub.errors import PublishError, UnreachableError
 from tomforge.hub.remote import TRANSIENT_STATUS, RetryPolicy, is_transient, make_api, with_retries
+from tomforge.schemas.hub_errors import PublishError, UnreachableError
 
 
 def answered(status: int, text: str = "down") -> Exception:

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.publish_fixtures import release_one
-from tomforge.errors import ExitCode
 from tomforge.hub import ledger
 from tomforge.hub.ledger import LedgerError, ReadBack
+from tomforge.schemas.errors import ExitCode
 
 A_TRAIN, A_TEST, B = ("alpha", "train"), ("alpha", "test"), ("beta", "unsplit")
 REF = "CAST(split_part(source_ref, '#', 2) AS INT)"  # n of `alpha.json#n`

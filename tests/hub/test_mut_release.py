@@ -13,6 +13,7 @@ import pytest
 
 from tests.publish_fixtures import release_one
 from tomforge.hub import release as hub_release
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.ledger import LedgerError
 from tomforge.hub.release import (
     ReleaseError,
@@ -22,7 +23,6 @@ from tomforge.hub.release import (
     default_tag,
     publish_folder,
 )
-from tomforge.warehouse.export import ExportOptions
 from tomforge.warehouse.faults import LOG_ENV
 
 NOT_FOR_TRAINING = "CC BY-NC 4.0 (not for training)"

@@ -13,9 +13,9 @@ from huggingface_hub import DatasetCard
 
 from tests.publish_fixtures import release_one
 from tomforge.hub.card import hub_license, size_category
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.manifest import ManifestError, content_id, validate_manifest
 from tomforge.hub.release import ReleaseOptions, build_release
-from tomforge.warehouse.export import ExportOptions
 
 OPTIONS = ReleaseOptions("org/tom", tag="v1", export=ExportOptions(max_rows_per_shard=3))
 

@@ -21,13 +21,13 @@ from tests.publish_fixtures import release_one, release_two
 from tests.recording import Recording
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
-from tomforge.hub.errors import ConflictError, PublishError
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.publish import publish_release
 from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
 from tomforge.hub.release import ReleaseOptions, build_release
 from tomforge.hub.remote import RetryPolicy, make_api
-from tomforge.warehouse.export import ExportOptions
-from tomforge.warehouse.progress import PlainLineProgress
+from tomforge.schemas.hub_errors import ConflictError, PublishError
+from tomforge.schemas.progress import PlainLineProgress
 
 TOKEN = "hf_tomforgeFAKEtoken0123456789abcdefXYZ"
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)

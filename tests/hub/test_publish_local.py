@@ -11,9 +11,9 @@ from tests.hubserver import forbid_internet
 from tests.publish_fixtures import item_ids, release_one, release_two
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
+from tomforge.hub.export import ExportError, ExportOptions
 from tomforge.hub.publish_and_verify import verify_release
 from tomforge.hub.release import ReleaseError, ReleaseOptions, publish_folder
-from tomforge.warehouse.export import ExportError, ExportOptions
 
 SMALL = ExportOptions(max_rows_per_shard=3)
 

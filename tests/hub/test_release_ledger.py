@@ -25,11 +25,11 @@ from tomforge.audits.run import run_audit
 from tomforge.audits.synthetic import clean_records
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
-from tomforge.hub.errors import PublishError
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
 from tomforge.hub.release import ReleaseOptions, publish_folder
 from tomforge.hub.remote import RetryPolicy, make_api, with_retries
-from tomforge.warehouse.export import ExportOptions
+from tomforge.schemas.hub_errors import PublishError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "warehouse" / "samples"
 

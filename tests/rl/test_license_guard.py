@@ -10,8 +10,8 @@ import pytest
 
 from tests.flows.test_cli import assert_one_line_error, run
 from tests.publish_fixtures import BETA, record
-from tomforge.rl.licenses import forbids_training
 from tomforge.rl.release import ReleaseReadError, SplitRef, check_training_split
+from tomforge.schemas.rl.licenses import forbids_training
 from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.sources import get_adapter
 from tomforge.warehouse.sources.base import AdapterInfo
@@ -131,7 +131,7 @@ def test_train_refuses_a_split_with_a_restricted_source(tmp_path: Path) -> None:
 def test_restricted_sources_counted_only_where_they_have_rows_and_named_each() -> None:
     """A source whose license forbids training but has no row in the split is not restricted there; several
     restricted sources are each named, separated by "; " (issue 38, mutation survivors)."""
-    from tomforge.rl.licenses import refusal, restricted
+    from tomforge.schemas.rl.licenses import refusal, restricted
 
     licenses = {"a": "MIT (evaluation only)", "b": "NOT FOR TRAINING", "c": "MIT", "d": "Evaluation only"}
     found = restricted({"a": 3, "b": 2, "c": 5, "d": 0}, licenses)
@@ -152,11 +152,11 @@ def test_release_licenses_read_as_utf8_whatever_the_locale(tmp_path: Path) -> No
     manifest = {"sources": [{"source": "a", "license": "Créative – evaluation only"}, {"license": "no source"}]}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     done = run_in_ascii_locale(
-        "import sys; from tomforge.rl.licenses import release_licenses; print(release_licenses(sys.argv[1]))",
+        "import sys; from tomforge.schemas.rl.licenses import release_licenses; print(release_licenses(sys.argv[1]))",
         str(tmp_path),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'a': 'Créative – evaluation only'}"
-    from tomforge.rl.licenses import release_licenses
+    from tomforge.schemas.rl.licenses import release_licenses
 
     assert release_licenses(tmp_path / "nowhere") == {}

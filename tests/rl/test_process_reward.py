@@ -14,10 +14,10 @@ import pytest
 from tests.generators.test_rationale import TRACE
 from tests.generators.test_real_oracle import HITOM_STORY  # the oracle's hand-worked HiToM story
 from tomforge.generators.real import hitom
-from tomforge.generators.world_question import WorldQuestion
 from tomforge.rl.claims import parse_claims, vocabulary
 from tomforge.rl.process_reward import CONTRADICTED, CORRECT, UNVERIFIABLE, score_reasoning
 from tomforge.rl.reward import RewardWeights, compute_score, make_trl_rewards, score_completion
+from tomforge.schemas.world.world_question import WorldQuestion
 
 
 def question(chain: tuple[str, ...], kind: str = "belief") -> WorldQuestion:

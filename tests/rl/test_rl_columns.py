@@ -8,9 +8,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tomforge.rl.columns import RL_COLUMNS, RL_SCHEMA, decode_ground_truth, rl_columns, rl_table, with_rl_columns
-from tomforge.rl.prompts import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
-from tomforge.warehouse.record import build_record
+from tomforge.schemas.record import build_record
+from tomforge.schemas.rl.columns import (
+    RL_COLUMNS,
+    RL_SCHEMA,
+    decode_ground_truth,
+    rl_columns,
+    rl_table,
+    with_rl_columns,
+)
+from tomforge.schemas.rl.prompts import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
 
 STORY = "Sally puts the marble in the basket. Sally leaves the room. Anne moves the marble to the box."
 

@@ -16,7 +16,6 @@ import tomforge.rl.distributed as distributed
 import tomforge.rl.evaluate as evaluate
 import tomforge.rl.release as release
 import tomforge.rl.stage as stage
-from tomforge.errors import MissingExtra
 from tomforge.flows.cli import app
 from tomforge.flows.commands import rl
 from tomforge.rl.distributed import Shard
@@ -24,6 +23,7 @@ from tomforge.rl.evaluate import GenerationStats
 from tomforge.rl.release import SplitRef
 from tomforge.rl.trl_settings import TrlSettings
 from tomforge.rl.verl_backend import VerlSettings
+from tomforge.schemas.errors import MissingExtra
 from tomforge.warehouse.lock import LockBusy
 
 

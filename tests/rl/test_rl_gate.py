@@ -28,7 +28,7 @@ from tomforge.rl.gate import (  # noqa: E402
 from tomforge.rl.release import SplitRef, read_split  # noqa: E402
 from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 from tomforge.rl.trained_on import TRAINING_FILE, training_contents, training_record  # noqa: E402
-from tomforge.warehouse.progress import SILENT  # noqa: E402
+from tomforge.schemas.progress import SILENT  # noqa: E402
 
 runner = CliRunner()
 

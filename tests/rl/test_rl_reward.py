@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from tomforge.rl.columns import rl_columns
 from tomforge.rl.reward import (
     RewardWeights,
     compute_score,
@@ -18,7 +17,8 @@ from tomforge.rl.reward import (
     score_completion,
     trl_reward,
 )
-from tomforge.warehouse.record import build_record
+from tomforge.schemas.record import build_record
+from tomforge.schemas.rl.columns import rl_columns
 
 
 def truth(fmt: str, answer: str, options=(), index=None, answer_list=None) -> str:

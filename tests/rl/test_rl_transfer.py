@@ -26,7 +26,7 @@ from tomforge.rl.release import ReleaseReadError, SplitRef, read_split  # noqa: 
 from tomforge.rl.stage import verl_data_files  # noqa: E402
 from tomforge.rl.tiny_model import build_model, build_tokenizer  # noqa: E402
 from tomforge.rl.transfer import transfer_view  # noqa: E402
-from tomforge.warehouse.progress import SILENT  # noqa: E402
+from tomforge.schemas.progress import SILENT  # noqa: E402
 
 runner = CliRunner()
 RENDERINGS = ("third_person", "second_person")

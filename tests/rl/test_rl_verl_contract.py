@@ -35,7 +35,7 @@ from tomforge.rl.verl_backend import (
 from tomforge.rl.verl_probe import PLANTED_FACTS, PLANTED_KEY, VERL_SOURCE_FACTS, composed_choices
 
 VERL_PYTHON = Path(os.environ.get("TOMFORGE_VERL_PYTHON", "/tmp/verl-venv/bin/python"))
-LETTERS = "ABCDEFGH"  # the prompt letters its options A, B, C, ... (rl/prompts.py)
+LETTERS = "ABCDEFGH"  # the prompt letters its options A, B, C, ... (schemas/rl/prompts.py)
 THINK = "<think>She left before the move, so she still thinks it is where she saw it.</think>"
 EOS = "<|im_end|>"  # a special token: verl and TRL decode completions with skip_special_tokens=True
 

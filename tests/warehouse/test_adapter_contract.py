@@ -7,12 +7,12 @@ from typing import Iterator
 
 import pytest
 
+from tomforge.schemas.record import build_record
+from tomforge.schemas.vocabulary import QUESTION_TYPES, question_type_of_order
 from tomforge.warehouse import parallel
 from tomforge.warehouse.load import info_of
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources import SOURCE_NAMES, get_adapter
 from tomforge.warehouse.sources.base import Adapter, RecordError, RecordOrReject, Reject
-from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 
 class TwoLineAdapter(Adapter):

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tomforge.schemas.record import FIELDS
 from tomforge.warehouse.batch import BatchError, ColumnBatch, batched, expand
 from tomforge.warehouse.load import _to_arrow, info_of, stage
-from tomforge.warehouse.record import FIELDS
 from tomforge.warehouse.sources import get_adapter
 from tomforge.warehouse.sources.base import Reject
 

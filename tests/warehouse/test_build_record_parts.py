@@ -1,11 +1,11 @@
-"""`build_record`'s answer and provenance fields (`warehouse/record.py`, split into `_answer_fields` and
+"""`build_record`'s answer and provenance fields (`schemas/record.py`, split into `_answer_fields` and
 `_provenance_fields` in issue 39): every expected value written by hand from the arguments."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tomforge.warehouse.record import build_record
+from tomforge.schemas.record import build_record
 
 BASE: dict[str, Any] = {
     "source": "hand",

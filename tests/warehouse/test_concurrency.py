@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from tests.publish_fixtures import ALPHA, BETA, beta_records, release_one
 from tomforge.flows.cli import app
 from tomforge.flows.exit_codes import ExitCode
-from tomforge.hub.errors import ConflictError
 from tomforge.hub.release import ReleaseOptions, publish_folder
+from tomforge.schemas.hub_errors import ConflictError
+from tomforge.schemas.record import build_record
 from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.lock import LockBusy, hold
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo
 
 ROOT = Path(__file__).resolve().parents[2]

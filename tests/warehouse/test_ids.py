@@ -1,6 +1,6 @@
 """Ids and content hashes pinned to the documented recipe, computed here with hashlib and json.
 
-The recipe (README "The unified record", `warehouse/record.py`): `item_id` = blake2b (16-byte
+The recipe (README "The unified record", `schemas/record.py`): `item_id` = blake2b (16-byte
 digest, hex) of source and source key, each followed by the 0x1f separator; `context_id` = the
 same hash of the context with every whitespace run made one space and the ends stripped;
 `content_hash` = sha256 of the canonical JSON (sorted keys, no spaces, UTF-8, non-ASCII as is) of
@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 from tests.source_helpers import read_all
+from tomforge.schemas.record import build_record
 from tomforge.warehouse.batch import ColumnBatch
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources import get_adapter
 
 

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.warehouse.test_concurrency import start_holder
-from tomforge.errors import ExitCode
 from tomforge.flows.cli import app
 from tomforge.flows.config import ConfigError, load_config
+from tomforge.schemas.errors import ExitCode
 from tomforge.warehouse.lock import LockBusy, configured_timeout, hold
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The one progress path (`warehouse.progress`): steps report their stages with totals that match
+"""The one progress path (`schemas.progress`): steps report their stages with totals that match
 sizes known apart from the step, the plain-line renderer keeps a sensible rate, and the CLI's rich
 renderer draws nothing but the info lines when its output is not a terminal."""
 
@@ -18,12 +18,12 @@ from tests.warehouse.test_warehouse import INFO, toy_record
 from tomforge.audits.synthetic import clean_records
 from tomforge.flows.progress import RichProgress
 from tomforge.generators import generate_records, generator_info
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.publish_and_verify import publish_warehouse, verify_release
 from tomforge.hub.release import ReleaseOptions
-from tomforge.warehouse.export import ExportOptions
+from tomforge.schemas.progress import PlainLineProgress, Progress, Timer
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import ingest_records
-from tomforge.warehouse.progress import PlainLineProgress, Progress, Timer
 
 SAMPLES = Path(__file__).resolve().parents[2] / "warehouse" / "samples"
 

@@ -11,8 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.publish_fixtures import item_ids, release_one
-from tomforge.hub.publish_and_verify import choose_table
-from tomforge.warehouse.export import (
+from tomforge.hub.export import (
     ExportError,
     ExportOptions,
     export_parquet,
@@ -20,6 +19,7 @@ from tomforge.warehouse.export import (
     hub_split_name,
     read_table,
 )
+from tomforge.hub.publish_and_verify import choose_table
 
 
 @pytest.fixture(scope="module")

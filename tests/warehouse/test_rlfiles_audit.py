@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from tests.rl_files import SYSTEM
 from tomforge.flows.cli import app
 from tomforge.generators import generate_records
-from tomforge.rl.columns import rl_table
+from tomforge.schemas.rl.columns import rl_table
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.sources import get_adapter
 

@@ -2,7 +2,7 @@
 
 The reference is the warehouse the export was made from: each exported row is matched back to its
 item by `extra_info.item_id`, and compared field by field with what the exporter put in the prompt
-(the context as `rl.prompts.render_context` renders it, the question stripped, the canonical answer
+(the context as `schemas.rl.prompts.render_context` renders it, the question stripped, the canonical answer
 with its format, options and index)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 
 from tests.source_helpers import read_all
 from tomforge.generators import ADAPTER_INFO, generate_records
-from tomforge.rl.columns import canonical_answer, rl_table, with_rl_columns
-from tomforge.rl.prompts import render_context
+from tomforge.hub.export import read_table
+from tomforge.schemas.rl.columns import canonical_answer, rl_table, with_rl_columns
+from tomforge.schemas.rl.prompts import render_context
 from tomforge.warehouse.db import connect_readonly
-from tomforge.warehouse.export import read_table
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import ingest_records
 from tomforge.warehouse.sources import get_adapter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.selection import (
     _EXTRA_CLAUSES,
     _PREFIX,

@@ -10,8 +10,8 @@ import pytest
 
 from tests.hubserver import forbid_internet
 from tests.publish_fixtures import ALPHA, BETA, record
+from tomforge.hub.export import ExportError, ExportOptions, export_parquet, hub_split_name
 from tomforge.hub.release import ReleaseOptions, publish_folder
-from tomforge.warehouse.export import ExportError, ExportOptions, export_parquet, hub_split_name
 from tomforge.warehouse.load import ingest_records
 
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tomforge.schemas import record_schema
+from tomforge.schemas.record import FIELDS, build_record
 from tomforge.warehouse.load import _to_arrow
-from tomforge.warehouse.record import FIELDS, build_record
 from tomforge.warehouse.validate_columns import UnsupportedSchema, compile_checks, invalid_mask
 
 RS = jsonschema_rs.Draft202012Validator(record_schema())

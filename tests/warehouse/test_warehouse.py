@@ -8,11 +8,11 @@ import duckdb
 import pytest
 
 from tomforge.schemas import record_schema
+from tomforge.schemas.ddl import table_columns
+from tomforge.schemas.record import build_record
 from tomforge.warehouse import db
-from tomforge.warehouse.ddl import table_columns
 from tomforge.warehouse.ingest import ingest
 from tomforge.warehouse.load import ingest_records
-from tomforge.warehouse.record import build_record
 from tomforge.warehouse.sources.base import AdapterInfo, Reject, SourceError
 
 INFO = AdapterInfo("toy", "toy-1", "CC0")
@@ -279,7 +279,7 @@ def test_the_swap_is_refused_when_items_do_not_match_the_ledger(tmp_path: Path) 
 
 
 def test_a_warehouse_from_before_the_ledger_gets_an_opening_balance(tmp_path: Path) -> None:
-    from tomforge.warehouse.ddl import OPENING_BALANCE
+    from tomforge.schemas.ddl import OPENING_BALANCE
 
     path = tmp_path / "w.duckdb"
     ingest_records(path, INFO, [toy_record(i) for i in range(3)], "toy.json")

@@ -49,7 +49,7 @@ def download_from_hub(repo_id: str, adapter: Adapter, revision: str | None = Non
             repo_id=repo_id, repo_type="dataset", revision=revision, allow_patterns=adapter.hub_patterns
         )
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        from tomforge.hub.errors import is_unreachable, unreachable
+        from tomforge.schemas.hub_errors import is_unreachable, unreachable
 
         if is_unreachable(exc):
             raise unreachable(f"download {repo_id}", exc) from None

@@ -1,7 +1,7 @@
 """What every source adapter provides, and the errors and rejects they report.
 
 An adapter turns one published dataset layout into unified records. It yields, for every input
-question it reads, either a record (from `warehouse.record.build_record`) or a `Reject` that says
+question it reads, either a record (from `schemas.record.build_record`) or a `Reject` that says
 why not. `count_input` counts the questions of the same input by a separate, simple pass over the
 raw files (a JSON array's length, CSV rows by the csv module, story starts in a ToMi file, files in
 a HiToM tree), never through the parser: so read = loaded + rejected is a check that a record lost
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 
 
 class SourceError(TomforgeError):

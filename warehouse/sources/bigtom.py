@@ -39,7 +39,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.schemas.record import UNSPLIT, build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 from tomforge.warehouse.sources.base import (
     Adapter,
     RecordError,
@@ -49,7 +50,6 @@ from tomforge.warehouse.sources.base import (
     read_text,
     relative_name,
 )
-from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "bigtom"
 FIELDS: tuple[str, ...] = (

@@ -42,8 +42,9 @@ from typing import Any, Iterator
 
 import polars as pl
 
+from tomforge.schemas.record import UNSPLIT
+from tomforge.schemas.vocabulary import question_type_of_order
 from tomforge.warehouse.batch import batched, expand
-from tomforge.warehouse.record import UNSPLIT
 from tomforge.warehouse.sources.base import (
     Adapter,
     RecordError,
@@ -54,7 +55,6 @@ from tomforge.warehouse.sources.base import (
     relative_name,
 )
 from tomforge.warehouse.sources.sniff import describe, sniff
-from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "exploretom"
 COLUMNS: tuple[str, ...] = (

@@ -31,7 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.schemas.record import UNSPLIT, build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 from tomforge.warehouse.sources.base import (
     Adapter,
     RecordError,
@@ -42,7 +43,6 @@ from tomforge.warehouse.sources.base import (
     refuse_lone_surrogates,
     relative_name,
 )
-from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "fantom"
 FILE_NAME = "fantom_v1.json"

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.schemas.record import UNSPLIT, build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 from tomforge.warehouse.sources.base import RecordError, RecordOrReject, Reject
 from tomforge.warehouse.sources.hitom_grammar import HiToMQuestion, HiToMStory, ParseCache
-from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "hitom"
 VERSION = "hitom@56dda76-v3"

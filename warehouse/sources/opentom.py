@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.schemas.record import UNSPLIT, build_record
 from tomforge.warehouse.sources.base import (
     Adapter,
     RecordError,

@@ -7,7 +7,7 @@ the first question marker after it ("Question:") closes the story and opens the 
 question runs to the first blank line or end marker ("Options:", "Answer:", ...): a question may
 span lines (FANToM's answerability questions do), so a line break alone does not end it. A
 question asked before its story ("Question: ... Story: ...") is read the other way round. That covers the
-common "Story: ... Question: ..." shape and the prompt tomforge's own `rl/prompts.py` writes
+common "Story: ... Question: ..." shape and the prompt tomforge's own `schemas/rl/prompts.py` writes
 ("Story:\\n...\\n\\nQuestion: ...\\n\\nOptions:\\n..."). Without a story marker the text before the
 question marker is the story ("question_only"). A prompt the markers do not split keeps the
 whole user text as its context ("none"): the load still keeps it, and says how many.
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tomforge.errors import TomforgeError
+from tomforge.schemas.errors import TomforgeError
 from tomforge.warehouse.sources.base import RecordError
 
 SPLIT_BOTH = "story_and_question"
@@ -322,7 +322,7 @@ def answer_of(value: Any, field_name: str) -> Answer:
 
 
 def _tomforge_answer(truth: dict[str, Any], field_name: str) -> Answer:
-    """The JSON object `rl.columns.ground_truth` writes: format, answer, options, index, list."""
+    """The JSON object `schemas.rl.columns.ground_truth` writes: format, answer, options, index, list."""
     answer_format = truth["answer_format"]
     if answer_format not in ("multiple_choice", "yes_no", "free_text", "list"):
         raise RecordError(field_name, f"unknown answer_format {answer_format!r}")

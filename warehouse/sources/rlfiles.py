@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from tomforge.warehouse.record import build_record
+from tomforge.schemas.record import build_record
+from tomforge.schemas.vocabulary import QUESTION_TYPES, question_type_of_order
 from tomforge.warehouse.sources.base import Adapter, RecordError, RecordOrReject, Reject, relative_name
 from tomforge.warehouse.sources.rl_prompt import (
     SPLIT_BOTH,
@@ -42,7 +43,6 @@ from tomforge.warehouse.sources.rl_prompt import (
     split_prompt,
 )
 from tomforge.warehouse.sources.rl_rows import BadRow, count_rows, input_files, read_rows, split_choice
-from tomforge.warehouse.vocabulary import QUESTION_TYPES, question_type_of_order
 
 NAME = "rlfiles"
 DEFAULT_SPLIT = "train"

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from tomforge.warehouse.record import UNSPLIT, build_record
+from tomforge.schemas.record import UNSPLIT, build_record
+from tomforge.schemas.vocabulary import question_type_of_order
 from tomforge.warehouse.sources.base import (
     Adapter,
     RecordError,
@@ -23,7 +24,6 @@ from tomforge.warehouse.sources.base import (
     read_text,
     relative_name,
 )
-from tomforge.warehouse.vocabulary import question_type_of_order
 
 NAME = "tomi"
 STORY_TYPES = frozenset({"true_belief", "false_belief", "second_order_false_belief"})

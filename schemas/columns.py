@@ -1,5 +1,5 @@
 """Arrow types of the record fields: the one definition the row path, the column path and the
-columnar validator share (the DuckDB DDL is derived from the JSON Schema in `warehouse.ddl`)."""
+columnar validator share (the DuckDB DDL is derived from the JSON Schema in `schemas.ddl`)."""
 
 from __future__ import annotations
 

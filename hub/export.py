@@ -1,7 +1,7 @@
 """Export the warehouse into the Hub's dataset layout: `data/<config>/<split>-NNNNN-of-NNNNN.parquet`.
 
 One config per source plus `all`; every row is a unified record plus the RL-ready columns of
-`rl.columns`, so the published files feed `datasets` users and the RL stage alike. The output
+`schemas.rl.columns`, so the published files feed `datasets` users and the RL stage alike. The output
 is deterministic (same warehouse content and options => byte-identical files): rows are ordered
 by `item_id`, shards and row groups have fixed sizes, the schema is fixed, and nothing
 time-dependent is written.
@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tomforge.errors import TomforgeError
 from tomforge.schemas import record_schema
+from tomforge.schemas.errors import TomforgeError
+from tomforge.schemas.record import CONTEXT_FIELDS, UNSPLIT
 from tomforge.warehouse.db import connect_readonly, one_row
-from tomforge.warehouse.record import CONTEXT_FIELDS, UNSPLIT
 
 ALL_CONFIG = "all"
 RESERVED_SPLITS = frozenset({"all"})  # `datasets` reserves "all" for the union of every split
@@ -146,7 +146,7 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str, where: str | None = N
 
 def _with_rl(table: pa.Table) -> pa.Table:
     from tomforge.generators.rationale_text import rationale_columns
-    from tomforge.rl.columns import with_rl_columns  # the RL stage owns these columns
+    from tomforge.schemas.rl.columns import with_rl_columns  # the RL stage owns these columns
 
     return with_rl_columns(table, rationale_columns)
 

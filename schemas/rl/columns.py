@@ -11,7 +11,7 @@ ExploreToM and their variants) also carry their belief-state rationale: `rationa
 JSON), `rationale_text` (one text per form, the SFT targets' reasoning), and the world itself in the
 ground truth (key `world`), which the process reward checks claims against. The columns are a
 contract of the release, so this module imports nothing above it: whoever builds a release passes
-the rationales in (`warehouse.export` passes `generators.rationale_text.rationale_columns`); without
+the rationales in (`hub.export` passes `generators.rationale_text.rationale_columns`); without
 them the two columns are null and the ground truth carries no world.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
-from tomforge.rl.prompts import build_messages, option_labels
+from tomforge.schemas.rl.prompts import build_messages, option_labels
 
 ABILITY = "theory_of_mind"
 REWARD_STYLE = "rule"

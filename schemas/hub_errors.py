@@ -3,14 +3,14 @@
 Every layer that talks to the Hub (a source downloaded by `warehouse.sources`, a release fetched by
 `rl.release`, a publish by `hub.remote`) words a failure here, so "cannot reach the Hub" is the same
 line and exit code (5) in every command, and no message can carry the token. It imports nothing of
-the project but `tomforge.errors`: the lowest layer (ARCHITECTURE.md).
+the project but `tomforge.schemas.errors`: the lowest layer (ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
 import re
 
-from tomforge.errors import ExitCode, TomforgeError
+from tomforge.schemas.errors import ExitCode, TomforgeError
 
 _TOKEN_SHAPE = re.compile(r"\bhf_[A-Za-z0-9]{8,}\b")
 

@@ -1,4 +1,4 @@
-"""Builds unified records: stable ids and content hashes (the vocabularies: `warehouse.vocabulary`).
+"""Builds unified records: stable ids and content hashes (the vocabularies: `schemas.vocabulary`).
 
 Adapters and generators hand plain field values to `build_record`; it fills the ids and hashes
 so that every producer derives them the same way (the basis of idempotent loading).

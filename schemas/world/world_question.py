@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tomforge.generators.checker import RULE_SETS, TraceWorld
+from tomforge.schemas.world.checker import RULE_SETS, TraceWorld
 
 _WORLD_KINDS = frozenset({"setup", "enter", "exit", "init", "move", "tell"})  # what TraceWorld reads
 
