@@ -15,8 +15,8 @@ from tomforge.flows import staging
 from tomforge.flows.config import GenerateConfig
 from tomforge.generators import GENERATOR_VERSION
 from tomforge.schemas import SCHEMA_DIR
-from tomforge.warehouse.load import STAGED_FORMAT
 from tomforge.schemas.progress import Progress
+from tomforge.warehouse.load import STAGED_FORMAT
 from tomforge.warehouse.sources import get_adapter
 
 TOMI = Path(__file__).resolve().parents[2] / "warehouse" / "samples" / "tomi" / "tomi_sample_test.txt"
