@@ -50,7 +50,13 @@ def test_ngram_pairs_enter_as_reported_with_their_figures(monkeypatch: pytest.Mo
 
 def test_structural_pairs_enter_before_the_rates_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     calib = [{"test": "structural", "p99": 0.1}]
-    monkeypatch.setattr(overlap, "_structural", lambda docs, p: ([(0, 3, 0.004)], calib))
+    asked: dict = {}
+
+    def structural(docs, p):
+        asked.update(docs=docs, p=p)
+        return [(0, 3, 0.004)], calib
+
+    monkeypatch.setattr(overlap, "_structural", structural)
     counted: dict = {}
 
     def rates(rows, train, heldout, p):
@@ -60,7 +66,9 @@ def test_structural_pairs_enter_before_the_rates_are_counted(monkeypatch: pytest
     monkeypatch.setattr(overlap, "_near_dup_rates", rates)
     ev, p = RecordingEvidence(), AuditParams()
     ev.add("near", 1, 2)
-    got = overlap._structural_evidence(ev, pl.DataFrame({"doc": [0, 1, 2, 3]}), p)  # type: ignore[arg-type]
+    docs = pl.DataFrame({"doc": [0, 1, 2, 3]})
+    got = overlap._structural_evidence(ev, docs, p)  # type: ignore[arg-type]
+    assert asked["docs"] is docs and asked["p"] is p
     assert ev.rows[1:] == [{"kind": "structural", "a": 0, "b": 3, "extra": {"p_value": 0.004}}]
     assert counted["kinds"] == ["near", "structural"]
     assert counted["train"] is ev.train and counted["heldout"] is ev.heldout and counted["p"] is p
