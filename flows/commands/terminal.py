@@ -28,7 +28,7 @@ stdout_console = literal_console()  # tables
 def exit_with_error(message: str, code: int = ExitCode.BAD_INPUT) -> None:
     """One line on stderr, no traceback, a meaningful exit code. Only the CLI's handler calls it: a command
     raises a `TomforgeError` instead."""
-    console.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
+    console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)  # only the word styled
     raise typer.Exit(code)
 
 

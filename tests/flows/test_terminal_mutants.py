@@ -138,5 +138,6 @@ def test_the_error_word_is_bold_red_on_a_terminal(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(terminal, "console", console)
     with pytest.raises(typer.Exit):
         terminal.exit_with_error("no such file")
-    # SGR 1 bold, 31 red; rich's Text + Text keeps the left part's style as the whole line's base style
-    assert out.getvalue() == "\x1b[1;31merror: no such file\x1b[0m\n"
+    # SGR 1 bold, 31 red on "error: " only, then reset: the message itself is plain (rich's Text + Text would have
+    # given the left part's style to the whole line)
+    assert out.getvalue() == "\x1b[1;31merror: \x1b[0mno such file\n"
