@@ -159,15 +159,10 @@ def _g(a, b, c, d, x, y):
 
 
 @njit(cache=True, nogil=True)
-def blake2b8(data, n, iv, sigma):
-    """blake2b of data[:n] with an 8-byte digest, as the little-endian integer `sentence_key` makes."""
-    return blake2b8_into(data, n, iv, sigma, np.zeros(16, dtype=np.uint64))
-
-
-@njit(cache=True, nogil=True)
 def blake2b8_into(data, n, iv, sigma, m):
-    """`blake2b8` with `m` (16 uint64) as the message block's scratch: a caller hashing many sentences allocates
-    it once. The state lives in 16 local words, not an array."""
+    """blake2b of data[:n] with an 8-byte digest, as the little-endian integer `sentence_key` makes, with `m`
+    (16 uint64) as the message block's scratch: a caller hashing many sentences allocates it once. The state
+    lives in 16 local words, not an array."""
     h0, h1, h2, h3 = iv[0] ^ np.uint64(0x01010000 | 8), iv[1], iv[2], iv[3]
     h4, h5, h6, h7 = iv[4], iv[5], iv[6], iv[7]
     pos = 0
