@@ -84,11 +84,11 @@ def first_audit_copy(kept: Path, path: Path, items: int) -> None:
     measured. Refuses a warehouse of another size, whose figures would be set against the wrong reference."""
     import duckdb
 
+    held = audit_bench._kept_items(kept)  # checked before copying a warehouse of the wrong size
+    if held != items:
+        sys.exit(f"{kept}: holds {held:,} items, not --items {items:,}")
     shutil.copyfile(kept, path)
     with duckdb.connect(str(path)) as con:
-        row = con.execute("SELECT count(*) FROM items").fetchone()
-        if row is None or row[0] != items:
-            sys.exit(f"{kept}: holds {row[0] if row else 0:,} items, not --items {items:,}")
         tables = con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_name LIKE 'audit_%'"
         ).fetchall()
