@@ -29,6 +29,15 @@ from tomforge.warehouse.sources.rl_rows import (
 SUFFIX_LIST = ".parquet, .jsonl, .json, .arrow"
 
 
+def _orjson_error(data: bytes) -> str:
+    """orjson's own message for `data`: the reference the reader's reasons quote."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return exc.msg
+    raise AssertionError(f"{data!r} parses")
+
+
 def _touch(path: Path, text: str = "{}\n") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -175,10 +184,7 @@ def test_a_parent_folder_named_exactly_like_a_split_without_a_root(tmp_path: Pat
 def test_read_rows_of_json_lines_with_blank_bad_and_non_object_lines(tmp_path: Path) -> None:
     path = _touch(tmp_path / "rows.jsonl", '{"a": 1}\r\n\n   \n{bad\r\n[1, 2]\n"text"\n{"b": "é"}')
     bad = b"{bad"
-    try:
-        orjson.loads(bad)
-    except orjson.JSONDecodeError as exc:
-        reason = f"invalid JSON ({exc.msg})"
+    reason = f"invalid JSON ({_orjson_error(bad)})"
     assert list(read_rows(path)) == [
         {"a": 1},
         BadRow("{bad", reason),
@@ -219,10 +225,8 @@ def test_a_json_array_is_seen_within_its_first_4096_bytes(tmp_path: Path) -> Non
 
 def test_a_truncated_json_array(tmp_path: Path) -> None:
     path = _touch(tmp_path / "rows.json", '[{"a": 1}, ')
-    try:
-        orjson.loads(b'[{"a": 1}, ')
-    except orjson.JSONDecodeError as exc:
-        expected = f"{path}: invalid or truncated JSON array ({exc.msg})"
+    truncated = _orjson_error(b'[{"a": 1}, ')
+    expected = f"{path}: invalid or truncated JSON array ({truncated})"
     assert _message(lambda: list(read_rows(path))) == expected
     assert _message(count_rows, path) == expected
 
@@ -276,10 +280,7 @@ def test_a_parsed_array_that_is_no_list_is_refused(tmp_path: Path, monkeypatch: 
 
 def test_a_line_starting_with_an_x_is_no_array(tmp_path: Path) -> None:
     path = _touch(tmp_path / "rows.jsonl", "X[1]\n")
-    try:
-        orjson.loads(b"X[1]")
-    except orjson.JSONDecodeError as exc:
-        reason = f"invalid JSON ({exc.msg})"
+    reason = f"invalid JSON ({_orjson_error(b'X[1]')})"
     assert list(read_rows(path)) == [BadRow("X[1]", reason)]
 
 
@@ -287,10 +288,7 @@ def test_a_bad_rows_text_keeps_everything_but_its_line_end(tmp_path: Path) -> No
     path = _touch(tmp_path / "rows.jsonl", '{bad \n{badX\n"text" \r\n')
     reasons = []
     for line in (b"{bad ", b"{badX"):
-        try:
-            orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            reasons.append(f"invalid JSON ({exc.msg})")
+        reasons.append(f"invalid JSON ({_orjson_error(line)})")
     assert list(read_rows(path)) == [
         BadRow("{bad ", reasons[0]),
         BadRow("{badX", reasons[1]),
