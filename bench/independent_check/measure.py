@@ -2,6 +2,7 @@
 
     python -m bench.independent_check.measure                 # patches 101-120 on this tree, two at a time
     python -m bench.independent_check.measure 104 117 --jobs 1
+    python -m bench.independent_check.measure $(seq 121 140)   # the seventh check (docs/independent-check-2026-12-07f.md)
 
 Why a script: the lead re-measures a check's patches after other branches merge, on another tree, with one
 command. The method is the one the earlier checks ran by hand (docs/independent-check-2026-12-07d.md): a copy
