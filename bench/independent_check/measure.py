@@ -2,6 +2,7 @@
 
     python -m bench.independent_check.measure                 # patches 101-120 on this tree, two at a time
     python -m bench.independent_check.measure 104 117 --jobs 1
+    python -m bench.independent_check.measure $(seq 121 140)   # the seventh check (docs/independent-check-2026-12-07f.md)
 
 Why a script: the lead re-measures a check's patches after other branches merge, on another tree, with one
 command. The method is the one the earlier checks ran by hand (docs/independent-check-2026-12-07d.md): a copy
@@ -56,6 +57,27 @@ SELECT: dict[int, str] = {
     118: r"hitom_tree|text_record|tree_records|deception",
     119: r"commands\.audit|commands import[^\n]*\baudit\b|\"--heldout\"",
     120: r"commands\.flags|commands import[^\n]*\bflags\b|SettingDefault|setting_option|resolve_shown_defaults|SettingsHelp",
+    # the seventh check (2026-12-07f), fixed before any test was read: module paths, public names, commands
+    121: r"sources\.bigtom\b|sources import[^\n]*\bbigtom\b|BigToMAdapter|derive_items|get_adapter\(\"bigtom\"\)",
+    122: r"sources\.tomi\b|sources import[^\n]*\btomi\b|read_trace|parse_examples|get_adapter\(\"tomi\"\)",
+    123: r"sources\.fantom\b|sources import[^\n]*\bfantom\b|get_adapter\(\"fantom\"\)",
+    124: r"sources\.opentom\b|sources import[^\n]*\bopentom\b|get_adapter\(\"opentom\"\)",
+    125: r"checks\.variants\b|checks import[^\n]*\bvariants\b|OracleDisagreements|oracle_disagreement",
+    126: r"audits\.report\b|audits import[^\n]*\breport\b|markdown_table|render_report",
+    127: r"audits\.artifacts\b|audits import[^\n]*\bartifacts\b|higher_orders_test|heuristic_baselines",
+    128: r"audits\.baselines\b|audits import[^\n]*\bbaselines\b|partial_input_baselines",
+    129: r"generators\.balance\b|generators import[^\n]*\bbalance\b|\bCycle\(|\bdeal\(",
+    130: r"generators\.record_writer\b|generators import[^\n]*\brecord_writer\b|RecordWriter|asked_after_turn",
+    131: r"real\.report\b|real import[^\n]*\breport\b|agreement_rows|conflicting_pairs",
+    132: r"generators\.rationale\b|generators import[^\n]*\brationale\b|question_of_record|rationale_of_record",
+    133: r"rl\.reward\b|rl import[^\n]*\breward\b|compute_score|reward_kwargs",
+    134: r"rl\.transfer\b|rl import[^\n]*\btransfer\b|format_transfer|transfer_view",
+    135: r"rl\.models\b|rl import[^\n]*\bmodels\b|is_gguf|check_model_spec|materialize\(",
+    136: r"flows\.query\b|flows import[^\n]*\bquery\b|print_preview|count_rest",
+    137: r"commands\.ingest\b|commands import[^\n]*\bingest\b|print_variants|\"variants\"",
+    138: r"user_errors|as_user_error|Unreconciled|counts_shown",
+    139: r"NOT_CONTENT_FIELDS|CONTENT_FIELDS|content_hash\(|\bgenerator_version\b",
+    140: r"schemas\.progress\b|schemas import[^\n]*\bprogress\b|PlainLineProgress|tests\.recording|tests import[^\n]*\brecording\b",
 }
 _FILE = re.compile(r"^\+\+\+ b/(\S+)$", re.M)
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
