@@ -9,7 +9,8 @@ command. The method is the one the earlier checks ran by hand (docs/independent-
 of the tree (`git ls-files`, tracked and untracked, symlinks kept) per worker in a temporary folder, the patch
 applied there with `git apply` (and taken back with `git apply -R` before the next one), then
 `nice python -m pytest -q -x -p no:cacheprovider FILES` under `/usr/bin/time`, with
-`TOMFORGE_REAL_SAMPLES=/work/shared/real-samples` where that folder exists and `PYTHONPATH` set to the copy (the
+`TOMFORGE_REAL_SAMPLES=/work/shared/real-samples` and `TOMFORGE_REAL_DATA=/work/shared/real-data` where those
+folders exist (without the second the full-release tests skip in the copy) and `PYTHONPATH` set to the copy (the
 tests' child processes run the patched code too, not the editable install's tree). FILES: the test files whose
 text matches the patch's pattern in `SELECT` (its module's import path, its public names, the command that uses
 it); a patch without an entry gets its module's import path. The file lists are drawn from the tree measured,
@@ -33,6 +34,8 @@ from queue import Empty, Queue
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 REAL_SAMPLES = Path("/work/shared/real-samples")
+# the full releases: the tests look for them beside the checkout (`../shared/real-data`), which a copy in /tmp lacks
+REAL_DATA = Path("/work/shared/real-data")
 
 # patch number -> the test files to run: those whose text matches (re.M), chosen before any test was read
 SELECT: dict[int, str] = {
@@ -152,6 +155,8 @@ def run_one(copy: Path, patch: Path, files: list[str], python: str, timeout: int
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))}
     if REAL_SAMPLES.is_dir():
         env.setdefault("TOMFORGE_REAL_SAMPLES", str(REAL_SAMPLES))
+    if REAL_DATA.is_dir():
+        env.setdefault("TOMFORGE_REAL_DATA", str(REAL_DATA))
     times = copy / ".measure-time"
     command = ["/usr/bin/time", "-o", str(times), "-f", "%e %U %S", "timeout", str(timeout), "nice"]
     command += [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files]
