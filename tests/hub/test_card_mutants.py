@@ -273,7 +273,15 @@ def test_the_sources_section_and_citations() -> None:
         "Each config keeps the license its source publishes; restrictions in parentheses (for example evaluation "
         "only) apply to that config and to `all`."
     )
-    tomi = SOURCES.citations()["tomi"]
+    assert (
+        card._sources_section([{"source": "x", "n_items": 1}]).split("\n")[2]
+        == "| `x` |  | not stated | `unknown` |  | 1 |"
+    )
+    tomi, hitom = SOURCES.citations()["tomi"], SOURCES.citations()["hitom"]
+    both = [{"source": "hitom"}, {"source": "x"}, {"source": "tomi"}, {"source": "y"}]
+    assert card._citations_section(both) == (
+        f"```bibtex\n{hitom}\n```\n\n```bibtex\n{tomi}\n```\n\nNo citation recorded for: `x`, `y`."
+    )
     assert card._citations_section(FACTS) == f"```bibtex\n{tomi}\n```\n\nNo citation recorded for: `alpha`."
     assert card._citations_section(FACTS[1:]) == f"```bibtex\n{tomi}\n```"
     assert card._citations_section(FACTS[:1]) == "No upstream source to cite.\n\nNo citation recorded for: `alpha`."
@@ -307,3 +315,31 @@ def test_the_card_loads_the_all_config_and_says_the_override_before_the_citation
     plain = card.build_card(repo_id="org/tom", tag="v1", pretty_name="ToM", exports=EXPORTS[:1], facts=FACTS, audit={})
     assert "License override" not in plain
     assert 'load_dataset("org/tom", "alpha", split="train", revision="v1")' in plain  # no `all`: the first export
+
+
+def test_the_card_carries_its_name_report_links_and_ledger() -> None:
+    text = card.build_card(
+        repo_id="org/tom",
+        tag="v1",
+        pretty_name="Theory of Mind v1",
+        exports=EXPORTS,
+        facts=FACTS,
+        audit={"ran": False},
+        report_paths=["audit/report.md"],
+        table="clean_items",
+        ledger=LEDGER,
+    )
+    assert "\npretty_name: Theory of Mind v1\n" in text and "\n# Theory of Mind v1\n" in text
+    assert "The full audit report is part of this release: [audit/report.md](audit/report.md)." in text
+    assert "| `alpha` | `train` | 8 | 6 | 2 | label_conflict 1, overlap 1 | 0 |" in text
+    assert (
+        "Rows come from the warehouse table `clean_items` (the audit's cleaned selections) and, unchanged, the items "
+        "outside the audit's selections (`audit_selection` = `not_audited`)."
+    ) in text
+
+
+def test_the_body_reads_items_full_unless_told() -> None:
+    body = card.render_body(
+        repo_id="o/t", tag="v", pretty_name="T", exports=EXPORTS, facts=[], audit={}, report_paths=[]
+    )
+    assert "Rows come from the warehouse table `items_full`. No audit was run" in body

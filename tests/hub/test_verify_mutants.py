@@ -138,16 +138,22 @@ def test_a_splits_row_count_is_the_sum_of_its_files(release: Path) -> None:
     assert verify_folder(release).problems == ["config alpha/train: files hold 7 rows, the manifest lists 9"]
 
 
-def test_a_file_that_is_not_parquet_is_named_and_its_split_not_summed(release: Path) -> None:
-    (release / BETA).write_bytes(b"not a parquet file")
+def test_a_file_that_is_not_parquet_is_named_and_the_others_still_counted(release: Path) -> None:
+    """The second listed file is not parquet: named, its split not summed, and the files after it still counted (a
+    wrong count in a later shard is found)."""
+    broken = "data/all/test-00000-of-00001.parquet"
+    (release / broken).write_bytes(b"not a parquet file")
 
     def relist(m: dict[str, Any]) -> None:
-        entry(m, BETA).update(size=18, sha256=sha256_file(release / BETA))
+        assert [e["path"] for e in m["files"]][1] == broken
+        entry(m, broken).update(size=18, sha256=sha256_file(release / broken))
+        entry(m, TRAIN).update(n_rows=8)
         m["release"]["content_id"] = content_id(m["files"])
 
     edit(release, relist)
     assert verify_folder(release).problems == [
-        f"{BETA}: not a readable parquet file (ArrowInvalid)",
+        f"{broken}: not a readable parquet file (ArrowInvalid)",
+        f"{TRAIN}: 7 rows, the manifest lists 8",
         "ledger: cannot read the release files back (ArrowInvalid)",
     ]
 
