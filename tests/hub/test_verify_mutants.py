@@ -15,6 +15,7 @@ import pytest
 
 from tests.publish_fixtures import release_one
 from tests.recording import Recording
+from tomforge.hub.export import ExportOptions
 from tomforge.hub.manifest import MANIFEST_NAME, content_id, dump_manifest, sha256_file
 from tomforge.hub.release import ReleaseOptions, publish_folder
 from tomforge.hub.remote import RetryPolicy
@@ -312,3 +313,27 @@ def test_a_missing_repo_or_revision_is_one_line(release: Path) -> None:
         with pytest.raises(PublishError) as error:
             verify_remote("org/tom", "v9", api=StandIn(release, [missing]))
         assert str(error.value) == "org/tom@v9: no such dataset repo or revision"
+
+
+def test_a_derived_release_may_hold_an_item_in_two_splits(tmp_path: Path) -> None:
+    """An experiment's table re-splits warehouse items (`derived`): alpha's item 0 in train and again in test is
+    allowed there, and verify reads the files back as a derived release (once per split), finding nothing wrong;
+    the same files read as a plain release release that item twice."""
+    import duckdb
+
+    from tomforge.hub import ledger
+
+    warehouse = release_one(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "CREATE TABLE resplit AS SELECT * FROM items_full WHERE source = 'alpha' UNION ALL "
+            "SELECT * REPLACE ('test' AS split) FROM items_full WHERE source_ref = 'alpha.json#0'"
+        )
+    options = ReleaseOptions("org/tom", tag="d1", export=ExportOptions(table="resplit"), derived=True)
+    root = publish_folder(warehouse, tmp_path / "derived", options).root
+    report = verify_folder(root)
+    assert (report.tag, report.problems) == ("d1", [])
+    data = sorted(str(p.relative_to(root)) for p in (root / "data/all").glob("*.parquet"))
+    assert ledger.read_back(root, data).problems == [
+        "data/all/train-00000-of-00001.parquet: 1 items released more than once"
+    ]
