@@ -337,3 +337,20 @@ def test_a_derived_release_may_hold_an_item_in_two_splits(tmp_path: Path) -> Non
     assert ledger.read_back(root, data).problems == [
         "data/all/train-00000-of-00001.parquet: 1 items released more than once"
     ]
+
+
+def test_a_source_and_split_the_ledger_lacks_is_named(release: Path) -> None:
+    """The files hold beta/unsplit (4 rows), the manifest's ledger has no row for it."""
+
+    def drop_beta(m: dict[str, Any]) -> None:
+        m["ledger"]["rows"] = [r for r in m["ledger"]["rows"] if r["source"] != "beta"]
+        m["ledger"]["totals"].update(warehouse=10, released=10, not_audited=10)
+
+    edit(release, drop_beta)
+    assert verify_folder(release).problems == [
+        "beta/unsplit: warehouse 0 != released 4 + removed 0",
+        "ledger beta/unsplit: released 4 in the files, None in the manifest",
+        "ledger beta/unsplit: removed 0 in the files, None in the manifest",
+        "ledger beta/unsplit: not_audited 4 in the files, None in the manifest",
+        "ledger beta/unsplit: reasons {} in the files, None in the manifest",
+    ]
