@@ -327,3 +327,18 @@ def test_a_story_flagged_on_both_sides_counts_once_per_side() -> None:
         "A sentence said twice in one story (normalized). With a world trace, flagged when the story repeats more "
         "sentences than the world repeats events; without one, only repeats back to back."
     )
+
+
+def test_gold_rank_findings_of_one_side_and_order_come_by_ranking_then_k() -> None:
+    groups = [
+        {**A, "ranking": ranking, "k": k}
+        for ranking, k in [("mentions", 4), ("mentions", 2), ("first_mention", 4), ("first_mention", 2)]
+    ]
+    table = pl.concat([pl.DataFrame(rank_rows(g, [(1, 0.9, True)])) for g in groups])
+    rows = findings(GoldRank(), {"audit_gold_ranks": table})
+    assert [(json.loads(r["evidence"])["ranking"], json.loads(r["evidence"])["k"]) for r in rows] == [
+        ("first_mention", 2),
+        ("first_mention", 4),
+        ("mentions", 2),
+        ("mentions", 4),
+    ]
