@@ -342,3 +342,12 @@ def test_gold_rank_findings_of_one_side_and_order_come_by_ranking_then_k() -> No
         ("mentions", 2),
         ("mentions", 4),
     ]
+
+
+def test_strata_are_named_in_words() -> None:
+    assert [rank_checks._stratum(s) for s in ("memory", "all", "list", "3")] == [
+        "memory questions",
+        "all orders",
+        "list questions",
+        "order 3",
+    ]
