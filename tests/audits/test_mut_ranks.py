@@ -294,3 +294,60 @@ def test_the_gold_rank_verdict_explains_itself_in_full() -> None:
         "list questions apart, their golds against a random subset of the candidates of the same size "
         "(Bonferroni, alpha 0.05)."
     )
+
+
+def test_a_story_flagged_on_both_sides_counts_once_per_side() -> None:
+    """Story c repeats on train (two sentences) and on held-out, story b on train: 3 (side, story) pairs of the 4
+    audited, not 2 stories nor 2 sides."""
+
+    def row(side: str, story: str, sentence: str) -> dict:
+        return {"selection": side, "context_id": story * 16, "sentence": sentence, "times": 2} | {
+            "back_to_back": True,
+            "world_repeats": None,
+            "flagged": True,
+        }
+
+    table = pl.DataFrame(
+        [row("train", "c", "Two."), row("train", "c", "One."), row("train", "b", "Three."), row("heldout", "c", "One.")]
+    )
+    items = story_items().with_columns(
+        pl.when(pl.col("item_id") == "i6").then(pl.lit("b" * 16)).otherwise(pl.col("context_id")).alias("context_id")
+    )
+    verdict = RepeatedSentences().verdict(facts({"audit_repeated_sentences": table}, items))
+    assert verdict is not None
+    assert verdict.finding == "3 of 4 stories repeat a sentence the world does not repeat"
+    # the evidence by side, then story, then sentence (the table came in another order)
+    assert [(r["side"], r["sentence"]) for r in verdict.evidence] == [
+        ("heldout", "One."),
+        ("train", "Three."),
+        ("train", "One."),
+        ("train", "Two."),
+    ]
+    assert verdict.explain == (
+        "A sentence said twice in one story (normalized). With a world trace, flagged when the story repeats more "
+        "sentences than the world repeats events; without one, only repeats back to back."
+    )
+
+
+def test_gold_rank_findings_of_one_side_and_order_come_by_ranking_then_k() -> None:
+    groups = [
+        {**A, "ranking": ranking, "k": k}
+        for ranking, k in [("mentions", 4), ("mentions", 2), ("first_mention", 4), ("first_mention", 2)]
+    ]
+    table = pl.concat([pl.DataFrame(rank_rows(g, [(1, 0.9, True)])) for g in groups])
+    rows = findings(GoldRank(), {"audit_gold_ranks": table})
+    assert [(json.loads(r["evidence"])["ranking"], json.loads(r["evidence"])["k"]) for r in rows] == [
+        ("first_mention", 2),
+        ("first_mention", 4),
+        ("mentions", 2),
+        ("mentions", 4),
+    ]
+
+
+def test_strata_are_named_in_words() -> None:
+    assert [rank_checks._stratum(s) for s in ("memory", "all", "list", "3")] == [
+        "memory questions",
+        "all orders",
+        "list questions",
+        "order 3",
+    ]
