@@ -96,6 +96,21 @@ def test_near_pairs_keeps_the_pairs_over_either_threshold_sorted() -> None:
     assert near.select("a", "b").rows() == [(0, 2), (1, 2)]
 
 
+def test_near_pairs_by_jaccard_alone_at_exactly_the_threshold() -> None:
+    """With containment set above it, a pair passes by Jaccard alone: {1..9} and {1..8, 10} share 8 of 10
+    (Jaccard 0.8 exactly, the threshold, which counts; containment 8/9 < 0.95); {1..9} and {1..7, 20, 21} share
+    7 of 11 (0.64: neither)."""
+    stories = [set(range(1, 10)), set(range(1, 9)) | {10}, set(range(1, 8)) | {20, 21}]
+    flat, offsets = _flat(stories)
+    sizes = np.diff(offsets)
+    owner = np.repeat(np.arange(3, dtype=np.int64), sizes)
+    _, gram = np.unique(flat, return_inverse=True)
+    candidates = pl.DataFrame({"a": [0, 0, 1], "b": [1, 2, 2]})
+    p = ScanParams(jaccard_threshold=0.8, containment_threshold=0.95)
+    near = _near_pairs(candidates, owner, gram.astype(np.int64), sizes, p)
+    assert near.select("a", "b", "shared").rows() == [(0, 1, 8)]
+
+
 def test_union_find_labels_each_story_with_the_smallest_of_its_cluster() -> None:
     near = pl.DataFrame({"a": [3, 1, 5], "b": [4, 3, 6]})
     assert _clusters(7, near).tolist() == [0, 1, 2, 1, 1, 5, 5]
@@ -110,6 +125,9 @@ def test_fewer_than_two_stories_or_no_shingles_make_no_cluster() -> None:
     assert labels.tolist() == [0] and n == 0
     labels, n = near_copy_clusters(np.zeros(0, dtype=np.uint64), np.array([0, 0, 0], dtype=np.int64), p)
     assert labels.tolist() == [0, 1] and n == 0
+    two = [set(range(0, 10)), set(range(0, 9))]  # two stories are enough for a pair: {0..8} inside {0..9}
+    labels, n = near_copy_clusters(*_flat(two), p)
+    assert labels.tolist() == [0, 0] and n == 1
     far = [set(range(0, 10)), set(range(100, 110))]  # no shared shingle: no candidate at all
     labels, n = near_copy_clusters(*_flat(far), p)
     assert labels.tolist() == [0, 1] and n == 0
