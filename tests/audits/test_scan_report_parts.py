@@ -1,0 +1,113 @@
+"""`render_scan_report`'s parts (issue 36: split into the header, the kinds and nulls, the evidence, the
+purified copy and the parameters), on a hand-made summary and index: the lines a reader relies on, written
+out by hand, and the sections in their order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+
+from tomforge.audits.scan import HITS_SCHEMA
+from tomforge.audits.scan_config import ScanParams
+from tomforge.audits.scan_null import ngram_power
+from tomforge.audits.scan_report import render_scan_report
+from tomforge.audits.scan_summary import ScanSummary
+from tomforge.audits.sentence_match import SentenceParams
+
+
+def _index() -> SimpleNamespace:
+    sentences = SimpleNamespace(
+        n_stories=3,
+        params=SentenceParams(),
+        null_coverage=np.array([0.0, 0.5, 1.0]),
+        story_sentences=np.array([5, 2, 6]),
+    )
+    banding = SimpleNamespace(bands=4, rows=8, probability=lambda j: 0.25)
+    return SimpleNamespace(
+        null_coverage=np.linspace(0.0, 0.3, 200), near_copy_pairs=4, sentences=sentences, banding=banding
+    )
+
+
+def _summary(out: Path, ledger: dict | None) -> ScanSummary:
+    p = ScanParams()
+    per_source = pl.DataFrame(
+        {
+            "source": ["hitom"],
+            "stories": [7],
+            "stories_found": [0],
+            "questions": [12],
+            "questions_exposed": [0],
+            "questions_text_found": [0],
+            **{f"stories_{k}": [0] for k in ("verbatim", "contained", "near_duplicate", "names_swapped")},
+            "stories_sentences": [0],
+            "stories_ngram": [0],
+        }
+    )
+    return ScanSummary(
+        "split = 'test'",
+        12,
+        7,
+        15,
+        pl.DataFrame(schema=HITS_SCHEMA),
+        per_source,
+        ledger,
+        out,
+        p,
+        [{"shard": "a.jsonl", "read": 15, "scanned": 15, "rejected": 0, "removed": 0}],
+        scanned=15,
+        rejected=0,
+        rejects=pl.DataFrame(),
+        ngram=ngram_power(np.linspace(0.0, 0.3, 200), p, 4),
+    )
+
+
+def test_the_report_reads_in_order_with_its_figures(tmp_path: Path) -> None:
+    ledger = {"purified": "/x/clean", "total": {"read": 15, "kept": 15, "removed": 0}, "reconciled": True}
+    render_scan_report(_summary(tmp_path, ledger), _index())  # type: ignore[arg-type]
+    text = (tmp_path / "scan_report.md").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "# Scan report"
+    assert lines[2] == (
+        "Corpus: 1 shard(s), 15 documents read: 15 scanned, 0 rejected (not scanned); scanned 15 = kept 15 + removed "
+        "0. Benchmark: `split = 'test'` (12 held-out questions on 7 distinct stories). 0 hits in 0 documents."
+    )
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings == [
+        "## Verdict",
+        "## Kinds of evidence",
+        "## Evidence",
+        "## Per benchmark source",
+        "## Shards",
+        "## Purified copy",
+        "## Parameters",
+    ]
+    assert "| pass | hitom | 0 of 7 held-out stories and 0 of 12 questions occur in the corpus" in text
+    assert (
+        "FAIL: fix before training or scoring on this split. warn: look at the evidence. pass: nothing found."
+    ) in lines
+    assert "- `names_swapped`: the story told with other names (every word but the names, in order)" in lines
+    assert (
+        "Null of the n-gram test: coverage of each of the 200 benchmark stories by the other benchmark stories" in text
+    )
+    assert "near copies left out: 4 pairs of benchmark stories. The n-gram kind fires at coverage > " in text
+    assert "Null of the `sentences` kind: the rarity-weighted share of each of the 3 benchmark stories'" in text
+    assert "2 stories cannot be named this way" in text  # null 1 (the third) and 2 < 3 sentences (the second)
+    assert "The first 50 hits (all of them in `scan_hits.parquet`)" in text and "_(no rows)_" in lines
+    assert "| shard | read | scanned | rejected | removed |" in lines and "| a.jsonl | 15 | 15 | 0 | 0 |" in lines
+    assert (
+        "`/x/clean`: read 15 = kept 15 + removed 0 (reconciled: yes); removed documents with their kinds in "
+        "`purify_removed.parquet`, the ledger in `purify_ledger.json`."
+    ) in lines
+    assert "| jaccard_threshold | 0.8 |" in lines
+    assert lines[-1] == "LSH banding: 4 bands x 8 rows (P(candidate | J = 0.8) = 0.2500)."
+    assert (tmp_path / "scan_report.html").read_text().count("Scan report") >= 1
+
+
+def test_without_a_purified_copy_there_is_no_purify_section(tmp_path: Path) -> None:
+    render_scan_report(_summary(tmp_path, None), _index())  # type: ignore[arg-type]
+    text = (tmp_path / "scan_report.md").read_text()
+    assert "## Purified copy" not in text and "reconciled" not in text
+    assert text.index("## Shards") < text.index("## Parameters")
