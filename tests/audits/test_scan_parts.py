@@ -41,7 +41,8 @@ def test_the_purify_folder_must_be_new_or_empty(tmp_path: Path) -> None:
 
 def test_a_corpus_with_nothing_scanned_and_something_rejected_is_refused() -> None:
     bad = ScanReject("s1.jsonl", 0, "line 1", "row", "not JSON", "{")
-    results = [_result("s0.jsonl", 0, 0), _result("s1.jsonl", 3, 3, rejects=[bad])]
+    later = ScanReject("s1.jsonl", 1, "line 2", "text", "null", "{}")  # the first one kept is named, not this
+    results = [_result("s0.jsonl", 0, 0), _result("s1.jsonl", 3, 3, rejects=[bad, later])]
     with pytest.raises(
         ScanInputError, match=r"could be read: 3 rejected \(first: s1\.jsonl line 1 \(row\): not JSON\)"
     ):
@@ -61,6 +62,8 @@ def test_hits_and_rejects_written_as_parquet(tmp_path: Path) -> None:
     assert pl.read_parquet(out / "scan_hits.parquet").schema == HITS_SCHEMA
     rejects = pl.read_parquet(out / "scan_rejects.parquet")
     assert rejects.rows() == [("s.jsonl", 4, "line 5", "text", "null", "{}", 5)]
+    _write_hits(out, hits, _rejects_frame([]))  # a second scan into the same folder replaces the files
+    assert pl.read_parquet(out / "scan_rejects.parquet").height == 0
 
 
 def test_the_summary_adds_the_shards_counts(tmp_path: Path) -> None:
