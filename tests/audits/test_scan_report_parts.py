@@ -103,7 +103,37 @@ def test_the_report_reads_in_order_with_its_figures(tmp_path: Path) -> None:
     ) in lines
     assert "| jaccard_threshold | 0.8 |" in lines
     assert lines[-1] == "LSH banding: 4 bands x 8 rows (P(candidate | J = 0.8) = 0.2500)."
-    assert (tmp_path / "scan_report.html").read_text().count("Scan report") >= 1
+    assert "<title>Scan report</title>" in (tmp_path / "scan_report.html").read_text()
+    for above, below in zip(lines, lines[1:]):  # paragraphs, headings and tables apart: a blank line between
+        together = above.startswith("|") and below.startswith("|") or above.startswith("- ") and below.startswith("- ")
+        assert not above or not below or together, (above, below)
+
+
+def test_hits_counted_by_document_and_long_tables_cut_at_100_rows(tmp_path: Path) -> None:
+    """Two hits in one document; 101 shards and 101 sources: 100 rows of each table, then the rest counted."""
+    hit = {c: None for c in HITS_SCHEMA.names()}
+    hits = pl.DataFrame(
+        [
+            {**hit, "doc_id": "s:1", "shard": "s", "row": 1, "story_key": k, "kind": "verbatim", "excerpt": "x"}
+            | {"sources": ["hitom"], "question_item_ids": [], "sentence_spans": []}
+            for k in ("a", "b")
+        ],
+        schema=HITS_SCHEMA,
+    )
+    summary = _summary(tmp_path, None)
+    one = summary.per_source.row(0, named=True)
+    summary.per_source = pl.DataFrame([{**one, "source": f"s{i:03d}"} for i in range(101)])
+    summary.shards = [{"shard": f"p{i:03d}", "read": 1, "scanned": 1, "rejected": 0, "removed": 0} for i in range(101)]
+    summary.hits = hits
+    render_scan_report(summary, _index())  # type: ignore[arg-type]
+    lines = (tmp_path / "scan_report.md").read_text().splitlines()
+    assert lines[2].endswith(" 2 hits in 1 documents.")
+    assert "| p099 | 1 | 1 | 0 | 0 |" in lines and "| p100 | 1 | 1 | 0 | 0 |" not in lines
+    assert (
+        sum(line.startswith("| s099 |") for line in lines) == 1
+    )  # the per-source table (the verdict names it as "| pass | s099")
+    assert not any(line.startswith("| s100 |") for line in lines)
+    assert lines.count("_1 more rows in the CSV._") == 2
 
 
 def test_without_a_purified_copy_there_is_no_purify_section(tmp_path: Path) -> None:
