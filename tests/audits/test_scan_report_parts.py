@@ -141,3 +141,56 @@ def test_without_a_purified_copy_there_is_no_purify_section(tmp_path: Path) -> N
     text = (tmp_path / "scan_report.md").read_text()
     assert "## Purified copy" not in text and "reconciled" not in text
     assert text.index("## Shards") < text.index("## Parameters")
+
+
+def test_the_evidence_row_and_the_unreconciled_and_unassessed_lines(tmp_path: Path) -> None:
+    """One hit as the evidence table shows it, worked out by hand: keys cut to 12 characters, sources joined by
+    commas, the questions counted, the excerpt's white space runs made one space, the spans and list columns left
+    out; a ledger that does not reconcile says NO; a summary without the n-gram power says it was not assessed."""
+    row = {c: None for c in HITS_SCHEMA.names()} | {
+        "doc_id": "s:1",
+        "shard": "s",
+        "row": 1,
+        "story_key": "0123456789abcdef",
+        "context_id": "ctx-0123456789xyz",
+        "sources": ["hitom", "tomi"],
+        "kind": "verbatim",
+        "char_start": 0,
+        "char_end": 5,
+        "word_start": 7,
+        "word_end": 9,
+        "coverage": 1.0,
+        "jaccard": 0.5,
+        "shared_ngrams": 3,
+        "question_item_ids": ["q1", "q2"],
+        "excerpt": "a  b\nc",
+        "sentence_spans": [[0, 5]],
+    }
+    ledger = {"purified": "/x/clean", "total": {"read": 15, "kept": 14, "removed": 0}, "reconciled": False}
+    summary = _summary(tmp_path, ledger)
+    summary.hits = pl.DataFrame([row], schema=HITS_SCHEMA)
+    summary.ngram = None
+    render_scan_report(summary, SimpleNamespace(**{**vars(_index()), "banding": _banding()}))  # type: ignore[arg-type]
+    text = (tmp_path / "scan_report.md").read_text()
+    lines = text.splitlines()
+    assert (
+        "| doc_id | shard | row | story_key | context_id | sources | kind | char_start | char_end | coverage | jaccard "
+        "| shared_ngrams | p_value | excerpt | matched_sentences | story_sentences | sentence_coverage | "
+        "questions_in_doc |"
+    ) in lines
+    assert (
+        "| s:1 | s | 1 | 0123456789ab | ctx-01234567 | hitom,tomi | verbatim | 0 | 5 | 1 | 0.5 | 3 |  | a b c |  |  |  | 2 |"
+        in lines
+    )
+    assert (
+        "[start, end) in the document's text, the story's share of long n-grams found, exact Jaccard, and the "
+        "held-out questions whose text also occurs."
+    ) in text
+    assert "(reconciled: NO)" in text
+    assert "The n-gram kind was not assessed." in text
+    assert "| parameter | value |" in lines
+    assert lines[-1] == "LSH banding: 4 bands x 8 rows (P(candidate | J = 0.8) = 0.2000)."  # J / 4, read at J
+
+
+def _banding() -> SimpleNamespace:
+    return SimpleNamespace(bands=4, rows=8, probability=lambda j: j / 4)
