@@ -194,3 +194,16 @@ def test_the_evidence_row_and_the_unreconciled_and_unassessed_lines(tmp_path: Pa
 
 def _banding() -> SimpleNamespace:
     return SimpleNamespace(bands=4, rows=8, probability=lambda j: j / 4)
+
+
+def test_the_evidence_shows_fifty_hits(tmp_path: Path) -> None:
+    """51 hits: the first 50 in the evidence table (the markdown tables' default is 25), the 51st counted."""
+    blank = {c: None for c in HITS_SCHEMA.names()} | {"sources": [], "question_item_ids": [], "sentence_spans": []}
+    rows = [blank | {"doc_id": f"s:{i}", "shard": "s", "row": i, "story_key": f"k{i:02d}"} for i in range(51)]
+    summary = _summary(tmp_path, None)
+    summary.hits = pl.DataFrame(rows, schema=HITS_SCHEMA)
+    render_scan_report(summary, _index())  # type: ignore[arg-type]
+    lines = (tmp_path / "scan_report.md").read_text().splitlines()
+    shown = [line for line in lines if line.startswith("| s:")]
+    assert len(shown) == 50 and shown[-1].startswith("| s:49 |")
+    assert "_1 more rows in the CSV._" in lines
