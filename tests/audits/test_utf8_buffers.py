@@ -32,3 +32,13 @@ def test_plain_arrow_strings_are_cast_to_large_ones(monkeypatch: pytest.MonkeyPa
     data, offsets = text._utf8_buffers(pl.Series(TEXTS))
     want, want_offsets = _expected(TEXTS)
     assert data.tobytes() == want and offsets.tolist() == want_offsets and offsets.dtype == np.int64
+
+
+def test_an_arrow_slice_reads_its_own_offsets_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Arrow array that is a slice of a longer one (offset 1, the buffer holding the others' offsets too):
+    exactly its own len + 1 offsets, pointing into the shared bytes."""
+    whole = pa.array(["skip", *TEXTS, "tail"], type=pa.large_string())
+    monkeypatch.setattr(pl.Series, "to_arrow", lambda self, **_: whole.slice(1, len(TEXTS)))
+    data, offsets = text._utf8_buffers(pl.Series(TEXTS))
+    assert len(offsets) == len(TEXTS) + 1 and offsets[0] == len(b"skip")
+    assert [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])] == TEXTS
