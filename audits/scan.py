@@ -305,32 +305,65 @@ def run_scan(
         items = read_benchmark(warehouse, benchmark_where)
     with progress.stage("scan: index benchmark"):
         index = build_index(items, p)
-    if purify is not None:
-        if purify.exists() and any(purify.iterdir()):
-            raise ScanInputError(f"{purify}: the purify folder exists and is not empty")
-        purify.mkdir(parents=True, exist_ok=True)
+    _prepare_purify(purify)
     settings = ShardSettings(p, text_field, id_field, str(purify) if purify else None, strict)
     results = runner(index, shards, settings, progress)
     rejects = _rejects_frame(results)
+    _refuse_unreadable(results, rejects)
+    hits = pl.concat([r.hits for r in results]) if results else pl.DataFrame(schema=HITS_SCHEMA)
+    _write_hits(out_dir, hits, rejects)
+    ledger = None
+    if purify is not None:
+        ledger = _ledger(results, purify, hits)
+        _write_ledger(out_dir, ledger, hits)
+    summary = _summary(benchmark_where, items.height, index, results, hits, rejects, ledger, out_dir, p)
+    render_scan_report(summary, index)
+    return summary
+
+
+def _prepare_purify(purify: Path | None) -> None:
+    """The purify folder must be new or empty (a purified copy never mixes with older files)."""
+    if purify is None:
+        return
+    if purify.exists() and any(purify.iterdir()):
+        raise ScanInputError(f"{purify}: the purify folder exists and is not empty")
+    purify.mkdir(parents=True, exist_ok=True)
+
+
+def _refuse_unreadable(results: list[ShardResult], rejects: pl.DataFrame) -> None:
+    """A corpus none of whose records could be read is an error, not a clean scan of nothing."""
     if results and not any(r.scanned for r in results) and any(r.rejected for r in results):
         first = ScanReject(*rejects.row(0)[:6]) if rejects.height else None
         raise ScanInputError(
             f"no document of the corpus could be read: {sum(r.rejected for r in results)} rejected"
             + (f" (first: {first.line()})" if first else "")
         )
-    hits = pl.concat([r.hits for r in results]) if results else pl.DataFrame(schema=HITS_SCHEMA)
+
+
+def _write_hits(out_dir: Path, hits: pl.DataFrame, rejects: pl.DataFrame) -> None:
+    """`scan_hits.parquet` and `scan_rejects.parquet`, each replaced only when written whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with replaced_on_success(out_dir / HITS_FILE) as temp:
         hits.write_parquet(temp)
     with replaced_on_success(out_dir / REJECTS_FILE) as temp:
         rejects.write_parquet(temp)
-    ledger = None
-    if purify is not None:
-        ledger = _ledger(results, purify, hits)
-        _write_ledger(out_dir, ledger, hits)
-    summary = ScanSummary(
-        benchmark_where,
-        items.height,
+
+
+def _summary(
+    where: str,
+    n_items: int,
+    index: BenchmarkIndex,
+    results: list[ShardResult],
+    hits: pl.DataFrame,
+    rejects: pl.DataFrame,
+    ledger: dict | None,
+    out_dir: Path,
+    p: ScanParams,
+) -> ScanSummary:
+    """What the scan found, with the counts per shard and the n-gram test's power."""
+    return ScanSummary(
+        where,
+        n_items,
         index.n_stories,
         sum(r.read for r in results),
         hits,
@@ -347,8 +380,6 @@ def run_scan(
         rejects=rejects,
         ngram=ngram_power(index.null_coverage, p, index.near_copy_pairs),
     )
-    render_scan_report(summary, index)
-    return summary
 
 
 def _rejects_frame(results: list[ShardResult]) -> pl.DataFrame:

@@ -40,6 +40,18 @@ def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams)
     owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
     _, gram, df = np.unique(shingles, return_inverse=True, return_counts=True)
     gram = gram.astype(np.int64)
+    candidates = _candidate_pairs(owner, gram, df, sizes, offsets, p)
+    if not candidates.height:
+        return labels, 0
+    near = _near_pairs(candidates, owner, gram, sizes, p)
+    return _clusters(n, near), near.height
+
+
+def _candidate_pairs(
+    owner: np.ndarray, gram: np.ndarray, df: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, p: ScanParams
+) -> pl.DataFrame:
+    """Pairs (a < b) sharing enough of the smaller story's rarest-first prefix to be near copies: a
+    superset of the near copies, few since rare shingles have short postings."""
     share = min(p.jaccard_threshold, p.containment_threshold)  # Jaccard >= t puts each inside the other at >= t
     order = np.lexsort((gram, df[gram], owner))  # per story, rarest shingle first
     rank = np.arange(len(order), dtype=np.int64) - offsets[owner[order]]
@@ -59,14 +71,18 @@ def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams)
         .group_by("a", "b")
         .agg(pl.len().alias("hits"), pl.col("need").first())
     )
-    candidates = (
+    return (
         counts.filter(pl.col("hits") >= pl.col("need"))
         .select(pl.min_horizontal("a", "b").alias("a"), pl.max_horizontal("a", "b").alias("b"))
         .unique()
     )
-    if not candidates.height:
-        return labels, 0
-    involved = np.zeros(n, dtype=bool)
+
+
+def _near_pairs(
+    candidates: pl.DataFrame, owner: np.ndarray, gram: np.ndarray, sizes: np.ndarray, p: ScanParams
+) -> pl.DataFrame:
+    """The candidates that are near copies by their exact shared-shingle counts, sorted by (a, b)."""
+    involved = np.zeros(len(sizes), dtype=bool)
     involved[candidates["a"].to_numpy()] = True
     involved[candidates["b"].to_numpy()] = True
     mine = np.flatnonzero(involved[owner])  # every shingle of the candidates' stories: exact counts
@@ -80,10 +96,14 @@ def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams)
     shared = shared.with_columns(
         pl.Series("na", sizes[shared["a"].to_numpy()]), pl.Series("nb", sizes[shared["b"].to_numpy()])
     )
-    near = shared.filter(
+    return shared.filter(
         (pl.col("shared") / (pl.col("na") + pl.col("nb") - pl.col("shared")) >= p.jaccard_threshold)
         | (pl.col("shared") / pl.min_horizontal("na", "nb") >= p.containment_threshold)
     ).sort("a", "b")
+
+
+def _clusters(n: int, near: pl.DataFrame) -> np.ndarray:
+    """Union-find over the near-copy pairs: each story's label is the smallest story of its cluster."""
     parent = list(range(n))
 
     def root(x: int) -> int:
@@ -96,7 +116,7 @@ def near_copy_clusters(shingles: np.ndarray, offsets: np.ndarray, p: ScanParams)
         ra, rb = root(a), root(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
-    return np.array([root(i) for i in range(n)], dtype=np.int64), near.height
+    return np.array([root(i) for i in range(n)], dtype=np.int64)
 
 
 def null_coverage(grams: np.ndarray, offsets: np.ndarray, clusters: np.ndarray) -> np.ndarray:

@@ -77,9 +77,32 @@ def _verdict_rows(summary: ScanSummary) -> list[str]:
 
 
 def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
+    """`scan_report.md` and `.html`: the verdict first, then kinds, nulls, evidence, counts and parameters."""
+    lines = [
+        *_header(summary),
+        *_kinds_and_nulls(summary, index),
+        *_evidence_section(summary.hits),
+        *_rejected_section(summary),
+        "## Per benchmark source",
+        "",
+        markdown_table(summary.per_source, limit=100),
+        "## Shards",
+        "",
+        markdown_table(pl.DataFrame(summary.shards), limit=100),
+        *_purified_section(summary),
+        *_parameters_section(summary, index),
+    ]
+    text = "\n".join(lines) + "\n"
+    out = summary.out_dir
+    write_text_atomically(out / "scan_report.md", text)
+    write_html(text, out / "scan_report.html", title="Scan report")
+
+
+def _header(summary: ScanSummary) -> list[str]:
+    """The title, the corpus and benchmark counts, and the verdict table."""
     hits: pl.DataFrame = summary.hits
     docs = hits["doc_id"].n_unique() if hits.height else 0
-    lines = [
+    return [
         "# Scan report",
         "",
         f"Corpus: {len(summary.shards)} shard(s), {summary.read} documents read: {summary.scanned} scanned, "
@@ -94,6 +117,12 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
         "",
         LEGEND,
         "",
+    ]
+
+
+def _kinds_and_nulls(summary: ScanSummary, index: BenchmarkIndex) -> list[str]:
+    """What each kind means, and the nulls of the n-gram and sentence kinds."""
+    return [
         "## Kinds of evidence",
         "",
         *[f"- `{k}`: {v}" for k, v in KIND_TEXT.items()],
@@ -108,6 +137,12 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
         "",
         _sentence_null_line(index),
         "",
+    ]
+
+
+def _evidence_section(hits: pl.DataFrame) -> list[str]:
+    """The first `MAX_EVIDENCE` hits as a table (all of them are in `scan_hits.parquet`)."""
+    return [
         "## Evidence",
         "",
         f"The first {MAX_EVIDENCE} hits (all of them in `scan_hits.parquet`): document, kind, character span "
@@ -124,36 +159,34 @@ def render_scan_report(summary: ScanSummary, index: BenchmarkIndex) -> None:
             ).drop("question_item_ids", "word_start", "word_end", "sentence_spans"),
             limit=MAX_EVIDENCE,
         ),
-        *_rejected_section(summary),
-        "## Per benchmark source",
-        "",
-        markdown_table(summary.per_source, limit=100),
-        "## Shards",
-        "",
-        markdown_table(pl.DataFrame(summary.shards), limit=100),
     ]
-    if summary.ledger:
-        t = summary.ledger["total"]
-        lines += [
-            "## Purified copy",
-            "",
-            f"`{summary.ledger['purified']}`: read {t['read']} = kept {t['kept']} + removed "
-            f"{t['removed']} (reconciled: {'yes' if summary.ledger['reconciled'] else 'NO'}); removed documents with "
-            "their kinds in `purify_removed.parquet`, the ledger in `purify_ledger.json`.",
-            "",
-        ]
+
+
+def _purified_section(summary: ScanSummary) -> list[str]:
+    """The purify ledger's totals, when the scan wrote a purified copy."""
+    if not summary.ledger:
+        return []
+    t = summary.ledger["total"]
+    return [
+        "## Purified copy",
+        "",
+        f"`{summary.ledger['purified']}`: read {t['read']} = kept {t['kept']} + removed "
+        f"{t['removed']} (reconciled: {'yes' if summary.ledger['reconciled'] else 'NO'}); removed documents with "
+        "their kinds in `purify_removed.parquet`, the ledger in `purify_ledger.json`.",
+        "",
+    ]
+
+
+def _parameters_section(summary: ScanSummary, index: BenchmarkIndex) -> list[str]:
+    """Every parameter of the scan and the LSH banding it chose."""
     p = summary.params.as_dict()
-    lines += [
+    return [
         "## Parameters",
         "",
         markdown_table(pl.DataFrame({"parameter": list(p), "value": [str(v) for v in p.values()]}), limit=100),
         f"LSH banding: {index.banding.bands} bands x {index.banding.rows} rows "
         f"(P(candidate | J = {summary.params.jaccard_threshold}) = {float(index.banding.probability(summary.params.jaccard_threshold)):.4f}).",
     ]
-    text = "\n".join(lines) + "\n"
-    out = summary.out_dir
-    write_text_atomically(out / "scan_report.md", text)
-    write_html(text, out / "scan_report.html", title="Scan report")
 
 
 def _rejected_section(summary: ScanSummary) -> list[str]:

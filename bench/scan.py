@@ -177,7 +177,9 @@ def run_measured(cmd: list[str], env: dict | None = None) -> dict:
 def ours(work: Path, corpus: Path, out: Path) -> tuple[dict, dict[str, set[int]]]:
     import polars as pl
 
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    from bench.reformat import installed_env
+
+    env = installed_env(work)
     figures = run_measured(
         [
             sys.executable,
