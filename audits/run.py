@@ -73,11 +73,12 @@ def run_audit(
     Each phase is a stage of `progress` ("audit: ..."); its seconds are the summary's `timings`."""
     p = params or AuditParams()
     timer = Timer(progress)
-    sel, ov, tables, scores = _check_tables(Path(warehouse), train_where, heldout_where, p, timer, passes)
+    sel, ov, tables, scores, (run_id, overlap_tables) = _check_tables(
+        Path(warehouse), train_where, heldout_where, p, timer, passes
+    )
     with timer("findings", "audit: findings and verdicts"):
         tables["audit_label_conflicts"] = sel.conflicts
-        run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
-        tables |= _overlap_tables(ov, p, run_id, sel.items)
+        tables |= overlap_tables
         findings = checks.findings_of(
             FindingInputs(ov, tables, p, Path(warehouse), sel.train["item_id"], sel.heldout["item_id"])
         )
@@ -117,9 +118,9 @@ def run_audit(
 
 def _check_tables(
     warehouse: Path, train_where: str, heldout_where: str | None, p: AuditParams, timer: Timer, passes: Passes
-) -> tuple[_Selections, OverlapResult, dict[str, pl.DataFrame], pl.DataFrame]:
-    """The selections read, their overlap, and the tables of the baselines and template artifacts (with the
-    heuristics' scores), each phase a stage of `timer`."""
+) -> tuple[_Selections, OverlapResult, dict[str, pl.DataFrame], pl.DataFrame, tuple[str, dict[str, pl.DataFrame]]]:
+    """The selections read, their overlap, the tables of the baselines and template artifacts (with the
+    heuristics' scores), and the run id with the overlap's tables, each phase a stage of `timer`."""
     # the baselines and the template artifacts need only the selections: each runs on a thread of its
     # own while the overlap (mostly one core: compiled loops) runs on this one, so that neither waits
     # for the other (the baselines alone outlast the overlap's first phases). The artifacts wait until
@@ -146,9 +147,13 @@ def _check_tables(
         timer.seconds.update({f"overlap: {name}": t["wall_s"] for name, t in ov.timings.items()})
         with timer("baselines", "audit: partial-input baselines (waiting for their thread)"):
             baseline_tables, timer.seconds["baselines: own thread"] = baselines_job.result()
-        with timer("artifacts", "audit: template artifacts (waiting for their thread)"):
+        with timer("artifacts", "audit: template artifacts (the overlap's tables, then waiting for their thread)"):
+            # the run id and the overlap's tables need only the selections and the overlap: made here, while the
+            # artifacts' thread (the long pole after the sentences phase) finishes, not after it with a core idle
+            run_id = _run_id(train_where, heldout_where, p, sel.items, ov)
+            overlap_tables = _overlap_tables(ov, p, run_id, sel.items)
             (tables, scores), timer.seconds["artifacts: own thread"] = artifacts_job.result()
-    return sel, ov, tables | baseline_tables, scores
+    return sel, ov, tables | baseline_tables, scores, (run_id, overlap_tables)
 
 
 def _after(event: threading.Event, step: Callable[..., T]) -> Callable[..., T]:

@@ -109,3 +109,38 @@ def test_the_sentences_phase_gets_the_audits_own_thresholds_and_reports_its_pair
     again = overlap._sentences_beside_skeletons(ev, docs, params, one_side, None)
     assert len(seen) == 1 and again["skeleton_key"].to_list() == ["k-a", "k-b"]
     assert list(one_side.seconds) == ["skeletons"]
+
+
+def test_the_run_id_and_overlap_tables_are_made_while_the_artifacts_run(tmp_path: Path, monkeypatch) -> None:
+    """The run id and the overlap's tables need only the selections and the overlap, so the main thread makes
+    them while the artifacts' thread still runs (issue 42: it used to wait with a core idle, then make them):
+    here the artifacts wait until the run id has been made, which would hang (and fail after 30 s) were it made
+    after them. The run id is still the one `_run_id` gives and the one every pair row carries."""
+    import threading
+
+    from tomforge.audits import run
+
+    records, _ = planted_overlap_records()
+    path = load(tmp_path / "w.duckdb", records)
+    made = threading.Event()
+    ids: list[str] = []
+    real_run_id, real_artifacts = run._run_id, run._artifact_tables
+
+    def recording_run_id(*args, **kwargs):
+        ids.append(real_run_id(*args, **kwargs))
+        made.set()
+        return ids[-1]
+
+    def waiting_artifacts(*args, **kwargs):
+        assert made.wait(30), "the run id was not made while the artifacts ran"
+        return real_artifacts(*args, **kwargs)
+
+    monkeypatch.setattr(run, "_run_id", recording_run_id)
+    monkeypatch.setattr(run, "_artifact_tables", waiting_artifacts)
+    summary = run_audit(path, "split = 'train'", "split = 'test'", None, FAST)
+    assert ids == [summary.run_id]
+    with duckdb.connect(str(path), read_only=True) as con:
+        pair_ids = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM audit_overlap_pairs").fetchall()}
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert pair_ids == {summary.run_id}
+    assert {"audit_overlap_pairs", "audit_contexts", "audit_items", "audit_lsh_curve"} <= tables
