@@ -26,7 +26,12 @@ TRAIN = frame(
         ("m2", "multiple_choice", 1, "b"),
         ("m3", "multiple_choice", None, "c"),  # no gold position: left out
         ("m4", "multiple_choice", 2, "c"),
-        ("m5", "multiple_choice", 3, "d"),  # 4 positions: more than max_answer_classes, kept for multiple choice
+        (
+            "m5",
+            "multiple_choice",
+            3,
+            "c",
+        ),  # 4 positions (3 answers): more than max_answer_classes, kept for multiple choice
         ("y1", "yes_no", None, "Yes"),
         ("y2", "yes_no", None, " no"),
         ("y3", "yes_no", None, "yes"),  # 3 items (the minimum), 2 answers once lowered and stripped

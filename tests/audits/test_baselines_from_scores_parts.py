@@ -174,3 +174,70 @@ def test_groups_are_ordered_by_selection_then_the_heuristics_order() -> None:
         ("train", "yes_no", "first"),
         ("train", "yes_no", "last"),
     ]
+
+
+COLUMNS = {
+    "selection": pl.Utf8,
+    "heuristic": pl.Utf8,
+    "belief_order": pl.Utf8,
+    "n": pl.Int64,
+    "correct": pl.Int64,
+    "accuracy": pl.Float64,
+    "chance": pl.Float64,
+    "p_value": pl.Float64,
+    "trend_z": pl.Float64,
+    "trend_p": pl.Float64,
+    "high_orders_accuracy": pl.Float64,
+    "high_orders_chance": pl.Float64,
+    "high_orders_p": pl.Float64,
+    "above_chance": pl.Boolean,
+    "inverted_difficulty": pl.Boolean,
+}
+
+
+def test_the_heuristics_order_is_theirs_not_the_alphabets() -> None:
+    """`most` comes before `first_container` (the order of HEURISTICS), though the alphabet puts it after; the
+    selection and the format come first."""
+    scores = pl.DataFrame(
+        {
+            "selection": ["train", "train", "test", "train"],
+            "answer_format": ["yes_no", "multiple_choice", "yes_no", "yes_no"],
+            "heuristic": ["first_container", "most", "most", "first"],
+            "stratum": ["1"] * 4,
+            "hit": [True, False, True, True],
+            "chance": [0.5] * 4,
+        }
+    )
+    p = AuditParams(min_group_items=1)
+    got = baselines_from_scores(scores, p).filter(pl.col("belief_order") == "all")
+    assert got.select("selection", "heuristic").rows() == [
+        ("test", "most"),
+        ("train", "first"),
+        ("train", "most"),
+        ("train", "first_container"),
+    ]
+    by_format = baselines_from_scores(scores, p, by_format=True).filter(pl.col("belief_order") == "all")
+    assert by_format.select("selection", "answer_format", "heuristic").rows() == [
+        ("test", "yes_no", "most"),
+        ("train", "multiple_choice", "most"),
+        ("train", "yes_no", "first"),
+        ("train", "yes_no", "first_container"),
+    ]
+
+
+def test_the_columns_keep_their_types_when_no_row_is_tested() -> None:
+    """A descriptive heuristic's rows hold no test: the test columns are still floats, not nulls."""
+    scores = pl.DataFrame(
+        {
+            "selection": ["train"] * 2,
+            "answer_format": ["yes_no"] * 2,
+            "heuristic": ["modal_position"] * 2,
+            "stratum": ["1", "2"],
+            "hit": [True, False],
+            "chance": [0.5, 0.5],
+        }
+    )
+    got = baselines_from_scores(scores, AuditParams(min_group_items=1))
+    assert dict(got.schema) == COLUMNS and got.height == 3
+    by_format = baselines_from_scores(scores, AuditParams(min_group_items=1), by_format=True)
+    assert list(by_format.schema) == ["selection", "answer_format", *list(COLUMNS)[1:]]
