@@ -241,3 +241,30 @@ def test_the_columns_keep_their_types_when_no_row_is_tested() -> None:
     assert dict(got.schema) == COLUMNS and got.height == 3
     by_format = baselines_from_scores(scores, AuditParams(min_group_items=1), by_format=True)
     assert list(by_format.schema) == ["selection", "answer_format", *list(COLUMNS)[1:]]
+
+
+def test_inverted_difficulty_is_corrected_over_the_groups_with_a_trend() -> None:
+    """Orders 1-3, 4 items each at chance 0.25, with 1, 4 and 4 hits: p_bar = 3/4, T = -2 + 2 + 3 = 3,
+    Var = 3/16 * (56 - 48) = 3/2, z = sqrt(6), one-sided p = 0.00715; the higher orders 8 of 8, p = 0.25^8. One
+    such group is inverted at alpha 0.01; two are judged at 0.005 each, and neither is."""
+    rows = [(s, hit) for s, hits in (("1", 1), ("2", 4), ("3", 4)) for hit in [True] * hits + [False] * (4 - hits)]
+
+    def scores(heuristics: tuple[str, ...]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "selection": "train",
+                "answer_format": "multiple_choice",
+                "heuristic": [h for h in heuristics for _ in rows],
+                "stratum": [s for _ in heuristics for s, _ in rows],
+                "hit": [hit for _ in heuristics for _, hit in rows],
+                "chance": 0.25,
+            }
+        )
+
+    p = AuditParams(min_group_items=4, alpha=0.01)
+    one = baselines_from_scores(scores(("first",)), p)
+    assert one["trend_z"].to_list() == [pytest.approx(math.sqrt(6))] * 4
+    assert one["trend_p"].to_list() == [pytest.approx(0.5 * math.erfc(math.sqrt(3)))] * 4
+    assert one["inverted_difficulty"].to_list() == [True] * 4
+    two = baselines_from_scores(scores(("first", "last")), p)
+    assert two["inverted_difficulty"].to_list() == [False] * 8

@@ -206,3 +206,23 @@ def test_tested_keeps_every_flagged_test_and_the_ten_strongest_per_family() -> N
         for order, label, feature, nf, k, p_hat, p0, n, z, p, flagged in expected
     ]
     assert two_sided(6, 8, 0.25) == pytest.approx(2 * 277 / 65536)  # the hand sum: 28*9 + 8*3 + 1 over 4^8
+
+
+def test_a_p_value_at_the_corrected_alpha_is_flagged() -> None:
+    """The threshold is inclusive: 5 of 10 at p0 0.5 has p = min(1, 2 * 0.623) = 1 exactly, flagged at alpha 1."""
+    tests = pl.DataFrame(
+        {
+            "selection": ["train"],
+            "belief_order": ["all"],
+            "label_kind": ["answer|yes_no"],
+            "label": ["yes"],
+            "n_label": [5],
+            "n": [10],
+            "p0": [0.5],
+            "feature": ["f"],
+            "n_feature": [10],
+            "n_label_and_feature": [5],
+        }
+    )
+    got = _tested(tests, AuditParams(alpha=1.0))
+    assert got.select("p_value", "flagged", "alpha_corrected").rows() == [(1.0, True, 1.0)]
