@@ -157,12 +157,12 @@ def two_sided(k: int, n: int, p: float) -> float:
 
 
 def test_tested_keeps_every_flagged_test_and_the_ten_strongest_per_family() -> None:
-    """14 tests, alpha 0.01: each judged at 0.01 / 14. Family A (p0 0.5): f00-f10 on 20 items, all with the
+    """24 tests, alpha 0.01: each judged at 0.01 / 24. Family A (p0 0.5): f00-f10 on 20 items, all with the
     label (p = 2 * 0.5^20, flagged), f11 on 10 items, 5 with it (p = 1); family B (p0 0.25): g 6 of 8, h 0 of 4
-    (an unsigned 0 - 1 must not wrap). Kept: the 11 flagged (ten are A's strongest too, once each), B's two;
-    not f11."""
+    (an unsigned 0 - 1 must not wrap), i00-i09 1 of 4 (p = min(1, 2 * 0.684) = 1). Kept: the 11 flagged (ten are
+    A's strongest too, once each), B's ten strongest (g, h, i00-i07); not f11, i08, i09."""
     a = [(f"f{i:02d}", 20, 20) for i in range(11)] + [("f11", 10, 5)]
-    b = [("g", 8, 6), ("h", 4, 0)]
+    b = [("g", 8, 6), ("h", 4, 0)] + [(f"i{i:02d}", 4, 1) for i in range(10)]
     rows = [("train", "all", "answer|yes_no", "yes", 50, 100, 0.5, *t) for t in a]
     rows += [("train", "1", "answer|yes_no", "no", 10, 40, 0.25, *t) for t in b]
     tests = pl.DataFrame(
@@ -194,13 +194,14 @@ def test_tested_keeps_every_flagged_test_and_the_ten_strongest_per_family() -> N
         "flagged",
         "alpha_corrected",
     ]
-    assert got["alpha_corrected"].to_list() == [pytest.approx(0.01 / 14)] * 13
+    assert got["alpha_corrected"].to_list() == [pytest.approx(0.01 / 24)] * 21
     z_a = 0.5 / math.sqrt(0.25 / 20)
     expected = [("all", "yes", f"f{i:02d}", 20, 20, 1.0, 0.5, 100, z_a, 2 * 0.5**20, True) for i in range(11)]
     expected += [
         ("1", "no", "g", 8, 6, 0.75, 0.25, 40, 0.5 / math.sqrt(0.1875 / 8), two_sided(6, 8, 0.25), False),
         ("1", "no", "h", 4, 0, 0.0, 0.25, 40, -0.25 / math.sqrt(0.1875 / 4), 2 * 0.75**4, False),
     ]
+    expected += [("1", "no", f"i{i:02d}", 4, 1, 0.25, 0.25, 40, 0.0, 1.0, False) for i in range(8)]
     assert got.drop("selection", "label_kind", "alpha_corrected").rows() == [
         (order, label, feature, nf, k, pytest.approx(p_hat), p0, n, pytest.approx(z), pytest.approx(p), flagged)
         for order, label, feature, nf, k, p_hat, p0, n, z, p, flagged in expected
