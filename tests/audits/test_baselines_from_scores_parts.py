@@ -116,24 +116,37 @@ def flags_of(out: dict, p: AuditParams) -> list[tuple[bool | None, bool | None]]
 
 
 def test_flags_are_bonferroni_corrected_over_the_tested_rows_and_the_trend_groups() -> None:
-    """Tested rows: n >= 30 with a p-value (rows 1, 2 and 5): alpha / 3 = 0.00333, so only row 1 is above
-    chance (row 3 has a smaller p-value but 10 items). One group has a trend test: its rows are inverted at
-    0.01 when both its trend and higher-order p-values are at most 0.01."""
+    """Tested rows: n >= 30 (30 included) with a p-value: rows 1, 2, 5 and 6, so alpha / 4 = 0.0025: only row 1
+    is above chance (row 3 has a smaller p-value but 10 items). Two groups have a trend test (first, most): each
+    is judged at 0.01 / 2 = 0.005, which first's trend (0.006) misses."""
     out = {
-        "selection": ["train"] * 5,
-        "heuristic": ["first", "first", "first", "last", "last"],
-        "n": [40, 40, 10, 40, 50],
-        "p_value": [0.002, 0.004, 0.0001, None, 0.02],
-        "trend_p": [0.004, 0.004, 0.004, None, None],
-        "high_orders_p": [0.001, 0.001, 0.001, None, None],
+        "selection": ["train"] * 6,
+        "heuristic": ["first", "first", "first", "last", "last", "most"],
+        "n": [40, 40, 10, 40, 50, 30],
+        "p_value": [0.002, 0.003, 0.0001, None, 0.02, 0.5],
+        "trend_p": [0.006, 0.006, 0.006, None, None, 0.02],
+        "high_orders_p": [0.001, 0.001, 0.001, None, None, 0.02],
     }
     assert flags_of(out, AuditParams(min_group_items=30, alpha=0.01)) == [
-        (True, True),
-        (False, True),
-        (False, True),
+        (True, False),
+        (False, False),
+        (False, False),
+        (False, False),
         (False, False),
         (False, False),
     ]
+
+
+def test_a_p_value_at_the_corrected_alpha_is_flagged() -> None:
+    out = {
+        "selection": ["train"],
+        "heuristic": ["first"],
+        "n": [30],
+        "p_value": [0.01],
+        "trend_p": [0.01],
+        "high_orders_p": [0.01],
+    }
+    assert flags_of(out, AuditParams(min_group_items=30, alpha=0.01)) == [(True, True)]
 
 
 def test_one_tested_row_and_one_trend_group_are_judged_at_alpha() -> None:

@@ -150,6 +150,11 @@ def test_a_minimum_under_one_still_needs_the_feature_once() -> None:
     ]
 
 
+def test_no_family_no_candidate_test() -> None:
+    got = _candidate_tests(priors().clear(), np.zeros((0, 4), dtype=np.int64), NAMES, AuditParams())
+    assert got.height == 0 and got.columns[-3:] == ["feature", "n_feature", "n_label_and_feature"]
+
+
 def two_sided(k: int, n: int, p: float) -> float:
     """min(1, 2 min(P(X <= k), P(X >= k))) for X ~ Binomial(n, p), summed term by term."""
     pmf = [math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(n + 1)]
