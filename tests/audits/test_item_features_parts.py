@@ -60,6 +60,23 @@ def test_candidates_are_the_options_else_the_listed_else_the_storys_places() -> 
     ]
 
 
+SCORE_COLUMNS = [
+    "scorable",
+    "chance",
+    "hit_first",
+    "hit_last",
+    "hit_most",
+    "hit_first_container",
+    "answer_is_first",
+    "answer_is_last",
+    "answer_is_most",
+    "ends_where_started",
+    "story_length",
+    "n_agents_f",
+    "template",
+]
+
+
 def scored(rows: list[tuple]) -> list[tuple]:
     out = pl.DataFrame(
         rows,
@@ -80,25 +97,8 @@ def scored(rows: list[tuple]) -> list[tuple]:
         orient="row",
     )
     got = _with_scores(out, YES_NO)
-    assert got.columns[: out.width] == out.columns
+    assert got.columns == [*out.columns, *SCORE_COLUMNS]
     return got.drop(out.columns).rows()
-
-
-SCORE_COLUMNS = [
-    "scorable",
-    "chance",
-    "hit_first",
-    "hit_last",
-    "hit_most",
-    "hit_first_container",
-    "answer_is_first",
-    "answer_is_last",
-    "answer_is_most",
-    "ends_where_started",
-    "story_length",
-    "n_agents_f",
-    "template",
-]
 
 
 def test_scores_of_multiple_choice_and_free_text_items() -> None:
@@ -111,9 +111,7 @@ def test_scores_of_multiple_choice_and_free_text_items() -> None:
         ("multiple_choice", 2, None, "bag", "box", "bag", "bag", "box", False, 199, 1, "t2"),
         ("multiple_choice", 2, None, "bag", "box", "bag", "bag", "box", True, 200, 1, "t2"),
     ]
-    got = scored(rows)
-    assert len(got[0]) == len(SCORE_COLUMNS)
-    assert got == [
+    assert scored(rows) == [
         (True, 1 / 3, True, False, True, False, True, False, True, False, "<50", "2", "t1"),
         (False, 1.0, True, True, True, True, True, True, True, True, ">=400", "3", "none"),
         (False, None, False, False, False, False, False, False, False, False, "<400", "1", "t2"),
