@@ -104,28 +104,28 @@ def test_every_label_counts_under_all_and_under_its_order_when_there_are_several
 
 
 def priors() -> pl.DataFrame:
-    """Family A (train, all): labels 0 (3 of 4 items) and 1; family B (train, 1): label yes on both of its items."""
+    """Family A (train, all): labels 0 (3 of 4 items) and 1; family B (train, 1): label yes on all 4 of its items."""
     return pl.DataFrame(
         {
             "selection": ["train"] * 3,
             "belief_order": ["all", "all", "1"],
             "label_kind": ["gold_position|k=2", "gold_position|k=2", "answer|yes_no"],
             "label": ["0", "1", "yes"],
-            "n_label": [3, 1, 2],
-            "n": [4, 4, 2],
+            "n_label": [3, 1, 4],
+            "n": [4, 4, 4],
             "p0": [0.75, 0.25, 1.0],
         }
     ).with_row_index("_fy")
 
 
-# rows: the (family, label) of priors(); columns: features f1-f4. Per family, A: 3, 1, 4, 0; B: 2, 2, 0, 0
-COUNTS = np.array([[2, 0, 3, 0], [1, 1, 1, 0], [2, 2, 0, 0]], dtype=np.int64)
+# rows: the (family, label) of priors(); columns: features f1-f4. Per family, A: 3, 1, 4, 0; B: 3, 3, 0, 0
+COUNTS = np.array([[2, 0, 3, 0], [1, 1, 1, 0], [3, 3, 0, 0]], dtype=np.int64)
 NAMES = np.array(["f1", "f2", "f3", "f4"])
 
 
 def test_candidate_tests_need_enough_items_with_the_feature_and_a_label_with_an_alternative() -> None:
     """min_feature_count = 3: A's f1 (3 items) and f3 (4, on every item of A) are tested for both labels; f2 (1)
-    is not; B's label is on all its items, so it has no test."""
+    is not; B's label is on all its items, so it has no test, though f1 and f2 are on 3 of its 4 items."""
     got = _candidate_tests(priors(), COUNTS, NAMES, AuditParams(min_feature_count=3))
     assert got.schema["n_feature"] == pl.UInt32 and got.schema["n_label_and_feature"] == pl.UInt32
     assert got.columns == [*FAM, "label", "n_label", "n", "p0", "feature", "n_feature", "n_label_and_feature"]
