@@ -29,14 +29,21 @@ CTX = pl.DataFrame(
 def test_candidates_are_the_options_else_the_listed_else_the_storys_places() -> None:
     """Row 0: two options (used, normalized); row 1: a yes/no question's options are never its candidates, its
     listed ones are (one never mentioned); rows 2 and 3: one option or none, nothing listed: the story's places
-    (the null place dropped, positions kept); row 4: one option, two listed."""
+    (the null place dropped, positions kept); row 4: one option, two listed; row 5: one listed is enough."""
     base = pl.DataFrame(
         {
-            "_row": [0, 1, 2, 3, 4],
-            "_ctx": [0, 0, 1, 1, 0],
-            "answer_format": ["multiple_choice", "yes_no", "free_text", "multiple_choice", "multiple_choice"],
-            "options": [["Red  Box", "basket"], ["a", "b"], ["only one"], None, ["box"]],
-            "meta_candidates": [["x"], ["basket", "red box", "cupboard"], [], None, ["basket", "box"]],
+            "_row": [0, 1, 2, 3, 4, 5],
+            "_ctx": [0, 0, 1, 1, 0, 1],
+            "answer_format": [
+                "multiple_choice",
+                "yes_no",
+                "free_text",
+                "multiple_choice",
+                "multiple_choice",
+                "free_text",
+            ],
+            "options": [["Red  Box", "basket"], ["a", "b"], ["only one"], None, ["box"], None],
+            "meta_candidates": [["x"], ["basket", "red box", "cupboard"], [], None, ["basket", "box"], ["shed"]],
         },
         schema_overrides={"_row": pl.UInt32, "_ctx": pl.UInt32},
     )
@@ -57,6 +64,7 @@ def test_candidates_are_the_options_else_the_listed_else_the_storys_places() -> 
         (3, 1, "shed", 2, *shed),
         (4, 0, "basket", 0, *basket),
         (4, 0, "box", 1, *box),
+        (5, 1, "shed", 0, *shed),
     ]
 
 
