@@ -118,14 +118,14 @@ def flags_of(out: dict, p: AuditParams) -> list[tuple[bool | None, bool | None]]
 def test_flags_are_bonferroni_corrected_over_the_tested_rows_and_the_trend_groups() -> None:
     """Tested rows: n >= 30 (30 included) with a p-value: rows 1, 2, 5 and 6, so alpha / 4 = 0.0025: only row 1
     is above chance (row 3 has a smaller p-value but 10 items). Two groups have a trend test (first, most): each
-    is judged at 0.01 / 2 = 0.005, which first's trend (0.006) misses."""
+    is judged at 0.01 / 2 = 0.005, which first's trend (0.004) meets and its higher orders (0.006) miss."""
     out = {
         "selection": ["train"] * 6,
         "heuristic": ["first", "first", "first", "last", "last", "most"],
         "n": [40, 40, 10, 40, 50, 30],
         "p_value": [0.002, 0.003, 0.0001, None, 0.02, 0.5],
-        "trend_p": [0.006, 0.006, 0.006, None, None, 0.02],
-        "high_orders_p": [0.001, 0.001, 0.001, None, None, 0.02],
+        "trend_p": [0.004, 0.004, 0.004, None, None, 0.02],
+        "high_orders_p": [0.006, 0.006, 0.006, None, None, 0.02],
     }
     assert flags_of(out, AuditParams(min_group_items=30, alpha=0.01)) == [
         (True, False),
