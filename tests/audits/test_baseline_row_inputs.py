@@ -4,6 +4,8 @@ evaluation. The helpers are replaced by recorders that stop the row there (no cl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -53,3 +55,19 @@ def test_the_folds_are_the_formats_own(monkeypatch: pytest.MonkeyPatch, heldout,
         baselines._baseline_row("yes_no", "question_only", TRAIN, heldout, 2, P, 0.01, cache)
     assert calls == [(cache, "yes_no", TRAIN, ["yes", "no", "yes"], 4, beside)]
     assert calls[0][0] is cache
+
+
+def test_the_heldout_sample_is_the_runs_seeded_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple] = []
+
+    def sample(df: pl.DataFrame, limit: int, seed: int) -> tuple[pl.DataFrame, str]:
+        calls.append((df, limit, seed))
+        raise Stop
+
+    monkeypatch.setattr(baselines, "_sample_stories", sample)
+    heldout = TRAIN.head(2)
+    with pytest.raises(Stop):
+        baselines._baseline_row(
+            "yes_no", "question_only", TRAIN, heldout, 2, replace(P, baseline_max_eval=55), 0.01, {}
+        )
+    assert calls == [(heldout, 55, 7)]
