@@ -71,3 +71,49 @@ def test_the_heldout_sample_is_the_runs_seeded_sample(monkeypatch: pytest.Monkey
             "yes_no", "question_only", TRAIN, heldout, 2, replace(P, baseline_max_eval=55), 0.01, {}
         )
     assert calls == [(heldout, 55, 7)]
+
+
+def _always_no(x_tr: object, y_tr: np.ndarray, jobs: list[tuple]) -> list[np.ndarray]:
+    """Stands in for the fits: every prediction is 'no'."""
+    return [np.array(["no"] * x.shape[0], dtype=object) for _, x in jobs]
+
+
+SIX = pl.DataFrame(
+    {
+        "item_id": [f"i{i}" for i in range(6)],
+        "answer": ["yes", "yes", "Yes", "no", "no", "yes"],
+        "context_id": [f"c{i}" for i in range(6)],
+        "question": [f"Is it in box {i}?" for i in range(6)],
+    }
+)
+
+
+def test_a_row_without_heldout_side_scores_the_train_folds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """6 train items, 4 'yes' (the majority) and 2 'no'; every fold predicts 'no': accuracy 2/6, the majority
+    answer right on 4/6, chance 1/2."""
+    monkeypatch.setattr(baselines, "_fits", _always_no)
+    row = baselines._baseline_row("yes_no", "question_only", SIX, None, 2, replace(P, folds=2), 0.01, {})
+    assert (row["input"], row["answer_format"], row["evaluation"], row["n_train"], row["n_eval"]) == (
+        "question_only",
+        "yes_no",
+        "group 2-fold (train)",
+        6,
+        6,
+    )
+    assert (row["accuracy"], row["cv_accuracy"], row["majority"], row["chance"]) == (2 / 6, 2 / 6, 4 / 6, 0.5)
+
+
+def test_a_row_with_a_heldout_side_scores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held out: 'no', 'no', 'yes'; predicted 'no': accuracy 2/3; the train majority ('yes') right on 1/3."""
+    monkeypatch.setattr(baselines, "_fits", _always_no)
+    heldout = pl.DataFrame(
+        {
+            "item_id": ["h0", "h1", "h2"],
+            "answer": ["no", "No ", "yes"],
+            "context_id": ["d0", "d1", "d2"],
+            "question": ["Is it here?", "Is it there?", "Is it near?"],
+        }
+    )
+    row = baselines._baseline_row("yes_no", "question_only", SIX, heldout, 2, replace(P, folds=2), 0.01, {})
+    assert (row["evaluation"], row["n_train"], row["n_eval"]) == ("train->heldout", 6, 3)
+    assert (row["accuracy"], row["cv_accuracy"], row["majority"]) == (2 / 3, 2 / 6, 1 / 3)
