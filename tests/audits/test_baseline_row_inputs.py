@@ -117,3 +117,41 @@ def test_a_row_with_a_heldout_side_scores_it(monkeypatch: pytest.MonkeyPatch) ->
     row = baselines._baseline_row("yes_no", "question_only", SIX, heldout, 2, replace(P, folds=2), 0.01, {})
     assert (row["evaluation"], row["n_train"], row["n_eval"]) == ("train->heldout", 6, 3)
     assert (row["accuracy"], row["cv_accuracy"], row["majority"]) == (2 / 3, 2 / 6, 1 / 3)
+
+
+def test_the_bootstrap_gets_the_evaluations_hits_and_the_runs_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bootstrap's interval decides the flag: its lower ends above 0 (against the majority) and above chance."""
+    calls: list[tuple] = []
+
+    def bootstrap(correct, base, groups, n, seed, alpha):
+        calls.append((correct.tolist(), base.tolist(), groups.tolist(), n, seed, alpha))
+        return 0.6, 0.9, 0.1, 0.3
+
+    monkeypatch.setattr(baselines, "_fits", _always_no)
+    monkeypatch.setattr(baselines, "_cluster_bootstrap", bootstrap)
+    params = replace(P, folds=2, bootstrap=17)
+    row = baselines._baseline_row("yes_no", "question_only", SIX, None, 2, params, 0.004, {})
+    no, yes = [False, False, False, True, True, False], [True, True, True, False, False, True]
+    assert calls == [(no, yes, [f"c{i}" for i in range(6)], 17, 7, 0.004)]
+    assert (row["ci_low"], row["ci_high"], row["diff_ci_low"], row["diff_ci_high"], row["flagged"]) == (
+        0.6,
+        0.9,
+        0.1,
+        0.3,
+        True,
+    )
+
+
+def test_a_multiple_choice_row_predicts_the_gold_position(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positions 0, 0, 0, 1, 1, 0 (answers told apart from them); every fold predicts position 0: 4/6 right, the
+    majority position the same, chance 1/3 with three options each."""
+    monkeypatch.setattr(
+        baselines, "_fits", lambda x_tr, y_tr, jobs: [np.array(["0"] * x.shape[0], dtype=object) for _, x in jobs]
+    )
+    mc = SIX.with_columns(
+        pl.Series("answer_index", [0, 0, 0, 1, 1, 0]),
+        pl.Series("answer", ["box", "bag", "cup", "box", "bag", "cup"]),
+        pl.Series("options", [["box", "bag", "cup"]] * 6),
+    )
+    row = baselines._baseline_row("multiple_choice", "question_only", mc, None, 2, replace(P, folds=2), 0.01, {})
+    assert (row["accuracy"], row["majority"], row["chance"]) == (4 / 6, 4 / 6, pytest.approx(1 / 3))
