@@ -103,9 +103,15 @@ def test_a_row_without_heldout_side_scores_the_train_folds(monkeypatch: pytest.M
     assert (row["accuracy"], row["cv_accuracy"], row["majority"], row["chance"]) == (2 / 6, 2 / 6, 4 / 6, 0.5)
 
 
+def _yes_on_the_heldout_side(x_tr: object, y_tr: np.ndarray, jobs: list[tuple]) -> list[np.ndarray]:
+    """Stands in for the fits: 'no' on the train folds, 'yes' on the held-out items (the job fitted on all rows)."""
+    return [np.array(["no" if rows is not None else "yes"] * x.shape[0], dtype=object) for rows, x in jobs]
+
+
 def test_a_row_with_a_heldout_side_scores_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Held out: 'no', 'no', 'yes'; predicted 'no': accuracy 2/3; the train majority ('yes') right on 1/3."""
-    monkeypatch.setattr(baselines, "_fits", _always_no)
+    """Held out: 'no', 'no', 'yes'; predicted 'yes' there (the folds 'no'): accuracy 1/3, the folds' 2/6; the
+    train majority ('yes') right on 1/3."""
+    monkeypatch.setattr(baselines, "_fits", _yes_on_the_heldout_side)
     heldout = pl.DataFrame(
         {
             "item_id": ["h0", "h1", "h2"],
@@ -116,7 +122,7 @@ def test_a_row_with_a_heldout_side_scores_it(monkeypatch: pytest.MonkeyPatch) ->
     )
     row = baselines._baseline_row("yes_no", "question_only", SIX, heldout, 2, replace(P, folds=2), 0.01, {})
     assert (row["evaluation"], row["n_train"], row["n_eval"]) == ("train->heldout", 6, 3)
-    assert (row["accuracy"], row["cv_accuracy"], row["majority"]) == (2 / 3, 2 / 6, 1 / 3)
+    assert (row["accuracy"], row["cv_accuracy"], row["majority"]) == (1 / 3, 2 / 6, 1 / 3)
 
 
 def test_the_bootstrap_gets_the_evaluations_hits_and_the_runs_seed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,3 +161,6 @@ def test_a_multiple_choice_row_predicts_the_gold_position(monkeypatch: pytest.Mo
     )
     row = baselines._baseline_row("multiple_choice", "question_only", mc, None, 2, replace(P, folds=2), 0.01, {})
     assert (row["accuracy"], row["majority"], row["chance"]) == (4 / 6, 4 / 6, pytest.approx(1 / 3))
+    heldout = mc.head(3).with_columns(pl.Series("answer_index", [1, 0, 1]), pl.Series("options", [["a", "b"]] * 3))
+    row = baselines._baseline_row("multiple_choice", "question_only", mc, heldout, 2, replace(P, folds=2), 0.01, {})
+    assert (row["accuracy"], row["majority"], row["chance"]) == (1 / 3, 1 / 3, 0.5)
