@@ -164,3 +164,16 @@ def test_a_multiple_choice_row_predicts_the_gold_position(monkeypatch: pytest.Mo
     heldout = mc.head(3).with_columns(pl.Series("answer_index", [1, 0, 1]), pl.Series("options", [["a", "b"]] * 3))
     row = baselines._baseline_row("multiple_choice", "question_only", mc, heldout, 2, replace(P, folds=2), 0.01, {})
     assert (row["accuracy"], row["majority"], row["chance"]) == (1 / 3, 1 / 3, 0.5)
+
+
+@pytest.mark.parametrize(
+    "lo, dlo, flagged",
+    [(0.6, 0.1, True), (0.6, 0.0, False), (0.5, 0.1, False), (0.4, 0.1, False), (0.4, -0.1, False)],
+)
+def test_flagged_needs_both_lower_ends_strictly_above(monkeypatch: pytest.MonkeyPatch, lo, dlo, flagged) -> None:
+    """Chance is 1/2 (yes/no): flagged only when the accuracy's lower end is above it and the difference with the
+    majority answer's lower end above 0, both strictly."""
+    monkeypatch.setattr(baselines, "_fits", _always_no)
+    monkeypatch.setattr(baselines, "_cluster_bootstrap", lambda *args: (lo, 0.9, dlo, 0.3))
+    row = baselines._baseline_row("yes_no", "question_only", SIX, None, 2, replace(P, folds=2), 0.01, {})
+    assert row["chance"] == 0.5 and row["flagged"] is flagged
