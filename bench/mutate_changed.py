@@ -6,7 +6,7 @@ change is checked against bugs nobody listed (issue 38).
 
     .venv/bin/python bench/mutate_changed.py --base main             # every module changed since main
     .venv/bin/python bench/mutate_changed.py hub/release.py schemas/rl/licenses.py audits/checks/
-    .venv/bin/python bench/mutate_changed.py schemas/rl/licenses.py --tests tests/rl/test_license_guard.py --jobs 2
+    .venv/bin/python bench/mutate_changed.py schemas/rl/licenses.py --tests tests/schemas/rl/test_license_guard.py --jobs 2
 
 For each module it prints killed / survived / equivalent / other (no test reached it, timeouts) and the score,
 killed / (mutants - equivalent), with the diff of every survivor that is not recorded as equivalent. A survivor is

@@ -414,7 +414,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/record.py",
         "return hex_digest(source, source_key)",
         "return hex_digest(source_key, source)",
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "item ids change meaning (and collide across sources named like keys)",
     ),
     Mutation(
@@ -422,7 +422,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/record.py",
         "return hex_digest(normalize_context(context))",
         "return hex_digest(context)",
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "the same story with other whitespace gets another context_id",
     ),
     Mutation(
@@ -430,7 +430,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/record.py",
         '    "item_id",\n    "context_id",\n    "content_hash",  # ids',
         '    "context_id",\n    "content_hash",  # ids',
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "a renamed key changes the content hash",
     ),
     Mutation(
@@ -438,7 +438,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/record.py",
         '    "source_ref",\n    "split",  # where',
         '    "source_ref",  # where',
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "moving a question to another split changes its content hash (README: content only)",
     ),
     Mutation(
@@ -446,7 +446,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/batch.py",
         "_HASHED = tuple(sorted(CONTENT_FIELDS))",
         '_HASHED = tuple(sorted(n for n in FIELDS if n not in ("item_id", "content_hash")))',
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "the column path (big inputs) hashes other fields than the row path",
     ),
     Mutation(
@@ -454,7 +454,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/record.py",
         "return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()",
         "return hashlib.sha256(orjson.dumps(payload)).hexdigest()",
-        ("tests/warehouse/test_ids.py",),
+        ("tests/schemas/test_ids.py",),
         "the content hash depends on key order, not only on content",
     ),
     # item 5: HiToM tree meta
@@ -621,7 +621,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warehouse/load.py",
         "    if progress is not None and count > reported:",
         "    if False:",
-        ("tests/warehouse/test_progress.py",),
+        ("tests/schemas/test_progress.py",),
         "a bar stops short of the records staged (the last partial chunk is never shown)",
     ),
     Mutation(
@@ -629,7 +629,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/progress.py",
         "if now - since >= self.interval:",
         "if True:",
-        ("tests/warehouse/test_progress.py",),
+        ("tests/schemas/test_progress.py",),
         "a flow's log gets a line per 5000 records instead of one per interval",
     ),
     Mutation(
@@ -808,7 +808,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/export.py",
         "    name = SPLIT_VOCABULARY.get(name.lower(), name)",
         "    name = name",
-        ("tests/warehouse/test_split_vocabulary.py",),
+        ("tests/hub/test_split_vocabulary.py",),
         "load_dataset(release, 'all') has val beside validation",
     ),
     Mutation(
@@ -816,7 +816,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hub/release.py",
         "    if found and not options.allow_restricted_training:",
         "    if False:",
-        ("tests/rl/test_license_guard.py",),
+        ("tests/schemas/rl/test_license_guard.py",),
         "an evaluation-only source is published in the train split silently",
     ),
     Mutation(
@@ -824,7 +824,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "rl/release.py",
         "    if found and not allow:",
         "    if False:",
-        ("tests/rl/test_license_guard.py",),
+        ("tests/schemas/rl/test_license_guard.py",),
         "train runs on a split whose source forbids training",
     ),
     Mutation(
@@ -1602,7 +1602,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "flows/commands/rl.py",
         "    if not dry_run or local:",
         "    if not dry_run:",
-        ("tests/rl/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
+        ("tests/schemas/rl/test_license_guard.py::test_train_refuses_a_split_with_a_restricted_source",),
         "`train --dry-run` prints a plan for a split the real run refuses for its license",
     ),
     Mutation(
@@ -1610,7 +1610,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/atomic_files.py",
         'temp = path.with_name(f".{path.name}.partial-{os.getpid()}")',
         "temp = path",
-        ("tests/test_atomic_files.py",),
+        ("tests/schemas/test_atomic_files.py",),
         "a report or eval_rows.jsonl written in place: a killed writer leaves a torn file where the old one was",
     ),
     # issue 28, list controls: agent mention controls and list answers grouped apart in the gold-rank check
@@ -2022,7 +2022,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "schemas/rl/licenses.py",
         '"evaluation[ -]only|not for training|no training|test[ -]only", re.IGNORECASE)',
         '"evaluation[ -]only|not for training|no training|test[ -]only", 0)',
-        ("tests/rl/test_license_guard.py::test_which_licenses_forbid_training",),
+        ("tests/schemas/rl/test_license_guard.py::test_which_licenses_forbid_training",),
         'a source licensed "NOT FOR TRAINING" lands in the train split',
     ),
     Mutation(

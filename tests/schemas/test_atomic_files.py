@@ -46,7 +46,7 @@ with replaced_on_success({str(target)!r}) as temp:
         out.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 """
-    done = subprocess.run([sys.executable, "-c", child], cwd=Path(__file__).parents[1], check=False)
+    done = subprocess.run([sys.executable, "-c", child], cwd=Path(__file__).parents[2], check=False)
     assert done.returncode == -signal.SIGKILL
     assert target.read_text() == OLD
     # the hidden partial stays behind a kill (nothing can run then); it never takes the target's name

@@ -1,0 +1,1 @@
+"""Tests of schemas/ (issue 39: tests mirror the packages, tests/<package>/)."""
