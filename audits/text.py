@@ -85,9 +85,8 @@ def _utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """A string column (no nulls) as its UTF-8 bytes and the int64 offsets of each text, without a
     Python string per text."""
     arr = texts.rechunk().to_arrow()
-    if not isinstance(
-        arr, pa.LargeStringArray
-    ):  # polars gives large strings: pyarrow.compute (~0.04 s to import) rarely needed
+    # polars gives large strings, so pyarrow.compute (~0.04 s to import) is rarely needed: imported here
+    if not isinstance(arr, pa.LargeStringArray):
         import pyarrow.compute as pc
 
         arr = pc.cast(arr, pa.large_string())
