@@ -44,6 +44,16 @@ class Phases:
         monkeypatch.setattr(run, "_artifact_tables", self.artifacts)
         monkeypatch.setattr(run, "audit_overlap", self.overlap)
         monkeypatch.setattr(run.store, "cached_signatures", lambda *args: ("cached", *args))
+        monkeypatch.setattr(run, "_run_id", self.run_id)
+        monkeypatch.setattr(run, "_overlap_tables", self.overlap_tables)
+
+    def run_id(self, *args: object) -> str:
+        self.calls["run_id"] = args
+        return "RUN"
+
+    def overlap_tables(self, *args: object) -> dict[str, str]:
+        self.calls["overlap_tables"] = args
+        return {"audit_overlap": "O"}
 
     def connect(self, warehouse: Path) -> object:
         self.calls["connect"] = (warehouse,)
@@ -82,15 +92,25 @@ def test_each_phase_gets_its_inputs_and_the_tables_are_merged(monkeypatch: pytes
     phases = Phases(monkeypatch)
     progress = Recording()
     timer = Timer(progress)
-    sel, ov, tables, scores = run._check_tables(WAREHOUSE, "split = 'a'", "split = 'b'", P, timer, PASSES)  # type: ignore[arg-type]
+    sel, ov, tables, scores, (run_id, overlap_tables) = run._check_tables(
+        WAREHOUSE,
+        "split = 'a'",
+        "split = 'b'",
+        P,
+        timer,
+        PASSES,  # type: ignore[arg-type]
+    )
     assert sel is SEL and ov.timings["lsh"] == {"wall_s": 0.25} and scores == "SCORES"
     assert tables == {"audit_positions": "A", "shared": "from the baselines", "audit_baselines": "B"}
+    assert (run_id, overlap_tables) == ("RUN", {"audit_overlap": "O"})
     assert phases.calls == {
         "connect": (WAREHOUSE,),
         "read": (phases.con, WAREHOUSE, "split = 'a'", "split = 'b'"),
         "baselines": ("TRAIN", "HELDOUT", P),
         "artifacts": ("ITEMS", P),
         "overlap": ("ITEMS", P),
+        "run_id": ("split = 'a'", "split = 'b'", P, "ITEMS", ov),
+        "overlap_tables": (ov, P, "RUN", "ITEMS"),
     }
     assert phases.closed_before_overlap == [True] and not phases.artifacts_before_largest
     assert phases.looked_up == ("cached", WAREHOUSE, "KEYS", "PK", 3)
@@ -101,7 +121,7 @@ def test_each_phase_gets_its_inputs_and_the_tables_are_merged(monkeypatch: pytes
         "audit: read selections",
         "audit: overlap (MinHash LSH, n-grams, skeletons)",
         "audit: partial-input baselines (waiting for their thread)",
-        "audit: template artifacts (waiting for their thread)",
+        "audit: template artifacts (the overlap's tables, then waiting for their thread)",
     ]
     assert list(timer.seconds) == [
         "read",
