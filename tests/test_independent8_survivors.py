@@ -34,7 +34,9 @@ def test_an_identical_action_answer_pair_is_rejected_naming_the_action_field(sam
     assert all(r.record.startswith("row0/") and "identical" in r.reason for r in rejects)
 
 
-def test_a_trace_ending_in_several_blank_lines_still_gives_every_example_its_trace(samples: Path, tmp_path: Path) -> None:
+def test_a_trace_ending_in_several_blank_lines_still_gives_every_example_its_trace(
+    samples: Path, tmp_path: Path
+) -> None:
     """ToMi's own sample (12 examples, 12 trace lines) with two blank lines after the trace: still aligned."""
     from tomforge.warehouse.sources.tomi import ADAPTER
 
@@ -104,7 +106,8 @@ def test_the_oracle_reports_agreement_is_over_the_parsed_items(monkeypatch, tmp_
 
     monkeypatch.setattr(report, "check_all", lambda records, name: CHECKS)
     records = [
-        {"context": f"story {n}", "question": "q", "perspective_chain": ["Ann"], "source_ref": f"t#{n}"} for n in range(3)
+        {"context": f"story {n}", "question": "q", "perspective_chain": ["Ann"], "source_ref": f"t#{n}"}
+        for n in range(3)
     ]
     text = report.render("tomi", tmp_path / "tomi.txt", records)
     assert "| tomi | 1 | 3 | 2 | 1 | 0.500 |" in text.splitlines()
