@@ -2525,6 +2525,91 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_independent7_survivors.py::test_train_refuses_one_generation_per_prompt",),
         "train --num-generations 1 is accepted (RLOO needs two samples per prompt)",
     ),
+    # the seventh independent check's survivors (docs/independent-check-2026-12-07f.md)
+    Mutation(
+        "independent8.bigtom_identical_answers_names_belief_field",
+        "warehouse/sources/bigtom.py",
+        "_answer_field(variable),",
+        '"belief_answer_aware",',
+        (
+            "tests/test_independent8_survivors.py::test_an_identical_action_answer_pair_is_rejected_naming_the_action_field",
+        ),
+        "a BigToM row with identical action answers is rejected naming belief_answer_aware",
+    ),
+    Mutation(
+        "independent8.tomi_trace_one_trailing_blank_dropped",
+        "warehouse/sources/tomi.py",
+        "while lines and not lines[-1]:",
+        "if lines and not lines[-1]:",
+        (
+            "tests/test_independent8_survivors.py::test_a_trace_ending_in_several_blank_lines_still_gives_every_example_its_trace",
+        ),
+        "a ToMi trace ending in two blank lines is misaligned: the whole file refused",
+    ),
+    Mutation(
+        "independent8.fantom_identical_answers_unstripped",
+        "warehouse/sources/fantom.py",
+        "if correct.strip() == wrong.strip():",
+        "if correct == wrong:",
+        ("tests/test_independent8_survivors.py::test_belief_answers_differing_only_by_spaces_are_an_ambiguous_choice",),
+        "a FANToM belief question whose answers differ only by spaces is accepted: an ambiguous choice",
+    ),
+    Mutation(
+        "independent8.higher_orders_middle_order_left_out",
+        "audits/artifacts.py",
+        "high = sorted(points)[len(points) // 2 :]",
+        "high = sorted(points)[(len(points) + 1) // 2 :]",
+        (
+            "tests/test_independent8_survivors.py::test_the_higher_half_of_an_odd_number_of_orders_includes_the_middle_one",
+        ),
+        "the middle order of an odd number of orders is left out of the higher half",
+    ),
+    Mutation(
+        "independent8.baselines_intervals_not_bonferroni",
+        "audits/baselines.py",
+        "alpha = p.alpha / max(len(plan), 1)",
+        "alpha = p.alpha",
+        (
+            "tests/test_independent8_survivors.py::test_the_baseline_intervals_are_bonferroni_corrected_over_the_planned_tests",
+        ),
+        "the partial-input baselines' intervals lose their Bonferroni correction: more baselines flagged",
+    ),
+    Mutation(
+        "independent8.oracle_report_agreement_over_items",
+        "generators/real/report.py",
+        "{agree / max(parsed, 1):.3f}",
+        "{agree / max(items, 1):.3f}",
+        ("tests/test_independent8_survivors.py::test_the_oracle_reports_agreement_is_over_the_parsed_items",),
+        "the oracle report's agreement divides by every item, not by the parsed ones",
+    ),
+    Mutation(
+        "independent8.gguf_suffix_case_sensitive",
+        "rl/models.py",
+        "return str(spec).lower().endswith(GGUF_SUFFIX)",
+        "return str(spec).endswith(GGUF_SUFFIX)",
+        ("tests/test_independent8_survivors.py::test_a_gguf_suffix_in_any_case_is_a_gguf_model",),
+        "MODEL.GGUF is refused as 'model not found'",
+    ),
+    Mutation(
+        "independent8.variants_disagree_counts_unparsed",
+        "flows/commands/ingest.py",
+        'rows[(key, "disagree")] += check.agrees is False',
+        'rows[(key, "disagree")] += not check.agrees',
+        (
+            "tests/test_independent8_survivors.py::test_variants_oracle_table_does_not_count_unparsed_items_as_disagreeing",
+        ),
+        "tomforge variants' oracle table counts unparsed items as disagreeing",
+    ),
+    Mutation(
+        "independent8.stage_interrupt_not_ended",
+        "schemas/progress.py",
+        "except BaseException:",
+        "except Exception:",
+        (
+            "tests/test_independent8_survivors.py::test_a_stage_interrupted_by_ctrl_c_is_ended_as_failed_and_the_interrupt_raised_on",
+        ),
+        "a stage interrupted by Ctrl-C is never ended: no 'failed after' line",
+    ),
     # issue 38, CI time: a mutant's file keeps its numba cache (bench/numba_cache.py)
     Mutation(
         "numba_cache.stamp_not_put_back",
