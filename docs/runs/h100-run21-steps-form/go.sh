@@ -4,7 +4,7 @@
 # after another on any card: side by side on an H200 a rationale arm's trainer ran out of memory and lowered its
 # batch (run 16's caveat). One SFT + evaluation job per arm in /tmp/scale/work-ARM-lr1e-4 (the layout of run 18's
 # wait.sh and best_lr.py). Detached (setsid) so it outlives a 10-minute call; touches /tmp/scale/DONE at the end.
-# Start from the root of a copy of the repository holding the slimmed release in .exp/release (slim.py here).
+# Start from the root of a copy of the repository holding the slimmed release in .exp/release (run 16's slim.py with the forms "steps").
 set -u
 export PYTHONPATH=/tmp/site:$PWD TOMFORGE_MODEL_CACHE=/tmp/models HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 mkdir -p /tmp/scale && rm -f /tmp/scale/DONE

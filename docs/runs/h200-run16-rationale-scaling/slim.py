@@ -1,5 +1,8 @@
 """Transport copy of the scaling release (run 16): the training split with only the columns SFT reads (answer-only
-and the curriculum and events rationale forms); the evaluation splits as they are."""
+and the rationale forms named, by default curriculum and events); the evaluation splits as they are.
+
+    python slim.py SRC_RELEASE DST_RELEASE [FORMS]    # FORMS: comma-separated, e.g. "steps" (run 21)
+"""
 
 import glob
 import json
@@ -12,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+kept_forms = sys.argv[3].split(",") if len(sys.argv) > 3 else ["curriculum", "events"]
 shutil.rmtree(dst, ignore_errors=True)
 for f in src.rglob("*"):
     if f.is_file() and "train_" not in f.name and "/data/all/" not in str(f):
@@ -29,9 +33,7 @@ t = t.set_column(
     t.schema.get_field_index("reward_model"), "reward_model", pa.array(rm, type=t.schema.field("reward_model").type)
 )
 texts = t.column("rationale_text").combine_chunks()
-forms = pa.StructArray.from_arrays(
-    [pc.struct_field(texts, "curriculum"), pc.struct_field(texts, "events")], names=["curriculum", "events"]
-)
+forms = pa.StructArray.from_arrays([pc.struct_field(texts, form) for form in kept_forms], names=kept_forms)
 t = t.set_column(t.schema.get_field_index("rationale_text"), "rationale_text", forms)
 t = t.append_column("rationale", pa.nulls(t.num_rows, pa.string()))
 out = dst / "data/tomforge_gen/train_controlled-00000-of-00001.parquet"
